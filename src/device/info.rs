@@ -1,0 +1,284 @@
+//! Pure device facts: what was queried, which requirements hold, and how devices rank.
+
+use crate::config::{FilteredConfigs, GPUSubgroupMatrixConfig, RawMatrixProperty};
+use serde::Serialize;
+
+/// Kind of physical device, in ranking order (best first).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    /// A discrete GPU.
+    Discrete,
+    /// An integrated GPU.
+    Integrated,
+    /// A virtual GPU.
+    Virtual,
+    /// A CPU implementation (lavapipe, SwiftShader).
+    Cpu,
+    /// Anything else.
+    Other,
+}
+
+/// Feature bits the kernels depend on (each from the struct that reports it).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceFeatures {
+    /// The device advertises `VK_KHR_cooperative_matrix`.
+    pub ext_cooperative_matrix: bool,
+    /// `VkPhysicalDeviceCooperativeMatrixFeaturesKHR::cooperativeMatrix`.
+    pub cooperative_matrix: bool,
+    /// `...::cooperativeMatrixRobustBufferAccess` (reported, not used: the kernels bound-check).
+    pub cooperative_matrix_robust_buffer_access: bool,
+    /// `cooperativeMatrixSupportedStages` includes the compute stage.
+    pub cooperative_matrix_compute_stage: bool,
+    /// `vulkanMemoryModel` (Vulkan 1.2).
+    pub vulkan_memory_model: bool,
+    /// `vulkanMemoryModelDeviceScope` (Vulkan 1.2).
+    pub vulkan_memory_model_device_scope: bool,
+    /// `shaderFloat16` (Vulkan 1.2).
+    pub shader_float16: bool,
+    /// `shaderInt8` (Vulkan 1.2).
+    pub shader_int8: bool,
+    /// `storageBuffer16BitAccess` (Vulkan 1.1).
+    pub storage_buffer_16bit_access: bool,
+    /// `storageBuffer8BitAccess` (Vulkan 1.2).
+    pub storage_buffer_8bit_access: bool,
+    /// `subgroupSizeControl` (Vulkan 1.3).
+    pub subgroup_size_control: bool,
+    /// `computeFullSubgroups` (Vulkan 1.3).
+    pub compute_full_subgroups: bool,
+    /// The device advertises `VK_KHR_shader_bfloat16`.
+    pub ext_shader_bfloat16: bool,
+    /// `shaderBFloat16Type`.
+    pub shader_bfloat16_type: bool,
+    /// `shaderBFloat16CooperativeMatrix`.
+    pub shader_bfloat16_cooperative_matrix: bool,
+    /// The device advertises `VK_NV_cooperative_matrix2` (reported only).
+    pub ext_nv_cooperative_matrix2: bool,
+}
+
+/// Limits the planner and tile schemes are checked against.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DeviceLimits {
+    /// Default subgroup size (`VkPhysicalDeviceSubgroupProperties::subgroupSize`).
+    pub subgroup_size: u32,
+    /// `minSubgroupSize` (subgroup size control).
+    pub min_subgroup_size: u32,
+    /// `maxSubgroupSize`.
+    pub max_subgroup_size: u32,
+    /// Whether `requiredSubgroupSizeStages` includes compute.
+    pub required_subgroup_size_compute: bool,
+    /// `maxComputeSharedMemorySize` in bytes.
+    pub max_shared_memory: u32,
+    /// `maxComputeWorkGroupInvocations`.
+    pub max_workgroup_invocations: u32,
+    /// `maxComputeWorkGroupSize`.
+    pub max_workgroup_size: [u32; 3],
+    /// `maxComputeWorkGroupCount`.
+    pub max_workgroup_count: [u32; 3],
+    /// `maxStorageBufferRange` in bytes.
+    pub max_storage_buffer_range: u32,
+    /// `minStorageBufferOffsetAlignment` in bytes.
+    pub min_storage_buffer_offset_alignment: u64,
+    /// `maxPushConstantsSize` in bytes.
+    pub max_push_constants_size: u32,
+    /// `maxMemoryAllocationSize` in bytes.
+    pub max_memory_allocation_size: u64,
+    /// `timestampPeriod` in nanoseconds per tick.
+    pub timestamp_period: f32,
+}
+
+/// One requirement for running the GEMM kernels, and whether the device meets it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Requirement {
+    /// What is required, in Vulkan's words.
+    pub name: &'static str,
+    /// Whether the device meets it.
+    pub met: bool,
+}
+
+/// Everything vk-sgmat knows about one physical device. JSON field names are stable (they are the
+/// `vk-sgmat info --json` format, documented in README.md).
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceInfo {
+    /// Index in enumeration order.
+    pub index: usize,
+    /// `deviceName`.
+    pub name: String,
+    /// Device kind.
+    pub kind: DeviceKind,
+    /// PCI vendor id.
+    pub vendor_id: u32,
+    /// Device id.
+    pub device_id: u32,
+    /// Device API version as "major.minor.patch".
+    pub api_version: String,
+    /// Raw driver version.
+    pub driver_version: u32,
+    /// `VkDriverId` as a number (stable across releases).
+    pub driver_id: i32,
+    /// `driverName`.
+    pub driver_name: String,
+    /// `driverInfo` (for Mesa, the version).
+    pub driver_info: String,
+    /// `pipelineCacheUUID` in hex.
+    pub pipeline_cache_uuid: String,
+    /// Feature bits.
+    pub features: DeviceFeatures,
+    /// Limits.
+    pub limits: DeviceLimits,
+    /// The driver's cooperative-matrix property list, unfiltered.
+    pub raw_properties: Vec<RawMatrixProperty>,
+    /// The filtered configurations.
+    pub configs: FilteredConfigs,
+    /// Each requirement and whether it is met.
+    pub requirements: Vec<Requirement>,
+}
+
+impl DeviceInfo {
+    /// Whether every requirement holds.
+    pub fn usable(&self) -> bool {
+        self.requirements.iter().all(|r| r.met)
+    }
+
+    /// The requirements that do not hold.
+    pub fn missing(&self) -> Vec<String> {
+        self.requirements
+            .iter()
+            .filter(|r| !r.met)
+            .map(|r| r.name.to_string())
+            .collect()
+    }
+
+    /// Standard and extended configs together.
+    pub fn all_configs(&self) -> Vec<GPUSubgroupMatrixConfig> {
+        self.configs.all().copied().collect()
+    }
+}
+
+/// `VK_DRIVER_ID_INTEL_OPEN_SOURCE_MESA`.
+const DRIVER_ID_INTEL_MESA: i32 = 6;
+
+/// Evaluates the requirements (Dawn's gating plus a non-empty config list). `api_1_3` says whether
+/// the device supports Vulkan 1.3 (the feature structs used here are core 1.3).
+pub fn evaluate_requirements(
+    features: &DeviceFeatures,
+    api_1_3: bool,
+    driver_id: i32,
+    driver_info: &str,
+    configs: &FilteredConfigs,
+) -> Vec<Requirement> {
+    let r = |name, met| Requirement { name, met };
+    vec![
+        r("Vulkan 1.3", api_1_3),
+        r("VK_KHR_cooperative_matrix", features.ext_cooperative_matrix),
+        r("cooperativeMatrix", features.cooperative_matrix),
+        r("cooperativeMatrixSupportedStages has COMPUTE", features.cooperative_matrix_compute_stage),
+        r("vulkanMemoryModel", features.vulkan_memory_model),
+        r("vulkanMemoryModelDeviceScope", features.vulkan_memory_model_device_scope),
+        r("subgroupSizeControl", features.subgroup_size_control),
+        r("computeFullSubgroups", features.compute_full_subgroups),
+        r(
+            "driver not blocklisted (Intel Mesa < 25.2 mishandles coopmat init)",
+            !(driver_id == DRIVER_ID_INTEL_MESA && mesa_version_below(driver_info, (25, 2))),
+        ),
+        r("at least one cooperative-matrix config", configs.all().next().is_some()),
+    ]
+}
+
+/// Parses "Mesa 25.1.3" style driver info; unknown formats count as new enough.
+fn mesa_version_below(info: &str, min: (u32, u32)) -> bool {
+    let Some(v) = info.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit())) else {
+        return false;
+    };
+    let mut parts = v.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) => (major, minor) < min,
+        _ => false,
+    }
+}
+
+/// Orders devices best first: usable before unusable, then discrete > integrated > virtual > CPU,
+/// then enumeration order.
+pub fn rank_devices(devices: &mut [DeviceInfo]) {
+    devices.sort_by_key(|d| (!d.usable(), d.kind, d.index));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{filter_configs, tests::lavapipe_list, FilterFeatures};
+
+    fn all_features() -> DeviceFeatures {
+        DeviceFeatures {
+            ext_cooperative_matrix: true,
+            cooperative_matrix: true,
+            cooperative_matrix_compute_stage: true,
+            vulkan_memory_model: true,
+            vulkan_memory_model_device_scope: true,
+            subgroup_size_control: true,
+            compute_full_subgroups: true,
+            shader_float16: true,
+            ..Default::default()
+        }
+    }
+
+    fn configs() -> FilteredConfigs {
+        filter_configs(&lavapipe_list(), FilterFeatures { shader_f16: true, ..Default::default() })
+    }
+
+    #[test]
+    fn all_met() {
+        let reqs = evaluate_requirements(&all_features(), true, 13, "Mesa 26.1.0", &configs());
+        assert!(reqs.iter().all(|r| r.met), "{reqs:?}");
+    }
+
+    #[test]
+    fn names_exactly_what_is_missing() {
+        let f = DeviceFeatures { compute_full_subgroups: false, vulkan_memory_model_device_scope: false, ..all_features() };
+        let reqs = evaluate_requirements(&f, true, 13, "", &FilteredConfigs::default());
+        let missing: Vec<_> = reqs.iter().filter(|r| !r.met).map(|r| r.name).collect();
+        assert_eq!(
+            missing,
+            ["vulkanMemoryModelDeviceScope", "computeFullSubgroups", "at least one cooperative-matrix config"]
+        );
+    }
+
+    #[test]
+    fn intel_mesa_blocklist() {
+        let old = evaluate_requirements(&all_features(), true, DRIVER_ID_INTEL_MESA, "Mesa 25.1.4", &configs());
+        assert!(old.iter().any(|r| !r.met));
+        let new = evaluate_requirements(&all_features(), true, DRIVER_ID_INTEL_MESA, "Mesa 25.2.0", &configs());
+        assert!(new.iter().all(|r| r.met));
+    }
+
+    #[test]
+    fn ranking() {
+        let mk = |index, kind, usable: bool| DeviceInfo {
+            index,
+            name: format!("d{index}"),
+            kind,
+            vendor_id: 0,
+            device_id: 0,
+            api_version: "1.3.0".into(),
+            driver_version: 0,
+            driver_id: 0,
+            driver_name: String::new(),
+            driver_info: String::new(),
+            pipeline_cache_uuid: String::new(),
+            features: DeviceFeatures::default(),
+            limits: DeviceLimits::default(),
+            raw_properties: vec![],
+            configs: FilteredConfigs::default(),
+            requirements: vec![Requirement { name: "x", met: usable }],
+        };
+        let mut v = vec![
+            mk(0, DeviceKind::Cpu, true),
+            mk(1, DeviceKind::Discrete, false),
+            mk(2, DeviceKind::Integrated, true),
+            mk(3, DeviceKind::Discrete, true),
+        ];
+        rank_devices(&mut v);
+        let order: Vec<_> = v.iter().map(|d| d.index).collect();
+        assert_eq!(order, [3, 2, 0, 1]);
+    }
+}

@@ -1,0 +1,201 @@
+//! The Vulkan instance, optionally with the Khronos validation layer and a debug messenger that
+//! records every warning and error so tests can fail on any.
+
+use super::{query_device, DeviceInfo};
+use crate::error::{Error, Result};
+use ash::vk;
+use std::ffi::{c_void, CStr};
+use std::sync::{Arc, Mutex};
+
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+
+/// Instance settings.
+#[derive(Clone, Debug, Default)]
+pub struct InstanceOptions {
+    /// Enable `VK_LAYER_KHRONOS_validation` and a debug messenger. Default: false, unless the
+    /// environment variable `VK_SGMAT_VALIDATION=1` is set. Creation fails with
+    /// [`Error::ValidationLayerMissing`] when the layer is not installed.
+    pub validation: bool,
+}
+
+/// Validation warnings and errors seen since the instance was created.
+#[derive(Debug, Default)]
+pub struct ValidationMessages {
+    messages: Mutex<Vec<String>>,
+}
+
+impl ValidationMessages {
+    /// How many warnings and errors were reported.
+    pub fn count(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// The messages (warnings and errors), oldest first.
+    pub fn messages(&self) -> Vec<String> {
+        self.lock().clone()
+    }
+
+    fn push(&self, message: String) {
+        self.lock().push(message);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        // A panic while holding this lock cannot leave the Vec inconsistent.
+        self.messages.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// An owned `VkInstance` (+ debug messenger). Dropped last: devices hold an `Arc` of it.
+pub struct Instance {
+    entry: ash::Entry,
+    raw: ash::Instance,
+    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    messages: Arc<ValidationMessages>,
+    /// Keeps the callback's user data alive for the messenger's lifetime.
+    _callback_data: Option<Box<Arc<ValidationMessages>>>,
+    cooperative_matrix: ash::khr::cooperative_matrix::Instance,
+}
+
+impl Instance {
+    /// Loads Vulkan and creates a Vulkan 1.3 instance.
+    pub fn new(options: &InstanceOptions) -> Result<Arc<Self>> {
+        let validation = options.validation || env_flag("VK_SGMAT_VALIDATION");
+        // SAFETY: loading the system's Vulkan loader runs its initialisers; nothing else is known
+        // to conflict with that.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::NoVulkan(e.to_string()))?;
+        let mut layers = Vec::new();
+        let mut extensions = Vec::new();
+        if validation {
+            // SAFETY: a plain query on a loaded entry.
+            let available = unsafe { entry.enumerate_instance_layer_properties() }
+                .map_err(|r| Error::vk("vkEnumerateInstanceLayerProperties", r))?;
+            let found = available
+                .iter()
+                .any(|l| l.layer_name_as_c_str().is_ok_and(|n| n == VALIDATION_LAYER));
+            if !found {
+                return Err(Error::ValidationLayerMissing);
+            }
+            layers.push(VALIDATION_LAYER.as_ptr());
+            extensions.push(ash::ext::debug_utils::NAME.as_ptr());
+        }
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"vk-sgmat")
+            .engine_name(c"vk-sgmat")
+            .api_version(vk::API_VERSION_1_3);
+        let info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layers)
+            .enabled_extension_names(&extensions);
+        // SAFETY: every pointer in `info` outlives the call.
+        let raw = unsafe { entry.create_instance(&info, None) }.map_err(|r| Error::vk("vkCreateInstance", r))?;
+        let messages = Arc::new(ValidationMessages::default());
+        let mut instance = Self {
+            cooperative_matrix: ash::khr::cooperative_matrix::Instance::new(&entry, &raw),
+            entry,
+            raw,
+            debug: None,
+            messages,
+            _callback_data: None,
+        };
+        if validation {
+            let loader = ash::ext::debug_utils::Instance::new(&instance.entry, &instance.raw);
+            let data = Box::new(instance.messages.clone());
+            let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                )
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+                )
+                .pfn_user_callback(Some(debug_callback))
+                .user_data(&*data as *const Arc<ValidationMessages> as *mut c_void);
+            // SAFETY: `data` is kept alive in `_callback_data` until the messenger is destroyed.
+            let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }
+                .map_err(|r| Error::vk("vkCreateDebugUtilsMessengerEXT", r))?;
+            instance.debug = Some((loader, messenger));
+            instance._callback_data = Some(data);
+        }
+        Ok(Arc::new(instance))
+    }
+
+    /// The ash instance.
+    pub fn raw(&self) -> &ash::Instance {
+        &self.raw
+    }
+
+    /// The ash entry.
+    pub fn entry(&self) -> &ash::Entry {
+        &self.entry
+    }
+
+    /// Whether the validation layer is on.
+    pub fn validation_enabled(&self) -> bool {
+        self.debug.is_some()
+    }
+
+    /// Validation messages recorded so far (empty without validation).
+    pub fn validation_messages(&self) -> &Arc<ValidationMessages> {
+        &self.messages
+    }
+
+    /// The cooperative-matrix query, fetched as an instance-level function (Mali and Intel drivers
+    /// fail when it is fetched through vkGetDeviceProcAddr; Dawn commit b0f334b0).
+    pub(crate) fn cooperative_matrix(&self) -> &ash::khr::cooperative_matrix::Instance {
+        &self.cooperative_matrix
+    }
+
+    /// Queries every physical device, in enumeration order.
+    pub fn devices(&self) -> Result<Vec<(vk::PhysicalDevice, DeviceInfo)>> {
+        // SAFETY: a plain query on a live instance.
+        let pdevs = unsafe { self.raw.enumerate_physical_devices() }
+            .map_err(|r| Error::vk("vkEnumeratePhysicalDevices", r))?;
+        pdevs
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| Ok((p, query_device(self, p, i)?)))
+            .collect()
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // SAFETY: devices hold an Arc<Instance>, so none is alive; the messenger goes first.
+        unsafe {
+            if let Some((loader, messenger)) = self.debug.take() {
+                loader.destroy_debug_utils_messenger(messenger, None);
+            }
+            self.raw.destroy_instance(None);
+        }
+    }
+}
+
+pub(crate) fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
+unsafe extern "system" fn debug_callback(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY: the layer passes a valid callback-data pointer for the duration of the call, and
+    // `user` is the Arc<ValidationMessages> boxed by Instance::new, alive until the messenger dies.
+    unsafe {
+        let text = if data.is_null() || (*data).p_message.is_null() {
+            "(no message)".to_string()
+        } else {
+            CStr::from_ptr((*data).p_message).to_string_lossy().into_owned()
+        };
+        let line = format!("[{severity:?}] {text}");
+        if env_flag("VK_SGMAT_PRINT_VALIDATION") {
+            eprintln!("vk-sgmat validation: {line}");
+        }
+        if let Some(messages) = (user as *const Arc<ValidationMessages>).as_ref() {
+            messages.push(line);
+        }
+    }
+    vk::FALSE
+}

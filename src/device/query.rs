@@ -1,0 +1,189 @@
+//! Reads one physical device's properties, features and cooperative-matrix list into a
+//! [`DeviceInfo`]. All `unsafe` queries of the device layer live here.
+
+use super::info::{evaluate_requirements, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits};
+use super::Instance;
+use crate::config::{filter_configs, FilterFeatures, RawMatrixProperty};
+use crate::error::{Error, Result};
+use ash::vk;
+use std::ffi::{c_char, c_void, CStr};
+
+/// `VK_KHR_shader_bfloat16`, which ash 0.38 predates.
+pub(crate) const EXT_SHADER_BFLOAT16: &CStr = c"VK_KHR_shader_bfloat16";
+/// `VK_NV_cooperative_matrix2` (reported in `info`; no kernels use it yet).
+pub(crate) const EXT_NV_COOPERATIVE_MATRIX2: &CStr = c"VK_NV_cooperative_matrix2";
+
+/// `VkPhysicalDeviceShaderBfloat16FeaturesKHR`.
+#[repr(C)]
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Bf16Features {
+    pub s_type: vk::StructureType,
+    pub p_next: *mut c_void,
+    pub shader_bfloat16_type: vk::Bool32,
+    pub shader_bfloat16_dot_product: vk::Bool32,
+    pub shader_bfloat16_cooperative_matrix: vk::Bool32,
+}
+
+impl Default for Bf16Features {
+    fn default() -> Self {
+        Self {
+            // VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR
+            s_type: vk::StructureType::from_raw(1_000_141_000),
+            p_next: std::ptr::null_mut(),
+            shader_bfloat16_type: vk::FALSE,
+            shader_bfloat16_dot_product: vk::FALSE,
+            shader_bfloat16_cooperative_matrix: vk::FALSE,
+        }
+    }
+}
+
+// SAFETY: the struct starts with sType/pNext like every Vulkan input/output structure and the
+// registry lists it as extending both VkPhysicalDeviceFeatures2 and VkDeviceCreateInfo.
+unsafe impl vk::ExtendsPhysicalDeviceFeatures2 for Bf16Features {}
+// SAFETY: as above.
+unsafe impl vk::ExtendsDeviceCreateInfo for Bf16Features {}
+
+fn c_str(chars: &[c_char]) -> String {
+    // SAFETY: Vulkan fixed-size strings are NUL-terminated within their array.
+    let bytes: &[u8] = unsafe { std::slice::from_raw_parts(chars.as_ptr().cast(), chars.len()) };
+    CStr::from_bytes_until_nul(bytes)
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+pub(crate) fn device_extensions(instance: &Instance, pdev: vk::PhysicalDevice) -> Result<Vec<String>> {
+    // SAFETY: plain query on a live instance and a device it enumerated.
+    let exts = unsafe { instance.raw().enumerate_device_extension_properties(pdev) }
+        .map_err(|r| Error::vk("vkEnumerateDeviceExtensionProperties", r))?;
+    Ok(exts.iter().map(|e| c_str(&e.extension_name)).collect())
+}
+
+/// Queries everything vk-sgmat needs to know about `pdev`.
+pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index: usize) -> Result<DeviceInfo> {
+    let raw = instance.raw();
+    let exts = device_extensions(instance, pdev)?;
+    let has = |name: &CStr| exts.iter().any(|e| e.as_bytes() == name.to_bytes());
+    let has_coopmat = has(ash::khr::cooperative_matrix::NAME);
+    let has_bf16 = has(EXT_SHADER_BFLOAT16);
+
+    // SAFETY: plain query.
+    let base = unsafe { raw.get_physical_device_properties(pdev) };
+    let api_1_3 = base.api_version >= vk::API_VERSION_1_3;
+
+    // Feature structs of core 1.1-1.3 may only be chained when the device supports that version.
+    let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+    let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+    let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
+    let mut fcm = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
+    let mut fbf = Bf16Features::default();
+    let mut p11 = vk::PhysicalDeviceVulkan11Properties::default();
+    let mut p12 = vk::PhysicalDeviceVulkan12Properties::default();
+    let mut p13 = vk::PhysicalDeviceVulkan13Properties::default();
+    let mut pcm = vk::PhysicalDeviceCooperativeMatrixPropertiesKHR::default();
+    let mut props2 = vk::PhysicalDeviceProperties2::default();
+    let mut feats2 = vk::PhysicalDeviceFeatures2::default();
+    if api_1_3 {
+        feats2 = feats2.push_next(&mut f11).push_next(&mut f12).push_next(&mut f13);
+        props2 = props2.push_next(&mut p11).push_next(&mut p12).push_next(&mut p13);
+    }
+    if has_coopmat {
+        feats2 = feats2.push_next(&mut fcm);
+        props2 = props2.push_next(&mut pcm);
+    }
+    if has_bf16 {
+        feats2 = feats2.push_next(&mut fbf);
+    }
+    // SAFETY: every chained struct is live and correctly typed for this device's API version.
+    unsafe {
+        raw.get_physical_device_features2(pdev, &mut feats2);
+        raw.get_physical_device_properties2(pdev, &mut props2);
+    }
+    let props = props2.properties;
+
+    let raw_properties = if has_coopmat {
+        // SAFETY: ash fills a vector of Default-initialised elements, so every element's sType is
+        // set before the second call (drivers crash otherwise: Vulkan-Docs #2613).
+        let list = unsafe { instance.cooperative_matrix().get_physical_device_cooperative_matrix_properties(pdev) }
+            .map_err(|r| Error::vk("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", r))?;
+        list.iter().map(RawMatrixProperty::from_vk).collect()
+    } else {
+        Vec::new()
+    };
+
+    let b = |v: vk::Bool32| v == vk::TRUE;
+    let features = DeviceFeatures {
+        ext_cooperative_matrix: has_coopmat,
+        cooperative_matrix: has_coopmat && b(fcm.cooperative_matrix),
+        cooperative_matrix_robust_buffer_access: has_coopmat && b(fcm.cooperative_matrix_robust_buffer_access),
+        cooperative_matrix_compute_stage: has_coopmat
+            && pcm.cooperative_matrix_supported_stages.contains(vk::ShaderStageFlags::COMPUTE),
+        vulkan_memory_model: b(f12.vulkan_memory_model),
+        vulkan_memory_model_device_scope: b(f12.vulkan_memory_model_device_scope),
+        shader_float16: b(f12.shader_float16),
+        shader_int8: b(f12.shader_int8),
+        storage_buffer_16bit_access: b(f11.storage_buffer16_bit_access),
+        storage_buffer_8bit_access: b(f12.storage_buffer8_bit_access),
+        subgroup_size_control: b(f13.subgroup_size_control),
+        compute_full_subgroups: b(f13.compute_full_subgroups),
+        ext_shader_bfloat16: has_bf16,
+        shader_bfloat16_type: has_bf16 && b(fbf.shader_bfloat16_type),
+        shader_bfloat16_cooperative_matrix: has_bf16 && b(fbf.shader_bfloat16_cooperative_matrix),
+        ext_nv_cooperative_matrix2: has(EXT_NV_COOPERATIVE_MATRIX2),
+    };
+    let l = &props.limits;
+    let limits = DeviceLimits {
+        subgroup_size: p11.subgroup_size,
+        min_subgroup_size: p13.min_subgroup_size,
+        max_subgroup_size: p13.max_subgroup_size,
+        required_subgroup_size_compute: p13.required_subgroup_size_stages.contains(vk::ShaderStageFlags::COMPUTE),
+        max_shared_memory: l.max_compute_shared_memory_size,
+        max_workgroup_invocations: l.max_compute_work_group_invocations,
+        max_workgroup_size: l.max_compute_work_group_size,
+        max_workgroup_count: l.max_compute_work_group_count,
+        max_storage_buffer_range: l.max_storage_buffer_range,
+        min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
+        max_push_constants_size: l.max_push_constants_size,
+        max_memory_allocation_size: p11.max_memory_allocation_size,
+        timestamp_period: l.timestamp_period,
+    };
+    let filter = FilterFeatures {
+        shader_f16: features.shader_float16 && features.storage_buffer_16bit_access,
+        bf16_cooperative_matrix: features.shader_bfloat16_type && features.shader_bfloat16_cooperative_matrix,
+        fp8_cooperative_matrix: false,
+    };
+    let configs = filter_configs(&raw_properties, filter);
+    let driver_info = c_str(&p12.driver_info);
+    let requirements =
+        evaluate_requirements(&features, api_1_3, p12.driver_id.as_raw(), &driver_info, &configs);
+    let kind = match props.device_type {
+        vk::PhysicalDeviceType::DISCRETE_GPU => DeviceKind::Discrete,
+        vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceKind::Integrated,
+        vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceKind::Virtual,
+        vk::PhysicalDeviceType::CPU => DeviceKind::Cpu,
+        _ => DeviceKind::Other,
+    };
+    let v = props.api_version;
+    Ok(DeviceInfo {
+        index,
+        name: c_str(&props.device_name),
+        kind,
+        vendor_id: props.vendor_id,
+        device_id: props.device_id,
+        api_version: format!(
+            "{}.{}.{}",
+            vk::api_version_major(v),
+            vk::api_version_minor(v),
+            vk::api_version_patch(v)
+        ),
+        driver_version: props.driver_version,
+        driver_id: p12.driver_id.as_raw(),
+        driver_name: c_str(&p12.driver_name),
+        driver_info,
+        pipeline_cache_uuid: props.pipeline_cache_uuid.iter().map(|b| format!("{b:02x}")).collect(),
+        features,
+        limits,
+        raw_properties,
+        configs,
+        requirements,
+    })
+}

@@ -1,0 +1,587 @@
+//! Problem shapes, tile schemes and the plan of passes. Pure: nothing here touches Vulkan.
+//!
+//! A [`TileScheme`] fixes how one workgroup covers a `BM x BN` block of C: `sg_m x sg_n` subgroups,
+//! each owning `fr_m x fr_n` accumulator fragments of the config's `m x n` shape, stepping through K
+//! `k_step` at a time with A and B staged in shared memory. [`plan`] splits a GEMM into passes that
+//! respect the device's workgroup-count and storage-buffer-range limits.
+
+use crate::config::GPUSubgroupMatrixConfig;
+use crate::device::DeviceLimits;
+use crate::error::{Error, Result};
+use serde::Serialize;
+
+/// Bytes every global load and shared-memory copy moves at once; also the alignment of every
+/// device matrix row (its leading dimension is padded to a multiple of this).
+pub const VECTOR_BYTES: u32 = 16;
+
+/// Storage order of a matrix.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// Rows are contiguous: element (r, c) at `r * ld + c`.
+    #[default]
+    RowMajor,
+    /// Columns are contiguous: element (r, c) at `c * ld + r`.
+    ColMajor,
+}
+
+impl Layout {
+    /// 'n' for row-major (not transposed), 't' for column-major, as in `--layout nt`.
+    pub fn letter(self) -> char {
+        match self {
+            Layout::RowMajor => 'n',
+            Layout::ColMajor => 't',
+        }
+    }
+
+    /// (outer, inner) extents of a `rows x cols` matrix stored this way: inner is contiguous.
+    pub fn outer_inner(self, rows: usize, cols: usize) -> (usize, usize) {
+        match self {
+            Layout::RowMajor => (rows, cols),
+            Layout::ColMajor => (cols, rows),
+        }
+    }
+}
+
+/// How one workgroup tiles its block of C. Construct with [`TileScheme::new`], which checks it
+/// against the config and the device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct TileScheme {
+    /// Subgroup size the pipeline requires.
+    pub subgroup_size: u32,
+    /// Subgroups along M.
+    pub sg_m: u32,
+    /// Subgroups along N.
+    pub sg_n: u32,
+    /// Accumulator fragments per subgroup along M.
+    pub fr_m: u32,
+    /// Accumulator fragments per subgroup along N.
+    pub fr_n: u32,
+    /// K consumed per shared-memory stage (a multiple of the config's k).
+    pub k_step: u32,
+    /// Skew added to each shared-memory row, in bytes (breaks power-of-two strides; keeps every
+    /// fragment start 16-byte aligned).
+    pub pad_bytes: u32,
+}
+
+/// The derived sizes of a scheme for one config.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TileGeometry {
+    /// Rows of C per workgroup.
+    pub bm: u32,
+    /// Columns of C per workgroup.
+    pub bn: u32,
+    /// K per stage.
+    pub bk: u32,
+    /// Invocations per workgroup.
+    pub threads: u32,
+    /// Shared memory in bytes.
+    pub shared_bytes: u32,
+}
+
+impl TileScheme {
+    /// Builds a scheme and checks it against `config` and `limits`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        config: &GPUSubgroupMatrixConfig,
+        limits: &DeviceLimits,
+        subgroup_size: u32,
+        (sg_m, sg_n): (u32, u32),
+        (fr_m, fr_n): (u32, u32),
+        k_step: u32,
+    ) -> Result<Self> {
+        let s = Self { subgroup_size, sg_m, sg_n, fr_m, fr_n, k_step, pad_bytes: VECTOR_BYTES };
+        s.check(config, limits)?;
+        Ok(s)
+    }
+
+    /// Sizes derived for `config`.
+    pub fn geometry(&self, config: &GPUSubgroupMatrixConfig) -> TileGeometry {
+        let bm = self.sg_m * self.fr_m * config.m;
+        let bn = self.sg_n * self.fr_n * config.n;
+        let bk = self.k_step;
+        let threads = self.sg_m * self.sg_n * self.subgroup_size;
+        let es = config.component_type.size_bytes();
+        // Either orientation of each operand occupies the same bytes up to the skew; take the
+        // larger so a scheme that fits one layout fits all.
+        let a = (bm * (bk * es + self.pad_bytes)).max(bk * (bm * es + self.pad_bytes));
+        let b = (bn * (bk * es + self.pad_bytes)).max(bk * (bn * es + self.pad_bytes));
+        let stage = self.sg_m * self.sg_n * config.m * config.n * config.result_type.size_bytes();
+        TileGeometry { bm, bn, bk, threads, shared_bytes: a + b + stage }
+    }
+
+    /// Checks the scheme; the error says which rule failed.
+    pub fn check(&self, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<()> {
+        let bad = |msg: String| Err(Error::InvalidTileScheme(msg));
+        if [self.sg_m, self.sg_n, self.fr_m, self.fr_n, self.k_step, self.subgroup_size].contains(&0) {
+            return bad("every scheme parameter must be at least 1".into());
+        }
+        if !self.subgroup_size.is_power_of_two() {
+            return bad(format!("subgroup size {} is not a power of two", self.subgroup_size));
+        }
+        if limits.max_subgroup_size != 0
+            && (self.subgroup_size < limits.min_subgroup_size || self.subgroup_size > limits.max_subgroup_size)
+        {
+            return bad(format!(
+                "subgroup size {} outside the device's range {}..={}",
+                self.subgroup_size, limits.min_subgroup_size, limits.max_subgroup_size
+            ));
+        }
+        let es = config.component_type.size_bytes();
+        let rs = config.result_type.size_bytes();
+        if !(rs == 2 || rs == 4) {
+            return bad(format!("result type {} is not 16 or 32 bits wide", config.result_type));
+        }
+        if self.k_step % config.k != 0 {
+            return bad(format!("k_step {} is not a multiple of the config's k {}", self.k_step, config.k));
+        }
+        let g = self.geometry(config);
+        for (name, len) in [("BM", g.bm), ("BN", g.bn), ("BK", g.bk)] {
+            if (len * es) % VECTOR_BYTES != 0 {
+                return bad(format!("{name} = {len} elements is not a multiple of {VECTOR_BYTES} bytes"));
+            }
+        }
+        for (name, rows) in [("A", g.bm), ("B", g.bn)] {
+            let vecs = rows * g.bk * es / VECTOR_BYTES;
+            if vecs % g.threads != 0 {
+                return bad(format!(
+                    "the {name} tile ({rows}x{} = {vecs} vectors of {VECTOR_BYTES} bytes) does not divide over {} invocations",
+                    g.bk, g.threads
+                ));
+            }
+        }
+        if (config.m * config.n) % self.subgroup_size != 0 {
+            return bad(format!(
+                "a {}x{} fragment does not divide over a subgroup of {}",
+                config.m, config.n, self.subgroup_size
+            ));
+        }
+        for (what, run) in [("m", config.m * es), ("n", config.n * es), ("k", config.k * es)] {
+            if shared_unit(run).is_none() {
+                return bad(format!("fragment {what} extent of {run} bytes cannot be addressed 4-byte aligned"));
+            }
+        }
+        if limits.max_workgroup_invocations != 0
+            && (g.threads > limits.max_workgroup_invocations || g.threads > limits.max_workgroup_size[0])
+        {
+            return bad(format!(
+                "{} invocations exceed the device's limit of {}",
+                g.threads,
+                limits.max_workgroup_invocations.min(limits.max_workgroup_size[0])
+            ));
+        }
+        if limits.max_shared_memory != 0 && g.shared_bytes > limits.max_shared_memory {
+            return bad(format!(
+                "{} bytes of shared memory exceed the device's {}",
+                g.shared_bytes, limits.max_shared_memory
+            ));
+        }
+        Ok(())
+    }
+
+    /// A short name, e.g. `sg2x4_fr4x2_k32_s32`.
+    pub fn name(&self) -> String {
+        format!(
+            "sg{}x{}_fr{}x{}_k{}_s{}",
+            self.sg_m, self.sg_n, self.fr_m, self.fr_n, self.k_step, self.subgroup_size
+        )
+    }
+}
+
+/// The widest unit (16, 8 or 4 bytes) that addresses every fragment start whose offsets are
+/// multiples of `run` bytes, or `None` if `run` is not a multiple of 4. Cooperative-matrix loads
+/// need starts aligned to min(16 bytes, one row), which this gives for power-of-two runs.
+pub fn shared_unit(run: u32) -> Option<u32> {
+    [16, 8, 4].into_iter().find(|u| run % u == 0)
+}
+
+/// The schemes vk-sgmat tries for `config`, best first, before filtering by the device. CPU
+/// drivers get only the small scheme: lavapipe compiles large unrolled kernels slowly.
+pub fn candidate_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    limits: &DeviceLimits,
+    subgroup_size: u32,
+    cpu_device: bool,
+) -> Vec<TileScheme> {
+    let es = config.component_type.size_bytes();
+    // K per stage: 64 bytes of each row per stage (32 f16, 64 int8), at least one fragment.
+    let k_step = (64 / es).max(config.k).div_ceil(config.k) * config.k;
+    let shapes: &[((u32, u32), (u32, u32))] = if cpu_device {
+        &[((2, 2), (2, 2)), ((2, 2), (1, 1)), ((1, 1), (1, 1))]
+    } else {
+        &[((2, 4), (4, 2)), ((2, 2), (4, 2)), ((2, 2), (2, 2)), ((1, 2), (2, 2)), ((1, 1), (2, 2)), ((1, 1), (1, 1))]
+    };
+    let mut out = Vec::new();
+    for &(sg, fr) in shapes {
+        for ks in [k_step, config.k * 2, config.k] {
+            if let Ok(s) = TileScheme::new(config, limits, subgroup_size, sg, fr, ks) {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// A GEMM's shape: C (m x n) = A (m x k) * B (k x n), with device leading dimensions in elements.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// Columns of A, rows of B.
+    pub k: usize,
+    /// A's storage order.
+    pub a_layout: Layout,
+    /// B's storage order.
+    pub b_layout: Layout,
+    /// A's leading dimension (elements; a multiple of 16 bytes).
+    pub lda: usize,
+    /// B's leading dimension.
+    pub ldb: usize,
+    /// C's leading dimension (C is row-major).
+    pub ldc: usize,
+    /// Bytes per A/B element.
+    pub ab_bytes: usize,
+    /// Bytes per C element.
+    pub c_bytes: usize,
+}
+
+/// A window of a buffer bound for one pass.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// Byte offset of the binding (a multiple of minStorageBufferOffsetAlignment).
+    pub bind_offset: u64,
+    /// Bytes bound.
+    pub bind_range: u64,
+    /// Offset of the operand's first element from the binding, in bytes.
+    pub start: u64,
+}
+
+/// One dispatch: the sub-GEMM C[m0.., n0..] (+)= A[m0.., k0..] * B[k0.., n0..].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Pass {
+    /// First row of C.
+    pub m0: usize,
+    /// First column of C.
+    pub n0: usize,
+    /// First k.
+    pub k0: usize,
+    /// Rows in this pass.
+    pub m: usize,
+    /// Columns in this pass.
+    pub n: usize,
+    /// K in this pass.
+    pub k: usize,
+    /// Workgroups along x (N) and y (M).
+    pub groups: [u32; 2],
+    /// Whether this pass adds to C (a K chunk after the first) instead of applying the caller's beta.
+    pub accumulate: bool,
+    /// A's binding.
+    pub a: Window,
+    /// B's binding.
+    pub b: Window,
+    /// C's binding.
+    pub c: Window,
+}
+
+/// The limits [`plan`] respects.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DispatchLimits {
+    /// maxComputeWorkGroupCount[0] and [1].
+    pub max_groups: [u32; 2],
+    /// maxStorageBufferRange in bytes.
+    pub max_range: u64,
+    /// minStorageBufferOffsetAlignment in bytes.
+    pub offset_alignment: u64,
+}
+
+impl DispatchLimits {
+    /// The device's limits.
+    pub fn from_device(l: &DeviceLimits) -> Self {
+        Self {
+            max_groups: [l.max_workgroup_count[0], l.max_workgroup_count[1]],
+            max_range: u64::from(l.max_storage_buffer_range),
+            offset_alignment: l.min_storage_buffer_offset_alignment.max(1),
+        }
+    }
+}
+
+/// Bytes a kernel reads or writes from an operand stored `layout` with leading dimension `ld`,
+/// starting at (outer0, inner0), covering `outer x inner` elements (inner rounded up to whole
+/// vectors, as the kernel loads them).
+fn span(outer0: usize, inner0: usize, outer: usize, inner: usize, ld: usize, es: usize, vec: bool) -> (u64, u64) {
+    let start = (outer0 * ld + inner0) * es;
+    let inner_bytes = if vec { (inner * es).next_multiple_of(VECTOR_BYTES as usize) } else { inner * es };
+    let len = (outer - 1) * ld * es + inner_bytes;
+    (start as u64, len as u64)
+}
+
+fn window(start: u64, len: u64, limits: &DispatchLimits) -> Window {
+    let bind_offset = start - start % limits.offset_alignment;
+    Window { bind_offset, bind_range: start - bind_offset + len, start: start - bind_offset }
+}
+
+/// Splits `problem` into passes whose workgroup counts and buffer windows fit `limits`. Bands along
+/// M and N are multiples of the workgroup tile and K chunks multiples of `k_step`, so every pass
+/// starts 16-byte aligned. Passes along K after the first accumulate into C.
+pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits) -> Result<Vec<Pass>> {
+    let (bm, bn, bk) = (geometry.bm as usize, geometry.bn as usize, geometry.bk as usize);
+    let p = problem;
+    let fits = |mb: usize, nb: usize, kb: usize| -> bool {
+        if mb.div_ceil(bm) > limits.max_groups[1] as usize || nb.div_ceil(bn) > limits.max_groups[0] as usize {
+            return false;
+        }
+        let slack = limits.offset_alignment - 1;
+        let a = match p.a_layout {
+            Layout::RowMajor => span(0, 0, mb, kb, p.lda, p.ab_bytes, true),
+            Layout::ColMajor => span(0, 0, kb, mb, p.lda, p.ab_bytes, true),
+        };
+        let b = match p.b_layout {
+            Layout::RowMajor => span(0, 0, kb, nb, p.ldb, p.ab_bytes, true),
+            Layout::ColMajor => span(0, 0, nb, kb, p.ldb, p.ab_bytes, true),
+        };
+        let c = span(0, 0, mb, nb, p.ldc, p.c_bytes, false);
+        [a.1, b.1, c.1].iter().all(|&len| len + slack <= limits.max_range)
+    };
+    // Start from the whole problem and halve the dimension that hurts most until a band fits.
+    let (mut mb, mut nb, mut kb) = (p.m, p.n, p.k);
+    let round = |v: usize, t: usize| v.div_ceil(t).max(1) * t;
+    while !fits(mb.min(p.m), nb.min(p.n), kb.min(p.k)) {
+        let can_m = mb > bm;
+        let can_n = nb > bn;
+        let can_k = kb > bk;
+        if !(can_m || can_n || can_k) {
+            return Err(Error::TooLarge(format!(
+                "even one {bm}x{bn}x{bk} tile of this problem (lda={}, ldb={}, ldc={}) needs a buffer window larger than the device's maxStorageBufferRange of {} bytes",
+                p.lda, p.ldb, p.ldc, limits.max_range
+            )));
+        }
+        // Prefer splitting M/N (no extra K passes); split K last.
+        if can_m && (mb >= nb || !can_n) {
+            mb = round(mb / 2, bm);
+        } else if can_n {
+            nb = round(nb / 2, bn);
+        } else {
+            kb = round(kb / 2, bk);
+        }
+    }
+    let mut passes = Vec::new();
+    for m0 in (0..p.m).step_by(mb) {
+        let m = mb.min(p.m - m0);
+        for n0 in (0..p.n).step_by(nb) {
+            let n = nb.min(p.n - n0);
+            for k0 in (0..p.k).step_by(kb) {
+                let k = kb.min(p.k - k0);
+                let (a0, alen) = match p.a_layout {
+                    Layout::RowMajor => span(m0, k0, m, k, p.lda, p.ab_bytes, true),
+                    Layout::ColMajor => span(k0, m0, k, m, p.lda, p.ab_bytes, true),
+                };
+                let (b0, blen) = match p.b_layout {
+                    Layout::RowMajor => span(k0, n0, k, n, p.ldb, p.ab_bytes, true),
+                    Layout::ColMajor => span(n0, k0, n, k, p.ldb, p.ab_bytes, true),
+                };
+                let (c0, clen) = span(m0, n0, m, n, p.ldc, p.c_bytes, false);
+                passes.push(Pass {
+                    m0,
+                    n0,
+                    k0,
+                    m,
+                    n,
+                    k,
+                    groups: [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32],
+                    accumulate: k0 > 0,
+                    a: window(a0, alen, limits),
+                    b: window(b0, blen, limits),
+                    c: window(c0, clen, limits),
+                });
+            }
+        }
+    }
+    Ok(passes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ComponentType::*;
+
+    fn cfg(m: u32, n: u32, k: u32, ab: crate::ComponentType, r: crate::ComponentType) -> GPUSubgroupMatrixConfig {
+        GPUSubgroupMatrixConfig { component_type: ab, result_type: r, m, n, k }
+    }
+
+    fn h200_limits() -> DeviceLimits {
+        DeviceLimits {
+            subgroup_size: 32,
+            min_subgroup_size: 32,
+            max_subgroup_size: 32,
+            required_subgroup_size_compute: true,
+            max_shared_memory: 49152,
+            max_workgroup_invocations: 1024,
+            max_workgroup_size: [1024, 1024, 64],
+            max_workgroup_count: [2147483647, 65535, 65535],
+            max_storage_buffer_range: u32::MAX,
+            min_storage_buffer_offset_alignment: 16,
+            max_push_constants_size: 256,
+            max_memory_allocation_size: u64::MAX,
+            timestamp_period: 1.0,
+        }
+    }
+
+    fn lavapipe_limits() -> DeviceLimits {
+        DeviceLimits {
+            subgroup_size: 8,
+            min_subgroup_size: 8,
+            max_subgroup_size: 8,
+            max_shared_memory: 65536,
+            max_workgroup_invocations: 1024,
+            max_workgroup_size: [1024, 1024, 1024],
+            max_workgroup_count: [65535, 65535, 65535],
+            max_storage_buffer_range: 1 << 31,
+            min_storage_buffer_offset_alignment: 16,
+            ..h200_limits()
+        }
+    }
+
+    #[test]
+    fn h200_large_scheme() {
+        let c = cfg(16, 16, 16, F16, F32);
+        let s = TileScheme::new(&c, &h200_limits(), 32, (2, 4), (4, 2), 32).unwrap();
+        let g = s.geometry(&c);
+        assert_eq!((g.bm, g.bn, g.bk, g.threads), (128, 128, 32, 256));
+        assert!(g.shared_bytes <= 49152, "{}", g.shared_bytes);
+        assert_eq!(candidate_schemes(&c, &h200_limits(), 32, false)[0], s);
+    }
+
+    #[test]
+    fn every_known_config_has_a_scheme() {
+        for c in [
+            cfg(8, 8, 8, F16, F16),
+            cfg(8, 8, 8, F16, F32),
+            cfg(8, 8, 8, U8, U32),
+            cfg(8, 8, 8, I8, I32),
+        ] {
+            let v = candidate_schemes(&c, &lavapipe_limits(), 8, true);
+            assert!(!v.is_empty(), "{c}");
+            let g = v[0].geometry(&c);
+            assert_eq!((g.bm, g.bn), (32, 32), "{c}");
+        }
+        for c in [
+            cfg(16, 16, 16, F16, F32),
+            cfg(16, 8, 16, F16, F16),
+            cfg(16, 8, 8, F16, F32),
+            cfg(16, 16, 32, I8, I32),
+            cfg(16, 8, 32, U8, U32),
+            cfg(16, 16, 16, Bf16, F32),
+        ] {
+            assert!(!candidate_schemes(&c, &h200_limits(), 32, false).is_empty(), "{c}");
+        }
+    }
+
+    #[test]
+    fn rejections_say_why() {
+        let c = cfg(16, 16, 16, F16, F32);
+        let l = h200_limits();
+        let e = |r: Result<TileScheme>| r.unwrap_err().to_string();
+        assert!(e(TileScheme::new(&c, &l, 32, (2, 4), (4, 2), 24)).contains("multiple of the config's k"));
+        assert!(e(TileScheme::new(&c, &l, 16, (2, 4), (4, 2), 32)).contains("outside the device's range"));
+        assert!(e(TileScheme::new(&c, &l, 32, (4, 4), (4, 4), 64)).contains("shared memory"));
+        assert!(e(TileScheme::new(&c, &l, 32, (8, 8), (1, 1), 16)).contains("invocations"));
+        assert!(e(TileScheme::new(&c, &l, 32, (4, 4), (1, 1), 16)).contains("does not divide"));
+        let i8c = cfg(16, 16, 32, I8, I8);
+        assert!(e(TileScheme::new(&i8c, &l, 32, (2, 2), (2, 2), 64)).contains("16 or 32 bits"));
+    }
+
+    fn problem(m: usize, n: usize, k: usize, a: Layout, b: Layout) -> Problem {
+        let ld = |outer_inner: (usize, usize)| outer_inner.1.next_multiple_of(8);
+        Problem {
+            m,
+            n,
+            k,
+            a_layout: a,
+            b_layout: b,
+            lda: ld(a.outer_inner(m, k)),
+            ldb: ld(b.outer_inner(k, n)),
+            ldc: n.next_multiple_of(4),
+            ab_bytes: 2,
+            c_bytes: 4,
+        }
+    }
+
+    fn geom() -> TileGeometry {
+        TileGeometry { bm: 32, bn: 32, bk: 16, threads: 32, shared_bytes: 0 }
+    }
+
+    /// Every output element is covered exactly once per K range, and K is covered exactly once.
+    fn assert_covers(p: &Problem, passes: &[Pass], limits: &DispatchLimits) {
+        let mut hits = vec![0usize; p.m * p.n];
+        for pass in passes {
+            assert!(pass.groups[0] <= limits.max_groups[0] && pass.groups[1] <= limits.max_groups[1]);
+            for w in [pass.a, pass.b, pass.c] {
+                assert!(w.bind_range <= limits.max_range, "{w:?}");
+                assert_eq!(w.bind_offset % limits.offset_alignment, 0);
+                assert_eq!(w.start % 16, 0, "operand start must stay 16-byte aligned");
+            }
+            for r in pass.m0..pass.m0 + pass.m {
+                for c in pass.n0..pass.n0 + pass.n {
+                    hits[r * p.n + c] += pass.k;
+                }
+            }
+            assert_eq!(pass.accumulate, pass.k0 > 0);
+        }
+        assert!(hits.iter().all(|&h| h == p.k), "every output must see all of K once");
+    }
+
+    #[test]
+    fn one_pass_when_it_fits() {
+        let p = problem(257, 129, 65, Layout::RowMajor, Layout::ColMajor);
+        let l = DispatchLimits::from_device(&lavapipe_limits());
+        let passes = plan(&p, &geom(), &l).unwrap();
+        assert_eq!(passes.len(), 1);
+        assert_eq!(passes[0].groups, [5, 9]);
+        assert_covers(&p, &passes, &l);
+    }
+
+    #[test]
+    fn splits_for_workgroup_count() {
+        let p = problem(300, 700, 5, Layout::RowMajor, Layout::RowMajor);
+        let l = DispatchLimits { max_groups: [4, 3], max_range: u64::MAX, offset_alignment: 64 };
+        let passes = plan(&p, &geom(), &l).unwrap();
+        assert!(passes.len() > 1);
+        assert_covers(&p, &passes, &l);
+    }
+
+    #[test]
+    fn splits_for_buffer_range_in_every_layout() {
+        for a in [Layout::RowMajor, Layout::ColMajor] {
+            for b in [Layout::RowMajor, Layout::ColMajor] {
+                let p = problem(200, 150, 333, a, b);
+                let l = DispatchLimits { max_groups: [65535; 2], max_range: 24 << 10, offset_alignment: 256 };
+                let passes = plan(&p, &geom(), &l).unwrap();
+                assert!(passes.len() > 1, "{a:?}{b:?}");
+                assert_covers(&p, &passes, &l);
+            }
+        }
+    }
+
+    #[test]
+    fn k_splits_accumulate() {
+        // Column-major A with a long K: only K chunks can shrink A's window.
+        let p = problem(32, 32, 4000, Layout::ColMajor, Layout::RowMajor);
+        let l = DispatchLimits { max_groups: [65535; 2], max_range: 32 << 10, offset_alignment: 16 };
+        let passes = plan(&p, &geom(), &l).unwrap();
+        assert!(passes.iter().filter(|p| p.accumulate).count() >= 1);
+        assert_covers(&p, &passes, &l);
+    }
+
+    #[test]
+    fn impossible_window_is_an_error() {
+        let mut p = problem(64, 64, 64, Layout::RowMajor, Layout::RowMajor);
+        p.lda = 1 << 20;
+        let l = DispatchLimits { max_groups: [65535; 2], max_range: 1 << 20, offset_alignment: 16 };
+        assert!(matches!(plan(&p, &geom(), &l), Err(Error::TooLarge(_))));
+    }
+}
