@@ -5,6 +5,7 @@
 pub mod config;
 pub mod device;
 pub mod error;
+pub mod kernel;
 pub mod tiling;
 
 pub use config::{ComponentType, GPUSubgroupMatrixConfig};

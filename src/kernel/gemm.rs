@@ -1,0 +1,606 @@
+//! The tiled GEMM kernel.
+//!
+//! One workgroup computes a `BM x BN` block of C with `sg_m x sg_n` subgroups, each owning
+//! `fr_m x fr_n` accumulator fragments. Per K step of `BK`:
+//!
+//! 1. barrier; the 16-byte vectors prefetched into registers are stored to shared memory (A and B
+//!    in their global layouts, rows skewed by `pad_bytes`); barrier;
+//! 2. the next step's vectors are loaded from global memory into registers, so the loads overlap
+//!    the multiplies below (issued after the barrier so it does not wait on them);
+//! 3. for each `k` slice: every A fragment of the subgroup is loaded once, then each B fragment is
+//!    loaded and multiplied into the `fr_m` accumulators of its column.
+//!
+//! Bounds: a vector is loaded only if its row is inside the matrix and its first element is;
+//! device matrices keep their padding (up to the 16-byte-aligned leading dimension) zero, so the
+//! K tail reads zeros, and everything else is replaced by zero. The loop never relies on robust
+//! buffer access. The epilogue stores interior fragments straight to C; fragments crossing the
+//! M/N edge go through a per-subgroup staging tile in shared memory and masked scalar stores.
+
+use super::builder::{BuildResult, ModuleBuilder};
+use super::KernelKey;
+use crate::config::ComponentType;
+use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
+use rspirv::dr::Operand;
+use rspirv::spirv::{
+    BuiltIn, Capability, CooperativeMatrixOperands, Decoration, ExecutionMode, ExecutionModel, FunctionControl,
+    LoopControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
+};
+
+const ROW_MAJOR: u32 = 0;
+const COL_MAJOR: u32 = 1;
+const USE_A: u32 = 0;
+const USE_B: u32 = 1;
+const USE_ACC: u32 = 2;
+
+/// Push-constant member indices (see `PushConstants`).
+#[derive(Copy, Clone)]
+enum Pc {
+    M = 0,
+    N,
+    K,
+    LdaVec,
+    LdbVec,
+    Ldc,
+    AOff,
+    BOff,
+    COff,
+    Alpha,
+    Beta,
+}
+const PC_MEMBERS: u32 = 11;
+
+/// One operand's staging: how its tile lies in global and shared memory.
+struct Operand2d {
+    /// Shared array (Workgroup variable) and its unit type/bytes.
+    shared: Word,
+    unit_t: Word,
+    unit_bytes: u32,
+    /// Shared row pitch in units.
+    pitch_units: u32,
+    /// Vectors per tile row (inner extent / 16 bytes).
+    inner_vecs: u32,
+    /// Vectors each invocation copies.
+    per_thread: u32,
+    /// Register variables (Function) for the prefetched vectors.
+    regs: Vec<Word>,
+    /// Per copy slot: (outer row in tile, inner vector in tile, shared index in units).
+    slots: Vec<(Word, Word, Word)>,
+}
+
+pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
+    let cfg = key.config;
+    let s = key.scheme;
+    let g = s.geometry(&cfg);
+    let es = cfg.component_type.size_bytes();
+    let rs = cfg.result_type.size_bytes();
+    let vw = VECTOR_BYTES / es; // elements per vector
+    let mut mb = ModuleBuilder::new();
+    mb.need(Capability::CooperativeMatrixKHR);
+    mb.need(Capability::GroupNonUniform);
+    mb.extension("SPV_KHR_cooperative_matrix");
+
+    // ---- types ------------------------------------------------------------------------------
+    let t_void = mb.t_void();
+    let t_bool = mb.t_bool();
+    let t_u32 = mb.t_u32();
+    let t_uvec3 = mb.t_uvec(3);
+    let t_uvec4 = mb.t_uvec(4);
+    let t_comp = mb.t_scalar(cfg.component_type);
+    let t_res = mb.t_scalar(cfg.result_type);
+    if cfg.component_type == ComponentType::Bf16 {
+        mb.need(Capability::BFloat16CooperativeMatrixKHR);
+    }
+    if rs == 2 {
+        mb.need(Capability::StorageBuffer16BitAccess);
+    }
+    let c_scope = mb.c_u32(Scope::Subgroup as u32);
+    let (cm, cn, ck) = (mb.c_u32(cfg.m), mb.c_u32(cfg.n), mb.c_u32(cfg.k));
+    let (use_a, use_b, use_acc) = (mb.c_u32(USE_A), mb.c_u32(USE_B), mb.c_u32(USE_ACC));
+    let t_mat_a = mb.b.type_cooperative_matrix_khr(t_comp, c_scope, cm, ck, use_a);
+    let t_mat_b = mb.b.type_cooperative_matrix_khr(t_comp, c_scope, ck, cn, use_b);
+    let t_mat_acc = mb.b.type_cooperative_matrix_khr(t_res, c_scope, cm, cn, use_acc);
+
+    // ---- interface --------------------------------------------------------------------------
+    let mut interface = Vec::new();
+    let mut builtin = |mb: &mut ModuleBuilder, ty: Word, which: BuiltIn| {
+        let p = mb.ptr(StorageClass::Input, ty);
+        let v = mb.b.variable(p, None, StorageClass::Input, None);
+        mb.b.decorate(v, Decoration::BuiltIn, [Operand::BuiltIn(which)]);
+        interface.push(v);
+        v
+    };
+    let v_local_index = builtin(&mut mb, t_u32, BuiltIn::LocalInvocationIndex);
+    let v_workgroup = builtin(&mut mb, t_uvec3, BuiltIn::WorkgroupId);
+    let v_subgroup = builtin(&mut mb, t_u32, BuiltIn::SubgroupId);
+    let v_lane = builtin(&mut mb, t_u32, BuiltIn::SubgroupLocalInvocationId);
+
+    let pc_members = vec![t_u32; PC_MEMBERS as usize];
+    let t_pc = mb.b.type_struct(pc_members);
+    mb.decorate_once(t_pc, Decoration::Block, vec![]);
+    for i in 0..PC_MEMBERS {
+        mb.member_decorate_once(t_pc, i, Decoration::Offset, vec![Operand::LiteralBit32(4 * i)]);
+    }
+    let p_pc = mb.ptr(StorageClass::PushConstant, t_pc);
+    let v_pc = mb.b.variable(p_pc, None, StorageClass::PushConstant, None);
+    interface.push(v_pc);
+
+    let mut storage_buffer = |mb: &mut ModuleBuilder, elem: Word, stride: u32, binding: u32, read_only: bool| {
+        let t_arr = mb.b.type_runtime_array(elem);
+        mb.decorate_once(t_arr, Decoration::ArrayStride, vec![Operand::LiteralBit32(stride)]);
+        let t_struct = mb.b.type_struct([t_arr]);
+        mb.decorate_once(t_struct, Decoration::Block, vec![]);
+        mb.member_decorate_once(t_struct, 0, Decoration::Offset, vec![Operand::LiteralBit32(0)]);
+        let p = mb.ptr(StorageClass::StorageBuffer, t_struct);
+        let v = mb.b.variable(p, None, StorageClass::StorageBuffer, None);
+        mb.b.decorate(v, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
+        mb.b.decorate(v, Decoration::Binding, [Operand::LiteralBit32(binding)]);
+        if read_only {
+            mb.b.decorate(v, Decoration::NonWritable, []);
+        }
+        interface.push(v);
+        v
+    };
+    let v_a = storage_buffer(&mut mb, t_uvec4, VECTOR_BYTES, 0, true);
+    let v_b = storage_buffer(&mut mb, t_uvec4, VECTOR_BYTES, 1, true);
+    let v_c = storage_buffer(&mut mb, t_res, rs, 2, false);
+
+    // Shared arrays. Each operand's tile is stored in its global layout: rows of the contiguous
+    // (inner) dimension, skewed by pad_bytes.
+    let (a_outer, a_inner) = match key.a_layout {
+        Layout::RowMajor => (g.bm, g.bk),
+        Layout::ColMajor => (g.bk, g.bm),
+    };
+    let (b_outer, b_inner) = match key.b_layout {
+        Layout::RowMajor => (g.bk, g.bn),
+        Layout::ColMajor => (g.bn, g.bk),
+    };
+    // Fragment starts advance by whole fragments along the inner dimension: that run fixes the unit.
+    let a_run = match key.a_layout {
+        Layout::RowMajor => cfg.k * es,
+        Layout::ColMajor => cfg.m * es,
+    };
+    let b_run = match key.b_layout {
+        Layout::RowMajor => cfg.n * es,
+        Layout::ColMajor => cfg.k * es,
+    };
+    let mut shared_array = |mb: &mut ModuleBuilder, outer: u32, inner: u32, run: u32| {
+        let unit_bytes = shared_unit(run).expect("scheme checked");
+        let pitch_bytes = inner * es + s.pad_bytes;
+        let unit_t = mb.t_uvec(unit_bytes / 4);
+        let len = mb.c_u32(outer * pitch_bytes / unit_bytes);
+        let t_arr = mb.b.type_array(unit_t, len);
+        let p = mb.ptr(StorageClass::Workgroup, t_arr);
+        let v = mb.b.variable(p, None, StorageClass::Workgroup, None);
+        interface.push(v);
+        (v, unit_t, unit_bytes, pitch_bytes / unit_bytes)
+    };
+    let (sh_a, unit_a_t, unit_a, pitch_a) = shared_array(&mut mb, a_outer, a_inner, a_run);
+    let (sh_b, unit_b_t, unit_b, pitch_b) = shared_array(&mut mb, b_outer, b_inner, b_run);
+    let stage_len = s.sg_m * s.sg_n * cfg.m * cfg.n;
+    let c_stage_len = mb.c_u32(stage_len);
+    let t_stage = mb.b.type_array(t_res, c_stage_len);
+    let p_stage = mb.ptr(StorageClass::Workgroup, t_stage);
+    let v_stage = mb.b.variable(p_stage, None, StorageClass::Workgroup, None);
+    interface.push(v_stage);
+
+    // ---- pointer types and constants --------------------------------------------------------
+    let p_in_u32 = mb.ptr(StorageClass::Input, t_u32);
+    let p_pc_u32 = mb.ptr(StorageClass::PushConstant, t_u32);
+    let p_sb_uvec4 = mb.ptr(StorageClass::StorageBuffer, t_uvec4);
+    let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_res);
+    let p_wg_unit_a = mb.ptr(StorageClass::Workgroup, unit_a_t);
+    let p_wg_unit_b = mb.ptr(StorageClass::Workgroup, unit_b_t);
+    let p_wg_res = mb.ptr(StorageClass::Workgroup, t_res);
+    let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
+    let p_fn_uvec4 = mb.ptr(StorageClass::Function, t_uvec4);
+    let c0 = mb.c_u32(0);
+    let zero_uvec4 = mb.b.constant_null(t_uvec4);
+    let zero_res = mb.c_bits(t_res, 0);
+    let c_row_major = mb.c_u32(ROW_MAJOR);
+    let c_col_major = mb.c_u32(COL_MAJOR);
+    let c_bk = mb.c_u32(g.bk);
+    let c_scope_wg = mb.c_u32(Scope::Workgroup as u32);
+    let c_scope_sg = mb.c_u32(Scope::Subgroup as u32);
+    let c_sem = mb.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
+    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
+
+    // ---- function ---------------------------------------------------------------------------
+    let t_fn = mb.b.type_function(t_void, []);
+    let f_main = mb.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
+    let l_entry = mb.b.begin_block(None)?;
+
+    // Function-scope variables must open the first block.
+    let n_frag = (s.fr_m * s.fr_n) as usize;
+    let acc_vars: Vec<Word> =
+        (0..n_frag).map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None)).collect();
+    let a_per_thread = g.bm * g.bk * es / VECTOR_BYTES / g.threads;
+    let b_per_thread = g.bn * g.bk * es / VECTOR_BYTES / g.threads;
+    let regs_a: Vec<Word> =
+        (0..a_per_thread).map(|_| mb.b.variable(p_fn_uvec4, None, StorageClass::Function, None)).collect();
+    let regs_b: Vec<Word> =
+        (0..b_per_thread).map(|_| mb.b.variable(p_fn_uvec4, None, StorageClass::Function, None)).collect();
+
+    let b = &mut mb;
+    macro_rules! u {
+        ($v:expr) => {
+            b.c_u32($v)
+        };
+    }
+    let tid = b.b.load(t_u32, None, v_local_index, None, [])?;
+    let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
+    let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
+    let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
+    let sg = b.b.load(t_u32, None, v_subgroup, None, [])?;
+    let lane = b.b.load(t_u32, None, v_lane, None, [])?;
+    let _ = p_in_u32;
+    let pc = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
+        let idx = b.c_u32(which as u32);
+        let p = b.b.access_chain(p_pc_u32, None, v_pc, [idx])?;
+        b.b.load(t_u32, None, p, None, [])
+    };
+    let pm = pc(b, Pc::M)?;
+    let pn = pc(b, Pc::N)?;
+    let pk = pc(b, Pc::K)?;
+    let lda = pc(b, Pc::LdaVec)?;
+    let ldb = pc(b, Pc::LdbVec)?;
+    let ldc = pc(b, Pc::Ldc)?;
+    let a_off = pc(b, Pc::AOff)?;
+    let b_off = pc(b, Pc::BOff)?;
+    let c_off = pc(b, Pc::COff)?;
+
+    let c_bm = u!(g.bm);
+    let c_bn = u!(g.bn);
+    let m0 = b.b.i_mul(t_u32, None, wg_y, c_bm)?;
+    let n0 = b.b.i_mul(t_u32, None, wg_x, c_bn)?;
+    let c_sgn = u!(s.sg_n);
+    let sg_m = b.b.u_div(t_u32, None, sg, c_sgn)?;
+    let sg_n = b.b.u_mod(t_u32, None, sg, c_sgn)?;
+
+    // Copy slots: invocation `tid` copies vectors tid, tid + threads, ... of each tile.
+    let slots = |b: &mut ModuleBuilder, per_thread: u32, inner: u32, unit: u32, pitch: u32| -> BuildResult<Vec<(Word, Word, Word)>> {
+        let inner_vecs = inner * es / VECTOR_BYTES;
+        let c_iv = b.c_u32(inner_vecs);
+        let c_pitch = b.c_u32(pitch);
+        let c_vec_units = b.c_u32(VECTOR_BYTES / unit);
+        (0..per_thread)
+            .map(|t| {
+                let c_t = b.c_u32(t * g.threads);
+                let v = b.b.i_add(t_u32, None, tid, c_t)?;
+                let o = b.b.u_div(t_u32, None, v, c_iv)?;
+                let iv = b.b.u_mod(t_u32, None, v, c_iv)?;
+                let so = b.b.i_mul(t_u32, None, o, c_pitch)?;
+                let si = b.b.i_mul(t_u32, None, iv, c_vec_units)?;
+                let sidx = b.b.i_add(t_u32, None, so, si)?;
+                Ok((o, iv, sidx))
+            })
+            .collect()
+    };
+    let op_a = Operand2d {
+        shared: sh_a,
+        unit_t: unit_a_t,
+        unit_bytes: unit_a,
+        pitch_units: pitch_a,
+        inner_vecs: a_inner * es / VECTOR_BYTES,
+        per_thread: a_per_thread,
+        slots: slots(b, a_per_thread, a_inner, unit_a, pitch_a)?,
+        regs: regs_a,
+    };
+    let op_b = Operand2d {
+        shared: sh_b,
+        unit_t: unit_b_t,
+        unit_bytes: unit_b,
+        pitch_units: pitch_b,
+        inner_vecs: b_inner * es / VECTOR_BYTES,
+        per_thread: b_per_thread,
+        slots: slots(b, b_per_thread, b_inner, unit_b, pitch_b)?,
+        regs: regs_b,
+    };
+    let _ = (op_a.inner_vecs, op_b.inner_vecs, op_a.per_thread, op_b.per_thread);
+
+    // Zero accumulators: a one-constituent composite (splat), not OpConstantNull (Intel Mesa < 25.2).
+    let zero_acc = b.b.composite_construct(t_mat_acc, None, [zero_res])?;
+    for &v in &acc_vars {
+        b.b.store(v, zero_acc, None, [])?;
+    }
+
+    // Global -> register prefetch of one K step starting at `kb`.
+    let c_vw = u!(vw);
+    let prefetch = |b: &mut ModuleBuilder, op: &Operand2d, buf: Word, off: Word, ld: Word, outer: (Word, Word), inner: (Word, Word)| -> BuildResult<()> {
+        let (outer_base, outer_limit) = outer;
+        let (inner_base, inner_limit) = inner;
+        let inner_base_vec = b.b.u_div(t_u32, None, inner_base, c_vw)?;
+        let row_base = b.b.i_add(t_u32, None, off, inner_base_vec)?;
+        for (t, &(o, iv, _)) in op.slots.iter().enumerate() {
+            let go = b.b.i_add(t_u32, None, outer_base, o)?;
+            let iv_el = b.b.i_mul(t_u32, None, iv, c_vw)?;
+            let gi = b.b.i_add(t_u32, None, inner_base, iv_el)?;
+            let ok_o = b.b.u_less_than(t_bool, None, go, outer_limit)?;
+            let ok_i = b.b.u_less_than(t_bool, None, gi, inner_limit)?;
+            let ok = b.b.logical_and(t_bool, None, ok_o, ok_i)?;
+            let row = b.b.i_mul(t_u32, None, go, ld)?;
+            let idx = b.b.i_add(t_u32, None, row_base, row)?;
+            let idx = b.b.i_add(t_u32, None, idx, iv)?;
+            // Out-of-range vectors read the operand's first vector (always inside the binding)
+            // and are then replaced by zero: no access ever leaves the bound window.
+            let safe = b.b.select(t_u32, None, ok, idx, off)?;
+            let p = b.b.access_chain(p_sb_uvec4, None, buf, [c0, safe])?;
+            let val = b.b.load(t_uvec4, None, p, None, [])?;
+            let val = b.b.select(t_uvec4, None, ok, val, zero_uvec4)?;
+            b.b.store(op.regs[t], val, None, [])?;
+        }
+        Ok(())
+    };
+    let bounds = |layout: Layout, mn0: Word, mn_limit: Word, kb: Word, is_a: bool| match (layout, is_a) {
+        (Layout::RowMajor, true) | (Layout::ColMajor, false) => ((mn0, mn_limit), (kb, pk)),
+        (Layout::ColMajor, true) | (Layout::RowMajor, false) => ((kb, pk), (mn0, mn_limit)),
+    };
+    let prefetch_all = |b: &mut ModuleBuilder, kb: Word| -> BuildResult<()> {
+        let (o, i) = bounds(key.a_layout, m0, pm, kb, true);
+        prefetch(b, &op_a, v_a, a_off, lda, o, i)?;
+        let (o, i) = bounds(key.b_layout, n0, pn, kb, false);
+        prefetch(b, &op_b, v_b, b_off, ldb, o, i)
+    };
+    let store_shared = |b: &mut ModuleBuilder, op: &Operand2d, p_unit: Word| -> BuildResult<()> {
+        let parts = VECTOR_BYTES / op.unit_bytes;
+        for (t, &(_, _, sidx)) in op.slots.iter().enumerate() {
+            let val = b.b.load(t_uvec4, None, op.regs[t], None, [])?;
+            for h in 0..parts {
+                let part = match parts {
+                    1 => val,
+                    2 => b.b.vector_shuffle(op.unit_t, None, val, val, [2 * h, 2 * h + 1])?,
+                    _ => b.b.composite_extract(op.unit_t, None, val, [h])?,
+                };
+                let c_h = b.c_u32(h);
+                let at = b.b.i_add(t_u32, None, sidx, c_h)?;
+                let p = b.b.access_chain(p_unit, None, op.shared, [at])?;
+                b.b.store(p, part, np, [])?;
+            }
+        }
+        Ok(())
+    };
+    // Fragment offsets in shared units: a per-subgroup base plus compile-time constants.
+    let a_sg_rows = b.b.i_mul(t_u32, None, sg_m, c_bm)?;
+    let c_sgm = u!(s.sg_m);
+    let a_sg_rows = b.b.u_div(t_u32, None, a_sg_rows, c_sgm)?; // sg_m * fr_m * cm
+    let b_sg_cols = b.b.i_mul(t_u32, None, sg_n, c_bn)?;
+    let b_sg_cols = b.b.u_div(t_u32, None, b_sg_cols, c_sgn)?; // sg_n * fr_n * cn
+    let (a_base, a_layout_id) = match key.a_layout {
+        Layout::RowMajor => (b.mul_u(a_sg_rows, pitch_a)?, c_row_major),
+        Layout::ColMajor => (b.mul_u(a_sg_rows, es)?, c_col_major),
+    };
+    let a_base = if key.a_layout == Layout::ColMajor { b.div_u(a_base, unit_a)? } else { a_base };
+    let (b_base, b_layout_id) = match key.b_layout {
+        Layout::RowMajor => (b.mul_u(b_sg_cols, es)?, c_row_major),
+        Layout::ColMajor => (b.mul_u(b_sg_cols, pitch_b)?, c_col_major),
+    };
+    let b_base = if key.b_layout == Layout::RowMajor { b.div_u(b_base, unit_b)? } else { b_base };
+    prefetch_all(b, c0)?;
+
+    // ---- main loop over K -------------------------------------------------------------------
+    let l_header = b.b.id();
+    let l_body = b.b.id();
+    let l_continue = b.b.id();
+    let l_merge = b.b.id();
+    let kb_next = b.b.id();
+    b.b.branch(l_header)?;
+    b.b.begin_block(Some(l_header))?;
+    let kb = b.b.phi(t_u32, None, [(c0, l_entry), (kb_next, l_continue)])?;
+    let more = b.b.u_less_than(t_bool, None, kb, pk)?;
+    b.b.loop_merge(l_merge, l_continue, LoopControl::NONE, [])?;
+    b.b.branch_conditional(more, l_body, l_merge, [])?;
+
+    b.b.begin_block(Some(l_body))?;
+    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
+    store_shared(b, &op_a, p_wg_unit_a)?;
+    store_shared(b, &op_b, p_wg_unit_b)?;
+    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
+    b.b.i_add(t_u32, Some(kb_next), kb, c_bk)?;
+    prefetch_all(b, kb_next)?;
+
+    let a_frag_off = |i: u32, kk: u32| match key.a_layout {
+        Layout::RowMajor => i * cfg.m * pitch_a + kk * cfg.k * es / unit_a,
+        Layout::ColMajor => kk * cfg.k * pitch_a + i * cfg.m * es / unit_a,
+    };
+    let b_frag_off = |j: u32, kk: u32| match key.b_layout {
+        Layout::RowMajor => kk * cfg.k * pitch_b + j * cfg.n * es / unit_b,
+        Layout::ColMajor => j * cfg.n * pitch_b + kk * cfg.k * es / unit_b,
+    };
+    let c_pitch_a = u!(pitch_a);
+    let c_pitch_b = u!(pitch_b);
+    let mut operands = CooperativeMatrixOperands::NONE_KHR;
+    if cfg.component_type.is_signed_int() {
+        operands |= CooperativeMatrixOperands::MATRIX_A_SIGNED_COMPONENTS_KHR
+            | CooperativeMatrixOperands::MATRIX_B_SIGNED_COMPONENTS_KHR;
+    }
+    if cfg.result_type.is_signed_int() {
+        operands |= CooperativeMatrixOperands::MATRIX_C_SIGNED_COMPONENTS_KHR
+            | CooperativeMatrixOperands::MATRIX_RESULT_SIGNED_COMPONENTS_KHR;
+    }
+    let operands = (!operands.is_empty()).then_some(operands);
+    let mut acc: Vec<Word> = Vec::with_capacity(n_frag);
+    for &v in &acc_vars {
+        acc.push(b.b.load(t_mat_acc, None, v, None, [])?);
+    }
+    for kk in 0..g.bk / cfg.k {
+        let mut a_frags = Vec::new();
+        for i in 0..s.fr_m {
+            let at = b.add_u(a_base, a_frag_off(i, kk))?;
+            let p = b.b.access_chain(p_wg_unit_a, None, sh_a, [at])?;
+            a_frags.push(b.b.cooperative_matrix_load_khr(t_mat_a, None, p, a_layout_id, Some(c_pitch_a), np, [])?);
+        }
+        for j in 0..s.fr_n {
+            let at = b.add_u(b_base, b_frag_off(j, kk))?;
+            let p = b.b.access_chain(p_wg_unit_b, None, sh_b, [at])?;
+            let bf = b.b.cooperative_matrix_load_khr(t_mat_b, None, p, b_layout_id, Some(c_pitch_b), np, [])?;
+            for i in 0..s.fr_m {
+                let slot = (i * s.fr_n + j) as usize;
+                acc[slot] = b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, a_frags[i as usize], bf, acc[slot], operands)?;
+            }
+        }
+    }
+    for (&v, &val) in acc_vars.iter().zip(&acc) {
+        b.b.store(v, val, None, [])?;
+    }
+    b.b.branch(l_continue)?;
+    b.b.begin_block(Some(l_continue))?;
+    b.b.branch(l_header)?;
+
+    // ---- epilogue ---------------------------------------------------------------------------
+    b.b.begin_block(Some(l_merge))?;
+    let is_float = cfg.result_type.is_float();
+    let scalar = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
+        let bits = pc(b, which)?;
+        Ok(match cfg.result_type {
+            ComponentType::F32 => {
+                let t = b.t_f32();
+                b.b.bitcast(t, None, bits)?
+            }
+            ComponentType::F16 => {
+                let t = b.t_f32();
+                let f = b.b.bitcast(t, None, bits)?;
+                b.b.f_convert(t_res, None, f)?
+            }
+            ComponentType::I32 => b.b.bitcast(t_res, None, bits)?,
+            _ => bits,
+        })
+    };
+    let alpha = if key.epilogue.alpha {
+        let a = scalar(b, Pc::Alpha)?;
+        Some(b.b.composite_construct(t_mat_acc, None, [a])?)
+    } else {
+        None
+    };
+    let beta = if key.epilogue.beta {
+        let v = scalar(b, Pc::Beta)?;
+        Some(b.b.composite_construct(t_mat_acc, None, [v])?)
+    } else {
+        None
+    };
+    // alpha * acc + beta * c, on whole fragments.
+    let combine = |b: &mut ModuleBuilder, acc: Word, c: Option<Word>| -> BuildResult<Word> {
+        let mul = |b: &mut ModuleBuilder, x: Word, y: Word| {
+            if is_float { b.b.f_mul(t_mat_acc, None, x, y) } else { b.b.i_mul(t_mat_acc, None, x, y) }
+        };
+        let mut v = acc;
+        if let Some(a) = alpha {
+            v = mul(b, v, a)?;
+        }
+        if let (Some(bm), Some(c)) = (beta, c) {
+            let t = mul(b, c, bm)?;
+            v = if is_float { b.b.f_add(t_mat_acc, None, v, t)? } else { b.b.i_add(t_mat_acc, None, v, t)? };
+        }
+        Ok(v)
+    };
+    let row_sg = b.b.i_add(t_u32, None, m0, a_sg_rows)?;
+    let col_sg = b.b.i_add(t_u32, None, n0, b_sg_cols)?;
+    let frag_elems = cfg.m * cfg.n;
+    let c_frag_elems = u!(frag_elems);
+    let stage_base = b.b.i_mul(t_u32, None, sg, c_frag_elems)?;
+    let c_cn_stride = u!(cfg.n);
+    // Lane `lane` handles staging elements lane, lane + subgroup_size, ...: (row, col, in bounds,
+    // C index, staging index) for each.
+    let lane_elems = |b: &mut ModuleBuilder, row: Word, col: Word| -> BuildResult<Vec<(Word, Word, Word)>> {
+        (0..frag_elems / s.subgroup_size)
+            .map(|t| {
+                let c_t = b.c_u32(t * s.subgroup_size);
+                let idx = b.b.i_add(t_u32, None, lane, c_t)?;
+                let r = b.b.u_div(t_u32, None, idx, c_cn_stride)?;
+                let c = b.b.u_mod(t_u32, None, idx, c_cn_stride)?;
+                let gr = b.b.i_add(t_u32, None, row, r)?;
+                let gc = b.b.i_add(t_u32, None, col, c)?;
+                let ok_r = b.b.u_less_than(t_bool, None, gr, pm)?;
+                let ok_c = b.b.u_less_than(t_bool, None, gc, pn)?;
+                let ok = b.b.logical_and(t_bool, None, ok_r, ok_c)?;
+                let gi = b.b.i_mul(t_u32, None, gr, ldc)?;
+                let gi = b.b.i_add(t_u32, None, gi, gc)?;
+                let gi = b.b.i_add(t_u32, None, gi, c_off)?;
+                let si = b.b.i_add(t_u32, None, stage_base, idx)?;
+                Ok((ok, gi, si))
+            })
+            .collect()
+    };
+    for i in 0..s.fr_m {
+        for j in 0..s.fr_n {
+            let slot = (i * s.fr_n + j) as usize;
+            let row = b.add_u(row_sg, i * cfg.m)?;
+            let col = b.add_u(col_sg, j * cfg.n)?;
+            let any_r = b.b.u_less_than(t_bool, None, row, pm)?;
+            let any_c = b.b.u_less_than(t_bool, None, col, pn)?;
+            let any = b.b.logical_and(t_bool, None, any_r, any_c)?;
+            let row_end = b.b.i_add(t_u32, None, row, cm)?;
+            let col_end = b.b.i_add(t_u32, None, col, cn)?;
+            let in_r = b.b.u_less_than_equal(t_bool, None, row_end, pm)?;
+            let in_c = b.b.u_less_than_equal(t_bool, None, col_end, pn)?;
+            let interior = b.b.logical_and(t_bool, None, in_r, in_c)?;
+            let (l_any, l_int, l_edge, l_inner_merge, l_outer_merge) =
+                (b.b.id(), b.b.id(), b.b.id(), b.b.id(), b.b.id());
+            b.b.selection_merge(l_outer_merge, SelectionControl::NONE)?;
+            b.b.branch_conditional(any, l_any, l_outer_merge, [])?;
+            b.b.begin_block(Some(l_any))?;
+            let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;
+            b.b.selection_merge(l_inner_merge, SelectionControl::NONE)?;
+            b.b.branch_conditional(interior, l_int, l_edge, [])?;
+
+            // Interior: straight to global memory.
+            b.b.begin_block(Some(l_int))?;
+            let gi = b.b.i_mul(t_u32, None, row, ldc)?;
+            let gi = b.b.i_add(t_u32, None, gi, col)?;
+            let gi = b.b.i_add(t_u32, None, gi, c_off)?;
+            let p = b.b.access_chain(p_sb_res, None, v_c, [c0, gi])?;
+            let cval = if beta.is_some() {
+                Some(b.b.cooperative_matrix_load_khr(t_mat_acc, None, p, c_row_major, Some(ldc), None, [])?)
+            } else {
+                None
+            };
+            let out = combine(b, accv, cval)?;
+            b.b.cooperative_matrix_store_khr(p, out, c_row_major, Some(ldc), None, [])?;
+            b.b.branch(l_inner_merge)?;
+
+            // Edge: through this subgroup's staging tile, masked element by element.
+            b.b.begin_block(Some(l_edge))?;
+            // The previous fragment's reads of the staging tile must finish first.
+            b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
+            let elems = lane_elems(b, row, col)?;
+            let p_stage0 = b.b.access_chain(p_wg_res, None, v_stage, [stage_base])?;
+            let cval = if beta.is_some() {
+                for &(ok, gi, si) in &elems {
+                    let safe = b.b.select(t_u32, None, ok, gi, c_off)?;
+                    let p = b.b.access_chain(p_sb_res, None, v_c, [c0, safe])?;
+                    let x = b.b.load(t_res, None, p, None, [])?;
+                    let x = b.b.select(t_res, None, ok, x, zero_res)?;
+                    let ps = b.b.access_chain(p_wg_res, None, v_stage, [si])?;
+                    b.b.store(ps, x, np, [])?;
+                }
+                b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
+                Some(b.b.cooperative_matrix_load_khr(t_mat_acc, None, p_stage0, c_row_major, Some(c_cn_stride), np, [])?)
+            } else {
+                None
+            };
+            let out = combine(b, accv, cval)?;
+            b.b.cooperative_matrix_store_khr(p_stage0, out, c_row_major, Some(c_cn_stride), np, [])?;
+            b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
+            for &(ok, gi, si) in &elems {
+                let (l_store, l_skip) = (b.b.id(), b.b.id());
+                b.b.selection_merge(l_skip, SelectionControl::NONE)?;
+                b.b.branch_conditional(ok, l_store, l_skip, [])?;
+                b.b.begin_block(Some(l_store))?;
+                let ps = b.b.access_chain(p_wg_res, None, v_stage, [si])?;
+                let x = b.b.load(t_res, None, ps, np, [])?;
+                let p = b.b.access_chain(p_sb_res, None, v_c, [c0, gi])?;
+                b.b.store(p, x, None, [])?;
+                b.b.branch(l_skip)?;
+                b.b.begin_block(Some(l_skip))?;
+            }
+            b.b.branch(l_inner_merge)?;
+            b.b.begin_block(Some(l_inner_merge))?;
+            b.b.branch(l_outer_merge)?;
+            b.b.begin_block(Some(l_outer_merge))?;
+        }
+    }
+    b.b.ret()?;
+    b.b.end_function()?;
+
+    b.b.entry_point(ExecutionModel::GLCompute, f_main, "main", interface);
+    b.b.execution_mode(f_main, ExecutionMode::LocalSize, [g.threads, 1, 1]);
+    Ok(mb.finish())
+}

@@ -1,0 +1,98 @@
+//! Kernel generator: one SPIR-V module per [`KernelKey`], emitted with rspirv (no GLSL compiler at
+//! run time). See [`gemm`] for the kernel's structure.
+
+mod builder;
+mod gemm;
+
+use crate::config::GPUSubgroupMatrixConfig;
+use crate::error::{Error, Result};
+use crate::tiling::{Layout, TileScheme};
+use serde::Serialize;
+
+/// Which epilogue terms a kernel applies: `C = alpha * A*B + beta * C`. Terms that are off cost
+/// nothing; with `beta` off, C is never read (so it may hold anything, NaN included).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Epilogue {
+    /// Multiply the product by alpha (off means alpha = 1).
+    pub alpha: bool,
+    /// Add beta * C (off means beta = 0).
+    pub beta: bool,
+}
+
+/// Everything that selects one generated kernel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct KernelKey {
+    /// The cooperative-matrix configuration.
+    pub config: GPUSubgroupMatrixConfig,
+    /// The workgroup tiling.
+    pub scheme: TileScheme,
+    /// A's storage order.
+    pub a_layout: Layout,
+    /// B's storage order.
+    pub b_layout: Layout,
+    /// The epilogue terms.
+    pub epilogue: Epilogue,
+}
+
+impl KernelKey {
+    /// A file-name-safe name, e.g. `gemm_16x16x16_f16_f32_nt_sg2x4_fr4x2_k32_s32_ab`.
+    pub fn name(&self) -> String {
+        let c = &self.config;
+        format!(
+            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}",
+            c.m,
+            c.n,
+            c.k,
+            c.component_type,
+            c.result_type,
+            self.a_layout.letter(),
+            self.b_layout.letter(),
+            self.scheme.name(),
+            match (self.epilogue.alpha, self.epilogue.beta) {
+                (false, false) => "",
+                (true, false) => "_a",
+                (false, true) => "_b",
+                (true, true) => "_ab",
+            }
+        )
+    }
+}
+
+/// The kernel's push constants, in declaration order (all 32-bit). Offsets and leading dimensions
+/// of A and B are in 16-byte vectors, of C in elements; alpha and beta are the bit patterns of the
+/// result type's scalar (f32 bits for f16 results, converted in the kernel).
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct PushConstants {
+    /// Rows of this pass.
+    pub m: u32,
+    /// Columns of this pass.
+    pub n: u32,
+    /// K of this pass.
+    pub k: u32,
+    /// A's leading dimension in vectors.
+    pub lda_vec: u32,
+    /// B's leading dimension in vectors.
+    pub ldb_vec: u32,
+    /// C's leading dimension in elements.
+    pub ldc: u32,
+    /// A's first element, in vectors from the binding.
+    pub a_off_vec: u32,
+    /// B's first element, in vectors from the binding.
+    pub b_off_vec: u32,
+    /// C's first element, in elements from the binding.
+    pub c_off: u32,
+    /// alpha's bits.
+    pub alpha_bits: u32,
+    /// beta's bits.
+    pub beta_bits: u32,
+}
+
+/// Number of storage-buffer bindings (A, B, C at bindings 0, 1, 2 of set 0).
+pub const BINDINGS: u32 = 3;
+
+/// Generates the SPIR-V words of a kernel. The scheme must already be checked against the config
+/// ([`TileScheme::check`]).
+pub fn generate(key: &KernelKey) -> Result<Vec<u32>> {
+    gemm::emit(key).map_err(|e| Error::Codegen(format!("{}: {e}", key.name())))
+}

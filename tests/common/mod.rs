@@ -1,0 +1,54 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// spirv-val from the runner's sysroot (VK_SGMAT_SPIRV_VAL) or PATH; panics with a clear message
+/// when neither exists, so a missing tool fails the test instead of skipping it.
+pub fn spirv_tool(name: &str, env: &str) -> PathBuf {
+    if let Ok(p) = std::env::var(env) {
+        return PathBuf::from(p);
+    }
+    if Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return PathBuf::from(name);
+    }
+    panic!(
+        "{name} not found: run the tests through cargo (the runner in .cargo/config.toml provisions \
+         spirv-tools into target/lavapipe-sysroot), or install spirv-tools, or set {env}"
+    );
+}
+
+/// Runs spirv-val on `words`; returns its complaint, if any.
+pub fn spirv_val(words: &[u32], name: &str) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("vk-sgmat-val-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.spv"));
+    std::fs::write(&path, bytemuck::cast_slice(words)).unwrap();
+    let out = Command::new(spirv_tool("spirv-val", "VK_SGMAT_SPIRV_VAL"))
+        .args(["--target-env", "vulkan1.3"])
+        .arg(&path)
+        .output()
+        .expect("spirv-val runs");
+    let _ = std::fs::remove_file(&path);
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+/// Disassembles `words` with spirv-dis (no header comments, raw ids, for stable goldens).
+pub fn spirv_dis(words: &[u32]) -> String {
+    let dir = std::env::temp_dir().join(format!("vk-sgmat-dis-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("k.spv");
+    std::fs::write(&path, bytemuck::cast_slice(words)).unwrap();
+    let out = Command::new(spirv_tool("spirv-dis", "VK_SGMAT_SPIRV_DIS"))
+        .args(["--no-header", "--raw-id", "--no-color"])
+        .arg(&path)
+        .output()
+        .expect("spirv-dis runs");
+    assert!(out.status.success(), "spirv-dis failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
