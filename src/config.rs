@@ -531,3 +531,47 @@ pub(crate) mod tests {
         assert_eq!(ComponentType::parse("q4"), None);
     }
 }
+
+/// Picks the config for `component_type x component_type -> result_type` among `configs`: the
+/// shape `shape` (m, n, k) when given, else the largest fragment (most multiply-adds per
+/// instruction), ties broken by the driver's order (drivers list preferred shapes first).
+pub fn choose_config(
+    configs: &[GPUSubgroupMatrixConfig],
+    component_type: ComponentType,
+    result_type: ComponentType,
+    shape: Option<(u32, u32, u32)>,
+) -> Option<GPUSubgroupMatrixConfig> {
+    let mut best: Option<GPUSubgroupMatrixConfig> = None;
+    for c in configs {
+        if c.component_type != component_type || c.result_type != result_type {
+            continue;
+        }
+        if shape.is_some_and(|s| s != (c.m, c.n, c.k)) {
+            continue;
+        }
+        if best.is_none_or(|b| c.volume() > b.volume()) {
+            best = Some(*c);
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod choose_tests {
+    use super::tests::h200_list;
+    use super::*;
+
+    #[test]
+    fn largest_shape_wins_and_override_is_exact() {
+        let f = filter_configs(&h200_list(), FilterFeatures { shader_f16: true, bf16_cooperative_matrix: true, fp8_cooperative_matrix: false });
+        let all: Vec<_> = f.all().copied().collect();
+        let c = choose_config(&all, ComponentType::F16, ComponentType::F32, None).unwrap();
+        assert_eq!((c.m, c.n, c.k), (16, 16, 16));
+        let c = choose_config(&all, ComponentType::I8, ComponentType::I32, None).unwrap();
+        assert_eq!((c.m, c.n, c.k), (16, 16, 32));
+        let c = choose_config(&all, ComponentType::F16, ComponentType::F16, Some((16, 8, 8))).unwrap();
+        assert_eq!((c.m, c.n, c.k), (16, 8, 8));
+        assert!(choose_config(&all, ComponentType::F16, ComponentType::F16, Some((8, 8, 8))).is_none());
+        assert!(choose_config(&all, ComponentType::Bf16, ComponentType::Bf16, None).is_none());
+    }
+}

@@ -1,12 +1,40 @@
-//! vk-sgmat: large matrix multiplies on the GPU's matrix units through Vulkan cooperative matrices.
+//! vk-sgmat: large matrix multiplies on the GPU's matrix units through Vulkan cooperative matrices
+//! (`VK_KHR_cooperative_matrix`).
+//!
+//! Data flows one way: [`device`] finds devices and filters their cooperative-matrix properties
+//! into [`GPUSubgroupMatrixConfig`]s ([`config`]); [`kernel`] generates a tiled SPIR-V GEMM per
+//! config and [`tiling`] scheme; the dispatcher runs it over any shape; [`gemm()`] is the call.
+//!
+//! ```no_run
+//! use half::f16;
+//! use vk_sgmat::{gemm, MatMut, MatRef};
+//!
+//! let (m, n, k) = (300, 200, 100);
+//! let a = vec![f16::from_f32(0.5); m * k];
+//! let b = vec![f16::from_f32(2.0); k * n];
+//! let mut c = vec![0.0f32; m * n];
+//! gemm(MatRef::new(&a, m, k), MatRef::new(&b, k, n), MatMut::new(&mut c, m, n))?;
+//! assert_eq!(c[0], 100.0);
+//! # Ok::<(), vk_sgmat::Error>(())
+//! ```
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod config;
 pub mod device;
+mod dispatch;
 pub mod error;
+mod gemm;
 pub mod kernel;
+mod memory;
+mod pipeline;
 pub mod tiling;
+pub mod verify;
 
 pub use config::{ComponentType, GPUSubgroupMatrixConfig};
+pub use device::DeviceSelector;
 pub use error::{Error, Result};
+pub use gemm::{
+    default_context, gemm, Context, ContextOptions, DeviceMatrix, Element, GemmOptions, MatMut, MatRef, MAX_DIM,
+};
+pub use tiling::Layout;

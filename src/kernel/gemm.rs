@@ -13,8 +13,9 @@
 //! Bounds: a vector is loaded only if its row is inside the matrix and its first element is;
 //! device matrices keep their padding (up to the 16-byte-aligned leading dimension) zero, so the
 //! K tail reads zeros, and everything else is replaced by zero. The loop never relies on robust
-//! buffer access. The epilogue stores interior fragments straight to C; fragments crossing the
-//! M/N edge go through a per-subgroup staging tile in shared memory and masked scalar stores.
+//! buffer access. The epilogue of a workgroup whose tile lies inside C stores fragments straight
+//! to C; a workgroup on the M/N edge sends every fragment through a per-subgroup staging tile in
+//! shared memory and masked scalar stores (decided per workgroup, so barriers stay uniform).
 
 use super::builder::{BuildResult, ModuleBuilder};
 use super::KernelKey;
@@ -55,8 +56,6 @@ struct Operand2d {
     shared: Word,
     unit_t: Word,
     unit_bytes: u32,
-    /// Shared row pitch in units.
-    pitch_units: u32,
     /// Vectors per tile row (inner extent / 16 bytes).
     inner_vecs: u32,
     /// Vectors each invocation copies.
@@ -279,7 +278,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         shared: sh_a,
         unit_t: unit_a_t,
         unit_bytes: unit_a,
-        pitch_units: pitch_a,
         inner_vecs: a_inner * es / VECTOR_BYTES,
         per_thread: a_per_thread,
         slots: slots(b, a_per_thread, a_inner, unit_a, pitch_a)?,
@@ -289,7 +287,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         shared: sh_b,
         unit_t: unit_b_t,
         unit_bytes: unit_b,
-        pitch_units: pitch_b,
         inner_vecs: b_inner * es / VECTOR_BYTES,
         per_thread: b_per_thread,
         slots: slots(b, b_per_thread, b_inner, unit_b, pitch_b)?,
@@ -519,30 +516,26 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             })
             .collect()
     };
+    // Whether the whole workgroup tile lies inside C decides the path for every subgroup, so the
+    // barriers of the staged path sit in workgroup-uniform control flow. (Lavapipe silently drops
+    // invocations that reach a subgroup-scope barrier other subgroups of the workgroup skip.)
+    let m_end = b.add_u(m0, g.bm)?;
+    let n_end = b.add_u(n0, g.bn)?;
+    let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
+    let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
+    let wg_interior = b.b.logical_and(t_bool, None, in_m, in_n)?;
+    let (l_direct, l_staged, l_done) = (b.b.id(), b.b.id(), b.b.id());
+    b.b.selection_merge(l_done, SelectionControl::NONE)?;
+    b.b.branch_conditional(wg_interior, l_direct, l_staged, [])?;
+
+    // Interior workgroups: every fragment straight to global memory.
+    b.b.begin_block(Some(l_direct))?;
     for i in 0..s.fr_m {
         for j in 0..s.fr_n {
             let slot = (i * s.fr_n + j) as usize;
             let row = b.add_u(row_sg, i * cfg.m)?;
             let col = b.add_u(col_sg, j * cfg.n)?;
-            let any_r = b.b.u_less_than(t_bool, None, row, pm)?;
-            let any_c = b.b.u_less_than(t_bool, None, col, pn)?;
-            let any = b.b.logical_and(t_bool, None, any_r, any_c)?;
-            let row_end = b.b.i_add(t_u32, None, row, cm)?;
-            let col_end = b.b.i_add(t_u32, None, col, cn)?;
-            let in_r = b.b.u_less_than_equal(t_bool, None, row_end, pm)?;
-            let in_c = b.b.u_less_than_equal(t_bool, None, col_end, pn)?;
-            let interior = b.b.logical_and(t_bool, None, in_r, in_c)?;
-            let (l_any, l_int, l_edge, l_inner_merge, l_outer_merge) =
-                (b.b.id(), b.b.id(), b.b.id(), b.b.id(), b.b.id());
-            b.b.selection_merge(l_outer_merge, SelectionControl::NONE)?;
-            b.b.branch_conditional(any, l_any, l_outer_merge, [])?;
-            b.b.begin_block(Some(l_any))?;
             let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;
-            b.b.selection_merge(l_inner_merge, SelectionControl::NONE)?;
-            b.b.branch_conditional(interior, l_int, l_edge, [])?;
-
-            // Interior: straight to global memory.
-            b.b.begin_block(Some(l_int))?;
             let gi = b.b.i_mul(t_u32, None, row, ldc)?;
             let gi = b.b.i_add(t_u32, None, gi, col)?;
             let gi = b.b.i_add(t_u32, None, gi, c_off)?;
@@ -554,14 +547,22 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             };
             let out = combine(b, accv, cval)?;
             b.b.cooperative_matrix_store_khr(p, out, c_row_major, Some(ldc), None, [])?;
-            b.b.branch(l_inner_merge)?;
+        }
+    }
+    b.b.branch(l_done)?;
 
-            // Edge: through this subgroup's staging tile, masked element by element.
-            b.b.begin_block(Some(l_edge))?;
+    // Edge workgroups: each fragment through the subgroup's staging tile, masked element-wise.
+    b.b.begin_block(Some(l_staged))?;
+    let p_stage0 = b.b.access_chain(p_wg_res, None, v_stage, [stage_base])?;
+    for i in 0..s.fr_m {
+        for j in 0..s.fr_n {
+            let slot = (i * s.fr_n + j) as usize;
+            let row = b.add_u(row_sg, i * cfg.m)?;
+            let col = b.add_u(col_sg, j * cfg.n)?;
+            let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;
             // The previous fragment's reads of the staging tile must finish first.
             b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
             let elems = lane_elems(b, row, col)?;
-            let p_stage0 = b.b.access_chain(p_wg_res, None, v_stage, [stage_base])?;
             let cval = if beta.is_some() {
                 for &(ok, gi, si) in &elems {
                     let safe = b.b.select(t_u32, None, ok, gi, c_off)?;
@@ -591,12 +592,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 b.b.branch(l_skip)?;
                 b.b.begin_block(Some(l_skip))?;
             }
-            b.b.branch(l_inner_merge)?;
-            b.b.begin_block(Some(l_inner_merge))?;
-            b.b.branch(l_outer_merge)?;
-            b.b.begin_block(Some(l_outer_merge))?;
         }
     }
+    b.b.branch(l_done)?;
+    b.b.begin_block(Some(l_done))?;
     b.b.ret()?;
     b.b.end_function()?;
 

@@ -1,0 +1,226 @@
+//! Command recording and submission: one command buffer per call, barriers between dependent
+//! steps, a fence wait with a time limit (a GPU that does not answer becomes an error, not a hang).
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::kernel::{PushConstants, BINDINGS};
+use crate::tiling::Window;
+use ash::vk;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a submission may run before it is reported as failed.
+pub(crate) const SUBMIT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Owns the command pool; one submission at a time per context.
+pub(crate) struct Submitter {
+    pool: Mutex<vk::CommandPool>,
+    device: Arc<Device>,
+}
+
+/// An open command buffer being recorded.
+pub(crate) struct Recording<'a> {
+    device: &'a Device,
+    cmd: vk::CommandBuffer,
+    descriptors: vk::DescriptorPool,
+    set_layout: vk::DescriptorSetLayout,
+}
+
+impl Submitter {
+    pub fn new(device: Arc<Device>) -> Result<Self> {
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(device.queue_family())
+            .flags(vk::CommandPoolCreateFlags::TRANSIENT | vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: valid create info on a live device.
+        let pool = unsafe { device.raw().create_command_pool(&info, None) }
+            .map_err(|r| Error::vk("vkCreateCommandPool", r))?;
+        Ok(Self { pool: Mutex::new(pool), device })
+    }
+
+    /// Records with `record` (which may bind up to `max_sets` descriptor sets), submits, and waits.
+    pub fn run(
+        &self,
+        set_layout: vk::DescriptorSetLayout,
+        max_sets: u32,
+        record: impl FnOnce(&mut Recording<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let raw = self.device.raw();
+        let sizes = [vk::DescriptorPoolSize::default()
+            .ty(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(max_sets.max(1) * BINDINGS)];
+        let info = vk::DescriptorPoolCreateInfo::default().max_sets(max_sets.max(1)).pool_sizes(&sizes);
+        // SAFETY: valid create info.
+        let descriptors =
+            unsafe { raw.create_descriptor_pool(&info, None) }.map_err(|r| Error::vk("vkCreateDescriptorPool", r))?;
+        let guard = Cleanup { device: &self.device, descriptors, pool: *pool, cmd: None, fence: None };
+        let info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(*pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: the pool is externally synchronised by the mutex held above.
+        let cmd = unsafe { raw.allocate_command_buffers(&info) }.map_err(|r| Error::vk("vkAllocateCommandBuffers", r))?[0];
+        let mut guard = guard;
+        guard.cmd = Some(cmd);
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: freshly allocated command buffer.
+        unsafe { raw.begin_command_buffer(cmd, &begin) }.map_err(|r| Error::vk("vkBeginCommandBuffer", r))?;
+        let mut rec = Recording { device: &self.device, cmd, descriptors, set_layout };
+        record(&mut rec)?;
+        // SAFETY: recording state.
+        unsafe { raw.end_command_buffer(cmd) }.map_err(|r| Error::vk("vkEndCommandBuffer", r))?;
+        // SAFETY: plain creation.
+        let fence = unsafe { raw.create_fence(&vk::FenceCreateInfo::default(), None) }
+            .map_err(|r| Error::vk("vkCreateFence", r))?;
+        guard.fence = Some(fence);
+        let cmds = [cmd];
+        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+        {
+            let queue = self.device.queue();
+            // SAFETY: the queue is externally synchronised by its mutex; the command buffer is
+            // complete and every resource it uses outlives the fence wait below.
+            unsafe { raw.queue_submit(*queue, &submit, fence) }.map_err(|r| Error::vk("vkQueueSubmit", r))?;
+        }
+        // SAFETY: the fence was submitted above.
+        let waited = unsafe { raw.wait_for_fences(&[fence], true, SUBMIT_TIMEOUT.as_nanos() as u64) };
+        match waited {
+            Ok(()) => Ok(()),
+            Err(vk::Result::TIMEOUT) => {
+                // The command buffer may still be running: leak it rather than free it in use.
+                guard.cmd = None;
+                guard.fence = None;
+                std::mem::forget(guard);
+                Err(Error::Vulkan { call: "vkWaitForFences (GEMM did not finish in time)", result: vk::Result::TIMEOUT })
+            }
+            Err(r) => Err(Error::vk("vkWaitForFences", r)),
+        }
+    }
+}
+
+impl Drop for Submitter {
+    fn drop(&mut self) {
+        // SAFETY: every submission waited on its fence; no command buffer is pending.
+        unsafe { self.device.raw().destroy_command_pool(*self.pool.get_mut().unwrap_or_else(|e| e.into_inner()), None) };
+    }
+}
+
+/// Frees a submission's objects on every path out of `Submitter::run`.
+struct Cleanup<'a> {
+    device: &'a Device,
+    descriptors: vk::DescriptorPool,
+    pool: vk::CommandPool,
+    cmd: Option<vk::CommandBuffer>,
+    fence: Option<vk::Fence>,
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        let raw = self.device.raw();
+        // SAFETY: reached only after the fence signalled, or before anything was submitted.
+        unsafe {
+            if let Some(f) = self.fence {
+                raw.destroy_fence(f, None);
+            }
+            if let Some(c) = self.cmd {
+                raw.free_command_buffers(self.pool, &[c]);
+            }
+            raw.destroy_descriptor_pool(self.descriptors, None);
+        }
+    }
+}
+
+/// A pipeline barrier's two halves.
+#[derive(Copy, Clone)]
+pub(crate) struct Access {
+    pub stage: vk::PipelineStageFlags,
+    pub access: vk::AccessFlags,
+}
+
+impl Access {
+    pub const TRANSFER_WRITE: Self = Self { stage: vk::PipelineStageFlags::TRANSFER, access: vk::AccessFlags::TRANSFER_WRITE };
+    pub const TRANSFER_READ: Self = Self { stage: vk::PipelineStageFlags::TRANSFER, access: vk::AccessFlags::TRANSFER_READ };
+    pub const SHADER_READ_WRITE: Self = Self {
+        stage: vk::PipelineStageFlags::COMPUTE_SHADER,
+        access: vk::AccessFlags::from_raw(vk::AccessFlags::SHADER_READ.as_raw() | vk::AccessFlags::SHADER_WRITE.as_raw()),
+    };
+    pub const SHADER_WRITE: Self = Self { stage: vk::PipelineStageFlags::COMPUTE_SHADER, access: vk::AccessFlags::SHADER_WRITE };
+    pub const HOST_READ: Self = Self { stage: vk::PipelineStageFlags::HOST, access: vk::AccessFlags::HOST_READ };
+}
+
+impl Recording<'_> {
+    pub fn barrier(&mut self, src: Access, dst: Access) {
+        let mb = [vk::MemoryBarrier::default().src_access_mask(src.access).dst_access_mask(dst.access)];
+        // SAFETY: recording state; a global memory barrier has no resource references.
+        unsafe {
+            self.device.raw().cmd_pipeline_barrier(
+                self.cmd,
+                src.stage,
+                dst.stage,
+                vk::DependencyFlags::empty(),
+                &mb,
+                &[],
+                &[],
+            )
+        };
+    }
+
+    pub fn copy(&mut self, src: vk::Buffer, dst: vk::Buffer, size: u64) {
+        let region = [vk::BufferCopy::default().size(size)];
+        // SAFETY: both buffers are live for the submission and at least `size` bytes long.
+        unsafe { self.device.raw().cmd_copy_buffer(self.cmd, src, dst, &region) };
+    }
+
+    /// Copies `size` bytes from `src` at `src_offset` to the start of `dst`.
+    pub fn copy_at(&mut self, src: vk::Buffer, src_offset: u64, dst: vk::Buffer, size: u64) {
+        let region = [vk::BufferCopy::default().src_offset(src_offset).size(size)];
+        // SAFETY: both buffers are live for the submission and large enough.
+        unsafe { self.device.raw().cmd_copy_buffer(self.cmd, src, dst, &region) };
+    }
+
+    /// Fills `size` bytes (a multiple of 4) with a 32-bit pattern.
+    pub fn fill(&mut self, buffer: vk::Buffer, size: u64, pattern: u32) {
+        // SAFETY: the buffer has TRANSFER_DST usage and at least `size` bytes.
+        unsafe { self.device.raw().cmd_fill_buffer(self.cmd, buffer, 0, size, pattern) };
+    }
+
+    /// Binds the three operand windows and dispatches `groups` workgroups.
+    pub fn dispatch(
+        &mut self,
+        pipeline: vk::Pipeline,
+        layout: vk::PipelineLayout,
+        buffers: [(vk::Buffer, Window); 3],
+        push: &PushConstants,
+        groups: [u32; 2],
+    ) -> Result<()> {
+        let raw = self.device.raw();
+        let layouts = [self.set_layout];
+        let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.descriptors).set_layouts(&layouts);
+        // SAFETY: the pool was sized for every dispatch this recording makes.
+        let set = unsafe { raw.allocate_descriptor_sets(&info) }.map_err(|r| Error::vk("vkAllocateDescriptorSets", r))?[0];
+        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = buffers
+            .iter()
+            .map(|(b, w)| [vk::DescriptorBufferInfo::default().buffer(*b).offset(w.bind_offset).range(w.bind_range)])
+            .collect();
+        let writes: Vec<_> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(i as u32)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(info)
+            })
+            .collect();
+        // SAFETY: windows were planned inside each buffer and within maxStorageBufferRange, at
+        // offsets aligned to minStorageBufferOffsetAlignment.
+        unsafe {
+            raw.update_descriptor_sets(&writes, &[]);
+            raw.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
+            raw.cmd_bind_descriptor_sets(self.cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
+            raw.cmd_push_constants(self.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, bytemuck::bytes_of(push));
+            raw.cmd_dispatch(self.cmd, groups[0], groups[1], 1);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,711 @@
+//! The public GEMM: host and device-resident matrices, the [`Context`] that owns a device and its
+//! caches, option handling, validation (everything is checked before anything is submitted), and
+//! config and tile-scheme choice.
+
+use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
+use crate::device::{Device, DeviceInfo, DeviceSelector, Instance, InstanceOptions, ValidationMessages};
+use crate::dispatch::{Access, Submitter};
+use crate::error::{Error, Result};
+use crate::kernel::{Epilogue, KernelKey, PushConstants};
+use crate::memory::{Buffer, BufferKind, BufferPool};
+use crate::pipeline::Pipelines;
+use crate::tiling::{candidate_schemes, plan, DispatchLimits, Layout, Pass, Problem, TileScheme, VECTOR_BYTES};
+use half::{bf16, f16};
+use std::marker::PhantomData;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An element type vk-sgmat can move to and from the GPU.
+pub trait Element: bytemuck::Pod + Send + Sync + sealed::Sealed + PartialEq + std::fmt::Debug {
+    /// The matching component type.
+    const TYPE: ComponentType;
+    /// Exact conversion to f64.
+    fn to_f64(self) -> f64;
+    /// Conversion from f64 (rounding to nearest for floats, truncation toward zero for integers).
+    fn from_f64(v: f64) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $ct:ident, |$x:ident| $to:expr, |$v:ident| $from:expr) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const TYPE: ComponentType = ComponentType::$ct;
+            fn to_f64(self) -> f64 {
+                let $x = self;
+                $to
+            }
+            fn from_f64($v: f64) -> Self {
+                $from
+            }
+        }
+    };
+}
+element!(f16, F16, |x| x.to_f64(), |v| f16::from_f64(v));
+element!(bf16, Bf16, |x| x.to_f64(), |v| bf16::from_f64(v));
+element!(f32, F32, |x| f64::from(x), |v| v as f32);
+element!(i8, I8, |x| f64::from(x), |v| v as i8);
+element!(u8, U8, |x| f64::from(x), |v| v as u8);
+element!(i32, I32, |x| f64::from(x), |v| v as i32);
+element!(u32, U32, |x| f64::from(x), |v| v as u32);
+
+/// A read-only host matrix: a slice, its shape, storage order and leading dimension.
+#[derive(Copy, Clone, Debug)]
+pub struct MatRef<'a, T> {
+    /// The elements.
+    pub data: &'a [T],
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Storage order.
+    pub layout: Layout,
+    /// Leading dimension: distance between consecutive rows (row-major) or columns (column-major).
+    pub ld: usize,
+}
+
+impl<'a, T> MatRef<'a, T> {
+    /// A dense row-major matrix (ld = cols).
+    pub fn new(data: &'a [T], rows: usize, cols: usize) -> Self {
+        Self { data, rows, cols, layout: Layout::RowMajor, ld: cols }
+    }
+
+    /// A dense column-major matrix (ld = rows).
+    pub fn col_major(data: &'a [T], rows: usize, cols: usize) -> Self {
+        Self { data, rows, cols, layout: Layout::ColMajor, ld: rows }
+    }
+
+    /// Sets the leading dimension.
+    pub fn with_ld(self, ld: usize) -> Self {
+        Self { ld, ..self }
+    }
+
+    /// Index of element (r, c) in `data`.
+    pub fn index(&self, r: usize, c: usize) -> usize {
+        match self.layout {
+            Layout::RowMajor => r * self.ld + c,
+            Layout::ColMajor => c * self.ld + r,
+        }
+    }
+}
+
+/// A writable row-major host matrix (C).
+#[derive(Debug)]
+pub struct MatMut<'a, T> {
+    /// The elements.
+    pub data: &'a mut [T],
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Leading dimension (distance between rows).
+    pub ld: usize,
+}
+
+impl<'a, T> MatMut<'a, T> {
+    /// A dense row-major matrix (ld = cols).
+    pub fn new(data: &'a mut [T], rows: usize, cols: usize) -> Self {
+        Self { data, rows, cols, ld: cols }
+    }
+
+    /// Sets the leading dimension.
+    pub fn with_ld(self, ld: usize) -> Self {
+        Self { ld, ..self }
+    }
+
+    fn as_ref(&self) -> MatRef<'_, T> {
+        MatRef { data: self.data, rows: self.rows, cols: self.cols, layout: Layout::RowMajor, ld: self.ld }
+    }
+}
+
+/// GEMM options: `C = alpha * A*B + beta * C`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmOptions {
+    /// Scale of the product. Default 1. Integer results need an integer that fits the type.
+    pub alpha: f64,
+    /// Scale of C's old value. Default 0 (C is then not read, so it may hold anything).
+    pub beta: f64,
+    /// Fragment shape (m, n, k) to use; default: the largest the device offers for the types.
+    pub shape: Option<(u32, u32, u32)>,
+    /// Tile scheme to use; default: chosen per problem (see [`Context::choose_scheme`]).
+    pub scheme: Option<TileScheme>,
+}
+
+impl Default for GemmOptions {
+    fn default() -> Self {
+        Self { alpha: 1.0, beta: 0.0, shape: None, scheme: None }
+    }
+}
+
+/// Context settings. Each field says its default.
+#[derive(Clone, Debug)]
+pub struct ContextOptions {
+    /// Which device. Default: `VK_SGMAT_DEVICE` (index or name substring), else the best usable.
+    pub device: DeviceSelector,
+    /// Khronos validation layer and message capture. Default: off (on with `VK_SGMAT_VALIDATION=1`).
+    pub validation: bool,
+    /// Fill C with a poison pattern (NaN for floats, 0x7fffffff for integers) before every GEMM
+    /// that does not read C, so unwritten elements show. Default: off (tests turn it on).
+    pub poison_outputs: bool,
+    /// Replace the device's dispatch limits (workgroup count, storage-buffer range, offset
+    /// alignment) with smaller ones, to exercise multi-pass plans on any device. Default: none.
+    pub limits_override: Option<DispatchLimits>,
+    /// File to load the Vulkan pipeline cache from and save it to. Default: none (in memory).
+    pub pipeline_cache: Option<PathBuf>,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        Self {
+            device: DeviceSelector::from_env(),
+            validation: false,
+            poison_outputs: false,
+            limits_override: None,
+            pipeline_cache: None,
+        }
+    }
+}
+
+/// A matrix in device memory, in vk-sgmat's layout: the caller's storage order, leading dimension
+/// padded to 16 bytes, padding zero. Create with [`Context::upload`] or [`Context::zeros`].
+pub struct DeviceMatrix<T: Element> {
+    buffer: Buffer,
+    rows: usize,
+    cols: usize,
+    layout: Layout,
+    ld: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> DeviceMatrix<T> {
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Storage order.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+    /// Padded leading dimension in elements.
+    pub fn ld(&self) -> usize {
+        self.ld
+    }
+}
+
+impl<T: Element> std::fmt::Debug for DeviceMatrix<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceMatrix<{}>({}x{}, {:?}, ld {})", T::TYPE, self.rows, self.cols, self.layout, self.ld)
+    }
+}
+
+/// Padded leading dimension: the contiguous extent rounded up to whole 16-byte vectors.
+fn device_ld(inner: usize, elem_bytes: usize) -> usize {
+    inner.next_multiple_of(VECTOR_BYTES as usize / elem_bytes.min(VECTOR_BYTES as usize))
+}
+
+/// Largest M, N or K accepted: kernels index with 32-bit integers.
+pub const MAX_DIM: usize = (1 << 31) - 1;
+
+/// A device with its pipelines and buffers. Cheap to share (`&Context` is `Sync`).
+pub struct Context {
+    submitter: Submitter,
+    pipelines: Pipelines,
+    pool: BufferPool,
+    limits: DispatchLimits,
+    options: ContextOptions,
+    device: Arc<Device>,
+}
+
+impl Context {
+    /// A context on the best usable device (or `VK_SGMAT_DEVICE`).
+    pub fn new() -> Result<Self> {
+        Self::with_options(ContextOptions::default())
+    }
+
+    /// A context with explicit options.
+    pub fn with_options(options: ContextOptions) -> Result<Self> {
+        let instance = Instance::new(&InstanceOptions { validation: options.validation })?;
+        let device = Device::new(instance, &options.device)?;
+        let limits = options.limits_override.unwrap_or_else(|| DispatchLimits::from_device(&device.info().limits));
+        Ok(Self {
+            submitter: Submitter::new(device.clone())?,
+            pipelines: Pipelines::new(device.clone(), options.pipeline_cache.clone())?,
+            pool: BufferPool::new(device.clone()),
+            limits,
+            options,
+            device,
+        })
+    }
+
+    /// What is known about the device.
+    pub fn device_info(&self) -> &DeviceInfo {
+        self.device.info()
+    }
+
+    /// Validation-layer warnings and errors so far (empty when validation is off).
+    pub fn validation_messages(&self) -> &Arc<ValidationMessages> {
+        self.device.instance().validation_messages()
+    }
+
+    /// Whether the validation layer is on.
+    pub fn validation_enabled(&self) -> bool {
+        self.device.instance().validation_enabled()
+    }
+
+    /// Number of pipelines created so far.
+    pub fn pipeline_count(&self) -> usize {
+        self.pipelines.len()
+    }
+
+    /// Every config the device offers (standard, then extended).
+    pub fn configs(&self) -> Vec<GPUSubgroupMatrixConfig> {
+        self.device.info().all_configs()
+    }
+
+    /// The config used for these element types (see [`GemmOptions::shape`]).
+    pub fn choose_config(
+        &self,
+        component_type: ComponentType,
+        result_type: ComponentType,
+        shape: Option<(u32, u32, u32)>,
+    ) -> Result<GPUSubgroupMatrixConfig> {
+        let all = self.configs();
+        choose_config(&all, component_type, result_type, shape).ok_or(Error::NoConfig {
+            component_type,
+            result_type,
+            available: all,
+        })
+    }
+
+    /// The subgroup size kernels pin: 32 where the device allows it (NVIDIA's warp, AMD's wave32,
+    /// Intel's widest), else the device's largest.
+    pub fn subgroup_size(&self) -> u32 {
+        let l = &self.device.info().limits;
+        if l.min_subgroup_size <= 32 && 32 <= l.max_subgroup_size {
+            32
+        } else {
+            l.max_subgroup_size.max(l.subgroup_size)
+        }
+    }
+
+    /// Tile schemes valid on this device for `config`, largest first.
+    pub fn schemes(&self, config: &GPUSubgroupMatrixConfig) -> Vec<TileScheme> {
+        let info = self.device.info();
+        let cpu = info.kind == crate::device::DeviceKind::Cpu;
+        candidate_schemes(config, &info.limits, self.subgroup_size(), cpu)
+    }
+
+    /// The default scheme for an `m x n` output: the largest candidate whose workgroup tile is at
+    /// most twice the problem in each direction (so at most half of a tile's rows or columns are
+    /// wasted on small problems), else the smallest candidate.
+    pub fn choose_scheme(&self, config: &GPUSubgroupMatrixConfig, m: usize, n: usize) -> Result<TileScheme> {
+        let schemes = self.schemes(config);
+        let fits = |s: &&TileScheme| {
+            let g = s.geometry(config);
+            g.bm as usize <= 2 * m.max(1) && g.bn as usize <= 2 * n.max(1)
+        };
+        schemes
+            .iter()
+            .find(fits)
+            .or(schemes.last())
+            .copied()
+            .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
+    }
+
+    /// Uploads a host matrix.
+    pub fn upload<T: Element>(&self, m: MatRef<'_, T>) -> Result<DeviceMatrix<T>> {
+        check_matrix("matrix", &m)?;
+        let dm = self.alloc_matrix::<T>(m.rows, m.cols, m.layout)?;
+        let size = dm.buffer.size();
+        let mut staging = self.pool.take(size, BufferKind::Upload)?;
+        pack(&m, dm.ld, staging.mapped_mut()?);
+        let res = self.submitter.run(self.pipelines.set_layout, 0, |rec| {
+            rec.copy(staging.raw(), dm.buffer.raw(), size);
+            Ok(())
+        });
+        self.pool.give(staging);
+        res.map(|()| dm)
+    }
+
+    /// A zero row-major `rows x cols` device matrix (for C).
+    pub fn zeros<T: Element>(&self, rows: usize, cols: usize) -> Result<DeviceMatrix<T>> {
+        if rows == 0 || cols == 0 {
+            return Err(Error::ZeroSize { m: rows, n: cols, k: 0 });
+        }
+        let dm = self.alloc_matrix::<T>(rows, cols, Layout::RowMajor)?;
+        let size = dm.buffer.size();
+        self.submitter.run(self.pipelines.set_layout, 0, |rec| {
+            rec.fill(dm.buffer.raw(), size, 0);
+            Ok(())
+        })?;
+        Ok(dm)
+    }
+
+    /// Downloads a device matrix into a row-major host matrix of the same shape (for a
+    /// column-major device matrix, the host gets its transpose's storage: same element order).
+    pub fn download<T: Element>(&self, m: &DeviceMatrix<T>, out: MatMut<'_, T>) -> Result<()> {
+        let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
+        let (oo, oi) = (out.rows, out.cols);
+        if (oo, oi) != (outer, inner) {
+            return Err(Error::ShapeMismatch(format!(
+                "download target is {oo}x{oi}, the device matrix stores {outer}x{inner}"
+            )));
+        }
+        check_matrix("download target", &out.as_ref())?;
+        self.check_owned(&m.buffer)?;
+        let size = m.buffer.size();
+        let mut staging = self.pool.take(size, BufferKind::Readback)?;
+        let res = self.submitter.run(self.pipelines.set_layout, 0, |rec| {
+            rec.copy(m.buffer.raw(), staging.raw(), size);
+            rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
+            Ok(())
+        });
+        if res.is_ok() {
+            unpack(staging.mapped_mut()?, m.ld, out);
+        }
+        self.pool.give(staging);
+        res
+    }
+
+    /// `c = a * b` on host matrices.
+    pub fn gemm<TA: Element, TC: Element>(&self, a: MatRef<'_, TA>, b: MatRef<'_, TA>, c: MatMut<'_, TC>) -> Result<()> {
+        self.gemm_with(a, b, c, &GemmOptions::default())
+    }
+
+    /// `c = alpha * a * b + beta * c` on host matrices.
+    pub fn gemm_with<TA: Element, TC: Element>(
+        &self,
+        a: MatRef<'_, TA>,
+        b: MatRef<'_, TA>,
+        c: MatMut<'_, TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        check_matrix("A", &a)?;
+        check_matrix("B", &b)?;
+        check_matrix("C", &c.as_ref())?;
+        let job = self.prepare::<TA, TC>((a.rows, a.cols, a.layout), (b.rows, b.cols, b.layout), (c.rows, c.cols), options)?;
+
+        // Everything is validated; now move data and run, in one submission.
+        let lda = device_ld(a.layout.outer_inner(a.rows, a.cols).1, size_of::<TA>());
+        let ldb = device_ld(b.layout.outer_inner(b.rows, b.cols).1, size_of::<TA>());
+        let a_bytes = bytes_of_layout(a.rows, a.cols, a.layout, lda, size_of::<TA>());
+        let b_bytes = bytes_of_layout(b.rows, b.cols, b.layout, ldb, size_of::<TA>());
+        let c_bytes = bytes_of_layout(c.rows, c.cols, Layout::RowMajor, job.problem.ldc, size_of::<TC>());
+        let a_dev = self.pool.take(a_bytes, BufferKind::Storage)?;
+        let b_dev = self.pool.take(b_bytes, BufferKind::Storage)?;
+        let c_dev = self.pool.take(c_bytes, BufferKind::Storage)?;
+        let mut up = self.pool.take(a_bytes + b_bytes + c_bytes, BufferKind::Upload)?;
+        let down = self.pool.take(c_bytes, BufferKind::Readback)?;
+        let reads_c = options.beta != 0.0;
+        {
+            let bytes = up.mapped_mut()?;
+            let (ab, rest) = bytes.split_at_mut(a_bytes as usize);
+            let (bb, cb) = rest.split_at_mut(b_bytes as usize);
+            pack(&a, lda, ab);
+            pack(&b, ldb, bb);
+            if reads_c {
+                pack(&c.as_ref(), job.problem.ldc, cb);
+            }
+        }
+        let result = self.submitter.run(self.pipelines.set_layout, job.passes.len() as u32, |rec| {
+            let region = |src_off: u64, dst: &Buffer, size: u64| (src_off, dst.raw(), size);
+            let copies = [region(0, &a_dev, a_bytes), region(a_bytes, &b_dev, b_bytes)];
+            for (off, dst, size) in copies {
+                copy_region(rec, up.raw(), off, dst, size);
+            }
+            if reads_c {
+                copy_region(rec, up.raw(), a_bytes + b_bytes, c_dev.raw(), c_bytes);
+            } else if self.options.poison_outputs {
+                rec.fill(c_dev.raw(), c_bytes, poison_pattern(TC::TYPE));
+            }
+            rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
+            self.record_passes(rec, &job, [a_dev.raw(), b_dev.raw(), c_dev.raw()])?;
+            rec.barrier(Access::SHADER_WRITE, Access::TRANSFER_READ);
+            rec.copy(c_dev.raw(), down.raw(), c_bytes);
+            rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
+            Ok(())
+        });
+        let mut down = down;
+        if result.is_ok() {
+            unpack(down.mapped_mut()?, job.problem.ldc, c);
+        }
+        for buf in [a_dev, b_dev, c_dev, up, down] {
+            self.pool.give(buf);
+        }
+        result
+    }
+
+    /// `c = alpha * a * b + beta * c` on device-resident matrices (C row-major).
+    pub fn gemm_device<TA: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TA>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        for buf in [&a.buffer, &b.buffer] {
+            self.check_owned(buf)?;
+        }
+        self.check_owned(&c.buffer)?;
+        if c.layout != Layout::RowMajor {
+            return Err(Error::InvalidOperand("C must be row-major (create it with Context::zeros or upload a row-major matrix)".into()));
+        }
+        let job = self.prepare::<TA, TC>((a.rows, a.cols, a.layout), (b.rows, b.cols, b.layout), (c.rows, c.cols), options)?;
+        self.submitter.run(self.pipelines.set_layout, job.passes.len() as u32, |rec| {
+            if options.beta == 0.0 && self.options.poison_outputs {
+                rec.fill(c.buffer.raw(), c.buffer.size(), poison_pattern(TC::TYPE));
+                rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
+            }
+            self.record_passes(rec, &job, [a.buffer.raw(), b.buffer.raw(), c.buffer.raw()])
+        })
+    }
+
+    fn check_owned(&self, buffer: &Buffer) -> Result<()> {
+        if buffer.on(&self.device) {
+            Ok(())
+        } else {
+            Err(Error::InvalidOperand("a device matrix from another context was passed".into()))
+        }
+    }
+
+    fn alloc_matrix<T: Element>(&self, rows: usize, cols: usize, layout: Layout) -> Result<DeviceMatrix<T>> {
+        let (_, inner) = layout.outer_inner(rows, cols);
+        let ld = device_ld(inner, size_of::<T>());
+        let bytes = bytes_of_layout(rows, cols, layout, ld, size_of::<T>());
+        let buffer = Buffer::new(&self.device, bytes, BufferKind::Storage)?;
+        Ok(DeviceMatrix { buffer, rows, cols, layout, ld, _t: PhantomData })
+    }
+
+    /// Validates shapes, types and scalars; chooses config, scheme and kernels; plans passes.
+    fn prepare<TA: Element, TC: Element>(
+        &self,
+        (ar, ac, al): (usize, usize, Layout),
+        (br, bc, bl): (usize, usize, Layout),
+        (cr, cc): (usize, usize),
+        options: &GemmOptions,
+    ) -> Result<Job> {
+        let (m, k, n) = (ar, ac, bc);
+        if br != k {
+            return Err(Error::ShapeMismatch(format!("A is {ar}x{ac} but B is {br}x{bc}: A's columns must equal B's rows")));
+        }
+        if (cr, cc) != (m, n) {
+            return Err(Error::ShapeMismatch(format!("A*B is {m}x{n} but C is {cr}x{cc}")));
+        }
+        if m == 0 || n == 0 || k == 0 {
+            return Err(Error::ZeroSize { m, n, k });
+        }
+        if m.max(n).max(k) > MAX_DIM {
+            return Err(Error::TooLarge(format!("M={m}, N={n}, K={k}: each must be at most {MAX_DIM}")));
+        }
+        let config = self.choose_config(TA::TYPE, TC::TYPE, options.shape)?;
+        let alpha_bits = scalar_bits("alpha", options.alpha, TC::TYPE)?;
+        let beta_bits = scalar_bits("beta", options.beta, TC::TYPE)?;
+        let scheme = match options.scheme {
+            Some(s) => {
+                s.check(&config, &self.device.info().limits)?;
+                s
+            }
+            None => self.choose_scheme(&config, m, n)?,
+        };
+        let geometry = scheme.geometry(&config);
+        let problem = Problem {
+            m,
+            n,
+            k,
+            a_layout: al,
+            b_layout: bl,
+            lda: device_ld(al.outer_inner(ar, ac).1, size_of::<TA>()),
+            ldb: device_ld(bl.outer_inner(br, bc).1, size_of::<TA>()),
+            ldc: device_ld(n, size_of::<TC>()),
+            ab_bytes: size_of::<TA>(),
+            c_bytes: size_of::<TC>(),
+        };
+        let passes = plan(&problem, &geometry, &self.limits)?;
+        let key = |beta: bool| KernelKey {
+            config,
+            scheme,
+            a_layout: al,
+            b_layout: bl,
+            epilogue: Epilogue { alpha: options.alpha != 1.0, beta },
+        };
+        let first = key(options.beta != 0.0);
+        let rest = key(true);
+        // Create pipelines now: a failure surfaces before anything is submitted.
+        self.pipelines.get(&first)?;
+        if passes.iter().any(|p| p.accumulate) {
+            self.pipelines.get(&rest)?;
+        }
+        let one_bits = scalar_bits("beta", 1.0, TC::TYPE)?;
+        Ok(Job { problem, passes, first, rest, alpha_bits, beta_bits, one_bits })
+    }
+
+    fn record_passes(&self, rec: &mut crate::dispatch::Recording<'_>, job: &Job, buffers: [ash::vk::Buffer; 3]) -> Result<()> {
+        let p = &job.problem;
+        let es = p.ab_bytes as u64;
+        for (i, pass) in job.passes.iter().enumerate() {
+            if i > 0 {
+                // Passes along K accumulate into the C written by the previous one.
+                rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
+            }
+            let key = if pass.accumulate { &job.rest } else { &job.first };
+            let pipeline = self.pipelines.get(key)?;
+            let vec = u64::from(VECTOR_BYTES);
+            let push = PushConstants {
+                m: pass.m as u32,
+                n: pass.n as u32,
+                k: pass.k as u32,
+                lda_vec: (p.lda as u64 * es / vec) as u32,
+                ldb_vec: (p.ldb as u64 * es / vec) as u32,
+                ldc: p.ldc as u32,
+                a_off_vec: (pass.a.start / vec) as u32,
+                b_off_vec: (pass.b.start / vec) as u32,
+                c_off: (pass.c.start / p.c_bytes as u64) as u32,
+                alpha_bits: job.alpha_bits,
+                beta_bits: if pass.accumulate { job.one_bits } else { job.beta_bits },
+            };
+            rec.dispatch(
+                pipeline.raw,
+                self.pipelines.layout,
+                [(buffers[0], pass.a), (buffers[1], pass.b), (buffers[2], pass.c)],
+                &push,
+                pass.groups,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The passes a GEMM of this shape would run (for inspection and benchmarks).
+    pub fn plan_gemm<TA: Element, TC: Element>(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        layouts: (Layout, Layout),
+        options: &GemmOptions,
+    ) -> Result<(KernelKey, Vec<Pass>)> {
+        let job = self.prepare::<TA, TC>((m, k, layouts.0), (k, n, layouts.1), (m, n), options)?;
+        Ok((job.first, job.passes))
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Context({})", self.device.info().name)
+    }
+}
+
+struct Job {
+    problem: Problem,
+    passes: Vec<Pass>,
+    first: KernelKey,
+    rest: KernelKey,
+    alpha_bits: u32,
+    beta_bits: u32,
+    one_bits: u32,
+}
+
+fn copy_region(rec: &mut crate::dispatch::Recording<'_>, src: ash::vk::Buffer, src_off: u64, dst: ash::vk::Buffer, size: u64) {
+    rec.copy_at(src, src_off, dst, size);
+}
+
+fn poison_pattern(t: ComponentType) -> u32 {
+    if t.is_float() {
+        u32::MAX // NaN in f32 and in both f16 halves
+    } else {
+        0x7fff_ffff
+    }
+}
+
+/// The 32 bits the kernel reads for alpha or beta in result type `t`.
+fn scalar_bits(name: &'static str, v: f64, t: ComponentType) -> Result<u32> {
+    let bad = |reason| Err(Error::InvalidScalar { name, value: v, reason });
+    if !v.is_finite() {
+        return bad("must be finite");
+    }
+    match t {
+        ComponentType::F32 => Ok((v as f32).to_bits()),
+        ComponentType::F16 if v.abs() > 65504.0 => bad("exceeds the f16 range"),
+        // f16 results take f32 bits; the kernel converts.
+        ComponentType::F16 => Ok((v as f32).to_bits()),
+        ComponentType::I32 if v.fract() == 0.0 && v >= f64::from(i32::MIN) && v <= f64::from(i32::MAX) => {
+            Ok((v as i32) as u32)
+        }
+        ComponentType::U32 if v.fract() == 0.0 && v >= 0.0 && v <= f64::from(u32::MAX) => Ok(v as u32),
+        ComponentType::I32 | ComponentType::U32 => bad("integer results need an integer scalar that fits the result type"),
+        _ => Err(Error::Unsupported(format!("result type {t}: the kernels write 16- and 32-bit results"))),
+    }
+}
+
+/// Checks a host matrix's slice against its shape and leading dimension.
+fn check_matrix<T>(name: &'static str, m: &MatRef<'_, T>) -> Result<()> {
+    let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
+    if m.rows == 0 || m.cols == 0 {
+        return Ok(()); // the GEMM's own check names M, N, K
+    }
+    if m.ld < inner {
+        return Err(Error::BadLeadingDimension { matrix: name, ld: m.ld, min: inner });
+    }
+    let needed = (outer - 1)
+        .checked_mul(m.ld)
+        .and_then(|v| v.checked_add(inner))
+        .ok_or_else(|| Error::TooLarge(format!("matrix {name}: {outer} x ld {} overflows", m.ld)))?;
+    if m.data.len() < needed {
+        return Err(Error::ShortSlice { matrix: name, needed, got: m.data.len() });
+    }
+    Ok(())
+}
+
+fn bytes_of_layout(rows: usize, cols: usize, layout: Layout, ld: usize, es: usize) -> u64 {
+    let (outer, _) = layout.outer_inner(rows, cols);
+    (outer * ld * es) as u64
+}
+
+/// Copies a host matrix into device layout (same storage order, leading dimension `ld`, padding
+/// zeroed: the kernels rely on zero padding for the K tail).
+fn pack<T: Element>(m: &MatRef<'_, T>, ld: usize, out: &mut [u8]) {
+    let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
+    let es = size_of::<T>();
+    let out = &mut out[..outer * ld * es];
+    for o in 0..outer {
+        let src = bytemuck::cast_slice::<T, u8>(&m.data[o * m.ld..o * m.ld + inner]);
+        let row = &mut out[o * ld * es..(o + 1) * ld * es];
+        row[..inner * es].copy_from_slice(src);
+        row[inner * es..].fill(0);
+    }
+}
+
+/// Copies device rows (leading dimension `ld`) into a host matrix.
+fn unpack<T: Element>(bytes: &[u8], ld: usize, out: MatMut<'_, T>) {
+    let es = size_of::<T>();
+    for r in 0..out.rows {
+        let src = &bytes[r * ld * es..(r * ld + out.cols) * es];
+        let dst = &mut out.data[r * out.ld..r * out.ld + out.cols];
+        bytemuck::cast_slice_mut::<T, u8>(dst).copy_from_slice(src);
+    }
+}
+
+static DEFAULT_CONTEXT: Mutex<Option<Arc<Context>>> = Mutex::new(None);
+
+/// The lazily created default context (best device, or `VK_SGMAT_DEVICE`). A failed creation is
+/// not cached: the next call tries again.
+pub fn default_context() -> Result<Arc<Context>> {
+    let mut slot = DEFAULT_CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = slot.as_ref() {
+        return Ok(c.clone());
+    }
+    let c = Arc::new(Context::new()?);
+    *slot = Some(c.clone());
+    Ok(c)
+}
+
+/// `c = a * b` on the default context.
+pub fn gemm<TA: Element, TC: Element>(a: MatRef<'_, TA>, b: MatRef<'_, TA>, c: MatMut<'_, TC>) -> Result<()> {
+    default_context()?.gemm(a, b, c)
+}

@@ -1,0 +1,186 @@
+//! GPU buffers over gpu-allocator. A [`Buffer`] owns its `VkBuffer` and its allocation and frees
+//! both on drop (gpu-allocator's `Allocation` does not free itself). [`BufferPool`] keeps released
+//! buffers for reuse so repeated GEMMs do not allocate.
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use ash::vk;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+use gpu_allocator::{AllocationError, MemoryLocation};
+use std::sync::{Arc, Mutex};
+
+/// What a buffer is for; decides its usage flags and memory location.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum BufferKind {
+    /// Device-local storage for matrices (also a copy source and destination, and fillable).
+    Storage,
+    /// Host-visible source of uploads.
+    Upload,
+    /// Host-visible destination of downloads.
+    Readback,
+}
+
+impl BufferKind {
+    fn usage(self) -> vk::BufferUsageFlags {
+        match self {
+            Self::Storage => {
+                vk::BufferUsageFlags::STORAGE_BUFFER
+                    | vk::BufferUsageFlags::TRANSFER_DST
+                    | vk::BufferUsageFlags::TRANSFER_SRC
+            }
+            Self::Upload => vk::BufferUsageFlags::TRANSFER_SRC,
+            Self::Readback => vk::BufferUsageFlags::TRANSFER_DST,
+        }
+    }
+
+    fn location(self) -> MemoryLocation {
+        match self {
+            Self::Storage => MemoryLocation::GpuOnly,
+            Self::Upload => MemoryLocation::CpuToGpu,
+            Self::Readback => MemoryLocation::GpuToCpu,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Storage => "matrix storage",
+            Self::Upload => "upload staging",
+            Self::Readback => "readback staging",
+        }
+    }
+}
+
+/// A buffer and its memory.
+pub(crate) struct Buffer {
+    allocation: Option<Allocation>,
+    raw: vk::Buffer,
+    size: u64,
+    kind: BufferKind,
+    device: Arc<Device>,
+}
+
+impl Buffer {
+    pub fn new(device: &Arc<Device>, size: u64, kind: BufferKind) -> Result<Self> {
+        let size = size.max(16);
+        let limit = device.info().limits.max_memory_allocation_size;
+        if limit != 0 && size > limit {
+            return Err(Error::TooLarge(format!(
+                "a {} buffer of {size} bytes exceeds the device's maxMemoryAllocationSize of {limit}",
+                kind.name()
+            )));
+        }
+        let raw_device = device.raw();
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(kind.usage())
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: valid create info on a live device.
+        let raw = unsafe { raw_device.create_buffer(&info, None) }.map_err(|r| Error::vk("vkCreateBuffer", r))?;
+        // SAFETY: `raw` was just created on this device.
+        let requirements = unsafe { raw_device.get_buffer_memory_requirements(raw) };
+        let allocation = device.allocator().allocate(&AllocationCreateDesc {
+            name: kind.name(),
+            requirements,
+            location: kind.location(),
+            linear: true,
+            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+        });
+        let allocation = match allocation {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: the buffer is unused and unbound.
+                unsafe { raw_device.destroy_buffer(raw, None) };
+                return Err(match e {
+                    AllocationError::OutOfMemory => Error::OutOfDeviceMemory { what: kind.name(), bytes: size },
+                    e => Error::Allocation { what: kind.name(), message: e.to_string() },
+                });
+            }
+        };
+        // SAFETY: the allocation satisfies the buffer's requirements and is not bound elsewhere.
+        let bound = unsafe { raw_device.bind_buffer_memory(raw, allocation.memory(), allocation.offset()) };
+        let buffer = Self { allocation: Some(allocation), raw, size, kind, device: device.clone() };
+        bound.map_err(|r| Error::vk("vkBindBufferMemory", r))?;
+        Ok(buffer)
+    }
+
+    pub fn raw(&self) -> vk::Buffer {
+        self.raw
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The mapped bytes of a host-visible buffer.
+    pub fn mapped_mut(&mut self) -> Result<&mut [u8]> {
+        let size = self.size as usize;
+        self.allocation
+            .as_mut()
+            .and_then(|a| a.mapped_slice_mut())
+            .map(|s| &mut s[..size])
+            .ok_or(Error::Allocation { what: "staging", message: "memory is not host-visible".into() })
+    }
+
+    /// Whether the buffer belongs to `device`.
+    pub fn on(&self, device: &Arc<Device>) -> bool {
+        Arc::ptr_eq(&self.device, device)
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if let Some(a) = self.allocation.take() {
+            let _ = self.device.allocator().free(a);
+        }
+        // SAFETY: submissions that use a buffer wait on their fence before releasing it, so the
+        // GPU is done with it; the allocation was freed above.
+        unsafe { self.device.raw().destroy_buffer(self.raw, None) };
+    }
+}
+
+/// Released buffers kept for reuse, per kind.
+pub(crate) struct BufferPool {
+    device: Arc<Device>,
+    free: Mutex<Vec<Buffer>>,
+}
+
+/// How many idle buffers the pool keeps.
+const POOL_KEEP: usize = 12;
+
+impl BufferPool {
+    pub fn new(device: Arc<Device>) -> Self {
+        Self { device, free: Mutex::new(Vec::new()) }
+    }
+
+    /// A buffer of at least `size` bytes: the smallest idle one that fits, else a new one (sized to
+    /// the next power of two so later, slightly larger requests reuse it).
+    pub fn take(&self, size: u64, kind: BufferKind) -> Result<Buffer> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let best = free
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.kind == kind && b.size >= size && b.size <= size.saturating_mul(4).max(1 << 16))
+            .min_by_key(|(_, b)| b.size)
+            .map(|(i, _)| i);
+        if let Some(i) = best {
+            return Ok(free.swap_remove(i));
+        }
+        drop(free);
+        let rounded = size.checked_next_power_of_two().unwrap_or(size);
+        let limit = self.device.info().limits.max_memory_allocation_size;
+        let size = if limit != 0 && rounded > limit { size } else { rounded };
+        Buffer::new(&self.device, size, kind)
+    }
+
+    /// Returns a buffer for reuse.
+    pub fn give(&self, buffer: Buffer) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.push(buffer);
+        if free.len() > POOL_KEEP {
+            // Drop the smallest: large buffers are the expensive ones to recreate.
+            if let Some(i) = free.iter().enumerate().min_by_key(|(_, b)| b.size).map(|(i, _)| i) {
+                free.swap_remove(i);
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Kernel key -> compute pipeline. One descriptor-set layout (A, B, C storage buffers) and one
+//! pipeline layout serve every kernel; pipelines are created once per key and kept, and a
+//! `VkPipelineCache` (optionally loaded from and saved to disk) makes re-creation cheap.
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::kernel::{self, KernelKey, PushConstants, BINDINGS};
+use ash::vk;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// A compute pipeline for one kernel key.
+pub(crate) struct Pipeline {
+    pub raw: vk::Pipeline,
+    device: Arc<Device>,
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        // SAFETY: pipelines are dropped only with the cache, after every submission waited.
+        unsafe { self.device.raw().destroy_pipeline(self.raw, None) };
+    }
+}
+
+/// All pipelines of a context.
+pub(crate) struct Pipelines {
+    map: Mutex<HashMap<KernelKey, Arc<Pipeline>>>,
+    pub set_layout: vk::DescriptorSetLayout,
+    pub layout: vk::PipelineLayout,
+    cache: vk::PipelineCache,
+    cache_path: Option<PathBuf>,
+    device: Arc<Device>,
+}
+
+impl Pipelines {
+    pub fn new(device: Arc<Device>, cache_path: Option<PathBuf>) -> Result<Self> {
+        let raw = device.raw();
+        let bindings: Vec<_> = (0..BINDINGS)
+            .map(|i| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(i)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
+            .collect();
+        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+        // SAFETY: valid create info on a live device.
+        let set_layout = unsafe { raw.create_descriptor_set_layout(&info, None) }
+            .map_err(|r| Error::vk("vkCreateDescriptorSetLayout", r))?;
+        let ranges = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .size(std::mem::size_of::<PushConstants>() as u32)];
+        let layouts = [set_layout];
+        let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts).push_constant_ranges(&ranges);
+        // SAFETY: as above.
+        let layout = match unsafe { raw.create_pipeline_layout(&info, None) } {
+            Ok(l) => l,
+            Err(r) => {
+                // SAFETY: unused.
+                unsafe { raw.destroy_descriptor_set_layout(set_layout, None) };
+                return Err(Error::vk("vkCreatePipelineLayout", r));
+            }
+        };
+        let initial = cache_path.as_deref().and_then(|p| read_cache(p, &device)).unwrap_or_default();
+        let info = vk::PipelineCacheCreateInfo::default().initial_data(&initial);
+        // SAFETY: the initial data's header was checked against this device (read_cache).
+        let cache = match unsafe { raw.create_pipeline_cache(&info, None) } {
+            Ok(c) => c,
+            Err(r) => {
+                // SAFETY: unused.
+                unsafe {
+                    raw.destroy_pipeline_layout(layout, None);
+                    raw.destroy_descriptor_set_layout(set_layout, None);
+                }
+                return Err(Error::vk("vkCreatePipelineCache", r));
+            }
+        };
+        Ok(Self { map: Mutex::new(HashMap::new()), set_layout, layout, cache, cache_path, device })
+    }
+
+    /// The pipeline for `key`, created on first use.
+    pub fn get(&self, key: &KernelKey) -> Result<Arc<Pipeline>> {
+        if let Some(p) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+            return Ok(p.clone());
+        }
+        let pipeline = Arc::new(self.create(key)?);
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(map.entry(*key).or_insert(pipeline).clone())
+    }
+
+    /// How many pipelines exist.
+    pub fn len(&self) -> usize {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    fn create(&self, key: &KernelKey) -> Result<Pipeline> {
+        let limits = &self.device.info().limits;
+        key.scheme.check(&key.config, limits)?;
+        let threads = key.scheme.geometry(&key.config).threads;
+        let sg = key.scheme.subgroup_size;
+        if threads % sg != 0 {
+            return Err(Error::InvalidTileScheme(format!(
+                "workgroup size {threads} is not a multiple of the subgroup size {sg}"
+            )));
+        }
+        // The kernel assumes exactly `sg` lanes per subgroup: pin it when the device lets us,
+        // or accept a varying size only where it cannot vary.
+        let pin = limits.required_subgroup_size_compute;
+        if !pin && !(limits.min_subgroup_size == sg && limits.max_subgroup_size == sg) {
+            return Err(Error::Unsupported(format!(
+                "the device cannot pin compute subgroup sizes and its size varies ({}..={}); the kernels need exactly {sg}",
+                limits.min_subgroup_size, limits.max_subgroup_size
+            )));
+        }
+        let words = kernel::generate(key)?;
+        let raw = self.device.raw();
+        let info = vk::ShaderModuleCreateInfo::default().code(&words);
+        // SAFETY: `words` is a complete SPIR-V module from our generator.
+        let module = unsafe { raw.create_shader_module(&info, None) }.map_err(|r| Error::vk("vkCreateShaderModule", r))?;
+        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default().required_subgroup_size(sg);
+        let mut flags = vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS;
+        if !pin {
+            flags |= vk::PipelineShaderStageCreateFlags::ALLOW_VARYING_SUBGROUP_SIZE;
+        }
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .flags(flags)
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        if pin {
+            stage = stage.push_next(&mut required);
+        }
+        let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
+        // SAFETY: module, layout and cache are live; the stage chain outlives the call.
+        let result = unsafe { raw.create_compute_pipelines(self.cache, &info, None) };
+        // SAFETY: the module is no longer needed once the pipeline exists (or failed).
+        unsafe { raw.destroy_shader_module(module, None) };
+        let pipeline = result.map_err(|(_, r)| Error::vk("vkCreateComputePipelines", r))?[0];
+        Ok(Pipeline { raw: pipeline, device: self.device.clone() })
+    }
+
+    /// Writes the pipeline cache to its file, if one was configured.
+    pub fn save(&self) -> Result<()> {
+        let Some(path) = &self.cache_path else { return Ok(()) };
+        // SAFETY: plain query of a live cache.
+        let data = unsafe { self.device.raw().get_pipeline_cache_data(self.cache) }
+            .map_err(|r| Error::vk("vkGetPipelineCacheData", r))?;
+        let io = |source| Error::Io { path: path.clone(), source };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        // Write then rename, so a crash never leaves a truncated cache behind.
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, &data).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+}
+
+impl Drop for Pipelines {
+    fn drop(&mut self) {
+        let _ = self.save();
+        self.map.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
+        // SAFETY: every pipeline was dropped above; nothing else uses these objects.
+        unsafe {
+            let raw = self.device.raw();
+            raw.destroy_pipeline_cache(self.cache, None);
+            raw.destroy_pipeline_layout(self.layout, None);
+            raw.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+    }
+}
+
+/// Reads a pipeline-cache file and returns it only if its header matches this device (a stale or
+/// corrupt file is ignored, never handed to the driver).
+fn read_cache(path: &Path, device: &Device) -> Option<Vec<u8>> {
+    let data = std::fs::read(path).ok()?;
+    let info = device.info();
+    let word = |i: usize| data.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
+    let uuid: String = data.get(16..32)?.iter().map(|b| format!("{b:02x}")).collect();
+    let ok = word(0)? as usize >= 32
+        && word(1)? == vk::PipelineCacheHeaderVersion::ONE.as_raw() as u32
+        && word(2)? == info.vendor_id
+        && word(3)? == info.device_id
+        && uuid == info.pipeline_cache_uuid;
+    ok.then_some(data)
+}
