@@ -52,3 +52,55 @@ pub fn spirv_dis(words: &[u32]) -> String {
     assert!(out.status.success(), "spirv-dis failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
+
+use std::sync::OnceLock;
+use vk_sgmat::verify::{compare, reference, Check, Rng};
+use vk_sgmat::{Context, ContextOptions, Element, GemmOptions, Layout, MatMut, MatRef};
+
+/// One context for every test in a binary (lavapipe compiles pipelines slowly: share them), with
+/// the validation layer on and outputs poisoned. Fails, never skips, when no usable device exists.
+pub fn context() -> &'static Context {
+    static CTX: OnceLock<Context> = OnceLock::new();
+    CTX.get_or_init(|| {
+        let options = ContextOptions { validation: true, poison_outputs: true, ..Default::default() };
+        Context::with_options(options).unwrap_or_else(|e| {
+            panic!(
+                "these tests need a Vulkan device with cooperative matrices and the Khronos validation layer: {e}\n\
+                 Run them through cargo so the runner in .cargo/config.toml provisions lavapipe (Mesa >= 26.1)."
+            )
+        })
+    })
+}
+
+/// Asserts that the validation layer has reported nothing so far.
+pub fn assert_no_validation_messages(ctx: &Context) {
+    assert!(ctx.validation_enabled(), "validation layer must be on in tests");
+    let msgs = ctx.validation_messages().messages();
+    assert!(msgs.is_empty(), "{} validation messages:\n{}", msgs.len(), msgs.join("\n"));
+}
+
+/// A random GEMM: runs it on `ctx` and checks it against the f64 reference.
+#[allow(clippy::too_many_arguments)]
+pub fn run_case<TA: Element, TC: Element>(
+    ctx: &Context,
+    rng: &mut Rng,
+    (m, n, k): (usize, usize, usize),
+    (la, lb): (Layout, Layout),
+    extra_ld: usize,
+    options: &GemmOptions,
+) -> Check {
+    let (outer_a, inner_a) = la.outer_inner(m, k);
+    let (outer_b, inner_b) = lb.outer_inner(k, n);
+    let (lda, ldb, ldc) = (inner_a + extra_ld, inner_b + extra_ld, n + extra_ld);
+    let a: Vec<TA> = vk_sgmat::verify::random_vec(rng, outer_a * lda);
+    let b: Vec<TA> = vk_sgmat::verify::random_vec(rng, outer_b * ldb);
+    let c_in: Vec<TC> = vk_sgmat::verify::random_vec(rng, m * ldc);
+    let am = MatRef { data: &a, rows: m, cols: k, layout: la, ld: lda };
+    let bm = MatRef { data: &b, rows: k, cols: n, layout: lb, ld: ldb };
+    let mut c = c_in.clone();
+    ctx.gemm_with(am, bm, MatMut::new(&mut c, m, n).with_ld(ldc), options)
+        .unwrap_or_else(|e| panic!("gemm {m}x{n}x{k} {la:?}/{lb:?}: {e}"));
+    let rows: Vec<usize> = (0..m).collect();
+    let (expected, magnitude) = reference(&am, &bm, Some((&c_in, ldc)), options.alpha, options.beta, &rows);
+    compare(&c, ldc, n, &rows, &expected, &magnitude, k)
+}

@@ -1,0 +1,182 @@
+//! The public API on the present driver: typed errors for bad input (nothing is submitted, C is
+//! left untouched), device-resident matrices, multi-pass plans under reduced limits, and the
+//! free `gemm` on the default context.
+
+mod common;
+
+use common::{assert_no_validation_messages, context, run_case};
+use half::{bf16, f16};
+use vk_sgmat::tiling::DispatchLimits;
+use vk_sgmat::verify::{compare, reference, Rng};
+use vk_sgmat::{Context, ContextOptions, DeviceSelector, Error, GemmOptions, Layout, MatMut, MatRef};
+
+fn err<T: std::fmt::Debug>(r: vk_sgmat::Result<T>) -> Error {
+    r.expect_err("expected an error")
+}
+
+#[test]
+fn bad_input_gets_typed_errors_and_c_is_untouched() {
+    let ctx = context();
+    let a = vec![f16::ONE; 4 * 5];
+    let b = vec![f16::ONE; 6 * 3];
+    let mut c = vec![42.0f32; 4 * 3];
+
+    let e = err(ctx.gemm(MatRef::new(&a, 4, 5), MatRef::new(&b, 6, 3), MatMut::new(&mut c, 4, 3)));
+    assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
+    assert!(e.to_string().contains("A's columns must equal B's rows"), "{e}");
+
+    let b2 = vec![f16::ONE; 5 * 3];
+    let e = err(ctx.gemm(MatRef::new(&a, 4, 5), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 3, 3)));
+    assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
+
+    let e = err(ctx.gemm(MatRef::new(&a[..10], 4, 5), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 4, 3)));
+    assert!(matches!(e, Error::ShortSlice { matrix: "A", needed: 20, got: 10 }), "{e}");
+
+    let e = err(ctx.gemm(MatRef::new(&a, 4, 5).with_ld(4), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 4, 3)));
+    assert!(matches!(e, Error::BadLeadingDimension { matrix: "A", ld: 4, min: 5 }), "{e}");
+
+    let e = err(ctx.gemm(MatRef::new(&a, 4, 0), MatRef::new(&b2, 0, 3), MatMut::new(&mut c, 4, 3)));
+    assert!(matches!(e, Error::ZeroSize { k: 0, .. }), "{e}");
+
+    let opts = GemmOptions { alpha: f64::NAN, ..Default::default() };
+    let e = err(ctx.gemm_with(MatRef::new(&a, 4, 5), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 4, 3), &opts));
+    assert!(matches!(e, Error::InvalidScalar { name: "alpha", .. }), "{e}");
+
+    let opts = GemmOptions { shape: Some((3, 3, 3)), ..Default::default() };
+    let e = err(ctx.gemm_with(MatRef::new(&a, 4, 5), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 4, 3), &opts));
+    assert!(matches!(e, Error::NoConfig { .. }), "{e}");
+
+    assert!(c.iter().all(|&v| v == 42.0), "C must not be written on error");
+
+    let ai = vec![1i8; 4];
+    let mut ci = vec![0i32; 4];
+    let opts = GemmOptions { alpha: 0.5, ..Default::default() };
+    let e = err(ctx.gemm_with(MatRef::new(&ai, 2, 2), MatRef::new(&ai, 2, 2), MatMut::new(&mut ci, 2, 2), &opts));
+    assert!(matches!(e, Error::InvalidScalar { name: "alpha", .. }), "{e}");
+    assert!(e.to_string().contains("integer"), "{e}");
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn a_type_pair_without_config_lists_what_exists() {
+    let ctx = context();
+    let a = vec![bf16::ONE; 4];
+    let mut c = vec![0.0f32; 4];
+    let has_bf16 = ctx.configs().iter().any(|c| c.component_type == vk_sgmat::ComponentType::Bf16);
+    let r = ctx.gemm(MatRef::new(&a, 2, 2), MatRef::new(&a, 2, 2), MatMut::new(&mut c, 2, 2));
+    if has_bf16 {
+        r.expect("the device lists bf16, so the GEMM must run");
+        assert!(c.iter().all(|&v| v == 2.0));
+    } else {
+        let e = err(r);
+        let msg = e.to_string();
+        assert!(matches!(e, Error::NoConfig { .. }), "{msg}");
+        assert!(msg.contains("bf16 x bf16 -> f32"), "{msg}");
+        for cfg in ctx.configs() {
+            assert!(msg.contains(&cfg.to_string()), "the message must list {cfg}: {msg}");
+        }
+    }
+    let x = vec![1.0f32; 4];
+    let has_f32 = ctx.configs().iter().any(|c| c.component_type == vk_sgmat::ComponentType::F32);
+    let r = ctx.gemm(MatRef::new(&x, 2, 2), MatRef::new(&x, 2, 2), MatMut::new(&mut c, 2, 2));
+    assert_eq!(r.is_ok(), has_f32, "{r:?}");
+}
+
+#[test]
+fn unknown_device_is_an_error_naming_the_devices() {
+    let e = err(Context::with_options(ContextOptions {
+        device: DeviceSelector::Name("no-such-gpu-anywhere".into()),
+        ..Default::default()
+    }));
+    assert!(matches!(e, Error::DeviceNotFound { .. }), "{e}");
+    assert!(e.to_string().contains(&context().device_info().name), "{e}");
+}
+
+#[test]
+fn device_resident_matrices_run_many_gemms() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (70, 45, 33);
+    let a: Vec<f16> = vk_sgmat::verify::random_vec(&mut rng, m * k);
+    let b: Vec<f16> = vk_sgmat::verify::random_vec(&mut rng, n * k);
+    let am = MatRef::new(&a, m, k);
+    let bm = MatRef::col_major(&b, k, n);
+    let da = ctx.upload(am).unwrap();
+    let db = ctx.upload(bm).unwrap();
+    let mut dc = ctx.zeros::<f32>(m, n).unwrap();
+    // C = A*B, then C = A*B + C twice: 3 A*B.
+    ctx.gemm_device(&da, &db, &mut dc, &GemmOptions::default()).unwrap();
+    let acc = GemmOptions { beta: 1.0, ..Default::default() };
+    ctx.gemm_device(&da, &db, &mut dc, &acc).unwrap();
+    ctx.gemm_device(&da, &db, &mut dc, &acc).unwrap();
+    let mut c = vec![f32::NAN; m * n];
+    ctx.download(&dc, MatMut::new(&mut c, m, n)).unwrap();
+    let rows: Vec<usize> = (0..m).collect();
+    let (expected, magnitude) = reference::<f16, f32>(&am, &bm, None, 3.0, 0.0, &rows);
+    let check = compare(&c, n, n, &rows, &expected, &magnitude, 3 * k);
+    assert!(check.passed, "{check:?}");
+    // Round trip of an input matrix.
+    let mut back = vec![f16::ZERO; n * k];
+    ctx.download(&db, MatMut::new(&mut back, n, k)).unwrap();
+    assert_eq!(back, b);
+    // A column-major C is refused before anything runs.
+    let mut bad_c = ctx.upload(MatRef::col_major(&vec![0.0f32; m * n], m, n)).unwrap();
+    let e = err(ctx.gemm_device(&da, &db, &mut bad_c, &GemmOptions::default()));
+    assert!(matches!(e, Error::InvalidOperand(_)), "{e}");
+    assert_no_validation_messages(ctx);
+}
+
+/// A context whose dispatch limits are cut down so that GEMMs split into many passes (bands over
+/// M and N, chunks over K that accumulate): the planner's output runs on a real driver.
+#[test]
+fn multi_pass_plans_are_correct() {
+    let limits = DispatchLimits { max_groups: [2, 3], max_range: 32 << 10, offset_alignment: 256 };
+    let ctx = Context::with_options(ContextOptions {
+        validation: true,
+        poison_outputs: true,
+        limits_override: Some(limits),
+        ..Default::default()
+    })
+    .expect("context");
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let layouts = [
+        (Layout::RowMajor, Layout::RowMajor),
+        (Layout::RowMajor, Layout::ColMajor),
+        (Layout::ColMajor, Layout::RowMajor),
+        (Layout::ColMajor, Layout::ColMajor),
+    ];
+    for (i, l) in layouts.into_iter().enumerate() {
+        let shape = [(130, 150, 70), (67, 200, 45), (150, 66, 91), (97, 97, 97)][i];
+        let (_, passes) = ctx.plan_gemm::<f16, f32>(shape.0, shape.1, shape.2, l, &GemmOptions::default()).unwrap();
+        assert!(passes.len() > 1, "{shape:?} {l:?}: expected a multi-pass plan, got {}", passes.len());
+        for opts in [GemmOptions::default(), GemmOptions { alpha: 0.5, beta: -1.0, ..Default::default() }] {
+            let check = run_case::<f16, f32>(&ctx, &mut rng, shape, l, 5, &opts);
+            assert!(check.passed, "{shape:?} {l:?} {opts:?}: {check:?}");
+        }
+        let check = run_case::<i8, i32>(&ctx, &mut rng, shape, l, 0, &GemmOptions { beta: 1.0, ..Default::default() });
+        assert!(check.passed, "i8 {shape:?} {l:?}: {check:?}");
+    }
+    // Column-major A with a long K: only chunks along K shrink its window.
+    let (_, passes) =
+        ctx.plan_gemm::<f16, f32>(16, 16, 4000, (Layout::ColMajor, Layout::RowMajor), &GemmOptions::default()).unwrap();
+    assert!(passes.iter().any(|p| p.accumulate), "a long K must be split into accumulating passes");
+    // Row-major A whose 16 rows of K = 4000 exceed the range cannot be split: a typed error.
+    let e = ctx.plan_gemm::<f16, f32>(16, 16, 4000, (Layout::RowMajor, Layout::RowMajor), &GemmOptions::default());
+    assert!(matches!(e, Err(Error::TooLarge(_))), "{e:?}");
+    let check = run_case::<f16, f32>(&ctx, &mut rng, (16, 16, 4000), (Layout::ColMajor, Layout::RowMajor), 0, &GemmOptions::default());
+    assert!(check.passed, "{check:?}");
+    assert_no_validation_messages(&ctx);
+}
+
+#[test]
+fn free_function_uses_the_default_context() {
+    let (m, n, k) = (19, 23, 29);
+    let a: Vec<u8> = (0..m * k).map(|i| (i % 251) as u8).collect();
+    let b: Vec<u8> = (0..k * n).map(|i| (i % 13) as u8).collect();
+    let mut c = vec![0u32; m * n];
+    vk_sgmat::gemm(MatRef::new(&a, m, k), MatRef::new(&b, k, n), MatMut::new(&mut c, m, n)).unwrap();
+    for (i, j) in [(0, 0), (m - 1, n - 1), (7, 11)] {
+        let want: u32 = (0..k).map(|p| u32::from(a[i * k + p]) * u32::from(b[p * n + j])).sum();
+        assert_eq!(c[i * n + j], want, "C[{i}][{j}]");
+    }
+}

@@ -1,0 +1,151 @@
+//! GEMMs on the present driver (lavapipe in CI), every config, checked against an f64 reference,
+//! with the validation layer on (any message fails) and C poisoned before each run.
+
+mod common;
+
+use common::{assert_no_validation_messages, context, run_case};
+use half::f16;
+use vk_sgmat::verify::Rng;
+use vk_sgmat::{ComponentType, Element, GemmOptions, Layout};
+
+const LAYOUTS: [(Layout, Layout); 4] = [
+    (Layout::RowMajor, Layout::RowMajor),
+    (Layout::RowMajor, Layout::ColMajor),
+    (Layout::ColMajor, Layout::RowMajor),
+    (Layout::ColMajor, Layout::ColMajor),
+];
+
+/// Square sizes around the 8x8x8 fragments and 32x32 tiles lavapipe uses, 1 and primes.
+const SQUARE: [usize; 12] = [1, 7, 8, 9, 15, 16, 17, 63, 65, 127, 129, 257];
+/// Rectangles, including ones far from any tile multiple.
+const RECT: [(usize, usize, usize); 6] = [(1, 1000, 3), (300, 5, 700), (1000, 1, 17), (31, 257, 2), (2, 3, 1031), (97, 61, 131)];
+
+fn seeded() -> Rng {
+    let seed = Rng::fresh_seed();
+    eprintln!("seed {seed} (set VK_SGMAT_SEED to reproduce)");
+    Rng::new(seed)
+}
+
+fn has<TA: Element, TC: Element>() -> bool {
+    let ctx = context();
+    let present = ctx.configs().iter().any(|c| c.component_type == TA::TYPE && c.result_type == TC::TYPE);
+    assert!(
+        present,
+        "the device lacks {} -> {}; these tests expect lavapipe's four configs (f16->f16, f16->f32, u8->u32, i8->i32) or more. Device configs: {:?}",
+        TA::TYPE,
+        TC::TYPE,
+        ctx.configs()
+    );
+    present
+}
+
+/// Every square size and rectangle, every layout, plain epilogue.
+fn sweep<TA: Element, TC: Element>() {
+    assert!(has::<TA, TC>());
+    let ctx = context();
+    let mut rng = seeded();
+    let mut failures = Vec::new();
+    let mut shapes: Vec<(usize, usize, usize)> = SQUARE.iter().map(|&s| (s, s, s)).collect();
+    shapes.extend(RECT);
+    for &shape in &shapes {
+        for layouts in LAYOUTS {
+            let check = run_case::<TA, TC>(ctx, &mut rng, shape, layouts, 0, &GemmOptions::default());
+            if !check.passed {
+                failures.push(format!("{shape:?} {layouts:?}: {check:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} -> {}: {} failures:\n{}", TA::TYPE, TC::TYPE, failures.len(), failures.join("\n"));
+    assert_no_validation_messages(ctx);
+}
+
+/// alpha/beta combinations, padded leading dimensions, odd shapes.
+fn epilogues<TA: Element, TC: Element>() {
+    assert!(has::<TA, TC>());
+    let ctx = context();
+    let mut rng = seeded();
+    let scalars: &[(f64, f64)] = if TC::TYPE.is_float() {
+        &[(1.0, 0.0), (0.5, 0.0), (1.0, 1.0), (-1.5, 0.25), (0.0, 2.0)]
+    } else {
+        &[(1.0, 0.0), (3.0, 0.0), (1.0, 1.0), (-2.0, 5.0), (0.0, 1.0)]
+    };
+    let mut failures = Vec::new();
+    for &(alpha, beta) in scalars {
+        // Unsigned results need non-negative scalars.
+        if TC::TYPE == ComponentType::U32 && (alpha < 0.0 || beta < 0.0) {
+            continue;
+        }
+        for (i, layouts) in LAYOUTS.into_iter().enumerate() {
+            let shape = [(33, 17, 9), (64, 64, 64), (5, 70, 129), (129, 31, 8)][i];
+            let options = GemmOptions { alpha, beta, ..Default::default() };
+            let check = run_case::<TA, TC>(ctx, &mut rng, shape, layouts, 3, &options);
+            if !check.passed {
+                failures.push(format!("alpha={alpha} beta={beta} {shape:?} {layouts:?}: {check:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn f16_f32_all_shapes_and_layouts() {
+    sweep::<f16, f32>();
+}
+
+#[test]
+fn f16_f16_all_shapes_and_layouts() {
+    sweep::<f16, f16>();
+}
+
+#[test]
+fn i8_i32_all_shapes_and_layouts_exact() {
+    sweep::<i8, i32>();
+}
+
+#[test]
+fn u8_u32_all_shapes_and_layouts_exact() {
+    sweep::<u8, u32>();
+}
+
+#[test]
+fn f16_f32_alpha_beta() {
+    epilogues::<f16, f32>();
+}
+
+#[test]
+fn f16_f16_alpha_beta() {
+    epilogues::<f16, f16>();
+}
+
+#[test]
+fn i8_i32_alpha_beta() {
+    epilogues::<i8, i32>();
+}
+
+#[test]
+fn u8_u32_alpha_beta() {
+    epilogues::<u8, u32>();
+}
+
+/// All-extreme 8-bit inputs: the largest products, exact.
+#[test]
+fn int8_extremes_exact() {
+    let ctx = context();
+    for k in [1usize, 64, 255] {
+        let (m, n) = (17, 9);
+        let a = vec![-128i8; m * k];
+        let b = vec![-128i8; k * n];
+        let mut c = vec![0i32; m * n];
+        ctx.gemm(vk_sgmat::MatRef::new(&a, m, k), vk_sgmat::MatRef::new(&b, k, n), vk_sgmat::MatMut::new(&mut c, m, n))
+            .unwrap();
+        assert!(c.iter().all(|&v| v == 16384 * k as i32), "i8 k={k}: {:?}", &c[..4]);
+        let a = vec![255u8; m * k];
+        let b = vec![255u8; k * n];
+        let mut c = vec![0u32; m * n];
+        ctx.gemm(vk_sgmat::MatRef::new(&a, m, k), vk_sgmat::MatRef::new(&b, k, n), vk_sgmat::MatMut::new(&mut c, m, n))
+            .unwrap();
+        assert!(c.iter().all(|&v| v == 65025 * k as u32), "u8 k={k}: {:?}", &c[..4]);
+    }
+    assert_no_validation_messages(ctx);
+}
