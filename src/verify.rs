@@ -254,3 +254,30 @@ mod tests {
         assert!(v.contains(&-128) && v.contains(&127));
     }
 }
+
+/// Runs one GEMM on random inputs (fresh from `rng`) and checks it: C starts random (so beta is
+/// exercised), every row is checked when `m * n <= full_limit`, else 256 sampled rows.
+#[allow(clippy::too_many_arguments)]
+pub fn run_random_gemm<TA: Element, TC: Element>(
+    ctx: &crate::Context,
+    rng: &mut Rng,
+    (m, n, k): (usize, usize, usize),
+    (la, lb): (Layout, Layout),
+    extra_ld: usize,
+    options: &crate::GemmOptions,
+    full_limit: usize,
+) -> crate::Result<Check> {
+    let (outer_a, inner_a) = la.outer_inner(m, k);
+    let (outer_b, inner_b) = lb.outer_inner(k, n);
+    let (lda, ldb, ldc) = (inner_a + extra_ld, inner_b + extra_ld, n + extra_ld);
+    let a: Vec<TA> = random_vec(rng, outer_a * lda);
+    let b: Vec<TA> = random_vec(rng, outer_b * ldb);
+    let c_in: Vec<TC> = random_vec(rng, m * ldc);
+    let am = MatRef { data: &a, rows: m, cols: k, layout: la, ld: lda };
+    let bm = MatRef { data: &b, rows: k, cols: n, layout: lb, ld: ldb };
+    let mut c = c_in.clone();
+    ctx.gemm_with(am, bm, crate::MatMut::new(&mut c, m, n).with_ld(ldc), options)?;
+    let rows = rows_to_check(m, n, full_limit, 256, rng);
+    let (expected, magnitude) = reference(&am, &bm, Some((&c_in, ldc)), options.alpha, options.beta, &rows);
+    Ok(compare(&c, ldc, n, &rows, &expected, &magnitude, k))
+}

@@ -54,8 +54,8 @@ pub fn spirv_dis(words: &[u32]) -> String {
 }
 
 use std::sync::OnceLock;
-use vk_sgmat::verify::{compare, reference, Check, Rng};
-use vk_sgmat::{Context, ContextOptions, Element, GemmOptions, Layout, MatMut, MatRef};
+use vk_sgmat::verify::{Check, Rng};
+use vk_sgmat::{Context, ContextOptions, Element, GemmOptions, Layout};
 
 /// One context for every test in a binary (lavapipe compiles pipelines slowly: share them), with
 /// the validation layer on and outputs poisoned. Fails, never skips, when no usable device exists.
@@ -79,28 +79,15 @@ pub fn assert_no_validation_messages(ctx: &Context) {
     assert!(msgs.is_empty(), "{} validation messages:\n{}", msgs.len(), msgs.join("\n"));
 }
 
-/// A random GEMM: runs it on `ctx` and checks it against the f64 reference.
-#[allow(clippy::too_many_arguments)]
+/// A random GEMM on `ctx`, every row checked against the f64 reference.
 pub fn run_case<TA: Element, TC: Element>(
     ctx: &Context,
     rng: &mut Rng,
-    (m, n, k): (usize, usize, usize),
-    (la, lb): (Layout, Layout),
+    shape: (usize, usize, usize),
+    layouts: (Layout, Layout),
     extra_ld: usize,
     options: &GemmOptions,
 ) -> Check {
-    let (outer_a, inner_a) = la.outer_inner(m, k);
-    let (outer_b, inner_b) = lb.outer_inner(k, n);
-    let (lda, ldb, ldc) = (inner_a + extra_ld, inner_b + extra_ld, n + extra_ld);
-    let a: Vec<TA> = vk_sgmat::verify::random_vec(rng, outer_a * lda);
-    let b: Vec<TA> = vk_sgmat::verify::random_vec(rng, outer_b * ldb);
-    let c_in: Vec<TC> = vk_sgmat::verify::random_vec(rng, m * ldc);
-    let am = MatRef { data: &a, rows: m, cols: k, layout: la, ld: lda };
-    let bm = MatRef { data: &b, rows: k, cols: n, layout: lb, ld: ldb };
-    let mut c = c_in.clone();
-    ctx.gemm_with(am, bm, MatMut::new(&mut c, m, n).with_ld(ldc), options)
-        .unwrap_or_else(|e| panic!("gemm {m}x{n}x{k} {la:?}/{lb:?}: {e}"));
-    let rows: Vec<usize> = (0..m).collect();
-    let (expected, magnitude) = reference(&am, &bm, Some((&c_in, ldc)), options.alpha, options.beta, &rows);
-    compare(&c, ldc, n, &rows, &expected, &magnitude, k)
+    vk_sgmat::verify::run_random_gemm::<TA, TC>(ctx, rng, shape, layouts, extra_ld, options, usize::MAX)
+        .unwrap_or_else(|e| panic!("gemm {shape:?} {layouts:?}: {e}"))
 }

@@ -1,0 +1,77 @@
+//! Command-line arguments.
+
+use clap::{Parser, Subcommand};
+
+/// vk-sgmat: GEMM on the GPU's matrix units through Vulkan cooperative matrices.
+#[derive(Debug, Parser)]
+#[command(name = "vk-sgmat", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by the commands that run GEMMs.
+#[derive(Debug, clap::Args)]
+pub struct DeviceArgs {
+    /// Device index or name substring (default: VK_SGMAT_DEVICE, else the best usable device).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Enable the Khronos validation layer and fail on any message.
+    #[arg(long)]
+    pub validation: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List Vulkan devices, their cooperative-matrix properties and usable configs.
+    Info {
+        /// Print JSON (field names are stable; see README.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one GEMM on random data, verify it against an f64 CPU reference, report throughput.
+    Gemm {
+        /// Rows of A and C.
+        m: usize,
+        /// Columns of B and C.
+        n: usize,
+        /// Columns of A, rows of B.
+        k: usize,
+        /// Element types as INPUT:RESULT (f16:f32, f16:f16, bf16:f32, i8:i32, u8:u32, f32:f32).
+        #[arg(long, default_value = "f16:f32")]
+        types: String,
+        /// Layouts of A and B: n = row-major, t = column-major (nn, nt, tn, tt).
+        #[arg(long, default_value = "nn")]
+        layout: String,
+        /// Fragment shape MxNxK (default: the largest the device offers for the types).
+        #[arg(long)]
+        shape: Option<String>,
+        /// alpha in C = alpha*A*B + beta*C.
+        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+        alpha: f64,
+        /// beta in C = alpha*A*B + beta*C.
+        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+        beta: f64,
+        /// Timed runs (the median is reported).
+        #[arg(long, default_value_t = 20)]
+        repeat: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        dev: DeviceArgs,
+    },
+    /// Check every config of the device on odd shapes, all layouts, and alpha/beta.
+    Check {
+        /// Fewer and smaller shapes (for CPU drivers).
+        #[arg(long)]
+        quick: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        dev: DeviceArgs,
+    },
+}

@@ -1,0 +1,269 @@
+//! Rendering: pure functions from report structs to text, tested without a device.
+
+use serde::Serialize;
+use std::fmt::Write;
+use vk_sgmat::device::DeviceInfo;
+use vk_sgmat::verify::Check;
+
+/// `vk-sgmat info`: every device found. JSON: `{"devices": [DeviceInfo, ...], "selected": index}`.
+#[derive(Debug, Serialize)]
+pub struct InfoReport {
+    /// Devices in enumeration order.
+    pub devices: Vec<DeviceInfo>,
+    /// Index of the device `Context::new()` would pick, if any is usable.
+    pub selected: Option<usize>,
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+pub fn render_info(r: &InfoReport) -> String {
+    let mut s = String::new();
+    if r.devices.is_empty() {
+        s.push_str("no Vulkan devices found\n");
+    }
+    for d in &r.devices {
+        let mark = if r.selected == Some(d.index) { "  (selected)" } else { "" };
+        let _ = writeln!(s, "device {}: {} [{:?}]{mark}", d.index, d.name, d.kind);
+        let _ = writeln!(
+            s,
+            "  vendor 0x{:04x}, device 0x{:04x}, Vulkan {}, driver {} ({}), driver id {}",
+            d.vendor_id, d.device_id, d.api_version, d.driver_name, d.driver_info, d.driver_id
+        );
+        let l = &d.limits;
+        let _ = writeln!(
+            s,
+            "  subgroup size {} (min {}, max {}, pinnable in compute: {})",
+            l.subgroup_size,
+            l.min_subgroup_size,
+            l.max_subgroup_size,
+            yes(l.required_subgroup_size_compute)
+        );
+        let _ = writeln!(
+            s,
+            "  shared memory {} B, workgroup invocations {}, workgroup count {:?}, storage buffer range {} B",
+            l.max_shared_memory, l.max_workgroup_invocations, l.max_workgroup_count, l.max_storage_buffer_range
+        );
+        let f = &d.features;
+        let _ = writeln!(
+            s,
+            "  shaderFloat16 {}, shaderInt8 {}, 16-bit storage {}, 8-bit storage {}, bfloat16 coopmat {}, VK_NV_cooperative_matrix2 {}",
+            yes(f.shader_float16),
+            yes(f.shader_int8),
+            yes(f.storage_buffer_16bit_access),
+            yes(f.storage_buffer_8bit_access),
+            yes(f.shader_bfloat16_cooperative_matrix),
+            yes(f.ext_nv_cooperative_matrix2)
+        );
+        s.push_str("  requirements:\n");
+        for req in &d.requirements {
+            let _ = writeln!(s, "    [{}] {}", if req.met { "x" } else { " " }, req.name);
+        }
+        let _ = writeln!(s, "  cooperative-matrix properties (as reported, {}):", d.raw_properties.len());
+        for p in &d.raw_properties {
+            let _ = writeln!(s, "    {p}");
+        }
+        let list = |s: &mut String, title: &str, v: &[vk_sgmat::GPUSubgroupMatrixConfig]| {
+            let _ = writeln!(s, "  {title} ({}):", v.len());
+            for c in v {
+                let _ = writeln!(s, "    {c}");
+            }
+        };
+        list(&mut s, "configs, Dawn's rules", &d.configs.standard);
+        list(&mut s, "extended configs (bf16, fp8)", &d.configs.extended);
+        let verdict = if d.usable() { "usable".to_string() } else { format!("not usable: missing {}", d.missing().join(", ")) };
+        let _ = writeln!(s, "  verdict: {verdict}");
+    }
+    s
+}
+
+/// `vk-sgmat gemm`: one verified GEMM and its timing.
+#[derive(Debug, Serialize)]
+pub struct GemmReport {
+    pub device: String,
+    pub driver: String,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub types: String,
+    pub layout: String,
+    pub config: String,
+    pub scheme: String,
+    pub tile: String,
+    pub passes: usize,
+    pub alpha: f64,
+    pub beta: f64,
+    pub seed: u64,
+    pub check: Check,
+    pub rows_checked: usize,
+    pub runs: usize,
+    pub median_ms: f64,
+    pub tflops: f64,
+}
+
+pub fn render_gemm(r: &GemmReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "device: {} ({})", r.device, r.driver);
+    let _ = writeln!(
+        s,
+        "gemm {}x{}x{} {} layout {} alpha {} beta {}: config {}, scheme {} ({}), {} pass{}",
+        r.m,
+        r.n,
+        r.k,
+        r.types,
+        r.layout,
+        r.alpha,
+        r.beta,
+        r.config,
+        r.scheme,
+        r.tile,
+        r.passes,
+        if r.passes == 1 { "" } else { "es" }
+    );
+    let c = &r.check;
+    let what = if r.rows_checked == r.m { format!("all {} rows", r.m) } else { format!("{} sampled rows of {}", r.rows_checked, r.m) };
+    let verdict = if c.passed { "PASS" } else { "FAIL" };
+    if c.tolerance == 0.0 {
+        let _ = writeln!(s, "verify ({what}, seed {}): {} mismatches (exact): {verdict}", r.seed, c.mismatches);
+    } else {
+        let _ = writeln!(
+            s,
+            "verify ({what}, seed {}): relative error {:.3e} (bound {:.3e}), {} non-finite: {verdict}",
+            r.seed, c.rel_error, c.tolerance, c.mismatches
+        );
+    }
+    if let Some((row, col, got, want)) = c.first_bad {
+        let _ = writeln!(s, "  first bad element C[{row}][{col}] = {got} (expected {want})");
+    }
+    let rate = if r.tflops >= 1.0 { format!("{:.2} TFLOP/s", r.tflops) } else { format!("{:.2} GFLOP/s", r.tflops * 1e3) };
+    let _ = writeln!(
+        s,
+        "time: median {:.4} ms over {} runs (device-resident, submit to completion): {rate}",
+        r.median_ms, r.runs
+    );
+    s
+}
+
+/// One row of `vk-sgmat check`.
+#[derive(Debug, Serialize)]
+pub struct CheckRow {
+    pub config: String,
+    pub shape: (usize, usize, usize),
+    pub layout: String,
+    pub alpha: f64,
+    pub beta: f64,
+    pub rel_error: f64,
+    pub tolerance: f64,
+    pub mismatches: usize,
+    pub passed: bool,
+    pub error: Option<String>,
+}
+
+pub fn render_check(device: &str, rows: &[CheckRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "device: {device}");
+    let _ = writeln!(
+        s,
+        "{:<22} {:>16} {:>6} {:>12} {:>11} {:>11} {:>6}",
+        "config", "MxNxK", "layout", "alpha/beta", "rel.err", "bound", "result"
+    );
+    for r in rows {
+        let shape = format!("{}x{}x{}", r.shape.0, r.shape.1, r.shape.2);
+        let result = if r.passed { "ok" } else { "FAIL" };
+        let err = if r.tolerance == 0.0 { format!("{} diff", r.mismatches) } else { format!("{:.2e}", r.rel_error) };
+        let bound = if r.tolerance == 0.0 { "exact".to_string() } else { format!("{:.2e}", r.tolerance) };
+        let _ = writeln!(
+            s,
+            "{:<22} {:>16} {:>6} {:>12} {:>11} {:>11} {:>6}",
+            r.config,
+            shape,
+            r.layout,
+            format!("{}/{}", r.alpha, r.beta),
+            err,
+            bound,
+            result
+        );
+        if let Some(e) = &r.error {
+            let _ = writeln!(s, "    error: {e}");
+        }
+    }
+    let failed = rows.iter().filter(|r| !r.passed).count();
+    let configs: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.config.as_str()).collect();
+    let _ = writeln!(s, "{} passed, {} failed ({} configs)", rows.len() - failed, failed, configs.len());
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(passed: bool) -> Check {
+        Check { rel_error: 1e-7, tolerance: 2e-6, mismatches: 0, compared: 10, first_bad: None, passed }
+    }
+
+    #[test]
+    fn gemm_report_text() {
+        let r = GemmReport {
+            device: "GPU".into(),
+            driver: "drv 1".into(),
+            m: 5,
+            n: 6,
+            k: 7,
+            types: "f16->f32".into(),
+            layout: "nt".into(),
+            config: "16x16x16 f16->f32".into(),
+            scheme: "sg2x4_fr4x2_k32_s32".into(),
+            tile: "128x128x32, 256 invocations".into(),
+            passes: 1,
+            alpha: 1.0,
+            beta: 0.0,
+            seed: 9,
+            check: check(true),
+            rows_checked: 5,
+            runs: 3,
+            median_ms: 0.5,
+            tflops: 1.25,
+        };
+        let t = render_gemm(&r);
+        assert!(t.contains("gemm 5x6x7 f16->f32 layout nt"), "{t}");
+        assert!(t.contains("all 5 rows"), "{t}");
+        assert!(t.contains(": PASS"), "{t}");
+        assert!(t.contains("1.25 TFLOP/s"), "{t}");
+        let bad = GemmReport { check: Check { first_bad: Some((1, 2, 3.0, 4.0)), ..check(false) }, ..r };
+        let t = render_gemm(&bad);
+        assert!(t.contains("FAIL") && t.contains("C[1][2] = 3"), "{t}");
+    }
+
+    #[test]
+    fn check_table_counts() {
+        let row = |passed, tolerance| CheckRow {
+            config: "8x8x8 i8->i32".into(),
+            shape: (1, 2, 3),
+            layout: "nn".into(),
+            alpha: 1.0,
+            beta: 0.0,
+            rel_error: 0.0,
+            tolerance,
+            mismatches: if passed { 0 } else { 4 },
+            passed,
+            error: None,
+        };
+        let t = render_check("dev", &[row(true, 0.0), row(false, 0.0)]);
+        assert!(t.contains("1 passed, 1 failed (1 configs)"), "{t}");
+        assert!(t.contains("4 diff") && t.contains("exact"), "{t}");
+    }
+
+    #[test]
+    fn info_text_and_json_names() {
+        let json = r#"{"devices": [], "selected": null}"#;
+        let parsed: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert!(parsed["devices"].as_array().unwrap().is_empty());
+        let t = render_info(&InfoReport { devices: vec![], selected: None });
+        assert!(t.contains("no Vulkan devices"));
+    }
+}

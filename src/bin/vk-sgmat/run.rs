@@ -1,0 +1,249 @@
+//! The commands. Each returns whether everything it checked was correct.
+
+use crate::cli::{Cli, Command, DeviceArgs};
+use crate::report::{self, CheckRow, GemmReport, InfoReport};
+use anyhow::{bail, Context as _, Result};
+use half::{bf16, f16};
+use std::time::Instant;
+use vk_sgmat::device::{rank_devices, Instance, InstanceOptions};
+use vk_sgmat::verify::{compare, random_vec, reference, rows_to_check, run_random_gemm, Rng};
+use vk_sgmat::{ComponentType, Context, ContextOptions, DeviceSelector, Element, GemmOptions, Layout, MatMut, MatRef};
+
+/// Calls `$body` with type aliases `$ta`, `$tc` bound to the Rust types of a (component, result)
+/// pair, or fails with the list of supported pairs.
+macro_rules! with_types {
+    ($pair:expr, |$ta:ident, $tc:ident| $body:expr) => {{
+        use ComponentType::*;
+        match $pair {
+            (F16, F32) => { type $ta = f16; type $tc = f32; $body }
+            (F16, F16) => { type $ta = f16; type $tc = f16; $body }
+            (Bf16, F32) => { type $ta = bf16; type $tc = f32; $body }
+            (F32, F32) => { type $ta = f32; type $tc = f32; $body }
+            (I8, I32) => { type $ta = i8; type $tc = i32; $body }
+            (U8, U32) => { type $ta = u8; type $tc = u32; $body }
+            (I8, U32) => { type $ta = i8; type $tc = u32; $body }
+            (U8, I32) => { type $ta = u8; type $tc = i32; $body }
+            (a, r) => bail!("element types {a}:{r} are not supported; use f16:f32, f16:f16, bf16:f32, f32:f32, i8:i32 or u8:u32"),
+        }
+    }};
+}
+
+pub fn run(cli: Cli) -> Result<bool> {
+    match cli.command {
+        Command::Info { json } => info(json),
+        Command::Gemm { m, n, k, types, layout, shape, alpha, beta, repeat, json, dev } => {
+            let ctx = context(&dev)?;
+            let pair = parse_types(&types)?;
+            let layouts = parse_layout(&layout)?;
+            let options = GemmOptions { alpha, beta, shape: shape.as_deref().map(parse_shape).transpose()?, scheme: None };
+            let report = with_types!(pair, |TA, TC| gemm::<TA, TC>(&ctx, (m, n, k), layouts, &options, repeat.max(1))?);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report::render_gemm(&report));
+            }
+            finish(&ctx, report.check.passed)
+        }
+        Command::Check { quick, json, dev } => {
+            let ctx = context(&dev)?;
+            let rows = check(&ctx, quick)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                let info = ctx.device_info();
+                print!("{}", report::render_check(&format!("{} ({} {})", info.name, info.driver_name, info.driver_info), &rows));
+            }
+            finish(&ctx, rows.iter().all(|r| r.passed))
+        }
+    }
+}
+
+fn context(dev: &DeviceArgs) -> Result<Context> {
+    let mut options = ContextOptions { validation: dev.validation, poison_outputs: true, ..Default::default() };
+    if let Some(d) = &dev.device {
+        options.device = DeviceSelector::parse(d);
+    }
+    Ok(Context::with_options(options)?)
+}
+
+/// With validation on, any message makes the command fail.
+fn finish(ctx: &Context, passed: bool) -> Result<bool> {
+    let msgs = ctx.validation_messages().messages();
+    for m in &msgs {
+        eprintln!("validation: {m}");
+    }
+    Ok(passed && msgs.is_empty())
+}
+
+fn info(json: bool) -> Result<bool> {
+    let instance = Instance::new(&InstanceOptions::default())?;
+    let devices: Vec<_> = instance.devices()?.into_iter().map(|(_, d)| d).collect();
+    let mut ranked = devices.clone();
+    rank_devices(&mut ranked);
+    let selected = ranked.first().filter(|d| d.usable()).map(|d| d.index);
+    let report = InfoReport { devices, selected };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report::render_info(&report));
+    }
+    Ok(true)
+}
+
+fn parse_types(s: &str) -> Result<(ComponentType, ComponentType)> {
+    let (a, r) = s.split_once(':').with_context(|| format!("--types {s:?}: expected INPUT:RESULT, e.g. f16:f32"))?;
+    let t = |x: &str| ComponentType::parse(x).with_context(|| format!("unknown element type {x:?}"));
+    Ok((t(a)?, t(r)?))
+}
+
+fn parse_layout(s: &str) -> Result<(Layout, Layout)> {
+    let l = |c| match c {
+        'n' | 'N' => Ok(Layout::RowMajor),
+        't' | 'T' => Ok(Layout::ColMajor),
+        _ => bail!("--layout {s:?}: use two letters from n (row-major) and t (column-major), e.g. nt"),
+    };
+    let cs: Vec<char> = s.chars().collect();
+    if cs.len() != 2 {
+        bail!("--layout {s:?}: use two letters, e.g. nn, nt, tn, tt");
+    }
+    Ok((l(cs[0])?, l(cs[1])?))
+}
+
+fn parse_shape(s: &str) -> Result<(u32, u32, u32)> {
+    let v: Vec<u32> = s.split('x').map(str::parse).collect::<Result<_, _>>().with_context(|| format!("--shape {s:?}: expected MxNxK"))?;
+    match v[..] {
+        [m, n, k] => Ok((m, n, k)),
+        _ => bail!("--shape {s:?}: expected MxNxK, e.g. 16x16x16"),
+    }
+}
+
+fn layout_name((a, b): (Layout, Layout)) -> String {
+    format!("{}{}", a.letter(), b.letter())
+}
+
+/// Outputs checked in full up to this many elements; beyond, 256 sampled rows.
+const FULL_CHECK: usize = 1 << 26;
+
+fn gemm<TA: Element, TC: Element>(
+    ctx: &Context,
+    (m, n, k): (usize, usize, usize),
+    layouts: (Layout, Layout),
+    options: &GemmOptions,
+    repeat: usize,
+) -> Result<GemmReport> {
+    let seed = Rng::fresh_seed();
+    let mut rng = Rng::new(seed);
+    let (key, passes) = ctx.plan_gemm::<TA, TC>(m, n, k, layouts, options)?;
+    let (oa, ia) = layouts.0.outer_inner(m, k);
+    let (ob, ib) = layouts.1.outer_inner(k, n);
+    let a: Vec<TA> = random_vec(&mut rng, oa * ia);
+    let b: Vec<TA> = random_vec(&mut rng, ob * ib);
+    let c_in: Vec<TC> = if options.beta != 0.0 { random_vec(&mut rng, m * n) } else { vec![TC::from_f64(0.0); m * n] };
+    let am = MatRef { data: &a, rows: m, cols: k, layout: layouts.0, ld: ia };
+    let bm = MatRef { data: &b, rows: k, cols: n, layout: layouts.1, ld: ib };
+
+    // Device-resident operands: the timed loop measures the GEMM, not PCIe.
+    let da = ctx.upload(am)?;
+    let db = ctx.upload(bm)?;
+    let mut dc = ctx.upload(MatRef::new(&c_in, m, n))?;
+    ctx.gemm_device(&da, &db, &mut dc, options)?;
+    let mut c = vec![TC::from_f64(0.0); m * n];
+    ctx.download(&dc, MatMut::new(&mut c, m, n))?;
+    let rows = rows_to_check(m, n, FULL_CHECK, 256, &mut rng);
+    let (expected, magnitude) = reference(&am, &bm, Some((&c_in, n)), options.alpha, options.beta, &rows);
+    let check = compare(&c, n, n, &rows, &expected, &magnitude, k);
+
+    // Warm up (GPU clocks rise under load), then time each call to completion.
+    let warm = Instant::now();
+    while warm.elapsed().as_secs_f64() < 0.5 {
+        ctx.gemm_device(&da, &db, &mut dc, options)?;
+    }
+    let mut times = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        let t = Instant::now();
+        ctx.gemm_device(&da, &db, &mut dc, options)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let info = ctx.device_info();
+    let g = key.scheme.geometry(&key.config);
+    Ok(GemmReport {
+        device: info.name.clone(),
+        driver: format!("{} {}", info.driver_name, info.driver_info),
+        m,
+        n,
+        k,
+        types: format!("{}->{}", TA::TYPE, TC::TYPE),
+        layout: layout_name(layouts),
+        config: key.config.to_string(),
+        scheme: key.scheme.name(),
+        tile: format!("{}x{}x{}, {} invocations", g.bm, g.bn, g.bk, g.threads),
+        passes: passes.len(),
+        alpha: options.alpha,
+        beta: options.beta,
+        seed,
+        rows_checked: rows.len(),
+        check,
+        runs: repeat,
+        median_ms: median * 1e3,
+        tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
+    })
+}
+
+fn check(ctx: &Context, quick: bool) -> Result<Vec<CheckRow>> {
+    let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
+    let mut shapes = vec![(1, 1, 1), (7, 5, 3), (17, 31, 9), (64, 64, 64), (127, 129, 65), (300, 5, 700), (1, 1000, 3)];
+    if !quick {
+        shapes.extend([(257, 255, 131), (513, 257, 1031)]);
+        if !cpu {
+            shapes.extend([(1000, 1000, 1000), (2049, 1023, 517)]);
+        }
+    }
+    let layouts = [
+        (Layout::RowMajor, Layout::RowMajor),
+        (Layout::RowMajor, Layout::ColMajor),
+        (Layout::ColMajor, Layout::RowMajor),
+        (Layout::ColMajor, Layout::ColMajor),
+    ];
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let mut rows = Vec::new();
+    for config in ctx.configs() {
+        let pair = (config.component_type, config.result_type);
+        let scalars: &[(f64, f64)] = match config.result_type {
+            ComponentType::U32 => &[(1.0, 0.0), (2.0, 1.0)],
+            t if t.is_float() => &[(1.0, 0.0), (0.5, -1.0)],
+            _ => &[(1.0, 0.0), (-2.0, 3.0)],
+        };
+        for &shape in &shapes {
+            for (li, &l) in layouts.iter().enumerate() {
+                for &(alpha, beta) in scalars {
+                    let options = GemmOptions { alpha, beta, shape: Some((config.m, config.n, config.k)), scheme: None };
+                    // Padded leading dimensions on every other layout.
+                    let extra_ld = li % 2 * 3;
+                    let res = with_types!(pair, |TA, TC| run_random_gemm::<TA, TC>(ctx, &mut rng, shape, l, extra_ld, &options, FULL_CHECK));
+                    let row = |check: Option<vk_sgmat::verify::Check>, error: Option<String>| CheckRow {
+                        config: config.to_string(),
+                        shape,
+                        layout: layout_name(l),
+                        alpha,
+                        beta,
+                        rel_error: check.as_ref().map_or(f64::NAN, |c| c.rel_error),
+                        tolerance: check.as_ref().map_or(0.0, |c| c.tolerance),
+                        mismatches: check.as_ref().map_or(0, |c| c.mismatches),
+                        passed: check.as_ref().is_some_and(|c| c.passed),
+                        error,
+                    };
+                    rows.push(match res {
+                        Ok(c) => row(Some(c), None),
+                        Err(e) => row(None, Some(e.to_string())),
+                    });
+                }
+            }
+        }
+    }
+    if rows.is_empty() {
+        bail!("the device offers no configs");
+    }
+    Ok(rows)
+}
