@@ -11,6 +11,9 @@ fn main() -> anyhow::Result<()> {
     let (i, j) = (m - 1, n - 1);
     let expect: f32 = (0..k).map(|p| a[i * k + p].to_f32() * b[p * n + j].to_f32()).sum();
     println!("C[{i}][{j}] = {} (expected {expect})", c[i * n + j]);
-    anyhow::ensure!((c[i * n + j] - expect).abs() <= 1e-3 * expect.abs().max(1.0), "wrong result");
+    anyhow::ensure!(
+        (c[i * n + j] - expect).abs() <= 1e-3 * expect.abs().max(1.0),
+        "wrong result"
+    );
     Ok(())
 }

@@ -274,7 +274,11 @@ impl fmt::Display for RawMatrixProperty {
             self.c_type,
             self.result_type,
             self.scope,
-            if self.saturating_accumulation { " saturating" } else { "" }
+            if self.saturating_accumulation {
+                " saturating"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -460,20 +464,38 @@ pub(crate) mod tests {
         assert_eq!(f.standard.len(), 10);
         assert_eq!(
             f.extended,
-            vec![GPUSubgroupMatrixConfig { component_type: Bf16, result_type: F32, m: 16, n: 16, k: 16 }]
+            vec![GPUSubgroupMatrixConfig {
+                component_type: Bf16,
+                result_type: F32,
+                m: 16,
+                n: 16,
+                k: 16
+            }]
         );
     }
 
     #[test]
     fn f16_needs_shader_f16() {
-        let f = filter_configs(&h200_list(), FilterFeatures { shader_f16: false, ..ALL });
+        let f = filter_configs(
+            &h200_list(),
+            FilterFeatures {
+                shader_f16: false,
+                ..ALL
+            },
+        );
         assert_eq!(f.standard.len(), 4, "only the integer configs remain");
         assert!(f.all().all(|c| c.component_type != F16 && c.result_type != F16));
     }
 
     #[test]
     fn bf16_needs_its_feature() {
-        let f = filter_configs(&h200_list(), FilterFeatures { bf16_cooperative_matrix: false, ..ALL });
+        let f = filter_configs(
+            &h200_list(),
+            FilterFeatures {
+                bf16_cooperative_matrix: false,
+                ..ALL
+            },
+        );
         assert!(f.extended.is_empty());
     }
 
@@ -493,10 +515,24 @@ pub(crate) mod tests {
         unknown.b_type = RawComponent::Unknown(77);
         let i16 = prop(16, 16, 16, I16, I32);
         let f64p = prop(8, 8, 8, F64, F64);
-        let list = [mixed_ab, mixed_cr, saturating, workgroup, unknown, i16, f64p, good, good];
+        let list = [
+            mixed_ab, mixed_cr, saturating, workgroup, unknown, i16, f64p, good, good,
+        ];
         let f = filter_configs(&list, ALL);
-        assert_eq!(f.standard, vec![GPUSubgroupMatrixConfig { component_type: F32, result_type: F32, m: 16, n: 16, k: 16 }]);
-        assert!(f.extended.is_empty(), "i16 and f64 are neither Dawn types nor our extension");
+        assert_eq!(
+            f.standard,
+            vec![GPUSubgroupMatrixConfig {
+                component_type: F32,
+                result_type: F32,
+                m: 16,
+                n: 16,
+                k: 16
+            }]
+        );
+        assert!(
+            f.extended.is_empty(),
+            "i16 and f64 are neither Dawn types nor our extension"
+        );
     }
 
     #[test]
@@ -563,7 +599,14 @@ mod choose_tests {
 
     #[test]
     fn largest_shape_wins_and_override_is_exact() {
-        let f = filter_configs(&h200_list(), FilterFeatures { shader_f16: true, bf16_cooperative_matrix: true, fp8_cooperative_matrix: false });
+        let f = filter_configs(
+            &h200_list(),
+            FilterFeatures {
+                shader_f16: true,
+                bf16_cooperative_matrix: true,
+                fp8_cooperative_matrix: false,
+            },
+        );
         let all: Vec<_> = f.all().copied().collect();
         let c = choose_config(&all, ComponentType::F16, ComponentType::F32, None).unwrap();
         assert_eq!((c.m, c.n, c.k), (16, 16, 16));

@@ -34,7 +34,10 @@ impl Submitter {
         // SAFETY: valid create info on a live device.
         let pool = unsafe { device.raw().create_command_pool(&info, None) }
             .map_err(|r| Error::vk("vkCreateCommandPool", r))?;
-        Ok(Self { pool: Mutex::new(pool), device })
+        Ok(Self {
+            pool: Mutex::new(pool),
+            device,
+        })
     }
 
     /// Records with `record` (which may bind up to `max_sets` descriptor sets), submits, and waits.
@@ -49,23 +52,37 @@ impl Submitter {
         let sizes = [vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
             .descriptor_count(max_sets.max(1) * BINDINGS)];
-        let info = vk::DescriptorPoolCreateInfo::default().max_sets(max_sets.max(1)).pool_sizes(&sizes);
+        let info = vk::DescriptorPoolCreateInfo::default()
+            .max_sets(max_sets.max(1))
+            .pool_sizes(&sizes);
         // SAFETY: valid create info.
         let descriptors =
             unsafe { raw.create_descriptor_pool(&info, None) }.map_err(|r| Error::vk("vkCreateDescriptorPool", r))?;
-        let guard = Cleanup { device: &self.device, descriptors, pool: *pool, cmd: None, fence: None };
+        let guard = Cleanup {
+            device: &self.device,
+            descriptors,
+            pool: *pool,
+            cmd: None,
+            fence: None,
+        };
         let info = vk::CommandBufferAllocateInfo::default()
             .command_pool(*pool)
             .level(vk::CommandBufferLevel::PRIMARY)
             .command_buffer_count(1);
         // SAFETY: the pool is externally synchronised by the mutex held above.
-        let cmd = unsafe { raw.allocate_command_buffers(&info) }.map_err(|r| Error::vk("vkAllocateCommandBuffers", r))?[0];
+        let cmd =
+            unsafe { raw.allocate_command_buffers(&info) }.map_err(|r| Error::vk("vkAllocateCommandBuffers", r))?[0];
         let mut guard = guard;
         guard.cmd = Some(cmd);
         let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: freshly allocated command buffer.
         unsafe { raw.begin_command_buffer(cmd, &begin) }.map_err(|r| Error::vk("vkBeginCommandBuffer", r))?;
-        let mut rec = Recording { device: &self.device, cmd, descriptors, set_layout };
+        let mut rec = Recording {
+            device: &self.device,
+            cmd,
+            descriptors,
+            set_layout,
+        };
         record(&mut rec)?;
         // SAFETY: recording state.
         unsafe { raw.end_command_buffer(cmd) }.map_err(|r| Error::vk("vkEndCommandBuffer", r))?;
@@ -90,7 +107,10 @@ impl Submitter {
                 guard.cmd = None;
                 guard.fence = None;
                 std::mem::forget(guard);
-                Err(Error::Vulkan { call: "vkWaitForFences (GEMM did not finish in time)", result: vk::Result::TIMEOUT })
+                Err(Error::Vulkan {
+                    call: "vkWaitForFences (GEMM did not finish in time)",
+                    result: vk::Result::TIMEOUT,
+                })
             }
             Err(r) => Err(Error::vk("vkWaitForFences", r)),
         }
@@ -100,7 +120,11 @@ impl Submitter {
 impl Drop for Submitter {
     fn drop(&mut self) {
         // SAFETY: every submission waited on its fence; no command buffer is pending.
-        unsafe { self.device.raw().destroy_command_pool(*self.pool.get_mut().unwrap_or_else(|e| e.into_inner()), None) };
+        unsafe {
+            self.device
+                .raw()
+                .destroy_command_pool(*self.pool.get_mut().unwrap_or_else(|e| e.into_inner()), None)
+        };
     }
 }
 
@@ -137,19 +161,35 @@ pub(crate) struct Access {
 }
 
 impl Access {
-    pub const TRANSFER_WRITE: Self = Self { stage: vk::PipelineStageFlags::TRANSFER, access: vk::AccessFlags::TRANSFER_WRITE };
-    pub const TRANSFER_READ: Self = Self { stage: vk::PipelineStageFlags::TRANSFER, access: vk::AccessFlags::TRANSFER_READ };
+    pub const TRANSFER_WRITE: Self = Self {
+        stage: vk::PipelineStageFlags::TRANSFER,
+        access: vk::AccessFlags::TRANSFER_WRITE,
+    };
+    pub const TRANSFER_READ: Self = Self {
+        stage: vk::PipelineStageFlags::TRANSFER,
+        access: vk::AccessFlags::TRANSFER_READ,
+    };
     pub const SHADER_READ_WRITE: Self = Self {
         stage: vk::PipelineStageFlags::COMPUTE_SHADER,
-        access: vk::AccessFlags::from_raw(vk::AccessFlags::SHADER_READ.as_raw() | vk::AccessFlags::SHADER_WRITE.as_raw()),
+        access: vk::AccessFlags::from_raw(
+            vk::AccessFlags::SHADER_READ.as_raw() | vk::AccessFlags::SHADER_WRITE.as_raw(),
+        ),
     };
-    pub const SHADER_WRITE: Self = Self { stage: vk::PipelineStageFlags::COMPUTE_SHADER, access: vk::AccessFlags::SHADER_WRITE };
-    pub const HOST_READ: Self = Self { stage: vk::PipelineStageFlags::HOST, access: vk::AccessFlags::HOST_READ };
+    pub const SHADER_WRITE: Self = Self {
+        stage: vk::PipelineStageFlags::COMPUTE_SHADER,
+        access: vk::AccessFlags::SHADER_WRITE,
+    };
+    pub const HOST_READ: Self = Self {
+        stage: vk::PipelineStageFlags::HOST,
+        access: vk::AccessFlags::HOST_READ,
+    };
 }
 
 impl Recording<'_> {
     pub fn barrier(&mut self, src: Access, dst: Access) {
-        let mb = [vk::MemoryBarrier::default().src_access_mask(src.access).dst_access_mask(dst.access)];
+        let mb = [vk::MemoryBarrier::default()
+            .src_access_mask(src.access)
+            .dst_access_mask(dst.access)];
         // SAFETY: recording state; a global memory barrier has no resource references.
         unsafe {
             self.device.raw().cmd_pipeline_barrier(
@@ -194,12 +234,20 @@ impl Recording<'_> {
     ) -> Result<()> {
         let raw = self.device.raw();
         let layouts = [self.set_layout];
-        let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.descriptors).set_layouts(&layouts);
+        let info = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(self.descriptors)
+            .set_layouts(&layouts);
         // SAFETY: the pool was sized for every dispatch this recording makes.
-        let set = unsafe { raw.allocate_descriptor_sets(&info) }.map_err(|r| Error::vk("vkAllocateDescriptorSets", r))?[0];
+        let set =
+            unsafe { raw.allocate_descriptor_sets(&info) }.map_err(|r| Error::vk("vkAllocateDescriptorSets", r))?[0];
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = buffers
             .iter()
-            .map(|(b, w)| [vk::DescriptorBufferInfo::default().buffer(*b).offset(w.bind_offset).range(w.bind_range)])
+            .map(|(b, w)| {
+                [vk::DescriptorBufferInfo::default()
+                    .buffer(*b)
+                    .offset(w.bind_offset)
+                    .range(w.bind_range)]
+            })
             .collect();
         let writes: Vec<_> = infos
             .iter()
@@ -218,7 +266,13 @@ impl Recording<'_> {
             raw.update_descriptor_sets(&writes, &[]);
             raw.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
             raw.cmd_bind_descriptor_sets(self.cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
-            raw.cmd_push_constants(self.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, bytemuck::bytes_of(push));
+            raw.cmd_push_constants(
+                self.cmd,
+                layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                bytemuck::bytes_of(push),
+            );
             raw.cmd_dispatch(self.cmd, groups[0], groups[1], 1);
         }
         Ok(())

@@ -70,12 +70,24 @@ pub struct MatRef<'a, T> {
 impl<'a, T> MatRef<'a, T> {
     /// A dense row-major matrix (ld = cols).
     pub fn new(data: &'a [T], rows: usize, cols: usize) -> Self {
-        Self { data, rows, cols, layout: Layout::RowMajor, ld: cols }
+        Self {
+            data,
+            rows,
+            cols,
+            layout: Layout::RowMajor,
+            ld: cols,
+        }
     }
 
     /// A dense column-major matrix (ld = rows).
     pub fn col_major(data: &'a [T], rows: usize, cols: usize) -> Self {
-        Self { data, rows, cols, layout: Layout::ColMajor, ld: rows }
+        Self {
+            data,
+            rows,
+            cols,
+            layout: Layout::ColMajor,
+            ld: rows,
+        }
     }
 
     /// Sets the leading dimension.
@@ -108,7 +120,12 @@ pub struct MatMut<'a, T> {
 impl<'a, T> MatMut<'a, T> {
     /// A dense row-major matrix (ld = cols).
     pub fn new(data: &'a mut [T], rows: usize, cols: usize) -> Self {
-        Self { data, rows, cols, ld: cols }
+        Self {
+            data,
+            rows,
+            cols,
+            ld: cols,
+        }
     }
 
     /// Sets the leading dimension.
@@ -117,7 +134,13 @@ impl<'a, T> MatMut<'a, T> {
     }
 
     fn as_ref(&self) -> MatRef<'_, T> {
-        MatRef { data: self.data, rows: self.rows, cols: self.cols, layout: Layout::RowMajor, ld: self.ld }
+        MatRef {
+            data: self.data,
+            rows: self.rows,
+            cols: self.cols,
+            layout: Layout::RowMajor,
+            ld: self.ld,
+        }
     }
 }
 
@@ -136,7 +159,12 @@ pub struct GemmOptions {
 
 impl Default for GemmOptions {
     fn default() -> Self {
-        Self { alpha: 1.0, beta: 0.0, shape: None, scheme: None }
+        Self {
+            alpha: 1.0,
+            beta: 0.0,
+            shape: None,
+            scheme: None,
+        }
     }
 }
 
@@ -201,7 +229,15 @@ impl<T: Element> DeviceMatrix<T> {
 
 impl<T: Element> std::fmt::Debug for DeviceMatrix<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceMatrix<{}>({}x{}, {:?}, ld {})", T::TYPE, self.rows, self.cols, self.layout, self.ld)
+        write!(
+            f,
+            "DeviceMatrix<{}>({}x{}, {:?}, ld {})",
+            T::TYPE,
+            self.rows,
+            self.cols,
+            self.layout,
+            self.ld
+        )
     }
 }
 
@@ -231,9 +267,13 @@ impl Context {
 
     /// A context with explicit options.
     pub fn with_options(options: ContextOptions) -> Result<Self> {
-        let instance = Instance::new(&InstanceOptions { validation: options.validation })?;
+        let instance = Instance::new(&InstanceOptions {
+            validation: options.validation,
+        })?;
         let device = Device::new(instance, &options.device)?;
-        let limits = options.limits_override.unwrap_or_else(|| DispatchLimits::from_device(&device.info().limits));
+        let limits = options
+            .limits_override
+            .unwrap_or_else(|| DispatchLimits::from_device(&device.info().limits));
         Ok(Self {
             submitter: Submitter::new(device.clone())?,
             pipelines: Pipelines::new(device.clone(), options.pipeline_cache.clone())?,
@@ -375,7 +415,12 @@ impl Context {
     }
 
     /// `c = a * b` on host matrices.
-    pub fn gemm<TA: Element, TC: Element>(&self, a: MatRef<'_, TA>, b: MatRef<'_, TA>, c: MatMut<'_, TC>) -> Result<()> {
+    pub fn gemm<TA: Element, TC: Element>(
+        &self,
+        a: MatRef<'_, TA>,
+        b: MatRef<'_, TA>,
+        c: MatMut<'_, TC>,
+    ) -> Result<()> {
         self.gemm_with(a, b, c, &GemmOptions::default())
     }
 
@@ -390,7 +435,12 @@ impl Context {
         check_matrix("A", &a)?;
         check_matrix("B", &b)?;
         check_matrix("C", &c.as_ref())?;
-        let job = self.prepare::<TA, TC>((a.rows, a.cols, a.layout), (b.rows, b.cols, b.layout), (c.rows, c.cols), options)?;
+        let job = self.prepare::<TA, TC>(
+            (a.rows, a.cols, a.layout),
+            (b.rows, b.cols, b.layout),
+            (c.rows, c.cols),
+            options,
+        )?;
 
         // Everything is validated; now move data and run, in one submission.
         let lda = device_ld(a.layout.outer_inner(a.rows, a.cols).1, size_of::<TA>());
@@ -414,24 +464,26 @@ impl Context {
                 pack(&c.as_ref(), job.problem.ldc, cb);
             }
         }
-        let result = self.submitter.run(self.pipelines.set_layout, job.passes.len() as u32, |rec| {
-            let region = |src_off: u64, dst: &Buffer, size: u64| (src_off, dst.raw(), size);
-            let copies = [region(0, &a_dev, a_bytes), region(a_bytes, &b_dev, b_bytes)];
-            for (off, dst, size) in copies {
-                copy_region(rec, up.raw(), off, dst, size);
-            }
-            if reads_c {
-                copy_region(rec, up.raw(), a_bytes + b_bytes, c_dev.raw(), c_bytes);
-            } else if self.options.poison_outputs {
-                rec.fill(c_dev.raw(), c_bytes, poison_pattern(TC::TYPE));
-            }
-            rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
-            self.record_passes(rec, &job, [a_dev.raw(), b_dev.raw(), c_dev.raw()])?;
-            rec.barrier(Access::SHADER_WRITE, Access::TRANSFER_READ);
-            rec.copy(c_dev.raw(), down.raw(), c_bytes);
-            rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
-            Ok(())
-        });
+        let result = self
+            .submitter
+            .run(self.pipelines.set_layout, job.passes.len() as u32, |rec| {
+                let region = |src_off: u64, dst: &Buffer, size: u64| (src_off, dst.raw(), size);
+                let copies = [region(0, &a_dev, a_bytes), region(a_bytes, &b_dev, b_bytes)];
+                for (off, dst, size) in copies {
+                    copy_region(rec, up.raw(), off, dst, size);
+                }
+                if reads_c {
+                    copy_region(rec, up.raw(), a_bytes + b_bytes, c_dev.raw(), c_bytes);
+                } else if self.options.poison_outputs {
+                    rec.fill(c_dev.raw(), c_bytes, poison_pattern(TC::TYPE));
+                }
+                rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
+                self.record_passes(rec, &job, [a_dev.raw(), b_dev.raw(), c_dev.raw()])?;
+                rec.barrier(Access::SHADER_WRITE, Access::TRANSFER_READ);
+                rec.copy(c_dev.raw(), down.raw(), c_bytes);
+                rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
+                Ok(())
+            });
         let mut down = down;
         if result.is_ok() {
             unpack(down.mapped_mut()?, job.problem.ldc, c);
@@ -455,23 +507,33 @@ impl Context {
         }
         self.check_owned(&c.buffer)?;
         if c.layout != Layout::RowMajor {
-            return Err(Error::InvalidOperand("C must be row-major (create it with Context::zeros or upload a row-major matrix)".into()));
+            return Err(Error::InvalidOperand(
+                "C must be row-major (create it with Context::zeros or upload a row-major matrix)".into(),
+            ));
         }
-        let job = self.prepare::<TA, TC>((a.rows, a.cols, a.layout), (b.rows, b.cols, b.layout), (c.rows, c.cols), options)?;
-        self.submitter.run(self.pipelines.set_layout, job.passes.len() as u32, |rec| {
-            if options.beta == 0.0 && self.options.poison_outputs {
-                rec.fill(c.buffer.raw(), c.buffer.size(), poison_pattern(TC::TYPE));
-                rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
-            }
-            self.record_passes(rec, &job, [a.buffer.raw(), b.buffer.raw(), c.buffer.raw()])
-        })
+        let job = self.prepare::<TA, TC>(
+            (a.rows, a.cols, a.layout),
+            (b.rows, b.cols, b.layout),
+            (c.rows, c.cols),
+            options,
+        )?;
+        self.submitter
+            .run(self.pipelines.set_layout, job.passes.len() as u32, |rec| {
+                if options.beta == 0.0 && self.options.poison_outputs {
+                    rec.fill(c.buffer.raw(), c.buffer.size(), poison_pattern(TC::TYPE));
+                    rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
+                }
+                self.record_passes(rec, &job, [a.buffer.raw(), b.buffer.raw(), c.buffer.raw()])
+            })
     }
 
     fn check_owned(&self, buffer: &Buffer) -> Result<()> {
         if buffer.on(&self.device) {
             Ok(())
         } else {
-            Err(Error::InvalidOperand("a device matrix from another context was passed".into()))
+            Err(Error::InvalidOperand(
+                "a device matrix from another context was passed".into(),
+            ))
         }
     }
 
@@ -480,7 +542,14 @@ impl Context {
         let ld = device_ld(inner, size_of::<T>());
         let bytes = bytes_of_layout(rows, cols, layout, ld, size_of::<T>());
         let buffer = Buffer::new(&self.device, bytes, BufferKind::Storage)?;
-        Ok(DeviceMatrix { buffer, rows, cols, layout, ld, _t: PhantomData })
+        Ok(DeviceMatrix {
+            buffer,
+            rows,
+            cols,
+            layout,
+            ld,
+            _t: PhantomData,
+        })
     }
 
     /// Validates shapes, types and scalars; chooses config, scheme and kernels; plans passes.
@@ -493,7 +562,9 @@ impl Context {
     ) -> Result<Job> {
         let (m, k, n) = (ar, ac, bc);
         if br != k {
-            return Err(Error::ShapeMismatch(format!("A is {ar}x{ac} but B is {br}x{bc}: A's columns must equal B's rows")));
+            return Err(Error::ShapeMismatch(format!(
+                "A is {ar}x{ac} but B is {br}x{bc}: A's columns must equal B's rows"
+            )));
         }
         if (cr, cc) != (m, n) {
             return Err(Error::ShapeMismatch(format!("A*B is {m}x{n} but C is {cr}x{cc}")));
@@ -502,7 +573,9 @@ impl Context {
             return Err(Error::ZeroSize { m, n, k });
         }
         if m.max(n).max(k) > MAX_DIM {
-            return Err(Error::TooLarge(format!("M={m}, N={n}, K={k}: each must be at most {MAX_DIM}")));
+            return Err(Error::TooLarge(format!(
+                "M={m}, N={n}, K={k}: each must be at most {MAX_DIM}"
+            )));
         }
         let config = self.choose_config(TA::TYPE, TC::TYPE, options.shape)?;
         let alpha_bits = scalar_bits("alpha", options.alpha, TC::TYPE)?;
@@ -533,7 +606,10 @@ impl Context {
             scheme,
             a_layout: al,
             b_layout: bl,
-            epilogue: Epilogue { alpha: options.alpha != 1.0, beta },
+            epilogue: Epilogue {
+                alpha: options.alpha != 1.0,
+                beta,
+            },
         };
         let first = key(options.beta != 0.0);
         let rest = key(true);
@@ -543,10 +619,23 @@ impl Context {
             self.pipelines.get(&rest)?;
         }
         let one_bits = scalar_bits("beta", 1.0, TC::TYPE)?;
-        Ok(Job { problem, passes, first, rest, alpha_bits, beta_bits, one_bits })
+        Ok(Job {
+            problem,
+            passes,
+            first,
+            rest,
+            alpha_bits,
+            beta_bits,
+            one_bits,
+        })
     }
 
-    fn record_passes(&self, rec: &mut crate::dispatch::Recording<'_>, job: &Job, buffers: [ash::vk::Buffer; 3]) -> Result<()> {
+    fn record_passes(
+        &self,
+        rec: &mut crate::dispatch::Recording<'_>,
+        job: &Job,
+        buffers: [ash::vk::Buffer; 3],
+    ) -> Result<()> {
         let p = &job.problem;
         let es = p.ab_bytes as u64;
         for (i, pass) in job.passes.iter().enumerate() {
@@ -611,7 +700,13 @@ struct Job {
     one_bits: u32,
 }
 
-fn copy_region(rec: &mut crate::dispatch::Recording<'_>, src: ash::vk::Buffer, src_off: u64, dst: ash::vk::Buffer, size: u64) {
+fn copy_region(
+    rec: &mut crate::dispatch::Recording<'_>,
+    src: ash::vk::Buffer,
+    src_off: u64,
+    dst: ash::vk::Buffer,
+    size: u64,
+) {
     rec.copy_at(src, src_off, dst, size);
 }
 
@@ -638,8 +733,12 @@ fn scalar_bits(name: &'static str, v: f64, t: ComponentType) -> Result<u32> {
             Ok((v as i32) as u32)
         }
         ComponentType::U32 if v.fract() == 0.0 && v >= 0.0 && v <= f64::from(u32::MAX) => Ok(v as u32),
-        ComponentType::I32 | ComponentType::U32 => bad("integer results need an integer scalar that fits the result type"),
-        _ => Err(Error::Unsupported(format!("result type {t}: the kernels write 16- and 32-bit results"))),
+        ComponentType::I32 | ComponentType::U32 => {
+            bad("integer results need an integer scalar that fits the result type")
+        }
+        _ => Err(Error::Unsupported(format!(
+            "result type {t}: the kernels write 16- and 32-bit results"
+        ))),
     }
 }
 
@@ -650,14 +749,22 @@ fn check_matrix<T>(name: &'static str, m: &MatRef<'_, T>) -> Result<()> {
         return Ok(()); // the GEMM's own check names M, N, K
     }
     if m.ld < inner {
-        return Err(Error::BadLeadingDimension { matrix: name, ld: m.ld, min: inner });
+        return Err(Error::BadLeadingDimension {
+            matrix: name,
+            ld: m.ld,
+            min: inner,
+        });
     }
     let needed = (outer - 1)
         .checked_mul(m.ld)
         .and_then(|v| v.checked_add(inner))
         .ok_or_else(|| Error::TooLarge(format!("matrix {name}: {outer} x ld {} overflows", m.ld)))?;
     if m.data.len() < needed {
-        return Err(Error::ShortSlice { matrix: name, needed, got: m.data.len() });
+        return Err(Error::ShortSlice {
+            matrix: name,
+            needed,
+            got: m.data.len(),
+        });
     }
     Ok(())
 }

@@ -91,14 +91,26 @@ impl Buffer {
                 // SAFETY: the buffer is unused and unbound.
                 unsafe { raw_device.destroy_buffer(raw, None) };
                 return Err(match e {
-                    AllocationError::OutOfMemory => Error::OutOfDeviceMemory { what: kind.name(), bytes: size },
-                    e => Error::Allocation { what: kind.name(), message: e.to_string() },
+                    AllocationError::OutOfMemory => Error::OutOfDeviceMemory {
+                        what: kind.name(),
+                        bytes: size,
+                    },
+                    e => Error::Allocation {
+                        what: kind.name(),
+                        message: e.to_string(),
+                    },
                 });
             }
         };
         // SAFETY: the allocation satisfies the buffer's requirements and is not bound elsewhere.
         let bound = unsafe { raw_device.bind_buffer_memory(raw, allocation.memory(), allocation.offset()) };
-        let buffer = Self { allocation: Some(allocation), raw, size, kind, device: device.clone() };
+        let buffer = Self {
+            allocation: Some(allocation),
+            raw,
+            size,
+            kind,
+            device: device.clone(),
+        };
         bound.map_err(|r| Error::vk("vkBindBufferMemory", r))?;
         Ok(buffer)
     }
@@ -118,7 +130,10 @@ impl Buffer {
             .as_mut()
             .and_then(|a| a.mapped_slice_mut())
             .map(|s| &mut s[..size])
-            .ok_or(Error::Allocation { what: "staging", message: "memory is not host-visible".into() })
+            .ok_or(Error::Allocation {
+                what: "staging",
+                message: "memory is not host-visible".into(),
+            })
     }
 
     /// Whether the buffer belongs to `device`.
@@ -149,7 +164,10 @@ const POOL_KEEP: usize = 12;
 
 impl BufferPool {
     pub fn new(device: Arc<Device>) -> Self {
-        Self { device, free: Mutex::new(Vec::new()) }
+        Self {
+            device,
+            free: Mutex::new(Vec::new()),
+        }
     }
 
     /// A buffer of at least `size` bytes: the smallest idle one that fits, else a new one (sized to

@@ -53,7 +53,9 @@ impl Pipelines {
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
             .size(std::mem::size_of::<PushConstants>() as u32)];
         let layouts = [set_layout];
-        let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts).push_constant_ranges(&ranges);
+        let info = vk::PipelineLayoutCreateInfo::default()
+            .set_layouts(&layouts)
+            .push_constant_ranges(&ranges);
         // SAFETY: as above.
         let layout = match unsafe { raw.create_pipeline_layout(&info, None) } {
             Ok(l) => l,
@@ -63,7 +65,10 @@ impl Pipelines {
                 return Err(Error::vk("vkCreatePipelineLayout", r));
             }
         };
-        let initial = cache_path.as_deref().and_then(|p| read_cache(p, &device)).unwrap_or_default();
+        let initial = cache_path
+            .as_deref()
+            .and_then(|p| read_cache(p, &device))
+            .unwrap_or_default();
         let info = vk::PipelineCacheCreateInfo::default().initial_data(&initial);
         // SAFETY: the initial data's header was checked against this device (read_cache).
         let cache = match unsafe { raw.create_pipeline_cache(&info, None) } {
@@ -77,7 +82,14 @@ impl Pipelines {
                 return Err(Error::vk("vkCreatePipelineCache", r));
             }
         };
-        Ok(Self { map: Mutex::new(HashMap::new()), set_layout, layout, cache, cache_path, device })
+        Ok(Self {
+            map: Mutex::new(HashMap::new()),
+            set_layout,
+            layout,
+            cache,
+            cache_path,
+            device,
+        })
     }
 
     /// The pipeline for `key`, created on first use.
@@ -108,7 +120,8 @@ impl Pipelines {
         // The kernel assumes exactly `sg` lanes per subgroup: pin it when the device lets us,
         // or accept a varying size only where it cannot vary.
         let pin = limits.required_subgroup_size_compute;
-        if !pin && !(limits.min_subgroup_size == sg && limits.max_subgroup_size == sg) {
+        let fixed = limits.min_subgroup_size == sg && limits.max_subgroup_size == sg;
+        if !(pin || fixed) {
             return Err(Error::Unsupported(format!(
                 "the device cannot pin compute subgroup sizes and its size varies ({}..={}); the kernels need exactly {sg}",
                 limits.min_subgroup_size, limits.max_subgroup_size
@@ -118,7 +131,8 @@ impl Pipelines {
         let raw = self.device.raw();
         let info = vk::ShaderModuleCreateInfo::default().code(&words);
         // SAFETY: `words` is a complete SPIR-V module from our generator.
-        let module = unsafe { raw.create_shader_module(&info, None) }.map_err(|r| Error::vk("vkCreateShaderModule", r))?;
+        let module =
+            unsafe { raw.create_shader_module(&info, None) }.map_err(|r| Error::vk("vkCreateShaderModule", r))?;
         let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default().required_subgroup_size(sg);
         let mut flags = vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS;
         if !pin {
@@ -132,13 +146,18 @@ impl Pipelines {
         if pin {
             stage = stage.push_next(&mut required);
         }
-        let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
+        let info = [vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(self.layout)];
         // SAFETY: module, layout and cache are live; the stage chain outlives the call.
         let result = unsafe { raw.create_compute_pipelines(self.cache, &info, None) };
         // SAFETY: the module is no longer needed once the pipeline exists (or failed).
         unsafe { raw.destroy_shader_module(module, None) };
         let pipeline = result.map_err(|(_, r)| Error::vk("vkCreateComputePipelines", r))?[0];
-        Ok(Pipeline { raw: pipeline, device: self.device.clone() })
+        Ok(Pipeline {
+            raw: pipeline,
+            device: self.device.clone(),
+        })
     }
 
     /// Writes the pipeline cache to its file, if one was configured.
@@ -147,7 +166,10 @@ impl Pipelines {
         // SAFETY: plain query of a live cache.
         let data = unsafe { self.device.raw().get_pipeline_cache_data(self.cache) }
             .map_err(|r| Error::vk("vkGetPipelineCacheData", r))?;
-        let io = |source| Error::Io { path: path.clone(), source };
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
@@ -177,7 +199,10 @@ impl Drop for Pipelines {
 fn read_cache(path: &Path, device: &Device) -> Option<Vec<u8>> {
     let data = std::fs::read(path).ok()?;
     let info = device.info();
-    let word = |i: usize| data.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
+    let word = |i: usize| {
+        data.get(i * 4..i * 4 + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+    };
     let uuid: String = data.get(16..32)?.iter().map(|b| format!("{b:02x}")).collect();
     let ok = word(0)? as usize >= 32
         && word(1)? == vk::PipelineCacheHeaderVersion::ONE.as_raw() as u32

@@ -90,7 +90,15 @@ impl TileScheme {
         (fr_m, fr_n): (u32, u32),
         k_step: u32,
     ) -> Result<Self> {
-        let s = Self { subgroup_size, sg_m, sg_n, fr_m, fr_n, k_step, pad_bytes: VECTOR_BYTES };
+        let s = Self {
+            subgroup_size,
+            sg_m,
+            sg_n,
+            fr_m,
+            fr_n,
+            k_step,
+            pad_bytes: VECTOR_BYTES,
+        };
         s.check(config, limits)?;
         Ok(s)
     }
@@ -107,13 +115,28 @@ impl TileScheme {
         let a = (bm * (bk * es + self.pad_bytes)).max(bk * (bm * es + self.pad_bytes));
         let b = (bn * (bk * es + self.pad_bytes)).max(bk * (bn * es + self.pad_bytes));
         let stage = self.sg_m * self.sg_n * config.m * config.n * config.result_type.size_bytes();
-        TileGeometry { bm, bn, bk, threads, shared_bytes: a + b + stage }
+        TileGeometry {
+            bm,
+            bn,
+            bk,
+            threads,
+            shared_bytes: a + b + stage,
+        }
     }
 
     /// Checks the scheme; the error says which rule failed.
     pub fn check(&self, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<()> {
         let bad = |msg: String| Err(Error::InvalidTileScheme(msg));
-        if [self.sg_m, self.sg_n, self.fr_m, self.fr_n, self.k_step, self.subgroup_size].contains(&0) {
+        if [
+            self.sg_m,
+            self.sg_n,
+            self.fr_m,
+            self.fr_n,
+            self.k_step,
+            self.subgroup_size,
+        ]
+        .contains(&0)
+        {
             return bad("every scheme parameter must be at least 1".into());
         }
         if !self.subgroup_size.is_power_of_two() {
@@ -133,12 +156,17 @@ impl TileScheme {
             return bad(format!("result type {} is not 16 or 32 bits wide", config.result_type));
         }
         if self.k_step % config.k != 0 {
-            return bad(format!("k_step {} is not a multiple of the config's k {}", self.k_step, config.k));
+            return bad(format!(
+                "k_step {} is not a multiple of the config's k {}",
+                self.k_step, config.k
+            ));
         }
         let g = self.geometry(config);
         for (name, len) in [("BM", g.bm), ("BN", g.bn), ("BK", g.bk)] {
             if (len * es) % VECTOR_BYTES != 0 {
-                return bad(format!("{name} = {len} elements is not a multiple of {VECTOR_BYTES} bytes"));
+                return bad(format!(
+                    "{name} = {len} elements is not a multiple of {VECTOR_BYTES} bytes"
+                ));
             }
         }
         for (name, rows) in [("A", g.bm), ("B", g.bn)] {
@@ -158,7 +186,9 @@ impl TileScheme {
         }
         for (what, run) in [("m", config.m * es), ("n", config.n * es), ("k", config.k * es)] {
             if shared_unit(run).is_none() {
-                return bad(format!("fragment {what} extent of {run} bytes cannot be addressed 4-byte aligned"));
+                return bad(format!(
+                    "fragment {what} extent of {run} bytes cannot be addressed 4-byte aligned"
+                ));
             }
         }
         if limits.max_workgroup_invocations != 0
@@ -206,10 +236,19 @@ pub fn candidate_schemes(
     let es = config.component_type.size_bytes();
     // K per stage: 64 bytes of each row per stage (32 f16, 64 int8), at least one fragment.
     let k_step = (64 / es).max(config.k).div_ceil(config.k) * config.k;
-    let shapes: &[((u32, u32), (u32, u32))] = if cpu_device {
+    // (subgroups, fragments per subgroup) as (M, N) pairs.
+    type Shape = ((u32, u32), (u32, u32));
+    let shapes: &[Shape] = if cpu_device {
         &[((2, 2), (2, 2)), ((2, 2), (1, 1)), ((1, 1), (1, 1))]
     } else {
-        &[((2, 4), (4, 2)), ((2, 2), (4, 2)), ((2, 2), (2, 2)), ((1, 2), (2, 2)), ((1, 1), (2, 2)), ((1, 1), (1, 1))]
+        &[
+            ((2, 4), (4, 2)),
+            ((2, 2), (4, 2)),
+            ((2, 2), (2, 2)),
+            ((1, 2), (2, 2)),
+            ((1, 1), (2, 2)),
+            ((1, 1), (1, 1)),
+        ]
     };
     let mut out = Vec::new();
     for &(sg, fr) in shapes {
@@ -315,14 +354,22 @@ impl DispatchLimits {
 /// vectors, as the kernel loads them).
 fn span(outer0: usize, inner0: usize, outer: usize, inner: usize, ld: usize, es: usize, vec: bool) -> (u64, u64) {
     let start = (outer0 * ld + inner0) * es;
-    let inner_bytes = if vec { (inner * es).next_multiple_of(VECTOR_BYTES as usize) } else { inner * es };
+    let inner_bytes = if vec {
+        (inner * es).next_multiple_of(VECTOR_BYTES as usize)
+    } else {
+        inner * es
+    };
     let len = (outer - 1) * ld * es + inner_bytes;
     (start as u64, len as u64)
 }
 
 fn window(start: u64, len: u64, limits: &DispatchLimits) -> Window {
     let bind_offset = start - start % limits.offset_alignment;
-    Window { bind_offset, bind_range: start - bind_offset + len, start: start - bind_offset }
+    Window {
+        bind_offset,
+        bind_range: start - bind_offset + len,
+        start: start - bind_offset,
+    }
 }
 
 /// Splits `problem` into passes whose workgroup counts and buffer windows fit `limits`. Bands along
@@ -410,7 +457,13 @@ mod tests {
     use crate::config::ComponentType::*;
 
     fn cfg(m: u32, n: u32, k: u32, ab: crate::ComponentType, r: crate::ComponentType) -> GPUSubgroupMatrixConfig {
-        GPUSubgroupMatrixConfig { component_type: ab, result_type: r, m, n, k }
+        GPUSubgroupMatrixConfig {
+            component_type: ab,
+            result_type: r,
+            m,
+            n,
+            k,
+        }
     }
 
     fn h200_limits() -> DeviceLimits {
@@ -512,7 +565,13 @@ mod tests {
     }
 
     fn geom() -> TileGeometry {
-        TileGeometry { bm: 32, bn: 32, bk: 16, threads: 32, shared_bytes: 0 }
+        TileGeometry {
+            bm: 32,
+            bn: 32,
+            bk: 16,
+            threads: 32,
+            shared_bytes: 0,
+        }
     }
 
     /// Every output element is covered exactly once per K range, and K is covered exactly once.
@@ -548,7 +607,11 @@ mod tests {
     #[test]
     fn splits_for_workgroup_count() {
         let p = problem(300, 700, 5, Layout::RowMajor, Layout::RowMajor);
-        let l = DispatchLimits { max_groups: [4, 3], max_range: u64::MAX, offset_alignment: 64 };
+        let l = DispatchLimits {
+            max_groups: [4, 3],
+            max_range: u64::MAX,
+            offset_alignment: 64,
+        };
         let passes = plan(&p, &geom(), &l).unwrap();
         assert!(passes.len() > 1);
         assert_covers(&p, &passes, &l);
@@ -559,7 +622,11 @@ mod tests {
         for a in [Layout::RowMajor, Layout::ColMajor] {
             for b in [Layout::RowMajor, Layout::ColMajor] {
                 let p = problem(200, 150, 333, a, b);
-                let l = DispatchLimits { max_groups: [65535; 2], max_range: 24 << 10, offset_alignment: 256 };
+                let l = DispatchLimits {
+                    max_groups: [65535; 2],
+                    max_range: 24 << 10,
+                    offset_alignment: 256,
+                };
                 let passes = plan(&p, &geom(), &l).unwrap();
                 assert!(passes.len() > 1, "{a:?}{b:?}");
                 assert_covers(&p, &passes, &l);
@@ -571,7 +638,11 @@ mod tests {
     fn k_splits_accumulate() {
         // Column-major A with a long K: only K chunks can shrink A's window.
         let p = problem(32, 32, 4000, Layout::ColMajor, Layout::RowMajor);
-        let l = DispatchLimits { max_groups: [65535; 2], max_range: 32 << 10, offset_alignment: 16 };
+        let l = DispatchLimits {
+            max_groups: [65535; 2],
+            max_range: 32 << 10,
+            offset_alignment: 16,
+        };
         let passes = plan(&p, &geom(), &l).unwrap();
         assert!(passes.iter().filter(|p| p.accumulate).count() >= 1);
         assert_covers(&p, &passes, &l);
@@ -581,7 +652,11 @@ mod tests {
     fn impossible_window_is_an_error() {
         let mut p = problem(64, 64, 64, Layout::RowMajor, Layout::RowMajor);
         p.lda = 1 << 20;
-        let l = DispatchLimits { max_groups: [65535; 2], max_range: 1 << 20, offset_alignment: 16 };
+        let l = DispatchLimits {
+            max_groups: [65535; 2],
+            max_range: 1 << 20,
+            offset_alignment: 16,
+        };
         assert!(matches!(plan(&p, &geom(), &l), Err(Error::TooLarge(_))));
     }
 }

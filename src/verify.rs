@@ -27,7 +27,9 @@ impl Rng {
         if let Some(s) = std::env::var("VK_SGMAT_SEED").ok().and_then(|s| s.parse().ok()) {
             return s;
         }
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
         t ^ (u64::from(std::process::id()) << 32)
     }
 
@@ -89,11 +91,15 @@ pub fn reference<TA: Element, TC: Element>(
     }
     let mut value = vec![0.0f64; rows.len() * n];
     let mut magnitude = vec![0.0f64; rows.len() * n];
-    let threads = std::thread::available_parallelism().map_or(1, |p| p.get()).min(rows.len().max(1));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |p| p.get())
+        .min(rows.len().max(1));
     let chunk = rows.len().div_ceil(threads).max(1);
     std::thread::scope(|s| {
-        for ((rows, value), magnitude) in
-            rows.chunks(chunk).zip(value.chunks_mut(chunk * n)).zip(magnitude.chunks_mut(chunk * n))
+        for ((rows, value), magnitude) in rows
+            .chunks(chunk)
+            .zip(value.chunks_mut(chunk * n))
+            .zip(magnitude.chunks_mut(chunk * n))
         {
             let bt = &bt;
             s.spawn(move || {
@@ -156,7 +162,15 @@ pub fn tolerance(result_type: ComponentType, k: usize) -> f64 {
 }
 
 /// Compares the listed rows of `c` (row-major, `ldc`) with the reference.
-pub fn compare<TC: Element>(c: &[TC], ldc: usize, n: usize, rows: &[usize], expected: &[f64], magnitude: &[f64], k: usize) -> Check {
+pub fn compare<TC: Element>(
+    c: &[TC],
+    ldc: usize,
+    n: usize,
+    rows: &[usize],
+    expected: &[f64],
+    magnitude: &[f64],
+    k: usize,
+) -> Check {
     let exact = !TC::TYPE.is_float();
     let (mut diff2, mut mag2) = (0.0f64, 0.0f64);
     let mut mismatches = 0;
@@ -165,7 +179,11 @@ pub fn compare<TC: Element>(c: &[TC], ldc: usize, n: usize, rows: &[usize], expe
         for j in 0..n {
             let got = c[r * ldc + j].to_f64();
             let want = expected[ri * n + j];
-            let bad = if exact { got != want } else { !got.is_finite() && want.is_finite() };
+            let bad = if exact {
+                got != want
+            } else {
+                !got.is_finite() && want.is_finite()
+            };
             if bad {
                 mismatches += 1;
                 first_bad.get_or_insert((r, j, got, want));
@@ -175,7 +193,11 @@ pub fn compare<TC: Element>(c: &[TC], ldc: usize, n: usize, rows: &[usize], expe
             mag2 += magnitude[ri * n + j] * magnitude[ri * n + j];
         }
     }
-    let rel_error = if mag2 > 0.0 { (diff2 / mag2).sqrt() } else { diff2.sqrt() };
+    let rel_error = if mag2 > 0.0 {
+        (diff2 / mag2).sqrt()
+    } else {
+        diff2.sqrt()
+    };
     let tolerance = if exact { 0.0 } else { tolerance(TC::TYPE, k) };
     let passed = mismatches == 0 && (exact || rel_error <= tolerance);
     if !passed && first_bad.is_none() {
@@ -193,7 +215,14 @@ pub fn compare<TC: Element>(c: &[TC], ldc: usize, n: usize, rows: &[usize], expe
         }
         first_bad = worst.1;
     }
-    Check { rel_error, tolerance, mismatches, compared: rows.len() * n, first_bad, passed }
+    Check {
+        rel_error,
+        tolerance,
+        mismatches,
+        compared: rows.len() * n,
+        first_bad,
+        passed,
+    }
 }
 
 /// Rows to verify for an `m x n` result: all when `m * n <= full_limit`, else `sample` rows spread
@@ -211,10 +240,55 @@ pub fn rows_to_check(m: usize, n: usize, full_limit: usize, sample: usize, rng: 
 }
 
 /// A host matrix of random elements in the given layout (dense, or with `extra_ld` padding).
-pub fn random_matrix<T: Element>(rng: &mut Rng, rows: usize, cols: usize, layout: Layout, extra_ld: usize) -> (Vec<T>, usize) {
+pub fn random_matrix<T: Element>(
+    rng: &mut Rng,
+    rows: usize,
+    cols: usize,
+    layout: Layout,
+    extra_ld: usize,
+) -> (Vec<T>, usize) {
     let (outer, inner) = layout.outer_inner(rows, cols);
     let ld = inner + extra_ld;
     (random_vec(rng, outer * ld), ld)
+}
+
+/// Runs one GEMM on random inputs (fresh from `rng`) and checks it: C starts random (so beta is
+/// exercised), every row is checked when `m * n <= full_limit`, else 256 sampled rows.
+#[allow(clippy::too_many_arguments)]
+pub fn run_random_gemm<TA: Element, TC: Element>(
+    ctx: &crate::Context,
+    rng: &mut Rng,
+    (m, n, k): (usize, usize, usize),
+    (la, lb): (Layout, Layout),
+    extra_ld: usize,
+    options: &crate::GemmOptions,
+    full_limit: usize,
+) -> crate::Result<Check> {
+    let (outer_a, inner_a) = la.outer_inner(m, k);
+    let (outer_b, inner_b) = lb.outer_inner(k, n);
+    let (lda, ldb, ldc) = (inner_a + extra_ld, inner_b + extra_ld, n + extra_ld);
+    let a: Vec<TA> = random_vec(rng, outer_a * lda);
+    let b: Vec<TA> = random_vec(rng, outer_b * ldb);
+    let c_in: Vec<TC> = random_vec(rng, m * ldc);
+    let am = MatRef {
+        data: &a,
+        rows: m,
+        cols: k,
+        layout: la,
+        ld: lda,
+    };
+    let bm = MatRef {
+        data: &b,
+        rows: k,
+        cols: n,
+        layout: lb,
+        ld: ldb,
+    };
+    let mut c = c_in.clone();
+    ctx.gemm_with(am, bm, crate::MatMut::new(&mut c, m, n).with_ld(ldc), options)?;
+    let rows = rows_to_check(m, n, full_limit, 256, rng);
+    let (expected, magnitude) = reference(&am, &bm, Some((&c_in, ldc)), options.alpha, options.beta, &rows);
+    Ok(compare(&c, ldc, n, &rows, &expected, &magnitude, k))
 }
 
 #[cfg(test)]
@@ -229,7 +303,10 @@ mod tests {
         let bm = MatRef::col_major(&b, 2, 2);
         let c = [1.0f32, 1.0, 1.0, 1.0];
         let (v, m) = reference(&am, &bm, Some((&c[..], 2)), 2.0, -1.0, &[0, 1]);
-        assert_eq!(v, vec![2.0 * 17.0 - 1.0, 2.0 * 23.0 - 1.0, 2.0 * 39.0 - 1.0, 2.0 * 53.0 - 1.0]);
+        assert_eq!(
+            v,
+            vec![2.0 * 17.0 - 1.0, 2.0 * 23.0 - 1.0, 2.0 * 39.0 - 1.0, 2.0 * 53.0 - 1.0]
+        );
         assert_eq!(m[0], 2.0 * 17.0 + 1.0);
     }
 
@@ -253,31 +330,4 @@ mod tests {
         let v: Vec<i8> = random_vec(&mut r, 20000);
         assert!(v.contains(&-128) && v.contains(&127));
     }
-}
-
-/// Runs one GEMM on random inputs (fresh from `rng`) and checks it: C starts random (so beta is
-/// exercised), every row is checked when `m * n <= full_limit`, else 256 sampled rows.
-#[allow(clippy::too_many_arguments)]
-pub fn run_random_gemm<TA: Element, TC: Element>(
-    ctx: &crate::Context,
-    rng: &mut Rng,
-    (m, n, k): (usize, usize, usize),
-    (la, lb): (Layout, Layout),
-    extra_ld: usize,
-    options: &crate::GemmOptions,
-    full_limit: usize,
-) -> crate::Result<Check> {
-    let (outer_a, inner_a) = la.outer_inner(m, k);
-    let (outer_b, inner_b) = lb.outer_inner(k, n);
-    let (lda, ldb, ldc) = (inner_a + extra_ld, inner_b + extra_ld, n + extra_ld);
-    let a: Vec<TA> = random_vec(rng, outer_a * lda);
-    let b: Vec<TA> = random_vec(rng, outer_b * ldb);
-    let c_in: Vec<TC> = random_vec(rng, m * ldc);
-    let am = MatRef { data: &a, rows: m, cols: k, layout: la, ld: lda };
-    let bm = MatRef { data: &b, rows: k, cols: n, layout: lb, ld: ldb };
-    let mut c = c_in.clone();
-    ctx.gemm_with(am, bm, crate::MatMut::new(&mut c, m, n).with_ld(ldc), options)?;
-    let rows = rows_to_check(m, n, full_limit, 256, rng);
-    let (expected, magnitude) = reference(&am, &bm, Some((&c_in, ldc)), options.alpha, options.beta, &rows);
-    Ok(compare(&c, ldc, n, &rows, &expected, &magnitude, k))
 }

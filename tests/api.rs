@@ -29,29 +29,81 @@ fn bad_input_gets_typed_errors_and_c_is_untouched() {
     let e = err(ctx.gemm(MatRef::new(&a, 4, 5), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 3, 3)));
     assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
 
-    let e = err(ctx.gemm(MatRef::new(&a[..10], 4, 5), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 4, 3)));
-    assert!(matches!(e, Error::ShortSlice { matrix: "A", needed: 20, got: 10 }), "{e}");
+    let e = err(ctx.gemm(
+        MatRef::new(&a[..10], 4, 5),
+        MatRef::new(&b2, 5, 3),
+        MatMut::new(&mut c, 4, 3),
+    ));
+    assert!(
+        matches!(
+            e,
+            Error::ShortSlice {
+                matrix: "A",
+                needed: 20,
+                got: 10
+            }
+        ),
+        "{e}"
+    );
 
-    let e = err(ctx.gemm(MatRef::new(&a, 4, 5).with_ld(4), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 4, 3)));
-    assert!(matches!(e, Error::BadLeadingDimension { matrix: "A", ld: 4, min: 5 }), "{e}");
+    let e = err(ctx.gemm(
+        MatRef::new(&a, 4, 5).with_ld(4),
+        MatRef::new(&b2, 5, 3),
+        MatMut::new(&mut c, 4, 3),
+    ));
+    assert!(
+        matches!(
+            e,
+            Error::BadLeadingDimension {
+                matrix: "A",
+                ld: 4,
+                min: 5
+            }
+        ),
+        "{e}"
+    );
 
     let e = err(ctx.gemm(MatRef::new(&a, 4, 0), MatRef::new(&b2, 0, 3), MatMut::new(&mut c, 4, 3)));
     assert!(matches!(e, Error::ZeroSize { k: 0, .. }), "{e}");
 
-    let opts = GemmOptions { alpha: f64::NAN, ..Default::default() };
-    let e = err(ctx.gemm_with(MatRef::new(&a, 4, 5), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 4, 3), &opts));
+    let opts = GemmOptions {
+        alpha: f64::NAN,
+        ..Default::default()
+    };
+    let e = err(ctx.gemm_with(
+        MatRef::new(&a, 4, 5),
+        MatRef::new(&b2, 5, 3),
+        MatMut::new(&mut c, 4, 3),
+        &opts,
+    ));
     assert!(matches!(e, Error::InvalidScalar { name: "alpha", .. }), "{e}");
 
-    let opts = GemmOptions { shape: Some((3, 3, 3)), ..Default::default() };
-    let e = err(ctx.gemm_with(MatRef::new(&a, 4, 5), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 4, 3), &opts));
+    let opts = GemmOptions {
+        shape: Some((3, 3, 3)),
+        ..Default::default()
+    };
+    let e = err(ctx.gemm_with(
+        MatRef::new(&a, 4, 5),
+        MatRef::new(&b2, 5, 3),
+        MatMut::new(&mut c, 4, 3),
+        &opts,
+    ));
     assert!(matches!(e, Error::NoConfig { .. }), "{e}");
 
     assert!(c.iter().all(|&v| v == 42.0), "C must not be written on error");
 
     let ai = vec![1i8; 4];
     let mut ci = vec![0i32; 4];
-    let opts = GemmOptions { alpha: 0.5, ..Default::default() };
-    let e = err(ctx.gemm_with(MatRef::new(&ai, 2, 2), MatRef::new(&ai, 2, 2), MatMut::new(&mut ci, 2, 2), &opts));
+    let opts = GemmOptions {
+        alpha: 0.5,
+        ..Default::default()
+    };
+    let e = err(ctx.gemm_with(
+        MatRef::new(&ai, 2, 2),
+        MatRef::new(&ai, 2, 2),
+        MatMut::new(&mut ci, 2, 2),
+        &opts,
+    ));
     assert!(matches!(e, Error::InvalidScalar { name: "alpha", .. }), "{e}");
     assert!(e.to_string().contains("integer"), "{e}");
     assert_no_validation_messages(ctx);
@@ -62,7 +114,10 @@ fn a_type_pair_without_config_lists_what_exists() {
     let ctx = context();
     let a = vec![bf16::ONE; 4];
     let mut c = vec![0.0f32; 4];
-    let has_bf16 = ctx.configs().iter().any(|c| c.component_type == vk_sgmat::ComponentType::Bf16);
+    let has_bf16 = ctx
+        .configs()
+        .iter()
+        .any(|c| c.component_type == vk_sgmat::ComponentType::Bf16);
     let r = ctx.gemm(MatRef::new(&a, 2, 2), MatRef::new(&a, 2, 2), MatMut::new(&mut c, 2, 2));
     if has_bf16 {
         r.expect("the device lists bf16, so the GEMM must run");
@@ -77,7 +132,10 @@ fn a_type_pair_without_config_lists_what_exists() {
         }
     }
     let x = vec![1.0f32; 4];
-    let has_f32 = ctx.configs().iter().any(|c| c.component_type == vk_sgmat::ComponentType::F32);
+    let has_f32 = ctx
+        .configs()
+        .iter()
+        .any(|c| c.component_type == vk_sgmat::ComponentType::F32);
     let r = ctx.gemm(MatRef::new(&x, 2, 2), MatRef::new(&x, 2, 2), MatMut::new(&mut c, 2, 2));
     assert_eq!(r.is_ok(), has_f32, "{r:?}");
 }
@@ -106,7 +164,10 @@ fn device_resident_matrices_run_many_gemms() {
     let mut dc = ctx.zeros::<f32>(m, n).unwrap();
     // C = A*B, then C = A*B + C twice: 3 A*B.
     ctx.gemm_device(&da, &db, &mut dc, &GemmOptions::default()).unwrap();
-    let acc = GemmOptions { beta: 1.0, ..Default::default() };
+    let acc = GemmOptions {
+        beta: 1.0,
+        ..Default::default()
+    };
     ctx.gemm_device(&da, &db, &mut dc, &acc).unwrap();
     ctx.gemm_device(&da, &db, &mut dc, &acc).unwrap();
     let mut c = vec![f32::NAN; m * n];
@@ -130,7 +191,11 @@ fn device_resident_matrices_run_many_gemms() {
 /// M and N, chunks over K that accumulate): the planner's output runs on a real driver.
 #[test]
 fn multi_pass_plans_are_correct() {
-    let limits = DispatchLimits { max_groups: [2, 3], max_range: 32 << 10, offset_alignment: 256 };
+    let limits = DispatchLimits {
+        max_groups: [2, 3],
+        max_range: 32 << 10,
+        offset_alignment: 256,
+    };
     let ctx = Context::with_options(ContextOptions {
         validation: true,
         poison_outputs: true,
@@ -147,23 +212,69 @@ fn multi_pass_plans_are_correct() {
     ];
     for (i, l) in layouts.into_iter().enumerate() {
         let shape = [(130, 150, 70), (67, 200, 45), (150, 66, 91), (97, 97, 97)][i];
-        let (_, passes) = ctx.plan_gemm::<f16, f32>(shape.0, shape.1, shape.2, l, &GemmOptions::default()).unwrap();
-        assert!(passes.len() > 1, "{shape:?} {l:?}: expected a multi-pass plan, got {}", passes.len());
-        for opts in [GemmOptions::default(), GemmOptions { alpha: 0.5, beta: -1.0, ..Default::default() }] {
+        let (_, passes) = ctx
+            .plan_gemm::<f16, f32>(shape.0, shape.1, shape.2, l, &GemmOptions::default())
+            .unwrap();
+        assert!(
+            passes.len() > 1,
+            "{shape:?} {l:?}: expected a multi-pass plan, got {}",
+            passes.len()
+        );
+        for opts in [
+            GemmOptions::default(),
+            GemmOptions {
+                alpha: 0.5,
+                beta: -1.0,
+                ..Default::default()
+            },
+        ] {
             let check = run_case::<f16, f32>(&ctx, &mut rng, shape, l, 5, &opts);
             assert!(check.passed, "{shape:?} {l:?} {opts:?}: {check:?}");
         }
-        let check = run_case::<i8, i32>(&ctx, &mut rng, shape, l, 0, &GemmOptions { beta: 1.0, ..Default::default() });
+        let check = run_case::<i8, i32>(
+            &ctx,
+            &mut rng,
+            shape,
+            l,
+            0,
+            &GemmOptions {
+                beta: 1.0,
+                ..Default::default()
+            },
+        );
         assert!(check.passed, "i8 {shape:?} {l:?}: {check:?}");
     }
     // Column-major A with a long K: only chunks along K shrink its window.
-    let (_, passes) =
-        ctx.plan_gemm::<f16, f32>(16, 16, 4000, (Layout::ColMajor, Layout::RowMajor), &GemmOptions::default()).unwrap();
-    assert!(passes.iter().any(|p| p.accumulate), "a long K must be split into accumulating passes");
+    let (_, passes) = ctx
+        .plan_gemm::<f16, f32>(
+            16,
+            16,
+            4000,
+            (Layout::ColMajor, Layout::RowMajor),
+            &GemmOptions::default(),
+        )
+        .unwrap();
+    assert!(
+        passes.iter().any(|p| p.accumulate),
+        "a long K must be split into accumulating passes"
+    );
     // Row-major A whose 16 rows of K = 4000 exceed the range cannot be split: a typed error.
-    let e = ctx.plan_gemm::<f16, f32>(16, 16, 4000, (Layout::RowMajor, Layout::RowMajor), &GemmOptions::default());
+    let e = ctx.plan_gemm::<f16, f32>(
+        16,
+        16,
+        4000,
+        (Layout::RowMajor, Layout::RowMajor),
+        &GemmOptions::default(),
+    );
     assert!(matches!(e, Err(Error::TooLarge(_))), "{e:?}");
-    let check = run_case::<f16, f32>(&ctx, &mut rng, (16, 16, 4000), (Layout::ColMajor, Layout::RowMajor), 0, &GemmOptions::default());
+    let check = run_case::<f16, f32>(
+        &ctx,
+        &mut rng,
+        (16, 16, 4000),
+        (Layout::ColMajor, Layout::RowMajor),
+        0,
+        &GemmOptions::default(),
+    );
     assert!(check.passed, "{check:?}");
     assert_no_validation_messages(&ctx);
 }

@@ -18,7 +18,14 @@ const LAYOUTS: [(Layout, Layout); 4] = [
 /// Square sizes around the 8x8x8 fragments and 32x32 tiles lavapipe uses, 1 and primes.
 const SQUARE: [usize; 12] = [1, 7, 8, 9, 15, 16, 17, 63, 65, 127, 129, 257];
 /// Rectangles, including ones far from any tile multiple.
-const RECT: [(usize, usize, usize); 6] = [(1, 1000, 3), (300, 5, 700), (1000, 1, 17), (31, 257, 2), (2, 3, 1031), (97, 61, 131)];
+const RECT: [(usize, usize, usize); 6] = [
+    (1, 1000, 3),
+    (300, 5, 700),
+    (1000, 1, 17),
+    (31, 257, 2),
+    (2, 3, 1031),
+    (97, 61, 131),
+];
 
 fn seeded() -> Rng {
     let seed = Rng::fresh_seed();
@@ -28,7 +35,10 @@ fn seeded() -> Rng {
 
 fn has<TA: Element, TC: Element>() -> bool {
     let ctx = context();
-    let present = ctx.configs().iter().any(|c| c.component_type == TA::TYPE && c.result_type == TC::TYPE);
+    let present = ctx
+        .configs()
+        .iter()
+        .any(|c| c.component_type == TA::TYPE && c.result_type == TC::TYPE);
     assert!(
         present,
         "the device lacks {} -> {}; these tests expect lavapipe's four configs (f16->f16, f16->f32, u8->u32, i8->i32) or more. Device configs: {:?}",
@@ -55,7 +65,14 @@ fn sweep<TA: Element, TC: Element>() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} -> {}: {} failures:\n{}", TA::TYPE, TC::TYPE, failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} -> {}: {} failures:\n{}",
+        TA::TYPE,
+        TC::TYPE,
+        failures.len(),
+        failures.join("\n")
+    );
     assert_no_validation_messages(ctx);
 }
 
@@ -77,14 +94,23 @@ fn epilogues<TA: Element, TC: Element>() {
         }
         for (i, layouts) in LAYOUTS.into_iter().enumerate() {
             let shape = [(33, 17, 9), (64, 64, 64), (5, 70, 129), (129, 31, 8)][i];
-            let options = GemmOptions { alpha, beta, ..Default::default() };
+            let options = GemmOptions {
+                alpha,
+                beta,
+                ..Default::default()
+            };
             let check = run_case::<TA, TC>(ctx, &mut rng, shape, layouts, 3, &options);
             if !check.passed {
                 failures.push(format!("alpha={alpha} beta={beta} {shape:?} {layouts:?}: {check:?}"));
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert_no_validation_messages(ctx);
 }
 
@@ -137,14 +163,22 @@ fn int8_extremes_exact() {
         let a = vec![-128i8; m * k];
         let b = vec![-128i8; k * n];
         let mut c = vec![0i32; m * n];
-        ctx.gemm(vk_sgmat::MatRef::new(&a, m, k), vk_sgmat::MatRef::new(&b, k, n), vk_sgmat::MatMut::new(&mut c, m, n))
-            .unwrap();
+        ctx.gemm(
+            vk_sgmat::MatRef::new(&a, m, k),
+            vk_sgmat::MatRef::new(&b, k, n),
+            vk_sgmat::MatMut::new(&mut c, m, n),
+        )
+        .unwrap();
         assert!(c.iter().all(|&v| v == 16384 * k as i32), "i8 k={k}: {:?}", &c[..4]);
         let a = vec![255u8; m * k];
         let b = vec![255u8; k * n];
         let mut c = vec![0u32; m * n];
-        ctx.gemm(vk_sgmat::MatRef::new(&a, m, k), vk_sgmat::MatRef::new(&b, k, n), vk_sgmat::MatMut::new(&mut c, m, n))
-            .unwrap();
+        ctx.gemm(
+            vk_sgmat::MatRef::new(&a, m, k),
+            vk_sgmat::MatRef::new(&b, k, n),
+            vk_sgmat::MatMut::new(&mut c, m, n),
+        )
+        .unwrap();
         assert!(c.iter().all(|&v| v == 65025 * k as u32), "u8 k={k}: {:?}", &c[..4]);
     }
     assert_no_validation_messages(ctx);

@@ -9,7 +9,13 @@ use vk_sgmat::kernel::{generate, Epilogue, KernelKey};
 use vk_sgmat::tiling::{candidate_schemes, Layout};
 
 fn cfg(m: u32, n: u32, k: u32, ab: vk_sgmat::ComponentType, r: vk_sgmat::ComponentType) -> GPUSubgroupMatrixConfig {
-    GPUSubgroupMatrixConfig { component_type: ab, result_type: r, m, n, k }
+    GPUSubgroupMatrixConfig {
+        component_type: ab,
+        result_type: r,
+        m,
+        n,
+        k,
+    }
 }
 
 fn limits(subgroup: u32, shared: u32) -> DeviceLimits {
@@ -31,7 +37,12 @@ fn limits(subgroup: u32, shared: u32) -> DeviceLimits {
 }
 
 fn lavapipe_configs() -> Vec<GPUSubgroupMatrixConfig> {
-    vec![cfg(8, 8, 8, F16, F16), cfg(8, 8, 8, F16, F32), cfg(8, 8, 8, U8, U32), cfg(8, 8, 8, I8, I32)]
+    vec![
+        cfg(8, 8, 8, F16, F16),
+        cfg(8, 8, 8, F16, F32),
+        cfg(8, 8, 8, U8, U32),
+        cfg(8, 8, 8, I8, I32),
+    ]
 }
 
 fn h200_configs() -> Vec<GPUSubgroupMatrixConfig> {
@@ -50,10 +61,22 @@ fn h200_configs() -> Vec<GPUSubgroupMatrixConfig> {
 
 const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
 const EPILOGUES: [Epilogue; 4] = [
-    Epilogue { alpha: false, beta: false },
-    Epilogue { alpha: true, beta: false },
-    Epilogue { alpha: false, beta: true },
-    Epilogue { alpha: true, beta: true },
+    Epilogue {
+        alpha: false,
+        beta: false,
+    },
+    Epilogue {
+        alpha: true,
+        beta: false,
+    },
+    Epilogue {
+        alpha: false,
+        beta: true,
+    },
+    Epilogue {
+        alpha: true,
+        beta: true,
+    },
 ];
 
 fn validate_all(configs: &[GPUSubgroupMatrixConfig], limits: &DeviceLimits, cpu: bool, all_schemes: bool) -> usize {
@@ -68,7 +91,13 @@ fn validate_all(configs: &[GPUSubgroupMatrixConfig], limits: &DeviceLimits, cpu:
             for a_layout in LAYOUTS {
                 for b_layout in LAYOUTS {
                     for epilogue in EPILOGUES {
-                        let key = KernelKey { config: *config, scheme, a_layout, b_layout, epilogue };
+                        let key = KernelKey {
+                            config: *config,
+                            scheme,
+                            a_layout,
+                            b_layout,
+                            epilogue,
+                        };
                         let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
                         match common::spirv_val(&words, &key.name()) {
                             Ok(()) => {}
@@ -77,7 +106,9 @@ fn validate_all(configs: &[GPUSubgroupMatrixConfig], limits: &DeviceLimits, cpu:
                             // every other instruction with the f16 ones validated here, and are
                             // checked on hardware by `vk-sgmat check`. A newer validator must
                             // accept them.
-                            Err(e) if config.component_type == Bf16 && e.contains("Invalid capability operand: 5116") => {
+                            Err(e)
+                                if config.component_type == Bf16 && e.contains("Invalid capability operand: 5116") =>
+                            {
                                 bf16_unknown += 1;
                             }
                             Err(e) => failures.push(format!("{}:\n{e}", key.name())),
@@ -88,7 +119,12 @@ fn validate_all(configs: &[GPUSubgroupMatrixConfig], limits: &DeviceLimits, cpu:
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {count} kernels fail spirv-val:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {count} kernels fail spirv-val:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     if bf16_unknown > 0 {
         eprintln!("note: {bf16_unknown} bf16 kernels not validated: this spirv-val predates SPV_KHR_bfloat16");
     }
@@ -114,7 +150,13 @@ fn every_h200_scheme_passes_spirv_val() {
         for scheme in candidate_schemes(&config, &limits(32, 49152), 32, false) {
             for a_layout in LAYOUTS {
                 for b_layout in LAYOUTS {
-                    let key = KernelKey { config, scheme, a_layout, b_layout, epilogue: Epilogue::default() };
+                    let key = KernelKey {
+                        config,
+                        scheme,
+                        a_layout,
+                        b_layout,
+                        epilogue: Epilogue::default(),
+                    };
                     let words = generate(&key).unwrap();
                     common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
                 }
@@ -131,14 +173,44 @@ fn golden_disassembly() {
     let lav = limits(8, 65536);
     let h200 = limits(32, 49152);
     let cases = [
-        (cfg(8, 8, 8, F16, F32), &lav, true, Layout::RowMajor, Layout::RowMajor, Epilogue::default()),
-        (cfg(8, 8, 8, I8, I32), &lav, true, Layout::ColMajor, Layout::ColMajor, Epilogue { alpha: true, beta: true }),
-        (cfg(16, 16, 16, F16, F32), &h200, false, Layout::RowMajor, Layout::ColMajor, Epilogue::default()),
+        (
+            cfg(8, 8, 8, F16, F32),
+            &lav,
+            true,
+            Layout::RowMajor,
+            Layout::RowMajor,
+            Epilogue::default(),
+        ),
+        (
+            cfg(8, 8, 8, I8, I32),
+            &lav,
+            true,
+            Layout::ColMajor,
+            Layout::ColMajor,
+            Epilogue {
+                alpha: true,
+                beta: true,
+            },
+        ),
+        (
+            cfg(16, 16, 16, F16, F32),
+            &h200,
+            false,
+            Layout::RowMajor,
+            Layout::ColMajor,
+            Epilogue::default(),
+        ),
     ];
     let mut mismatches = Vec::new();
     for (config, l, cpu, a_layout, b_layout, epilogue) in cases {
         let scheme = candidate_schemes(&config, l, l.subgroup_size, cpu)[0];
-        let key = KernelKey { config, scheme, a_layout, b_layout, epilogue };
+        let key = KernelKey {
+            config,
+            scheme,
+            a_layout,
+            b_layout,
+            epilogue,
+        };
         let text = common::spirv_dis(&generate(&key).unwrap());
         let path = dir.join(format!("{}.spvasm", key.name()));
         if bless {

@@ -172,9 +172,15 @@ pub fn evaluate_requirements(
         r("Vulkan 1.3", api_1_3),
         r("VK_KHR_cooperative_matrix", features.ext_cooperative_matrix),
         r("cooperativeMatrix", features.cooperative_matrix),
-        r("cooperativeMatrixSupportedStages has COMPUTE", features.cooperative_matrix_compute_stage),
+        r(
+            "cooperativeMatrixSupportedStages has COMPUTE",
+            features.cooperative_matrix_compute_stage,
+        ),
         r("vulkanMemoryModel", features.vulkan_memory_model),
-        r("vulkanMemoryModelDeviceScope", features.vulkan_memory_model_device_scope),
+        r(
+            "vulkanMemoryModelDeviceScope",
+            features.vulkan_memory_model_device_scope,
+        ),
         r("subgroupSizeControl", features.subgroup_size_control),
         r("computeFullSubgroups", features.compute_full_subgroups),
         r(
@@ -187,10 +193,15 @@ pub fn evaluate_requirements(
 
 /// Parses "Mesa 25.1.3" style driver info; unknown formats count as new enough.
 fn mesa_version_below(info: &str, min: (u32, u32)) -> bool {
-    let Some(v) = info.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit())) else {
+    let Some(v) = info
+        .split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
+    else {
         return false;
     };
-    let mut parts = v.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    let mut parts = v
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
     match (parts.next(), parts.next()) {
         (Some(major), Some(minor)) => (major, minor) < min,
         _ => false,
@@ -223,7 +234,13 @@ mod tests {
     }
 
     fn configs() -> FilteredConfigs {
-        filter_configs(&lavapipe_list(), FilterFeatures { shader_f16: true, ..Default::default() })
+        filter_configs(
+            &lavapipe_list(),
+            FilterFeatures {
+                shader_f16: true,
+                ..Default::default()
+            },
+        )
     }
 
     #[test]
@@ -234,12 +251,20 @@ mod tests {
 
     #[test]
     fn names_exactly_what_is_missing() {
-        let f = DeviceFeatures { compute_full_subgroups: false, vulkan_memory_model_device_scope: false, ..all_features() };
+        let f = DeviceFeatures {
+            compute_full_subgroups: false,
+            vulkan_memory_model_device_scope: false,
+            ..all_features()
+        };
         let reqs = evaluate_requirements(&f, true, 13, "", &FilteredConfigs::default());
         let missing: Vec<_> = reqs.iter().filter(|r| !r.met).map(|r| r.name).collect();
         assert_eq!(
             missing,
-            ["vulkanMemoryModelDeviceScope", "computeFullSubgroups", "at least one cooperative-matrix config"]
+            [
+                "vulkanMemoryModelDeviceScope",
+                "computeFullSubgroups",
+                "at least one cooperative-matrix config"
+            ]
         );
     }
 

@@ -50,9 +50,8 @@ pub struct Instance {
     entry: ash::Entry,
     raw: ash::Instance,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    /// Also the debug callback's user data: the Arc keeps it at one address while the messenger lives.
     messages: Arc<ValidationMessages>,
-    /// Keeps the callback's user data alive for the messenger's lifetime.
-    _callback_data: Option<Box<Arc<ValidationMessages>>>,
     cooperative_matrix: ash::khr::cooperative_matrix::Instance,
 }
 
@@ -95,11 +94,9 @@ impl Instance {
             raw,
             debug: None,
             messages,
-            _callback_data: None,
         };
         if validation {
             let loader = ash::ext::debug_utils::Instance::new(&instance.entry, &instance.raw);
-            let data = Box::new(instance.messages.clone());
             let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
                 .message_severity(
                     vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
@@ -110,12 +107,11 @@ impl Instance {
                         | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
                 )
                 .pfn_user_callback(Some(debug_callback))
-                .user_data(&*data as *const Arc<ValidationMessages> as *mut c_void);
-            // SAFETY: `data` is kept alive in `_callback_data` until the messenger is destroyed.
+                .user_data(Arc::as_ptr(&instance.messages) as *mut c_void);
+            // SAFETY: `messages` lives in the instance, which destroys the messenger before dropping it.
             let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }
                 .map_err(|r| Error::vk("vkCreateDebugUtilsMessengerEXT", r))?;
             instance.debug = Some((loader, messenger));
-            instance._callback_data = Some(data);
         }
         Ok(Arc::new(instance))
     }
@@ -149,8 +145,8 @@ impl Instance {
     /// Queries every physical device, in enumeration order.
     pub fn devices(&self) -> Result<Vec<(vk::PhysicalDevice, DeviceInfo)>> {
         // SAFETY: a plain query on a live instance.
-        let pdevs = unsafe { self.raw.enumerate_physical_devices() }
-            .map_err(|r| Error::vk("vkEnumeratePhysicalDevices", r))?;
+        let pdevs =
+            unsafe { self.raw.enumerate_physical_devices() }.map_err(|r| Error::vk("vkEnumeratePhysicalDevices", r))?;
         pdevs
             .into_iter()
             .enumerate()
@@ -182,7 +178,7 @@ unsafe extern "system" fn debug_callback(
     user: *mut c_void,
 ) -> vk::Bool32 {
     // SAFETY: the layer passes a valid callback-data pointer for the duration of the call, and
-    // `user` is the Arc<ValidationMessages> boxed by Instance::new, alive until the messenger dies.
+    // `user` points at the instance's ValidationMessages, alive until the messenger is destroyed.
     unsafe {
         let text = if data.is_null() || (*data).p_message.is_null() {
             "(no message)".to_string()
@@ -193,7 +189,7 @@ unsafe extern "system" fn debug_callback(
         if env_flag("VK_SGMAT_PRINT_VALIDATION") {
             eprintln!("vk-sgmat validation: {line}");
         }
-        if let Some(messages) = (user as *const Arc<ValidationMessages>).as_ref() {
+        if let Some(messages) = (user as *const ValidationMessages).as_ref() {
             messages.push(line);
         }
     }

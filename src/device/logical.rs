@@ -36,8 +36,10 @@ impl Device {
         let queue_family = families
             .iter()
             .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
-            .ok_or_else(|| Error::DeviceUnusable { device: info.name.clone(), missing: vec!["a compute queue".into()] })?
-            as u32;
+            .ok_or_else(|| Error::DeviceUnusable {
+                device: info.name.clone(),
+                missing: vec!["a compute queue".into()],
+            })? as u32;
 
         let uses = |t: ComponentType| info.configs.all().any(|c| c.component_type == t || c.result_type == t);
         let f16 = uses(ComponentType::F16);
@@ -95,7 +97,10 @@ impl Device {
             Err(e) => {
                 // SAFETY: nothing was created from the device yet.
                 unsafe { raw.destroy_device(None) };
-                return Err(Error::Allocation { what: "allocator", message: e.to_string() });
+                return Err(Error::Allocation {
+                    what: "allocator",
+                    message: e.to_string(),
+                });
             }
         };
         Ok(Arc::new(Self {
@@ -157,7 +162,12 @@ impl Drop for Device {
 
 fn select(instance: &Instance, selector: &DeviceSelector) -> Result<(vk::PhysicalDevice, DeviceInfo)> {
     let mut devices = instance.devices()?;
-    let available = || devices.iter().map(|(_, d)| format!("{}: {}", d.index, d.name)).collect::<Vec<_>>();
+    let available = || {
+        devices
+            .iter()
+            .map(|(_, d)| format!("{}: {}", d.index, d.name))
+            .collect::<Vec<_>>()
+    };
     let chosen = match selector {
         DeviceSelector::Best => {
             let mut infos: Vec<DeviceInfo> = devices.iter().map(|(_, d)| d.clone()).collect();
@@ -173,22 +183,38 @@ fn select(instance: &Instance, selector: &DeviceSelector) -> Result<(vk::Physica
         }
         DeviceSelector::Index(i) => match devices.iter().position(|(_, d)| d.index == *i) {
             Some(p) => p,
-            None => return Err(Error::DeviceNotFound { selector: i.to_string(), available: available() }),
+            None => {
+                return Err(Error::DeviceNotFound {
+                    selector: i.to_string(),
+                    available: available(),
+                })
+            }
         },
         DeviceSelector::Name(name) => {
             let needle = name.to_lowercase();
-            let mut matches: Vec<&DeviceInfo> =
-                devices.iter().map(|(_, d)| d).filter(|d| d.name.to_lowercase().contains(&needle)).collect();
+            let mut matches: Vec<&DeviceInfo> = devices
+                .iter()
+                .map(|(_, d)| d)
+                .filter(|d| d.name.to_lowercase().contains(&needle))
+                .collect();
             matches.sort_by_key(|d| (!d.usable(), d.kind, d.index));
             match matches.first() {
                 Some(d) => d.index,
-                None => return Err(Error::DeviceNotFound { selector: name.clone(), available: available() }),
+                None => {
+                    return Err(Error::DeviceNotFound {
+                        selector: name.clone(),
+                        available: available(),
+                    })
+                }
             }
         }
     };
     let (pdev, info) = devices.swap_remove(chosen);
     if !info.usable() {
-        return Err(Error::DeviceUnusable { device: info.name.clone(), missing: info.missing() });
+        return Err(Error::DeviceUnusable {
+            device: info.name.clone(),
+            missing: info.missing(),
+        });
     }
     Ok((pdev, info))
 }

@@ -10,8 +10,7 @@ mod logical;
 mod query;
 
 pub use info::{
-    evaluate_requirements, rank_devices, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits,
-    Requirement,
+    evaluate_requirements, rank_devices, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits, Requirement,
 };
 pub use instance::{Instance, InstanceOptions, ValidationMessages};
 pub use logical::Device;

@@ -103,8 +103,12 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     let raw_properties = if has_coopmat {
         // SAFETY: ash fills a vector of Default-initialised elements, so every element's sType is
         // set before the second call (drivers crash otherwise: Vulkan-Docs #2613).
-        let list = unsafe { instance.cooperative_matrix().get_physical_device_cooperative_matrix_properties(pdev) }
-            .map_err(|r| Error::vk("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", r))?;
+        let list = unsafe {
+            instance
+                .cooperative_matrix()
+                .get_physical_device_cooperative_matrix_properties(pdev)
+        }
+        .map_err(|r| Error::vk("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", r))?;
         list.iter().map(RawMatrixProperty::from_vk).collect()
     } else {
         Vec::new()
@@ -116,7 +120,9 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         cooperative_matrix: has_coopmat && b(fcm.cooperative_matrix),
         cooperative_matrix_robust_buffer_access: has_coopmat && b(fcm.cooperative_matrix_robust_buffer_access),
         cooperative_matrix_compute_stage: has_coopmat
-            && pcm.cooperative_matrix_supported_stages.contains(vk::ShaderStageFlags::COMPUTE),
+            && pcm
+                .cooperative_matrix_supported_stages
+                .contains(vk::ShaderStageFlags::COMPUTE),
         vulkan_memory_model: b(f12.vulkan_memory_model),
         vulkan_memory_model_device_scope: b(f12.vulkan_memory_model_device_scope),
         shader_float16: b(f12.shader_float16),
@@ -135,7 +141,9 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         subgroup_size: p11.subgroup_size,
         min_subgroup_size: p13.min_subgroup_size,
         max_subgroup_size: p13.max_subgroup_size,
-        required_subgroup_size_compute: p13.required_subgroup_size_stages.contains(vk::ShaderStageFlags::COMPUTE),
+        required_subgroup_size_compute: p13
+            .required_subgroup_size_stages
+            .contains(vk::ShaderStageFlags::COMPUTE),
         max_shared_memory: l.max_compute_shared_memory_size,
         max_workgroup_invocations: l.max_compute_work_group_invocations,
         max_workgroup_size: l.max_compute_work_group_size,
@@ -153,8 +161,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     };
     let configs = filter_configs(&raw_properties, filter);
     let driver_info = c_str(&p12.driver_info);
-    let requirements =
-        evaluate_requirements(&features, api_1_3, p12.driver_id.as_raw(), &driver_info, &configs);
+    let requirements = evaluate_requirements(&features, api_1_3, p12.driver_id.as_raw(), &driver_info, &configs);
     let kind = match props.device_type {
         vk::PhysicalDeviceType::DISCRETE_GPU => DeviceKind::Discrete,
         vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceKind::Integrated,

@@ -86,7 +86,11 @@ impl ModuleBuilder {
             F8E4M3 | F8E5M2 => {
                 self.need(Capability::Float8EXT);
                 self.extension("SPV_EXT_float8");
-                let enc = if t == F8E4M3 { spirv::FPEncoding::Float8E4M3EXT } else { spirv::FPEncoding::Float8E5M2EXT };
+                let enc = if t == F8E4M3 {
+                    spirv::FPEncoding::Float8E4M3EXT
+                } else {
+                    spirv::FPEncoding::Float8E5M2EXT
+                };
                 self.b.type_float(8, Some(enc))
             }
             I8 | U8 => {
@@ -150,9 +154,18 @@ impl ModuleBuilder {
         }
     }
 
-    pub fn member_decorate_once(&mut self, target: Word, member: u32, decoration: spirv::Decoration, params: Vec<dr::Operand>) {
+    pub fn member_decorate_once(
+        &mut self,
+        target: Word,
+        member: u32,
+        decoration: spirv::Decoration,
+        params: Vec<dr::Operand>,
+    ) {
         // Members are keyed apart from whole-type decorations by the high bit.
-        if self.decorated.insert((target, 0x8000_0000 | (member << 16) | decoration as u32)) {
+        if self
+            .decorated
+            .insert((target, 0x8000_0000 | (member << 16) | decoration as u32))
+        {
             self.b.member_decorate(target, member, decoration, params);
         }
     }
@@ -165,7 +178,8 @@ impl ModuleBuilder {
         for ext in std::mem::take(&mut self.extensions) {
             self.b.extension(ext);
         }
-        self.b.memory_model(spirv::AddressingModel::Logical, spirv::MemoryModel::Vulkan);
+        self.b
+            .memory_model(spirv::AddressingModel::Logical, spirv::MemoryModel::Vulkan);
         use rspirv::binary::Assemble;
         self.b.module().assemble()
     }

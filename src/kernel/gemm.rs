@@ -210,14 +210,17 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 
     // Function-scope variables must open the first block.
     let n_frag = (s.fr_m * s.fr_n) as usize;
-    let acc_vars: Vec<Word> =
-        (0..n_frag).map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None)).collect();
+    let acc_vars: Vec<Word> = (0..n_frag)
+        .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
+        .collect();
     let a_per_thread = g.bm * g.bk * es / VECTOR_BYTES / g.threads;
     let b_per_thread = g.bn * g.bk * es / VECTOR_BYTES / g.threads;
-    let regs_a: Vec<Word> =
-        (0..a_per_thread).map(|_| mb.b.variable(p_fn_uvec4, None, StorageClass::Function, None)).collect();
-    let regs_b: Vec<Word> =
-        (0..b_per_thread).map(|_| mb.b.variable(p_fn_uvec4, None, StorageClass::Function, None)).collect();
+    let regs_a: Vec<Word> = (0..a_per_thread)
+        .map(|_| mb.b.variable(p_fn_uvec4, None, StorageClass::Function, None))
+        .collect();
+    let regs_b: Vec<Word> = (0..b_per_thread)
+        .map(|_| mb.b.variable(p_fn_uvec4, None, StorageClass::Function, None))
+        .collect();
 
     let b = &mut mb;
     macro_rules! u {
@@ -256,7 +259,12 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let sg_n = b.b.u_mod(t_u32, None, sg, c_sgn)?;
 
     // Copy slots: invocation `tid` copies vectors tid, tid + threads, ... of each tile.
-    let slots = |b: &mut ModuleBuilder, per_thread: u32, inner: u32, unit: u32, pitch: u32| -> BuildResult<Vec<(Word, Word, Word)>> {
+    let slots = |b: &mut ModuleBuilder,
+                 per_thread: u32,
+                 inner: u32,
+                 unit: u32,
+                 pitch: u32|
+     -> BuildResult<Vec<(Word, Word, Word)>> {
         let inner_vecs = inner * es / VECTOR_BYTES;
         let c_iv = b.c_u32(inner_vecs);
         let c_pitch = b.c_u32(pitch);
@@ -302,7 +310,14 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 
     // Global -> register prefetch of one K step starting at `kb`.
     let c_vw = u!(vw);
-    let prefetch = |b: &mut ModuleBuilder, op: &Operand2d, buf: Word, off: Word, ld: Word, outer: (Word, Word), inner: (Word, Word)| -> BuildResult<()> {
+    let prefetch = |b: &mut ModuleBuilder,
+                    op: &Operand2d,
+                    buf: Word,
+                    off: Word,
+                    ld: Word,
+                    outer: (Word, Word),
+                    inner: (Word, Word)|
+     -> BuildResult<()> {
         let (outer_base, outer_limit) = outer;
         let (inner_base, inner_limit) = inner;
         let inner_base_vec = b.b.u_div(t_u32, None, inner_base, c_vw)?;
@@ -365,12 +380,20 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         Layout::RowMajor => (b.mul_u(a_sg_rows, pitch_a)?, c_row_major),
         Layout::ColMajor => (b.mul_u(a_sg_rows, es)?, c_col_major),
     };
-    let a_base = if key.a_layout == Layout::ColMajor { b.div_u(a_base, unit_a)? } else { a_base };
+    let a_base = if key.a_layout == Layout::ColMajor {
+        b.div_u(a_base, unit_a)?
+    } else {
+        a_base
+    };
     let (b_base, b_layout_id) = match key.b_layout {
         Layout::RowMajor => (b.mul_u(b_sg_cols, es)?, c_row_major),
         Layout::ColMajor => (b.mul_u(b_sg_cols, pitch_b)?, c_col_major),
     };
-    let b_base = if key.b_layout == Layout::RowMajor { b.div_u(b_base, unit_b)? } else { b_base };
+    let b_base = if key.b_layout == Layout::RowMajor {
+        b.div_u(b_base, unit_b)?
+    } else {
+        b_base
+    };
     prefetch_all(b, c0)?;
 
     // ---- main loop over K -------------------------------------------------------------------
@@ -428,10 +451,12 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         for j in 0..s.fr_n {
             let at = b.add_u(b_base, b_frag_off(j, kk))?;
             let p = b.b.access_chain(p_wg_unit_b, None, sh_b, [at])?;
-            let bf = b.b.cooperative_matrix_load_khr(t_mat_b, None, p, b_layout_id, Some(c_pitch_b), np, [])?;
+            let bf =
+                b.b.cooperative_matrix_load_khr(t_mat_b, None, p, b_layout_id, Some(c_pitch_b), np, [])?;
             for i in 0..s.fr_m {
                 let slot = (i * s.fr_n + j) as usize;
-                acc[slot] = b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, a_frags[i as usize], bf, acc[slot], operands)?;
+                acc[slot] =
+                    b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, a_frags[i as usize], bf, acc[slot], operands)?;
             }
         }
     }
@@ -476,7 +501,11 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     // alpha * acc + beta * c, on whole fragments.
     let combine = |b: &mut ModuleBuilder, acc: Word, c: Option<Word>| -> BuildResult<Word> {
         let mul = |b: &mut ModuleBuilder, x: Word, y: Word| {
-            if is_float { b.b.f_mul(t_mat_acc, None, x, y) } else { b.b.i_mul(t_mat_acc, None, x, y) }
+            if is_float {
+                b.b.f_mul(t_mat_acc, None, x, y)
+            } else {
+                b.b.i_mul(t_mat_acc, None, x, y)
+            }
         };
         let mut v = acc;
         if let Some(a) = alpha {
@@ -484,7 +513,11 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         }
         if let (Some(bm), Some(c)) = (beta, c) {
             let t = mul(b, c, bm)?;
-            v = if is_float { b.b.f_add(t_mat_acc, None, v, t)? } else { b.b.i_add(t_mat_acc, None, v, t)? };
+            v = if is_float {
+                b.b.f_add(t_mat_acc, None, v, t)?
+            } else {
+                b.b.i_add(t_mat_acc, None, v, t)?
+            };
         }
         Ok(v)
     };
@@ -573,7 +606,15 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                     b.b.store(ps, x, np, [])?;
                 }
                 b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
-                Some(b.b.cooperative_matrix_load_khr(t_mat_acc, None, p_stage0, c_row_major, Some(c_cn_stride), np, [])?)
+                Some(b.b.cooperative_matrix_load_khr(
+                    t_mat_acc,
+                    None,
+                    p_stage0,
+                    c_row_major,
+                    Some(c_cn_stride),
+                    np,
+                    [],
+                )?)
             } else {
                 None
             };

@@ -10,7 +10,11 @@ pub fn spirv_tool(name: &str, env: &str) -> PathBuf {
     if let Ok(p) = std::env::var(env) {
         return PathBuf::from(p);
     }
-    if Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success()) {
+    if Command::new(name)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
         return PathBuf::from(name);
     }
     panic!(
@@ -34,7 +38,11 @@ pub fn spirv_val(words: &[u32], name: &str) -> Result<(), String> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
     }
 }
 
@@ -49,7 +57,11 @@ pub fn spirv_dis(words: &[u32]) -> String {
         .arg(&path)
         .output()
         .expect("spirv-dis runs");
-    assert!(out.status.success(), "spirv-dis failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "spirv-dis failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -62,7 +74,11 @@ use vk_sgmat::{Context, ContextOptions, Element, GemmOptions, Layout};
 pub fn context() -> &'static Context {
     static CTX: OnceLock<Context> = OnceLock::new();
     CTX.get_or_init(|| {
-        let options = ContextOptions { validation: true, poison_outputs: true, ..Default::default() };
+        let options = ContextOptions {
+            validation: true,
+            poison_outputs: true,
+            ..Default::default()
+        };
         Context::with_options(options).unwrap_or_else(|e| {
             panic!(
                 "these tests need a Vulkan device with cooperative matrices and the Khronos validation layer: {e}\n\
@@ -76,7 +92,12 @@ pub fn context() -> &'static Context {
 pub fn assert_no_validation_messages(ctx: &Context) {
     assert!(ctx.validation_enabled(), "validation layer must be on in tests");
     let msgs = ctx.validation_messages().messages();
-    assert!(msgs.is_empty(), "{} validation messages:\n{}", msgs.len(), msgs.join("\n"));
+    assert!(
+        msgs.is_empty(),
+        "{} validation messages:\n{}",
+        msgs.len(),
+        msgs.join("\n")
+    );
 }
 
 /// A random GEMM on `ctx`, every row checked against the f64 reference.

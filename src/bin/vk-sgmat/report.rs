@@ -28,7 +28,11 @@ pub fn render_info(r: &InfoReport) -> String {
         s.push_str("no Vulkan devices found\n");
     }
     for d in &r.devices {
-        let mark = if r.selected == Some(d.index) { "  (selected)" } else { "" };
+        let mark = if r.selected == Some(d.index) {
+            "  (selected)"
+        } else {
+            ""
+        };
         let _ = writeln!(s, "device {}: {} [{:?}]{mark}", d.index, d.name, d.kind);
         let _ = writeln!(
             s,
@@ -64,7 +68,11 @@ pub fn render_info(r: &InfoReport) -> String {
         for req in &d.requirements {
             let _ = writeln!(s, "    [{}] {}", if req.met { "x" } else { " " }, req.name);
         }
-        let _ = writeln!(s, "  cooperative-matrix properties (as reported, {}):", d.raw_properties.len());
+        let _ = writeln!(
+            s,
+            "  cooperative-matrix properties (as reported, {}):",
+            d.raw_properties.len()
+        );
         for p in &d.raw_properties {
             let _ = writeln!(s, "    {p}");
         }
@@ -76,7 +84,11 @@ pub fn render_info(r: &InfoReport) -> String {
         };
         list(&mut s, "configs, Dawn's rules", &d.configs.standard);
         list(&mut s, "extended configs (bf16, fp8)", &d.configs.extended);
-        let verdict = if d.usable() { "usable".to_string() } else { format!("not usable: missing {}", d.missing().join(", ")) };
+        let verdict = if d.usable() {
+            "usable".to_string()
+        } else {
+            format!("not usable: missing {}", d.missing().join(", "))
+        };
         let _ = writeln!(s, "  verdict: {verdict}");
     }
     s
@@ -126,10 +138,18 @@ pub fn render_gemm(r: &GemmReport) -> String {
         if r.passes == 1 { "" } else { "es" }
     );
     let c = &r.check;
-    let what = if r.rows_checked == r.m { format!("all {} rows", r.m) } else { format!("{} sampled rows of {}", r.rows_checked, r.m) };
+    let what = if r.rows_checked == r.m {
+        format!("all {} rows", r.m)
+    } else {
+        format!("{} sampled rows of {}", r.rows_checked, r.m)
+    };
     let verdict = if c.passed { "PASS" } else { "FAIL" };
     if c.tolerance == 0.0 {
-        let _ = writeln!(s, "verify ({what}, seed {}): {} mismatches (exact): {verdict}", r.seed, c.mismatches);
+        let _ = writeln!(
+            s,
+            "verify ({what}, seed {}): {} mismatches (exact): {verdict}",
+            r.seed, c.mismatches
+        );
     } else {
         let _ = writeln!(
             s,
@@ -140,7 +160,11 @@ pub fn render_gemm(r: &GemmReport) -> String {
     if let Some((row, col, got, want)) = c.first_bad {
         let _ = writeln!(s, "  first bad element C[{row}][{col}] = {got} (expected {want})");
     }
-    let rate = if r.tflops >= 1.0 { format!("{:.2} TFLOP/s", r.tflops) } else { format!("{:.2} GFLOP/s", r.tflops * 1e3) };
+    let rate = if r.tflops >= 1.0 {
+        format!("{:.2} TFLOP/s", r.tflops)
+    } else {
+        format!("{:.2} GFLOP/s", r.tflops * 1e3)
+    };
     let _ = writeln!(
         s,
         "time: median {:.4} ms over {} runs (device-resident, submit to completion): {rate}",
@@ -175,8 +199,16 @@ pub fn render_check(device: &str, rows: &[CheckRow]) -> String {
     for r in rows {
         let shape = format!("{}x{}x{}", r.shape.0, r.shape.1, r.shape.2);
         let result = if r.passed { "ok" } else { "FAIL" };
-        let err = if r.tolerance == 0.0 { format!("{} diff", r.mismatches) } else { format!("{:.2e}", r.rel_error) };
-        let bound = if r.tolerance == 0.0 { "exact".to_string() } else { format!("{:.2e}", r.tolerance) };
+        let err = if r.tolerance == 0.0 {
+            format!("{} diff", r.mismatches)
+        } else {
+            format!("{:.2e}", r.rel_error)
+        };
+        let bound = if r.tolerance == 0.0 {
+            "exact".to_string()
+        } else {
+            format!("{:.2e}", r.tolerance)
+        };
         let _ = writeln!(
             s,
             "{:<22} {:>16} {:>6} {:>12} {:>11} {:>11} {:>6}",
@@ -194,7 +226,13 @@ pub fn render_check(device: &str, rows: &[CheckRow]) -> String {
     }
     let failed = rows.iter().filter(|r| !r.passed).count();
     let configs: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.config.as_str()).collect();
-    let _ = writeln!(s, "{} passed, {} failed ({} configs)", rows.len() - failed, failed, configs.len());
+    let _ = writeln!(
+        s,
+        "{} passed, {} failed ({} configs)",
+        rows.len() - failed,
+        failed,
+        configs.len()
+    );
     s
 }
 
@@ -203,7 +241,14 @@ mod tests {
     use super::*;
 
     fn check(passed: bool) -> Check {
-        Check { rel_error: 1e-7, tolerance: 2e-6, mismatches: 0, compared: 10, first_bad: None, passed }
+        Check {
+            rel_error: 1e-7,
+            tolerance: 2e-6,
+            mismatches: 0,
+            compared: 10,
+            first_bad: None,
+            passed,
+        }
     }
 
     #[test]
@@ -234,7 +279,13 @@ mod tests {
         assert!(t.contains("all 5 rows"), "{t}");
         assert!(t.contains(": PASS"), "{t}");
         assert!(t.contains("1.25 TFLOP/s"), "{t}");
-        let bad = GemmReport { check: Check { first_bad: Some((1, 2, 3.0, 4.0)), ..check(false) }, ..r };
+        let bad = GemmReport {
+            check: Check {
+                first_bad: Some((1, 2, 3.0, 4.0)),
+                ..check(false)
+            },
+            ..r
+        };
         let t = render_gemm(&bad);
         assert!(t.contains("FAIL") && t.contains("C[1][2] = 3"), "{t}");
     }
@@ -263,7 +314,10 @@ mod tests {
         let json = r#"{"devices": [], "selected": null}"#;
         let parsed: serde_json::Value = serde_json::from_str(json).unwrap();
         assert!(parsed["devices"].as_array().unwrap().is_empty());
-        let t = render_info(&InfoReport { devices: vec![], selected: None });
+        let t = render_info(&InfoReport {
+            devices: vec![],
+            selected: None,
+        });
         assert!(t.contains("no Vulkan devices"));
     }
 }

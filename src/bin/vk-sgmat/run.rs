@@ -31,12 +31,35 @@ macro_rules! with_types {
 pub fn run(cli: Cli) -> Result<bool> {
     match cli.command {
         Command::Info { json } => info(json),
-        Command::Gemm { m, n, k, types, layout, shape, alpha, beta, repeat, json, dev } => {
+        Command::Gemm {
+            m,
+            n,
+            k,
+            types,
+            layout,
+            shape,
+            alpha,
+            beta,
+            repeat,
+            json,
+            dev,
+        } => {
             let ctx = context(&dev)?;
             let pair = parse_types(&types)?;
             let layouts = parse_layout(&layout)?;
-            let options = GemmOptions { alpha, beta, shape: shape.as_deref().map(parse_shape).transpose()?, scheme: None };
-            let report = with_types!(pair, |TA, TC| gemm::<TA, TC>(&ctx, (m, n, k), layouts, &options, repeat.max(1))?);
+            let options = GemmOptions {
+                alpha,
+                beta,
+                shape: shape.as_deref().map(parse_shape).transpose()?,
+                scheme: None,
+            };
+            let report = with_types!(pair, |TA, TC| gemm::<TA, TC>(
+                &ctx,
+                (m, n, k),
+                layouts,
+                &options,
+                repeat.max(1)
+            )?);
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -51,7 +74,13 @@ pub fn run(cli: Cli) -> Result<bool> {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
                 let info = ctx.device_info();
-                print!("{}", report::render_check(&format!("{} ({} {})", info.name, info.driver_name, info.driver_info), &rows));
+                print!(
+                    "{}",
+                    report::render_check(
+                        &format!("{} ({} {})", info.name, info.driver_name, info.driver_info),
+                        &rows
+                    )
+                );
             }
             finish(&ctx, rows.iter().all(|r| r.passed))
         }
@@ -59,7 +88,11 @@ pub fn run(cli: Cli) -> Result<bool> {
 }
 
 fn context(dev: &DeviceArgs) -> Result<Context> {
-    let mut options = ContextOptions { validation: dev.validation, poison_outputs: true, ..Default::default() };
+    let mut options = ContextOptions {
+        validation: dev.validation,
+        poison_outputs: true,
+        ..Default::default()
+    };
     if let Some(d) = &dev.device {
         options.device = DeviceSelector::parse(d);
     }
@@ -91,7 +124,9 @@ fn info(json: bool) -> Result<bool> {
 }
 
 fn parse_types(s: &str) -> Result<(ComponentType, ComponentType)> {
-    let (a, r) = s.split_once(':').with_context(|| format!("--types {s:?}: expected INPUT:RESULT, e.g. f16:f32"))?;
+    let (a, r) = s
+        .split_once(':')
+        .with_context(|| format!("--types {s:?}: expected INPUT:RESULT, e.g. f16:f32"))?;
     let t = |x: &str| ComponentType::parse(x).with_context(|| format!("unknown element type {x:?}"));
     Ok((t(a)?, t(r)?))
 }
@@ -110,7 +145,11 @@ fn parse_layout(s: &str) -> Result<(Layout, Layout)> {
 }
 
 fn parse_shape(s: &str) -> Result<(u32, u32, u32)> {
-    let v: Vec<u32> = s.split('x').map(str::parse).collect::<Result<_, _>>().with_context(|| format!("--shape {s:?}: expected MxNxK"))?;
+    let v: Vec<u32> = s
+        .split('x')
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("--shape {s:?}: expected MxNxK"))?;
     match v[..] {
         [m, n, k] => Ok((m, n, k)),
         _ => bail!("--shape {s:?}: expected MxNxK, e.g. 16x16x16"),
@@ -138,9 +177,25 @@ fn gemm<TA: Element, TC: Element>(
     let (ob, ib) = layouts.1.outer_inner(k, n);
     let a: Vec<TA> = random_vec(&mut rng, oa * ia);
     let b: Vec<TA> = random_vec(&mut rng, ob * ib);
-    let c_in: Vec<TC> = if options.beta != 0.0 { random_vec(&mut rng, m * n) } else { vec![TC::from_f64(0.0); m * n] };
-    let am = MatRef { data: &a, rows: m, cols: k, layout: layouts.0, ld: ia };
-    let bm = MatRef { data: &b, rows: k, cols: n, layout: layouts.1, ld: ib };
+    let c_in: Vec<TC> = if options.beta != 0.0 {
+        random_vec(&mut rng, m * n)
+    } else {
+        vec![TC::from_f64(0.0); m * n]
+    };
+    let am = MatRef {
+        data: &a,
+        rows: m,
+        cols: k,
+        layout: layouts.0,
+        ld: ia,
+    };
+    let bm = MatRef {
+        data: &b,
+        rows: k,
+        cols: n,
+        layout: layouts.1,
+        ld: ib,
+    };
 
     // Device-resident operands: the timed loop measures the GEMM, not PCIe.
     let da = ctx.upload(am)?;
@@ -193,7 +248,15 @@ fn gemm<TA: Element, TC: Element>(
 
 fn check(ctx: &Context, quick: bool) -> Result<Vec<CheckRow>> {
     let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
-    let mut shapes = vec![(1, 1, 1), (7, 5, 3), (17, 31, 9), (64, 64, 64), (127, 129, 65), (300, 5, 700), (1, 1000, 3)];
+    let mut shapes = vec![
+        (1, 1, 1),
+        (7, 5, 3),
+        (17, 31, 9),
+        (64, 64, 64),
+        (127, 129, 65),
+        (300, 5, 700),
+        (1, 1000, 3),
+    ];
     if !quick {
         shapes.extend([(257, 255, 131), (513, 257, 1031)]);
         if !cpu {
@@ -218,10 +281,17 @@ fn check(ctx: &Context, quick: bool) -> Result<Vec<CheckRow>> {
         for &shape in &shapes {
             for (li, &l) in layouts.iter().enumerate() {
                 for &(alpha, beta) in scalars {
-                    let options = GemmOptions { alpha, beta, shape: Some((config.m, config.n, config.k)), scheme: None };
+                    let options = GemmOptions {
+                        alpha,
+                        beta,
+                        shape: Some((config.m, config.n, config.k)),
+                        scheme: None,
+                    };
                     // Padded leading dimensions on every other layout.
                     let extra_ld = li % 2 * 3;
-                    let res = with_types!(pair, |TA, TC| run_random_gemm::<TA, TC>(ctx, &mut rng, shape, l, extra_ld, &options, FULL_CHECK));
+                    let res = with_types!(pair, |TA, TC| run_random_gemm::<TA, TC>(
+                        ctx, &mut rng, shape, l, extra_ld, &options, FULL_CHECK
+                    ));
                     let row = |check: Option<vk_sgmat::verify::Check>, error: Option<String>| CheckRow {
                         config: config.to_string(),
                         shape,

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""cuBLAS reference figures for vk-sgmat's benchmarks: times torch.matmul (torch._int_mm for int8)
+on the same shapes and types, median of CUDA-event timings after a warm-up, and prints JSON lines:
+{"types": "f16:f32", "m": .., "n": .., "k": .., "median_ms": .., "tflops": ..}
+
+Usage: python3 scripts/cublas_reference.py [--types f16:f32,bf16:f32,i8:i32] [--shapes 4096x4096x4096,...]
+f16:f32 means f16 inputs with f32 accumulation (cuBLAS's default for torch.float16 matmul, output f16);
+f16:f16 is the same call (cuBLAS may accumulate in f32 there too)."""
+import argparse
+import json
+import statistics
+
+import torch
+
+
+def time_op(fn, warmup_s=0.5, repeat=30):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    # Warm up until clocks rise (the GPU idles at a few hundred MHz).
+    t0 = torch.cuda.Event(enable_timing=True)
+    t0.record()
+    while True:
+        fn()
+        end.record()
+        end.synchronize()
+        if t0.elapsed_time(end) > warmup_s * 1e3:
+            break
+    times = []
+    for _ in range(repeat):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--types", default="f16:f32,bf16:f32,i8:i32")
+    p.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192")
+    args = p.parse_args()
+    dev = torch.device("cuda")
+    for types in args.types.split(","):
+        for shape in args.shapes.split(","):
+            m, n, k = (int(x) for x in shape.split("x"))
+            inp = types.split(":")[0]
+            if inp == "i8":
+                if m <= 16:
+                    continue  # torch._int_mm needs M > 16
+                a = torch.randint(-128, 127, (m, k), dtype=torch.int8, device=dev)
+                b = torch.randint(-128, 127, (k, n), dtype=torch.int8, device=dev)
+                fn = lambda: torch._int_mm(a, b)
+            else:
+                dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[inp]
+                a = torch.randn(m, k, dtype=dt, device=dev)
+                b = torch.randn(k, n, dtype=dt, device=dev)
+                fn = lambda: torch.matmul(a, b)
+            ms = time_op(fn)
+            print(json.dumps({"types": types, "m": m, "n": n, "k": k, "median_ms": ms,
+                              "tflops": 2.0 * m * n * k / (ms * 1e-3) / 1e12,
+                              "device": torch.cuda.get_device_name(), "torch": torch.__version__}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
