@@ -217,6 +217,22 @@ impl Recording<'_> {
         unsafe { self.device.raw().cmd_copy_buffer(self.cmd, src, dst, &region) };
     }
 
+    /// Writes a timestamp after all prior commands complete.
+    pub fn timestamp(&mut self, pool: vk::QueryPool, index: u32) {
+        // SAFETY: the pool has more than `index` queries and was reset in this command buffer.
+        unsafe {
+            self.device
+                .raw()
+                .cmd_write_timestamp(self.cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, index)
+        };
+    }
+
+    /// Resets `count` queries of `pool`.
+    pub fn reset_queries(&mut self, pool: vk::QueryPool, count: u32) {
+        // SAFETY: recording state; the pool has `count` queries.
+        unsafe { self.device.raw().cmd_reset_query_pool(self.cmd, pool, 0, count) };
+    }
+
     /// Fills `size` bytes (a multiple of 4) with a 32-bit pattern.
     pub fn fill(&mut self, buffer: vk::Buffer, size: u64, pattern: u32) {
         // SAFETY: the buffer has TRANSFER_DST usage and at least `size` bytes.
@@ -276,5 +292,51 @@ impl Recording<'_> {
             raw.cmd_dispatch(self.cmd, groups[0], groups[1], 1);
         }
         Ok(())
+    }
+}
+
+/// A timestamp query pool, destroyed on drop.
+pub(crate) struct TimestampPool {
+    pub raw: vk::QueryPool,
+    pub count: u32,
+    device: Arc<Device>,
+}
+
+impl TimestampPool {
+    pub fn new(device: &Arc<Device>, count: u32) -> Result<Self> {
+        let info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::TIMESTAMP)
+            .query_count(count);
+        // SAFETY: valid create info.
+        let raw =
+            unsafe { device.raw().create_query_pool(&info, None) }.map_err(|r| Error::vk("vkCreateQueryPool", r))?;
+        Ok(Self {
+            raw,
+            count,
+            device: device.clone(),
+        })
+    }
+
+    /// The timestamps in ticks (call after the submission that wrote them completed).
+    pub fn read(&self) -> Result<Vec<u64>> {
+        let mut data = vec![0u64; self.count as usize];
+        // SAFETY: every query was written by a completed submission.
+        unsafe {
+            self.device.raw().get_query_pool_results(
+                self.raw,
+                0,
+                &mut data,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .map_err(|r| Error::vk("vkGetQueryPoolResults", r))?;
+        Ok(data)
+    }
+}
+
+impl Drop for TimestampPool {
+    fn drop(&mut self) {
+        // SAFETY: the submission that used the pool has completed.
+        unsafe { self.device.raw().destroy_query_pool(self.raw, None) };
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::{Device, DeviceInfo, DeviceSelector, Instance, InstanceOptions, ValidationMessages};
-use crate::dispatch::{Access, Submitter};
+use crate::dispatch::{Access, Submitter, TimestampPool};
 use crate::error::{Error, Result};
 use crate::kernel::{Epilogue, KernelKey, PushConstants};
 use crate::memory::{Buffer, BufferKind, BufferPool};
@@ -251,12 +251,12 @@ pub const MAX_DIM: usize = (1 << 31) - 1;
 
 /// A device with its pipelines and buffers. Cheap to share (`&Context` is `Sync`).
 pub struct Context {
-    submitter: Submitter,
-    pipelines: Pipelines,
+    pub(crate) submitter: Submitter,
+    pub(crate) pipelines: Pipelines,
     pool: BufferPool,
     limits: DispatchLimits,
     options: ContextOptions,
-    device: Arc<Device>,
+    pub(crate) device: Arc<Device>,
 }
 
 impl Context {
@@ -525,6 +525,54 @@ impl Context {
                 }
                 self.record_passes(rec, &job, [a.buffer.raw(), b.buffer.raw(), c.buffer.raw()])
             })
+    }
+
+    /// Runs `reps` GEMMs on device-resident matrices in one submission, a barrier between each, and
+    /// returns each one's GPU time in seconds from timestamp queries (submission overhead excluded).
+    pub fn time_gemm_device<TA: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TA>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+        reps: u32,
+    ) -> Result<Vec<f64>> {
+        for buf in [&a.buffer, &b.buffer] {
+            self.check_owned(buf)?;
+        }
+        self.check_owned(&c.buffer)?;
+        let info = self.device.info();
+        if info.limits.timestamp_period <= 0.0 {
+            return Err(Error::Unsupported("the device has no timestamp queries".into()));
+        }
+        let reps = reps.max(1);
+        let job = self.prepare::<TA, TC>(
+            (a.rows, a.cols, a.layout),
+            (b.rows, b.cols, b.layout),
+            (c.rows, c.cols),
+            options,
+        )?;
+        let pool = TimestampPool::new(&self.device, 2 * reps)?;
+        self.submitter
+            .run(self.pipelines.set_layout, reps * job.passes.len() as u32, |rec| {
+                rec.reset_queries(pool.raw, pool.count);
+                for r in 0..reps {
+                    if r > 0 {
+                        // Without it the queue may overlap consecutive GEMMs.
+                        rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
+                    }
+                    rec.timestamp(pool.raw, 2 * r);
+                    self.record_passes(rec, &job, [a.buffer.raw(), b.buffer.raw(), c.buffer.raw()])?;
+                    rec.timestamp(pool.raw, 2 * r + 1);
+                }
+                Ok(())
+            })?;
+        let ticks = pool.read()?;
+        let period = f64::from(info.limits.timestamp_period) * 1e-9;
+        Ok(ticks
+            .chunks(2)
+            .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
+            .collect())
     }
 
     fn check_owned(&self, buffer: &Buffer) -> Result<()> {

@@ -27,6 +27,7 @@ pub mod error;
 mod gemm;
 pub mod kernel;
 mod memory;
+mod peak;
 mod pipeline;
 pub mod tiling;
 pub mod verify;
@@ -37,4 +38,5 @@ pub use error::{Error, Result};
 pub use gemm::{
     default_context, gemm, Context, ContextOptions, DeviceMatrix, Element, GemmOptions, MatMut, MatRef, MAX_DIM,
 };
+pub use peak::PeakResult;
 pub use tiling::Layout;

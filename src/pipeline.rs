@@ -128,8 +128,15 @@ impl Pipelines {
             )));
         }
         let words = kernel::generate(key)?;
+        self.build(&words, sg)
+    }
+
+    /// Creates a pipeline from SPIR-V words, pinning subgroup size `sg` (checked by the caller).
+    pub fn build(&self, words: &[u32], sg: u32) -> Result<Pipeline> {
+        let limits = &self.device.info().limits;
+        let pin = limits.required_subgroup_size_compute;
         let raw = self.device.raw();
-        let info = vk::ShaderModuleCreateInfo::default().code(&words);
+        let info = vk::ShaderModuleCreateInfo::default().code(words);
         // SAFETY: `words` is a complete SPIR-V module from our generator.
         let module =
             unsafe { raw.create_shader_module(&info, None) }.map_err(|r| Error::vk("vkCreateShaderModule", r))?;

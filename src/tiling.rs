@@ -62,6 +62,8 @@ pub struct TileScheme {
     /// Skew added to each shared-memory row, in bytes (breaks power-of-two strides; keeps every
     /// fragment start 16-byte aligned).
     pub pad_bytes: u32,
+    /// Shared-memory stages: 1 (two barriers per K step) or 2 (double-buffered, one barrier).
+    pub stages: u32,
 }
 
 /// The derived sizes of a scheme for one config.
@@ -98,7 +100,15 @@ impl TileScheme {
             fr_n,
             k_step,
             pad_bytes: VECTOR_BYTES,
+            stages: 1,
         };
+        s.check(config, limits)?;
+        Ok(s)
+    }
+
+    /// The same scheme with `stages` shared-memory buffers, checked again.
+    pub fn with_stages(self, stages: u32, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<Self> {
+        let s = Self { stages, ..self };
         s.check(config, limits)?;
         Ok(s)
     }
@@ -120,7 +130,7 @@ impl TileScheme {
             bn,
             bk,
             threads,
-            shared_bytes: a + b + stage,
+            shared_bytes: self.stages * (a + b) + stage,
         }
     }
 
@@ -138,6 +148,9 @@ impl TileScheme {
         .contains(&0)
         {
             return bad("every scheme parameter must be at least 1".into());
+        }
+        if !(1..=2).contains(&self.stages) {
+            return bad(format!("stages must be 1 or 2, not {}", self.stages));
         }
         if !self.subgroup_size.is_power_of_two() {
             return bad(format!("subgroup size {} is not a power of two", self.subgroup_size));
@@ -212,8 +225,14 @@ impl TileScheme {
     /// A short name, e.g. `sg2x4_fr4x2_k32_s32`.
     pub fn name(&self) -> String {
         format!(
-            "sg{}x{}_fr{}x{}_k{}_s{}",
-            self.sg_m, self.sg_n, self.fr_m, self.fr_n, self.k_step, self.subgroup_size
+            "sg{}x{}_fr{}x{}_k{}_s{}{}",
+            self.sg_m,
+            self.sg_n,
+            self.fr_m,
+            self.fr_n,
+            self.k_step,
+            self.subgroup_size,
+            if self.stages == 2 { "_d2" } else { "" }
         )
     }
 }
@@ -258,6 +277,52 @@ pub fn candidate_schemes(
                     out.push(s);
                 }
                 break;
+            }
+        }
+    }
+    out
+}
+
+/// A wider set of schemes for the autotuner and `vk-sgmat tune`: 4 or 8 subgroups, workgroup tiles
+/// from 64 to 256 on a side, 4 to 16 accumulator fragments per subgroup, one or two fragment-k
+/// multiples per stage up to 64 bytes of row, single or double-buffered; every one valid on the
+/// device. CPU devices get [`candidate_schemes`] only.
+pub fn tuning_candidates(
+    config: &GPUSubgroupMatrixConfig,
+    limits: &DeviceLimits,
+    subgroup_size: u32,
+    cpu_device: bool,
+) -> Vec<TileScheme> {
+    let mut out = candidate_schemes(config, limits, subgroup_size, cpu_device);
+    if cpu_device {
+        return out;
+    }
+    let es = config.component_type.size_bytes();
+    let sgs = [(2, 4), (4, 2), (2, 2), (1, 4), (4, 1), (2, 1), (1, 2)];
+    let frs = [(2, 2), (4, 2), (2, 4), (4, 4), (8, 2), (2, 8), (8, 1), (1, 8)];
+    let mut k_steps: Vec<u32> = [config.k, 2 * config.k, 4 * config.k]
+        .into_iter()
+        .filter(|&k| k * es >= 32 && k * es <= 128)
+        .collect();
+    if k_steps.is_empty() {
+        k_steps.push(config.k);
+    }
+    for &(sm, sn) in &sgs {
+        for &(fm, fn_) in &frs {
+            let (bm, bn) = (sm * fm * config.m, sn * fn_ * config.n);
+            if !(64..=256).contains(&bm) || !(64..=256).contains(&bn) {
+                continue;
+            }
+            for &ks in &k_steps {
+                for stages in [1, 2] {
+                    let s = TileScheme::new(config, limits, subgroup_size, (sm, sn), (fm, fn_), ks)
+                        .and_then(|s| s.with_stages(stages, config, limits));
+                    if let Ok(s) = s {
+                        if !out.contains(&s) {
+                            out.push(s);
+                        }
+                    }
+                }
             }
         }
     }
@@ -532,6 +597,20 @@ mod tests {
         ] {
             assert!(!candidate_schemes(&c, &h200_limits(), 32, false).is_empty(), "{c}");
         }
+    }
+
+    #[test]
+    fn tuning_candidates_are_valid_and_varied() {
+        let c = cfg(16, 16, 16, F16, F32);
+        let l = h200_limits();
+        let v = tuning_candidates(&c, &l, 32, false);
+        assert!(v.len() > 20, "{}", v.len());
+        assert!(v.iter().all(|s| s.check(&c, &l).is_ok()));
+        assert!(v.iter().any(|s| s.stages == 2));
+        assert_eq!(
+            tuning_candidates(&c, &lavapipe_limits(), 8, true),
+            candidate_schemes(&c, &lavapipe_limits(), 8, true)
+        );
     }
 
     #[test]

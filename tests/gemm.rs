@@ -183,3 +183,51 @@ fn int8_extremes_exact() {
     }
     assert_no_validation_messages(ctx);
 }
+
+/// The double-buffered variant (two shared stages, one barrier per K step) on odd shapes.
+#[test]
+fn double_buffered_scheme_is_correct() {
+    let ctx = context();
+    let mut rng = seeded();
+    for (pair, shapes) in [(0, [(65, 33, 97), (7, 129, 300)]), (1, [(40, 72, 130), (129, 17, 64)])] {
+        for shape in shapes {
+            for layouts in LAYOUTS {
+                let check = if pair == 0 {
+                    let config = ctx.choose_config(ComponentType::F16, ComponentType::F32, None).unwrap();
+                    let scheme = ctx.schemes(&config)[0]
+                        .with_stages(2, &config, &ctx.device_info().limits)
+                        .unwrap();
+                    let opts = GemmOptions {
+                        scheme: Some(scheme),
+                        beta: 0.5,
+                        ..Default::default()
+                    };
+                    run_case::<f16, f32>(ctx, &mut rng, shape, layouts, 1, &opts)
+                } else {
+                    let config = ctx.choose_config(ComponentType::I8, ComponentType::I32, None).unwrap();
+                    let scheme = ctx.schemes(&config)[0]
+                        .with_stages(2, &config, &ctx.device_info().limits)
+                        .unwrap();
+                    let opts = GemmOptions {
+                        scheme: Some(scheme),
+                        ..Default::default()
+                    };
+                    run_case::<i8, i32>(ctx, &mut rng, shape, layouts, 0, &opts)
+                };
+                assert!(check.passed, "{shape:?} {layouts:?}: {check:?}");
+            }
+        }
+    }
+    assert_no_validation_messages(ctx);
+}
+
+/// The peak kernel runs on every config and reports a positive rate.
+#[test]
+fn peak_runs_on_every_config() {
+    let ctx = context();
+    for config in ctx.configs() {
+        let r = ctx.peak(&config, 2, 16, 1).unwrap_or_else(|e| panic!("{config}: {e}"));
+        assert!(r.flops.is_finite() && r.flops > 0.0, "{config}: {r:?}");
+    }
+    assert_no_validation_messages(ctx);
+}

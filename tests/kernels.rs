@@ -165,6 +165,46 @@ fn every_h200_scheme_passes_spirv_val() {
     }
 }
 
+#[test]
+fn double_buffered_and_tuning_kernels_pass_spirv_val() {
+    let l = limits(32, 49152);
+    let mut n = 0;
+    for config in [
+        cfg(16, 16, 16, F16, F32),
+        cfg(16, 8, 32, I8, I32),
+        cfg(16, 8, 8, F16, F16),
+    ] {
+        for scheme in vk_sgmat::tiling::tuning_candidates(&config, &l, 32, false) {
+            let key = KernelKey {
+                config,
+                scheme,
+                a_layout: Layout::ColMajor,
+                b_layout: Layout::RowMajor,
+                epilogue: Epilogue {
+                    alpha: true,
+                    beta: true,
+                },
+            };
+            let words = generate(&key).unwrap();
+            common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            n += 1;
+        }
+    }
+    assert!(n > 60, "{n}");
+}
+
+#[test]
+fn peak_kernels_pass_spirv_val() {
+    let mut configs = lavapipe_configs();
+    configs.extend(h200_configs().into_iter().filter(|c| c.component_type != Bf16));
+    for config in configs {
+        let sg = if config.m == 8 { 8 } else { 32 };
+        let words = vk_sgmat::kernel::generate_peak(&config, sg).unwrap();
+        common::spirv_val(&words, &format!("peak_{}", config.to_string().replace(['>', ' '], "_")))
+            .unwrap_or_else(|e| panic!("peak {config}: {e}"));
+    }
+}
+
 /// Representative kernels reviewed as disassembly: a change to the generator shows as a diff.
 #[test]
 fn golden_disassembly() {

@@ -166,15 +166,21 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         let unit_bytes = shared_unit(run).expect("scheme checked");
         let pitch_bytes = inner * es + s.pad_bytes;
         let unit_t = mb.t_uvec(unit_bytes / 4);
-        let len = mb.c_u32(outer * pitch_bytes / unit_bytes);
+        let len = mb.c_u32(s.stages * outer * pitch_bytes / unit_bytes);
         let t_arr = mb.b.type_array(unit_t, len);
         let p = mb.ptr(StorageClass::Workgroup, t_arr);
         let v = mb.b.variable(p, None, StorageClass::Workgroup, None);
         interface.push(v);
-        (v, unit_t, unit_bytes, pitch_bytes / unit_bytes)
+        (
+            v,
+            unit_t,
+            unit_bytes,
+            pitch_bytes / unit_bytes,
+            outer * pitch_bytes / unit_bytes,
+        )
     };
-    let (sh_a, unit_a_t, unit_a, pitch_a) = shared_array(&mut mb, a_outer, a_inner, a_run);
-    let (sh_b, unit_b_t, unit_b, pitch_b) = shared_array(&mut mb, b_outer, b_inner, b_run);
+    let (sh_a, unit_a_t, unit_a, pitch_a, stage_units_a) = shared_array(&mut mb, a_outer, a_inner, a_run);
+    let (sh_b, unit_b_t, unit_b, pitch_b, stage_units_b) = shared_array(&mut mb, b_outer, b_inner, b_run);
     let stage_len = s.sg_m * s.sg_n * cfg.m * cfg.n;
     let c_stage_len = mb.c_u32(stage_len);
     let t_stage = mb.b.type_array(t_res, c_stage_len);
@@ -352,24 +358,27 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         let (o, i) = bounds(key.b_layout, n0, pn, kb, false);
         prefetch(b, &op_b, v_b, b_off, ldb, o, i)
     };
-    let store_shared = |b: &mut ModuleBuilder, op: &Operand2d, p_unit: Word| -> BuildResult<()> {
-        let parts = VECTOR_BYTES / op.unit_bytes;
-        for (t, &(_, _, sidx)) in op.slots.iter().enumerate() {
-            let val = b.b.load(t_uvec4, None, op.regs[t], None, [])?;
-            for h in 0..parts {
-                let part = match parts {
-                    1 => val,
-                    2 => b.b.vector_shuffle(op.unit_t, None, val, val, [2 * h, 2 * h + 1])?,
-                    _ => b.b.composite_extract(op.unit_t, None, val, [h])?,
-                };
-                let c_h = b.c_u32(h);
-                let at = b.b.i_add(t_u32, None, sidx, c_h)?;
-                let p = b.b.access_chain(p_unit, None, op.shared, [at])?;
-                b.b.store(p, part, np, [])?;
+    let store_shared =
+        |b: &mut ModuleBuilder, op: &Operand2d, p_unit: Word, stage_off: Option<Word>| -> BuildResult<()> {
+            let parts = VECTOR_BYTES / op.unit_bytes;
+            for (t, &(_, _, sidx)) in op.slots.iter().enumerate() {
+                let val = b.b.load(t_uvec4, None, op.regs[t], None, [])?;
+                for h in 0..parts {
+                    let part = match parts {
+                        1 => val,
+                        2 => b.b.vector_shuffle(op.unit_t, None, val, val, [2 * h, 2 * h + 1])?,
+                        _ => b.b.composite_extract(op.unit_t, None, val, [h])?,
+                    };
+                    let mut at = b.add_u(sidx, h)?;
+                    if let Some(off) = stage_off {
+                        at = b.b.i_add(t_u32, None, at, off)?;
+                    }
+                    let p = b.b.access_chain(p_unit, None, op.shared, [at])?;
+                    b.b.store(p, part, np, [])?;
+                }
             }
-        }
-        Ok(())
-    };
+            Ok(())
+        };
     // Fragment offsets in shared units: a per-subgroup base plus compile-time constants.
     let a_sg_rows = b.b.i_mul(t_u32, None, sg_m, c_bm)?;
     let c_sgm = u!(s.sg_m);
@@ -410,9 +419,23 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.b.branch_conditional(more, l_body, l_merge, [])?;
 
     b.b.begin_block(Some(l_body))?;
-    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
-    store_shared(b, &op_a, p_wg_unit_a)?;
-    store_shared(b, &op_b, p_wg_unit_b)?;
+    // With two stages, step i writes buffer i % 2 while slower subgroups may still read the other
+    // one; a subgroup can only get back to this buffer after all passed the barrier below, so one
+    // barrier per step suffices.
+    let (stage_a, stage_b) = if s.stages == 2 {
+        let step = b.div_u(kb, g.bk)?;
+        let c1 = b.c_u32(1);
+        let parity = b.b.bitwise_and(t_u32, None, step, c1)?;
+        (
+            Some(b.mul_u(parity, stage_units_a)?),
+            Some(b.mul_u(parity, stage_units_b)?),
+        )
+    } else {
+        b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
+        (None, None)
+    };
+    store_shared(b, &op_a, p_wg_unit_a, stage_a)?;
+    store_shared(b, &op_b, p_wg_unit_b, stage_b)?;
     b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
     b.b.i_add(t_u32, Some(kb_next), kb, c_bk)?;
     prefetch_all(b, kb_next)?;
@@ -444,12 +467,18 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     for kk in 0..g.bk / cfg.k {
         let mut a_frags = Vec::new();
         for i in 0..s.fr_m {
-            let at = b.add_u(a_base, a_frag_off(i, kk))?;
+            let mut at = b.add_u(a_base, a_frag_off(i, kk))?;
+            if let Some(off) = stage_a {
+                at = b.b.i_add(t_u32, None, at, off)?;
+            }
             let p = b.b.access_chain(p_wg_unit_a, None, sh_a, [at])?;
             a_frags.push(b.b.cooperative_matrix_load_khr(t_mat_a, None, p, a_layout_id, Some(c_pitch_a), np, [])?);
         }
         for j in 0..s.fr_n {
-            let at = b.add_u(b_base, b_frag_off(j, kk))?;
+            let mut at = b.add_u(b_base, b_frag_off(j, kk))?;
+            if let Some(off) = stage_b {
+                at = b.b.i_add(t_u32, None, at, off)?;
+            }
             let p = b.b.access_chain(p_wg_unit_b, None, sh_b, [at])?;
             let bf =
                 b.b.cooperative_matrix_load_khr(t_mat_b, None, p, b_layout_id, Some(c_pitch_b), np, [])?;

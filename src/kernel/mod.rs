@@ -3,6 +3,7 @@
 
 mod builder;
 mod gemm;
+pub mod peak;
 
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::error::{Error, Result};
@@ -90,6 +91,11 @@ pub struct PushConstants {
 
 /// Number of storage-buffer bindings (A, B, C at bindings 0, 1, 2 of set 0).
 pub const BINDINGS: u32 = 3;
+
+/// Generates the `peak` kernel for `config` (see [`peak`]).
+pub fn generate_peak(config: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> Result<Vec<u32>> {
+    peak::emit(config, subgroup_size).map_err(|e| Error::Codegen(format!("peak {config}: {e}")))
+}
 
 /// Generates the SPIR-V words of a kernel. The scheme must already be checked against the config
 /// ([`TileScheme::check`]).

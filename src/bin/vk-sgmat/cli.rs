@@ -63,6 +63,37 @@ pub enum Command {
         #[command(flatten)]
         dev: DeviceArgs,
     },
+    /// Time every candidate tile scheme (and fragment shape) for one GEMM; fastest first.
+    Tune {
+        /// Rows of A and C.
+        m: usize,
+        /// Columns of B and C.
+        n: usize,
+        /// Columns of A, rows of B.
+        k: usize,
+        /// Element types as INPUT:RESULT.
+        #[arg(long, default_value = "f16:f32")]
+        types: String,
+        /// Layouts of A and B (nn, nt, tn, tt).
+        #[arg(long, default_value = "nn")]
+        layout: String,
+        /// Timed runs per candidate (GPU timestamps; the median is reported).
+        #[arg(long, default_value_t = 10)]
+        reps: u32,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        dev: DeviceArgs,
+    },
+    /// Measure each config's register-resident multiply-accumulate ceiling (like vkpeak).
+    Peak {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        dev: DeviceArgs,
+    },
     /// Check every config of the device on odd shapes, all layouts, and alpha/beta.
     Check {
         /// Fewer and smaller shapes (for CPU drivers).

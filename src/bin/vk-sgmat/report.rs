@@ -236,6 +236,63 @@ pub fn render_check(device: &str, rows: &[CheckRow]) -> String {
     s
 }
 
+/// One row of `vk-sgmat tune`.
+#[derive(Debug, Serialize)]
+pub struct TuneRow {
+    pub config: String,
+    pub scheme: String,
+    pub tile: String,
+    pub threads: u32,
+    pub shared_bytes: u32,
+    pub median_ms: f64,
+    pub tflops: f64,
+    pub passed: bool,
+}
+
+pub fn render_tune(device: &str, (m, n, k): (usize, usize, usize), rows: &[TuneRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "device: {device}; {m}x{n}x{k}; GPU time (timestamps), median");
+    let _ = writeln!(
+        s,
+        "{:<20} {:<28} {:>12} {:>7} {:>7} {:>10} {:>9} {:>6}",
+        "config", "scheme", "tile", "threads", "shared", "ms", "TFLOP/s", "check"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<20} {:<28} {:>12} {:>7} {:>7} {:>10.4} {:>9.2} {:>6}",
+            r.config,
+            r.scheme,
+            r.tile,
+            r.threads,
+            r.shared_bytes,
+            r.median_ms,
+            r.tflops,
+            if r.passed { "ok" } else { "FAIL" }
+        );
+    }
+    s
+}
+
+pub fn render_peak(device: &str, rows: &[vk_sgmat::PeakResult]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "device: {device}; register-resident multiply-accumulate ceiling (median, GPU timestamps)"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<20} {:>10.2} TFLOP/s   ({} workgroups x 4 subgroups x 8 chains x {} iterations)",
+            r.config.to_string(),
+            r.flops / 1e12,
+            r.workgroups,
+            r.iterations
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

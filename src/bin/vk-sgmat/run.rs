@@ -67,6 +67,42 @@ pub fn run(cli: Cli) -> Result<bool> {
             }
             finish(&ctx, report.check.passed)
         }
+        Command::Tune {
+            m,
+            n,
+            k,
+            types,
+            layout,
+            reps,
+            json,
+            dev,
+        } => {
+            let ctx = context(&dev)?;
+            let pair = parse_types(&types)?;
+            let layouts = parse_layout(&layout)?;
+            let rows = with_types!(pair, |TA, TC| tune::<TA, TC>(&ctx, (m, n, k), layouts, reps)?);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", report::render_tune(&ctx.device_info().name, (m, n, k), &rows));
+            }
+            finish(&ctx, rows.iter().all(|r| r.passed))
+        }
+        Command::Peak { json, dev } => {
+            let ctx = context(&dev)?;
+            let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
+            let (groups, iters, reps) = if cpu { (4, 64, 2) } else { (2048, 4096, 5) };
+            let mut rows = Vec::new();
+            for config in ctx.configs() {
+                rows.push(ctx.peak(&config, groups, iters, reps)?);
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", report::render_peak(&ctx.device_info().name, &rows));
+            }
+            finish(&ctx, true)
+        }
         Command::Check { quick, json, dev } => {
             let ctx = context(&dev)?;
             let rows = check(&ctx, quick)?;
@@ -244,6 +280,79 @@ fn gemm<TA: Element, TC: Element>(
         median_ms: median * 1e3,
         tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
     })
+}
+
+/// Times every candidate scheme of every config for the types, each checked on 16 sampled rows.
+fn tune<TA: Element, TC: Element>(
+    ctx: &Context,
+    (m, n, k): (usize, usize, usize),
+    layouts: (Layout, Layout),
+    reps: u32,
+) -> Result<Vec<report::TuneRow>> {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (oa, ia) = layouts.0.outer_inner(m, k);
+    let (ob, ib) = layouts.1.outer_inner(k, n);
+    let a: Vec<TA> = random_vec(&mut rng, oa * ia);
+    let b: Vec<TA> = random_vec(&mut rng, ob * ib);
+    let am = MatRef {
+        data: &a,
+        rows: m,
+        cols: k,
+        layout: layouts.0,
+        ld: ia,
+    };
+    let bm = MatRef {
+        data: &b,
+        rows: k,
+        cols: n,
+        layout: layouts.1,
+        ld: ib,
+    };
+    let da = ctx.upload(am)?;
+    let db = ctx.upload(bm)?;
+    let mut dc = ctx.zeros::<TC>(m, n)?;
+    let check_rows = rows_to_check(m, n, 0, 16, &mut rng);
+    let (expected, magnitude) = reference::<TA, TC>(&am, &bm, None, 1.0, 0.0, &check_rows);
+    let info = ctx.device_info();
+    let cpu = info.kind == vk_sgmat::device::DeviceKind::Cpu;
+    let mut rows = Vec::new();
+    let configs: Vec<_> = ctx
+        .configs()
+        .into_iter()
+        .filter(|c| c.component_type == TA::TYPE && c.result_type == TC::TYPE)
+        .collect();
+    for config in configs {
+        let schemes = vk_sgmat::tiling::tuning_candidates(&config, &info.limits, ctx.subgroup_size(), cpu);
+        for (i, scheme) in schemes.iter().enumerate() {
+            eprint!("\r{config}: scheme {}/{} {:<32}", i + 1, schemes.len(), scheme.name());
+            let options = GemmOptions {
+                shape: Some((config.m, config.n, config.k)),
+                scheme: Some(*scheme),
+                ..Default::default()
+            };
+            ctx.gemm_device(&da, &db, &mut dc, &options)?;
+            let mut c = vec![TC::from_f64(0.0); m * n];
+            ctx.download(&dc, MatMut::new(&mut c, m, n))?;
+            let check = compare(&c, n, n, &check_rows, &expected, &magnitude, k);
+            let mut times = ctx.time_gemm_device(&da, &db, &mut dc, &options, reps)?;
+            times.sort_by(f64::total_cmp);
+            let median = times[times.len() / 2];
+            let g = scheme.geometry(&config);
+            rows.push(report::TuneRow {
+                config: config.to_string(),
+                scheme: scheme.name(),
+                tile: format!("{}x{}x{}", g.bm, g.bn, g.bk),
+                threads: g.threads,
+                shared_bytes: g.shared_bytes,
+                median_ms: median * 1e3,
+                tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
+                passed: check.passed,
+            });
+        }
+    }
+    eprintln!();
+    rows.sort_by(|a, b| b.tflops.total_cmp(&a.tflops));
+    Ok(rows)
 }
 
 fn check(ctx: &Context, quick: bool) -> Result<Vec<CheckRow>> {

@@ -1,0 +1,208 @@
+//! The `peak` kernel: register-resident multiply-accumulate throughput for one config, the Vulkan
+//! ceiling every GEMM figure is read against.
+//!
+//! Each subgroup keeps `CHAINS` independent accumulators, each fed by its own A fragment, and per
+//! iteration reloads the B fragment from shared memory at an offset that alternates with the
+//! iteration, so no product is loop-invariant (NVIDIA's compiler hoists invariant products). Every
+//! element of every accumulator is stored at the end (it drops MMAs whose results are unused).
+
+use super::builder::{BuildResult, ModuleBuilder};
+use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
+use rspirv::dr::Operand;
+use rspirv::spirv::{
+    BuiltIn, Capability, CooperativeMatrixOperands, Decoration, ExecutionMode, ExecutionModel, FunctionControl,
+    LoopControl, MemoryAccess, MemorySemantics, Scope, StorageClass,
+};
+
+/// Independent accumulator chains per subgroup.
+pub const CHAINS: u32 = 8;
+/// Subgroups per workgroup.
+pub const SUBGROUPS: u32 = 4;
+
+/// Generates the peak kernel. Bindings: 0 = input words (A fragments, then two B tiles), 2 = output
+/// (`SUBGROUPS * CHAINS * m * n` result elements per workgroup). Push constant 0 = iterations.
+pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Vec<u32>> {
+    let es = cfg.component_type.size_bytes();
+    let rs = cfg.result_type.size_bytes();
+    let mut mb = ModuleBuilder::new();
+    mb.need(Capability::CooperativeMatrixKHR);
+    mb.need(Capability::GroupNonUniform);
+    mb.extension("SPV_KHR_cooperative_matrix");
+    let b = &mut mb;
+    let t_void = b.t_void();
+    let t_bool = b.t_bool();
+    let t_u32 = b.t_u32();
+    let t_uvec3 = b.t_uvec(3);
+    let t_comp = b.t_scalar(cfg.component_type);
+    let t_res = b.t_scalar(cfg.result_type);
+    if cfg.component_type == ComponentType::Bf16 {
+        b.need(Capability::BFloat16CooperativeMatrixKHR);
+    }
+    if rs == 2 {
+        b.need(Capability::StorageBuffer16BitAccess);
+    }
+    let scope = b.c_u32(Scope::Subgroup as u32);
+    let (cm, cn, ck) = (b.c_u32(cfg.m), b.c_u32(cfg.n), b.c_u32(cfg.k));
+    let (u0, u1, u2) = (b.c_u32(0), b.c_u32(1), b.c_u32(2));
+    let t_a = b.b.type_cooperative_matrix_khr(t_comp, scope, cm, ck, u0);
+    let t_b = b.b.type_cooperative_matrix_khr(t_comp, scope, ck, cn, u1);
+    let t_acc = b.b.type_cooperative_matrix_khr(t_res, scope, cm, cn, u2);
+
+    let mut interface = Vec::new();
+    let p_in_u32 = b.ptr(StorageClass::Input, t_u32);
+    let v_local = b.b.variable(p_in_u32, None, StorageClass::Input, None);
+    b.b.decorate(
+        v_local,
+        Decoration::BuiltIn,
+        [Operand::BuiltIn(BuiltIn::LocalInvocationIndex)],
+    );
+    let v_sg = b.b.variable(p_in_u32, None, StorageClass::Input, None);
+    b.b.decorate(v_sg, Decoration::BuiltIn, [Operand::BuiltIn(BuiltIn::SubgroupId)]);
+    let p_in_uvec3 = b.ptr(StorageClass::Input, t_uvec3);
+    let v_wg = b.b.variable(p_in_uvec3, None, StorageClass::Input, None);
+    b.b.decorate(v_wg, Decoration::BuiltIn, [Operand::BuiltIn(BuiltIn::WorkgroupId)]);
+    interface.extend([v_local, v_sg, v_wg]);
+
+    let t_pc = b.b.type_struct([t_u32]);
+    b.decorate_once(t_pc, Decoration::Block, vec![]);
+    b.member_decorate_once(t_pc, 0, Decoration::Offset, vec![Operand::LiteralBit32(0)]);
+    let p_pc = b.ptr(StorageClass::PushConstant, t_pc);
+    let v_pc = b.b.variable(p_pc, None, StorageClass::PushConstant, None);
+    interface.push(v_pc);
+    let mut buffer = |b: &mut ModuleBuilder, elem, stride, binding| {
+        let arr = b.b.type_runtime_array(elem);
+        b.decorate_once(arr, Decoration::ArrayStride, vec![Operand::LiteralBit32(stride)]);
+        let st = b.b.type_struct([arr]);
+        b.decorate_once(st, Decoration::Block, vec![]);
+        b.member_decorate_once(st, 0, Decoration::Offset, vec![Operand::LiteralBit32(0)]);
+        let p = b.ptr(StorageClass::StorageBuffer, st);
+        let v = b.b.variable(p, None, StorageClass::StorageBuffer, None);
+        b.b.decorate(v, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
+        b.b.decorate(v, Decoration::Binding, [Operand::LiteralBit32(binding)]);
+        interface.push(v);
+        v
+    };
+    let v_in = buffer(b, t_u32, 4, 0);
+    let v_out = buffer(b, t_res, rs, 2);
+    // Two B tiles in shared memory, as words.
+    let b_words = cfg.k * cfg.n * es / 4;
+    let len = b.c_u32(2 * b_words);
+    let t_sh = b.b.type_array(t_u32, len);
+    let p_sh = b.ptr(StorageClass::Workgroup, t_sh);
+    let v_sh = b.b.variable(p_sh, None, StorageClass::Workgroup, None);
+    interface.push(v_sh);
+
+    let p_sb_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+    let p_sb_res = b.ptr(StorageClass::StorageBuffer, t_res);
+    let p_wg_u32 = b.ptr(StorageClass::Workgroup, t_u32);
+    let p_pc_u32 = b.ptr(StorageClass::PushConstant, t_u32);
+    let p_fn_acc = b.ptr(StorageClass::Function, t_acc);
+    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
+    let threads = SUBGROUPS * subgroup_size;
+
+    let t_fn = b.b.type_function(t_void, []);
+    let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
+    let l_entry = b.b.begin_block(None)?;
+    let accs: Vec<_> = (0..CHAINS)
+        .map(|_| b.b.variable(p_fn_acc, None, StorageClass::Function, None))
+        .collect();
+    let tid = b.b.load(t_u32, None, v_local, None, [])?;
+    let sg = b.b.load(t_u32, None, v_sg, None, [])?;
+    let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
+    let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
+    let p_iters = b.b.access_chain(p_pc_u32, None, v_pc, [u0])?;
+    let iters = b.b.load(t_u32, None, p_iters, None, [])?;
+
+    // Stage both B tiles (words after the A fragments) into shared memory.
+    let a_words = cfg.m * cfg.k * es / 4;
+    for w in (0..2 * b_words).step_by(threads as usize) {
+        let idx = b.add_u(tid, w)?;
+        let c_total = b.c_u32(2 * b_words);
+        let ok = b.b.u_less_than(t_bool, None, idx, c_total)?;
+        let (l_do, l_skip) = (b.b.id(), b.b.id());
+        b.b.selection_merge(l_skip, rspirv::spirv::SelectionControl::NONE)?;
+        b.b.branch_conditional(ok, l_do, l_skip, [])?;
+        b.b.begin_block(Some(l_do))?;
+        let src = b.add_u(idx, CHAINS * a_words)?;
+        let p = b.b.access_chain(p_sb_u32, None, v_in, [u0, src])?;
+        let x = b.b.load(t_u32, None, p, None, [])?;
+        let q = b.b.access_chain(p_wg_u32, None, v_sh, [idx])?;
+        b.b.store(q, x, np, [])?;
+        b.b.branch(l_skip)?;
+        b.b.begin_block(Some(l_skip))?;
+    }
+    let c_wg = b.c_u32(Scope::Workgroup as u32);
+    let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
+    b.b.control_barrier(c_wg, c_wg, sem)?;
+
+    let row_major = u0;
+    let a_stride = b.c_u32(cfg.k * es / 4);
+    let b_stride = b.c_u32(cfg.n * es / 4);
+    let a_frags: Vec<_> = (0..CHAINS)
+        .map(|c| {
+            let off = b.c_u32(c * a_words);
+            let p = b.b.access_chain(p_sb_u32, None, v_in, [u0, off])?;
+            b.b.cooperative_matrix_load_khr(t_a, None, p, row_major, Some(a_stride), None, [])
+        })
+        .collect::<BuildResult<_>>()?;
+    let zero = b.c_bits(t_res, 0);
+    let z = b.b.composite_construct(t_acc, None, [zero])?;
+    for &v in &accs {
+        b.b.store(v, z, None, [])?;
+    }
+    let mut ops = CooperativeMatrixOperands::NONE_KHR;
+    if cfg.component_type.is_signed_int() {
+        ops |= CooperativeMatrixOperands::MATRIX_A_SIGNED_COMPONENTS_KHR
+            | CooperativeMatrixOperands::MATRIX_B_SIGNED_COMPONENTS_KHR;
+    }
+    if cfg.result_type.is_signed_int() {
+        ops |= CooperativeMatrixOperands::MATRIX_C_SIGNED_COMPONENTS_KHR
+            | CooperativeMatrixOperands::MATRIX_RESULT_SIGNED_COMPONENTS_KHR;
+    }
+    let ops = (!ops.is_empty()).then_some(ops);
+
+    let (l_header, l_body, l_cont, l_merge, i_next) = (b.b.id(), b.b.id(), b.b.id(), b.b.id(), b.b.id());
+    let l_pre = b.b.id();
+    b.b.branch(l_pre)?;
+    b.b.begin_block(Some(l_pre))?;
+    let _ = l_entry;
+    b.b.branch(l_header)?;
+    b.b.begin_block(Some(l_header))?;
+    let i = b.b.phi(t_u32, None, [(u0, l_pre), (i_next, l_cont)])?;
+    let more = b.b.u_less_than(t_bool, None, i, iters)?;
+    b.b.loop_merge(l_merge, l_cont, LoopControl::NONE, [])?;
+    b.b.branch_conditional(more, l_body, l_merge, [])?;
+    b.b.begin_block(Some(l_body))?;
+    let parity = b.b.bitwise_and(t_u32, None, i, u1)?;
+    let off = b.mul_u(parity, b_words)?;
+    let p = b.b.access_chain(p_wg_u32, None, v_sh, [off])?;
+    let bf =
+        b.b.cooperative_matrix_load_khr(t_b, None, p, row_major, Some(b_stride), np, [])?;
+    for (c, &v) in accs.iter().enumerate() {
+        let acc = b.b.load(t_acc, None, v, None, [])?;
+        let r =
+            b.b.cooperative_matrix_mul_add_khr(t_acc, None, a_frags[c], bf, acc, ops)?;
+        b.b.store(v, r, None, [])?;
+    }
+    b.b.branch(l_cont)?;
+    b.b.begin_block(Some(l_cont))?;
+    b.b.i_add(t_u32, Some(i_next), i, u1)?;
+    b.b.branch(l_header)?;
+    b.b.begin_block(Some(l_merge))?;
+    // Every accumulator element is stored: nothing may be dead.
+    let tile = cfg.m * cfg.n;
+    let sg_global = b.mul_u(wg_x, SUBGROUPS)?;
+    let sg_global = b.b.i_add(t_u32, None, sg_global, sg)?;
+    let base = b.mul_u(sg_global, CHAINS * tile)?;
+    for (c, &v) in accs.iter().enumerate() {
+        let acc = b.b.load(t_acc, None, v, None, [])?;
+        let at = b.add_u(base, c as u32 * tile)?;
+        let p = b.b.access_chain(p_sb_res, None, v_out, [u0, at])?;
+        b.b.cooperative_matrix_store_khr(p, acc, row_major, Some(cn), None, [])?;
+    }
+    b.b.ret()?;
+    b.b.end_function()?;
+    b.b.entry_point(ExecutionModel::GLCompute, f, "main", interface);
+    b.b.execution_mode(f, ExecutionMode::LocalSize, [threads, 1, 1]);
+    Ok(mb.finish())
+}

@@ -1,0 +1,117 @@
+//! `peak`: the register-resident multiply-accumulate ceiling of one config on this device (see
+//! [`crate::kernel::peak`] for the kernel). GEMM throughput is read as a fraction of it.
+
+use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
+use crate::dispatch::{Access, TimestampPool};
+use crate::error::{Error, Result};
+use crate::gemm::Context;
+use crate::kernel::peak::{CHAINS, SUBGROUPS};
+use crate::kernel::{generate_peak, PushConstants};
+use crate::memory::{Buffer, BufferKind};
+use crate::tiling::Window;
+
+/// One `peak` measurement.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PeakResult {
+    /// The config measured.
+    pub config: GPUSubgroupMatrixConfig,
+    /// Median multiply-accumulate throughput, in FLOP/s (2 per multiply-add).
+    pub flops: f64,
+    /// Workgroups per dispatch.
+    pub workgroups: u32,
+    /// Loop iterations per subgroup.
+    pub iterations: u32,
+    /// Timed dispatches.
+    pub reps: u32,
+}
+
+/// A small value of the component type as a 32-bit word pattern, so accumulators stay finite and
+/// in range for thousands of iterations (and inputs are not all zero, which some GPUs run faster).
+fn fill_word(t: ComponentType) -> u32 {
+    match t {
+        ComponentType::F16 => 0x1c00_1c00,  // 2^-8
+        ComponentType::Bf16 => 0x3b80_3b80, // 2^-8
+        ComponentType::F32 => 0x3b80_0000,  // 2^-8
+        _ => 0x0101_0101,                   // 1 in every byte
+    }
+}
+
+impl Context {
+    /// Measures the multiply-accumulate ceiling of `config`: `workgroups` workgroups of
+    /// 4 subgroups, each running `iterations` x 8 independent MulAdds, `reps` timed dispatches
+    /// after one warm-up; the median is returned.
+    pub fn peak(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        workgroups: u32,
+        iterations: u32,
+        reps: u32,
+    ) -> Result<PeakResult> {
+        if !self.configs().contains(config) {
+            return Err(Error::NoConfig {
+                component_type: config.component_type,
+                result_type: config.result_type,
+                available: self.configs(),
+            });
+        }
+        let sg = self.subgroup_size();
+        let words = generate_peak(config, sg)?;
+        let pipeline = self.pipelines.build(&words, sg)?;
+        let es = config.component_type.size_bytes() as u64;
+        let in_bytes = (u64::from(CHAINS) * u64::from(config.m * config.k) + 2 * u64::from(config.k * config.n)) * es;
+        let out_bytes = u64::from(workgroups * SUBGROUPS * CHAINS * config.m * config.n)
+            * u64::from(config.result_type.size_bytes());
+        let input = Buffer::new(&self.device, in_bytes, BufferKind::Storage)?;
+        let output = Buffer::new(&self.device, out_bytes, BufferKind::Storage)?;
+        let reps = reps.max(1);
+        let pool = TimestampPool::new(&self.device, 2 * reps)?;
+        let push = PushConstants {
+            m: iterations,
+            ..Default::default()
+        };
+        let whole = |size: u64| Window {
+            bind_offset: 0,
+            bind_range: size,
+            start: 0,
+        };
+        let bindings = [
+            (input.raw(), whole(input.size())),
+            (input.raw(), whole(input.size())),
+            (output.raw(), whole(output.size())),
+        ];
+        self.submitter.run(self.pipelines.set_layout, reps + 1, |rec| {
+            rec.fill(input.raw(), input.size(), fill_word(config.component_type));
+            rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
+            rec.reset_queries(pool.raw, pool.count);
+            // Warm-up dispatch (clocks rise), then the timed ones.
+            rec.dispatch(pipeline.raw, self.pipelines.layout, bindings, &push, [workgroups, 1])?;
+            for r in 0..reps {
+                rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
+                rec.timestamp(pool.raw, 2 * r);
+                rec.dispatch(pipeline.raw, self.pipelines.layout, bindings, &push, [workgroups, 1])?;
+                rec.timestamp(pool.raw, 2 * r + 1);
+            }
+            Ok(())
+        })?;
+        let period = f64::from(self.device.info().limits.timestamp_period) * 1e-9;
+        let mut times: Vec<f64> = pool
+            .read()?
+            .chunks(2)
+            .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let flop = 2.0
+            * f64::from(config.m * config.n * config.k)
+            * f64::from(CHAINS)
+            * f64::from(iterations)
+            * f64::from(workgroups * SUBGROUPS);
+        Ok(PeakResult {
+            config: *config,
+            flops: flop / median,
+            workgroups,
+            iterations,
+            reps,
+        })
+    }
+}
