@@ -1,1 +1,99 @@
-fn main() {}
+//! Criterion benchmarks of device-resident GEMMs: the context is built once, GPU time comes from
+//! timestamp queries (`iter_custom`), throughput is counted as 2*M*N*K FLOP ("elements" below).
+//!
+//! Groups: one per element-type pair the device offers (its default config), over square sizes
+//! and the LLM shapes 4096x11008x4096, 16x4096x4096 and 4096x4096x256. CPU drivers (lavapipe) get
+//! small squares only. `VK_SGMAT_BENCH_SHAPES=MxNxK,...` overrides the shapes.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use half::{bf16, f16};
+use std::time::Duration;
+use vk_sgmat::device::DeviceKind;
+use vk_sgmat::verify::{random_vec, Rng};
+use vk_sgmat::{ComponentType, Context, Element, GemmOptions, MatRef};
+
+fn shapes(ctx: &Context) -> Vec<(usize, usize, usize)> {
+    if let Ok(list) = std::env::var("VK_SGMAT_BENCH_SHAPES") {
+        return list
+            .split(',')
+            .map(|s| {
+                let v: Vec<usize> = s.split('x').map(|x| x.parse().expect("MxNxK")).collect();
+                (v[0], v[1], v[2])
+            })
+            .collect();
+    }
+    if ctx.device_info().kind == DeviceKind::Cpu {
+        return vec![(64, 64, 64), (128, 128, 128)];
+    }
+    let mut v: Vec<_> = [256, 512, 1024, 2048, 4096, 8192]
+        .into_iter()
+        .map(|s| (s, s, s))
+        .collect();
+    v.extend([(4096, 11008, 4096), (16, 4096, 4096), (4096, 4096, 256)]);
+    v
+}
+
+fn group<TA: Element, TC: Element>(c: &mut Criterion, ctx: &Context) {
+    let Ok(config) = ctx.choose_config(TA::TYPE, TC::TYPE, None) else {
+        return;
+    };
+    let mut g = c.benchmark_group(format!("gemm_{}_{}", TA::TYPE, TC::TYPE));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    let mut rng = Rng::new(Rng::fresh_seed());
+    for (m, n, k) in shapes(ctx) {
+        let a: Vec<TA> = random_vec(&mut rng, m * k);
+        let b: Vec<TA> = random_vec(&mut rng, k * n);
+        let da = ctx.upload(MatRef::new(&a, m, k)).expect("upload A");
+        let db = ctx.upload(MatRef::new(&b, k, n)).expect("upload B");
+        let mut dc = ctx.zeros::<TC>(m, n).expect("C");
+        let options = GemmOptions::default();
+        g.throughput(Throughput::Elements(2 * (m * n * k) as u64));
+        g.bench_function(BenchmarkId::new(config.to_string(), format!("{m}x{n}x{k}")), |bench| {
+            bench.iter_custom(|iters| {
+                let mut total = 0.0;
+                let mut left = iters;
+                while left > 0 {
+                    let reps = left.min(256);
+                    let t = ctx
+                        .time_gemm_device(&da, &db, &mut dc, &options, reps as u32)
+                        .expect("gemm");
+                    total += t.iter().sum::<f64>();
+                    left -= reps;
+                }
+                Duration::from_secs_f64(total)
+            })
+        });
+    }
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let ctx = Context::new().expect("a Vulkan device with cooperative matrices");
+    use ComponentType::*;
+    let pairs: Vec<_> = ctx
+        .configs()
+        .iter()
+        .map(|c| (c.component_type, c.result_type))
+        .collect();
+    let has = |p| pairs.contains(&p);
+    if has((F16, F32)) {
+        group::<f16, f32>(c, &ctx);
+    }
+    if has((F16, F16)) {
+        group::<f16, f16>(c, &ctx);
+    }
+    if has((Bf16, F32)) {
+        group::<bf16, f32>(c, &ctx);
+    }
+    if has((I8, I32)) {
+        group::<i8, i32>(c, &ctx);
+    }
+    if has((U8, U32)) {
+        group::<u8, u32>(c, &ctx);
+    }
+}
+
+criterion_group!(gemm, benches);
+criterion_main!(gemm);

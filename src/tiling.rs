@@ -253,25 +253,31 @@ pub fn candidate_schemes(
     cpu_device: bool,
 ) -> Vec<TileScheme> {
     let es = config.component_type.size_bytes();
-    // K per stage: 64 bytes of each row per stage (32 f16, 64 int8), at least one fragment.
-    let k_step = (64 / es).max(config.k).div_ceil(config.k) * config.k;
-    // (subgroups, fragments per subgroup) as (M, N) pairs.
-    type Shape = ((u32, u32), (u32, u32));
-    let shapes: &[Shape] = if cpu_device {
-        &[((2, 2), (2, 2)), ((2, 2), (1, 1)), ((1, 1), (1, 1))]
-    } else {
-        &[
-            ((2, 4), (4, 2)),
-            ((2, 2), (4, 2)),
-            ((2, 2), (2, 2)),
-            ((1, 2), (2, 2)),
-            ((1, 1), (2, 2)),
-            ((1, 1), (1, 1)),
-        ]
-    };
+    // (subgroups, fragments per subgroup, k_step in fragments of k). The GPU order is measured:
+    // `vk-sgmat tune` on the H200 (docs/performance.md) put 128x128 tiles with one fragment of K
+    // per stage first for f16 and int8; deeper stages cost occupancy there. CPU drivers take one
+    // small scheme with 64 bytes of K per stage.
+    type Shape = ((u32, u32), (u32, u32), u32);
+    let cpu_k = (64 / es).max(config.k).div_ceil(config.k);
+    let gpu: [Shape; 7] = [
+        ((2, 4), (4, 2), 1),
+        ((2, 4), (2, 2), 2),
+        ((2, 2), (4, 2), 2),
+        ((2, 2), (2, 2), 2),
+        ((1, 2), (2, 2), 2),
+        ((1, 1), (2, 2), 2),
+        ((1, 1), (1, 1), 1),
+    ];
+    let cpu: [Shape; 3] = [
+        ((2, 2), (2, 2), cpu_k),
+        ((2, 2), (1, 1), cpu_k),
+        ((1, 1), (1, 1), cpu_k),
+    ];
+    let shapes: &[Shape] = if cpu_device { &cpu } else { &gpu };
     let mut out = Vec::new();
-    for &(sg, fr) in shapes {
-        for ks in [k_step, config.k * 2, config.k] {
+    for &(sg, fr, kf) in shapes {
+        // Fall back to deeper stages when a fragment's K is under 16 bytes.
+        for ks in [kf * config.k, 2 * kf * config.k, 4 * kf * config.k] {
             if let Ok(s) = TileScheme::new(config, limits, subgroup_size, sg, fr, ks) {
                 if !out.contains(&s) {
                     out.push(s);
@@ -567,9 +573,9 @@ mod tests {
     #[test]
     fn h200_large_scheme() {
         let c = cfg(16, 16, 16, F16, F32);
-        let s = TileScheme::new(&c, &h200_limits(), 32, (2, 4), (4, 2), 32).unwrap();
+        let s = TileScheme::new(&c, &h200_limits(), 32, (2, 4), (4, 2), 16).unwrap();
         let g = s.geometry(&c);
-        assert_eq!((g.bm, g.bn, g.bk, g.threads), (128, 128, 32, 256));
+        assert_eq!((g.bm, g.bn, g.bk, g.threads), (128, 128, 16, 256));
         assert!(g.shared_bytes <= 49152, "{}", g.shared_bytes);
         assert_eq!(candidate_schemes(&c, &h200_limits(), 32, false)[0], s);
     }

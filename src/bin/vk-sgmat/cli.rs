@@ -63,6 +63,31 @@ pub enum Command {
         #[command(flatten)]
         dev: DeviceArgs,
     },
+    /// Throughput sweep: square sizes and LLM shapes per element-type pair, median TFLOP/s from
+    /// GPU timestamps, with cuBLAS ratios and the `peak` fraction when available.
+    Bench {
+        /// Type pairs to run (default: every pair the device has).
+        #[arg(long, value_delimiter = ',')]
+        types: Vec<String>,
+        /// Shapes MxNxK to run (default: squares 256..8192 and 4096x11008x4096, 16x4096x4096,
+        /// 4096x4096x256; squares up to 256 on CPU drivers).
+        #[arg(long, value_delimiter = ',')]
+        shapes: Vec<String>,
+        /// Timed runs per point.
+        #[arg(long, default_value_t = 20)]
+        reps: u32,
+        /// cuBLAS figures (JSON lines from scripts/cublas_reference.py) for the ratio column.
+        #[arg(long)]
+        cublas: Option<std::path::PathBuf>,
+        /// Write a throughput-vs-size chart (SVG) here.
+        #[arg(long)]
+        plot: Option<std::path::PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        dev: DeviceArgs,
+    },
     /// Time every candidate tile scheme (and fragment shape) for one GEMM; fastest first.
     Tune {
         /// Rows of A and C.

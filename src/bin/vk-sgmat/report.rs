@@ -236,6 +236,204 @@ pub fn render_check(device: &str, rows: &[CheckRow]) -> String {
     s
 }
 
+/// One point of `vk-sgmat bench`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    pub types: String,
+    pub config: String,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub median_ms: f64,
+    pub tflops: f64,
+    pub cublas_tflops: Option<f64>,
+    pub ratio: Option<f64>,
+    pub peak_tflops: f64,
+    pub peak_fraction: f64,
+}
+
+/// One line of scripts/cublas_reference.py's output.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct CublasRow {
+    pub types: String,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub tflops: f64,
+}
+
+pub fn read_cublas(text: &str) -> anyhow::Result<Vec<CublasRow>> {
+    text.lines()
+        .filter(|l| l.trim_start().starts_with('{'))
+        .map(|l| serde_json::from_str(l).map_err(|e| anyhow::anyhow!("bad cuBLAS line {l:?}: {e}")))
+        .collect()
+}
+
+/// The cuBLAS figure for a type pair and shape. cuBLAS has no f16-accumulate GEMM through
+/// torch.matmul, so f16:f16 is compared with f16:f32.
+pub fn cublas_for(rows: &[CublasRow], types: &str, (m, n, k): (usize, usize, usize)) -> Option<f64> {
+    let want = if types == "f16:f16" { "f16:f32" } else { types };
+    rows.iter()
+        .find(|r| r.types == want && (r.m, r.n, r.k) == (m, n, k))
+        .map(|r| r.tflops)
+}
+
+fn rate(tflops: f64) -> String {
+    if tflops >= 1.0 {
+        format!("{tflops:.1}")
+    } else {
+        format!("{:.2}G", tflops * 1e3)
+    }
+}
+
+pub fn render_bench(device: &str, rows: &[BenchRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "device: {device}; median of GPU timestamps; TFLOP/s (G = GFLOP/s)");
+    let _ = writeln!(
+        s,
+        "{:<9} {:<20} {:>18} {:>10} {:>9} {:>9} {:>7} {:>9} {:>9}",
+        "types", "config", "MxNxK", "ms", "TFLOP/s", "cuBLAS", "ratio", "peak", "of peak"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<9} {:<20} {:>18} {:>10.4} {:>9} {:>9} {:>7} {:>9} {:>8.0}%",
+            r.types,
+            r.config,
+            format!("{}x{}x{}", r.m, r.n, r.k),
+            r.median_ms,
+            rate(r.tflops),
+            r.cublas_tflops.map_or("-".into(), rate),
+            r.ratio.map_or("-".into(), |x| format!("{x:.2}")),
+            rate(r.peak_tflops),
+            r.peak_fraction * 100.0
+        );
+    }
+    s
+}
+
+/// A throughput-vs-size chart of the square sizes: one line per type pair, cuBLAS dashed.
+pub fn render_svg(device: &str, rows: &[BenchRow]) -> String {
+    let squares: Vec<&BenchRow> = rows.iter().filter(|r| r.m == r.n && r.n == r.k).collect();
+    let (w, h, left, right, top, bottom) = (760.0, 440.0, 70.0, 170.0, 40.0, 50.0);
+    let sizes: Vec<usize> = {
+        let mut v: Vec<usize> = squares.iter().map(|r| r.m).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let ymax = squares
+        .iter()
+        .flat_map(|r| [r.tflops, r.cublas_tflops.unwrap_or(0.0)])
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.1;
+    let x = |size: usize| {
+        let i = sizes.iter().position(|&s| s == size).unwrap_or(0) as f64;
+        left + i * (w - left - right) / (sizes.len().max(2) - 1) as f64
+    };
+    let y = |v: f64| top + (h - top - bottom) * (1.0 - v / ymax);
+    let colors = [
+        "steelblue",
+        "firebrick",
+        "forestgreen",
+        "purple",
+        "darkorange",
+        "sienna",
+        "teal",
+    ];
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{left}" y="22" font-size="14">vk-sgmat GEMM throughput, square sizes: {}</text>"#,
+        xml(device)
+    );
+    for t in 0..=4 {
+        let v = ymax * f64::from(t) / 4.0;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{left}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="lightgray"/>"#,
+            w - right,
+            y(v),
+            y(v)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            left - 6.0,
+            y(v) + 4.0,
+            rate(v)
+        );
+    }
+    for &size in &sizes {
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{size}</text>"#,
+            x(size),
+            h - bottom + 18.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">M = N = K</text>"#,
+        (left + w - right) / 2.0,
+        h - 12.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">TFLOP/s</text>"#,
+        h / 2.0,
+        h / 2.0
+    );
+    let mut types: Vec<&str> = squares.iter().map(|r| r.types.as_str()).collect();
+    types.dedup();
+    for (i, t) in types.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        let pts: Vec<&&BenchRow> = squares.iter().filter(|r| r.types == *t).collect();
+        let line = |f: &dyn Fn(&BenchRow) -> Option<f64>| {
+            pts.iter()
+                .filter_map(|r| f(r).map(|v| format!("{:.1},{:.1}", x(r.m), y(v))))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let ours = line(&|r| Some(r.tflops));
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{ours}"/>"#
+        );
+        let cub = line(&|r| r.cublas_tflops);
+        if !cub.is_empty() {
+            let _ = writeln!(
+                s,
+                r#"<polyline fill="none" stroke="{color}" stroke-width="1.5" stroke-dasharray="5,4" points="{cub}"/>"#
+            );
+        }
+        let ly = top + 18.0 * i as f64;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="2"/>"#,
+            w - right + 10.0,
+            w - right + 30.0
+        );
+        let _ = writeln!(s, r#"<text x="{}" y="{}">{t}</text>"#, w - right + 36.0, ly + 4.0);
+    }
+    if squares.iter().any(|r| r.cublas_tflops.is_some()) {
+        let ly = top + 18.0 * types.len() as f64 + 6.0;
+        let _ = writeln!(s, r#"<text x="{}" y="{ly}">dashed: cuBLAS</text>"#, w - right + 10.0);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn xml(t: &str) -> String {
+    t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
 /// One row of `vk-sgmat tune`.
 #[derive(Debug, Serialize)]
 pub struct TuneRow {
@@ -364,6 +562,50 @@ mod tests {
         let t = render_check("dev", &[row(true, 0.0), row(false, 0.0)]);
         assert!(t.contains("1 passed, 1 failed (1 configs)"), "{t}");
         assert!(t.contains("4 diff") && t.contains("exact"), "{t}");
+    }
+
+    fn bench_rows() -> Vec<BenchRow> {
+        [256usize, 512]
+            .into_iter()
+            .map(|s| BenchRow {
+                types: "f16:f32".into(),
+                config: "16x16x16 f16->f32".into(),
+                m: s,
+                n: s,
+                k: s,
+                median_ms: 1.0,
+                tflops: 100.0 * s as f64 / 512.0,
+                cublas_tflops: Some(400.0),
+                ratio: Some(s as f64 / 2048.0),
+                peak_tflops: 600.0,
+                peak_fraction: s as f64 / 3072.0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bench_table_and_chart() {
+        let rows = bench_rows();
+        let t = render_bench("GPU", &rows);
+        assert!(
+            t.contains("512x512x512") && t.contains("400.0") && t.contains("0.25"),
+            "{t}"
+        );
+        let svg = render_svg("GPU <1>", &rows);
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("GPU &lt;1&gt;") && svg.contains("stroke-dasharray") && svg.contains("f16:f32"));
+        assert_eq!(svg.matches("<polyline").count(), 2);
+    }
+
+    #[test]
+    fn cublas_lines_match_by_types_and_shape() {
+        let text =
+            "noise\n{\"types\": \"f16:f32\", \"m\": 8, \"n\": 8, \"k\": 8, \"median_ms\": 1.0, \"tflops\": 5.0}\n";
+        let rows = read_cublas(text).unwrap();
+        assert_eq!(cublas_for(&rows, "f16:f32", (8, 8, 8)), Some(5.0));
+        assert_eq!(cublas_for(&rows, "f16:f16", (8, 8, 8)), Some(5.0));
+        assert_eq!(cublas_for(&rows, "i8:i32", (8, 8, 8)), None);
+        assert!(read_cublas("{not json").is_err());
     }
 
     #[test]

@@ -67,6 +67,30 @@ pub fn run(cli: Cli) -> Result<bool> {
             }
             finish(&ctx, report.check.passed)
         }
+        Command::Bench {
+            types,
+            shapes,
+            reps,
+            cublas,
+            plot,
+            json,
+            dev,
+        } => {
+            let ctx = context(&dev)?;
+            let rows = bench(&ctx, &types, &shapes, reps, cublas.as_deref())?;
+            let info = ctx.device_info();
+            let device = format!("{} ({} {})", info.name, info.driver_name, info.driver_info);
+            if let Some(path) = plot {
+                std::fs::write(&path, report::render_svg(&device, &rows))
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", report::render_bench(&device, &rows));
+            }
+            finish(&ctx, true)
+        }
         Command::Tune {
             m,
             n,
@@ -280,6 +304,116 @@ fn gemm<TA: Element, TC: Element>(
         median_ms: median * 1e3,
         tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
     })
+}
+
+/// The type pairs `bench` runs: those asked for, else every pair the device has configs for.
+fn bench_pairs(ctx: &Context, types: &[String]) -> Result<Vec<(ComponentType, ComponentType)>> {
+    if !types.is_empty() {
+        return types.iter().map(|t| parse_types(t)).collect();
+    }
+    let mut pairs: Vec<_> = ctx
+        .configs()
+        .iter()
+        .map(|c| (c.component_type, c.result_type))
+        .collect();
+    pairs.dedup();
+    pairs.sort();
+    pairs.dedup();
+    Ok(pairs)
+}
+
+fn bench(
+    ctx: &Context,
+    types: &[String],
+    shapes: &[String],
+    reps: u32,
+    cublas: Option<&std::path::Path>,
+) -> Result<Vec<report::BenchRow>> {
+    let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
+    let shapes: Vec<(usize, usize, usize)> = if shapes.is_empty() {
+        let squares: &[usize] = if cpu {
+            &[64, 128, 256]
+        } else {
+            &[256, 512, 1024, 2048, 4096, 8192]
+        };
+        let mut v: Vec<_> = squares.iter().map(|&s| (s, s, s)).collect();
+        if !cpu {
+            v.extend([(4096, 11008, 4096), (16, 4096, 4096), (4096, 4096, 256)]);
+        }
+        v
+    } else {
+        shapes
+            .iter()
+            .map(|s| parse_shape(s).map(|(m, n, k)| (m as usize, n as usize, k as usize)))
+            .collect::<Result<_>>()?
+    };
+    let reference = match cublas {
+        Some(p) => {
+            report::read_cublas(&std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?)?
+        }
+        None => Vec::new(),
+    };
+    let pairs = bench_pairs(ctx, types)?;
+    let total = pairs.len() * shapes.len();
+    let mut rows = Vec::new();
+    for (pi, &pair) in pairs.iter().enumerate() {
+        let config = ctx.choose_config(pair.0, pair.1, None)?;
+        let (groups, iters) = if cpu { (4, 64) } else { (2048, 4096) };
+        let peak = ctx.peak(&config, groups, iters, 3)?.flops / 1e12;
+        for (si, &shape) in shapes.iter().enumerate() {
+            let done = pi * shapes.len() + si;
+            let width = 30;
+            let filled = done * width / total;
+            eprint!(
+                "\r[{}{}] {done}/{total} {}:{} {}x{}x{}        ",
+                "=".repeat(filled),
+                " ".repeat(width - filled),
+                pair.0,
+                pair.1,
+                shape.0,
+                shape.1,
+                shape.2
+            );
+            let median = with_types!(pair, |TA, TC| bench_point::<TA, TC>(ctx, shape, reps)?);
+            let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
+            let types = format!("{}:{}", pair.0, pair.1);
+            let cublas = report::cublas_for(&reference, &types, shape);
+            rows.push(report::BenchRow {
+                types,
+                config: config.to_string(),
+                m: shape.0,
+                n: shape.1,
+                k: shape.2,
+                median_ms: median * 1e3,
+                tflops,
+                cublas_tflops: cublas,
+                ratio: cublas.map(|c| tflops / c),
+                peak_tflops: peak,
+                peak_fraction: tflops / peak,
+            });
+        }
+    }
+    eprintln!("\r[{}] {total}/{total} done{}", "=".repeat(30), " ".repeat(30));
+    Ok(rows)
+}
+
+/// Median GPU seconds of one GEMM on device-resident random data, after a warm-up long enough for
+/// clocks to rise.
+fn bench_point<TA: Element, TC: Element>(ctx: &Context, (m, n, k): (usize, usize, usize), reps: u32) -> Result<f64> {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let a: Vec<TA> = random_vec(&mut rng, m * k);
+    let b: Vec<TA> = random_vec(&mut rng, k * n);
+    let da = ctx.upload(MatRef::new(&a, m, k))?;
+    let db = ctx.upload(MatRef::new(&b, k, n))?;
+    let mut dc = ctx.zeros::<TC>(m, n)?;
+    let options = GemmOptions::default();
+    let warm = Instant::now();
+    while warm.elapsed().as_secs_f64() < 0.3 {
+        ctx.time_gemm_device(&da, &db, &mut dc, &options, 4)?;
+    }
+    let mut times = ctx.time_gemm_device(&da, &db, &mut dc, &options, reps)?;
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
 }
 
 /// Times every candidate scheme of every config for the types, each checked on 16 sampled rows.
