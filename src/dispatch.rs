@@ -12,10 +12,22 @@ use std::time::Duration;
 /// How long a submission may run before it is reported as failed.
 pub(crate) const SUBMIT_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Owns the command pool; one submission at a time per context.
+/// Owns the command pool and the objects every submission reuses (one command buffer, one fence,
+/// a descriptor pool that grows on demand): one submission at a time per context, and no Vulkan
+/// object is created or destroyed on the hot path.
 pub(crate) struct Submitter {
-    pool: Mutex<vk::CommandPool>,
+    state: Mutex<SubmitState>,
     device: Arc<Device>,
+}
+
+struct SubmitState {
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    descriptors: vk::DescriptorPool,
+    descriptor_capacity: u32,
+    /// Set when a submission timed out: its command buffer may still run, so nothing is reused.
+    poisoned: bool,
 }
 
 /// An open command buffer being recorded.
@@ -26,18 +38,68 @@ pub(crate) struct Recording<'a> {
     set_layout: vk::DescriptorSetLayout,
 }
 
+fn create_descriptor_pool(device: &Device, sets: u32) -> Result<vk::DescriptorPool> {
+    let sizes = [vk::DescriptorPoolSize::default()
+        .ty(vk::DescriptorType::STORAGE_BUFFER)
+        .descriptor_count(sets * BINDINGS)];
+    let info = vk::DescriptorPoolCreateInfo::default()
+        .max_sets(sets)
+        .pool_sizes(&sizes);
+    // SAFETY: valid create info.
+    unsafe { device.raw().create_descriptor_pool(&info, None) }.map_err(|r| Error::vk("vkCreateDescriptorPool", r))
+}
+
 impl Submitter {
     pub fn new(device: Arc<Device>) -> Result<Self> {
+        let raw = device.raw();
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(device.queue_family())
-            .flags(vk::CommandPoolCreateFlags::TRANSIENT | vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: valid create info on a live device.
-        let pool = unsafe { device.raw().create_command_pool(&info, None) }
-            .map_err(|r| Error::vk("vkCreateCommandPool", r))?;
-        Ok(Self {
-            pool: Mutex::new(pool),
-            device,
-        })
+        let pool = unsafe { raw.create_command_pool(&info, None) }.map_err(|r| Error::vk("vkCreateCommandPool", r))?;
+        let mut state = SubmitState {
+            pool,
+            cmd: vk::CommandBuffer::null(),
+            fence: vk::Fence::null(),
+            descriptors: vk::DescriptorPool::null(),
+            descriptor_capacity: 0,
+            poisoned: false,
+        };
+        let info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        let submitter = |state| Self {
+            state: Mutex::new(state),
+            device: device.clone(),
+        };
+        // SAFETY: the pool is ours alone here.
+        match unsafe { raw.allocate_command_buffers(&info) } {
+            Ok(c) => state.cmd = c[0],
+            Err(r) => {
+                drop(submitter(state));
+                return Err(Error::vk("vkAllocateCommandBuffers", r));
+            }
+        }
+        // SAFETY: plain creation.
+        match unsafe { raw.create_fence(&vk::FenceCreateInfo::default(), None) } {
+            Ok(f) => state.fence = f,
+            Err(r) => {
+                drop(submitter(state));
+                return Err(Error::vk("vkCreateFence", r));
+            }
+        }
+        match create_descriptor_pool(&device, 64) {
+            Ok(d) => {
+                state.descriptors = d;
+                state.descriptor_capacity = 64;
+            }
+            Err(e) => {
+                drop(submitter(state));
+                return Err(e);
+            }
+        }
+        Ok(submitter(state))
     }
 
     /// Records with `record` (which may bind up to `max_sets` descriptor sets), submits, and waits.
@@ -47,66 +109,61 @@ impl Submitter {
         max_sets: u32,
         record: impl FnOnce(&mut Recording<'_>) -> Result<()>,
     ) -> Result<()> {
-        let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.poisoned {
+            return Err(Error::Vulkan {
+                call: "submission (an earlier GEMM did not finish; create a new Context)",
+                result: vk::Result::TIMEOUT,
+            });
+        }
         let raw = self.device.raw();
-        let sizes = [vk::DescriptorPoolSize::default()
-            .ty(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(max_sets.max(1) * BINDINGS)];
-        let info = vk::DescriptorPoolCreateInfo::default()
-            .max_sets(max_sets.max(1))
-            .pool_sizes(&sizes);
-        // SAFETY: valid create info.
-        let descriptors =
-            unsafe { raw.create_descriptor_pool(&info, None) }.map_err(|r| Error::vk("vkCreateDescriptorPool", r))?;
-        let guard = Cleanup {
-            device: &self.device,
-            descriptors,
-            pool: *pool,
-            cmd: None,
-            fence: None,
-        };
-        let info = vk::CommandBufferAllocateInfo::default()
-            .command_pool(*pool)
-            .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(1);
-        // SAFETY: the pool is externally synchronised by the mutex held above.
-        let cmd =
-            unsafe { raw.allocate_command_buffers(&info) }.map_err(|r| Error::vk("vkAllocateCommandBuffers", r))?[0];
-        let mut guard = guard;
-        guard.cmd = Some(cmd);
+        if max_sets > st.descriptor_capacity {
+            let capacity = max_sets.next_power_of_two();
+            let pool = create_descriptor_pool(&self.device, capacity)?;
+            // SAFETY: no submission is pending (the previous one waited on its fence).
+            unsafe { raw.destroy_descriptor_pool(st.descriptors, None) };
+            st.descriptors = pool;
+            st.descriptor_capacity = capacity;
+        }
+        // SAFETY: the previous submission completed, so the pool's sets and the command buffer are
+        // no longer in use.
+        unsafe {
+            raw.reset_descriptor_pool(st.descriptors, vk::DescriptorPoolResetFlags::empty())
+                .map_err(|r| Error::vk("vkResetDescriptorPool", r))?;
+            raw.reset_command_buffer(st.cmd, vk::CommandBufferResetFlags::empty())
+                .map_err(|r| Error::vk("vkResetCommandBuffer", r))?;
+        }
         let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: freshly allocated command buffer.
-        unsafe { raw.begin_command_buffer(cmd, &begin) }.map_err(|r| Error::vk("vkBeginCommandBuffer", r))?;
+        // SAFETY: the command buffer is in the initial state.
+        unsafe { raw.begin_command_buffer(st.cmd, &begin) }.map_err(|r| Error::vk("vkBeginCommandBuffer", r))?;
         let mut rec = Recording {
             device: &self.device,
-            cmd,
-            descriptors,
+            cmd: st.cmd,
+            descriptors: st.descriptors,
             set_layout,
         };
-        record(&mut rec)?;
-        // SAFETY: recording state.
-        unsafe { raw.end_command_buffer(cmd) }.map_err(|r| Error::vk("vkEndCommandBuffer", r))?;
-        // SAFETY: plain creation.
-        let fence = unsafe { raw.create_fence(&vk::FenceCreateInfo::default(), None) }
-            .map_err(|r| Error::vk("vkCreateFence", r))?;
-        guard.fence = Some(fence);
-        let cmds = [cmd];
+        let recorded = record(&mut rec);
+        // SAFETY: recording state; ending also on the error path leaves the buffer resettable.
+        let ended = unsafe { raw.end_command_buffer(st.cmd) };
+        recorded?;
+        ended.map_err(|r| Error::vk("vkEndCommandBuffer", r))?;
+        let cmds = [st.cmd];
         let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
         {
             let queue = self.device.queue();
             // SAFETY: the queue is externally synchronised by its mutex; the command buffer is
             // complete and every resource it uses outlives the fence wait below.
-            unsafe { raw.queue_submit(*queue, &submit, fence) }.map_err(|r| Error::vk("vkQueueSubmit", r))?;
+            unsafe { raw.queue_submit(*queue, &submit, st.fence) }.map_err(|r| Error::vk("vkQueueSubmit", r))?;
         }
         // SAFETY: the fence was submitted above.
-        let waited = unsafe { raw.wait_for_fences(&[fence], true, SUBMIT_TIMEOUT.as_nanos() as u64) };
+        let waited = unsafe { raw.wait_for_fences(&[st.fence], true, SUBMIT_TIMEOUT.as_nanos() as u64) };
         match waited {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                // SAFETY: the fence is signalled and not in use.
+                unsafe { raw.reset_fences(&[st.fence]) }.map_err(|r| Error::vk("vkResetFences", r))
+            }
             Err(vk::Result::TIMEOUT) => {
-                // The command buffer may still be running: leak it rather than free it in use.
-                guard.cmd = None;
-                guard.fence = None;
-                std::mem::forget(guard);
+                st.poisoned = true;
                 Err(Error::Vulkan {
                     call: "vkWaitForFences (GEMM did not finish in time)",
                     result: vk::Result::TIMEOUT,
@@ -119,36 +176,21 @@ impl Submitter {
 
 impl Drop for Submitter {
     fn drop(&mut self) {
-        // SAFETY: every submission waited on its fence; no command buffer is pending.
-        unsafe {
-            self.device
-                .raw()
-                .destroy_command_pool(*self.pool.get_mut().unwrap_or_else(|e| e.into_inner()), None)
-        };
-    }
-}
-
-/// Frees a submission's objects on every path out of `Submitter::run`.
-struct Cleanup<'a> {
-    device: &'a Device,
-    descriptors: vk::DescriptorPool,
-    pool: vk::CommandPool,
-    cmd: Option<vk::CommandBuffer>,
-    fence: Option<vk::Fence>,
-}
-
-impl Drop for Cleanup<'_> {
-    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if st.poisoned {
+            // A command buffer may still be running: leaking beats freeing objects in use.
+            return;
+        }
         let raw = self.device.raw();
-        // SAFETY: reached only after the fence signalled, or before anything was submitted.
+        // SAFETY: every submission waited on its fence; nothing is pending.
         unsafe {
-            if let Some(f) = self.fence {
-                raw.destroy_fence(f, None);
+            if st.descriptors != vk::DescriptorPool::null() {
+                raw.destroy_descriptor_pool(st.descriptors, None);
             }
-            if let Some(c) = self.cmd {
-                raw.free_command_buffers(self.pool, &[c]);
+            if st.fence != vk::Fence::null() {
+                raw.destroy_fence(st.fence, None);
             }
-            raw.destroy_descriptor_pool(self.descriptors, None);
+            raw.destroy_command_pool(st.pool, None);
         }
     }
 }

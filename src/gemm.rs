@@ -304,6 +304,12 @@ impl Context {
         self.pipelines.len()
     }
 
+    /// The driver's statistics for a kernel (e.g. registers per invocation), creating its
+    /// pipeline if needed; empty where the driver lacks `VK_KHR_pipeline_executable_properties`.
+    pub fn kernel_statistics(&self, key: &KernelKey) -> Result<Vec<(String, String)>> {
+        Ok(self.pipelines.get(key)?.statistics.clone())
+    }
+
     /// Every config the device offers (standard, then extended).
     pub fn configs(&self) -> Vec<GPUSubgroupMatrixConfig> {
         self.device.info().all_configs()

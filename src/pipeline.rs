@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 /// A compute pipeline for one kernel key.
 pub(crate) struct Pipeline {
     pub raw: vk::Pipeline,
+    /// The driver's statistics of the compiled kernel (name, value), when captured.
+    pub statistics: Vec<(String, String)>,
     device: Arc<Device>,
 }
 
@@ -153,7 +155,14 @@ impl Pipelines {
         if pin {
             stage = stage.push_next(&mut required);
         }
+        let capture = self.device.info().features.pipeline_executable_info;
+        let flags = if capture {
+            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+        } else {
+            vk::PipelineCreateFlags::empty()
+        };
         let info = [vk::ComputePipelineCreateInfo::default()
+            .flags(flags)
             .stage(stage)
             .layout(self.layout)];
         // SAFETY: module, layout and cache are live; the stage chain outlives the call.
@@ -161,8 +170,14 @@ impl Pipelines {
         // SAFETY: the module is no longer needed once the pipeline exists (or failed).
         unsafe { raw.destroy_shader_module(module, None) };
         let pipeline = result.map_err(|(_, r)| Error::vk("vkCreateComputePipelines", r))?[0];
+        let statistics = if capture {
+            statistics(&self.device, pipeline)
+        } else {
+            Vec::new()
+        };
         Ok(Pipeline {
             raw: pipeline,
+            statistics,
             device: self.device.clone(),
         })
     }
@@ -217,4 +232,44 @@ fn read_cache(path: &Path, device: &Device) -> Option<Vec<u8>> {
         && word(3)? == info.device_id
         && uuid == info.pipeline_cache_uuid;
     ok.then_some(data)
+}
+
+/// Reads the statistics of a pipeline's executables (empty if the driver reports none).
+fn statistics(device: &Device, pipeline: vk::Pipeline) -> Vec<(String, String)> {
+    let loader = ash::khr::pipeline_executable_properties::Device::new(device.instance().raw(), device.raw());
+    let info = vk::PipelineInfoKHR::default().pipeline(pipeline);
+    // SAFETY: the pipeline was created with CAPTURE_STATISTICS on a device with the feature on.
+    let Ok(executables) = (unsafe { loader.get_pipeline_executable_properties(&info) }) else {
+        return Vec::new();
+    };
+    let text = |c: &[std::ffi::c_char]| {
+        // SAFETY: Vulkan fixed-size strings are NUL-terminated within their array.
+        unsafe { std::ffi::CStr::from_ptr(c.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut out = Vec::new();
+    for index in 0..executables.len() as u32 {
+        let exe = vk::PipelineExecutableInfoKHR::default()
+            .pipeline(pipeline)
+            .executable_index(index);
+        // SAFETY: as above; ash initialises each element's sType.
+        let Ok(stats) = (unsafe { loader.get_pipeline_executable_statistics(&exe) }) else {
+            continue;
+        };
+        for st in stats {
+            // SAFETY: `format` says which union member the driver wrote.
+            let value = unsafe {
+                match st.format {
+                    vk::PipelineExecutableStatisticFormatKHR::BOOL32 => (st.value.b32 == vk::TRUE).to_string(),
+                    vk::PipelineExecutableStatisticFormatKHR::INT64 => st.value.i64.to_string(),
+                    vk::PipelineExecutableStatisticFormatKHR::UINT64 => st.value.u64.to_string(),
+                    vk::PipelineExecutableStatisticFormatKHR::FLOAT64 => st.value.f64.to_string(),
+                    _ => "?".into(),
+                }
+            };
+            out.push((text(&st.name), value));
+        }
+    }
+    out
 }

@@ -64,6 +64,9 @@ pub struct TileScheme {
     pub pad_bytes: u32,
     /// Shared-memory stages: 1 (two barriers per K step) or 2 (double-buffered, one barrier).
     pub stages: u32,
+    /// Workgroup raster: 0 walks tiles row by row; G > 0 walks groups of G tile rows column by
+    /// column, so consecutive workgroups share A rows and B columns in L2.
+    pub raster_group: u32,
 }
 
 /// The derived sizes of a scheme for one config.
@@ -101,6 +104,7 @@ impl TileScheme {
             k_step,
             pad_bytes: VECTOR_BYTES,
             stages: 1,
+            raster_group: 0,
         };
         s.check(config, limits)?;
         Ok(s)
@@ -111,6 +115,11 @@ impl TileScheme {
         let s = Self { stages, ..self };
         s.check(config, limits)?;
         Ok(s)
+    }
+
+    /// The same scheme with a grouped workgroup raster (0 = off).
+    pub fn with_raster_group(self, raster_group: u32) -> Self {
+        Self { raster_group, ..self }
     }
 
     /// Sizes derived for `config`.
@@ -233,7 +242,11 @@ impl TileScheme {
             self.k_step,
             self.subgroup_size,
             if self.stages == 2 { "_d2" } else { "" }
-        )
+        ) + &if self.raster_group > 0 {
+            format!("_g{}", self.raster_group)
+        } else {
+            String::new()
+        }
     }
 }
 
@@ -324,8 +337,10 @@ pub fn tuning_candidates(
                     let s = TileScheme::new(config, limits, subgroup_size, (sm, sn), (fm, fn_), ks)
                         .and_then(|s| s.with_stages(stages, config, limits));
                     if let Ok(s) = s {
-                        if !out.contains(&s) {
-                            out.push(s);
+                        for s in [s, s.with_raster_group(8)] {
+                            if !out.contains(&s) {
+                                out.push(s);
+                            }
                         }
                     }
                 }

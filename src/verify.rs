@@ -118,7 +118,8 @@ pub fn reference<TA: Element, TC: Element>(
                         let c0 = c_in.map_or(0.0, |(c, ldc)| c[r * ldc + j].to_f64());
                         let cterm = if beta == 0.0 { 0.0 } else { beta * c0 };
                         value[ri * n + j] = alpha * dot + cterm;
-                        magnitude[ri * n + j] = alpha.abs() * mag + (beta * c0).abs();
+                        let cmag = if beta == 0.0 { 0.0 } else { (beta * c0).abs() };
+                        magnitude[ri * n + j] = alpha.abs() * mag + cmag;
                     }
                 }
             });

@@ -231,3 +231,23 @@ fn peak_runs_on_every_config() {
     }
     assert_no_validation_messages(ctx);
 }
+
+/// The grouped workgroup raster (groups of 3 tile rows, a partial last group) covers every tile.
+#[test]
+fn grouped_raster_is_correct() {
+    let ctx = context();
+    let mut rng = seeded();
+    let config = ctx.choose_config(ComponentType::F16, ComponentType::F32, None).unwrap();
+    let scheme = ctx.schemes(&config)[0].with_raster_group(3);
+    for shape in [(300, 170, 40), (33, 257, 16), (257, 31, 9)] {
+        for layouts in LAYOUTS {
+            let opts = GemmOptions {
+                scheme: Some(scheme),
+                ..Default::default()
+            };
+            let check = run_case::<f16, f32>(ctx, &mut rng, shape, layouts, 0, &opts);
+            assert!(check.passed, "{shape:?} {layouts:?}: {check:?}");
+        }
+    }
+    assert_no_validation_messages(ctx);
+}

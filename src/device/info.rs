@@ -54,6 +54,8 @@ pub struct DeviceFeatures {
     pub shader_bfloat16_cooperative_matrix: bool,
     /// The device advertises `VK_NV_cooperative_matrix2` (reported only).
     pub ext_nv_cooperative_matrix2: bool,
+    /// `VK_KHR_pipeline_executable_properties`'s `pipelineExecutableInfo` (kernel statistics).
+    pub pipeline_executable_info: bool,
 }
 
 /// Limits the planner and tile schemes are checked against.

@@ -77,6 +77,13 @@ impl Device {
             extensions.push(EXT_SHADER_BFLOAT16.as_ptr());
             create = create.push_next(&mut fbf);
         }
+        // Kernel statistics (registers, spills) for tuning, where the driver offers them.
+        let mut fpe =
+            vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
+        if info.features.pipeline_executable_info {
+            extensions.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
+            create = create.push_next(&mut fpe);
+        }
         let create = create.enabled_extension_names(&extensions);
         // SAFETY: every pointer in `create` outlives the call; the features requested were
         // reported as supported (the device passed its requirements).

@@ -65,6 +65,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     let has = |name: &CStr| exts.iter().any(|e| e.as_bytes() == name.to_bytes());
     let has_coopmat = has(ash::khr::cooperative_matrix::NAME);
     let has_bf16 = has(EXT_SHADER_BFLOAT16);
+    let has_pexec = has(ash::khr::pipeline_executable_properties::NAME);
 
     // SAFETY: plain query.
     let base = unsafe { raw.get_physical_device_properties(pdev) };
@@ -76,6 +77,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
     let mut fcm = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
     let mut fbf = Bf16Features::default();
+    let mut fpe = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
     let mut p11 = vk::PhysicalDeviceVulkan11Properties::default();
     let mut p12 = vk::PhysicalDeviceVulkan12Properties::default();
     let mut p13 = vk::PhysicalDeviceVulkan13Properties::default();
@@ -92,6 +94,9 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     }
     if has_bf16 {
         feats2 = feats2.push_next(&mut fbf);
+    }
+    if has_pexec {
+        feats2 = feats2.push_next(&mut fpe);
     }
     // SAFETY: every chained struct is live and correctly typed for this device's API version.
     unsafe {
@@ -135,6 +140,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         shader_bfloat16_type: has_bf16 && b(fbf.shader_bfloat16_type),
         shader_bfloat16_cooperative_matrix: has_bf16 && b(fbf.shader_bfloat16_cooperative_matrix),
         ext_nv_cooperative_matrix2: has(EXT_NV_COOPERATIVE_MATRIX2),
+        pipeline_executable_info: has_pexec && b(fpe.pipeline_executable_info),
     };
     let l = &props.limits;
     let limits = DeviceLimits {

@@ -258,6 +258,30 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 
     let c_bm = u!(g.bm);
     let c_bn = u!(g.bn);
+    // Grouped raster: groups of G tile rows are walked column by column (a bijection on tiles).
+    let (wg_x, wg_y) = if s.raster_group > 0 {
+        let gsz = s.raster_group;
+        let gx = b.add_u(pn, g.bn - 1)?;
+        let gx = b.div_u(gx, g.bn)?;
+        let gy = b.add_u(pm, g.bm - 1)?;
+        let gy = b.div_u(gy, g.bm)?;
+        let row_major_id = b.b.i_mul(t_u32, None, wg_y, gx)?;
+        let linear = b.b.i_add(t_u32, None, row_major_id, wg_x)?;
+        let per_group = b.mul_u(gx, gsz)?;
+        let group = b.b.u_div(t_u32, None, linear, per_group)?;
+        let first_row = b.mul_u(group, gsz)?;
+        let rows_left = b.b.i_sub(t_u32, None, gy, first_row)?;
+        let c_g = b.c_u32(gsz);
+        let rows_lt = b.b.u_less_than(t_bool, None, rows_left, c_g)?;
+        let rows = b.b.select(t_u32, None, rows_lt, rows_left, c_g)?;
+        let in_group = b.b.u_mod(t_u32, None, linear, per_group)?;
+        let ty = b.b.u_mod(t_u32, None, in_group, rows)?;
+        let ty = b.b.i_add(t_u32, None, first_row, ty)?;
+        let tx = b.b.u_div(t_u32, None, in_group, rows)?;
+        (tx, ty)
+    } else {
+        (wg_x, wg_y)
+    };
     let m0 = b.b.i_mul(t_u32, None, wg_y, c_bm)?;
     let n0 = b.b.i_mul(t_u32, None, wg_x, c_bn)?;
     let c_sgn = u!(s.sg_n);

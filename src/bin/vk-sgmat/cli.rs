@@ -102,6 +102,9 @@ pub enum Command {
         /// Layouts of A and B (nn, nt, tn, tt).
         #[arg(long, default_value = "nn")]
         layout: String,
+        /// Only this fragment shape MxNxK (default: every shape for the types).
+        #[arg(long)]
+        shape: Option<String>,
         /// Timed runs per candidate (GPU timestamps; the median is reported).
         #[arg(long, default_value_t = 10)]
         reps: u32,

@@ -367,7 +367,7 @@ pub fn render_svg(device: &str, rows: &[BenchRow]) -> String {
             r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
             left - 6.0,
             y(v) + 4.0,
-            rate(v)
+            if ymax >= 4.0 { format!("{v:.0}") } else { rate(v) }
         );
     }
     for &size in &sizes {
@@ -437,6 +437,8 @@ fn xml(t: &str) -> String {
 /// One row of `vk-sgmat tune`.
 #[derive(Debug, Serialize)]
 pub struct TuneRow {
+    pub registers: Option<String>,
+    pub statistics: Vec<(String, String)>,
     pub config: String,
     pub scheme: String,
     pub tile: String,
@@ -452,18 +454,19 @@ pub fn render_tune(device: &str, (m, n, k): (usize, usize, usize), rows: &[TuneR
     let _ = writeln!(s, "device: {device}; {m}x{n}x{k}; GPU time (timestamps), median");
     let _ = writeln!(
         s,
-        "{:<20} {:<28} {:>12} {:>7} {:>7} {:>10} {:>9} {:>6}",
-        "config", "scheme", "tile", "threads", "shared", "ms", "TFLOP/s", "check"
+        "{:<20} {:<28} {:>12} {:>7} {:>7} {:>5} {:>10} {:>9} {:>6}",
+        "config", "scheme", "tile", "threads", "shared", "regs", "ms", "TFLOP/s", "check"
     );
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<20} {:<28} {:>12} {:>7} {:>7} {:>10.4} {:>9.2} {:>6}",
+            "{:<20} {:<28} {:>12} {:>7} {:>7} {:>5} {:>10.4} {:>9.2} {:>6}",
             r.config,
             r.scheme,
             r.tile,
             r.threads,
             r.shared_bytes,
+            r.registers.as_deref().unwrap_or("-"),
             r.median_ms,
             r.tflops,
             if r.passed { "ok" } else { "FAIL" }

@@ -44,7 +44,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             json,
             dev,
         } => {
-            let ctx = context(&dev)?;
+            let ctx = context_with(&dev, false)?;
             let pair = parse_types(&types)?;
             let layouts = parse_layout(&layout)?;
             let options = GemmOptions {
@@ -76,7 +76,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             json,
             dev,
         } => {
-            let ctx = context(&dev)?;
+            let ctx = context_with(&dev, false)?;
             let rows = bench(&ctx, &types, &shapes, reps, cublas.as_deref())?;
             let info = ctx.device_info();
             let device = format!("{} ({} {})", info.name, info.driver_name, info.driver_info);
@@ -97,6 +97,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             k,
             types,
             layout,
+            shape,
             reps,
             json,
             dev,
@@ -104,7 +105,8 @@ pub fn run(cli: Cli) -> Result<bool> {
             let ctx = context(&dev)?;
             let pair = parse_types(&types)?;
             let layouts = parse_layout(&layout)?;
-            let rows = with_types!(pair, |TA, TC| tune::<TA, TC>(&ctx, (m, n, k), layouts, reps)?);
+            let only = shape.as_deref().map(parse_shape).transpose()?;
+            let rows = with_types!(pair, |TA, TC| tune::<TA, TC>(&ctx, (m, n, k), layouts, reps, only)?);
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
@@ -148,9 +150,14 @@ pub fn run(cli: Cli) -> Result<bool> {
 }
 
 fn context(dev: &DeviceArgs) -> Result<Context> {
+    context_with(dev, true)
+}
+
+/// A context; `poison` fills C before every GEMM that does not read it (checks; not timings).
+fn context_with(dev: &DeviceArgs, poison: bool) -> Result<Context> {
     let mut options = ContextOptions {
         validation: dev.validation,
-        poison_outputs: true,
+        poison_outputs: poison,
         ..Default::default()
     };
     if let Some(d) = &dev.device {
@@ -237,10 +244,12 @@ fn gemm<TA: Element, TC: Element>(
     let (ob, ib) = layouts.1.outer_inner(k, n);
     let a: Vec<TA> = random_vec(&mut rng, oa * ia);
     let b: Vec<TA> = random_vec(&mut rng, ob * ib);
+    // With beta = 0, C starts poisoned (NaN, or 2^31-1 for integers) so unwritten elements fail.
+    let poison = if TC::TYPE.is_float() { f64::NAN } else { 2147483647.0 };
     let c_in: Vec<TC> = if options.beta != 0.0 {
         random_vec(&mut rng, m * n)
     } else {
-        vec![TC::from_f64(0.0); m * n]
+        vec![TC::from_f64(poison); m * n]
     };
     let am = MatRef {
         data: &a,
@@ -422,6 +431,7 @@ fn tune<TA: Element, TC: Element>(
     (m, n, k): (usize, usize, usize),
     layouts: (Layout, Layout),
     reps: u32,
+    only: Option<(u32, u32, u32)>,
 ) -> Result<Vec<report::TuneRow>> {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (oa, ia) = layouts.0.outer_inner(m, k);
@@ -454,6 +464,7 @@ fn tune<TA: Element, TC: Element>(
         .configs()
         .into_iter()
         .filter(|c| c.component_type == TA::TYPE && c.result_type == TC::TYPE)
+        .filter(|c| only.is_none_or(|s| s == (c.m, c.n, c.k)))
         .collect();
     for config in configs {
         let schemes = vk_sgmat::tiling::tuning_candidates(&config, &info.limits, ctx.subgroup_size(), cpu);
@@ -472,7 +483,15 @@ fn tune<TA: Element, TC: Element>(
             times.sort_by(f64::total_cmp);
             let median = times[times.len() / 2];
             let g = scheme.geometry(&config);
+            let (key, _) = ctx.plan_gemm::<TA, TC>(m, n, k, layouts, &options)?;
+            let stats = ctx.kernel_statistics(&key)?;
+            let registers = stats
+                .iter()
+                .find(|(name, _)| name.to_ascii_lowercase().contains("register"))
+                .map(|(_, v)| v.clone());
             rows.push(report::TuneRow {
+                registers,
+                statistics: stats,
                 config: config.to_string(),
                 scheme: scheme.name(),
                 tile: format!("{}x{}x{}", g.bm, g.bn, g.bk),
