@@ -11,6 +11,8 @@ use std::time::Duration;
 
 /// How long a submission may run before it is reported as failed.
 pub(crate) const SUBMIT_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a submission's fence is polled before blocking.
+const SPIN: Duration = Duration::from_micros(500);
 
 /// Owns the command pool and the objects every submission reuses (one command buffer, one fence,
 /// a descriptor pool that grows on demand): one submission at a time per context, and no Vulkan
@@ -155,8 +157,28 @@ impl Submitter {
             // complete and every resource it uses outlives the fence wait below.
             unsafe { raw.queue_submit(*queue, &submit, st.fence) }.map_err(|r| Error::vk("vkQueueSubmit", r))?;
         }
-        // SAFETY: the fence was submitted above.
-        let waited = unsafe { raw.wait_for_fences(&[st.fence], true, SUBMIT_TIMEOUT.as_nanos() as u64) };
+        // Short GEMMs finish in microseconds: poll briefly before a blocking wait, whose wake-up
+        // alone costs tens of microseconds.
+        let spin_until = std::time::Instant::now() + SPIN;
+        let mut waited = Err(vk::Result::NOT_READY);
+        while std::time::Instant::now() < spin_until {
+            // SAFETY: the fence was submitted above.
+            match unsafe { raw.get_fence_status(st.fence) } {
+                Ok(true) => {
+                    waited = Ok(());
+                    break;
+                }
+                Ok(false) => std::hint::spin_loop(),
+                Err(r) => {
+                    waited = Err(r);
+                    break;
+                }
+            }
+        }
+        if waited == Err(vk::Result::NOT_READY) {
+            // SAFETY: the fence was submitted above.
+            waited = unsafe { raw.wait_for_fences(&[st.fence], true, SUBMIT_TIMEOUT.as_nanos() as u64) };
+        }
         match waited {
             Ok(()) => {
                 // SAFETY: the fence is signalled and not in use.

@@ -20,6 +20,9 @@ pub struct DeviceArgs {
     /// Enable the Khronos validation layer and fail on any message.
     #[arg(long)]
     pub validation: bool,
+    /// Load the Vulkan pipeline cache from this file and save it back on exit.
+    #[arg(long)]
+    pub pipeline_cache: Option<std::path::PathBuf>,
 }
 
 /// The subcommands.

@@ -116,6 +116,8 @@ pub struct GemmReport {
     pub runs: usize,
     pub median_ms: f64,
     pub tflops: f64,
+    /// Wall time of the first call, pipeline creation included.
+    pub first_call_ms: f64,
 }
 
 pub fn render_gemm(r: &GemmReport) -> String {
@@ -167,8 +169,8 @@ pub fn render_gemm(r: &GemmReport) -> String {
     };
     let _ = writeln!(
         s,
-        "time: median {:.4} ms over {} runs (device-resident, submit to completion): {rate}",
-        r.median_ms, r.runs
+        "time: median {:.4} ms over {} runs (device-resident, submit to completion): {rate}; first call {:.1} ms",
+        r.median_ms, r.runs, r.first_call_ms
     );
     s
 }
@@ -531,6 +533,7 @@ mod tests {
             runs: 3,
             median_ms: 0.5,
             tflops: 1.25,
+            first_call_ms: 3.0,
         };
         let t = render_gemm(&r);
         assert!(t.contains("gemm 5x6x7 f16->f32 layout nt"), "{t}");
