@@ -266,13 +266,16 @@ pub fn candidate_schemes(
     cpu_device: bool,
 ) -> Vec<TileScheme> {
     let es = config.component_type.size_bytes();
-    // (subgroups, fragments per subgroup, k_step in fragments of k). The GPU order is measured:
-    // `vk-sgmat tune` on the H200 (docs/performance.md) put 128x128 tiles with one fragment of K
-    // per stage first for f16 and int8; deeper stages cost occupancy there. CPU drivers take one
-    // small scheme with 64 bytes of K per stage.
+    // (subgroups, fragments per subgroup, k_step in fragments of k). The GPU order is measured
+    // with `vk-sgmat tune` on the H200 (docs/performance.md): 4 subgroups of 4x4 fragments
+    // (128x128 tiles, two fragments of K per stage) first, then the other schemes that led there.
+    // CPU drivers take one small scheme with 64 bytes of K per stage.
     type Shape = ((u32, u32), (u32, u32), u32);
     let cpu_k = (64 / es).max(config.k).div_ceil(config.k);
-    let gpu: [Shape; 7] = [
+    let gpu: [Shape; 10] = [
+        ((2, 2), (4, 4), 2),
+        ((1, 4), (8, 2), 2),
+        ((2, 4), (4, 4), 2),
         ((2, 4), (4, 2), 1),
         ((2, 4), (2, 2), 2),
         ((2, 2), (4, 2), 2),
@@ -588,9 +591,9 @@ mod tests {
     #[test]
     fn h200_large_scheme() {
         let c = cfg(16, 16, 16, F16, F32);
-        let s = TileScheme::new(&c, &h200_limits(), 32, (2, 4), (4, 2), 16).unwrap();
+        let s = TileScheme::new(&c, &h200_limits(), 32, (2, 2), (4, 4), 32).unwrap();
         let g = s.geometry(&c);
-        assert_eq!((g.bm, g.bn, g.bk, g.threads), (128, 128, 16, 256));
+        assert_eq!((g.bm, g.bn, g.bk, g.threads), (128, 128, 32, 128));
         assert!(g.shared_bytes <= 49152, "{}", g.shared_bytes);
         assert_eq!(candidate_schemes(&c, &h200_limits(), 32, false)[0], s);
     }

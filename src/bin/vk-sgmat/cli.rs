@@ -105,6 +105,9 @@ pub enum Command {
         /// Layouts of A and B (nn, nt, tn, tt).
         #[arg(long, default_value = "nn")]
         layout: String,
+        /// Only schemes whose name contains one of these (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        filter: Vec<String>,
         /// Only this fragment shape MxNxK (default: every shape for the types).
         #[arg(long)]
         shape: Option<String>,

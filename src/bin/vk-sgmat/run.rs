@@ -98,6 +98,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             types,
             layout,
             shape,
+            filter,
             reps,
             json,
             dev,
@@ -106,7 +107,14 @@ pub fn run(cli: Cli) -> Result<bool> {
             let pair = parse_types(&types)?;
             let layouts = parse_layout(&layout)?;
             let only = shape.as_deref().map(parse_shape).transpose()?;
-            let rows = with_types!(pair, |TA, TC| tune::<TA, TC>(&ctx, (m, n, k), layouts, reps, only)?);
+            let rows = with_types!(pair, |TA, TC| tune::<TA, TC>(
+                &ctx,
+                (m, n, k),
+                layouts,
+                reps,
+                only,
+                &filter
+            )?);
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
@@ -422,7 +430,9 @@ fn bench_point<TA: Element, TC: Element>(ctx: &Context, (m, n, k): (usize, usize
     let mut dc = ctx.zeros::<TC>(m, n)?;
     let options = GemmOptions::default();
     let warm = Instant::now();
-    while warm.elapsed().as_secs_f64() < 0.3 {
+    // NVIDIA's driver was seen running freshly created pipelines slower for a while (docs/
+    // performance.md): warm up for a full second.
+    while warm.elapsed().as_secs_f64() < 1.0 {
         ctx.time_gemm_device(&da, &db, &mut dc, &options, 4)?;
     }
     let mut times = ctx.time_gemm_device(&da, &db, &mut dc, &options, reps)?;
@@ -437,6 +447,7 @@ fn tune<TA: Element, TC: Element>(
     layouts: (Layout, Layout),
     reps: u32,
     only: Option<(u32, u32, u32)>,
+    filter: &[String],
 ) -> Result<Vec<report::TuneRow>> {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (oa, ia) = layouts.0.outer_inner(m, k);
@@ -472,7 +483,10 @@ fn tune<TA: Element, TC: Element>(
         .filter(|c| only.is_none_or(|s| s == (c.m, c.n, c.k)))
         .collect();
     for config in configs {
-        let schemes = vk_sgmat::tiling::tuning_candidates(&config, &info.limits, ctx.subgroup_size(), cpu);
+        let schemes: Vec<_> = vk_sgmat::tiling::tuning_candidates(&config, &info.limits, ctx.subgroup_size(), cpu)
+            .into_iter()
+            .filter(|s| filter.is_empty() || filter.iter().any(|f| s.name().contains(f.as_str())))
+            .collect();
         for (i, scheme) in schemes.iter().enumerate() {
             eprint!("\r{config}: scheme {}/{} {:<32}", i + 1, schemes.len(), scheme.name());
             let options = GemmOptions {
