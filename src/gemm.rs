@@ -508,21 +508,7 @@ impl Context {
         c: &mut DeviceMatrix<TC>,
         options: &GemmOptions,
     ) -> Result<()> {
-        for buf in [&a.buffer, &b.buffer] {
-            self.check_owned(buf)?;
-        }
-        self.check_owned(&c.buffer)?;
-        if c.layout != Layout::RowMajor {
-            return Err(Error::InvalidOperand(
-                "C must be row-major (create it with Context::zeros or upload a row-major matrix)".into(),
-            ));
-        }
-        let job = self.prepare::<TA, TC>(
-            (a.rows, a.cols, a.layout),
-            (b.rows, b.cols, b.layout),
-            (c.rows, c.cols),
-            options,
-        )?;
+        let job = self.prepare_device(a, b, c, options)?;
         self.submitter
             .run(self.pipelines.set_layout, job.passes.len() as u32, |rec| {
                 if options.beta == 0.0 && self.options.poison_outputs {
@@ -543,21 +529,12 @@ impl Context {
         options: &GemmOptions,
         reps: u32,
     ) -> Result<Vec<f64>> {
-        for buf in [&a.buffer, &b.buffer] {
-            self.check_owned(buf)?;
-        }
-        self.check_owned(&c.buffer)?;
         let info = self.device.info();
         if info.limits.timestamp_period <= 0.0 {
             return Err(Error::Unsupported("the device has no timestamp queries".into()));
         }
         let reps = reps.max(1);
-        let job = self.prepare::<TA, TC>(
-            (a.rows, a.cols, a.layout),
-            (b.rows, b.cols, b.layout),
-            (c.rows, c.cols),
-            options,
-        )?;
+        let job = self.prepare_device(a, b, c, options)?;
         let pool = TimestampPool::new(&self.device, 2 * reps)?;
         self.submitter
             .run(self.pipelines.set_layout, reps * job.passes.len() as u32, |rec| {
@@ -579,6 +556,30 @@ impl Context {
             .chunks(2)
             .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
             .collect())
+    }
+
+    /// Checks that device operands belong to this context and C is row-major, then prepares.
+    fn prepare_device<TA: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TA>,
+        c: &DeviceMatrix<TC>,
+        options: &GemmOptions,
+    ) -> Result<Job> {
+        for buffer in [&a.buffer, &b.buffer, &c.buffer] {
+            self.check_owned(buffer)?;
+        }
+        if c.layout != Layout::RowMajor {
+            return Err(Error::InvalidOperand(
+                "C must be row-major (create it with Context::zeros or upload a row-major matrix)".into(),
+            ));
+        }
+        self.prepare::<TA, TC>(
+            (a.rows, a.cols, a.layout),
+            (b.rows, b.cols, b.layout),
+            (c.rows, c.cols),
+            options,
+        )
     }
 
     fn check_owned(&self, buffer: &Buffer) -> Result<()> {

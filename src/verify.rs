@@ -265,12 +265,9 @@ pub fn run_random_gemm<TA: Element, TC: Element>(
     options: &crate::GemmOptions,
     full_limit: usize,
 ) -> crate::Result<Check> {
-    let (outer_a, inner_a) = la.outer_inner(m, k);
-    let (outer_b, inner_b) = lb.outer_inner(k, n);
-    let (lda, ldb, ldc) = (inner_a + extra_ld, inner_b + extra_ld, n + extra_ld);
-    let a: Vec<TA> = random_vec(rng, outer_a * lda);
-    let b: Vec<TA> = random_vec(rng, outer_b * ldb);
-    let c_in: Vec<TC> = random_vec(rng, m * ldc);
+    let (a, lda) = random_matrix::<TA>(rng, m, k, la, extra_ld);
+    let (b, ldb) = random_matrix::<TA>(rng, k, n, lb, extra_ld);
+    let (c_in, ldc) = random_matrix::<TC>(rng, m, n, Layout::RowMajor, extra_ld);
     let am = MatRef {
         data: &a,
         rows: m,

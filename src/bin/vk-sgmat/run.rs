@@ -6,7 +6,7 @@ use anyhow::{bail, Context as _, Result};
 use half::{bf16, f16};
 use std::time::Instant;
 use vk_sgmat::device::{rank_devices, Instance, InstanceOptions};
-use vk_sgmat::verify::{compare, random_vec, reference, rows_to_check, run_random_gemm, Rng};
+use vk_sgmat::verify::{compare, random_matrix, random_vec, reference, rows_to_check, run_random_gemm, Rng};
 use vk_sgmat::{ComponentType, Context, ContextOptions, DeviceSelector, Element, GemmOptions, Layout, MatMut, MatRef};
 
 /// Calls `$body` with type aliases `$ta`, `$tc` bound to the Rust types of a (component, result)
@@ -249,10 +249,8 @@ fn gemm<TA: Element, TC: Element>(
     let seed = Rng::fresh_seed();
     let mut rng = Rng::new(seed);
     let (key, passes) = ctx.plan_gemm::<TA, TC>(m, n, k, layouts, options)?;
-    let (oa, ia) = layouts.0.outer_inner(m, k);
-    let (ob, ib) = layouts.1.outer_inner(k, n);
-    let a: Vec<TA> = random_vec(&mut rng, oa * ia);
-    let b: Vec<TA> = random_vec(&mut rng, ob * ib);
+    let (a, lda) = random_matrix::<TA>(&mut rng, m, k, layouts.0, 0);
+    let (b, ldb) = random_matrix::<TA>(&mut rng, k, n, layouts.1, 0);
     // With beta = 0, C starts poisoned (NaN, or 2^31-1 for integers) so unwritten elements fail.
     let poison = if TC::TYPE.is_float() { f64::NAN } else { 2147483647.0 };
     let c_in: Vec<TC> = if options.beta != 0.0 {
@@ -265,14 +263,14 @@ fn gemm<TA: Element, TC: Element>(
         rows: m,
         cols: k,
         layout: layouts.0,
-        ld: ia,
+        ld: lda,
     };
     let bm = MatRef {
         data: &b,
         rows: k,
         cols: n,
         layout: layouts.1,
-        ld: ib,
+        ld: ldb,
     };
 
     // Device-resident operands: the timed loop measures the GEMM, not PCIe.
@@ -450,23 +448,21 @@ fn tune<TA: Element, TC: Element>(
     filter: &[String],
 ) -> Result<Vec<report::TuneRow>> {
     let mut rng = Rng::new(Rng::fresh_seed());
-    let (oa, ia) = layouts.0.outer_inner(m, k);
-    let (ob, ib) = layouts.1.outer_inner(k, n);
-    let a: Vec<TA> = random_vec(&mut rng, oa * ia);
-    let b: Vec<TA> = random_vec(&mut rng, ob * ib);
+    let (a, lda) = random_matrix::<TA>(&mut rng, m, k, layouts.0, 0);
+    let (b, ldb) = random_matrix::<TA>(&mut rng, k, n, layouts.1, 0);
     let am = MatRef {
         data: &a,
         rows: m,
         cols: k,
         layout: layouts.0,
-        ld: ia,
+        ld: lda,
     };
     let bm = MatRef {
         data: &b,
         rows: k,
         cols: n,
         layout: layouts.1,
-        ld: ib,
+        ld: ldb,
     };
     let da = ctx.upload(am)?;
     let db = ctx.upload(bm)?;
