@@ -614,6 +614,134 @@ mod tests {
         assert!(read_cublas("{not json").is_err());
     }
 
+    /// A device as lavapipe reports it, built by hand.
+    fn lavapipe_info(missing_full_subgroups: bool) -> DeviceInfo {
+        use vk_sgmat::config::{filter_configs, FilterFeatures, MatrixScope, RawComponent, RawMatrixProperty};
+        use vk_sgmat::device::{evaluate_requirements, DeviceFeatures, DeviceKind, DeviceLimits};
+        use vk_sgmat::ComponentType::*;
+        let prop = |ab, cr| RawMatrixProperty {
+            m: 8,
+            n: 8,
+            k: 8,
+            a_type: RawComponent::Known(ab),
+            b_type: RawComponent::Known(ab),
+            c_type: RawComponent::Known(cr),
+            result_type: RawComponent::Known(cr),
+            saturating_accumulation: false,
+            scope: MatrixScope::Subgroup,
+        };
+        let raw = vec![prop(F16, F16), prop(F16, F32), prop(U8, U32), prop(I8, I32)];
+        let configs = filter_configs(
+            &raw,
+            FilterFeatures {
+                shader_f16: true,
+                ..Default::default()
+            },
+        );
+        let features = DeviceFeatures {
+            ext_cooperative_matrix: true,
+            cooperative_matrix: true,
+            cooperative_matrix_compute_stage: true,
+            vulkan_memory_model: true,
+            vulkan_memory_model_device_scope: true,
+            subgroup_size_control: true,
+            compute_full_subgroups: !missing_full_subgroups,
+            shader_float16: true,
+            ..Default::default()
+        };
+        let requirements = evaluate_requirements(&features, true, 13, "Mesa 26.1.6", &configs);
+        DeviceInfo {
+            index: 0,
+            name: "llvmpipe".into(),
+            kind: DeviceKind::Cpu,
+            vendor_id: 0x10005,
+            device_id: 0,
+            api_version: "1.4.354".into(),
+            driver_version: 1,
+            driver_id: 13,
+            driver_name: "llvmpipe".into(),
+            driver_info: "Mesa 26.1.6".into(),
+            pipeline_cache_uuid: "00".repeat(16),
+            features,
+            limits: DeviceLimits {
+                subgroup_size: 8,
+                min_subgroup_size: 8,
+                max_subgroup_size: 8,
+                ..Default::default()
+            },
+            raw_properties: raw,
+            configs,
+            requirements,
+        }
+    }
+
+    #[test]
+    fn info_renders_every_section() {
+        let r = InfoReport {
+            devices: vec![lavapipe_info(false)],
+            selected: Some(0),
+        };
+        let t = render_info(&r);
+        for want in [
+            "device 0: llvmpipe [Cpu]  (selected)",
+            "subgroup size 8 (min 8, max 8",
+            "[x] computeFullSubgroups",
+            "8x8x8 A=i8 B=i8 C=i32 R=i32 scope=Subgroup",
+            "configs, Dawn's rules (4):",
+            "    8x8x8 u8->u32",
+            "extended configs (bf16, fp8) (0):",
+            "verdict: usable",
+        ] {
+            assert!(t.contains(want), "missing {want:?} in:\n{t}");
+        }
+        let bad = render_info(&InfoReport {
+            devices: vec![lavapipe_info(true)],
+            selected: None,
+        });
+        assert!(
+            bad.contains("[ ] computeFullSubgroups")
+                && bad.contains("verdict: not usable: missing computeFullSubgroups"),
+            "{bad}"
+        );
+    }
+
+    #[test]
+    fn info_json_field_names_are_stable() {
+        let r = InfoReport {
+            devices: vec![lavapipe_info(false)],
+            selected: Some(0),
+        };
+        let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["selected"], 0);
+        let d = &v["devices"][0];
+        for key in [
+            "index",
+            "name",
+            "kind",
+            "vendor_id",
+            "device_id",
+            "api_version",
+            "driver_version",
+            "driver_id",
+            "driver_name",
+            "driver_info",
+            "pipeline_cache_uuid",
+            "features",
+            "limits",
+            "raw_properties",
+            "configs",
+            "requirements",
+        ] {
+            assert!(d.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(d["kind"], "cpu");
+        assert_eq!(d["configs"]["standard"][1]["result_type"], "f32");
+        assert_eq!(d["raw_properties"][3]["a_type"], "i8");
+        assert_eq!(d["limits"]["max_subgroup_size"], 8);
+        assert_eq!(d["requirements"][0]["name"], "Vulkan 1.3");
+        assert_eq!(d["features"]["compute_full_subgroups"], true);
+    }
+
     #[test]
     fn info_text_and_json_names() {
         let json = r#"{"devices": [], "selected": null}"#;
