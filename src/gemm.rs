@@ -9,7 +9,10 @@ use crate::error::{Error, Result};
 use crate::kernel::{Epilogue, KernelKey, PushConstants};
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
-use crate::tiling::{candidate_schemes, plan, DispatchLimits, Layout, Pass, Problem, TileScheme, VECTOR_BYTES};
+use crate::tiling::{
+    candidate_schemes, choose_split_k, plan, plan_split_k, DispatchLimits, Layout, Pass, Problem, TileScheme,
+    VECTOR_BYTES,
+};
 use half::{bf16, f16};
 use std::marker::PhantomData;
 use std::path::PathBuf;
@@ -155,6 +158,10 @@ pub struct GemmOptions {
     pub shape: Option<(u32, u32, u32)>,
     /// Tile scheme to use; default: chosen per problem (see [`Context::choose_scheme`]).
     pub scheme: Option<TileScheme>,
+    /// K slices computed concurrently and summed by a reduction pass (split-K); default: chosen
+    /// per problem (see [`crate::tiling::choose_split_k`]; never on CPU drivers); `Some(1)` turns
+    /// it off. Ignored when the problem already needs several passes for the device's limits.
+    pub split_k: Option<u32>,
 }
 
 impl Default for GemmOptions {
@@ -164,6 +171,7 @@ impl Default for GemmOptions {
             beta: 0.0,
             shape: None,
             scheme: None,
+            split_k: None,
         }
     }
 }
@@ -470,9 +478,10 @@ impl Context {
                 pack(&c.as_ref(), job.problem.ldc, cb);
             }
         }
+        let scratch = self.scratch(&job)?;
         let result = self
             .submitter
-            .run(self.pipelines.set_layout, job.passes.len() as u32, |rec| {
+            .run(self.pipelines.set_layout, job.descriptor_sets(), |rec| {
                 let region = |src_off: u64, dst: &Buffer, size: u64| (src_off, dst.raw(), size);
                 let copies = [region(0, &a_dev, a_bytes), region(a_bytes, &b_dev, b_bytes)];
                 for (off, dst, size) in copies {
@@ -484,7 +493,7 @@ impl Context {
                     rec.fill(c_dev.raw(), c_bytes, poison_pattern(TC::TYPE));
                 }
                 rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
-                self.record_passes(rec, &job, [a_dev.raw(), b_dev.raw(), c_dev.raw()])?;
+                self.record_passes(rec, &job, [a_dev.raw(), b_dev.raw(), c_dev.raw()], scratch.as_ref())?;
                 rec.barrier(Access::SHADER_WRITE, Access::TRANSFER_READ);
                 rec.copy(c_dev.raw(), down.raw(), c_bytes);
                 rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
@@ -494,7 +503,7 @@ impl Context {
         if result.is_ok() {
             unpack(down.mapped_mut()?, job.problem.ldc, c);
         }
-        for buf in [a_dev, b_dev, c_dev, up, down] {
+        for buf in [a_dev, b_dev, c_dev, up, down].into_iter().chain(scratch) {
             self.pool.give(buf);
         }
         result
@@ -509,14 +518,33 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<()> {
         let job = self.prepare_device(a, b, c, options)?;
-        self.submitter
-            .run(self.pipelines.set_layout, job.passes.len() as u32, |rec| {
+        let scratch = self.scratch(&job)?;
+        let result = self
+            .submitter
+            .run(self.pipelines.set_layout, job.descriptor_sets(), |rec| {
                 if options.beta == 0.0 && self.options.poison_outputs {
                     rec.fill(c.buffer.raw(), c.buffer.size(), poison_pattern(TC::TYPE));
                     rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
                 }
-                self.record_passes(rec, &job, [a.buffer.raw(), b.buffer.raw(), c.buffer.raw()])
-            })
+                self.record_passes(
+                    rec,
+                    &job,
+                    [a.buffer.raw(), b.buffer.raw(), c.buffer.raw()],
+                    scratch.as_ref(),
+                )
+            });
+        if let Some(buf) = scratch {
+            self.pool.give(buf);
+        }
+        result
+    }
+
+    /// The scratch buffer a split-K job needs, from the pool.
+    fn scratch(&self, job: &Job) -> Result<Option<Buffer>> {
+        job.split
+            .as_ref()
+            .map(|s| self.pool.take(s.scratch_bytes, BufferKind::Storage))
+            .transpose()
     }
 
     /// Runs `reps` GEMMs on device-resident matrices in one submission, a barrier between each, and
@@ -536,8 +564,10 @@ impl Context {
         let reps = reps.max(1);
         let job = self.prepare_device(a, b, c, options)?;
         let pool = TimestampPool::new(&self.device, 2 * reps)?;
-        self.submitter
-            .run(self.pipelines.set_layout, reps * job.passes.len() as u32, |rec| {
+        let scratch = self.scratch(&job)?;
+        let result = self
+            .submitter
+            .run(self.pipelines.set_layout, reps * job.descriptor_sets(), |rec| {
                 rec.reset_queries(pool.raw, pool.count);
                 for r in 0..reps {
                     if r > 0 {
@@ -545,11 +575,16 @@ impl Context {
                         rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
                     }
                     rec.timestamp(pool.raw, 2 * r);
-                    self.record_passes(rec, &job, [a.buffer.raw(), b.buffer.raw(), c.buffer.raw()])?;
+                    let buffers = [a.buffer.raw(), b.buffer.raw(), c.buffer.raw()];
+                    self.record_passes(rec, &job, buffers, scratch.as_ref())?;
                     rec.timestamp(pool.raw, 2 * r + 1);
                 }
                 Ok(())
-            })?;
+            });
+        if let Some(buf) = scratch {
+            self.pool.give(buf);
+        }
+        result?;
         let ticks = pool.read()?;
         let period = f64::from(info.limits.timestamp_period) * 1e-9;
         Ok(ticks
@@ -674,6 +709,22 @@ impl Context {
             self.pipelines.get(&rest)?;
         }
         let one_bits = scalar_bits("beta", 1.0, TC::TYPE)?;
+        let split = match passes.as_slice() {
+            [single] => {
+                let tiles = single.groups[0] as usize * single.groups[1] as usize;
+                let cpu = self.device.info().kind == crate::device::DeviceKind::Cpu;
+                let subgroups = (scheme.sg_m * scheme.sg_n) as usize;
+                let splits = options
+                    .split_k
+                    .unwrap_or_else(|| choose_split_k(tiles, subgroups, k, cpu));
+                if splits > 1 {
+                    self.plan_split::<TC>(&problem, &geometry, splits, &first, single.c, options)?
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
         Ok(Job {
             problem,
             passes,
@@ -682,7 +733,54 @@ impl Context {
             alpha_bits,
             beta_bits,
             one_bits,
+            split,
         })
+    }
+
+    /// Plans split-K, or `None` where its scratch buffer or reduction would not fit the limits.
+    fn plan_split<TC: Element>(
+        &self,
+        problem: &Problem,
+        geometry: &crate::tiling::TileGeometry,
+        splits: u32,
+        first: &KernelKey,
+        c: crate::tiling::Window,
+        options: &GemmOptions,
+    ) -> Result<Option<Split>> {
+        let l = &self.limits;
+        let c_bytes = (problem.m * problem.ldc * problem.c_bytes) as u64;
+        let slice_bytes = c_bytes.next_multiple_of(l.offset_alignment.max(16));
+        let Some(passes) = plan_split_k(problem, geometry, l, splits, slice_bytes) else {
+            return Ok(None);
+        };
+        let scratch_bytes = slice_bytes * passes.len() as u64;
+        let total = problem.m * problem.n;
+        let wg = total.div_ceil(crate::kernel::reduce::THREADS as usize);
+        let gx = wg.min(l.max_groups[0] as usize);
+        let gy = wg.div_ceil(gx);
+        let fits = scratch_bytes <= l.max_range && gy <= l.max_groups[1] as usize && total <= u32::MAX as usize;
+        if passes.len() < 2 || !fits {
+            return Ok(None);
+        }
+        let partial = KernelKey {
+            epilogue: Epilogue::default(),
+            ..*first
+        };
+        self.pipelines.get(&partial)?;
+        let epilogue = Epilogue {
+            alpha: options.alpha != 1.0,
+            beta: options.beta != 0.0,
+        };
+        let reduce = self.pipelines.get_reduce(TC::TYPE, epilogue, self.subgroup_size())?;
+        Ok(Some(Split {
+            passes,
+            partial,
+            reduce,
+            slice_bytes,
+            scratch_bytes,
+            c,
+            groups: [gx as u32, gy as u32],
+        }))
     }
 
     fn record_passes(
@@ -690,9 +788,52 @@ impl Context {
         rec: &mut crate::dispatch::Recording<'_>,
         job: &Job,
         buffers: [ash::vk::Buffer; 3],
+        scratch: Option<&Buffer>,
     ) -> Result<()> {
         let p = &job.problem;
         let es = p.ab_bytes as u64;
+        let vec = u64::from(VECTOR_BYTES);
+        if let (Some(split), Some(scratch)) = (&job.split, scratch) {
+            // The slices write disjoint scratch slices: no barrier between them.
+            let pipeline = self.pipelines.get(&split.partial)?;
+            for pass in &split.passes {
+                let push = PushConstants {
+                    m: pass.m as u32,
+                    n: pass.n as u32,
+                    k: pass.k as u32,
+                    lda_vec: (p.lda as u64 * es / vec) as u32,
+                    ldb_vec: (p.ldb as u64 * es / vec) as u32,
+                    ldc: p.ldc as u32,
+                    a_off_vec: (pass.a.start / vec) as u32,
+                    b_off_vec: (pass.b.start / vec) as u32,
+                    c_off: (pass.c.start / p.c_bytes as u64) as u32,
+                    alpha_bits: 0,
+                    beta_bits: 0,
+                };
+                let bindings = [(buffers[0], pass.a), (buffers[1], pass.b), (scratch.raw(), pass.c)];
+                rec.dispatch(pipeline.raw, self.pipelines.layout, bindings, &push, pass.groups)?;
+            }
+            rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
+            let whole = crate::tiling::Window {
+                bind_offset: 0,
+                bind_range: split.scratch_bytes,
+                start: 0,
+            };
+            let push = PushConstants {
+                m: p.m as u32,
+                n: p.n as u32,
+                k: split.passes.len() as u32,
+                lda_vec: (split.slice_bytes / p.c_bytes as u64) as u32,
+                ldb_vec: split.groups[0],
+                ldc: p.ldc as u32,
+                c_off: (split.c.start / p.c_bytes as u64) as u32,
+                alpha_bits: job.alpha_bits,
+                beta_bits: job.beta_bits,
+                ..Default::default()
+            };
+            let bindings = [(scratch.raw(), whole), (scratch.raw(), whole), (buffers[2], split.c)];
+            return rec.dispatch(split.reduce.raw, self.pipelines.layout, bindings, &push, split.groups);
+        }
         for (i, pass) in job.passes.iter().enumerate() {
             if i > 0 {
                 // Passes along K accumulate into the C written by the previous one.
@@ -700,7 +841,6 @@ impl Context {
             }
             let key = if pass.accumulate { &job.rest } else { &job.first };
             let pipeline = self.pipelines.get(key)?;
-            let vec = u64::from(VECTOR_BYTES);
             let push = PushConstants {
                 m: pass.m as u32,
                 n: pass.n as u32,
@@ -725,7 +865,8 @@ impl Context {
         Ok(())
     }
 
-    /// The passes a GEMM of this shape would run (for inspection and benchmarks).
+    /// The kernel and passes a GEMM of this shape would run (for split-K: the K slices, whose
+    /// reduction follows). For inspection and benchmarks.
     pub fn plan_gemm<TA: Element, TC: Element>(
         &self,
         m: usize,
@@ -735,7 +876,10 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<(KernelKey, Vec<Pass>)> {
         let job = self.prepare::<TA, TC>((m, k, layouts.0), (k, n, layouts.1), (m, n), options)?;
-        Ok((job.first, job.passes))
+        match job.split {
+            Some(split) => Ok((split.partial, split.passes)),
+            None => Ok((job.first, job.passes)),
+        }
     }
 }
 
@@ -753,6 +897,33 @@ struct Job {
     alpha_bits: u32,
     beta_bits: u32,
     one_bits: u32,
+    split: Option<Split>,
+}
+
+impl Job {
+    /// Descriptor sets one run of the job binds.
+    fn descriptor_sets(&self) -> u32 {
+        match &self.split {
+            Some(s) => s.passes.len() as u32 + 1,
+            None => self.passes.len() as u32,
+        }
+    }
+}
+
+/// A split-K plan: partial products of K slices into a scratch buffer, then one reduction.
+struct Split {
+    /// One pass per K slice; their C windows point into the scratch buffer.
+    passes: Vec<Pass>,
+    /// The kernel for the partial products (plain epilogue).
+    partial: KernelKey,
+    /// The reduction, which applies alpha and beta.
+    reduce: Arc<crate::pipeline::Pipeline>,
+    slice_bytes: u64,
+    scratch_bytes: u64,
+    /// C's window for the reduction.
+    c: crate::tiling::Window,
+    /// The reduction's workgroups (x, y).
+    groups: [u32; 2],
 }
 
 fn copy_region(

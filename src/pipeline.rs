@@ -28,6 +28,7 @@ impl Drop for Pipeline {
 /// All pipelines of a context.
 pub(crate) struct Pipelines {
     map: Mutex<HashMap<KernelKey, Arc<Pipeline>>>,
+    reduce: Mutex<HashMap<(crate::config::ComponentType, kernel::Epilogue), Arc<Pipeline>>>,
     pub set_layout: vk::DescriptorSetLayout,
     pub layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
@@ -86,6 +87,7 @@ impl Pipelines {
         };
         Ok(Self {
             map: Mutex::new(HashMap::new()),
+            reduce: Mutex::new(HashMap::new()),
             set_layout,
             layout,
             cache,
@@ -102,6 +104,23 @@ impl Pipelines {
         let pipeline = Arc::new(self.create(key)?);
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         Ok(map.entry(*key).or_insert(pipeline).clone())
+    }
+
+    /// The split-K reduction pipeline for a result type and epilogue, created on first use.
+    pub fn get_reduce(
+        &self,
+        result_type: crate::config::ComponentType,
+        epilogue: kernel::Epilogue,
+        subgroup_size: u32,
+    ) -> Result<Arc<Pipeline>> {
+        let key = (result_type, epilogue);
+        if let Some(p) = self.reduce.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(p.clone());
+        }
+        let words = kernel::generate_reduce(result_type, epilogue)?;
+        let pipeline = Arc::new(self.build(&words, subgroup_size)?);
+        let mut map = self.reduce.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(map.entry(key).or_insert(pipeline).clone())
     }
 
     /// How many pipelines exist.
@@ -206,6 +225,7 @@ impl Drop for Pipelines {
     fn drop(&mut self) {
         let _ = self.save();
         self.map.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
+        self.reduce.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
         // SAFETY: every pipeline was dropped above; nothing else uses these objects.
         unsafe {
             let raw = self.device.raw();

@@ -540,6 +540,73 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
     Ok(passes)
 }
 
+/// How many K slices to run concurrently (split-K) for a problem whose grid has `tiles`
+/// workgroups of `subgroups` subgroups: enough to bring the GPU to about `target_subgroups`
+/// subgroups in flight, at most 16, each slice at least 256 deep in K. CPU drivers never split.
+pub fn choose_split_k(tiles: usize, subgroups: usize, k: usize, cpu_device: bool) -> u32 {
+    const TARGET_SUBGROUPS: usize = 1024;
+    if cpu_device || k < 512 {
+        return 1;
+    }
+    let in_flight = tiles * subgroups;
+    let want = TARGET_SUBGROUPS.div_ceil(in_flight.max(1));
+    want.min(16).min(k / 256).max(1) as u32
+}
+
+/// Passes for split-K: `splits` concurrent slices of K (multiples of `k_step`), each writing the
+/// whole M x N partial product to its own slice of a scratch buffer laid out like C (`ldc`),
+/// `slice_bytes` apart. `None` when a slice's windows would not fit the limits (plan instead).
+pub fn plan_split_k(
+    problem: &Problem,
+    geometry: &TileGeometry,
+    limits: &DispatchLimits,
+    splits: u32,
+    slice_bytes: u64,
+) -> Option<Vec<Pass>> {
+    let p = problem;
+    let (bm, bn, bk) = (geometry.bm as usize, geometry.bn as usize, geometry.bk as usize);
+    let groups = [p.n.div_ceil(bn), p.m.div_ceil(bm)];
+    if groups[0] > limits.max_groups[0] as usize || groups[1] > limits.max_groups[1] as usize {
+        return None;
+    }
+    let kc = p.k.div_ceil(splits as usize).next_multiple_of(bk);
+    let mut passes = Vec::new();
+    for (s, k0) in (0..p.k).step_by(kc).enumerate() {
+        let k = kc.min(p.k - k0);
+        let (a0, alen) = match p.a_layout {
+            Layout::RowMajor => span(0, k0, p.m, k, p.lda, p.ab_bytes, true),
+            Layout::ColMajor => span(k0, 0, k, p.m, p.lda, p.ab_bytes, true),
+        };
+        let (b0, blen) = match p.b_layout {
+            Layout::RowMajor => span(k0, 0, k, p.n, p.ldb, p.ab_bytes, true),
+            Layout::ColMajor => span(0, k0, p.n, k, p.ldb, p.ab_bytes, true),
+        };
+        let (_, clen) = span(0, 0, p.m, p.n, p.ldc, p.c_bytes, false);
+        let windows = [
+            window(a0, alen, limits),
+            window(b0, blen, limits),
+            window(s as u64 * slice_bytes, clen, limits),
+        ];
+        if windows.iter().any(|w| w.bind_range > limits.max_range) {
+            return None;
+        }
+        passes.push(Pass {
+            m0: 0,
+            n0: 0,
+            k0,
+            m: p.m,
+            n: p.n,
+            k,
+            groups: [groups[0] as u32, groups[1] as u32],
+            accumulate: false,
+            a: windows[0],
+            b: windows[1],
+            c: windows[2],
+        });
+    }
+    Some(passes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -749,6 +816,33 @@ mod tests {
         let passes = plan(&p, &geom(), &l).unwrap();
         assert!(passes.iter().filter(|p| p.accumulate).count() >= 1);
         assert_covers(&p, &passes, &l);
+    }
+
+    #[test]
+    fn split_k_heuristic_and_plan() {
+        // 16x4096x4096 with 32x32 tiles of one subgroup: 128 subgroups, so 8 slices of 512.
+        assert_eq!(choose_split_k(128, 1, 4096, false), 8);
+        assert_eq!(choose_split_k(1024, 4, 4096, false), 1, "a full GPU needs no split");
+        assert_eq!(choose_split_k(1, 1, 700, false), 2, "slices stay at least 256 deep");
+        assert_eq!(choose_split_k(1, 1, 100_000, true), 1, "never on CPU drivers");
+        let p = problem(16, 4096, 4096, Layout::RowMajor, Layout::ColMajor);
+        let l = DispatchLimits {
+            max_groups: [65535; 2],
+            max_range: u64::MAX,
+            offset_alignment: 256,
+        };
+        let slice = (p.m * p.ldc * p.c_bytes) as u64;
+        let passes = plan_split_k(&p, &geom(), &l, 8, slice).unwrap();
+        assert_eq!(passes.len(), 8);
+        assert_eq!(passes.iter().map(|x| x.k).sum::<usize>(), 4096);
+        assert!(passes
+            .iter()
+            .all(|x| x.k0 % 16 == 0 && !x.accumulate && x.c.start % 16 == 0));
+        assert_eq!(passes[3].c.bind_offset + passes[3].c.start, 3 * slice);
+        // Uneven K: the last slice is shorter and K is still covered once.
+        let p = problem(16, 64, 1000, Layout::ColMajor, Layout::RowMajor);
+        let passes = plan_split_k(&p, &geom(), &l, 3, 1 << 20).unwrap();
+        assert_eq!(passes.iter().map(|x| x.k).sum::<usize>(), 1000);
     }
 
     #[test]

@@ -205,6 +205,17 @@ fn peak_kernels_pass_spirv_val() {
     }
 }
 
+#[test]
+fn reduce_kernels_pass_spirv_val() {
+    for result_type in [F16, F32, I32, U32] {
+        for epilogue in EPILOGUES {
+            let words = vk_sgmat::kernel::generate_reduce(result_type, epilogue).unwrap();
+            let name = format!("reduce_{result_type}_{}{}", epilogue.alpha as u8, epilogue.beta as u8);
+            common::spirv_val(&words, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+}
+
 /// Representative kernels reviewed as disassembly: a change to the generator shows as a diff.
 #[test]
 fn golden_disassembly() {

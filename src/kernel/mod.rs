@@ -4,6 +4,7 @@
 mod builder;
 mod gemm;
 pub mod peak;
+pub mod reduce;
 
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::error::{Error, Result};
@@ -95,6 +96,11 @@ pub const BINDINGS: u32 = 3;
 /// Generates the `peak` kernel for `config` (see [`peak`]).
 pub fn generate_peak(config: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> Result<Vec<u32>> {
     peak::emit(config, subgroup_size).map_err(|e| Error::Codegen(format!("peak {config}: {e}")))
+}
+
+/// Generates the split-K reduction for a result type (see [`reduce`]).
+pub fn generate_reduce(result_type: crate::config::ComponentType, epilogue: Epilogue) -> Result<Vec<u32>> {
+    reduce::emit(result_type, epilogue).map_err(|e| Error::Codegen(format!("reduce {result_type}: {e}")))
 }
 
 /// Generates the SPIR-V words of a kernel. The scheme must already be checked against the config

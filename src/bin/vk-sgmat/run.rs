@@ -51,7 +51,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 alpha,
                 beta,
                 shape: shape.as_deref().map(parse_shape).transpose()?,
-                scheme: None,
+                ..Default::default()
             };
             let report = with_types!(pair, |TA, TC| gemm::<TA, TC>(
                 &ctx,
@@ -562,7 +562,7 @@ fn check(ctx: &Context, quick: bool) -> Result<Vec<CheckRow>> {
                         alpha,
                         beta,
                         shape: Some((config.m, config.n, config.k)),
-                        scheme: None,
+                        ..Default::default()
                     };
                     // Padded leading dimensions on every other layout.
                     let extra_ld = li % 2 * 3;
