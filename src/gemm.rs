@@ -485,10 +485,10 @@ impl Context {
                 let region = |src_off: u64, dst: &Buffer, size: u64| (src_off, dst.raw(), size);
                 let copies = [region(0, &a_dev, a_bytes), region(a_bytes, &b_dev, b_bytes)];
                 for (off, dst, size) in copies {
-                    copy_region(rec, up.raw(), off, dst, size);
+                    rec.copy_at(up.raw(), off, dst, size);
                 }
                 if reads_c {
-                    copy_region(rec, up.raw(), a_bytes + b_bytes, c_dev.raw(), c_bytes);
+                    rec.copy_at(up.raw(), a_bytes + b_bytes, c_dev.raw(), c_bytes);
                 } else if self.options.poison_outputs {
                     rec.fill(c_dev.raw(), c_bytes, poison_pattern(TC::TYPE));
                 }
@@ -924,16 +924,6 @@ struct Split {
     c: crate::tiling::Window,
     /// The reduction's workgroups (x, y).
     groups: [u32; 2],
-}
-
-fn copy_region(
-    rec: &mut crate::dispatch::Recording<'_>,
-    src: ash::vk::Buffer,
-    src_off: u64,
-    dst: ash::vk::Buffer,
-    size: u64,
-) {
-    rec.copy_at(src, src_off, dst, size);
 }
 
 fn poison_pattern(t: ComponentType) -> u32 {

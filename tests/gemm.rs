@@ -261,17 +261,35 @@ fn split_k_is_correct() {
     for (i, &shape) in shapes.iter().enumerate() {
         let layouts = LAYOUTS[i];
         for split_k in [2, 3, 5] {
-            let opts = GemmOptions { split_k: Some(split_k), alpha: 0.5, beta: -1.0, ..Default::default() };
-            let (_, passes) = ctx.plan_gemm::<f16, f32>(shape.0, shape.1, shape.2, layouts, &opts).unwrap();
-            assert!(passes.len() >= 2, "{shape:?}: split-K {split_k} should give several slices");
+            let opts = GemmOptions {
+                split_k: Some(split_k),
+                alpha: 0.5,
+                beta: -1.0,
+                ..Default::default()
+            };
+            let (_, passes) = ctx
+                .plan_gemm::<f16, f32>(shape.0, shape.1, shape.2, layouts, &opts)
+                .unwrap();
+            assert!(
+                passes.len() >= 2,
+                "{shape:?}: split-K {split_k} should give several slices"
+            );
             let check = run_case::<f16, f32>(ctx, &mut rng, shape, layouts, 2, &opts);
             assert!(check.passed, "f16->f32 {shape:?} split {split_k}: {check:?}");
             let check = run_case::<f16, f16>(ctx, &mut rng, shape, layouts, 0, &opts);
             assert!(check.passed, "f16->f16 {shape:?} split {split_k}: {check:?}");
-            let iopts = GemmOptions { split_k: Some(split_k), alpha: 3.0, beta: 2.0, ..Default::default() };
+            let iopts = GemmOptions {
+                split_k: Some(split_k),
+                alpha: 3.0,
+                beta: 2.0,
+                ..Default::default()
+            };
             let check = run_case::<i8, i32>(ctx, &mut rng, shape, layouts, 1, &iopts);
             assert!(check.passed, "i8->i32 {shape:?} split {split_k}: {check:?}");
-            let uopts = GemmOptions { split_k: Some(split_k), ..Default::default() };
+            let uopts = GemmOptions {
+                split_k: Some(split_k),
+                ..Default::default()
+            };
             let check = run_case::<u8, u32>(ctx, &mut rng, shape, layouts, 0, &uopts);
             assert!(check.passed, "u8->u32 {shape:?} split {split_k}: {check:?}");
         }

@@ -56,10 +56,6 @@ struct Operand2d {
     shared: Word,
     unit_t: Word,
     unit_bytes: u32,
-    /// Vectors per tile row (inner extent / 16 bytes).
-    inner_vecs: u32,
-    /// Vectors each invocation copies.
-    per_thread: u32,
     /// Register variables (Function) for the prefetched vectors.
     regs: Vec<Word>,
     /// Per copy slot: (outer row in tile, inner vector in tile, shared index in units).
@@ -189,7 +185,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     interface.push(v_stage);
 
     // ---- pointer types and constants --------------------------------------------------------
-    let p_in_u32 = mb.ptr(StorageClass::Input, t_u32);
     let p_pc_u32 = mb.ptr(StorageClass::PushConstant, t_u32);
     let p_sb_uvec4 = mb.ptr(StorageClass::StorageBuffer, t_uvec4);
     let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_res);
@@ -240,7 +235,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
     let sg = b.b.load(t_u32, None, v_subgroup, None, [])?;
     let lane = b.b.load(t_u32, None, v_lane, None, [])?;
-    let _ = p_in_u32;
     let pc = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
         let idx = b.c_u32(which as u32);
         let p = b.b.access_chain(p_pc_u32, None, v_pc, [idx])?;
@@ -316,8 +310,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         shared: sh_a,
         unit_t: unit_a_t,
         unit_bytes: unit_a,
-        inner_vecs: a_inner * es / VECTOR_BYTES,
-        per_thread: a_per_thread,
         slots: slots(b, a_per_thread, a_inner, unit_a, pitch_a)?,
         regs: regs_a,
     };
@@ -325,12 +317,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         shared: sh_b,
         unit_t: unit_b_t,
         unit_bytes: unit_b,
-        inner_vecs: b_inner * es / VECTOR_BYTES,
-        per_thread: b_per_thread,
         slots: slots(b, b_per_thread, b_inner, unit_b, pitch_b)?,
         regs: regs_b,
     };
-    let _ = (op_a.inner_vecs, op_b.inner_vecs, op_a.per_thread, op_b.per_thread);
 
     // Zero accumulators: a one-constituent composite (splat), not OpConstantNull (Intel Mesa < 25.2).
     let zero_acc = b.b.composite_construct(t_mat_acc, None, [zero_res])?;

@@ -102,7 +102,7 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = b.b.begin_block(None)?;
+    b.b.begin_block(None)?;
     let accs: Vec<_> = (0..CHAINS)
         .map(|_| b.b.variable(p_fn_acc, None, StorageClass::Function, None))
         .collect();
@@ -165,7 +165,6 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
     let l_pre = b.b.id();
     b.b.branch(l_pre)?;
     b.b.begin_block(Some(l_pre))?;
-    let _ = l_entry;
     b.b.branch(l_header)?;
     b.b.begin_block(Some(l_header))?;
     let i = b.b.phi(t_u32, None, [(u0, l_pre), (i_next, l_cont)])?;

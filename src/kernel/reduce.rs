@@ -72,7 +72,7 @@ pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResul
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = b.b.begin_block(None)?;
+    b.b.begin_block(None)?;
     let pc = |b: &mut ModuleBuilder, i: u32| -> BuildResult<u32> {
         let c = b.c_u32(i);
         let p = b.b.access_chain(p_pc_u32, None, v_pc, [c])?;
@@ -168,7 +168,6 @@ pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResul
     b.b.store(pc_c, out, None, [])?;
     b.b.branch(l_end)?;
     b.b.begin_block(Some(l_end))?;
-    let _ = l_entry;
     b.b.ret()?;
     b.b.end_function()?;
     b.b.entry_point(ExecutionModel::GLCompute, f, "main", interface);
