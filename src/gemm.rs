@@ -791,25 +791,12 @@ impl Context {
         scratch: Option<&Buffer>,
     ) -> Result<()> {
         let p = &job.problem;
-        let es = p.ab_bytes as u64;
-        let vec = u64::from(VECTOR_BYTES);
         if let (Some(split), Some(scratch)) = (&job.split, scratch) {
             // The slices write disjoint scratch slices: no barrier between them.
             let pipeline = self.pipelines.get(&split.partial)?;
             for pass in &split.passes {
-                let push = PushConstants {
-                    m: pass.m as u32,
-                    n: pass.n as u32,
-                    k: pass.k as u32,
-                    lda_vec: (p.lda as u64 * es / vec) as u32,
-                    ldb_vec: (p.ldb as u64 * es / vec) as u32,
-                    ldc: p.ldc as u32,
-                    a_off_vec: (pass.a.start / vec) as u32,
-                    b_off_vec: (pass.b.start / vec) as u32,
-                    c_off: (pass.c.start / p.c_bytes as u64) as u32,
-                    alpha_bits: 0,
-                    beta_bits: 0,
-                };
+                // The partial products use the plain epilogue: alpha and beta are the reduction's.
+                let push = pass_push(p, pass, 0, 0);
                 let bindings = [(buffers[0], pass.a), (buffers[1], pass.b), (scratch.raw(), pass.c)];
                 rec.dispatch(pipeline.raw, self.pipelines.layout, bindings, &push, pass.groups)?;
             }
@@ -841,19 +828,8 @@ impl Context {
             }
             let key = if pass.accumulate { &job.rest } else { &job.first };
             let pipeline = self.pipelines.get(key)?;
-            let push = PushConstants {
-                m: pass.m as u32,
-                n: pass.n as u32,
-                k: pass.k as u32,
-                lda_vec: (p.lda as u64 * es / vec) as u32,
-                ldb_vec: (p.ldb as u64 * es / vec) as u32,
-                ldc: p.ldc as u32,
-                a_off_vec: (pass.a.start / vec) as u32,
-                b_off_vec: (pass.b.start / vec) as u32,
-                c_off: (pass.c.start / p.c_bytes as u64) as u32,
-                alpha_bits: job.alpha_bits,
-                beta_bits: if pass.accumulate { job.one_bits } else { job.beta_bits },
-            };
+            let beta_bits = if pass.accumulate { job.one_bits } else { job.beta_bits };
+            let push = pass_push(p, pass, job.alpha_bits, beta_bits);
             rec.dispatch(
                 pipeline.raw,
                 self.pipelines.layout,
@@ -898,6 +874,25 @@ struct Job {
     beta_bits: u32,
     one_bits: u32,
     split: Option<Split>,
+}
+
+/// The kernel's push constants for one pass of `p`.
+fn pass_push(p: &Problem, pass: &Pass, alpha_bits: u32, beta_bits: u32) -> PushConstants {
+    let vec = u64::from(VECTOR_BYTES);
+    let es = p.ab_bytes as u64;
+    PushConstants {
+        m: pass.m as u32,
+        n: pass.n as u32,
+        k: pass.k as u32,
+        lda_vec: (p.lda as u64 * es / vec) as u32,
+        ldb_vec: (p.ldb as u64 * es / vec) as u32,
+        ldc: p.ldc as u32,
+        a_off_vec: (pass.a.start / vec) as u32,
+        b_off_vec: (pass.b.start / vec) as u32,
+        c_off: (pass.c.start / p.c_bytes as u64) as u32,
+        alpha_bits,
+        beta_bits,
+    }
 }
 
 impl Job {

@@ -14,6 +14,8 @@ pub(crate) struct ModuleBuilder {
     extensions: Vec<&'static str>,
     constants: HashMap<(Word, u32), Word>,
     decorated: HashSet<(Word, u32)>,
+    /// Global variables for the entry point's interface (SPIR-V 1.4+ lists all of them).
+    pub interface: Vec<Word>,
 }
 
 impl ModuleBuilder {
@@ -26,6 +28,7 @@ impl ModuleBuilder {
             extensions: Vec::new(),
             constants: HashMap::new(),
             decorated: HashSet::new(),
+            interface: Vec::new(),
         };
         s.need(Capability::Shader);
         s.need(Capability::VulkanMemoryModel);
@@ -144,6 +147,72 @@ impl ModuleBuilder {
     pub fn div_u(&mut self, x: Word, c: u32) -> BuildResult<Word> {
         let (t, k) = (self.t_u32(), self.c_u32(c));
         self.b.u_div(t, None, x, k)
+    }
+
+    /// An `Input` variable decorated as the built-in `which`.
+    pub fn builtin_input(&mut self, ty: Word, which: spirv::BuiltIn) -> Word {
+        let p = self.ptr(StorageClass::Input, ty);
+        let v = self.b.variable(p, None, StorageClass::Input, None);
+        self.b
+            .decorate(v, spirv::Decoration::BuiltIn, [dr::Operand::BuiltIn(which)]);
+        self.interface.push(v);
+        v
+    }
+
+    /// The push-constant block: `members` consecutive u32s (see `PushConstants`).
+    pub fn push_constant_block(&mut self, members: u32) -> Word {
+        let t_u32 = self.t_u32();
+        let t_pc = self.b.type_struct(vec![t_u32; members as usize]);
+        self.decorate_once(t_pc, spirv::Decoration::Block, vec![]);
+        for i in 0..members {
+            self.member_decorate_once(
+                t_pc,
+                i,
+                spirv::Decoration::Offset,
+                vec![dr::Operand::LiteralBit32(4 * i)],
+            );
+        }
+        let p = self.ptr(StorageClass::PushConstant, t_pc);
+        let v = self.b.variable(p, None, StorageClass::PushConstant, None);
+        self.interface.push(v);
+        v
+    }
+
+    /// A storage buffer `{ elem data[]; }` at set 0, `binding`.
+    pub fn storage_buffer(&mut self, elem: Word, stride: u32, binding: u32, read_only: bool) -> Word {
+        use spirv::Decoration::*;
+        let t_arr = self.b.type_runtime_array(elem);
+        self.decorate_once(t_arr, ArrayStride, vec![dr::Operand::LiteralBit32(stride)]);
+        let t_struct = self.b.type_struct([t_arr]);
+        self.decorate_once(t_struct, Block, vec![]);
+        self.member_decorate_once(t_struct, 0, Offset, vec![dr::Operand::LiteralBit32(0)]);
+        let p = self.ptr(StorageClass::StorageBuffer, t_struct);
+        let v = self.b.variable(p, None, StorageClass::StorageBuffer, None);
+        self.b.decorate(v, DescriptorSet, [dr::Operand::LiteralBit32(0)]);
+        self.b.decorate(v, Binding, [dr::Operand::LiteralBit32(binding)]);
+        if read_only {
+            self.b.decorate(v, NonWritable, []);
+        }
+        self.interface.push(v);
+        v
+    }
+
+    /// Converts alpha's or beta's push-constant bits to the result type's scalar `t_res`: f32 bits
+    /// for f32 and f16 results (converted here), two's complement for i32, as is for u32.
+    pub fn scalar_from_bits(&mut self, result_type: ComponentType, t_res: Word, bits: Word) -> BuildResult<Word> {
+        Ok(match result_type {
+            ComponentType::F32 => {
+                let t = self.t_f32();
+                self.b.bitcast(t, None, bits)?
+            }
+            ComponentType::F16 => {
+                let t = self.t_f32();
+                let f = self.b.bitcast(t, None, bits)?;
+                self.b.f_convert(t_res, None, f)?
+            }
+            ComponentType::I32 => self.b.bitcast(t_res, None, bits)?,
+            _ => bits,
+        })
     }
 
     /// Decorates `target` unless it already carries `decoration` (types are deduplicated, so two

@@ -21,10 +21,9 @@ use super::builder::{BuildResult, ModuleBuilder};
 use super::KernelKey;
 use crate::config::ComponentType;
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
-use rspirv::dr::Operand;
 use rspirv::spirv::{
-    BuiltIn, Capability, CooperativeMatrixOperands, Decoration, ExecutionMode, ExecutionModel, FunctionControl,
-    LoopControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
+    BuiltIn, Capability, CooperativeMatrixOperands, ExecutionMode, ExecutionModel, FunctionControl, LoopControl,
+    MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
 };
 
 const ROW_MAJOR: u32 = 0;
@@ -96,48 +95,14 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let t_mat_acc = mb.b.type_cooperative_matrix_khr(t_res, c_scope, cm, cn, use_acc);
 
     // ---- interface --------------------------------------------------------------------------
-    let mut interface = Vec::new();
-    let mut builtin = |mb: &mut ModuleBuilder, ty: Word, which: BuiltIn| {
-        let p = mb.ptr(StorageClass::Input, ty);
-        let v = mb.b.variable(p, None, StorageClass::Input, None);
-        mb.b.decorate(v, Decoration::BuiltIn, [Operand::BuiltIn(which)]);
-        interface.push(v);
-        v
-    };
-    let v_local_index = builtin(&mut mb, t_u32, BuiltIn::LocalInvocationIndex);
-    let v_workgroup = builtin(&mut mb, t_uvec3, BuiltIn::WorkgroupId);
-    let v_subgroup = builtin(&mut mb, t_u32, BuiltIn::SubgroupId);
-    let v_lane = builtin(&mut mb, t_u32, BuiltIn::SubgroupLocalInvocationId);
-
-    let pc_members = vec![t_u32; PC_MEMBERS as usize];
-    let t_pc = mb.b.type_struct(pc_members);
-    mb.decorate_once(t_pc, Decoration::Block, vec![]);
-    for i in 0..PC_MEMBERS {
-        mb.member_decorate_once(t_pc, i, Decoration::Offset, vec![Operand::LiteralBit32(4 * i)]);
-    }
-    let p_pc = mb.ptr(StorageClass::PushConstant, t_pc);
-    let v_pc = mb.b.variable(p_pc, None, StorageClass::PushConstant, None);
-    interface.push(v_pc);
-
-    let mut storage_buffer = |mb: &mut ModuleBuilder, elem: Word, stride: u32, binding: u32, read_only: bool| {
-        let t_arr = mb.b.type_runtime_array(elem);
-        mb.decorate_once(t_arr, Decoration::ArrayStride, vec![Operand::LiteralBit32(stride)]);
-        let t_struct = mb.b.type_struct([t_arr]);
-        mb.decorate_once(t_struct, Decoration::Block, vec![]);
-        mb.member_decorate_once(t_struct, 0, Decoration::Offset, vec![Operand::LiteralBit32(0)]);
-        let p = mb.ptr(StorageClass::StorageBuffer, t_struct);
-        let v = mb.b.variable(p, None, StorageClass::StorageBuffer, None);
-        mb.b.decorate(v, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
-        mb.b.decorate(v, Decoration::Binding, [Operand::LiteralBit32(binding)]);
-        if read_only {
-            mb.b.decorate(v, Decoration::NonWritable, []);
-        }
-        interface.push(v);
-        v
-    };
-    let v_a = storage_buffer(&mut mb, t_uvec4, VECTOR_BYTES, 0, true);
-    let v_b = storage_buffer(&mut mb, t_uvec4, VECTOR_BYTES, 1, true);
-    let v_c = storage_buffer(&mut mb, t_res, rs, 2, false);
+    let v_local_index = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+    let v_workgroup = mb.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
+    let v_subgroup = mb.builtin_input(t_u32, BuiltIn::SubgroupId);
+    let v_lane = mb.builtin_input(t_u32, BuiltIn::SubgroupLocalInvocationId);
+    let v_pc = mb.push_constant_block(PC_MEMBERS);
+    let v_a = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
+    let v_b = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true);
+    let v_c = mb.storage_buffer(t_res, rs, 2, false);
 
     // Shared arrays. Each operand's tile is stored in its global layout: rows of the contiguous
     // (inner) dimension, skewed by pad_bytes.
@@ -158,7 +123,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         Layout::RowMajor => cfg.n * es,
         Layout::ColMajor => cfg.k * es,
     };
-    let mut shared_array = |mb: &mut ModuleBuilder, outer: u32, inner: u32, run: u32| {
+    let shared_array = |mb: &mut ModuleBuilder, outer: u32, inner: u32, run: u32| {
         let unit_bytes = shared_unit(run).expect("scheme checked");
         let pitch_bytes = inner * es + s.pad_bytes;
         let unit_t = mb.t_uvec(unit_bytes / 4);
@@ -166,7 +131,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         let t_arr = mb.b.type_array(unit_t, len);
         let p = mb.ptr(StorageClass::Workgroup, t_arr);
         let v = mb.b.variable(p, None, StorageClass::Workgroup, None);
-        interface.push(v);
+        mb.interface.push(v);
         (
             v,
             unit_t,
@@ -182,7 +147,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let t_stage = mb.b.type_array(t_res, c_stage_len);
     let p_stage = mb.ptr(StorageClass::Workgroup, t_stage);
     let v_stage = mb.b.variable(p_stage, None, StorageClass::Workgroup, None);
-    interface.push(v_stage);
+    mb.interface.push(v_stage);
 
     // ---- pointer types and constants --------------------------------------------------------
     let p_pc_u32 = mb.ptr(StorageClass::PushConstant, t_u32);
@@ -514,19 +479,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let is_float = cfg.result_type.is_float();
     let scalar = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
         let bits = pc(b, which)?;
-        Ok(match cfg.result_type {
-            ComponentType::F32 => {
-                let t = b.t_f32();
-                b.b.bitcast(t, None, bits)?
-            }
-            ComponentType::F16 => {
-                let t = b.t_f32();
-                let f = b.b.bitcast(t, None, bits)?;
-                b.b.f_convert(t_res, None, f)?
-            }
-            ComponentType::I32 => b.b.bitcast(t_res, None, bits)?,
-            _ => bits,
-        })
+        b.scalar_from_bits(cfg.result_type, t_res, bits)
     };
     let alpha = if key.epilogue.alpha {
         let a = scalar(b, Pc::Alpha)?;
@@ -682,6 +635,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.b.ret()?;
     b.b.end_function()?;
 
+    let interface = std::mem::take(&mut b.interface);
     b.b.entry_point(ExecutionModel::GLCompute, f_main, "main", interface);
     b.b.execution_mode(f_main, ExecutionMode::LocalSize, [g.threads, 1, 1]);
     Ok(mb.finish())

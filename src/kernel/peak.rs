@@ -8,10 +8,9 @@
 
 use super::builder::{BuildResult, ModuleBuilder};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
-use rspirv::dr::Operand;
 use rspirv::spirv::{
-    BuiltIn, Capability, CooperativeMatrixOperands, Decoration, ExecutionMode, ExecutionModel, FunctionControl,
-    LoopControl, MemoryAccess, MemorySemantics, Scope, StorageClass,
+    BuiltIn, Capability, CooperativeMatrixOperands, ExecutionMode, ExecutionModel, FunctionControl, LoopControl,
+    MemoryAccess, MemorySemantics, Scope, StorageClass,
 };
 
 /// Independent accumulator chains per subgroup.
@@ -48,49 +47,19 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
     let t_b = b.b.type_cooperative_matrix_khr(t_comp, scope, ck, cn, u1);
     let t_acc = b.b.type_cooperative_matrix_khr(t_res, scope, cm, cn, u2);
 
-    let mut interface = Vec::new();
-    let p_in_u32 = b.ptr(StorageClass::Input, t_u32);
-    let v_local = b.b.variable(p_in_u32, None, StorageClass::Input, None);
-    b.b.decorate(
-        v_local,
-        Decoration::BuiltIn,
-        [Operand::BuiltIn(BuiltIn::LocalInvocationIndex)],
-    );
-    let v_sg = b.b.variable(p_in_u32, None, StorageClass::Input, None);
-    b.b.decorate(v_sg, Decoration::BuiltIn, [Operand::BuiltIn(BuiltIn::SubgroupId)]);
-    let p_in_uvec3 = b.ptr(StorageClass::Input, t_uvec3);
-    let v_wg = b.b.variable(p_in_uvec3, None, StorageClass::Input, None);
-    b.b.decorate(v_wg, Decoration::BuiltIn, [Operand::BuiltIn(BuiltIn::WorkgroupId)]);
-    interface.extend([v_local, v_sg, v_wg]);
-
-    let t_pc = b.b.type_struct([t_u32]);
-    b.decorate_once(t_pc, Decoration::Block, vec![]);
-    b.member_decorate_once(t_pc, 0, Decoration::Offset, vec![Operand::LiteralBit32(0)]);
-    let p_pc = b.ptr(StorageClass::PushConstant, t_pc);
-    let v_pc = b.b.variable(p_pc, None, StorageClass::PushConstant, None);
-    interface.push(v_pc);
-    let mut buffer = |b: &mut ModuleBuilder, elem, stride, binding| {
-        let arr = b.b.type_runtime_array(elem);
-        b.decorate_once(arr, Decoration::ArrayStride, vec![Operand::LiteralBit32(stride)]);
-        let st = b.b.type_struct([arr]);
-        b.decorate_once(st, Decoration::Block, vec![]);
-        b.member_decorate_once(st, 0, Decoration::Offset, vec![Operand::LiteralBit32(0)]);
-        let p = b.ptr(StorageClass::StorageBuffer, st);
-        let v = b.b.variable(p, None, StorageClass::StorageBuffer, None);
-        b.b.decorate(v, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
-        b.b.decorate(v, Decoration::Binding, [Operand::LiteralBit32(binding)]);
-        interface.push(v);
-        v
-    };
-    let v_in = buffer(b, t_u32, 4, 0);
-    let v_out = buffer(b, t_res, rs, 2);
+    let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+    let v_sg = b.builtin_input(t_u32, BuiltIn::SubgroupId);
+    let v_wg = b.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
+    let v_pc = b.push_constant_block(1);
+    let v_in = b.storage_buffer(t_u32, 4, 0, true);
+    let v_out = b.storage_buffer(t_res, rs, 2, false);
     // Two B tiles in shared memory, as words.
     let b_words = cfg.k * cfg.n * es / 4;
     let len = b.c_u32(2 * b_words);
     let t_sh = b.b.type_array(t_u32, len);
     let p_sh = b.ptr(StorageClass::Workgroup, t_sh);
     let v_sh = b.b.variable(p_sh, None, StorageClass::Workgroup, None);
-    interface.push(v_sh);
+    b.interface.push(v_sh);
 
     let p_sb_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
     let p_sb_res = b.ptr(StorageClass::StorageBuffer, t_res);
@@ -201,6 +170,7 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
     }
     b.b.ret()?;
     b.b.end_function()?;
+    let interface = std::mem::take(&mut b.interface);
     b.b.entry_point(ExecutionModel::GLCompute, f, "main", interface);
     b.b.execution_mode(f, ExecutionMode::LocalSize, [threads, 1, 1]);
     Ok(mb.finish())

@@ -9,10 +9,8 @@
 use super::builder::{BuildResult, ModuleBuilder};
 use super::Epilogue;
 use crate::config::ComponentType;
-use rspirv::dr::Operand;
 use rspirv::spirv::{
-    BuiltIn, Capability, Decoration, ExecutionMode, ExecutionModel, FunctionControl, LoopControl, SelectionControl,
-    StorageClass,
+    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, LoopControl, SelectionControl, StorageClass,
 };
 
 /// Invocations per workgroup.
@@ -31,41 +29,11 @@ pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResul
     if rs == 2 {
         b.need(Capability::StorageBuffer16BitAccess);
     }
-    let mut interface = Vec::new();
-    let p_in_u32 = b.ptr(StorageClass::Input, t_u32);
-    let v_local = b.b.variable(p_in_u32, None, StorageClass::Input, None);
-    b.b.decorate(
-        v_local,
-        Decoration::BuiltIn,
-        [Operand::BuiltIn(BuiltIn::LocalInvocationIndex)],
-    );
-    let p_in_uvec3 = b.ptr(StorageClass::Input, t_uvec3);
-    let v_wg = b.b.variable(p_in_uvec3, None, StorageClass::Input, None);
-    b.b.decorate(v_wg, Decoration::BuiltIn, [Operand::BuiltIn(BuiltIn::WorkgroupId)]);
-    interface.extend([v_local, v_wg]);
-    let t_pc = b.b.type_struct(vec![t_u32; 11]);
-    b.decorate_once(t_pc, Decoration::Block, vec![]);
-    for i in 0..11 {
-        b.member_decorate_once(t_pc, i, Decoration::Offset, vec![Operand::LiteralBit32(4 * i)]);
-    }
-    let p_pc = b.ptr(StorageClass::PushConstant, t_pc);
-    let v_pc = b.b.variable(p_pc, None, StorageClass::PushConstant, None);
-    interface.push(v_pc);
-    let arr = b.b.type_runtime_array(t_res);
-    b.decorate_once(arr, Decoration::ArrayStride, vec![Operand::LiteralBit32(rs)]);
-    let st = b.b.type_struct([arr]);
-    b.decorate_once(st, Decoration::Block, vec![]);
-    b.member_decorate_once(st, 0, Decoration::Offset, vec![Operand::LiteralBit32(0)]);
-    let p_st = b.ptr(StorageClass::StorageBuffer, st);
-    let mut buffers = Vec::new();
-    for binding in [0, 2] {
-        let v = b.b.variable(p_st, None, StorageClass::StorageBuffer, None);
-        b.b.decorate(v, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
-        b.b.decorate(v, Decoration::Binding, [Operand::LiteralBit32(binding)]);
-        interface.push(v);
-        buffers.push(v);
-    }
-    let (v_part, v_c) = (buffers[0], buffers[1]);
+    let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+    let v_wg = b.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
+    let v_pc = b.push_constant_block(11);
+    let v_part = b.storage_buffer(t_res, rs, 0, true);
+    let v_c = b.storage_buffer(t_res, rs, 2, false);
     let p_sb_res = b.ptr(StorageClass::StorageBuffer, t_res);
     let p_pc_u32 = b.ptr(StorageClass::PushConstant, t_u32);
     let u0 = b.c_u32(0);
@@ -127,19 +95,7 @@ pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResul
     b.b.begin_block(Some(l_merge))?;
     let scalar = |b: &mut ModuleBuilder, i: u32| -> BuildResult<u32> {
         let bits = pc(b, i)?;
-        Ok(match result_type {
-            ComponentType::F32 => {
-                let t = b.t_f32();
-                b.b.bitcast(t, None, bits)?
-            }
-            ComponentType::F16 => {
-                let t = b.t_f32();
-                let f = b.b.bitcast(t, None, bits)?;
-                b.b.f_convert(t_res, None, f)?
-            }
-            ComponentType::I32 => b.b.bitcast(t_res, None, bits)?,
-            _ => bits,
-        })
+        b.scalar_from_bits(result_type, t_res, bits)
     };
     let mul = |b: &mut ModuleBuilder, x, y| {
         if is_float {
@@ -170,6 +126,7 @@ pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResul
     b.b.begin_block(Some(l_end))?;
     b.b.ret()?;
     b.b.end_function()?;
+    let interface = std::mem::take(&mut b.interface);
     b.b.entry_point(ExecutionModel::GLCompute, f, "main", interface);
     b.b.execution_mode(f, ExecutionMode::LocalSize, [THREADS, 1, 1]);
     Ok(mb.finish())
