@@ -1,6 +1,6 @@
 //! The library's one error type. Every fallible public call returns [`Result`]; the variants carry
 //! what a user needs to fix the call (what was wrong and what is supported), and Vulkan result codes
-//! are mapped in one place ([`Error::vk`]).
+//! are mapped in one place (`Error::vk`).
 
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use ash::vk;

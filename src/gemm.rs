@@ -6,7 +6,7 @@ use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::{Device, DeviceInfo, DeviceSelector, Instance, InstanceOptions, ValidationMessages};
 use crate::dispatch::{Access, Submitter, TimestampPool};
 use crate::error::{Error, Result};
-use crate::kernel::{Epilogue, KernelKey, PushConstants};
+use crate::kernel::{Epilogue, KernelKey, Probe, PushConstants};
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
 use crate::tiling::{
@@ -356,14 +356,20 @@ impl Context {
         candidate_schemes(config, &info.limits, self.subgroup_size(), cpu)
     }
 
-    /// The default scheme for an `m x n` output: the largest candidate whose workgroup tile is at
+    /// The default scheme for an `m x n` output: the first candidate whose workgroup tile is at
     /// most twice the problem in each direction (so at most half of a tile's rows or columns are
-    /// wasted on small problems), else the smallest candidate.
+    /// wasted on small problems) and, for tiles larger than 128x128, whose grid still puts about
+    /// 1024 subgroups to work (else a big tile leaves most of a large GPU idle); else the
+    /// smallest candidate.
     pub fn choose_scheme(&self, config: &GPUSubgroupMatrixConfig, m: usize, n: usize) -> Result<TileScheme> {
+        const FILL_SUBGROUPS: usize = 1024;
         let schemes = self.schemes(config);
         let fits = |s: &&TileScheme| {
             let g = s.geometry(config);
-            g.bm as usize <= 2 * m.max(1) && g.bn as usize <= 2 * n.max(1)
+            let (bm, bn) = (g.bm as usize, g.bn as usize);
+            let tiles = m.div_ceil(bm) * n.div_ceil(bn);
+            let fills = bm * bn <= 128 * 128 || tiles * (s.sg_m * s.sg_n) as usize >= FILL_SUBGROUPS;
+            bm <= 2 * m.max(1) && bn <= 2 * n.max(1) && fills
         };
         schemes
             .iter()
@@ -557,14 +563,62 @@ impl Context {
         options: &GemmOptions,
         reps: u32,
     ) -> Result<Vec<f64>> {
+        let job = self.prepare_device(a, b, c, options)?;
+        self.time_job(&job, [&a.buffer, &b.buffer, &c.buffer], reps)
+    }
+
+    /// Times a diagnostic variant of the kernel that `options` selects for this problem, with one
+    /// part of its main loop removed (see [`Probe`]), like [`Context::time_gemm_device`]. For
+    /// performance analysis only: C's contents are unspecified afterwards.
+    pub fn time_probe<TA: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TA>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+        probe: Probe,
+        reps: u32,
+    ) -> Result<Vec<f64>> {
+        let mut job = self.prepare_device(a, b, c, options)?;
+        let g = job.first.scheme.geometry(&job.first.config);
+        let (bm, bn, bk) = (g.bm as usize, g.bn as usize, g.bk as usize);
+        if probe == Probe::Unchecked {
+            let p = &job.problem;
+            let whole = job
+                .passes
+                .iter()
+                .all(|q| q.m % bm == 0 && q.n % bn == 0 && q.k % bk == 0);
+            if !whole || job.split.is_some() {
+                return Err(Error::Unsupported(format!(
+                    "the unchecked probe needs whole {bm}x{bn}x{bk} tiles and no split-K; {}x{}x{} is not",
+                    p.m, p.n, p.k
+                )));
+            }
+        }
+        if let Probe::SharedAtLeast(bytes) = probe {
+            let max = self.device.info().limits.max_shared_memory;
+            if bytes > max {
+                return Err(Error::Unsupported(format!(
+                    "{bytes} bytes of shared memory exceed the device's {max}"
+                )));
+            }
+        }
+        job.first.probe = probe;
+        job.rest.probe = probe;
+        if let Some(split) = &mut job.split {
+            split.partial.probe = probe;
+        }
+        self.time_job(&job, [&a.buffer, &b.buffer, &c.buffer], reps)
+    }
+
+    fn time_job(&self, job: &Job, operands: [&Buffer; 3], reps: u32) -> Result<Vec<f64>> {
         let info = self.device.info();
         if info.limits.timestamp_period <= 0.0 {
             return Err(Error::Unsupported("the device has no timestamp queries".into()));
         }
         let reps = reps.max(1);
-        let job = self.prepare_device(a, b, c, options)?;
         let pool = TimestampPool::new(&self.device, 2 * reps)?;
-        let scratch = self.scratch(&job)?;
+        let scratch = self.scratch(job)?;
         let result = self
             .submitter
             .run(self.pipelines.set_layout, reps * job.descriptor_sets(), |rec| {
@@ -575,8 +629,8 @@ impl Context {
                         rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
                     }
                     rec.timestamp(pool.raw, 2 * r);
-                    let buffers = [a.buffer.raw(), b.buffer.raw(), c.buffer.raw()];
-                    self.record_passes(rec, &job, buffers, scratch.as_ref())?;
+                    let buffers = operands.map(|b| b.raw());
+                    self.record_passes(rec, job, buffers, scratch.as_ref())?;
                     rec.timestamp(pool.raw, 2 * r + 1);
                 }
                 Ok(())
@@ -700,6 +754,7 @@ impl Context {
                 alpha: options.alpha != 1.0,
                 beta,
             },
+            probe: Probe::Full,
         };
         let first = key(options.beta != 0.0);
         let rest = key(true);

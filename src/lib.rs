@@ -38,5 +38,6 @@ pub use error::{Error, Result};
 pub use gemm::{
     default_context, gemm, Context, ContextOptions, DeviceMatrix, Element, GemmOptions, MatMut, MatRef, MAX_DIM,
 };
+pub use kernel::Probe;
 pub use peak::PeakResult;
 pub use tiling::Layout;

@@ -133,13 +133,15 @@ impl TileScheme {
         // larger so a scheme that fits one layout fits all.
         let a = (bm * (bk * es + self.pad_bytes)).max(bk * (bm * es + self.pad_bytes));
         let b = (bn * (bk * es + self.pad_bytes)).max(bk * (bn * es + self.pad_bytes));
+        // The epilogue's staging tiles overlay the larger operand array (see kernel::gemm).
         let stage = self.sg_m * self.sg_n * config.m * config.n * config.result_type.size_bytes();
+        let (a, b) = (self.stages * a, self.stages * b);
         TileGeometry {
             bm,
             bn,
             bk,
             threads,
-            shared_bytes: self.stages * (a + b) + stage,
+            shared_bytes: a + b + stage.saturating_sub(a.max(b)),
         }
     }
 
@@ -200,10 +202,11 @@ impl TileScheme {
                 ));
             }
         }
-        if (config.m * config.n) % self.subgroup_size != 0 {
+        // The edge epilogue hands each invocation whole 32-bit words of a fragment.
+        if (config.m * config.n * rs / 4) % self.subgroup_size != 0 {
             return bad(format!(
-                "a {}x{} fragment does not divide over a subgroup of {}",
-                config.m, config.n, self.subgroup_size
+                "a {}x{} fragment of {} does not divide into 32-bit words over a subgroup of {}",
+                config.m, config.n, config.result_type, self.subgroup_size
             ));
         }
         for (what, run) in [("m", config.m * es), ("n", config.n * es), ("k", config.k * es)] {
@@ -289,6 +292,14 @@ pub fn candidate_schemes(
         ((2, 2), (1, 1), cpu_k),
         ((1, 1), (1, 1), cpu_k),
     ];
+    // 16-bit accumulators leave room for 256x256 tiles (8 subgroups of 8x4 fragments): half the
+    // global traffic per multiply of 128x128, measured fastest for f16 -> f16 on the H200.
+    let wide: [Shape; 1] = [((2, 4), (8, 4), 2)];
+    let gpu: Vec<Shape> = if config.result_type.size_bytes() == 2 {
+        wide.iter().chain(&gpu).copied().collect()
+    } else {
+        gpu.to_vec()
+    };
     let shapes: &[Shape] = if cpu_device { &cpu } else { &gpu };
     let mut out = Vec::new();
     for &(sg, fr, kf) in shapes {
@@ -305,10 +316,11 @@ pub fn candidate_schemes(
     out
 }
 
-/// A wider set of schemes for the autotuner and `vk-sgmat tune`: 4 or 8 subgroups, workgroup tiles
-/// from 64 to 256 on a side, 4 to 16 accumulator fragments per subgroup, one or two fragment-k
-/// multiples per stage up to 64 bytes of row, single or double-buffered; every one valid on the
-/// device. CPU devices get [`candidate_schemes`] only.
+/// A wider set of schemes for the autotuner and `vk-sgmat tune`: 2 to 8 subgroups, workgroup tiles
+/// from 64 to 256 on a side, 4 to 16 accumulator fragments per subgroup (32 for 16-bit results), one
+/// to four fragment-k multiples per stage (32 to 128 bytes of row), single or double-buffered,
+/// with and without grouped raster; every one valid on the device. CPU devices get
+/// [`candidate_schemes`] only.
 pub fn tuning_candidates(
     config: &GPUSubgroupMatrixConfig,
     limits: &DeviceLimits,
@@ -321,8 +333,13 @@ pub fn tuning_candidates(
     }
     let es = config.component_type.size_bytes();
     let sgs = [(2, 4), (4, 2), (2, 2), (1, 4), (4, 1), (2, 1), (1, 2)];
-    let frs = [(2, 2), (4, 2), (2, 4), (4, 4), (8, 2), (2, 8), (8, 1), (1, 8)];
-    let mut k_steps: Vec<u32> = [config.k, 2 * config.k, 4 * config.k]
+    let mut frs = vec![(2, 2), (4, 2), (2, 4), (4, 4), (8, 2), (2, 8), (8, 1), (1, 8)];
+    // 16-bit accumulators take half the registers: up to 32 fragments per subgroup fit (256x256
+    // tiles with 8 subgroups, like NVIDIA's sample's fastest f16 kernels).
+    if config.result_type.size_bytes() == 2 {
+        frs.extend([(8, 4), (4, 8)]);
+    }
+    let mut k_steps: Vec<u32> = [config.k, 2 * config.k, 3 * config.k, 4 * config.k]
         .into_iter()
         .filter(|&k| k * es >= 32 && k * es <= 128)
         .collect();
@@ -419,7 +436,7 @@ pub struct Pass {
 /// The limits [`plan`] respects.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DispatchLimits {
-    /// maxComputeWorkGroupCount[0] and [1].
+    /// `maxComputeWorkGroupCount[0]` and `[1]`.
     pub max_groups: [u32; 2],
     /// maxStorageBufferRange in bytes.
     pub max_range: u64,

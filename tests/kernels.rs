@@ -5,7 +5,7 @@ mod common;
 
 use vk_sgmat::config::{ComponentType::*, GPUSubgroupMatrixConfig};
 use vk_sgmat::device::DeviceLimits;
-use vk_sgmat::kernel::{generate, Epilogue, KernelKey};
+use vk_sgmat::kernel::{generate, Epilogue, KernelKey, Probe};
 use vk_sgmat::tiling::{candidate_schemes, Layout};
 
 fn cfg(m: u32, n: u32, k: u32, ab: vk_sgmat::ComponentType, r: vk_sgmat::ComponentType) -> GPUSubgroupMatrixConfig {
@@ -97,6 +97,7 @@ fn validate_all(configs: &[GPUSubgroupMatrixConfig], limits: &DeviceLimits, cpu:
                             a_layout,
                             b_layout,
                             epilogue,
+                            probe: Probe::Full,
                         };
                         let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
                         match common::spirv_val(&words, &key.name()) {
@@ -156,6 +157,7 @@ fn every_h200_scheme_passes_spirv_val() {
                         a_layout,
                         b_layout,
                         epilogue: Epilogue::default(),
+                        probe: Probe::Full,
                     };
                     let words = generate(&key).unwrap();
                     common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -184,6 +186,7 @@ fn double_buffered_and_tuning_kernels_pass_spirv_val() {
                     alpha: true,
                     beta: true,
                 },
+                probe: Probe::Full,
             };
             let words = generate(&key).unwrap();
             common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -191,6 +194,29 @@ fn double_buffered_and_tuning_kernels_pass_spirv_val() {
         }
     }
     assert!(n > 60, "{n}");
+}
+
+#[test]
+fn probe_kernels_pass_spirv_val() {
+    let l = limits(32, 49152);
+    let config = cfg(16, 16, 16, F16, F32);
+    for stages in [1, 2] {
+        let scheme = candidate_schemes(&config, &l, 32, false)[0]
+            .with_stages(stages, &config, &l)
+            .unwrap();
+        for probe in Probe::PARTS.into_iter().chain([Probe::SharedAtLeast(40960)]) {
+            let key = KernelKey {
+                config,
+                scheme,
+                a_layout: Layout::RowMajor,
+                b_layout: Layout::RowMajor,
+                epilogue: Epilogue::default(),
+                probe,
+            };
+            let words = generate(&key).unwrap();
+            common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+        }
+    }
 }
 
 #[test]
@@ -261,6 +287,7 @@ fn golden_disassembly() {
             a_layout,
             b_layout,
             epilogue,
+            probe: Probe::Full,
         };
         let text = common::spirv_dis(&generate(&key).unwrap());
         let path = dir.join(format!("{}.spvasm", key.name()));

@@ -149,6 +149,12 @@ impl ModuleBuilder {
         self.b.u_div(t, None, x, k)
     }
 
+    /// `x % c` on u32.
+    pub fn mod_u(&mut self, x: Word, c: u32) -> BuildResult<Word> {
+        let (t, k) = (self.t_u32(), self.c_u32(c));
+        self.b.u_mod(t, None, x, k)
+    }
+
     /// An `Input` variable decorated as the built-in `which`.
     pub fn builtin_input(&mut self, ty: Word, which: spirv::BuiltIn) -> Word {
         let p = self.ptr(StorageClass::Input, ty);

@@ -18,7 +18,7 @@
 //! shared memory and masked scalar stores (decided per workgroup, so barriers stay uniform).
 
 use super::builder::{BuildResult, ModuleBuilder};
-use super::KernelKey;
+use super::{KernelKey, Probe};
 use crate::config::ComponentType;
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
 use rspirv::spirv::{
@@ -123,31 +123,47 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         Layout::RowMajor => cfg.n * es,
         Layout::ColMajor => cfg.k * es,
     };
-    let shared_array = |mb: &mut ModuleBuilder, outer: u32, inner: u32, run: u32| {
+    // (unit bytes, pitch in units, units per stage) of each operand's array.
+    let shape = |outer: u32, inner: u32, run: u32| {
         let unit_bytes = shared_unit(run).expect("scheme checked");
         let pitch_bytes = inner * es + s.pad_bytes;
+        (unit_bytes, pitch_bytes / unit_bytes, outer * pitch_bytes / unit_bytes)
+    };
+    let (unit_a, pitch_a, stage_units_a) = shape(a_outer, a_inner, a_run);
+    let (unit_b, pitch_b, stage_units_b) = shape(b_outer, b_inner, b_run);
+    let mut len_a = s.stages * stage_units_a;
+    let mut len_b = s.stages * stage_units_b;
+    // The epilogue's staging tiles (one fragment per subgroup, used only after the main loop by
+    // workgroups on the M/N edge) live in the larger operand array: they cost no shared memory,
+    // which on NVIDIA decides how many workgroups share an SM.
+    let stage_bytes = s.sg_m * s.sg_n * cfg.m * cfg.n * rs;
+    let staging_in_a = len_a * unit_a >= len_b * unit_b;
+    let (host_len, host_unit, other_bytes) = if staging_in_a {
+        (&mut len_a, unit_a, len_b * unit_b)
+    } else {
+        (&mut len_b, unit_b, len_a * unit_a)
+    };
+    *host_len = (*host_len).max(stage_bytes / host_unit);
+    if let Probe::SharedAtLeast(bytes) = key.probe {
+        // Grow the (dynamically indexed, so never shrunk) host array to reach the total.
+        *host_len = (*host_len).max(bytes.saturating_sub(other_bytes).div_ceil(host_unit));
+    }
+    let shared_array = |mb: &mut ModuleBuilder, unit_bytes: u32, len: u32| {
         let unit_t = mb.t_uvec(unit_bytes / 4);
-        let len = mb.c_u32(s.stages * outer * pitch_bytes / unit_bytes);
-        let t_arr = mb.b.type_array(unit_t, len);
+        let c_len = mb.c_u32(len);
+        let t_arr = mb.b.type_array(unit_t, c_len);
         let p = mb.ptr(StorageClass::Workgroup, t_arr);
         let v = mb.b.variable(p, None, StorageClass::Workgroup, None);
         mb.interface.push(v);
-        (
-            v,
-            unit_t,
-            unit_bytes,
-            pitch_bytes / unit_bytes,
-            outer * pitch_bytes / unit_bytes,
-        )
+        (v, unit_t)
     };
-    let (sh_a, unit_a_t, unit_a, pitch_a, stage_units_a) = shared_array(&mut mb, a_outer, a_inner, a_run);
-    let (sh_b, unit_b_t, unit_b, pitch_b, stage_units_b) = shared_array(&mut mb, b_outer, b_inner, b_run);
-    let stage_len = s.sg_m * s.sg_n * cfg.m * cfg.n;
-    let c_stage_len = mb.c_u32(stage_len);
-    let t_stage = mb.b.type_array(t_res, c_stage_len);
-    let p_stage = mb.ptr(StorageClass::Workgroup, t_stage);
-    let v_stage = mb.b.variable(p_stage, None, StorageClass::Workgroup, None);
-    mb.interface.push(v_stage);
+    let (sh_a, unit_a_t) = shared_array(&mut mb, unit_a, len_a);
+    let (sh_b, unit_b_t) = shared_array(&mut mb, unit_b, len_b);
+    let (sh_host, host_unit_t) = if staging_in_a {
+        (sh_a, unit_a_t)
+    } else {
+        (sh_b, unit_b_t)
+    };
 
     // ---- pointer types and constants --------------------------------------------------------
     let p_pc_u32 = mb.ptr(StorageClass::PushConstant, t_u32);
@@ -155,7 +171,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_res);
     let p_wg_unit_a = mb.ptr(StorageClass::Workgroup, unit_a_t);
     let p_wg_unit_b = mb.ptr(StorageClass::Workgroup, unit_b_t);
-    let p_wg_res = mb.ptr(StorageClass::Workgroup, t_res);
+    let p_wg_u32 = mb.ptr(StorageClass::Workgroup, t_u32);
+    let p_wg_host = mb.ptr(StorageClass::Workgroup, host_unit_t);
+    let t_res2 = mb.b.type_vector(t_res, 2);
     let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
     let p_fn_uvec4 = mb.ptr(StorageClass::Function, t_uvec4);
     let c0 = mb.c_u32(0);
@@ -318,10 +336,15 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             let idx = b.b.i_add(t_u32, None, idx, iv)?;
             // Out-of-range vectors read the operand's first vector (always inside the binding)
             // and are then replaced by zero: no access ever leaves the bound window.
-            let safe = b.b.select(t_u32, None, ok, idx, off)?;
-            let p = b.b.access_chain(p_sb_uvec4, None, buf, [c0, safe])?;
-            let val = b.b.load(t_uvec4, None, p, None, [])?;
-            let val = b.b.select(t_uvec4, None, ok, val, zero_uvec4)?;
+            let val = if key.probe == Probe::Unchecked {
+                let p = b.b.access_chain(p_sb_uvec4, None, buf, [c0, idx])?;
+                b.b.load(t_uvec4, None, p, None, [])?
+            } else {
+                let safe = b.b.select(t_u32, None, ok, idx, off)?;
+                let p = b.b.access_chain(p_sb_uvec4, None, buf, [c0, safe])?;
+                let val = b.b.load(t_uvec4, None, p, None, [])?;
+                b.b.select(t_uvec4, None, ok, val, zero_uvec4)?
+            };
             b.b.store(op.regs[t], val, None, [])?;
         }
         Ok(())
@@ -336,27 +359,23 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         let (o, i) = bounds(key.b_layout, n0, pn, kb, false);
         prefetch(b, &op_b, v_b, b_off, ldb, o, i)
     };
-    let store_shared =
-        |b: &mut ModuleBuilder, op: &Operand2d, p_unit: Word, stage_off: Option<Word>| -> BuildResult<()> {
-            let parts = VECTOR_BYTES / op.unit_bytes;
-            for (t, &(_, _, sidx)) in op.slots.iter().enumerate() {
-                let val = b.b.load(t_uvec4, None, op.regs[t], None, [])?;
-                for h in 0..parts {
-                    let part = match parts {
-                        1 => val,
-                        2 => b.b.vector_shuffle(op.unit_t, None, val, val, [2 * h, 2 * h + 1])?,
-                        _ => b.b.composite_extract(op.unit_t, None, val, [h])?,
-                    };
-                    let mut at = b.add_u(sidx, h)?;
-                    if let Some(off) = stage_off {
-                        at = b.b.i_add(t_u32, None, at, off)?;
-                    }
-                    let p = b.b.access_chain(p_unit, None, op.shared, [at])?;
-                    b.b.store(p, part, np, [])?;
-                }
+    let store_shared = |b: &mut ModuleBuilder, op: &Operand2d, p_unit: Word, stage_off: u32| -> BuildResult<()> {
+        let parts = VECTOR_BYTES / op.unit_bytes;
+        for (t, &(_, _, sidx)) in op.slots.iter().enumerate() {
+            let val = b.b.load(t_uvec4, None, op.regs[t], None, [])?;
+            for h in 0..parts {
+                let part = match parts {
+                    1 => val,
+                    2 => b.b.vector_shuffle(op.unit_t, None, val, val, [2 * h, 2 * h + 1])?,
+                    _ => b.b.composite_extract(op.unit_t, None, val, [h])?,
+                };
+                let at = b.add_u(sidx, h + stage_off)?;
+                let p = b.b.access_chain(p_unit, None, op.shared, [at])?;
+                b.b.store(p, part, np, [])?;
             }
-            Ok(())
-        };
+        }
+        Ok(())
+    };
     // Fragment offsets in shared units: a per-subgroup base plus compile-time constants.
     let a_sg_rows = b.b.i_mul(t_u32, None, sg_m, c_bm)?;
     let c_sgm = u!(s.sg_m);
@@ -381,43 +400,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     } else {
         b_base
     };
-    prefetch_all(b, c0)?;
 
     // ---- main loop over K -------------------------------------------------------------------
-    let l_header = b.b.id();
-    let l_body = b.b.id();
-    let l_continue = b.b.id();
-    let l_merge = b.b.id();
-    let kb_next = b.b.id();
-    b.b.branch(l_header)?;
-    b.b.begin_block(Some(l_header))?;
-    let kb = b.b.phi(t_u32, None, [(c0, l_entry), (kb_next, l_continue)])?;
-    let more = b.b.u_less_than(t_bool, None, kb, pk)?;
-    b.b.loop_merge(l_merge, l_continue, LoopControl::NONE, [])?;
-    b.b.branch_conditional(more, l_body, l_merge, [])?;
-
-    b.b.begin_block(Some(l_body))?;
-    // With two stages, step i writes buffer i % 2 while slower subgroups may still read the other
-    // one; a subgroup can only get back to this buffer after all passed the barrier below, so one
-    // barrier per step suffices.
-    let (stage_a, stage_b) = if s.stages == 2 {
-        let step = b.div_u(kb, g.bk)?;
-        let c1 = b.c_u32(1);
-        let parity = b.b.bitwise_and(t_u32, None, step, c1)?;
-        (
-            Some(b.mul_u(parity, stage_units_a)?),
-            Some(b.mul_u(parity, stage_units_b)?),
-        )
-    } else {
-        b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
-        (None, None)
-    };
-    store_shared(b, &op_a, p_wg_unit_a, stage_a)?;
-    store_shared(b, &op_b, p_wg_unit_b, stage_b)?;
-    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
-    b.b.i_add(t_u32, Some(kb_next), kb, c_bk)?;
-    prefetch_all(b, kb_next)?;
-
     let a_frag_off = |i: u32, kk: u32| match key.a_layout {
         Layout::RowMajor => i * cfg.m * pitch_a + kk * cfg.k * es / unit_a,
         Layout::ColMajor => kk * cfg.k * pitch_a + i * cfg.m * es / unit_a,
@@ -438,40 +422,114 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             | CooperativeMatrixOperands::MATRIX_RESULT_SIGNED_COMPONENTS_KHR;
     }
     let operands = (!operands.is_empty()).then_some(operands);
-    let mut acc: Vec<Word> = Vec::with_capacity(n_frag);
-    for &v in &acc_vars {
-        acc.push(b.b.load(t_mat_acc, None, v, None, [])?);
-    }
-    for kk in 0..g.bk / cfg.k {
-        let mut a_frags = Vec::new();
-        for i in 0..s.fr_m {
-            let mut at = b.add_u(a_base, a_frag_off(i, kk))?;
-            if let Some(off) = stage_a {
-                at = b.b.i_add(t_u32, None, at, off)?;
-            }
-            let p = b.b.access_chain(p_wg_unit_a, None, sh_a, [at])?;
-            a_frags.push(b.b.cooperative_matrix_load_khr(t_mat_a, None, p, a_layout_id, Some(c_pitch_a), np, [])?);
+    let probe = key.probe;
+    let barrier = |b: &mut ModuleBuilder| -> BuildResult<()> {
+        if probe != Probe::NoBarrier {
+            b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
         }
-        for j in 0..s.fr_n {
-            let mut at = b.add_u(b_base, b_frag_off(j, kk))?;
-            if let Some(off) = stage_b {
-                at = b.b.i_add(t_u32, None, at, off)?;
+        Ok(())
+    };
+    let c_bk_bit = u!(g.bk);
+    // One K step from shared buffer `stage`. With two stages, the step writes buffer `stage` while
+    // slower subgroups may still read the other one; a subgroup can only come back to this buffer
+    // after all passed the barrier below, so one barrier per step suffices. The buffer is a
+    // compile-time constant (the loop is unrolled by two) so fragment addresses stay immediate.
+    let step = |b: &mut ModuleBuilder, kb: Word, stage: u32| -> BuildResult<()> {
+        if s.stages == 1 {
+            barrier(b)?;
+        }
+        if probe != Probe::MmaOnly {
+            store_shared(b, &op_a, p_wg_unit_a, stage * stage_units_a)?;
+            store_shared(b, &op_b, p_wg_unit_b, stage * stage_units_b)?;
+        }
+        barrier(b)?;
+        let kb_next = b.b.i_add(t_u32, None, kb, c_bk)?;
+        match probe {
+            Probe::MmaOnly => {}
+            // Alternate between the first two steps' addresses: L1 hits, no L2 traffic.
+            Probe::NoGlobal => {
+                let k_alt = b.b.bitwise_and(t_u32, None, kb_next, c_bk_bit)?;
+                prefetch_all(b, k_alt)?;
             }
-            let p = b.b.access_chain(p_wg_unit_b, None, sh_b, [at])?;
-            let bf =
-                b.b.cooperative_matrix_load_khr(t_mat_b, None, p, b_layout_id, Some(c_pitch_b), np, [])?;
+            _ => prefetch_all(b, kb_next)?,
+        }
+        if probe == Probe::NoMma {
+            return Ok(());
+        }
+        let mut acc: Vec<Word> = Vec::with_capacity(n_frag);
+        for &v in &acc_vars {
+            acc.push(b.b.load(t_mat_acc, None, v, None, [])?);
+        }
+        for kk in 0..g.bk / cfg.k {
+            let mut a_frags = Vec::new();
             for i in 0..s.fr_m {
-                let slot = (i * s.fr_n + j) as usize;
-                acc[slot] =
-                    b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, a_frags[i as usize], bf, acc[slot], operands)?;
+                let at = b.add_u(a_base, a_frag_off(i, kk) + stage * stage_units_a)?;
+                let p = b.b.access_chain(p_wg_unit_a, None, sh_a, [at])?;
+                a_frags.push(b.b.cooperative_matrix_load_khr(
+                    t_mat_a,
+                    None,
+                    p,
+                    a_layout_id,
+                    Some(c_pitch_a),
+                    np,
+                    [],
+                )?);
+            }
+            for j in 0..s.fr_n {
+                let at = b.add_u(b_base, b_frag_off(j, kk) + stage * stage_units_b)?;
+                let p = b.b.access_chain(p_wg_unit_b, None, sh_b, [at])?;
+                let bf =
+                    b.b.cooperative_matrix_load_khr(t_mat_b, None, p, b_layout_id, Some(c_pitch_b), np, [])?;
+                for i in 0..s.fr_m {
+                    let slot = (i * s.fr_n + j) as usize;
+                    acc[slot] = b.b.cooperative_matrix_mul_add_khr(
+                        t_mat_acc,
+                        None,
+                        a_frags[i as usize],
+                        bf,
+                        acc[slot],
+                        operands,
+                    )?;
+                }
             }
         }
-    }
-    for (&v, &val) in acc_vars.iter().zip(&acc) {
-        b.b.store(v, val, None, [])?;
+        for (&v, &val) in acc_vars.iter().zip(&acc) {
+            b.b.store(v, val, None, [])?;
+        }
+        Ok(())
+    };
+
+    prefetch_all(b, c0)?;
+    let l_header = b.b.id();
+    let l_body = b.b.id();
+    let l_continue = b.b.id();
+    let l_merge = b.b.id();
+    let kb_next = b.b.id();
+    b.b.branch(l_header)?;
+    b.b.begin_block(Some(l_header))?;
+    let kb = b.b.phi(t_u32, None, [(c0, l_entry), (kb_next, l_continue)])?;
+    let more = b.b.u_less_than(t_bool, None, kb, pk)?;
+    b.b.loop_merge(l_merge, l_continue, LoopControl::NONE, [])?;
+    b.b.branch_conditional(more, l_body, l_merge, [])?;
+
+    b.b.begin_block(Some(l_body))?;
+    step(b, kb, 0)?;
+    if s.stages == 2 {
+        // The second buffer's step, if K has one more (workgroup-uniform, so its barrier is too).
+        let kb1 = b.b.i_add(t_u32, None, kb, c_bk)?;
+        let more1 = b.b.u_less_than(t_bool, None, kb1, pk)?;
+        let (l_second, l_joined) = (b.b.id(), b.b.id());
+        b.b.selection_merge(l_joined, SelectionControl::NONE)?;
+        b.b.branch_conditional(more1, l_second, l_joined, [])?;
+        b.b.begin_block(Some(l_second))?;
+        step(b, kb1, 1)?;
+        b.b.branch(l_joined)?;
+        b.b.begin_block(Some(l_joined))?;
     }
     b.b.branch(l_continue)?;
     b.b.begin_block(Some(l_continue))?;
+    let c_advance = b.c_u32(s.stages * g.bk);
+    b.b.i_add(t_u32, Some(kb_next), kb, c_advance)?;
     b.b.branch(l_header)?;
 
     // ---- epilogue ---------------------------------------------------------------------------
@@ -518,29 +576,50 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
     let row_sg = b.b.i_add(t_u32, None, m0, a_sg_rows)?;
     let col_sg = b.b.i_add(t_u32, None, n0, b_sg_cols)?;
-    let frag_elems = cfg.m * cfg.n;
-    let c_frag_elems = u!(frag_elems);
-    let stage_base = b.b.i_mul(t_u32, None, sg, c_frag_elems)?;
+    // Staging tiles are addressed in 32-bit words of the host array: one result of 32 bits or
+    // two of 16 bits per word.
+    let per_word = 4 / rs;
+    let frag_words = cfg.m * cfg.n / per_word;
+    let host_comps = host_unit / 4;
+    let c_frag_words = u!(frag_words);
+    let stage_word_base = b.b.i_mul(t_u32, None, sg, c_frag_words)?;
+    let word_ptr = |b: &mut ModuleBuilder, w: Word| -> BuildResult<Word> {
+        if host_comps == 1 {
+            b.b.access_chain(p_wg_u32, None, sh_host, [w])
+        } else {
+            let unit = b.div_u(w, host_comps)?;
+            let comp = b.mod_u(w, host_comps)?;
+            b.b.access_chain(p_wg_u32, None, sh_host, [unit, comp])
+        }
+    };
     let c_cn_stride = u!(cfg.n);
-    // Lane `lane` handles staging elements lane, lane + subgroup_size, ...: (row, col, in bounds,
-    // C index, staging index) for each.
-    let lane_elems = |b: &mut ModuleBuilder, row: Word, col: Word| -> BuildResult<Vec<(Word, Word, Word)>> {
-        (0..frag_elems / s.subgroup_size)
+    // Lane `lane` handles staging words lane, lane + subgroup_size, ...: for each, the word's
+    // index and, per result in it, (in bounds, C index).
+    type LaneWord = (Word, Vec<(Word, Word)>);
+    let lane_words = |b: &mut ModuleBuilder, row: Word, col: Word| -> BuildResult<Vec<LaneWord>> {
+        (0..frag_words / s.subgroup_size)
             .map(|t| {
                 let c_t = b.c_u32(t * s.subgroup_size);
-                let idx = b.b.i_add(t_u32, None, lane, c_t)?;
-                let r = b.b.u_div(t_u32, None, idx, c_cn_stride)?;
-                let c = b.b.u_mod(t_u32, None, idx, c_cn_stride)?;
-                let gr = b.b.i_add(t_u32, None, row, r)?;
-                let gc = b.b.i_add(t_u32, None, col, c)?;
-                let ok_r = b.b.u_less_than(t_bool, None, gr, pm)?;
-                let ok_c = b.b.u_less_than(t_bool, None, gc, pn)?;
-                let ok = b.b.logical_and(t_bool, None, ok_r, ok_c)?;
-                let gi = b.b.i_mul(t_u32, None, gr, ldc)?;
-                let gi = b.b.i_add(t_u32, None, gi, gc)?;
-                let gi = b.b.i_add(t_u32, None, gi, c_off)?;
-                let si = b.b.i_add(t_u32, None, stage_base, idx)?;
-                Ok((ok, gi, si))
+                let w = b.b.i_add(t_u32, None, lane, c_t)?;
+                let elems = (0..per_word)
+                    .map(|h| {
+                        let e = b.mul_u(w, per_word)?;
+                        let e = b.add_u(e, h)?;
+                        let r = b.b.u_div(t_u32, None, e, c_cn_stride)?;
+                        let c = b.b.u_mod(t_u32, None, e, c_cn_stride)?;
+                        let gr = b.b.i_add(t_u32, None, row, r)?;
+                        let gc = b.b.i_add(t_u32, None, col, c)?;
+                        let ok_r = b.b.u_less_than(t_bool, None, gr, pm)?;
+                        let ok_c = b.b.u_less_than(t_bool, None, gc, pn)?;
+                        let ok = b.b.logical_and(t_bool, None, ok_r, ok_c)?;
+                        let gi = b.b.i_mul(t_u32, None, gr, ldc)?;
+                        let gi = b.b.i_add(t_u32, None, gi, gc)?;
+                        let gi = b.b.i_add(t_u32, None, gi, c_off)?;
+                        Ok((ok, gi))
+                    })
+                    .collect::<BuildResult<Vec<_>>>()?;
+                let sw = b.b.i_add(t_u32, None, stage_word_base, w)?;
+                Ok((sw, elems))
             })
             .collect()
     };
@@ -579,9 +658,13 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     }
     b.b.branch(l_done)?;
 
-    // Edge workgroups: each fragment through the subgroup's staging tile, masked element-wise.
+    // Edge workgroups: each fragment through the subgroup's staging tile, masked element-wise. The
+    // staging tiles overlay the operand tiles, which other subgroups may still be reading.
     b.b.begin_block(Some(l_staged))?;
-    let p_stage0 = b.b.access_chain(p_wg_res, None, v_stage, [stage_base])?;
+    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
+    let stage_unit_base = b.mul_u(sg, frag_words * 4 / host_unit)?;
+    let p_stage0 = b.b.access_chain(p_wg_host, None, sh_host, [stage_unit_base])?;
+    let c_stage_stride = u!(cfg.n * rs / host_unit);
     for i in 0..s.fr_m {
         for j in 0..s.fr_n {
             let slot = (i * s.fr_n + j) as usize;
@@ -590,15 +673,24 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;
             // The previous fragment's reads of the staging tile must finish first.
             b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
-            let elems = lane_elems(b, row, col)?;
+            let words = lane_words(b, row, col)?;
             let cval = if beta.is_some() {
-                for &(ok, gi, si) in &elems {
-                    let safe = b.b.select(t_u32, None, ok, gi, c_off)?;
-                    let p = b.b.access_chain(p_sb_res, None, v_c, [c0, safe])?;
-                    let x = b.b.load(t_res, None, p, None, [])?;
-                    let x = b.b.select(t_res, None, ok, x, zero_res)?;
-                    let ps = b.b.access_chain(p_wg_res, None, v_stage, [si])?;
-                    b.b.store(ps, x, np, [])?;
+                for (sw, elems) in &words {
+                    let mut vals = Vec::new();
+                    for &(ok, gi) in elems {
+                        let safe = b.b.select(t_u32, None, ok, gi, c_off)?;
+                        let p = b.b.access_chain(p_sb_res, None, v_c, [c0, safe])?;
+                        let x = b.b.load(t_res, None, p, None, [])?;
+                        vals.push(b.b.select(t_res, None, ok, x, zero_res)?);
+                    }
+                    let packed = if per_word == 1 {
+                        vals[0]
+                    } else {
+                        b.b.composite_construct(t_res2, None, vals)?
+                    };
+                    let word = b.b.bitcast(t_u32, None, packed)?;
+                    let ps = word_ptr(b, *sw)?;
+                    b.b.store(ps, word, np, [])?;
                 }
                 b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
                 Some(b.b.cooperative_matrix_load_khr(
@@ -606,7 +698,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                     None,
                     p_stage0,
                     c_row_major,
-                    Some(c_cn_stride),
+                    Some(c_stage_stride),
                     np,
                     [],
                 )?)
@@ -614,19 +706,29 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 None
             };
             let out = combine(b, accv, cval)?;
-            b.b.cooperative_matrix_store_khr(p_stage0, out, c_row_major, Some(c_cn_stride), np, [])?;
+            b.b.cooperative_matrix_store_khr(p_stage0, out, c_row_major, Some(c_stage_stride), np, [])?;
             b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
-            for &(ok, gi, si) in &elems {
-                let (l_store, l_skip) = (b.b.id(), b.b.id());
-                b.b.selection_merge(l_skip, SelectionControl::NONE)?;
-                b.b.branch_conditional(ok, l_store, l_skip, [])?;
-                b.b.begin_block(Some(l_store))?;
-                let ps = b.b.access_chain(p_wg_res, None, v_stage, [si])?;
-                let x = b.b.load(t_res, None, ps, np, [])?;
-                let p = b.b.access_chain(p_sb_res, None, v_c, [c0, gi])?;
-                b.b.store(p, x, None, [])?;
-                b.b.branch(l_skip)?;
-                b.b.begin_block(Some(l_skip))?;
+            for (sw, elems) in &words {
+                let ps = word_ptr(b, *sw)?;
+                let word = b.b.load(t_u32, None, ps, np, [])?;
+                let vals: Vec<Word> = if per_word == 1 {
+                    vec![b.b.bitcast(t_res, None, word)?]
+                } else {
+                    let pair = b.b.bitcast(t_res2, None, word)?;
+                    (0..per_word)
+                        .map(|h| b.b.composite_extract(t_res, None, pair, [h]))
+                        .collect::<BuildResult<_>>()?
+                };
+                for (&(ok, gi), x) in elems.iter().zip(vals) {
+                    let (l_store, l_skip) = (b.b.id(), b.b.id());
+                    b.b.selection_merge(l_skip, SelectionControl::NONE)?;
+                    b.b.branch_conditional(ok, l_store, l_skip, [])?;
+                    b.b.begin_block(Some(l_store))?;
+                    let p = b.b.access_chain(p_sb_res, None, v_c, [c0, gi])?;
+                    b.b.store(p, x, None, [])?;
+                    b.b.branch(l_skip)?;
+                    b.b.begin_block(Some(l_skip))?;
+                }
             }
         }
     }

@@ -1,5 +1,5 @@
 //! Kernel generator: one SPIR-V module per [`KernelKey`], emitted with rspirv (no GLSL compiler at
-//! run time). See [`gemm`] for the kernel's structure.
+//! run time). See the `gemm` submodule for the kernel's structure.
 
 mod builder;
 mod gemm;
@@ -21,6 +21,57 @@ pub struct Epilogue {
     pub beta: bool,
 }
 
+/// A diagnostic variant of the GEMM kernel with one part of its main loop removed, timed to see
+/// where the time goes (`vk-sgmat tune --probe`). Every variant but [`Probe::Full`] computes a
+/// wrong result by design: the library only builds them for [`crate::Context::time_probe`].
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Probe {
+    /// The real kernel.
+    #[default]
+    Full,
+    /// Global loads cycle over the first two K steps' addresses, so they hit in L1: removes
+    /// L2/DRAM traffic, keeps every instruction.
+    NoGlobal,
+    /// No fragment loads or multiply-adds: the global-to-shared copy and barriers alone.
+    NoMma,
+    /// No barriers in the main loop.
+    NoBarrier,
+    /// No global loads or shared stores: fragment loads and multiply-adds (and barriers) alone.
+    MmaOnly,
+    /// Global loads without bounds checks (only for problems that are whole tiles; still correct
+    /// there): the cost of the checks.
+    Unchecked,
+    /// The real kernel with its shared memory padded to at least this many bytes (still
+    /// correct): whether shared memory per workgroup limits how many workgroups share an SM.
+    SharedAtLeast(u32),
+}
+
+impl Probe {
+    /// The probes that remove a part of the loop, the real kernel first.
+    pub const PARTS: [Probe; 6] = [
+        Probe::Full,
+        Probe::NoGlobal,
+        Probe::NoMma,
+        Probe::NoBarrier,
+        Probe::MmaOnly,
+        Probe::Unchecked,
+    ];
+
+    /// A short name (`full`, `no_global`, `shared_40960`, ...).
+    pub fn name(self) -> String {
+        match self {
+            Probe::Full => "full".into(),
+            Probe::NoGlobal => "no_global".into(),
+            Probe::NoMma => "no_mma".into(),
+            Probe::NoBarrier => "no_barrier".into(),
+            Probe::MmaOnly => "mma_only".into(),
+            Probe::Unchecked => "unchecked".into(),
+            Probe::SharedAtLeast(bytes) => format!("shared_{bytes}"),
+        }
+    }
+}
+
 /// Everything that selects one generated kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct KernelKey {
@@ -34,6 +85,8 @@ pub struct KernelKey {
     pub b_layout: Layout,
     /// The epilogue terms.
     pub epilogue: Epilogue,
+    /// [`Probe::Full`] except in diagnostic timing.
+    pub probe: Probe,
 }
 
 impl KernelKey {
@@ -41,7 +94,7 @@ impl KernelKey {
     pub fn name(&self) -> String {
         let c = &self.config;
         format!(
-            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}",
+            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}",
             c.m,
             c.n,
             c.k,
@@ -55,6 +108,10 @@ impl KernelKey {
                 (true, false) => "_a",
                 (false, true) => "_b",
                 (true, true) => "_ab",
+            },
+            match self.probe {
+                Probe::Full => String::new(),
+                p => format!("_probe_{}", p.name()),
             }
         )
     }

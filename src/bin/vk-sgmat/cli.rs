@@ -114,6 +114,11 @@ pub enum Command {
         /// Timed runs per candidate (GPU timestamps; the median is reported).
         #[arg(long, default_value_t = 10)]
         reps: u32,
+        /// Also time each scheme with parts of its main loop removed (no global loads, no
+        /// multiplies, no barriers, multiplies only), to see where the time goes. Those variants
+        /// compute wrong results by design and are not checked.
+        #[arg(long)]
+        probe: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

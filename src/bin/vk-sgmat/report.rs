@@ -443,6 +443,8 @@ pub struct TuneRow {
     pub statistics: Vec<(String, String)>,
     pub config: String,
     pub scheme: String,
+    /// The diagnostic variant (`None` for the real kernel).
+    pub probe: Option<String>,
     pub tile: String,
     pub threads: u32,
     pub shared_bytes: u32,
@@ -456,22 +458,30 @@ pub fn render_tune(device: &str, (m, n, k): (usize, usize, usize), rows: &[TuneR
     let _ = writeln!(s, "device: {device}; {m}x{n}x{k}; GPU time (timestamps), median");
     let _ = writeln!(
         s,
-        "{:<20} {:<28} {:>12} {:>7} {:>7} {:>5} {:>10} {:>9} {:>6}",
+        "{:<20} {:<40} {:>12} {:>7} {:>7} {:>5} {:>10} {:>9} {:>6}",
         "config", "scheme", "tile", "threads", "shared", "regs", "ms", "TFLOP/s", "check"
     );
     for r in rows {
+        let scheme = match &r.probe {
+            Some(p) => format!("  probe {p}"),
+            None => r.scheme.clone(),
+        };
         let _ = writeln!(
             s,
-            "{:<20} {:<28} {:>12} {:>7} {:>7} {:>5} {:>10.4} {:>9.2} {:>6}",
+            "{:<20} {:<40} {:>12} {:>7} {:>7} {:>5} {:>10.4} {:>9.2} {:>6}",
             r.config,
-            r.scheme,
+            scheme,
             r.tile,
             r.threads,
             r.shared_bytes,
             r.registers.as_deref().unwrap_or("-"),
             r.median_ms,
             r.tflops,
-            if r.passed { "ok" } else { "FAIL" }
+            match (&r.probe, r.passed) {
+                (Some(_), _) => "-",
+                (None, true) => "ok",
+                (None, false) => "FAIL",
+            }
         );
     }
     s

@@ -6,8 +6,11 @@ use anyhow::{bail, Context as _, Result};
 use half::{bf16, f16};
 use std::time::Instant;
 use vk_sgmat::device::{rank_devices, Instance, InstanceOptions};
+use vk_sgmat::kernel::KernelKey;
 use vk_sgmat::verify::{compare, random_matrix, random_vec, reference, rows_to_check, run_random_gemm, Rng};
-use vk_sgmat::{ComponentType, Context, ContextOptions, DeviceSelector, Element, GemmOptions, Layout, MatMut, MatRef};
+use vk_sgmat::{
+    ComponentType, Context, ContextOptions, DeviceSelector, Element, GemmOptions, Layout, MatMut, MatRef, Probe,
+};
 
 /// Calls `$body` with type aliases `$ta`, `$tc` bound to the Rust types of a (component, result)
 /// pair, or fails with the list of supported pairs.
@@ -100,6 +103,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             shape,
             filter,
             reps,
+            probe,
             json,
             dev,
         } => {
@@ -113,7 +117,8 @@ pub fn run(cli: Cli) -> Result<bool> {
                 layouts,
                 reps,
                 only,
-                &filter
+                &filter,
+                probe
             )?);
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
@@ -446,6 +451,7 @@ fn tune<TA: Element, TC: Element>(
     reps: u32,
     only: Option<(u32, u32, u32)>,
     filter: &[String],
+    probes: bool,
 ) -> Result<Vec<report::TuneRow>> {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, layouts.0, 0);
@@ -471,7 +477,7 @@ fn tune<TA: Element, TC: Element>(
     let (expected, magnitude) = reference::<TA, TC>(&am, &bm, None, 1.0, 0.0, &check_rows);
     let info = ctx.device_info();
     let cpu = info.kind == vk_sgmat::device::DeviceKind::Cpu;
-    let mut rows = Vec::new();
+    let mut groups: Vec<Vec<report::TuneRow>> = Vec::new();
     let configs: Vec<_> = ctx
         .configs()
         .into_iter()
@@ -494,33 +500,58 @@ fn tune<TA: Element, TC: Element>(
             let mut c = vec![TC::from_f64(0.0); m * n];
             ctx.download(&dc, MatMut::new(&mut c, m, n))?;
             let check = compare(&c, n, n, &check_rows, &expected, &magnitude, k);
-            let mut times = ctx.time_gemm_device(&da, &db, &mut dc, &options, reps)?;
-            times.sort_by(f64::total_cmp);
-            let median = times[times.len() / 2];
             let g = scheme.geometry(&config);
             let (key, _) = ctx.plan_gemm::<TA, TC>(m, n, k, layouts, &options)?;
-            let stats = ctx.kernel_statistics(&key)?;
-            let registers = stats
-                .iter()
-                .find(|(name, _)| name.to_ascii_lowercase().contains("register"))
-                .map(|(_, v)| v.clone());
-            rows.push(report::TuneRow {
-                registers,
-                statistics: stats,
-                config: config.to_string(),
-                scheme: scheme.name(),
-                tile: format!("{}x{}x{}", g.bm, g.bn, g.bk),
-                threads: g.threads,
-                shared_bytes: g.shared_bytes,
-                median_ms: median * 1e3,
-                tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
-                passed: check.passed,
-            });
+            let mut probe_list = vec![Probe::Full];
+            if probes {
+                probe_list = Probe::PARTS.to_vec();
+                let max = info.limits.max_shared_memory;
+                probe_list.extend(
+                    [32, 40, 48]
+                        .map(|kib| kib * 1024)
+                        .into_iter()
+                        .filter(|&b| b > g.shared_bytes && b <= max)
+                        .map(Probe::SharedAtLeast),
+                );
+            }
+            let mut group = Vec::new();
+            for probe in probe_list {
+                let mut times = match ctx.time_probe(&da, &db, &mut dc, &options, probe, reps) {
+                    Ok(t) => t,
+                    // A probe that does not apply to this problem (unchecked loads on partial
+                    // tiles) is skipped.
+                    Err(vk_sgmat::Error::Unsupported(_)) if probe != Probe::Full => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                times.sort_by(f64::total_cmp);
+                let median = times[times.len() / 2];
+                let stats = ctx.kernel_statistics(&KernelKey { probe, ..key })?;
+                let registers = stats
+                    .iter()
+                    .find(|(name, _)| name.to_ascii_lowercase().contains("register"))
+                    .map(|(_, v)| v.clone());
+                group.push(report::TuneRow {
+                    registers,
+                    statistics: stats,
+                    config: config.to_string(),
+                    scheme: scheme.name(),
+                    probe: (probe != Probe::Full).then(|| probe.name()),
+                    tile: format!("{}x{}x{}", g.bm, g.bn, g.bk),
+                    threads: g.threads,
+                    shared_bytes: g.shared_bytes,
+                    median_ms: median * 1e3,
+                    tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
+                    // Probes compute wrong results by design; only the real kernel is checked.
+                    passed: probe != Probe::Full || check.passed,
+                });
+            }
+            groups.push(group);
         }
     }
     eprintln!();
-    rows.sort_by(|a, b| b.tflops.total_cmp(&a.tflops));
-    Ok(rows)
+    // Fastest real kernel first; each one's probes stay under it.
+    groups.sort_by(|a, b| b[0].tflops.total_cmp(&a[0].tflops));
+    Ok(groups.into_iter().flatten().collect())
 }
 
 fn check(ctx: &Context, quick: bool) -> Result<Vec<CheckRow>> {
