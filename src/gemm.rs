@@ -2,6 +2,7 @@
 //! caches, option handling, validation (everything is checked before anything is submitted), and
 //! config and tile-scheme choice.
 
+use crate::autotune::{TuneCache, TuneKey};
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::{Device, DeviceInfo, DeviceSelector, Instance, InstanceOptions, ValidationMessages};
 use crate::dispatch::{Access, Submitter, TimestampPool};
@@ -191,6 +192,13 @@ pub struct ContextOptions {
     pub limits_override: Option<DispatchLimits>,
     /// File to load the Vulkan pipeline cache from and save it to. Default: none (in memory).
     pub pipeline_cache: Option<PathBuf>,
+    /// Autotune: the first GEMM of each (config, layouts, shape rounded up to powers of two)
+    /// times the candidate tile schemes on scratch matrices of its size and keeps the fastest in
+    /// this JSON file (keyed by device UUID and driver version; a stale or corrupt file is
+    /// ignored and replaced). Later GEMMs of that bucket, in any process, use the stored winner.
+    /// Default: none ([`Context::choose_scheme`]'s heuristic). An explicit
+    /// [`GemmOptions::scheme`] always wins.
+    pub autotune: Option<PathBuf>,
 }
 
 impl Default for ContextOptions {
@@ -201,6 +209,7 @@ impl Default for ContextOptions {
             poison_outputs: false,
             limits_override: None,
             pipeline_cache: None,
+            autotune: None,
         }
     }
 }
@@ -264,6 +273,7 @@ pub struct Context {
     pool: BufferPool,
     limits: DispatchLimits,
     options: ContextOptions,
+    tune_cache: Option<Mutex<TuneCache>>,
     pub(crate) device: Arc<Device>,
 }
 
@@ -282,12 +292,17 @@ impl Context {
         let limits = options
             .limits_override
             .unwrap_or_else(|| DispatchLimits::from_device(&device.info().limits));
+        let tune_cache = options
+            .autotune
+            .as_deref()
+            .map(|path| Mutex::new(TuneCache::open(path, device.info())));
         Ok(Self {
             submitter: Submitter::new(device.clone())?,
             pipelines: Pipelines::new(device.clone(), options.pipeline_cache.clone())?,
             pool: BufferPool::new(device.clone()),
             limits,
             options,
+            tune_cache,
             device,
         })
     }
@@ -377,6 +392,95 @@ impl Context {
             .or(schemes.last())
             .copied()
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
+    }
+
+    /// The scheme for a problem: the autotuner's (see [`ContextOptions::autotune`]) when it is on,
+    /// else [`Context::choose_scheme`]'s.
+    fn scheme_for<TA: Element, TC: Element>(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        (m, n, k): (usize, usize, usize),
+        layouts: (Layout, Layout),
+    ) -> Result<TileScheme> {
+        let Some(cache) = &self.tune_cache else {
+            return self.choose_scheme(config, m, n);
+        };
+        let key = TuneKey::new(config, layouts, (m, n, k));
+        let limits = &self.device.info().limits;
+        let known = cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .filter(|s| s.check(config, limits).is_ok());
+        if let Some(s) = known {
+            return Ok(s);
+        }
+        let (scheme, tflops) = self.autotune::<TA, TC>(config, (m, n, k), layouts)?;
+        cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, scheme, tflops, [m, n, k])?;
+        Ok(scheme)
+    }
+
+    /// Times each candidate scheme that fits the problem (tile at most twice the problem) on
+    /// scratch matrices of its size and returns the fastest with its TFLOP/s. Each candidate runs
+    /// for a while before it is timed: NVIDIA's driver was seen running a freshly created
+    /// pipeline slowly at first (docs/performance.md).
+    fn autotune<TA: Element, TC: Element>(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        (m, n, k): (usize, usize, usize),
+        (al, bl): (Layout, Layout),
+    ) -> Result<(TileScheme, f64)> {
+        const WARM: std::time::Duration = std::time::Duration::from_millis(100);
+        let fits: Vec<TileScheme> = self
+            .schemes(config)
+            .into_iter()
+            .filter(|s| {
+                let g = s.geometry(config);
+                g.bm as usize <= 2 * m && g.bn as usize <= 2 * n
+            })
+            .collect();
+        if fits.len() < 2 || self.device.info().limits.timestamp_period <= 0.0 {
+            return Ok((self.choose_scheme(config, m, n)?, 0.0));
+        }
+        // Nonzero operands (1.0 or 1), so the timing is not that of a multiply by zero.
+        let one: u32 = match TA::TYPE {
+            ComponentType::F16 => 0x3c00_3c00,
+            ComponentType::Bf16 => 0x3f80_3f80,
+            ComponentType::F32 => 0x3f80_0000,
+            _ => 0x0101_0101,
+        };
+        let a = self.alloc_matrix::<TA>(m, k, al)?;
+        let b = self.alloc_matrix::<TA>(k, n, bl)?;
+        let c = self.zeros::<TC>(m, n)?;
+        self.submitter.run(self.pipelines.set_layout, 0, |rec| {
+            rec.fill(a.buffer.raw(), a.buffer.size(), one);
+            rec.fill(b.buffer.raw(), b.buffer.size(), one);
+            Ok(())
+        })?;
+        let mut best: Option<(TileScheme, f64)> = None;
+        for scheme in fits {
+            let options = GemmOptions {
+                scheme: Some(scheme),
+                ..Default::default()
+            };
+            let job = self.prepare_device(&a, &b, &c, &options)?;
+            let operands = [&a.buffer, &b.buffer, &c.buffer];
+            let start = std::time::Instant::now();
+            while start.elapsed() < WARM {
+                self.time_job(&job, operands, 4)?;
+            }
+            let mut times = self.time_job(&job, operands, 7)?;
+            times.sort_by(f64::total_cmp);
+            let median = times[times.len() / 2];
+            if best.is_none_or(|(_, t)| median < t) {
+                best = Some((scheme, median));
+            }
+        }
+        let (scheme, seconds) = best.expect("at least two candidates");
+        Ok((scheme, 2.0 * (m * n * k) as f64 / seconds / 1e12))
     }
 
     /// Uploads a host matrix.
@@ -729,7 +833,7 @@ impl Context {
                 s.check(&config, &self.device.info().limits)?;
                 s
             }
-            None => self.choose_scheme(&config, m, n)?,
+            None => self.scheme_for::<TA, TC>(&config, (m, n, k), (al, bl))?,
         };
         let geometry = scheme.geometry(&config);
         let problem = Problem {

@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod autotune;
 pub mod config;
 pub mod device;
 mod dispatch;

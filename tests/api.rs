@@ -291,3 +291,62 @@ fn free_function_uses_the_default_context() {
         assert_eq!(c[i * n + j], want, "C[{i}][{j}]");
     }
 }
+
+/// The autotuner times several schemes the first time a shape bucket is seen and stores the
+/// winner keyed by the device; a later context reuses it without timing anything. A corrupt file
+/// and a file from another device are ignored and replaced.
+#[test]
+fn autotune_stores_and_reuses_winners() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("autotune-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tune.json");
+    let _ = std::fs::remove_file(&path);
+    let make = || {
+        Context::with_options(ContextOptions {
+            validation: true,
+            poison_outputs: true,
+            autotune: Some(path.clone()),
+            ..Default::default()
+        })
+        .expect("context")
+    };
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let layouts = (Layout::RowMajor, Layout::ColMajor);
+    let foreign = r#"{"format":1,"device_name":"x","device_uuid":"00","driver_version":1,"entries":[]}"#;
+    let mut stored = None;
+    for old in [None, Some("not json"), Some(foreign)] {
+        if let Some(text) = old {
+            std::fs::write(&path, text).unwrap();
+        }
+        let ctx = make();
+        let check = run_case::<f16, f32>(&ctx, &mut rng, (100, 90, 70), layouts, 0, &GemmOptions::default());
+        assert!(check.passed, "{old:?}: {check:?}");
+        assert!(
+            ctx.pipeline_count() >= 2,
+            "{old:?}: the first GEMM of a bucket should time several schemes, made {} pipelines",
+            ctx.pipeline_count()
+        );
+        let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(file["device_uuid"], ctx.device_info().device_uuid.as_str(), "{file}");
+        let entries = file["entries"].as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{file}");
+        assert_eq!(
+            entries[0]["key"]["bucket"],
+            serde_json::json!([128, 128, 128]),
+            "{file}"
+        );
+        assert_eq!(entries[0]["key"]["layouts"], "nt", "{file}");
+        stored = Some(serde_json::from_value::<vk_sgmat::tiling::TileScheme>(entries[0]["scheme"].clone()).unwrap());
+        assert_no_validation_messages(&ctx);
+    }
+    // Another shape of the same bucket, in a new context: the stored winner, no timing.
+    let ctx = make();
+    let (key, _) = ctx
+        .plan_gemm::<f16, f32>(120, 70, 100, layouts, &GemmOptions::default())
+        .unwrap();
+    assert_eq!(Some(key.scheme), stored);
+    let check = run_case::<f16, f32>(&ctx, &mut rng, (120, 70, 100), layouts, 0, &GemmOptions::default());
+    assert!(check.passed, "{check:?}");
+    assert_eq!(ctx.pipeline_count(), 1, "a stored winner needs no timing");
+    assert_no_validation_messages(&ctx);
+}

@@ -124,6 +124,8 @@ pub struct DeviceInfo {
     pub driver_info: String,
     /// `pipelineCacheUUID` in hex.
     pub pipeline_cache_uuid: String,
+    /// `deviceUUID` in hex (the same physical device across processes and drivers).
+    pub device_uuid: String,
     /// Feature bits.
     pub features: DeviceFeatures,
     /// Limits.
@@ -292,6 +294,7 @@ mod tests {
             driver_name: String::new(),
             driver_info: String::new(),
             pipeline_cache_uuid: String::new(),
+            device_uuid: String::new(),
             features: DeviceFeatures::default(),
             limits: DeviceLimits::default(),
             raw_properties: vec![],

@@ -193,6 +193,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         driver_name: c_str(&p12.driver_name),
         driver_info,
         pipeline_cache_uuid: props.pipeline_cache_uuid.iter().map(|b| format!("{b:02x}")).collect(),
+        device_uuid: p11.device_uuid.iter().map(|b| format!("{b:02x}")).collect(),
         features,
         limits,
         raw_properties,

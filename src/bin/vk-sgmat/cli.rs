@@ -23,6 +23,10 @@ pub struct DeviceArgs {
     /// Load the Vulkan pipeline cache from this file and save it back on exit.
     #[arg(long)]
     pub pipeline_cache: Option<std::path::PathBuf>,
+    /// Autotune tile schemes: time the candidates the first time a shape bucket is seen and keep
+    /// the winner in this JSON file (keyed by device UUID and driver version).
+    #[arg(long)]
+    pub autotune: Option<std::path::PathBuf>,
 }
 
 /// The subcommands.

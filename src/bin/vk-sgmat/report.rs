@@ -672,6 +672,7 @@ mod tests {
             driver_name: "llvmpipe".into(),
             driver_info: "Mesa 26.1.6".into(),
             pipeline_cache_uuid: "00".repeat(16),
+            device_uuid: "11".repeat(16),
             features,
             limits: DeviceLimits {
                 subgroup_size: 8,

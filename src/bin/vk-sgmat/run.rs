@@ -172,6 +172,7 @@ fn context_with(dev: &DeviceArgs, poison: bool) -> Result<Context> {
         validation: dev.validation,
         poison_outputs: poison,
         pipeline_cache: dev.pipeline_cache.clone(),
+        autotune: dev.autotune.clone(),
         ..Default::default()
     };
     if let Some(d) = &dev.device {
