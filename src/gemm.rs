@@ -384,7 +384,7 @@ impl Context {
             let (bm, bn) = (g.bm as usize, g.bn as usize);
             let tiles = m.div_ceil(bm) * n.div_ceil(bn);
             let fills = bm * bn <= 128 * 128 || tiles * (s.sg_m * s.sg_n) as usize >= FILL_SUBGROUPS;
-            bm <= 2 * m.max(1) && bn <= 2 * n.max(1) && fills
+            not_oversized(bm, bn, m, n) && fills
         };
         schemes
             .iter()
@@ -439,7 +439,7 @@ impl Context {
             .into_iter()
             .filter(|s| {
                 let g = s.geometry(config);
-                g.bm as usize <= 2 * m && g.bn as usize <= 2 * n
+                not_oversized(g.bm as usize, g.bn as usize, m, n)
             })
             .collect();
         if fits.len() < 2 || self.device.info().limits.timestamp_period <= 0.0 {
@@ -1033,6 +1033,12 @@ struct Job {
     beta_bits: u32,
     one_bits: u32,
     split: Option<Split>,
+}
+
+/// Whether a `bm x bn` tile is at most twice an `m x n` problem in each direction (so at most half
+/// of a tile's rows or columns are wasted): the size rule of both the heuristic and the autotuner.
+fn not_oversized(bm: usize, bn: usize, m: usize, n: usize) -> bool {
+    bm <= 2 * m.max(1) && bn <= 2 * n.max(1)
 }
 
 /// The kernel's push constants for one pass of `p`.
