@@ -283,6 +283,99 @@ impl fmt::Display for RawMatrixProperty {
     }
 }
 
+/// One entry of `vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV`
+/// (`VK_NV_cooperative_matrix2`), in our own types: matrices of these types may have any
+/// dimensions that are multiples of the granularities.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct FlexibleDimensions {
+    /// Rows of A and C must be a multiple of this.
+    pub m_granularity: u32,
+    /// Columns of B and C must be a multiple of this.
+    pub n_granularity: u32,
+    /// Columns of A and rows of B must be a multiple of this.
+    pub k_granularity: u32,
+    /// Element type of A.
+    pub a_type: RawComponent,
+    /// Element type of B.
+    pub b_type: RawComponent,
+    /// Element type of C.
+    pub c_type: RawComponent,
+    /// Element type of the result.
+    pub result_type: RawComponent,
+    /// Whether accumulation saturates.
+    pub saturating_accumulation: bool,
+    /// Scope of the matrices.
+    pub scope: MatrixScope,
+    /// For workgroup scope, the workgroup size (in invocations) these dimensions need.
+    pub workgroup_invocations: u32,
+}
+
+/// What `VK_NV_cooperative_matrix2` offers on a device (features, properties and the
+/// flexible-dimension list). The workgroup-scope GEMM kernel needs [`Self::usable`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CooperativeMatrix2 {
+    /// `cooperativeMatrixWorkgroupScope`.
+    pub workgroup_scope: bool,
+    /// `cooperativeMatrixFlexibleDimensions`.
+    pub flexible_dimensions: bool,
+    /// `cooperativeMatrixReductions`.
+    pub reductions: bool,
+    /// `cooperativeMatrixConversions`.
+    pub conversions: bool,
+    /// `cooperativeMatrixPerElementOperations`.
+    pub per_element_operations: bool,
+    /// `cooperativeMatrixTensorAddressing`.
+    pub tensor_addressing: bool,
+    /// `cooperativeMatrixBlockLoads`.
+    pub block_loads: bool,
+    /// `cooperativeMatrixWorkgroupScopeMaxWorkgroupSize`.
+    pub workgroup_scope_max_workgroup_size: u32,
+    /// `cooperativeMatrixFlexibleDimensionsMaxDimension`.
+    pub flexible_dimensions_max_dimension: u32,
+    /// `cooperativeMatrixWorkgroupScopeReservedSharedMemory` in bytes.
+    pub workgroup_scope_reserved_shared_memory: u32,
+    /// The flexible-dimension list, unfiltered.
+    pub flexible: Vec<FlexibleDimensions>,
+}
+
+impl CooperativeMatrix2 {
+    /// Whether the features the workgroup-scope kernel uses are all there.
+    pub fn usable(&self) -> bool {
+        self.workgroup_scope && self.flexible_dimensions && self.tensor_addressing
+    }
+
+    /// The workgroup-scope entries usable for `config`'s types (A == B, C == result, not
+    /// saturating), as (granularity M, N, K, workgroup invocations).
+    pub fn workgroup_entries(&self, config: &GPUSubgroupMatrixConfig) -> Vec<(u32, u32, u32, u32)> {
+        if !self.usable() {
+            return Vec::new();
+        }
+        let (ab, res) = (
+            RawComponent::Known(config.component_type),
+            RawComponent::Known(config.result_type),
+        );
+        self.flexible
+            .iter()
+            .filter(|f| {
+                f.scope == MatrixScope::Workgroup
+                    && !f.saturating_accumulation
+                    && f.a_type == ab
+                    && f.b_type == ab
+                    && f.c_type == res
+                    && f.result_type == res
+            })
+            .map(|f| {
+                (
+                    f.m_granularity,
+                    f.n_granularity,
+                    f.k_granularity,
+                    f.workgroup_invocations,
+                )
+            })
+            .collect()
+    }
+}
+
 /// A cooperative-matrix configuration usable by the GEMM kernels: A and B of `component_type`,
 /// C and the result of `result_type`, fragment shape M x N x K, subgroup scope.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

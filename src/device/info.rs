@@ -1,6 +1,6 @@
 //! Pure device facts: what was queried, which requirements hold, and how devices rank.
 
-use crate::config::{FilteredConfigs, GPUSubgroupMatrixConfig, RawMatrixProperty};
+use crate::config::{CooperativeMatrix2, FilteredConfigs, GPUSubgroupMatrixConfig, RawMatrixProperty};
 use serde::Serialize;
 
 /// Kind of physical device, in ranking order (best first).
@@ -52,7 +52,7 @@ pub struct DeviceFeatures {
     pub shader_bfloat16_type: bool,
     /// `shaderBFloat16CooperativeMatrix`.
     pub shader_bfloat16_cooperative_matrix: bool,
-    /// The device advertises `VK_NV_cooperative_matrix2` (reported only).
+    /// The device advertises `VK_NV_cooperative_matrix2` (see [`DeviceInfo::cooperative_matrix2`]).
     pub ext_nv_cooperative_matrix2: bool,
     /// `VK_KHR_pipeline_executable_properties`'s `pipelineExecutableInfo` (kernel statistics).
     pub pipeline_executable_info: bool,
@@ -134,6 +134,9 @@ pub struct DeviceInfo {
     pub raw_properties: Vec<RawMatrixProperty>,
     /// The filtered configurations.
     pub configs: FilteredConfigs,
+    /// What `VK_NV_cooperative_matrix2` offers, where the device has it: the workgroup-scope
+    /// kernels use it.
+    pub cooperative_matrix2: Option<CooperativeMatrix2>,
     /// Each requirement and whether it is met.
     pub requirements: Vec<Requirement>,
 }
@@ -218,6 +221,31 @@ pub fn rank_devices(devices: &mut [DeviceInfo]) {
     devices.sort_by_key(|d| (!d.usable(), d.kind, d.index));
 }
 
+/// A device with these limits and `VK_NV_cooperative_matrix2` facts, for unit tests.
+#[cfg(test)]
+pub(crate) fn test_device(limits: DeviceLimits, cooperative_matrix2: Option<CooperativeMatrix2>) -> DeviceInfo {
+    DeviceInfo {
+        index: 0,
+        name: "test device".into(),
+        kind: DeviceKind::Discrete,
+        vendor_id: 0,
+        device_id: 0,
+        api_version: "1.3.0".into(),
+        driver_version: 0,
+        driver_id: 0,
+        driver_name: String::new(),
+        driver_info: String::new(),
+        pipeline_cache_uuid: String::new(),
+        device_uuid: String::new(),
+        features: DeviceFeatures::default(),
+        limits,
+        raw_properties: vec![],
+        configs: FilteredConfigs::default(),
+        cooperative_matrix2,
+        requirements: vec![],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,20 +314,8 @@ mod tests {
             index,
             name: format!("d{index}"),
             kind,
-            vendor_id: 0,
-            device_id: 0,
-            api_version: "1.3.0".into(),
-            driver_version: 0,
-            driver_id: 0,
-            driver_name: String::new(),
-            driver_info: String::new(),
-            pipeline_cache_uuid: String::new(),
-            device_uuid: String::new(),
-            features: DeviceFeatures::default(),
-            limits: DeviceLimits::default(),
-            raw_properties: vec![],
-            configs: FilteredConfigs::default(),
             requirements: vec![Requirement { name: "x", met: usable }],
+            ..test_device(DeviceLimits::default(), None)
         };
         let mut v = vec![
             mk(0, DeviceKind::Cpu, true),

@@ -2,6 +2,7 @@
 //! allocator. Buffers and pipelines hold an `Arc<Device>`, so it is destroyed after all of them.
 
 use super::info::rank_devices;
+use super::nv_coopmat2;
 use super::query::{Bf16Features, EXT_SHADER_BFLOAT16};
 use super::{DeviceInfo, DeviceSelector, Instance};
 use crate::config::ComponentType;
@@ -46,11 +47,15 @@ impl Device {
         let int8 = uses(ComponentType::I8) || uses(ComponentType::U8);
         let bf16 = uses(ComponentType::Bf16);
         let t = |on: bool| if on { vk::TRUE } else { vk::FALSE };
+        // The workgroup-scope kernels read A and B through arrays of their element type.
+        let cm2 = info.cooperative_matrix2.as_ref().is_some_and(|c| c.usable());
+        let int8_storage = int8 && cm2 && info.features.storage_buffer_8bit_access;
 
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(f16);
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
             .shader_float16(f16)
             .shader_int8(int8)
+            .storage_buffer8_bit_access(int8_storage)
             .vulkan_memory_model(true)
             .vulkan_memory_model_device_scope(true);
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
@@ -76,6 +81,11 @@ impl Device {
         if bf16 {
             extensions.push(EXT_SHADER_BFLOAT16.as_ptr());
             create = create.push_next(&mut fbf);
+        }
+        let mut fcm2 = nv_coopmat2::Features::for_kernels();
+        if cm2 {
+            extensions.push(nv_coopmat2::EXTENSION.as_ptr());
+            create = create.push_next(&mut fcm2);
         }
         // Kernel statistics (registers, spills) for tuning, where the driver offers them.
         let mut fpe =

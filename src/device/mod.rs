@@ -7,8 +7,11 @@
 mod info;
 mod instance;
 mod logical;
+mod nv_coopmat2;
 mod query;
 
+#[cfg(test)]
+pub(crate) use info::test_device;
 pub use info::{
     evaluate_requirements, rank_devices, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits, Requirement,
 };

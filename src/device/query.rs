@@ -2,6 +2,7 @@
 //! [`DeviceInfo`]. All `unsafe` queries of the device layer live here.
 
 use super::info::{evaluate_requirements, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits};
+use super::nv_coopmat2;
 use super::Instance;
 use crate::config::{filter_configs, FilterFeatures, RawMatrixProperty};
 use crate::error::{Error, Result};
@@ -10,8 +11,6 @@ use std::ffi::{c_char, c_void, CStr};
 
 /// `VK_KHR_shader_bfloat16`, which ash 0.38 predates.
 pub(crate) const EXT_SHADER_BFLOAT16: &CStr = c"VK_KHR_shader_bfloat16";
-/// `VK_NV_cooperative_matrix2` (reported in `info`; no kernels use it yet).
-pub(crate) const EXT_NV_COOPERATIVE_MATRIX2: &CStr = c"VK_NV_cooperative_matrix2";
 
 /// `VkPhysicalDeviceShaderBfloat16FeaturesKHR`.
 #[repr(C)]
@@ -66,6 +65,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     let has_coopmat = has(ash::khr::cooperative_matrix::NAME);
     let has_bf16 = has(EXT_SHADER_BFLOAT16);
     let has_pexec = has(ash::khr::pipeline_executable_properties::NAME);
+    let has_cm2 = has(nv_coopmat2::EXTENSION);
 
     // SAFETY: plain query.
     let base = unsafe { raw.get_physical_device_properties(pdev) };
@@ -78,6 +78,8 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     let mut fcm = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
     let mut fbf = Bf16Features::default();
     let mut fpe = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
+    let mut fcm2 = nv_coopmat2::Features::default();
+    let mut pcm2 = nv_coopmat2::Properties::default();
     let mut p11 = vk::PhysicalDeviceVulkan11Properties::default();
     let mut p12 = vk::PhysicalDeviceVulkan12Properties::default();
     let mut p13 = vk::PhysicalDeviceVulkan13Properties::default();
@@ -97,6 +99,10 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     }
     if has_pexec {
         feats2 = feats2.push_next(&mut fpe);
+    }
+    if has_cm2 {
+        feats2 = feats2.push_next(&mut fcm2);
+        props2 = props2.push_next(&mut pcm2);
     }
     // SAFETY: every chained struct is live and correctly typed for this device's API version.
     unsafe {
@@ -119,6 +125,12 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         Vec::new()
     };
 
+    let cooperative_matrix2 = if has_cm2 && has_coopmat {
+        Some(nv_coopmat2::describe(instance, pdev, &fcm2, &pcm2)?)
+    } else {
+        None
+    };
+
     let b = |v: vk::Bool32| v == vk::TRUE;
     let features = DeviceFeatures {
         ext_cooperative_matrix: has_coopmat,
@@ -139,7 +151,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         ext_shader_bfloat16: has_bf16,
         shader_bfloat16_type: has_bf16 && b(fbf.shader_bfloat16_type),
         shader_bfloat16_cooperative_matrix: has_bf16 && b(fbf.shader_bfloat16_cooperative_matrix),
-        ext_nv_cooperative_matrix2: has(EXT_NV_COOPERATIVE_MATRIX2),
+        ext_nv_cooperative_matrix2: has_cm2,
         pipeline_executable_info: has_pexec && b(fpe.pipeline_executable_info),
     };
     let l = &props.limits;
@@ -198,6 +210,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         limits,
         raw_properties,
         configs,
+        cooperative_matrix2,
         requirements,
     })
 }

@@ -84,6 +84,40 @@ pub fn render_info(r: &InfoReport) -> String {
         };
         list(&mut s, "configs, Dawn's rules", &d.configs.standard);
         list(&mut s, "extended configs (bf16, fp8)", &d.configs.extended);
+        if let Some(c) = &d.cooperative_matrix2 {
+            let _ = writeln!(
+                s,
+                "  VK_NV_cooperative_matrix2: workgroup scope {}, flexible dimensions {}, tensor addressing {}; \
+                 max workgroup {}, max dimension {}, reserved shared memory {} B{}",
+                yes(c.workgroup_scope),
+                yes(c.flexible_dimensions),
+                yes(c.tensor_addressing),
+                c.workgroup_scope_max_workgroup_size,
+                c.flexible_dimensions_max_dimension,
+                c.workgroup_scope_reserved_shared_memory,
+                if c.usable() {
+                    " (workgroup-scope kernels available)"
+                } else {
+                    ""
+                }
+            );
+            for f in &c.flexible {
+                let _ = writeln!(
+                    s,
+                    "    granularity {}x{}x{} A={} B={} C={} R={} scope={:?} invocations {}{}",
+                    f.m_granularity,
+                    f.n_granularity,
+                    f.k_granularity,
+                    f.a_type,
+                    f.b_type,
+                    f.c_type,
+                    f.result_type,
+                    f.scope,
+                    f.workgroup_invocations,
+                    if f.saturating_accumulation { " saturating" } else { "" }
+                );
+            }
+        }
         let verdict = if d.usable() {
             "usable".to_string()
         } else {
@@ -626,7 +660,10 @@ mod tests {
 
     /// A device as lavapipe reports it, built by hand.
     fn lavapipe_info(missing_full_subgroups: bool) -> DeviceInfo {
-        use vk_sgmat::config::{filter_configs, FilterFeatures, MatrixScope, RawComponent, RawMatrixProperty};
+        use vk_sgmat::config::{
+            filter_configs, CooperativeMatrix2, FilterFeatures, FlexibleDimensions, MatrixScope, RawComponent,
+            RawMatrixProperty,
+        };
         use vk_sgmat::device::{evaluate_requirements, DeviceFeatures, DeviceKind, DeviceLimits};
         use vk_sgmat::ComponentType::*;
         let prop = |ab, cr| RawMatrixProperty {
@@ -680,6 +717,26 @@ mod tests {
                 max_subgroup_size: 8,
                 ..Default::default()
             },
+            cooperative_matrix2: Some(CooperativeMatrix2 {
+                flexible_dimensions: true,
+                flexible_dimensions_max_dimension: 1024,
+                flexible: raw
+                    .iter()
+                    .map(|p| FlexibleDimensions {
+                        m_granularity: p.m,
+                        n_granularity: p.n,
+                        k_granularity: p.k,
+                        a_type: p.a_type,
+                        b_type: p.b_type,
+                        c_type: p.c_type,
+                        result_type: p.result_type,
+                        saturating_accumulation: false,
+                        scope: p.scope,
+                        workgroup_invocations: 0,
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
             raw_properties: raw,
             configs,
             requirements,
@@ -701,6 +758,8 @@ mod tests {
             "configs, Dawn's rules (4):",
             "    8x8x8 u8->u32",
             "extended configs (bf16, fp8) (0):",
+            "VK_NV_cooperative_matrix2: workgroup scope no, flexible dimensions yes, tensor addressing no",
+            "granularity 8x8x8 A=u8 B=u8 C=u32 R=u32 scope=Subgroup invocations 0",
             "verdict: usable",
         ] {
             assert!(t.contains(want), "missing {want:?} in:\n{t}");
