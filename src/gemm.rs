@@ -11,8 +11,8 @@ use crate::kernel::{Epilogue, KernelKey, Probe, PushConstants};
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
 use crate::tiling::{
-    candidate_schemes, choose_split_k, plan, plan_split_k, DispatchLimits, Layout, Pass, Problem, TileScheme,
-    VECTOR_BYTES,
+    candidate_schemes, choose_split_k, plan, plan_split_k, preferred_workgroup_schemes, workgroup_candidates,
+    DispatchLimits, KernelScope, Layout, Pass, Problem, TileScheme, VECTOR_BYTES,
 };
 use half::{bf16, f16};
 use std::marker::PhantomData;
@@ -364,21 +364,32 @@ impl Context {
         }
     }
 
-    /// Tile schemes valid on this device for `config`, largest first.
+    /// Tile schemes valid on this device for `config`: the subgroup-scope ones, largest first,
+    /// then the workgroup-scope ones where the device offers `VK_NV_cooperative_matrix2`.
     pub fn schemes(&self, config: &GPUSubgroupMatrixConfig) -> Vec<TileScheme> {
         let info = self.device.info();
         let cpu = info.kind == crate::device::DeviceKind::Cpu;
-        candidate_schemes(config, &info.limits, self.subgroup_size(), cpu)
+        let mut out = candidate_schemes(config, &info.limits, self.subgroup_size(), cpu);
+        out.extend(workgroup_candidates(config, info, self.subgroup_size()));
+        out
     }
 
-    /// The default scheme for an `m x n` output: the first candidate whose workgroup tile is at
-    /// most twice the problem in each direction (so at most half of a tile's rows or columns are
-    /// wasted on small problems) and, for tiles larger than 128x128, whose grid still puts about
-    /// 1024 subgroups to work (else a big tile leaves most of a large GPU idle); else the
-    /// smallest candidate.
+    /// The default scheme for an `m x n` output: the first candidate (the measured-faster
+    /// workgroup-scope schemes of [`preferred_workgroup_schemes`], then the subgroup-scope ones)
+    /// whose workgroup tile is at most twice the problem in each direction (so at most half of a
+    /// tile's rows or columns are wasted on small problems) and, for tiles larger than 128x128,
+    /// whose grid still puts about 1024 subgroups to work (else a big tile leaves most of a large
+    /// GPU idle); else the smallest subgroup-scope candidate.
     pub fn choose_scheme(&self, config: &GPUSubgroupMatrixConfig, m: usize, n: usize) -> Result<TileScheme> {
         const FILL_SUBGROUPS: usize = 1024;
-        let schemes = self.schemes(config);
+        let info = self.device.info();
+        let subgroup_scope = candidate_schemes(
+            config,
+            &info.limits,
+            self.subgroup_size(),
+            info.kind == crate::device::DeviceKind::Cpu,
+        );
+        let preferred = preferred_workgroup_schemes(config, info, self.subgroup_size());
         let fits = |s: &&TileScheme| {
             let g = s.geometry(config);
             let (bm, bn) = (g.bm as usize, g.bn as usize);
@@ -386,10 +397,11 @@ impl Context {
             let fills = bm * bn <= 128 * 128 || tiles * (s.sg_m * s.sg_n) as usize >= FILL_SUBGROUPS;
             not_oversized(bm, bn, m, n) && fills
         };
-        schemes
+        preferred
             .iter()
+            .chain(&subgroup_scope)
             .find(fits)
-            .or(schemes.last())
+            .or(subgroup_scope.last())
             .copied()
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
     }
@@ -406,12 +418,12 @@ impl Context {
             return self.choose_scheme(config, m, n);
         };
         let key = TuneKey::new(config, layouts, (m, n, k));
-        let limits = &self.device.info().limits;
+        let info = self.device.info();
         let known = cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&key)
-            .filter(|s| s.check(config, limits).is_ok());
+            .filter(|s| s.check_device(config, info).is_ok());
         if let Some(s) = known {
             return Ok(s);
         }
@@ -425,15 +437,15 @@ impl Context {
 
     /// Times each candidate scheme that fits the problem (tile at most twice the problem) on
     /// scratch matrices of its size and returns the fastest with its TFLOP/s. Each candidate runs
-    /// for a while before it is timed: NVIDIA's driver was seen running a freshly created
-    /// pipeline slowly at first (docs/performance.md).
+    /// until its speed is steady (0.1 to 3 s, see [`Context::warm_up`]) before it is timed.
     fn autotune<TA: Element, TC: Element>(
         &self,
         config: &GPUSubgroupMatrixConfig,
         (m, n, k): (usize, usize, usize),
         (al, bl): (Layout, Layout),
     ) -> Result<(TileScheme, f64)> {
-        const WARM: std::time::Duration = std::time::Duration::from_millis(100);
+        const WARM: (std::time::Duration, std::time::Duration) =
+            (std::time::Duration::from_millis(100), std::time::Duration::from_secs(3));
         let fits: Vec<TileScheme> = self
             .schemes(config)
             .into_iter()
@@ -468,10 +480,7 @@ impl Context {
             };
             let job = self.prepare_device(&a, &b, &c, &options)?;
             let operands = [&a.buffer, &b.buffer, &c.buffer];
-            let start = std::time::Instant::now();
-            while start.elapsed() < WARM {
-                self.time_job(&job, operands, 4)?;
-            }
+            self.warm_job(&job, operands, WARM)?;
             let mut times = self.time_job(&job, operands, 7)?;
             times.sort_by(f64::total_cmp);
             let median = times[times.len() / 2];
@@ -671,6 +680,42 @@ impl Context {
         self.time_job(&job, [&a.buffer, &b.buffer, &c.buffer], reps)
     }
 
+    /// Runs the GEMM repeatedly, untimed, for at least `min` and until two consecutive batches'
+    /// median GPU times agree within 3% (at most `max`), so that timings taken next see a steady
+    /// kernel: NVIDIA's driver runs a freshly compiled pipeline slowly at first, for seconds with
+    /// workgroup-scope kernels (docs/performance.md). Returns the last batch's median in seconds.
+    pub fn warm_up<TA: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TA>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+        (min, max): (std::time::Duration, std::time::Duration),
+    ) -> Result<f64> {
+        let job = self.prepare_device(a, b, c, options)?;
+        self.warm_job(&job, [&a.buffer, &b.buffer, &c.buffer], (min, max))
+    }
+
+    fn warm_job(
+        &self,
+        job: &Job,
+        operands: [&Buffer; 3],
+        (min, max): (std::time::Duration, std::time::Duration),
+    ) -> Result<f64> {
+        let start = std::time::Instant::now();
+        let mut last = f64::INFINITY;
+        loop {
+            let mut times = self.time_job(job, operands, 8)?;
+            times.sort_by(f64::total_cmp);
+            let median = times[times.len() / 2];
+            let steady = (median - last).abs() <= 0.03 * last;
+            last = median;
+            if (steady && start.elapsed() >= min) || start.elapsed() >= max {
+                return Ok(median);
+            }
+        }
+    }
+
     /// Times a diagnostic variant of the kernel that `options` selects for this problem, with one
     /// part of its main loop removed (see [`Probe`]), like [`Context::time_gemm_device`]. For
     /// performance analysis only: C's contents are unspecified afterwards.
@@ -684,6 +729,12 @@ impl Context {
         reps: u32,
     ) -> Result<Vec<f64>> {
         let mut job = self.prepare_device(a, b, c, options)?;
+        if job.first.scheme.scope == KernelScope::Workgroup && probe != Probe::Full {
+            return Err(Error::Unsupported(format!(
+                "probes take apart the subgroup-scope kernel; {} is workgroup-scope",
+                job.first.scheme.name()
+            )));
+        }
         let g = job.first.scheme.geometry(&job.first.config);
         let (bm, bn, bk) = (g.bm as usize, g.bn as usize, g.bk as usize);
         if probe == Probe::Unchecked {
@@ -830,7 +881,7 @@ impl Context {
         let beta_bits = scalar_bits("beta", options.beta, TC::TYPE)?;
         let scheme = match options.scheme {
             Some(s) => {
-                s.check(&config, &self.device.info().limits)?;
+                s.check_device(&config, self.device.info())?;
                 s
             }
             None => self.scheme_for::<TA, TC>(&config, (m, n, k), (al, bl))?,

@@ -130,7 +130,7 @@ impl Pipelines {
 
     fn create(&self, key: &KernelKey) -> Result<Pipeline> {
         let limits = &self.device.info().limits;
-        key.scheme.check(&key.config, limits)?;
+        key.scheme.check_device(&key.config, self.device.info())?;
         let threads = key.scheme.geometry(&key.config).threads;
         let sg = key.scheme.subgroup_size;
         if threads % sg != 0 {

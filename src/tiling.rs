@@ -5,8 +5,8 @@
 //! `k_step` at a time with A and B staged in shared memory. [`plan`] splits a GEMM into passes that
 //! respect the device's workgroup-count and storage-buffer-range limits.
 
-use crate::config::GPUSubgroupMatrixConfig;
-use crate::device::DeviceLimits;
+use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
+use crate::device::{DeviceInfo, DeviceLimits};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -43,8 +43,22 @@ impl Layout {
     }
 }
 
-/// How one workgroup tiles its block of C. Construct with [`TileScheme::new`], which checks it
-/// against the config and the device.
+/// Which cooperative matrices a kernel computes with.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelScope {
+    /// Subgroup-scope matrices (`VK_KHR_cooperative_matrix`): the tiled kernel, operands staged
+    /// through shared memory by the kernel itself.
+    #[default]
+    Subgroup,
+    /// One workgroup-scope accumulator per workgroup (`VK_NV_cooperative_matrix2` with tensor
+    /// addressing): the driver stages operands and handles edges; needs a device that offers it
+    /// (see [`TileScheme::check_device`]).
+    Workgroup,
+}
+
+/// How one workgroup tiles its block of C. Construct with [`TileScheme::new`] or
+/// [`TileScheme::workgroup`], which check it against the config and the device.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TileScheme {
     /// Subgroup size the pipeline requires.
@@ -63,10 +77,17 @@ pub struct TileScheme {
     /// fragment start 16-byte aligned).
     pub pad_bytes: u32,
     /// Shared-memory stages: 1 (two barriers per K step) or 2 (double-buffered, one barrier).
+    /// For workgroup scope: K steps per loop iteration (1 to 8), all loads first.
     pub stages: u32,
     /// Workgroup raster: 0 walks tiles row by row; G > 0 walks groups of G tile rows column by
     /// column, so consecutive workgroups share A rows and B columns in L2.
     pub raster_group: u32,
+    /// Subgroup-scope (the tiled kernel) or workgroup-scope matrices. With workgroup scope the
+    /// workgroup tile is still `sg_m * fr_m * m` by `sg_n * fr_n * n` with
+    /// `sg_m * sg_n * subgroup_size` invocations, but one matrix covers it, `k_step` is its K
+    /// extent, and padding and stages do not apply.
+    #[serde(default)]
+    pub scope: KernelScope,
 }
 
 /// The derived sizes of a scheme for one config.
@@ -105,8 +126,36 @@ impl TileScheme {
             pad_bytes: VECTOR_BYTES,
             stages: 1,
             raster_group: 0,
+            scope: KernelScope::Subgroup,
         };
         s.check(config, limits)?;
+        Ok(s)
+    }
+
+    /// A workgroup-scope scheme (see [`KernelScope::Workgroup`]), checked against `info`: the
+    /// device must offer `VK_NV_cooperative_matrix2` workgroup-scope matrices of the config's
+    /// types for this tile and workgroup size.
+    pub fn workgroup(
+        config: &GPUSubgroupMatrixConfig,
+        info: &DeviceInfo,
+        subgroup_size: u32,
+        sg: (u32, u32),
+        fr: (u32, u32),
+        k_step: u32,
+    ) -> Result<Self> {
+        let s = Self {
+            subgroup_size,
+            sg_m: sg.0,
+            sg_n: sg.1,
+            fr_m: fr.0,
+            fr_n: fr.1,
+            k_step,
+            pad_bytes: 0,
+            stages: 1,
+            raster_group: 0,
+            scope: KernelScope::Workgroup,
+        };
+        s.check_device(config, info)?;
         Ok(s)
     }
 
@@ -128,6 +177,16 @@ impl TileScheme {
         let bn = self.sg_n * self.fr_n * config.n;
         let bk = self.k_step;
         let threads = self.sg_m * self.sg_n * self.subgroup_size;
+        if self.scope == KernelScope::Workgroup {
+            // The driver stages operands in shared memory it reserves itself.
+            return TileGeometry {
+                bm,
+                bn,
+                bk,
+                threads,
+                shared_bytes: 0,
+            };
+        }
         let es = config.component_type.size_bytes();
         // Either orientation of each operand occupies the same bytes up to the skew; take the
         // larger so a scheme that fits one layout fits all.
@@ -160,8 +219,12 @@ impl TileScheme {
         {
             return bad("every scheme parameter must be at least 1".into());
         }
-        if !(1..=2).contains(&self.stages) {
-            return bad(format!("stages must be 1 or 2, not {}", self.stages));
+        let max_stages = match self.scope {
+            KernelScope::Subgroup => 2,
+            KernelScope::Workgroup => 8,
+        };
+        if !(1..=max_stages).contains(&self.stages) {
+            return bad(format!("stages must be 1 to {max_stages}, not {}", self.stages));
         }
         if !self.subgroup_size.is_power_of_two() {
             return bad(format!("subgroup size {} is not a power of two", self.subgroup_size));
@@ -193,6 +256,12 @@ impl TileScheme {
                 ));
             }
         }
+        if self.scope == KernelScope::Workgroup {
+            if self.pad_bytes != 0 {
+                return bad("workgroup-scope schemes have no padding".into());
+            }
+            return self.check_threads(&g, limits);
+        }
         for (name, rows) in [("A", g.bm), ("B", g.bn)] {
             let vecs = rows * g.bk * es / VECTOR_BYTES;
             if vecs % g.threads != 0 {
@@ -216,15 +285,7 @@ impl TileScheme {
                 ));
             }
         }
-        if limits.max_workgroup_invocations != 0
-            && (g.threads > limits.max_workgroup_invocations || g.threads > limits.max_workgroup_size[0])
-        {
-            return bad(format!(
-                "{} invocations exceed the device's limit of {}",
-                g.threads,
-                limits.max_workgroup_invocations.min(limits.max_workgroup_size[0])
-            ));
-        }
+        self.check_threads(&g, limits)?;
         if limits.max_shared_memory != 0 && g.shared_bytes > limits.max_shared_memory {
             return bad(format!(
                 "{} bytes of shared memory exceed the device's {}",
@@ -234,8 +295,109 @@ impl TileScheme {
         Ok(())
     }
 
-    /// A short name, e.g. `sg2x4_fr4x2_k32_s32`.
+    fn check_threads(&self, g: &TileGeometry, limits: &DeviceLimits) -> Result<()> {
+        if limits.max_workgroup_invocations != 0
+            && (g.threads > limits.max_workgroup_invocations || g.threads > limits.max_workgroup_size[0])
+        {
+            return Err(Error::InvalidTileScheme(format!(
+                "{} invocations exceed the device's limit of {}",
+                g.threads,
+                limits.max_workgroup_invocations.min(limits.max_workgroup_size[0])
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`TileScheme::check`] against the device's limits, and for workgroup scope, against what
+    /// `VK_NV_cooperative_matrix2` offers there: an entry of the config's types whose
+    /// granularities divide the tile and whose workgroup size is the scheme's.
+    pub fn check_device(&self, config: &GPUSubgroupMatrixConfig, info: &DeviceInfo) -> Result<()> {
+        self.check(config, &info.limits)?;
+        if self.scope == KernelScope::Subgroup {
+            return Ok(());
+        }
+        let cm2 = match &info.cooperative_matrix2 {
+            Some(c) if c.usable() => c,
+            _ => {
+                return Err(Error::Unsupported(format!(
+                    "workgroup-scope schemes need VK_NV_cooperative_matrix2 with cooperativeMatrixWorkgroupScope, \
+                     cooperativeMatrixFlexibleDimensions and cooperativeMatrixTensorAddressing; {} {}",
+                    info.name,
+                    match &info.cooperative_matrix2 {
+                        None => "does not offer the extension".to_string(),
+                        Some(c) => format!(
+                            "offers workgroup scope {}, flexible dimensions {}, tensor addressing {}",
+                            c.workgroup_scope, c.flexible_dimensions, c.tensor_addressing
+                        ),
+                    }
+                )))
+            }
+        };
+        let g = self.geometry(config);
+        let entries = cm2.workgroup_entries(config);
+        let fits = |&(mg, ng, kg, inv): &(u32, u32, u32, u32)| {
+            inv == g.threads && g.bm % mg == 0 && g.bn % ng == 0 && g.bk % kg == 0
+        };
+        if !entries.iter().any(fits) {
+            let offered: Vec<String> = entries
+                .iter()
+                .map(|(mg, ng, kg, inv)| format!("multiples of {mg}x{ng}x{kg} with {inv} invocations"))
+                .collect();
+            return Err(Error::InvalidTileScheme(format!(
+                "a {}x{}x{} workgroup-scope tile with {} invocations is not offered for {} -> {} (offered: {})",
+                g.bm,
+                g.bn,
+                g.bk,
+                g.threads,
+                config.component_type,
+                config.result_type,
+                if offered.is_empty() {
+                    "none".to_string()
+                } else {
+                    offered.join("; ")
+                }
+            )));
+        }
+        let largest = g.bm.max(g.bn).max(g.bk);
+        if largest > cm2.flexible_dimensions_max_dimension {
+            return Err(Error::InvalidTileScheme(format!(
+                "a workgroup-scope matrix dimension of {largest} exceeds the device's {}",
+                cm2.flexible_dimensions_max_dimension
+            )));
+        }
+        if cm2.workgroup_scope_max_workgroup_size != 0 && g.threads > cm2.workgroup_scope_max_workgroup_size {
+            return Err(Error::InvalidTileScheme(format!(
+                "{} invocations exceed the device's workgroup-scope limit of {}",
+                g.threads, cm2.workgroup_scope_max_workgroup_size
+            )));
+        }
+        Ok(())
+    }
+
+    /// A short name, e.g. `sg2x4_fr4x2_k32_s32`, or `wg_t256_fr8x16_k32` for a workgroup-scope
+    /// scheme (256 invocations, a tile of 8x16 fragments).
     pub fn name(&self) -> String {
+        if self.scope == KernelScope::Workgroup {
+            // The split into subgroups means nothing to a workgroup-scope kernel: name the
+            // workgroup size and the tile in fragments.
+            return format!(
+                "wg_t{}_fr{}x{}_k{}{}{}",
+                self.sg_m * self.sg_n * self.subgroup_size,
+                self.sg_m * self.fr_m,
+                self.sg_n * self.fr_n,
+                self.k_step,
+                if self.stages > 1 {
+                    format!("_u{}", self.stages)
+                } else {
+                    String::new()
+                },
+                if self.raster_group > 0 {
+                    format!("_g{}", self.raster_group)
+                } else {
+                    String::new()
+                }
+            );
+        }
         format!(
             "sg{}x{}_fr{}x{}_k{}_s{}{}",
             self.sg_m,
@@ -366,6 +528,135 @@ pub fn tuning_candidates(
                                 out.push(s);
                             }
                         }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Workgroup-scope schemes (see [`KernelScope::Workgroup`]) the device offers for `config`,
+/// largest workgroup first, then largest tile: tiles of 64 to 256 on a side, for each workgroup
+/// size the device lists, each with (K step, steps per loop iteration) of (64 bytes, 4),
+/// (64 bytes, 2) and (128 bytes, 2): on the H200, 256 bytes of K per iteration in 64-byte steps
+/// measured fastest for every tile (docs/performance.md). A tile keeps at most 512 bytes of
+/// accumulator per invocation (128x256 f32 over 256 invocations): more does not fit in
+/// registers. Empty where the device has no usable `VK_NV_cooperative_matrix2`.
+pub fn workgroup_candidates(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    workgroup_schemes(config, info, subgroup_size, &[(64, 4), (64, 2), (128, 2)])
+}
+
+/// PCI vendor id of NVIDIA.
+const VENDOR_NVIDIA: u32 = 0x10de;
+
+/// The workgroup-scope schemes taken by default, ahead of the subgroup-scope ones: those measured
+/// faster than every subgroup-scope scheme on the H200 (docs/performance.md), in order: for
+/// 16-bit results 256x256 tiles with 256 invocations, then 128x128 with 128; for f32 results
+/// 128x128 with 128 invocations; each in 64-byte K steps, four per loop iteration. Only on NVIDIA,
+/// where they were measured; elsewhere the autotuner decides.
+pub fn preferred_workgroup_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    if info.vendor_id != VENDOR_NVIDIA || !config.component_type.is_float() {
+        return Vec::new();
+    }
+    let wanted: &[(u32, u32, u32)] = match config.result_type {
+        ComponentType::F16 => &[(256, 256, 256), (128, 128, 128)],
+        ComponentType::F32 => &[(128, 128, 128)],
+        _ => &[],
+    };
+    let es = config.component_type.size_bytes();
+    let candidates = workgroup_candidates(config, info, subgroup_size);
+    wanted
+        .iter()
+        .filter_map(|&(bm, bn, threads)| {
+            candidates.iter().copied().find(|s| {
+                let g = s.geometry(config);
+                (g.bm, g.bn, g.threads) == (bm, bn, threads) && g.bk * es == 64 && s.stages == 4
+            })
+        })
+        .collect()
+}
+
+/// [`workgroup_candidates`] and more, for `vk-sgmat tune`: K steps of 32 to 128 bytes, 1 to 8 of
+/// them per loop iteration, and grouped raster.
+pub fn workgroup_tuning_candidates(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    let mut out = workgroup_candidates(config, info, subgroup_size);
+    let mut steps = Vec::new();
+    for k_bytes in [32, 64, 128] {
+        for stages in [1, 2, 4, 8] {
+            steps.push((k_bytes, stages));
+        }
+    }
+    for s in workgroup_schemes(config, info, subgroup_size, &steps) {
+        for s in [s, s.with_raster_group(8)] {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// Workgroup-scope schemes for every listed (K step in bytes, steps per iteration).
+fn workgroup_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+    steps: &[(u32, u32)],
+) -> Vec<TileScheme> {
+    let Some(cm2) = &info.cooperative_matrix2 else {
+        return Vec::new();
+    };
+    let es = config.component_type.size_bytes();
+    let rs = config.result_type.size_bytes();
+    let tiles = [
+        (256, 256),
+        (128, 256),
+        (256, 128),
+        (128, 128),
+        (64, 128),
+        (128, 64),
+        (64, 64),
+    ];
+    let mut entries = cm2.workgroup_entries(config);
+    entries.sort_by_key(|&(_, _, _, invocations)| std::cmp::Reverse(invocations));
+    let mut out = Vec::new();
+    for (_, _, _, invocations) in entries {
+        let subgroups = invocations / subgroup_size;
+        if subgroups == 0 || invocations % subgroup_size != 0 || !subgroups.is_power_of_two() {
+            continue;
+        }
+        for &(bm, bn) in &tiles {
+            if bm * bn * rs > 512 * invocations {
+                continue;
+            }
+            // Any split of the subgroups that divides the tile names it: the kernel only uses
+            // the tile and the workgroup size.
+            let split = (0..=subgroups.trailing_zeros())
+                .map(|i| (subgroups >> i, 1 << i))
+                .find(|&(sm, sn)| bm % (sm * config.m) == 0 && bn % (sn * config.n) == 0);
+            let Some((sm, sn)) = split else { continue };
+            let fr = (bm / (sm * config.m), bn / (sn * config.n));
+            for &(k_bytes, stages) in steps {
+                let bk = (k_bytes / es).next_multiple_of(config.k);
+                let scheme = TileScheme::workgroup(config, info, subgroup_size, (sm, sn), fr, bk)
+                    .map(|s| TileScheme { stages, ..s })
+                    .and_then(|s| s.check_device(config, info).map(|()| s));
+                if let Ok(s) = scheme {
+                    if !out.contains(&s) {
+                        out.push(s);
                     }
                 }
             }
@@ -737,6 +1028,106 @@ mod tests {
         assert!(e(TileScheme::new(&c, &l, 32, (4, 4), (1, 1), 16)).contains("does not divide"));
         let i8c = cfg(16, 16, 32, I8, I8);
         assert!(e(TileScheme::new(&i8c, &l, 32, (2, 2), (2, 2), 64)).contains("16 or 32 bits"));
+    }
+
+    /// The H200's coopmat2 facts for f16 -> f32 as its driver reports them (`vk-sgmat info`,
+    /// docs/devices/h200-info.txt), with the dimension cap lowered to test it.
+    fn h200_with_cm2() -> crate::device::DeviceInfo {
+        use crate::config::{CooperativeMatrix2, FlexibleDimensions, MatrixScope, RawComponent};
+        let entry = |(mg, ng), inv, scope| FlexibleDimensions {
+            m_granularity: mg,
+            n_granularity: ng,
+            k_granularity: 16,
+            a_type: RawComponent::Known(F16),
+            b_type: RawComponent::Known(F16),
+            c_type: RawComponent::Known(F32),
+            result_type: RawComponent::Known(F32),
+            saturating_accumulation: false,
+            scope,
+            workgroup_invocations: inv,
+        };
+        let cm2 = CooperativeMatrix2 {
+            workgroup_scope: true,
+            flexible_dimensions: true,
+            tensor_addressing: true,
+            workgroup_scope_max_workgroup_size: 256,
+            flexible_dimensions_max_dimension: 256,
+            workgroup_scope_reserved_shared_memory: 8192,
+            flexible: vec![
+                entry((16, 16), 0, MatrixScope::Subgroup),
+                entry((16, 16), 32, MatrixScope::Workgroup),
+                entry((16, 16), 64, MatrixScope::Workgroup),
+                entry((32, 16), 128, MatrixScope::Workgroup),
+                entry((32, 32), 256, MatrixScope::Workgroup),
+            ],
+            ..Default::default()
+        };
+        let mut info = crate::device::test_device(h200_limits(), Some(cm2));
+        info.vendor_id = VENDOR_NVIDIA;
+        info
+    }
+
+    #[test]
+    fn measured_workgroup_schemes_lead_on_nvidia_only() {
+        let c = cfg(16, 16, 16, F16, F32);
+        let mut info = h200_with_cm2();
+        let names: Vec<String> = preferred_workgroup_schemes(&c, &info, 32)
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(names, ["wg_t128_fr8x8_k32_u4"]);
+        // Integer configs keep the subgroup-scope default (a tie on the H200).
+        assert!(preferred_workgroup_schemes(&cfg(16, 16, 32, I8, I32), &info, 32).is_empty());
+        info.vendor_id = 0x1002;
+        assert!(preferred_workgroup_schemes(&c, &info, 32).is_empty());
+    }
+
+    #[test]
+    fn workgroup_schemes_follow_the_device() {
+        let c = cfg(16, 16, 16, F16, F32);
+        let info = h200_with_cm2();
+        let v = workgroup_candidates(&c, &info, 32);
+        assert!(v
+            .iter()
+            .all(|s| s.scope == KernelScope::Workgroup && s.check_device(&c, &info).is_ok()));
+        let g = v[0].geometry(&c);
+        assert_eq!((g.bm, g.bn, g.bk, g.threads, g.shared_bytes), (128, 256, 32, 256, 0));
+        assert_eq!(v[0].name(), "wg_t256_fr8x16_k32_u4");
+        // Largest workgroups first; no more than 512 bytes of accumulator per invocation (one
+        // 32-invocation workgroup may take 64x64, not 128x256).
+        let threads: Vec<u32> = v.iter().map(|s| s.geometry(&c).threads).collect();
+        assert!(threads.windows(2).all(|w| w[0] >= w[1]), "{threads:?}");
+        assert_eq!(threads.iter().filter(|&&t| t == 256).count(), 6 * 3);
+        assert!(v.iter().all(|s| {
+            let g = s.geometry(&c);
+            g.bm * g.bn * 4 <= 512 * g.threads
+        }));
+        let last = v.last().unwrap().geometry(&c);
+        assert_eq!((last.bm, last.bn, last.threads), (64, 64, 32));
+
+        let e = |r: Result<TileScheme>| r.unwrap_err().to_string();
+        // No extension, or an extension without workgroup scope: the error says what is missing.
+        let plain = crate::device::test_device(h200_limits(), None);
+        assert!(workgroup_candidates(&c, &plain, 32).is_empty());
+        let msg = e(TileScheme::workgroup(&c, &plain, 32, (1, 8), (8, 2), 32));
+        assert!(
+            msg.contains("VK_NV_cooperative_matrix2") && msg.contains("does not offer"),
+            "{msg}"
+        );
+        // Types the device lists no workgroup-scope entry for.
+        let i8c = cfg(16, 16, 32, I8, I32);
+        assert!(workgroup_candidates(&i8c, &info, 32).is_empty());
+        let msg = e(TileScheme::workgroup(&i8c, &info, 32, (1, 8), (8, 2), 64));
+        assert!(msg.contains("not offered") && msg.contains("none"), "{msg}");
+        // A workgroup size with no entry, a tile off the granularity, a dimension too large.
+        let msg = e(TileScheme::workgroup(&c, &info, 32, (1, 3), (8, 2), 32));
+        assert!(
+            msg.contains("96 invocations") && msg.contains("256 invocations"),
+            "{msg}"
+        );
+        let cn8 = cfg(16, 8, 16, F16, F32);
+        assert!(e(TileScheme::workgroup(&cn8, &info, 32, (8, 1), (1, 1), 32)).contains("not offered"));
+        assert!(e(TileScheme::workgroup(&c, &info, 32, (1, 8), (32, 2), 32)).contains("exceeds"));
     }
 
     fn problem(m: usize, n: usize, k: usize, a: Layout, b: Layout) -> Problem {

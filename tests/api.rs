@@ -350,3 +350,78 @@ fn autotune_stores_and_reuses_winners() {
     assert_eq!(ctx.pipeline_count(), 1, "a stored winner needs no timing");
     assert_no_validation_messages(&ctx);
 }
+
+/// Workgroup-scope (VK_NV_cooperative_matrix2) schemes: where the device offers them, each of the
+/// candidates it lists computes correct results on odd shapes in every layout; where it does not
+/// (lavapipe: no workgroup scope, no tensor addressing), asking for one is a typed error that
+/// names what is missing, raised before anything runs.
+#[test]
+fn workgroup_scope_schemes_run_where_offered_and_are_refused_elsewhere() {
+    use vk_sgmat::tiling::{KernelScope, TileScheme};
+    use vk_sgmat::ComponentType::{F16, F32};
+    let ctx = context();
+    let config = ctx.choose_config(F16, F32, None).unwrap();
+    let offered = ctx
+        .device_info()
+        .cooperative_matrix2
+        .as_ref()
+        .is_some_and(|c| !c.workgroup_entries(&config).is_empty());
+    let wg: Vec<TileScheme> = ctx
+        .schemes(&config)
+        .into_iter()
+        .filter(|s| s.scope == KernelScope::Workgroup)
+        .collect();
+    assert_eq!(offered, !wg.is_empty(), "{wg:?}");
+    if offered {
+        let mut rng = Rng::new(Rng::fresh_seed());
+        for scheme in [wg[0], wg[wg.len() - 1]] {
+            let options = GemmOptions {
+                scheme: Some(scheme),
+                alpha: 0.5,
+                beta: -1.0,
+                ..Default::default()
+            };
+            for layouts in [
+                (Layout::RowMajor, Layout::RowMajor),
+                (Layout::ColMajor, Layout::ColMajor),
+            ] {
+                let check = run_case::<f16, f32>(ctx, &mut rng, (131, 67, 37), layouts, 3, &options);
+                assert!(check.passed, "{} {layouts:?}: {check:?}", scheme.name());
+            }
+        }
+    } else {
+        let scheme = TileScheme {
+            subgroup_size: ctx.subgroup_size(),
+            sg_m: 1,
+            sg_n: 4,
+            fr_m: 4,
+            fr_n: 1,
+            k_step: 4 * config.k,
+            pad_bytes: 0,
+            stages: 1,
+            raster_group: 0,
+            scope: KernelScope::Workgroup,
+        };
+        let a = vec![f16::ONE; 8 * 8];
+        let mut c = vec![42.0f32; 8 * 8];
+        let options = GemmOptions {
+            scheme: Some(scheme),
+            ..Default::default()
+        };
+        let e = err(ctx.gemm_with(
+            MatRef::new(&a, 8, 8),
+            MatRef::new(&a, 8, 8),
+            MatMut::new(&mut c, 8, 8),
+            &options,
+        ));
+        let msg = e.to_string();
+        assert!(
+            matches!(e, Error::Unsupported(_))
+                && msg.contains("VK_NV_cooperative_matrix2")
+                && msg.contains("cooperativeMatrixWorkgroupScope"),
+            "{msg}"
+        );
+        assert!(c.iter().all(|&x| x == 42.0), "C was written");
+    }
+    assert_no_validation_messages(ctx);
+}

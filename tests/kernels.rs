@@ -6,7 +6,7 @@ mod common;
 use vk_sgmat::config::{ComponentType::*, GPUSubgroupMatrixConfig};
 use vk_sgmat::device::DeviceLimits;
 use vk_sgmat::kernel::{generate, Epilogue, KernelKey, Probe};
-use vk_sgmat::tiling::{candidate_schemes, Layout};
+use vk_sgmat::tiling::{candidate_schemes, KernelScope, Layout, TileScheme};
 
 fn cfg(m: u32, n: u32, k: u32, ab: vk_sgmat::ComponentType, r: vk_sgmat::ComponentType) -> GPUSubgroupMatrixConfig {
     GPUSubgroupMatrixConfig {
@@ -194,6 +194,60 @@ fn double_buffered_and_tuning_kernels_pass_spirv_val() {
         }
     }
     assert!(n > 60, "{n}");
+}
+
+/// Workgroup-scope (VK_NV_cooperative_matrix2) kernels of the H200's tile shapes, every type
+/// spirv-val knows, layout and epilogue. Lavapipe cannot run them (it lacks workgroup scope and
+/// tensor addressing): `vk-sgmat check` covers them on the H200.
+#[test]
+fn workgroup_scope_kernels_pass_spirv_val() {
+    let mut n = 0;
+    let configs = [
+        cfg(16, 16, 16, F16, F32),
+        cfg(16, 16, 16, F16, F16),
+        cfg(16, 16, 32, I8, I32),
+        cfg(16, 16, 32, U8, U32),
+    ];
+    for config in configs {
+        let es = config.component_type.size_bytes();
+        // 128x256 tiles, 256 invocations, 128-byte K steps, grouped raster; 128x128 with 128
+        // invocations and four 64-byte K steps per iteration (the H200's default).
+        for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group) in
+            [((1, 8), (8, 2), 128, 1, 8), ((1, 4), (8, 2), 64, 4, 0)]
+        {
+            let scheme = TileScheme {
+                subgroup_size: 32,
+                sg_m,
+                sg_n,
+                fr_m,
+                fr_n,
+                k_step: k_bytes / es,
+                pad_bytes: 0,
+                stages,
+                raster_group,
+                scope: KernelScope::Workgroup,
+            };
+            scheme.check(&config, &limits(32, 49152)).unwrap();
+            for a_layout in LAYOUTS {
+                for b_layout in LAYOUTS {
+                    for epilogue in EPILOGUES {
+                        let key = KernelKey {
+                            config,
+                            scheme,
+                            a_layout,
+                            b_layout,
+                            epilogue,
+                            probe: Probe::Full,
+                        };
+                        let words = generate(&key).unwrap();
+                        common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+                        n += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(n, 4 * 2 * 16);
 }
 
 #[test]

@@ -5,10 +5,11 @@ mod builder;
 mod gemm;
 pub mod peak;
 pub mod reduce;
+mod workgroup;
 
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::error::{Error, Result};
-use crate::tiling::{Layout, TileScheme};
+use crate::tiling::{KernelScope, Layout, TileScheme};
 use serde::Serialize;
 
 /// Which epilogue terms a kernel applies: `C = alpha * A*B + beta * C`. Terms that are off cost
@@ -163,5 +164,9 @@ pub fn generate_reduce(result_type: crate::config::ComponentType, epilogue: Epil
 /// Generates the SPIR-V words of a kernel. The scheme must already be checked against the config
 /// ([`TileScheme::check`]).
 pub fn generate(key: &KernelKey) -> Result<Vec<u32>> {
-    gemm::emit(key).map_err(|e| Error::Codegen(format!("{}: {e}", key.name())))
+    let words = match key.scheme.scope {
+        KernelScope::Subgroup => gemm::emit(key),
+        KernelScope::Workgroup => workgroup::emit(key),
+    };
+    words.map_err(|e| Error::Codegen(format!("{}: {e}", key.name())))
 }

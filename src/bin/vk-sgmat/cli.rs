@@ -142,6 +142,9 @@ pub enum Command {
         /// Fewer and smaller shapes (for CPU drivers).
         #[arg(long)]
         quick: bool,
+        /// Type pairs to check (default: every pair the device has).
+        #[arg(long, value_delimiter = ',')]
+        types: Vec<String>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

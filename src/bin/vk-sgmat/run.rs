@@ -7,9 +7,11 @@ use half::{bf16, f16};
 use std::time::Instant;
 use vk_sgmat::device::{rank_devices, Instance, InstanceOptions};
 use vk_sgmat::kernel::KernelKey;
+use vk_sgmat::tiling::{KernelScope, TileScheme};
 use vk_sgmat::verify::{compare, random_matrix, random_vec, reference, rows_to_check, run_random_gemm, Rng};
 use vk_sgmat::{
-    ComponentType, Context, ContextOptions, DeviceSelector, Element, GemmOptions, Layout, MatMut, MatRef, Probe,
+    ComponentType, Context, ContextOptions, DeviceSelector, Element, GPUSubgroupMatrixConfig, GemmOptions, Layout,
+    MatMut, MatRef, Probe,
 };
 
 /// Calls `$body` with type aliases `$ta`, `$tc` bound to the Rust types of a (component, result)
@@ -142,9 +144,15 @@ pub fn run(cli: Cli) -> Result<bool> {
             }
             finish(&ctx, true)
         }
-        Command::Check { quick, json, dev } => {
+        Command::Check {
+            quick,
+            types,
+            json,
+            dev,
+        } => {
             let ctx = context(&dev)?;
-            let rows = check(&ctx, quick)?;
+            let pairs = bench_pairs(&ctx, &types)?;
+            let rows = check(&ctx, quick, &pairs)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
@@ -433,12 +441,9 @@ fn bench_point<TA: Element, TC: Element>(ctx: &Context, (m, n, k): (usize, usize
     let db = ctx.upload(MatRef::new(&b, k, n))?;
     let mut dc = ctx.zeros::<TC>(m, n)?;
     let options = GemmOptions::default();
-    let warm = Instant::now();
-    // NVIDIA's driver was seen running freshly created pipelines slower for a while (docs/
-    // performance.md): warm up for a full second.
-    while warm.elapsed().as_secs_f64() < 1.0 {
-        ctx.time_gemm_device(&da, &db, &mut dc, &options, 4)?;
-    }
+    // At least a second, then until steady (fresh pipelines run slowly at first on NVIDIA).
+    let warm = (std::time::Duration::from_secs(1), std::time::Duration::from_secs(10));
+    ctx.warm_up(&da, &db, &mut dc, &options, warm)?;
     let mut times = ctx.time_gemm_device(&da, &db, &mut dc, &options, reps)?;
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2])
@@ -488,6 +493,11 @@ fn tune<TA: Element, TC: Element>(
     for config in configs {
         let schemes: Vec<_> = vk_sgmat::tiling::tuning_candidates(&config, &info.limits, ctx.subgroup_size(), cpu)
             .into_iter()
+            .chain(vk_sgmat::tiling::workgroup_tuning_candidates(
+                &config,
+                info,
+                ctx.subgroup_size(),
+            ))
             .filter(|s| filter.is_empty() || filter.iter().any(|f| s.name().contains(f.as_str())))
             .collect();
         for (i, scheme) in schemes.iter().enumerate() {
@@ -515,6 +525,8 @@ fn tune<TA: Element, TC: Element>(
                         .map(Probe::SharedAtLeast),
                 );
             }
+            let warm = (std::time::Duration::from_millis(200), std::time::Duration::from_secs(5));
+            ctx.warm_up(&da, &db, &mut dc, &options, warm)?;
             let mut group = Vec::new();
             for probe in probe_list {
                 let mut times = match ctx.time_probe(&da, &db, &mut dc, &options, probe, reps) {
@@ -555,7 +567,7 @@ fn tune<TA: Element, TC: Element>(
     Ok(groups.into_iter().flatten().collect())
 }
 
-fn check(ctx: &Context, quick: bool) -> Result<Vec<CheckRow>> {
+fn check(ctx: &Context, quick: bool, pairs: &[(ComponentType, ComponentType)]) -> Result<Vec<CheckRow>> {
     let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
     let mut shapes = vec![
         (1, 1, 1),
@@ -580,20 +592,61 @@ fn check(ctx: &Context, quick: bool) -> Result<Vec<CheckRow>> {
     ];
     let mut rng = Rng::new(Rng::fresh_seed());
     let mut rows = Vec::new();
+    let started = Instant::now();
+    // Every config with its default schemes; then, once per type pair, the largest and the
+    // smallest workgroup-scope scheme where the device offers them.
+    let mut runs: Vec<(GPUSubgroupMatrixConfig, Option<TileScheme>)> = Vec::new();
+    let mut pairs_seen = Vec::new();
     for config in ctx.configs() {
         let pair = (config.component_type, config.result_type);
+        if !pairs.contains(&pair) {
+            continue;
+        }
+        runs.push((config, None));
+        if pairs_seen.contains(&pair) {
+            continue;
+        }
+        pairs_seen.push(pair);
+        let wg: Vec<TileScheme> = ctx
+            .schemes(&config)
+            .into_iter()
+            .filter(|s| s.scope == KernelScope::Workgroup)
+            .collect();
+        for s in [wg.first(), wg.last()].into_iter().flatten() {
+            if !runs.contains(&(config, Some(*s))) {
+                runs.push((config, Some(*s)));
+            }
+        }
+    }
+    for (config, scheme) in runs {
+        let pair = (config.component_type, config.result_type);
+        let name = match scheme {
+            None => config.to_string(),
+            Some(s) => {
+                let g = s.geometry(&config);
+                format!("{config} [wg {}x{}x{}]", g.bm, g.bn, g.bk)
+            }
+        };
         let scalars: &[(f64, f64)] = match config.result_type {
             ComponentType::U32 => &[(1.0, 0.0), (2.0, 1.0)],
             t if t.is_float() => &[(1.0, 0.0), (0.5, -1.0)],
             _ => &[(1.0, 0.0), (-2.0, 3.0)],
         };
-        for &shape in &shapes {
+        // The extra workgroup-scope runs take the shapes up to 513x257x1031: the larger ones
+        // already run every config's default scheme.
+        let shapes = if scheme.is_some() {
+            &shapes[..shapes.len().min(9)]
+        } else {
+            &shapes[..]
+        };
+        for &shape in shapes {
             for (li, &l) in layouts.iter().enumerate() {
                 for &(alpha, beta) in scalars {
                     let options = GemmOptions {
                         alpha,
                         beta,
                         shape: Some((config.m, config.n, config.k)),
+                        scheme,
                         ..Default::default()
                     };
                     // Padded leading dimensions on every other layout.
@@ -602,7 +655,7 @@ fn check(ctx: &Context, quick: bool) -> Result<Vec<CheckRow>> {
                         ctx, &mut rng, shape, l, extra_ld, &options, FULL_CHECK
                     ));
                     let row = |check: Option<vk_sgmat::verify::Check>, error: Option<String>| CheckRow {
-                        config: config.to_string(),
+                        config: name.clone(),
                         shape,
                         layout: layout_name(l),
                         alpha,
@@ -613,10 +666,24 @@ fn check(ctx: &Context, quick: bool) -> Result<Vec<CheckRow>> {
                         passed: check.as_ref().is_some_and(|c| c.passed),
                         error,
                     };
-                    rows.push(match res {
+                    let r = match res {
                         Ok(c) => row(Some(c), None),
                         Err(e) => row(None, Some(e.to_string())),
-                    });
+                    };
+                    // Progress, one line per case, so a long run shows where it is.
+                    eprintln!(
+                        "[{:7.1} s] {} {}x{}x{} {} {}/{}: {}",
+                        started.elapsed().as_secs_f64(),
+                        r.config,
+                        shape.0,
+                        shape.1,
+                        shape.2,
+                        r.layout,
+                        alpha,
+                        beta,
+                        if r.passed { "ok" } else { "FAIL" }
+                    );
+                    rows.push(r);
                 }
             }
         }

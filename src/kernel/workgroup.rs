@@ -1,0 +1,330 @@
+//! The workgroup-scope GEMM kernel (`VK_NV_cooperative_matrix2` with `SPV_NV_tensor_addressing`).
+//!
+//! One `BM x BN` accumulator covers the workgroup's tile. Each K step loads a `BM x BK` slice of A
+//! and a `BK x BN` slice of B through tensor layouts and multiplies them: the driver chooses how
+//! to stage the slices through shared memory and how to split the work among subgroups, which a
+//! subgroup-scope kernel has to spell out (see the `gemm` submodule). Column-major operands are
+//! read through a transposing tensor view.
+//!
+//! Bounds: a workgroup whose tile lies inside C, with K a multiple of `stages * BK`, runs a loop
+//! with unclamped layouts, `stages` K steps per iteration. Every other workgroup runs the loop
+//! one step at a time with clamped layouts (the tensor dimensions are the problem's), so reads
+//! outside A, B or C return zero and stores outside C are dropped by the hardware's addressing
+//! rather than by kernel code. Same bindings and push
+//! constants as the subgroup-scope kernel.
+
+use super::builder::{BuildResult, ModuleBuilder};
+use super::gemm::{raster, Pc, PC_MEMBERS};
+use super::KernelKey;
+use crate::config::ComponentType;
+use crate::tiling::{Layout, VECTOR_BYTES};
+use rspirv::spirv::{
+    BuiltIn, Capability, CooperativeMatrixOperands, ExecutionMode, ExecutionModel, FunctionControl, LoopControl,
+    MemoryAccess, Scope, SelectionControl, StorageClass, TensorAddressingOperands, Word,
+};
+
+const USE_A: u32 = 0;
+const USE_B: u32 = 1;
+const USE_ACC: u32 = 2;
+/// `TensorClampMode` values (SPV_NV_tensor_addressing).
+const CLAMP_UNDEFINED: u32 = 0;
+const CLAMP_CONSTANT: u32 = 1;
+
+/// How one operand lies in memory: the tensor's dimensions in storage order, and whether the
+/// matrix is its transpose.
+struct Tensor {
+    dims: (Word, Word),
+    stride: Word,
+    transposed: bool,
+}
+
+pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
+    let cfg = key.config;
+    let s = key.scheme;
+    let g = s.geometry(&cfg);
+    let es = cfg.component_type.size_bytes();
+    let rs = cfg.result_type.size_bytes();
+    let vw = VECTOR_BYTES / es;
+    let mut mb = ModuleBuilder::new();
+    mb.need(Capability::CooperativeMatrixKHR);
+    mb.need(Capability::CooperativeMatrixTensorAddressingNV);
+    mb.need(Capability::TensorAddressingNV);
+    mb.extension("SPV_KHR_cooperative_matrix");
+    mb.extension("SPV_NV_cooperative_matrix2");
+    mb.extension("SPV_NV_tensor_addressing");
+
+    // ---- types ------------------------------------------------------------------------------
+    let t_void = mb.t_void();
+    let t_bool = mb.t_bool();
+    let t_u32 = mb.t_u32();
+    let t_uvec3 = mb.t_uvec(3);
+    let t_comp = mb.t_scalar(cfg.component_type);
+    let t_res = mb.t_scalar(cfg.result_type);
+    if cfg.component_type == ComponentType::Bf16 {
+        mb.need(Capability::BFloat16CooperativeMatrixKHR);
+    }
+    // A and B are read, and C written, as arrays of their own element types.
+    for bytes in [es, rs] {
+        match bytes {
+            1 => mb.need(Capability::StorageBuffer8BitAccess),
+            2 => mb.need(Capability::StorageBuffer16BitAccess),
+            _ => {}
+        }
+    }
+    let c_scope = mb.c_u32(Scope::Workgroup as u32);
+    let (c_bm, c_bn, c_bk) = (mb.c_u32(g.bm), mb.c_u32(g.bn), mb.c_u32(g.bk));
+    let (use_a, use_b, use_acc) = (mb.c_u32(USE_A), mb.c_u32(USE_B), mb.c_u32(USE_ACC));
+    let t_mat_a = mb.b.type_cooperative_matrix_khr(t_comp, c_scope, c_bm, c_bk, use_a);
+    let t_mat_b = mb.b.type_cooperative_matrix_khr(t_comp, c_scope, c_bk, c_bn, use_b);
+    let t_mat_acc = mb.b.type_cooperative_matrix_khr(t_res, c_scope, c_bm, c_bn, use_acc);
+    let c_two = mb.c_u32(2);
+    let c_clamped = mb.c_u32(CLAMP_CONSTANT);
+    let c_unclamped = mb.c_u32(CLAMP_UNDEFINED);
+    let t_layout_clamped = mb.b.type_tensor_layout_nv(c_two, c_clamped);
+    let t_layout_unclamped = mb.b.type_tensor_layout_nv(c_two, c_unclamped);
+    let c_false = mb.b.constant_false(t_bool);
+    let (c0, c1) = (mb.c_u32(0), mb.c_u32(1));
+    // Dimension 1 of the view walks the matrix's rows: a transpose.
+    let t_view_transpose = mb.b.type_tensor_view_nv(c_two, c_false, [c1, c0]);
+
+    // ---- interface --------------------------------------------------------------------------
+    let v_workgroup = mb.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
+    let v_pc = mb.push_constant_block(PC_MEMBERS);
+    let v_a = mb.storage_buffer(t_comp, es, 0, true);
+    let v_b = mb.storage_buffer(t_comp, es, 1, true);
+    let v_c = mb.storage_buffer(t_res, rs, 2, false);
+    let p_pc_u32 = mb.ptr(StorageClass::PushConstant, t_u32);
+    let p_sb_comp = mb.ptr(StorageClass::StorageBuffer, t_comp);
+    let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_res);
+    let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
+    let zero_res = mb.c_bits(t_res, 0);
+    let zero_comp = mb.c_bits(t_comp, 0);
+
+    // ---- function ---------------------------------------------------------------------------
+    let t_fn = mb.b.type_function(t_void, []);
+    let f_main = mb.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
+    mb.b.begin_block(None)?;
+    let v_acc = mb.b.variable(p_fn_acc, None, StorageClass::Function, None);
+    let b = &mut mb;
+    let pc = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
+        let idx = b.c_u32(which as u32);
+        let p = b.b.access_chain(p_pc_u32, None, v_pc, [idx])?;
+        b.b.load(t_u32, None, p, None, [])
+    };
+    let pm = pc(b, Pc::M)?;
+    let pn = pc(b, Pc::N)?;
+    let pk = pc(b, Pc::K)?;
+    // Leading dimensions and offsets of A and B come in 16-byte vectors; tensors count elements.
+    let lda_vec = pc(b, Pc::LdaVec)?;
+    let lda = b.mul_u(lda_vec, vw)?;
+    let ldb_vec = pc(b, Pc::LdbVec)?;
+    let ldb = b.mul_u(ldb_vec, vw)?;
+    let ldc = pc(b, Pc::Ldc)?;
+    let a_off_vec = pc(b, Pc::AOff)?;
+    let a_off = b.mul_u(a_off_vec, vw)?;
+    let b_off_vec = pc(b, Pc::BOff)?;
+    let b_off = b.mul_u(b_off_vec, vw)?;
+    let c_off = pc(b, Pc::COff)?;
+    // Tensor loads and stores start at a 16-byte aligned element: the planner keeps every
+    // operand's first element so.
+    let p_a = b.b.access_chain(p_sb_comp, None, v_a, [c0, a_off])?;
+    let p_b = b.b.access_chain(p_sb_comp, None, v_b, [c0, b_off])?;
+    let p_c = b.b.access_chain(p_sb_res, None, v_c, [c0, c_off])?;
+
+    let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
+    let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
+    let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
+    let (tx, ty) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), s.raster_group)?;
+    let m0 = b.mul_u(ty, g.bm)?;
+    let n0 = b.mul_u(tx, g.bn)?;
+
+    let a = match key.a_layout {
+        Layout::RowMajor => Tensor {
+            dims: (pm, pk),
+            stride: lda,
+            transposed: false,
+        },
+        Layout::ColMajor => Tensor {
+            dims: (pk, pm),
+            stride: lda,
+            transposed: true,
+        },
+    };
+    let bt = match key.b_layout {
+        Layout::RowMajor => Tensor {
+            dims: (pk, pn),
+            stride: ldb,
+            transposed: false,
+        },
+        Layout::ColMajor => Tensor {
+            dims: (pn, pk),
+            stride: ldb,
+            transposed: true,
+        },
+    };
+    let c = Tensor {
+        dims: (pm, pn),
+        stride: ldc,
+        transposed: false,
+    };
+    let view = b.b.create_tensor_view_nv(t_view_transpose, None)?;
+    // A tensor layout of `t` over the operand, sliced to the matrix at (row0, col0) of the
+    // matrix's (not the storage's) coordinates.
+    let layout = |b: &mut ModuleBuilder, t_layout: Word, t: &Tensor| -> BuildResult<Word> {
+        let l = b.b.create_tensor_layout_nv(t_layout, None)?;
+        let l =
+            b.b.tensor_layout_set_dimension_nv(t_layout, None, l, [t.dims.0, t.dims.1])?;
+        b.b.tensor_layout_set_stride_nv(t_layout, None, l, [t.stride, c1])
+    };
+    let slice = |b: &mut ModuleBuilder,
+                 t_layout: Word,
+                 l: Word,
+                 t: &Tensor,
+                 (row0, rows): (Word, Word),
+                 (col0, cols): (Word, Word)|
+     -> BuildResult<Word> {
+        if t.transposed {
+            b.b.tensor_layout_slice_nv(t_layout, None, l, [col0, cols, row0, rows])
+        } else {
+            b.b.tensor_layout_slice_nv(t_layout, None, l, [row0, rows, col0, cols])
+        }
+    };
+    let addressing = |t: &Tensor| {
+        if t.transposed {
+            (
+                TensorAddressingOperands::TENSOR_VIEW,
+                vec![rspirv::dr::Operand::IdRef(view)],
+            )
+        } else {
+            (TensorAddressingOperands::NONE, vec![])
+        }
+    };
+
+    let mut operands = CooperativeMatrixOperands::NONE_KHR;
+    if cfg.component_type.is_signed_int() {
+        operands |= CooperativeMatrixOperands::MATRIX_A_SIGNED_COMPONENTS_KHR
+            | CooperativeMatrixOperands::MATRIX_B_SIGNED_COMPONENTS_KHR;
+    }
+    if cfg.result_type.is_signed_int() {
+        operands |= CooperativeMatrixOperands::MATRIX_C_SIGNED_COMPONENTS_KHR
+            | CooperativeMatrixOperands::MATRIX_RESULT_SIGNED_COMPONENTS_KHR;
+    }
+    let operands = (!operands.is_empty()).then_some(operands);
+    // Values for elements a load skips (none here: no clipping); zero for clarity.
+    let zero_a = b.b.composite_construct(t_mat_a, None, [zero_comp])?;
+    let zero_b = b.b.composite_construct(t_mat_b, None, [zero_comp])?;
+    let zero_acc = b.b.composite_construct(t_mat_acc, None, [zero_res])?;
+    b.b.store(v_acc, zero_acc, None, [])?;
+
+    // The K loop with layouts of type `t_layout`, entered from block `l_pre`; ends in the block
+    // after the loop.
+    let k_loop = |b: &mut ModuleBuilder, t_layout: Word, l_pre: Word, steps: u32| -> BuildResult<()> {
+        let la = layout(b, t_layout, &a)?;
+        let lb = layout(b, t_layout, &bt)?;
+        let (l_header, l_body, l_continue, l_merge) = (b.b.id(), b.b.id(), b.b.id(), b.b.id());
+        let kb_next = b.b.id();
+        b.b.branch(l_header)?;
+        b.b.begin_block(Some(l_header))?;
+        let kb = b.b.phi(t_u32, None, [(c0, l_pre), (kb_next, l_continue)])?;
+        let more = b.b.u_less_than(t_bool, None, kb, pk)?;
+        b.b.loop_merge(l_merge, l_continue, LoopControl::NONE, [])?;
+        b.b.branch_conditional(more, l_body, l_merge, [])?;
+        b.b.begin_block(Some(l_body))?;
+        // All of an iteration's loads come before its multiplies, so the driver may overlap the
+        // later steps' staging with the earlier steps' math.
+        let mut pairs = Vec::with_capacity(steps as usize);
+        for step in 0..steps {
+            let k = b.add_u(kb, step * g.bk)?;
+            let sa = slice(b, t_layout, la, &a, (m0, c_bm), (k, c_bk))?;
+            let (ta, xa) = addressing(&a);
+            let ma =
+                b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_a, zero_a, sa, MemoryAccess::NONE, ta, xa)?;
+            let sb = slice(b, t_layout, lb, &bt, (k, c_bk), (n0, c_bn))?;
+            let (tb, xb) = addressing(&bt);
+            let mbm =
+                b.b.cooperative_matrix_load_tensor_nv(t_mat_b, None, p_b, zero_b, sb, MemoryAccess::NONE, tb, xb)?;
+            pairs.push((ma, mbm));
+        }
+        let mut acc = b.b.load(t_mat_acc, None, v_acc, None, [])?;
+        for (ma, mbm) in pairs {
+            acc =
+                b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, ma, mbm, acc, operands)?;
+        }
+        b.b.store(v_acc, acc, None, [])?;
+        b.b.branch(l_continue)?;
+        b.b.begin_block(Some(l_continue))?;
+        let c_advance = b.c_u32(steps * g.bk);
+        b.b.i_add(t_u32, Some(kb_next), kb, c_advance)?;
+        b.b.branch(l_header)?;
+        b.b.begin_block(Some(l_merge))?;
+        Ok(())
+    };
+
+    // Interior workgroups (and whole K steps) need no clamping; the choice is workgroup-uniform.
+    let m_end = b.add_u(m0, g.bm)?;
+    let n_end = b.add_u(n0, g.bn)?;
+    let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
+    let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
+    let k_rem = b.mod_u(pk, s.stages * g.bk)?;
+    let whole_k = b.b.i_equal(t_bool, None, k_rem, c0)?;
+    let inside = b.b.logical_and(t_bool, None, in_m, in_n)?;
+    let interior = b.b.logical_and(t_bool, None, inside, whole_k)?;
+    let (l_fast, l_edge, l_joined) = (b.b.id(), b.b.id(), b.b.id());
+    b.b.selection_merge(l_joined, SelectionControl::NONE)?;
+    b.b.branch_conditional(interior, l_fast, l_edge, [])?;
+    b.b.begin_block(Some(l_fast))?;
+    k_loop(b, t_layout_unclamped, l_fast, s.stages)?;
+    b.b.branch(l_joined)?;
+    b.b.begin_block(Some(l_edge))?;
+    k_loop(b, t_layout_clamped, l_edge, 1)?;
+    b.b.branch(l_joined)?;
+    b.b.begin_block(Some(l_joined))?;
+
+    // ---- epilogue: alpha * acc + beta * C through a clamped layout over C ------------------
+    let is_float = cfg.result_type.is_float();
+    let mul = |b: &mut ModuleBuilder, x: Word, y: Word| {
+        if is_float {
+            b.b.f_mul(t_mat_acc, None, x, y)
+        } else {
+            b.b.i_mul(t_mat_acc, None, x, y)
+        }
+    };
+    let lc = layout(b, t_layout_clamped, &c)?;
+    let lc = slice(b, t_layout_clamped, lc, &c, (m0, c_bm), (n0, c_bn))?;
+    let mut out = b.b.load(t_mat_acc, None, v_acc, None, [])?;
+    if key.epilogue.alpha {
+        let bits = pc(b, Pc::Alpha)?;
+        let alpha = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
+        let alpha = b.b.composite_construct(t_mat_acc, None, [alpha])?;
+        out = mul(b, out, alpha)?;
+    }
+    if key.epilogue.beta {
+        let bits = pc(b, Pc::Beta)?;
+        let beta = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
+        let beta = b.b.composite_construct(t_mat_acc, None, [beta])?;
+        let cv = b.b.cooperative_matrix_load_tensor_nv(
+            t_mat_acc,
+            None,
+            p_c,
+            zero_acc,
+            lc,
+            MemoryAccess::NONE,
+            TensorAddressingOperands::NONE,
+            [],
+        )?;
+        let t = mul(b, cv, beta)?;
+        out = if is_float {
+            b.b.f_add(t_mat_acc, None, out, t)?
+        } else {
+            b.b.i_add(t_mat_acc, None, out, t)?
+        };
+    }
+    b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, TensorAddressingOperands::NONE, [])?;
+    b.b.ret()?;
+    b.b.end_function()?;
+
+    let interface = std::mem::take(&mut b.interface);
+    b.b.entry_point(ExecutionModel::GLCompute, f_main, "main", interface);
+    b.b.execution_mode(f_main, ExecutionMode::LocalSize, [g.threads, 1, 1]);
+    Ok(mb.finish())
+}
