@@ -332,17 +332,42 @@ fn golden_disassembly() {
             Epilogue::default(),
         ),
     ];
-    let mut mismatches = Vec::new();
-    for (config, l, cpu, a_layout, b_layout, epilogue) in cases {
-        let scheme = candidate_schemes(&config, l, l.subgroup_size, cpu)[0];
-        let key = KernelKey {
+    let mut keys: Vec<KernelKey> = cases
+        .into_iter()
+        .map(|(config, l, cpu, a_layout, b_layout, epilogue)| KernelKey {
             config,
-            scheme,
+            scheme: candidate_schemes(&config, l, l.subgroup_size, cpu)[0],
             a_layout,
             b_layout,
             epilogue,
             probe: Probe::Full,
-        };
+        })
+        .collect();
+    // The H200's workgroup-scope default for f16 -> f32, with a transposed A and beta.
+    keys.push(KernelKey {
+        config: cfg(16, 16, 16, F16, F32),
+        scheme: TileScheme {
+            subgroup_size: 32,
+            sg_m: 1,
+            sg_n: 4,
+            fr_m: 8,
+            fr_n: 2,
+            k_step: 32,
+            pad_bytes: 0,
+            stages: 4,
+            raster_group: 0,
+            scope: KernelScope::Workgroup,
+        },
+        a_layout: Layout::ColMajor,
+        b_layout: Layout::RowMajor,
+        epilogue: Epilogue {
+            alpha: false,
+            beta: true,
+        },
+        probe: Probe::Full,
+    });
+    let mut mismatches = Vec::new();
+    for key in keys {
         let text = common::spirv_dis(&generate(&key).unwrap());
         let path = dir.join(format!("{}.spvasm", key.name()));
         if bless {

@@ -1,9 +1,9 @@
 //! A thin wrapper over `rspirv::dr::Builder`: caches constants, records capabilities and extensions
 //! as they are used, decorates deduplicated types once, and writes the module header at the end.
 
-use crate::config::ComponentType;
+use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use rspirv::dr;
-use rspirv::spirv::{self, Capability, StorageClass, Word};
+use rspirv::spirv::{self, Capability, CooperativeMatrixOperands, StorageClass, Word};
 use std::collections::{HashMap, HashSet};
 
 pub(crate) type BuildResult<T> = Result<T, dr::Error>;
@@ -184,6 +184,15 @@ impl ModuleBuilder {
         v
     }
 
+    /// Loads member `member` (a u32) of the push-constant block `block`.
+    pub fn push_constant(&mut self, block: Word, member: u32) -> BuildResult<Word> {
+        let t_u32 = self.t_u32();
+        let p_u32 = self.ptr(StorageClass::PushConstant, t_u32);
+        let idx = self.c_u32(member);
+        let p = self.b.access_chain(p_u32, None, block, [idx])?;
+        self.b.load(t_u32, None, p, None, [])
+    }
+
     /// A storage buffer `{ elem data[]; }` at set 0, `binding`.
     pub fn storage_buffer(&mut self, elem: Word, stride: u32, binding: u32, read_only: bool) -> Word {
         use spirv::Decoration::*;
@@ -258,4 +267,19 @@ impl ModuleBuilder {
         use rspirv::binary::Assemble;
         self.b.module().assemble()
     }
+}
+
+/// The multiply-add operands that mark a config's signed integer matrices (none for floats and
+/// unsigned integers).
+pub(crate) fn mul_add_operands(config: &GPUSubgroupMatrixConfig) -> Option<CooperativeMatrixOperands> {
+    let mut operands = CooperativeMatrixOperands::NONE_KHR;
+    if config.component_type.is_signed_int() {
+        operands |= CooperativeMatrixOperands::MATRIX_A_SIGNED_COMPONENTS_KHR
+            | CooperativeMatrixOperands::MATRIX_B_SIGNED_COMPONENTS_KHR;
+    }
+    if config.result_type.is_signed_int() {
+        operands |= CooperativeMatrixOperands::MATRIX_C_SIGNED_COMPONENTS_KHR
+            | CooperativeMatrixOperands::MATRIX_RESULT_SIGNED_COMPONENTS_KHR;
+    }
+    (!operands.is_empty()).then_some(operands)
 }

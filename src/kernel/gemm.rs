@@ -17,13 +17,13 @@
 //! to C; a workgroup on the M/N edge sends every fragment through a per-subgroup staging tile in
 //! shared memory and masked scalar stores (decided per workgroup, so barriers stay uniform).
 
-use super::builder::{BuildResult, ModuleBuilder};
+use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::{KernelKey, Probe};
 use crate::config::ComponentType;
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
 use rspirv::spirv::{
-    BuiltIn, Capability, CooperativeMatrixOperands, ExecutionMode, ExecutionModel, FunctionControl, LoopControl,
-    MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
+    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, LoopControl, MemoryAccess, MemorySemantics,
+    Scope, SelectionControl, StorageClass, Word,
 };
 
 const ROW_MAJOR: u32 = 0;
@@ -166,7 +166,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
 
     // ---- pointer types and constants --------------------------------------------------------
-    let p_pc_u32 = mb.ptr(StorageClass::PushConstant, t_u32);
     let p_sb_uvec4 = mb.ptr(StorageClass::StorageBuffer, t_uvec4);
     let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_res);
     let p_wg_unit_a = mb.ptr(StorageClass::Workgroup, unit_a_t);
@@ -218,11 +217,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
     let sg = b.b.load(t_u32, None, v_subgroup, None, [])?;
     let lane = b.b.load(t_u32, None, v_lane, None, [])?;
-    let pc = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
-        let idx = b.c_u32(which as u32);
-        let p = b.b.access_chain(p_pc_u32, None, v_pc, [idx])?;
-        b.b.load(t_u32, None, p, None, [])
-    };
+    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
     let pm = pc(b, Pc::M)?;
     let pn = pc(b, Pc::N)?;
     let pk = pc(b, Pc::K)?;
@@ -389,16 +384,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
     let c_pitch_a = u!(pitch_a);
     let c_pitch_b = u!(pitch_b);
-    let mut operands = CooperativeMatrixOperands::NONE_KHR;
-    if cfg.component_type.is_signed_int() {
-        operands |= CooperativeMatrixOperands::MATRIX_A_SIGNED_COMPONENTS_KHR
-            | CooperativeMatrixOperands::MATRIX_B_SIGNED_COMPONENTS_KHR;
-    }
-    if cfg.result_type.is_signed_int() {
-        operands |= CooperativeMatrixOperands::MATRIX_C_SIGNED_COMPONENTS_KHR
-            | CooperativeMatrixOperands::MATRIX_RESULT_SIGNED_COMPONENTS_KHR;
-    }
-    let operands = (!operands.is_empty()).then_some(operands);
+    let operands = mul_add_operands(&cfg);
     let probe = key.probe;
     let barrier = |b: &mut ModuleBuilder| -> BuildResult<()> {
         if probe != Probe::NoBarrier {

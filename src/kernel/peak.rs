@@ -6,11 +6,11 @@
 //! iteration, so no product is loop-invariant (NVIDIA's compiler hoists invariant products). Every
 //! element of every accumulator is stored at the end (it drops MMAs whose results are unused).
 
-use super::builder::{BuildResult, ModuleBuilder};
+use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use rspirv::spirv::{
-    BuiltIn, Capability, CooperativeMatrixOperands, ExecutionMode, ExecutionModel, FunctionControl, LoopControl,
-    MemoryAccess, MemorySemantics, Scope, StorageClass,
+    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, LoopControl, MemoryAccess, MemorySemantics,
+    Scope, StorageClass,
 };
 
 /// Independent accumulator chains per subgroup.
@@ -119,16 +119,7 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
     for &v in &accs {
         b.b.store(v, z, None, [])?;
     }
-    let mut ops = CooperativeMatrixOperands::NONE_KHR;
-    if cfg.component_type.is_signed_int() {
-        ops |= CooperativeMatrixOperands::MATRIX_A_SIGNED_COMPONENTS_KHR
-            | CooperativeMatrixOperands::MATRIX_B_SIGNED_COMPONENTS_KHR;
-    }
-    if cfg.result_type.is_signed_int() {
-        ops |= CooperativeMatrixOperands::MATRIX_C_SIGNED_COMPONENTS_KHR
-            | CooperativeMatrixOperands::MATRIX_RESULT_SIGNED_COMPONENTS_KHR;
-    }
-    let ops = (!ops.is_empty()).then_some(ops);
+    let ops = mul_add_operands(cfg);
 
     let (l_header, l_body, l_cont, l_merge, i_next) = (b.b.id(), b.b.id(), b.b.id(), b.b.id(), b.b.id());
     let l_pre = b.b.id();

@@ -35,17 +35,12 @@ pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResul
     let v_part = b.storage_buffer(t_res, rs, 0, true);
     let v_c = b.storage_buffer(t_res, rs, 2, false);
     let p_sb_res = b.ptr(StorageClass::StorageBuffer, t_res);
-    let p_pc_u32 = b.ptr(StorageClass::PushConstant, t_u32);
     let u0 = b.c_u32(0);
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
     b.b.begin_block(None)?;
-    let pc = |b: &mut ModuleBuilder, i: u32| -> BuildResult<u32> {
-        let c = b.c_u32(i);
-        let p = b.b.access_chain(p_pc_u32, None, v_pc, [c])?;
-        b.b.load(t_u32, None, p, None, [])
-    };
+    let pc = |b: &mut ModuleBuilder, i: u32| b.push_constant(v_pc, i);
     let (pm, pn, splits, ldc, stride, gx) = (pc(b, 0)?, pc(b, 1)?, pc(b, 2)?, pc(b, 5)?, pc(b, 3)?, pc(b, 4)?);
     let c_off = pc(b, 8)?;
     let lid = b.b.load(t_u32, None, v_local, None, [])?;

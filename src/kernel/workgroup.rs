@@ -13,14 +13,14 @@
 //! rather than by kernel code. Same bindings and push
 //! constants as the subgroup-scope kernel.
 
-use super::builder::{BuildResult, ModuleBuilder};
+use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::gemm::{raster, Pc, PC_MEMBERS};
 use super::KernelKey;
 use crate::config::ComponentType;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::spirv::{
-    BuiltIn, Capability, CooperativeMatrixOperands, ExecutionMode, ExecutionModel, FunctionControl, LoopControl,
-    MemoryAccess, Scope, SelectionControl, StorageClass, TensorAddressingOperands, Word,
+    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, LoopControl, MemoryAccess, Scope,
+    SelectionControl, StorageClass, TensorAddressingOperands, Word,
 };
 
 const USE_A: u32 = 0;
@@ -93,7 +93,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_a = mb.storage_buffer(t_comp, es, 0, true);
     let v_b = mb.storage_buffer(t_comp, es, 1, true);
     let v_c = mb.storage_buffer(t_res, rs, 2, false);
-    let p_pc_u32 = mb.ptr(StorageClass::PushConstant, t_u32);
     let p_sb_comp = mb.ptr(StorageClass::StorageBuffer, t_comp);
     let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_res);
     let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
@@ -106,11 +105,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     mb.b.begin_block(None)?;
     let v_acc = mb.b.variable(p_fn_acc, None, StorageClass::Function, None);
     let b = &mut mb;
-    let pc = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
-        let idx = b.c_u32(which as u32);
-        let p = b.b.access_chain(p_pc_u32, None, v_pc, [idx])?;
-        b.b.load(t_u32, None, p, None, [])
-    };
+    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
     let pm = pc(b, Pc::M)?;
     let pn = pc(b, Pc::N)?;
     let pk = pc(b, Pc::K)?;
@@ -200,16 +195,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         }
     };
 
-    let mut operands = CooperativeMatrixOperands::NONE_KHR;
-    if cfg.component_type.is_signed_int() {
-        operands |= CooperativeMatrixOperands::MATRIX_A_SIGNED_COMPONENTS_KHR
-            | CooperativeMatrixOperands::MATRIX_B_SIGNED_COMPONENTS_KHR;
-    }
-    if cfg.result_type.is_signed_int() {
-        operands |= CooperativeMatrixOperands::MATRIX_C_SIGNED_COMPONENTS_KHR
-            | CooperativeMatrixOperands::MATRIX_RESULT_SIGNED_COMPONENTS_KHR;
-    }
-    let operands = (!operands.is_empty()).then_some(operands);
+    let operands = mul_add_operands(&cfg);
     // Values for elements a load skips (none here: no clipping); zero for clarity.
     let zero_a = b.b.composite_construct(t_mat_a, None, [zero_comp])?;
     let zero_b = b.b.composite_construct(t_mat_b, None, [zero_comp])?;
@@ -234,7 +220,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         // later steps' staging with the earlier steps' math.
         let mut pairs = Vec::with_capacity(steps as usize);
         for step in 0..steps {
-            let k = b.add_u(kb, step * g.bk)?;
+            let k = if step == 0 { kb } else { b.add_u(kb, step * g.bk)? };
             let sa = slice(b, t_layout, la, &a, (m0, c_bm), (k, c_bk))?;
             let (ta, xa) = addressing(&a);
             let ma =
