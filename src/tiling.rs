@@ -132,16 +132,17 @@ impl TileScheme {
         Ok(s)
     }
 
-    /// A workgroup-scope scheme (see [`KernelScope::Workgroup`]), checked against `info`: the
-    /// device must offer `VK_NV_cooperative_matrix2` workgroup-scope matrices of the config's
-    /// types for this tile and workgroup size.
+    /// A workgroup-scope scheme (see [`KernelScope::Workgroup`]) of `stages` K steps of `k_step`
+    /// per loop iteration, checked against `info`: the device must offer
+    /// `VK_NV_cooperative_matrix2` workgroup-scope matrices of the config's types for this tile and
+    /// workgroup size.
     pub fn workgroup(
         config: &GPUSubgroupMatrixConfig,
         info: &DeviceInfo,
         subgroup_size: u32,
         sg: (u32, u32),
         fr: (u32, u32),
-        k_step: u32,
+        (k_step, stages): (u32, u32),
     ) -> Result<Self> {
         let s = Self {
             subgroup_size,
@@ -151,7 +152,7 @@ impl TileScheme {
             fr_n: fr.1,
             k_step,
             pad_bytes: 0,
-            stages: 1,
+            stages,
             raster_group: 0,
             scope: KernelScope::Workgroup,
         };
@@ -651,10 +652,7 @@ fn workgroup_schemes(
             let fr = (bm / (sm * config.m), bn / (sn * config.n));
             for &(k_bytes, stages) in steps {
                 let bk = (k_bytes / es).next_multiple_of(config.k);
-                let scheme = TileScheme::workgroup(config, info, subgroup_size, (sm, sn), fr, bk)
-                    .map(|s| TileScheme { stages, ..s })
-                    .and_then(|s| s.check_device(config, info).map(|()| s));
-                if let Ok(s) = scheme {
+                if let Ok(s) = TileScheme::workgroup(config, info, subgroup_size, (sm, sn), fr, (bk, stages)) {
                     if !out.contains(&s) {
                         out.push(s);
                     }
@@ -1109,7 +1107,7 @@ mod tests {
         // No extension, or an extension without workgroup scope: the error says what is missing.
         let plain = crate::device::test_device(h200_limits(), None);
         assert!(workgroup_candidates(&c, &plain, 32).is_empty());
-        let msg = e(TileScheme::workgroup(&c, &plain, 32, (1, 8), (8, 2), 32));
+        let msg = e(TileScheme::workgroup(&c, &plain, 32, (1, 8), (8, 2), (32, 1)));
         assert!(
             msg.contains("VK_NV_cooperative_matrix2") && msg.contains("does not offer"),
             "{msg}"
@@ -1117,17 +1115,17 @@ mod tests {
         // Types the device lists no workgroup-scope entry for.
         let i8c = cfg(16, 16, 32, I8, I32);
         assert!(workgroup_candidates(&i8c, &info, 32).is_empty());
-        let msg = e(TileScheme::workgroup(&i8c, &info, 32, (1, 8), (8, 2), 64));
+        let msg = e(TileScheme::workgroup(&i8c, &info, 32, (1, 8), (8, 2), (64, 1)));
         assert!(msg.contains("not offered") && msg.contains("none"), "{msg}");
         // A workgroup size with no entry, a tile off the granularity, a dimension too large.
-        let msg = e(TileScheme::workgroup(&c, &info, 32, (1, 3), (8, 2), 32));
+        let msg = e(TileScheme::workgroup(&c, &info, 32, (1, 3), (8, 2), (32, 1)));
         assert!(
             msg.contains("96 invocations") && msg.contains("256 invocations"),
             "{msg}"
         );
         let cn8 = cfg(16, 8, 16, F16, F32);
-        assert!(e(TileScheme::workgroup(&cn8, &info, 32, (8, 1), (1, 1), 32)).contains("not offered"));
-        assert!(e(TileScheme::workgroup(&c, &info, 32, (1, 8), (32, 2), 32)).contains("exceeds"));
+        assert!(e(TileScheme::workgroup(&cn8, &info, 32, (8, 1), (1, 1), (32, 1))).contains("not offered"));
+        assert!(e(TileScheme::workgroup(&c, &info, 32, (1, 8), (32, 2), (32, 1))).contains("exceeds"));
     }
 
     fn problem(m: usize, n: usize, k: usize, a: Layout, b: Layout) -> Problem {

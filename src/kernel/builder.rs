@@ -184,6 +184,35 @@ impl ModuleBuilder {
         v
     }
 
+    /// A structured loop `for (i = start; i < end; i += step) body(i)` on u32, entered from the
+    /// current block, whose label is `entry`. `body` starts in the loop's body block and may add
+    /// blocks of its own; the block after the loop is open when this returns.
+    pub fn counted_loop(
+        &mut self,
+        entry: Word,
+        (start, end, step): (Word, Word, u32),
+        body: impl FnOnce(&mut Self, Word) -> BuildResult<()>,
+    ) -> BuildResult<()> {
+        let (t_u32, t_bool) = (self.t_u32(), self.t_bool());
+        let (l_header, l_body, l_continue, l_merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
+        let next = self.b.id();
+        self.b.branch(l_header)?;
+        self.b.begin_block(Some(l_header))?;
+        let i = self.b.phi(t_u32, None, [(start, entry), (next, l_continue)])?;
+        let more = self.b.u_less_than(t_bool, None, i, end)?;
+        self.b.loop_merge(l_merge, l_continue, spirv::LoopControl::NONE, [])?;
+        self.b.branch_conditional(more, l_body, l_merge, [])?;
+        self.b.begin_block(Some(l_body))?;
+        body(self, i)?;
+        self.b.branch(l_continue)?;
+        self.b.begin_block(Some(l_continue))?;
+        let c_step = self.c_u32(step);
+        self.b.i_add(t_u32, Some(next), i, c_step)?;
+        self.b.branch(l_header)?;
+        self.b.begin_block(Some(l_merge))?;
+        Ok(())
+    }
+
     /// Loads member `member` (a u32) of the push-constant block `block`.
     pub fn push_constant(&mut self, block: Word, member: u32) -> BuildResult<Word> {
         let t_u32 = self.t_u32();

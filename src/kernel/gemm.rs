@@ -22,8 +22,8 @@ use super::{KernelKey, Probe};
 use crate::config::ComponentType;
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
 use rspirv::spirv::{
-    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, LoopControl, MemoryAccess, MemorySemantics,
-    Scope, SelectionControl, StorageClass, Word,
+    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope,
+    SelectionControl, StorageClass, Word,
 };
 
 const ROW_MAJOR: u32 = 0;
@@ -463,40 +463,24 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
 
     prefetch_all(b, c0)?;
-    let l_header = b.b.id();
-    let l_body = b.b.id();
-    let l_continue = b.b.id();
-    let l_merge = b.b.id();
-    let kb_next = b.b.id();
-    b.b.branch(l_header)?;
-    b.b.begin_block(Some(l_header))?;
-    let kb = b.b.phi(t_u32, None, [(c0, l_entry), (kb_next, l_continue)])?;
-    let more = b.b.u_less_than(t_bool, None, kb, pk)?;
-    b.b.loop_merge(l_merge, l_continue, LoopControl::NONE, [])?;
-    b.b.branch_conditional(more, l_body, l_merge, [])?;
-
-    b.b.begin_block(Some(l_body))?;
-    step(b, kb, 0)?;
-    if s.stages == 2 {
-        // The second buffer's step, if K has one more (workgroup-uniform, so its barrier is too).
-        let kb1 = b.b.i_add(t_u32, None, kb, c_bk)?;
-        let more1 = b.b.u_less_than(t_bool, None, kb1, pk)?;
-        let (l_second, l_joined) = (b.b.id(), b.b.id());
-        b.b.selection_merge(l_joined, SelectionControl::NONE)?;
-        b.b.branch_conditional(more1, l_second, l_joined, [])?;
-        b.b.begin_block(Some(l_second))?;
-        step(b, kb1, 1)?;
-        b.b.branch(l_joined)?;
-        b.b.begin_block(Some(l_joined))?;
-    }
-    b.b.branch(l_continue)?;
-    b.b.begin_block(Some(l_continue))?;
-    let c_advance = b.c_u32(s.stages * g.bk);
-    b.b.i_add(t_u32, Some(kb_next), kb, c_advance)?;
-    b.b.branch(l_header)?;
+    b.counted_loop(l_entry, (c0, pk, s.stages * g.bk), |b, kb| {
+        step(b, kb, 0)?;
+        if s.stages == 2 {
+            // The second buffer's step, if K has one more (workgroup-uniform, so its barrier is too).
+            let kb1 = b.b.i_add(t_u32, None, kb, c_bk)?;
+            let more1 = b.b.u_less_than(t_bool, None, kb1, pk)?;
+            let (l_second, l_joined) = (b.b.id(), b.b.id());
+            b.b.selection_merge(l_joined, SelectionControl::NONE)?;
+            b.b.branch_conditional(more1, l_second, l_joined, [])?;
+            b.b.begin_block(Some(l_second))?;
+            step(b, kb1, 1)?;
+            b.b.branch(l_joined)?;
+            b.b.begin_block(Some(l_joined))?;
+        }
+        Ok(())
+    })?;
 
     // ---- epilogue ---------------------------------------------------------------------------
-    b.b.begin_block(Some(l_merge))?;
     let is_float = cfg.result_type.is_float();
     let scalar = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
         let bits = pc(b, which)?;

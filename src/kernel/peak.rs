@@ -9,8 +9,8 @@
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use rspirv::spirv::{
-    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, LoopControl, MemoryAccess, MemorySemantics,
-    Scope, StorageClass,
+    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope,
+    StorageClass,
 };
 
 /// Independent accumulator chains per subgroup.
@@ -121,33 +121,24 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
     }
     let ops = mul_add_operands(cfg);
 
-    let (l_header, l_body, l_cont, l_merge, i_next) = (b.b.id(), b.b.id(), b.b.id(), b.b.id(), b.b.id());
+    // The loop needs its entry block's label: open one, whichever block the copy above ended in.
     let l_pre = b.b.id();
     b.b.branch(l_pre)?;
     b.b.begin_block(Some(l_pre))?;
-    b.b.branch(l_header)?;
-    b.b.begin_block(Some(l_header))?;
-    let i = b.b.phi(t_u32, None, [(u0, l_pre), (i_next, l_cont)])?;
-    let more = b.b.u_less_than(t_bool, None, i, iters)?;
-    b.b.loop_merge(l_merge, l_cont, LoopControl::NONE, [])?;
-    b.b.branch_conditional(more, l_body, l_merge, [])?;
-    b.b.begin_block(Some(l_body))?;
-    let parity = b.b.bitwise_and(t_u32, None, i, u1)?;
-    let off = b.mul_u(parity, b_words)?;
-    let p = b.b.access_chain(p_wg_u32, None, v_sh, [off])?;
-    let bf =
-        b.b.cooperative_matrix_load_khr(t_b, None, p, row_major, Some(b_stride), np, [])?;
-    for (c, &v) in accs.iter().enumerate() {
-        let acc = b.b.load(t_acc, None, v, None, [])?;
-        let r =
-            b.b.cooperative_matrix_mul_add_khr(t_acc, None, a_frags[c], bf, acc, ops)?;
-        b.b.store(v, r, None, [])?;
-    }
-    b.b.branch(l_cont)?;
-    b.b.begin_block(Some(l_cont))?;
-    b.b.i_add(t_u32, Some(i_next), i, u1)?;
-    b.b.branch(l_header)?;
-    b.b.begin_block(Some(l_merge))?;
+    b.counted_loop(l_pre, (u0, iters, 1), |b, i| {
+        let parity = b.b.bitwise_and(t_u32, None, i, u1)?;
+        let off = b.mul_u(parity, b_words)?;
+        let p = b.b.access_chain(p_wg_u32, None, v_sh, [off])?;
+        let bf =
+            b.b.cooperative_matrix_load_khr(t_b, None, p, row_major, Some(b_stride), np, [])?;
+        for (c, &v) in accs.iter().enumerate() {
+            let acc = b.b.load(t_acc, None, v, None, [])?;
+            let r =
+                b.b.cooperative_matrix_mul_add_khr(t_acc, None, a_frags[c], bf, acc, ops)?;
+            b.b.store(v, r, None, [])?;
+        }
+        Ok(())
+    })?;
     // Every accumulator element is stored: nothing may be dead.
     let tile = cfg.m * cfg.n;
     let sg_global = b.mul_u(wg_x, SUBGROUPS)?;

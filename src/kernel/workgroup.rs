@@ -19,8 +19,8 @@ use super::KernelKey;
 use crate::config::ComponentType;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::spirv::{
-    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, LoopControl, MemoryAccess, Scope,
-    SelectionControl, StorageClass, TensorAddressingOperands, Word,
+    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, Scope, SelectionControl,
+    StorageClass, TensorAddressingOperands, Word,
 };
 
 const USE_A: u32 = 0;
@@ -36,6 +36,24 @@ struct Tensor {
     dims: (Word, Word),
     stride: Word,
     transposed: bool,
+}
+
+impl Tensor {
+    /// A `rows x cols` matrix stored `layout` with leading dimension `ld`.
+    fn new(layout: Layout, (rows, cols): (Word, Word), ld: Word) -> Self {
+        match layout {
+            Layout::RowMajor => Self {
+                dims: (rows, cols),
+                stride: ld,
+                transposed: false,
+            },
+            Layout::ColMajor => Self {
+                dims: (cols, rows),
+                stride: ld,
+                transposed: true,
+            },
+        }
+    }
 }
 
 pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
@@ -133,35 +151,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let m0 = b.mul_u(ty, g.bm)?;
     let n0 = b.mul_u(tx, g.bn)?;
 
-    let a = match key.a_layout {
-        Layout::RowMajor => Tensor {
-            dims: (pm, pk),
-            stride: lda,
-            transposed: false,
-        },
-        Layout::ColMajor => Tensor {
-            dims: (pk, pm),
-            stride: lda,
-            transposed: true,
-        },
-    };
-    let bt = match key.b_layout {
-        Layout::RowMajor => Tensor {
-            dims: (pk, pn),
-            stride: ldb,
-            transposed: false,
-        },
-        Layout::ColMajor => Tensor {
-            dims: (pn, pk),
-            stride: ldb,
-            transposed: true,
-        },
-    };
-    let c = Tensor {
-        dims: (pm, pn),
-        stride: ldc,
-        transposed: false,
-    };
+    let a = Tensor::new(key.a_layout, (pm, pk), lda);
+    let bt = Tensor::new(key.b_layout, (pk, pn), ldb);
+    let c = Tensor::new(Layout::RowMajor, (pm, pn), ldc);
     let view = b.b.create_tensor_view_nv(t_view_transpose, None)?;
     // A tensor layout of `t` over the operand, sliced to the matrix at (row0, col0) of the
     // matrix's (not the storage's) coordinates.
@@ -207,43 +199,29 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let k_loop = |b: &mut ModuleBuilder, t_layout: Word, l_pre: Word, steps: u32| -> BuildResult<()> {
         let la = layout(b, t_layout, &a)?;
         let lb = layout(b, t_layout, &bt)?;
-        let (l_header, l_body, l_continue, l_merge) = (b.b.id(), b.b.id(), b.b.id(), b.b.id());
-        let kb_next = b.b.id();
-        b.b.branch(l_header)?;
-        b.b.begin_block(Some(l_header))?;
-        let kb = b.b.phi(t_u32, None, [(c0, l_pre), (kb_next, l_continue)])?;
-        let more = b.b.u_less_than(t_bool, None, kb, pk)?;
-        b.b.loop_merge(l_merge, l_continue, LoopControl::NONE, [])?;
-        b.b.branch_conditional(more, l_body, l_merge, [])?;
-        b.b.begin_block(Some(l_body))?;
-        // All of an iteration's loads come before its multiplies, so the driver may overlap the
-        // later steps' staging with the earlier steps' math.
-        let mut pairs = Vec::with_capacity(steps as usize);
-        for step in 0..steps {
-            let k = if step == 0 { kb } else { b.add_u(kb, step * g.bk)? };
-            let sa = slice(b, t_layout, la, &a, (m0, c_bm), (k, c_bk))?;
-            let (ta, xa) = addressing(&a);
-            let ma =
-                b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_a, zero_a, sa, MemoryAccess::NONE, ta, xa)?;
-            let sb = slice(b, t_layout, lb, &bt, (k, c_bk), (n0, c_bn))?;
-            let (tb, xb) = addressing(&bt);
-            let mbm =
-                b.b.cooperative_matrix_load_tensor_nv(t_mat_b, None, p_b, zero_b, sb, MemoryAccess::NONE, tb, xb)?;
-            pairs.push((ma, mbm));
-        }
-        let mut acc = b.b.load(t_mat_acc, None, v_acc, None, [])?;
-        for (ma, mbm) in pairs {
-            acc =
-                b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, ma, mbm, acc, operands)?;
-        }
-        b.b.store(v_acc, acc, None, [])?;
-        b.b.branch(l_continue)?;
-        b.b.begin_block(Some(l_continue))?;
-        let c_advance = b.c_u32(steps * g.bk);
-        b.b.i_add(t_u32, Some(kb_next), kb, c_advance)?;
-        b.b.branch(l_header)?;
-        b.b.begin_block(Some(l_merge))?;
-        Ok(())
+        b.counted_loop(l_pre, (c0, pk, steps * g.bk), |b, kb| {
+            // All of an iteration's loads come before its multiplies, so the driver may overlap
+            // the later steps' staging with the earlier steps' math.
+            let mut pairs = Vec::with_capacity(steps as usize);
+            for step in 0..steps {
+                let k = if step == 0 { kb } else { b.add_u(kb, step * g.bk)? };
+                let sa = slice(b, t_layout, la, &a, (m0, c_bm), (k, c_bk))?;
+                let (ta, xa) = addressing(&a);
+                let ma =
+                    b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_a, zero_a, sa, MemoryAccess::NONE, ta, xa)?;
+                let sb = slice(b, t_layout, lb, &bt, (k, c_bk), (n0, c_bn))?;
+                let (tb, xb) = addressing(&bt);
+                let mbm =
+                    b.b.cooperative_matrix_load_tensor_nv(t_mat_b, None, p_b, zero_b, sb, MemoryAccess::NONE, tb, xb)?;
+                pairs.push((ma, mbm));
+            }
+            let mut acc = b.b.load(t_mat_acc, None, v_acc, None, [])?;
+            for (ma, mbm) in pairs {
+                acc =
+                    b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, ma, mbm, acc, operands)?;
+            }
+            b.b.store(v_acc, acc, None, [])
+        })
     };
 
     // Interior workgroups (and whole K steps) need no clamping; the choice is workgroup-uniform.
