@@ -5,7 +5,9 @@ on the same shapes and types, median of CUDA-event timings after a warm-up, and 
 
 Usage: python3 scripts/cublas_reference.py [--types f16:f32,bf16:f32,i8:i32] [--shapes 4096x4096x4096,...]
 f16:f32 means f16 inputs with f32 accumulation (cuBLAS's default for torch.float16 matmul, output f16);
-f16:f16 is the same call (cuBLAS may accumulate in f32 there too)."""
+f16:f16 is the same call (cuBLAS may accumulate in f32 there too). With --f32-out, float inputs with
+an f32 result use torch.mm(a, b, out_dtype=torch.float32): the same output bytes as vk-sgmat's
+f16->f32, which matters where writing C is a large part of the time (short K)."""
 import argparse
 import json
 import statistics
@@ -38,6 +40,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--types", default="f16:f32,bf16:f32,i8:i32")
     p.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192")
+    p.add_argument("--f32-out", action="store_true",
+                   help="f32 results for float inputs with an f32 result type (torch.mm out_dtype)")
     args = p.parse_args()
     dev = torch.device("cuda")
     for types in args.types.split(","):
@@ -54,11 +58,15 @@ def main():
                 dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[inp]
                 a = torch.randn(m, k, dtype=dt, device=dev)
                 b = torch.randn(k, n, dtype=dt, device=dev)
-                fn = lambda: torch.matmul(a, b)
+                if args.f32_out and types.split(":")[1] == "f32" and inp != "f32":
+                    fn = lambda: torch.mm(a, b, out_dtype=torch.float32)
+                else:
+                    fn = lambda: torch.matmul(a, b)
             ms = time_op(fn)
             print(json.dumps({"types": types, "m": m, "n": n, "k": k, "median_ms": ms,
                               "tflops": 2.0 * m * n * k / (ms * 1e-3) / 1e12,
-                              "device": torch.cuda.get_device_name(), "torch": torch.__version__}), flush=True)
+                              "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                              "f32_out": bool(args.f32_out and types.endswith(":f32") and inp != "f32")}), flush=True)
 
 
 if __name__ == "__main__":

@@ -305,13 +305,15 @@ pub fn read_cublas(text: &str) -> anyhow::Result<Vec<CublasRow>> {
         .collect()
 }
 
-/// The cuBLAS figure for a type pair and shape. cuBLAS has no f16-accumulate GEMM through
-/// torch.matmul, so f16:f16 is compared with f16:f32.
+/// The cuBLAS figure for a type pair and shape: the row of the same types, else, for f16:f16,
+/// the f16:f32 row (torch.matmul on f16 writes f16 either way; cuBLAS accumulates in f32).
 pub fn cublas_for(rows: &[CublasRow], types: &str, (m, n, k): (usize, usize, usize)) -> Option<f64> {
-    let want = if types == "f16:f16" { "f16:f32" } else { types };
-    rows.iter()
-        .find(|r| r.types == want && (r.m, r.n, r.k) == (m, n, k))
-        .map(|r| r.tflops)
+    let find = |want: &str| {
+        rows.iter()
+            .find(|r| r.types == want && (r.m, r.n, r.k) == (m, n, k))
+            .map(|r| r.tflops)
+    };
+    find(types).or_else(|| (types == "f16:f16").then(|| find("f16:f32")).flatten())
 }
 
 fn rate(tflops: f64) -> String {
@@ -655,6 +657,11 @@ mod tests {
         assert_eq!(cublas_for(&rows, "f16:f32", (8, 8, 8)), Some(5.0));
         assert_eq!(cublas_for(&rows, "f16:f16", (8, 8, 8)), Some(5.0));
         assert_eq!(cublas_for(&rows, "i8:i32", (8, 8, 8)), None);
+        // An f16:f16 row of its own wins over the f16:f32 one (which may have f32 output).
+        let both = format!("{text}{{\"types\": \"f16:f16\", \"m\": 8, \"n\": 8, \"k\": 8, \"tflops\": 7.0}}\n");
+        let rows = read_cublas(&both).unwrap();
+        assert_eq!(cublas_for(&rows, "f16:f16", (8, 8, 8)), Some(7.0));
+        assert_eq!(cublas_for(&rows, "f16:f32", (8, 8, 8)), Some(5.0));
         assert!(read_cublas("{not json").is_err());
     }
 
