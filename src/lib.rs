@@ -40,5 +40,5 @@ pub use gemm::{
     default_context, gemm, Context, ContextOptions, DeviceMatrix, Element, GemmOptions, MatMut, MatRef, MAX_DIM,
 };
 pub use kernel::Probe;
-pub use peak::PeakResult;
+pub use peak::{FillResult, PeakResult};
 pub use tiling::Layout;

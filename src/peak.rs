@@ -25,6 +25,18 @@ pub struct PeakResult {
     pub reps: u32,
 }
 
+/// How fast the device writes memory: a buffer filled by `vkCmdFillBuffer` (the driver's own
+/// fill), the ceiling for writing C, which dominates GEMMs with short K.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FillResult {
+    /// Bytes written per fill.
+    pub bytes: u64,
+    /// Median write rate, in bytes per second.
+    pub bytes_per_s: f64,
+    /// Timed fills.
+    pub reps: u32,
+}
+
 /// A small value of the component type as a 32-bit word pattern, so accumulators stay finite and
 /// in range for thousands of iterations (and inputs are not all zero, which some GPUs run faster).
 fn fill_word(t: ComponentType) -> u32 {
@@ -111,6 +123,43 @@ impl Context {
             flops: flop / median,
             workgroups,
             iterations,
+            reps,
+        })
+    }
+}
+
+impl Context {
+    /// Measures the device's memory write rate: `reps` timed fills of a `bytes`-byte buffer
+    /// after one warm-up fill; the median is returned. Nothing is read back, so the figure is
+    /// the write path alone, which a GEMM's store of C cannot beat.
+    pub fn fill_bandwidth(&self, bytes: u64, reps: u32) -> Result<FillResult> {
+        let bytes = bytes.max(4).next_multiple_of(4);
+        let buffer = Buffer::new(&self.device, bytes, BufferKind::Storage)?;
+        let reps = reps.max(1);
+        let pool = TimestampPool::new(&self.device, 2 * reps)?;
+        self.submitter.run(self.pipelines.set_layout, reps + 1, |rec| {
+            rec.reset_queries(pool.raw, pool.count);
+            rec.fill(buffer.raw(), bytes, 0);
+            for r in 0..reps {
+                rec.barrier(Access::TRANSFER_WRITE, Access::TRANSFER_WRITE);
+                rec.timestamp(pool.raw, 2 * r);
+                // A different pattern each time, so no fill can be skipped as redundant.
+                rec.fill(buffer.raw(), bytes, r + 1);
+                rec.timestamp(pool.raw, 2 * r + 1);
+            }
+            Ok(())
+        })?;
+        let period = f64::from(self.device.info().limits.timestamp_period) * 1e-9;
+        let mut times: Vec<f64> = pool
+            .read()?
+            .chunks(2)
+            .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        Ok(FillResult {
+            bytes,
+            bytes_per_s: bytes as f64 / median,
             reps,
         })
     }

@@ -232,6 +232,16 @@ fn peak_runs_on_every_config() {
     assert_no_validation_messages(ctx);
 }
 
+/// The memory-write ceiling `peak` prints: whole words, a finite positive rate.
+#[test]
+fn fill_bandwidth_runs() {
+    let ctx = context();
+    let r = ctx.fill_bandwidth(1 << 20 | 2, 3).unwrap();
+    assert_eq!((r.bytes, r.reps), ((1 << 20) + 4, 3));
+    assert!(r.bytes_per_s.is_finite() && r.bytes_per_s > 0.0, "{r:?}");
+    assert_no_validation_messages(ctx);
+}
+
 /// The grouped workgroup raster (groups of 3 tile rows, a partial last group) covers every tile.
 #[test]
 fn grouped_raster_is_correct() {

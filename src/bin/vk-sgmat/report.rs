@@ -523,7 +523,7 @@ pub fn render_tune(device: &str, (m, n, k): (usize, usize, usize), rows: &[TuneR
     s
 }
 
-pub fn render_peak(device: &str, rows: &[vk_sgmat::PeakResult]) -> String {
+pub fn render_peak(device: &str, rows: &[vk_sgmat::PeakResult], fill: &vk_sgmat::FillResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -539,6 +539,13 @@ pub fn render_peak(device: &str, rows: &[vk_sgmat::PeakResult]) -> String {
             r.iterations
         );
     }
+    let _ = writeln!(
+        s,
+        "{:<20} {:>10.2} TB/s      (vkCmdFillBuffer of {} MiB: the ceiling for writing C)",
+        "memory write",
+        fill.bytes_per_s / 1e12,
+        fill.bytes >> 20
+    );
     s
 }
 

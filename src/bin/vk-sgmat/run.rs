@@ -137,10 +137,13 @@ pub fn run(cli: Cli) -> Result<bool> {
             for config in ctx.configs() {
                 rows.push(ctx.peak(&config, groups, iters, reps)?);
             }
+            // 256 MiB: several times any GPU's last-level cache, so the fills reach memory.
+            let fill = ctx.fill_bandwidth(if cpu { 1 << 24 } else { 1 << 28 }, reps)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                let out = serde_json::json!({ "configs": rows, "fill": fill });
+                println!("{}", serde_json::to_string_pretty(&out)?);
             } else {
-                print!("{}", report::render_peak(&ctx.device_info().name, &rows));
+                print!("{}", report::render_peak(&ctx.device_info().name, &rows, &fill));
             }
             finish(&ctx, true)
         }
