@@ -55,6 +55,9 @@ pub enum Command {
         /// Fragment shape MxNxK (default: the largest the device offers for the types).
         #[arg(long)]
         shape: Option<String>,
+        /// Tile scheme by name, as `vk-sgmat tune` lists them (default: chosen per problem).
+        #[arg(long)]
+        scheme: Option<String>,
         /// alpha in C = alpha*A*B + beta*C.
         #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
         alpha: f64,

@@ -43,6 +43,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             types,
             layout,
             shape,
+            scheme,
             alpha,
             beta,
             repeat,
@@ -52,10 +53,13 @@ pub fn run(cli: Cli) -> Result<bool> {
             let ctx = context_with(&dev, false)?;
             let pair = parse_types(&types)?;
             let layouts = parse_layout(&layout)?;
+            let shape = shape.as_deref().map(parse_shape).transpose()?;
+            let scheme = scheme.map(|name| scheme_named(&ctx, pair, shape, &name)).transpose()?;
             let options = GemmOptions {
                 alpha,
                 beta,
-                shape: shape.as_deref().map(parse_shape).transpose()?,
+                shape,
+                scheme,
                 ..Default::default()
             };
             let report = with_types!(pair, |TA, TC| gemm::<TA, TC>(
@@ -222,6 +226,30 @@ fn parse_types(s: &str) -> Result<(ComponentType, ComponentType)> {
         .with_context(|| format!("--types {s:?}: expected INPUT:RESULT, e.g. f16:f32"))?;
     let t = |x: &str| ComponentType::parse(x).with_context(|| format!("unknown element type {x:?}"));
     Ok((t(a)?, t(r)?))
+}
+
+/// The tile scheme called `name` among those `tune` times for the types' config.
+fn scheme_named(
+    ctx: &Context,
+    (a, r): (ComponentType, ComponentType),
+    shape: Option<(u32, u32, u32)>,
+    name: &str,
+) -> Result<vk_sgmat::tiling::TileScheme> {
+    let config = ctx.choose_config(a, r, shape)?;
+    let info = ctx.device_info();
+    let cpu = info.kind == vk_sgmat::device::DeviceKind::Cpu;
+    let sg = ctx.subgroup_size();
+    let mut all = vk_sgmat::tiling::tuning_candidates(&config, &info.limits, sg, cpu);
+    all.extend(vk_sgmat::tiling::workgroup_tuning_candidates(&config, info, sg));
+    all.iter().copied().find(|s| s.name() == name).with_context(|| {
+        let names: Vec<String> = all.iter().take(8).map(|s| s.name()).collect();
+        format!(
+            "--scheme {name:?}: no such scheme for {config} on this device ({} schemes, e.g. {}; \
+             `vk-sgmat tune` lists them all)",
+            all.len(),
+            names.join(", ")
+        )
+    })
 }
 
 fn parse_layout(s: &str) -> Result<(Layout, Layout)> {
