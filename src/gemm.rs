@@ -11,10 +11,12 @@ use crate::kernel::{Epilogue, KernelKey, Probe, PushConstants};
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
 use crate::tiling::{
-    candidate_schemes, choose_split_k, plan, plan_split_k, preferred_workgroup_schemes, workgroup_candidates,
-    DispatchLimits, KernelScope, Layout, Pass, Problem, TileScheme, VECTOR_BYTES,
+    candidate_schemes, choose_split_k, not_oversized, pick_scheme, plan, plan_split_k, preferred_workgroup_schemes,
+    small_problem_scheme, workgroup_candidates, DispatchLimits, KernelScope, Layout, Pass, Problem, TileScheme,
+    VECTOR_BYTES,
 };
 use half::{bf16, f16};
+use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -274,7 +276,20 @@ pub struct Context {
     limits: DispatchLimits,
     options: ContextOptions,
     tune_cache: Option<Mutex<TuneCache>>,
+    /// [`Context::choose_scheme`]'s candidates per config, built on first use: checking every
+    /// scheme against the device on each call cost more host time (~5 us) than a 64x64x64
+    /// GEMM's GPU time.
+    scheme_lists: Mutex<HashMap<GPUSubgroupMatrixConfig, Arc<SchemeLists>>>,
     pub(crate) device: Arc<Device>,
+}
+
+/// The schemes [`Context::choose_scheme`] picks from for one config, best first.
+struct SchemeLists {
+    /// The measured-faster workgroup-scope schemes, then the subgroup-scope ones.
+    ordered: Vec<TileScheme>,
+    /// For problems no candidate's grid fills: 2 subgroups of 2x2 fragments (32x64 with 16x16
+    /// fragments), else the smallest subgroup-scope scheme.
+    small: Option<TileScheme>,
 }
 
 impl Context {
@@ -303,6 +318,7 @@ impl Context {
             limits,
             options,
             tune_cache,
+            scheme_lists: Mutex::new(HashMap::new()),
             device,
         })
     }
@@ -374,36 +390,31 @@ impl Context {
         out
     }
 
-    /// The default scheme for an `m x n` output: the first candidate (the measured-faster
-    /// workgroup-scope schemes of [`preferred_workgroup_schemes`], then the subgroup-scope ones)
-    /// whose workgroup tile is at most twice the problem in each direction (so at most half of a
-    /// tile's rows or columns are wasted on small problems) and, for tiles larger than 128x128,
-    /// whose grid still puts about 1024 subgroups to work (else a big tile leaves most of a large
-    /// GPU idle); else the smallest subgroup-scope candidate.
+    /// The default scheme for an `m x n` output: [`pick_scheme`] over the measured-faster
+    /// workgroup-scope schemes of [`preferred_workgroup_schemes`], then the subgroup-scope ones
+    /// of [`candidate_schemes`] (largest grid-filling tile first; a 32x64 tile for small
+    /// problems).
     pub fn choose_scheme(&self, config: &GPUSubgroupMatrixConfig, m: usize, n: usize) -> Result<TileScheme> {
-        const FILL_SUBGROUPS: usize = 1024;
-        let info = self.device.info();
-        let subgroup_scope = candidate_schemes(
-            config,
-            &info.limits,
-            self.subgroup_size(),
-            info.kind == crate::device::DeviceKind::Cpu,
-        );
-        let preferred = preferred_workgroup_schemes(config, info, self.subgroup_size());
-        let fits = |s: &&TileScheme| {
-            let g = s.geometry(config);
-            let (bm, bn) = (g.bm as usize, g.bn as usize);
-            let tiles = m.div_ceil(bm) * n.div_ceil(bn);
-            let fills = bm * bn <= 128 * 128 || tiles * (s.sg_m * s.sg_n) as usize >= FILL_SUBGROUPS;
-            not_oversized(bm, bn, m, n) && fills
-        };
-        preferred
-            .iter()
-            .chain(&subgroup_scope)
-            .find(fits)
-            .or(subgroup_scope.last())
-            .copied()
+        let lists = self.scheme_lists(config);
+        let cpu = self.device.info().kind == crate::device::DeviceKind::Cpu;
+        pick_scheme(&lists.ordered, lists.small, config, (m, n), cpu)
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
+    }
+
+    /// [`Context::choose_scheme`]'s candidates for `config`, built once per context.
+    fn scheme_lists(&self, config: &GPUSubgroupMatrixConfig) -> Arc<SchemeLists> {
+        let mut map = self.scheme_lists.lock().unwrap_or_else(|e| e.into_inner());
+        let lists = map.entry(*config).or_insert_with(|| {
+            let info = self.device.info();
+            let sg = self.subgroup_size();
+            let cpu = info.kind == crate::device::DeviceKind::Cpu;
+            let subgroup_scope = candidate_schemes(config, &info.limits, sg, cpu);
+            let small = small_problem_scheme(&subgroup_scope);
+            let mut ordered = preferred_workgroup_schemes(config, info, sg);
+            ordered.extend(subgroup_scope);
+            Arc::new(SchemeLists { ordered, small })
+        });
+        lists.clone()
     }
 
     /// The scheme for a problem: the autotuner's (see [`ContextOptions::autotune`]) when it is on,
@@ -1084,12 +1095,6 @@ struct Job {
     beta_bits: u32,
     one_bits: u32,
     split: Option<Split>,
-}
-
-/// Whether a `bm x bn` tile is at most twice an `m x n` problem in each direction (so at most half
-/// of a tile's rows or columns are wasted): the size rule of both the heuristic and the autotuner.
-fn not_oversized(bm: usize, bn: usize, m: usize, n: usize) -> bool {
-    bm <= 2 * m.max(1) && bn <= 2 * n.max(1)
 }
 
 /// The kernel's push constants for one pass of `p`.

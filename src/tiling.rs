@@ -556,10 +556,12 @@ pub fn workgroup_candidates(
 const VENDOR_NVIDIA: u32 = 0x10de;
 
 /// The workgroup-scope schemes taken by default, ahead of the subgroup-scope ones: those measured
-/// faster than every subgroup-scope scheme on the H200 (docs/performance.md), in order: for
-/// 16-bit results 256x256 tiles with 256 invocations, then 128x128 with 128; for f32 results
-/// 128x128 with 128 invocations; each in 64-byte K steps, four per loop iteration. Only on NVIDIA,
-/// where they were measured; elsewhere the autotuner decides.
+/// faster than every subgroup-scope scheme on the H200 (docs/performance.md), largest tile first:
+/// for 16-bit results 256x256 tiles with 256 invocations, then 128x128 with 128; for f32 results
+/// 128x128 with 128 invocations; each in 64-byte K steps, four per loop iteration. Then, for
+/// grids too small for those, 64x64 tiles with 128 invocations and two steps per iteration
+/// (1024x1024x1024 f16->f32: 21.3 us, against 25.3 for the best subgroup-scope tile). Only on
+/// NVIDIA, where they were measured; elsewhere the autotuner decides.
 pub fn preferred_workgroup_schemes(
     config: &GPUSubgroupMatrixConfig,
     info: &DeviceInfo,
@@ -568,22 +570,81 @@ pub fn preferred_workgroup_schemes(
     if info.vendor_id != VENDOR_NVIDIA || !config.component_type.is_float() {
         return Vec::new();
     }
-    let wanted: &[(u32, u32, u32)] = match config.result_type {
-        ComponentType::F16 => &[(256, 256, 256), (128, 128, 128)],
-        ComponentType::F32 => &[(128, 128, 128)],
+    // (tile rows, tile columns, invocations, K steps per loop iteration)
+    let wanted: &[(u32, u32, u32, u32)] = match config.result_type {
+        ComponentType::F16 => &[(256, 256, 256, 4), (128, 128, 128, 4), (64, 64, 128, 2)],
+        ComponentType::F32 => &[(128, 128, 128, 4), (64, 64, 128, 2)],
         _ => &[],
     };
     let es = config.component_type.size_bytes();
     let candidates = workgroup_candidates(config, info, subgroup_size);
     wanted
         .iter()
-        .filter_map(|&(bm, bn, threads)| {
+        .filter_map(|&(bm, bn, threads, stages)| {
             candidates.iter().copied().find(|s| {
                 let g = s.geometry(config);
-                (g.bm, g.bn, g.threads) == (bm, bn, threads) && g.bk * es == 64 && s.stages == 4
+                (g.bm, g.bn, g.threads) == (bm, bn, threads) && g.bk * es == 64 && s.stages == stages
             })
         })
         .collect()
+}
+
+/// Whether a `bm x bn` tile is at most twice an `m x n` problem in each direction (so at most half
+/// of a tile's rows or columns are wasted): the size rule of both the heuristic and the autotuner.
+pub fn not_oversized(bm: usize, bn: usize, m: usize, n: usize) -> bool {
+    bm <= 2 * m.max(1) && bn <= 2 * n.max(1)
+}
+
+/// The scheme for problems too small for any candidate to fill the GPU: 2 subgroups of 2x2
+/// fragments (32x64 with 16x16 fragments) where `subgroup_scope` has it, else its last
+/// (smallest) scheme.
+pub fn small_problem_scheme(subgroup_scope: &[TileScheme]) -> Option<TileScheme> {
+    subgroup_scope
+        .iter()
+        .find(|s| s.scope == KernelScope::Subgroup && (s.sg_m, s.sg_n, s.fr_m, s.fr_n) == (1, 2, 2, 2))
+        .or(subgroup_scope.last())
+        .copied()
+}
+
+/// The default scheme for an `m x n` output from `candidates` (best first), `small` being
+/// [`small_problem_scheme`]'s pick. Every choice has a tile at most twice the problem in each
+/// direction ([`not_oversized`]). On GPUs: the first candidate with at least 2x2 fragments per
+/// subgroup whose grid puts about 1024 subgroups to work; where none does, `small`: on the H200 its 32x64 tile ran fastest from
+/// 64x64x64 to 512x512x512 (4.8 us of GPU time at 64^3, against 11.6 for a 128x128 tile),
+/// where latency, not throughput, decides. CPU drivers take the first candidate that fits.
+/// Failing all that, the last candidate.
+pub fn pick_scheme(
+    candidates: &[TileScheme],
+    small: Option<TileScheme>,
+    config: &GPUSubgroupMatrixConfig,
+    (m, n): (usize, usize),
+    cpu_device: bool,
+) -> Option<TileScheme> {
+    const FILL_SUBGROUPS: usize = 1024;
+    let fits = |s: &&TileScheme| {
+        let g = s.geometry(config);
+        not_oversized(g.bm as usize, g.bn as usize, m, n)
+    };
+    let fills = |s: &&TileScheme| {
+        let g = s.geometry(config);
+        let tiles = m.div_ceil(g.bm as usize) * n.div_ceil(g.bn as usize);
+        tiles * (s.sg_m * s.sg_n) as usize >= FILL_SUBGROUPS
+    };
+    let first_fit = candidates.iter().find(fits);
+    let chosen = if cpu_device {
+        first_fit
+    } else {
+        // At least 2x2 fragments per subgroup: single-fragment subgroups fill any grid but
+        // ran slower than `small` (512x512x512: 18.3 against 21.9 TFLOP/s).
+        candidates
+            .iter()
+            .filter(fits)
+            .filter(|s| s.fr_m * s.fr_n >= 4)
+            .find(fills)
+            .or(small.as_ref().filter(fits))
+            .or(first_fit)
+    };
+    chosen.or(candidates.last()).copied()
 }
 
 /// [`workgroup_candidates`] and more, for `vk-sgmat tune`: K steps of 32 to 128 bytes, 1 to 8 of
@@ -1028,7 +1089,7 @@ mod tests {
         assert!(e(TileScheme::new(&i8c, &l, 32, (2, 2), (2, 2), 64)).contains("16 or 32 bits"));
     }
 
-    /// The H200's coopmat2 facts for f16 -> f32 as its driver reports them (`vk-sgmat info`,
+    /// The H200's coopmat2 facts for f16 -> f32 and f16 -> f16 as its driver reports them (`vk-sgmat info`,
     /// docs/devices/h200-info.txt), with the dimension cap lowered to test it.
     fn h200_with_cm2() -> crate::device::DeviceInfo {
         use crate::config::{CooperativeMatrix2, FlexibleDimensions, MatrixScope, RawComponent};
@@ -1051,18 +1112,63 @@ mod tests {
             workgroup_scope_max_workgroup_size: 256,
             flexible_dimensions_max_dimension: 256,
             workgroup_scope_reserved_shared_memory: 8192,
-            flexible: vec![
-                entry((16, 16), 0, MatrixScope::Subgroup),
-                entry((16, 16), 32, MatrixScope::Workgroup),
-                entry((16, 16), 64, MatrixScope::Workgroup),
-                entry((32, 16), 128, MatrixScope::Workgroup),
-                entry((32, 32), 256, MatrixScope::Workgroup),
-            ],
+            flexible: [F32, F16]
+                .into_iter()
+                .flat_map(|r| {
+                    let typed = move |mut e: FlexibleDimensions| {
+                        e.c_type = RawComponent::Known(r);
+                        e.result_type = RawComponent::Known(r);
+                        e
+                    };
+                    [
+                        entry((16, 16), 0, MatrixScope::Subgroup),
+                        entry((16, 16), 32, MatrixScope::Workgroup),
+                        entry((16, 16), 64, MatrixScope::Workgroup),
+                        entry((32, 16), 128, MatrixScope::Workgroup),
+                        entry((32, 32), 256, MatrixScope::Workgroup),
+                    ]
+                    .map(typed)
+                })
+                .collect(),
             ..Default::default()
         };
         let mut info = crate::device::test_device(h200_limits(), Some(cm2));
         info.vendor_id = VENDOR_NVIDIA;
         info
+    }
+
+    #[test]
+    fn default_scheme_fills_the_gpu_or_takes_the_small_tile() {
+        let c = cfg(16, 16, 16, F16, F32);
+        let info = h200_with_cm2();
+        let sg = candidate_schemes(&c, &info.limits, 32, false);
+        let mut all = preferred_workgroup_schemes(&c, &info, 32);
+        all.extend(sg.iter().copied());
+        let small = small_problem_scheme(&sg);
+        let pick = |m, n| pick_scheme(&all, small, &c, (m, n), false).unwrap().name();
+        // The sizes measured on the H200 (docs/performance.md, "Small problems").
+        assert_eq!(pick(64, 64), "sg1x2_fr2x2_k32_s32");
+        assert_eq!(pick(512, 512), "sg1x2_fr2x2_k32_s32");
+        assert_eq!(pick(16, 4096), "sg1x2_fr2x2_k32_s32");
+        assert_eq!(pick(1024, 1024), "wg_t128_fr4x4_k32_u2");
+        assert_eq!(pick(2048, 2048), "wg_t128_fr8x8_k32_u4");
+        assert_eq!(pick(4096, 11008), "wg_t128_fr8x8_k32_u4");
+        // Without the extension: the largest subgroup-scope tile whose grid fills the GPU.
+        let plain = crate::device::test_device(h200_limits(), None);
+        assert!(preferred_workgroup_schemes(&c, &plain, 32).is_empty());
+        let pick = |m, n| pick_scheme(&sg, small, &c, (m, n), false).unwrap();
+        assert_eq!(pick(4096, 4096).name(), "sg2x2_fr4x4_k32_s32");
+        let g = pick(1024, 1024).geometry(&c);
+        assert_eq!((g.bm, g.bn, g.threads), (64, 128, 256));
+        // A tile is never more than twice the problem; one that is, is the last resort only.
+        let tiny = cfg(16, 16, 16, F16, F32);
+        let only_big = [sg[0]];
+        assert_eq!(pick_scheme(&only_big, None, &tiny, (8, 8), false), Some(sg[0]));
+        // CPU drivers: the first candidate that fits, whatever its grid.
+        let lp = candidate_schemes(&cfg(8, 8, 8, F16, F32), &lavapipe_limits(), 8, true);
+        let lp_small = small_problem_scheme(&lp);
+        let p = pick_scheme(&lp, lp_small, &cfg(8, 8, 8, F16, F32), (64, 64), true).unwrap();
+        assert_eq!(p, lp[0]);
     }
 
     #[test]
@@ -1073,7 +1179,15 @@ mod tests {
             .iter()
             .map(|s| s.name())
             .collect();
-        assert_eq!(names, ["wg_t128_fr8x8_k32_u4"]);
+        assert_eq!(names, ["wg_t128_fr8x8_k32_u4", "wg_t128_fr4x4_k32_u2"]);
+        let names: Vec<String> = preferred_workgroup_schemes(&cfg(16, 16, 16, F16, F16), &info, 32)
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(
+            names,
+            ["wg_t256_fr16x16_k32_u4", "wg_t128_fr8x8_k32_u4", "wg_t128_fr4x4_k32_u2"]
+        );
         // Integer configs keep the subgroup-scope default (a tie on the H200).
         assert!(preferred_workgroup_schemes(&cfg(16, 16, 32, I8, I32), &info, 32).is_empty());
         info.vendor_id = 0x1002;
