@@ -624,9 +624,13 @@ fn check(ctx: &Context, quick: bool, pairs: &[(ComponentType, ComponentType)]) -
     let mut rng = Rng::new(Rng::fresh_seed());
     let mut rows = Vec::new();
     let started = Instant::now();
-    // Every config with its default schemes; then, once per type pair, the largest and the
-    // smallest workgroup-scope scheme where the device offers them.
+    // Every config with its default schemes; then, once per type pair, the workgroup-scope
+    // schemes taken by default (the shapes here are mostly too small to pick them) and the
+    // largest and the smallest workgroup-scope scheme, where the device offers them.
+    // Defaults first: a driver slow to compile some workgroup-scope pipelines (seconds each on
+    // the H200) must not keep a time-limited run from checking them.
     let mut runs: Vec<(GPUSubgroupMatrixConfig, Option<TileScheme>)> = Vec::new();
+    let mut extras = Vec::new();
     let mut pairs_seen = Vec::new();
     for config in ctx.configs() {
         let pair = (config.component_type, config.result_type);
@@ -643,20 +647,20 @@ fn check(ctx: &Context, quick: bool, pairs: &[(ComponentType, ComponentType)]) -
             .into_iter()
             .filter(|s| s.scope == KernelScope::Workgroup)
             .collect();
-        for s in [wg.first(), wg.last()].into_iter().flatten() {
-            if !runs.contains(&(config, Some(*s))) {
-                runs.push((config, Some(*s)));
+        let info = ctx.device_info();
+        let preferred = vk_sgmat::tiling::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());
+        for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
+            if !extras.contains(&(config, Some(*s))) {
+                extras.push((config, Some(*s)));
             }
         }
     }
+    runs.extend(extras);
     for (config, scheme) in runs {
         let pair = (config.component_type, config.result_type);
         let name = match scheme {
             None => config.to_string(),
-            Some(s) => {
-                let g = s.geometry(&config);
-                format!("{config} [wg {}x{}x{}]", g.bm, g.bn, g.bk)
-            }
+            Some(s) => format!("{config} [{}]", s.name()),
         };
         let scalars: &[(f64, f64)] = match config.result_type {
             ComponentType::U32 => &[(1.0, 0.0), (2.0, 1.0)],
