@@ -396,6 +396,23 @@ impl TimestampPool {
         .map_err(|r| Error::vk("vkGetQueryPoolResults", r))?;
         Ok(data)
     }
+
+    /// Seconds between timestamps 2i and 2i+1, for each pair i (after the submission completed).
+    pub fn intervals(&self) -> Result<Vec<f64>> {
+        let period = f64::from(self.device.info().limits.timestamp_period) * 1e-9;
+        Ok(self
+            .read()?
+            .chunks(2)
+            .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
+            .collect())
+    }
+
+    /// The median of [`TimestampPool::intervals`].
+    pub fn median_interval(&self) -> Result<f64> {
+        let mut times = self.intervals()?;
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
+    }
 }
 
 impl Drop for TimestampPool {

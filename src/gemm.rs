@@ -805,12 +805,7 @@ impl Context {
             self.pool.give(buf);
         }
         result?;
-        let ticks = pool.read()?;
-        let period = f64::from(info.limits.timestamp_period) * 1e-9;
-        Ok(ticks
-            .chunks(2)
-            .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
-            .collect())
+        pool.intervals()
     }
 
     /// Checks that device operands belong to this context and C is row-major, then prepares.

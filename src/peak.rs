@@ -105,14 +105,7 @@ impl Context {
             }
             Ok(())
         })?;
-        let period = f64::from(self.device.info().limits.timestamp_period) * 1e-9;
-        let mut times: Vec<f64> = pool
-            .read()?
-            .chunks(2)
-            .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
-            .collect();
-        times.sort_by(f64::total_cmp);
-        let median = times[times.len() / 2];
+        let median = pool.median_interval()?;
         let flop = 2.0
             * f64::from(config.m * config.n * config.k)
             * f64::from(CHAINS)
@@ -149,14 +142,7 @@ impl Context {
             }
             Ok(())
         })?;
-        let period = f64::from(self.device.info().limits.timestamp_period) * 1e-9;
-        let mut times: Vec<f64> = pool
-            .read()?
-            .chunks(2)
-            .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
-            .collect();
-        times.sort_by(f64::total_cmp);
-        let median = times[times.len() / 2];
+        let median = pool.median_interval()?;
         Ok(FillResult {
             bytes,
             bytes_per_s: bytes as f64 / median,
