@@ -728,3 +728,39 @@ fn check(ctx: &Context, quick: bool, pairs: &[(ComponentType, ComponentType)]) -
     }
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `gemm --scheme NAME` runs the scheme `tune` lists under that name, and an unknown name is
+    /// an error naming the config and some valid schemes.
+    #[test]
+    fn gemm_runs_a_scheme_named_like_tune_lists_it() {
+        let ctx =
+            Context::new().expect("a Vulkan device with cooperative matrices (the cargo runner provides lavapipe)");
+        let pair = (ComponentType::F16, ComponentType::F32);
+        let config = ctx.choose_config(pair.0, pair.1, None).unwrap();
+        let info = ctx.device_info();
+        let cpu = info.kind == vk_sgmat::device::DeviceKind::Cpu;
+        let listed = vk_sgmat::tiling::tuning_candidates(&config, &info.limits, ctx.subgroup_size(), cpu);
+        // Not the default for this shape, so the test sees the option take effect.
+        let default = ctx.choose_scheme(&config, 17, 31).unwrap();
+        let want = *listed.iter().find(|s| **s != default).expect("a second scheme");
+        let scheme = scheme_named(&ctx, pair, None, &want.name()).unwrap();
+        assert_eq!(scheme, want);
+        let options = GemmOptions {
+            scheme: Some(scheme),
+            ..Default::default()
+        };
+        let r = gemm::<f16, f32>(&ctx, (17, 31, 9), (Layout::RowMajor, Layout::RowMajor), &options, 1).unwrap();
+        assert!(r.check.passed, "{:?}", r.check);
+        assert_eq!(r.scheme, want.name());
+
+        let e = scheme_named(&ctx, pair, None, "sg9x9_nope").unwrap_err().to_string();
+        assert!(
+            e.contains("sg9x9_nope") && e.contains(&config.to_string()) && e.contains(&listed[0].name()),
+            "{e}"
+        );
+    }
+}
