@@ -3,7 +3,7 @@
 
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use rspirv::dr;
-use rspirv::spirv::{self, Capability, CooperativeMatrixOperands, StorageClass, Word};
+use rspirv::spirv::{self, Capability, CooperativeMatrixOperands, Scope, StorageClass, Word};
 use std::collections::{HashMap, HashSet};
 
 pub(crate) type BuildResult<T> = Result<T, dr::Error>;
@@ -129,6 +129,32 @@ impl ModuleBuilder {
     pub fn c_u32(&mut self, v: u32) -> Word {
         let t = self.t_u32();
         self.c_bits(t, v)
+    }
+
+    /// The A (`m x k`), B (`k x n`) and accumulator (`m x n`) cooperative-matrix types of `cfg`
+    /// at `scope`, with the capability bf16 operands need.
+    pub fn matrix_types(
+        &mut self,
+        cfg: &GPUSubgroupMatrixConfig,
+        scope: Scope,
+        (m, n, k): (u32, u32, u32),
+    ) -> (Word, Word, Word) {
+        // `CooperativeMatrixUse` values.
+        const USE_A: u32 = 0;
+        const USE_B: u32 = 1;
+        const USE_ACC: u32 = 2;
+        let (t_comp, t_res) = (self.t_scalar(cfg.component_type), self.t_scalar(cfg.result_type));
+        if cfg.component_type == ComponentType::Bf16 {
+            self.need(Capability::BFloat16CooperativeMatrixKHR);
+        }
+        let c_scope = self.c_u32(scope as u32);
+        let (cm, cn, ck) = (self.c_u32(m), self.c_u32(n), self.c_u32(k));
+        let (use_a, use_b, use_acc) = (self.c_u32(USE_A), self.c_u32(USE_B), self.c_u32(USE_ACC));
+        (
+            self.b.type_cooperative_matrix_khr(t_comp, c_scope, cm, ck, use_a),
+            self.b.type_cooperative_matrix_khr(t_comp, c_scope, ck, cn, use_b),
+            self.b.type_cooperative_matrix_khr(t_res, c_scope, cm, cn, use_acc),
+        )
     }
 
     /// `x * c` on u32.

@@ -19,7 +19,6 @@
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::{KernelKey, Probe};
-use crate::config::ComponentType;
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
 use rspirv::spirv::{
     BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope,
@@ -28,9 +27,6 @@ use rspirv::spirv::{
 
 const ROW_MAJOR: u32 = 0;
 const COL_MAJOR: u32 = 1;
-const USE_A: u32 = 0;
-const USE_B: u32 = 1;
-const USE_ACC: u32 = 2;
 
 /// Push-constant member indices (see `PushConstants`).
 #[derive(Copy, Clone)]
@@ -79,20 +75,11 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let t_u32 = mb.t_u32();
     let t_uvec3 = mb.t_uvec(3);
     let t_uvec4 = mb.t_uvec(4);
-    let t_comp = mb.t_scalar(cfg.component_type);
+    let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(&cfg, Scope::Subgroup, (cfg.m, cfg.n, cfg.k));
     let t_res = mb.t_scalar(cfg.result_type);
-    if cfg.component_type == ComponentType::Bf16 {
-        mb.need(Capability::BFloat16CooperativeMatrixKHR);
-    }
     if rs == 2 {
         mb.need(Capability::StorageBuffer16BitAccess);
     }
-    let c_scope = mb.c_u32(Scope::Subgroup as u32);
-    let (cm, cn, ck) = (mb.c_u32(cfg.m), mb.c_u32(cfg.n), mb.c_u32(cfg.k));
-    let (use_a, use_b, use_acc) = (mb.c_u32(USE_A), mb.c_u32(USE_B), mb.c_u32(USE_ACC));
-    let t_mat_a = mb.b.type_cooperative_matrix_khr(t_comp, c_scope, cm, ck, use_a);
-    let t_mat_b = mb.b.type_cooperative_matrix_khr(t_comp, c_scope, ck, cn, use_b);
-    let t_mat_acc = mb.b.type_cooperative_matrix_khr(t_res, c_scope, cm, cn, use_acc);
 
     // ---- interface --------------------------------------------------------------------------
     let v_local_index = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);

@@ -7,7 +7,7 @@
 //! element of every accumulator is stored at the end (it drops MMAs whose results are unused).
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
-use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
+use crate::config::GPUSubgroupMatrixConfig;
 use rspirv::spirv::{
     BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope,
     StorageClass,
@@ -32,20 +32,12 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
     let t_bool = b.t_bool();
     let t_u32 = b.t_u32();
     let t_uvec3 = b.t_uvec(3);
-    let t_comp = b.t_scalar(cfg.component_type);
+    let (t_a, t_b, t_acc) = b.matrix_types(cfg, Scope::Subgroup, (cfg.m, cfg.n, cfg.k));
     let t_res = b.t_scalar(cfg.result_type);
-    if cfg.component_type == ComponentType::Bf16 {
-        b.need(Capability::BFloat16CooperativeMatrixKHR);
-    }
     if rs == 2 {
         b.need(Capability::StorageBuffer16BitAccess);
     }
-    let scope = b.c_u32(Scope::Subgroup as u32);
-    let (cm, cn, ck) = (b.c_u32(cfg.m), b.c_u32(cfg.n), b.c_u32(cfg.k));
-    let (u0, u1, u2) = (b.c_u32(0), b.c_u32(1), b.c_u32(2));
-    let t_a = b.b.type_cooperative_matrix_khr(t_comp, scope, cm, ck, u0);
-    let t_b = b.b.type_cooperative_matrix_khr(t_comp, scope, ck, cn, u1);
-    let t_acc = b.b.type_cooperative_matrix_khr(t_res, scope, cm, cn, u2);
+    let (u0, u1) = (b.c_u32(0), b.c_u32(1));
 
     let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
     let v_sg = b.builtin_input(t_u32, BuiltIn::SubgroupId);
@@ -148,7 +140,8 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
         let acc = b.b.load(t_acc, None, v, None, [])?;
         let at = b.add_u(base, c as u32 * tile)?;
         let p = b.b.access_chain(p_sb_res, None, v_out, [u0, at])?;
-        b.b.cooperative_matrix_store_khr(p, acc, row_major, Some(cn), None, [])?;
+        let stride = b.c_u32(cfg.n);
+        b.b.cooperative_matrix_store_khr(p, acc, row_major, Some(stride), None, [])?;
     }
     b.b.ret()?;
     b.b.end_function()?;

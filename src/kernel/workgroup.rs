@@ -16,16 +16,12 @@
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::gemm::{raster, Pc, PC_MEMBERS};
 use super::KernelKey;
-use crate::config::ComponentType;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::spirv::{
     BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, Scope, SelectionControl,
     StorageClass, TensorAddressingOperands, Word,
 };
 
-const USE_A: u32 = 0;
-const USE_B: u32 = 1;
-const USE_ACC: u32 = 2;
 /// `TensorClampMode` values (SPV_NV_tensor_addressing).
 const CLAMP_UNDEFINED: u32 = 0;
 const CLAMP_CONSTANT: u32 = 1;
@@ -78,9 +74,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let t_uvec3 = mb.t_uvec(3);
     let t_comp = mb.t_scalar(cfg.component_type);
     let t_res = mb.t_scalar(cfg.result_type);
-    if cfg.component_type == ComponentType::Bf16 {
-        mb.need(Capability::BFloat16CooperativeMatrixKHR);
-    }
     // A and B are read, and C written, as arrays of their own element types.
     for bytes in [es, rs] {
         match bytes {
@@ -89,12 +82,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             _ => {}
         }
     }
-    let c_scope = mb.c_u32(Scope::Workgroup as u32);
+    let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(&cfg, Scope::Workgroup, (g.bm, g.bn, g.bk));
     let (c_bm, c_bn, c_bk) = (mb.c_u32(g.bm), mb.c_u32(g.bn), mb.c_u32(g.bk));
-    let (use_a, use_b, use_acc) = (mb.c_u32(USE_A), mb.c_u32(USE_B), mb.c_u32(USE_ACC));
-    let t_mat_a = mb.b.type_cooperative_matrix_khr(t_comp, c_scope, c_bm, c_bk, use_a);
-    let t_mat_b = mb.b.type_cooperative_matrix_khr(t_comp, c_scope, c_bk, c_bn, use_b);
-    let t_mat_acc = mb.b.type_cooperative_matrix_khr(t_res, c_scope, c_bm, c_bn, use_acc);
     let c_two = mb.c_u32(2);
     let c_clamped = mb.c_u32(CLAMP_CONSTANT);
     let c_unclamped = mb.c_u32(CLAMP_UNDEFINED);
