@@ -409,15 +409,32 @@ impl TimestampPool {
 
     /// The median of [`TimestampPool::intervals`].
     pub fn median_interval(&self) -> Result<f64> {
-        let mut times = self.intervals()?;
-        times.sort_by(f64::total_cmp);
-        Ok(times[times.len() / 2])
+        Ok(median(&mut self.intervals()?))
     }
+}
+
+/// Sorts `values` and returns the middle one (the upper middle for an even count; NaN when
+/// empty): how vk-sgmat sums up every set of timings.
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 impl Drop for TimestampPool {
     fn drop(&mut self) {
         // SAFETY: the submission that used the pool has completed.
         unsafe { self.device.raw().destroy_query_pool(self.raw, None) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_is_the_middle_of_the_sorted_values() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 3.0);
+        assert!(median(&mut []).is_nan());
     }
 }

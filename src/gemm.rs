@@ -5,7 +5,7 @@
 use crate::autotune::{TuneCache, TuneKey};
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::{Device, DeviceInfo, DeviceSelector, Instance, InstanceOptions, ValidationMessages};
-use crate::dispatch::{Access, Submitter, TimestampPool};
+use crate::dispatch::{median, Access, Submitter, TimestampPool};
 use crate::error::{Error, Result};
 use crate::kernel::{Epilogue, KernelKey, Probe, PushConstants};
 use crate::memory::{Buffer, BufferKind, BufferPool};
@@ -492,9 +492,7 @@ impl Context {
             let job = self.prepare_device(&a, &b, &c, &options)?;
             let operands = [&a.buffer, &b.buffer, &c.buffer];
             self.warm_job(&job, operands, WARM)?;
-            let mut times = self.time_job(&job, operands, 7)?;
-            times.sort_by(f64::total_cmp);
-            let median = times[times.len() / 2];
+            let median = median(&mut self.time_job(&job, operands, 7)?);
             if best.is_none_or(|(_, t)| median < t) {
                 best = Some((scheme, median));
             }
@@ -716,9 +714,7 @@ impl Context {
         let start = std::time::Instant::now();
         let mut last = f64::INFINITY;
         loop {
-            let mut times = self.time_job(job, operands, 8)?;
-            times.sort_by(f64::total_cmp);
-            let median = times[times.len() / 2];
+            let median = median(&mut self.time_job(job, operands, 8)?);
             let steady = (median - last).abs() <= 0.03 * last;
             last = median;
             if (steady && start.elapsed() >= min) || start.elapsed() >= max {

@@ -35,6 +35,7 @@ pub mod verify;
 
 pub use config::{ComponentType, GPUSubgroupMatrixConfig};
 pub use device::DeviceSelector;
+pub use dispatch::median;
 pub use error::{Error, Result};
 pub use gemm::{
     default_context, gemm, Context, ContextOptions, DeviceMatrix, Element, GemmOptions, MatMut, MatRef, MAX_DIM,

@@ -343,8 +343,7 @@ fn gemm<TA: Element, TC: Element>(
         ctx.gemm_device(&da, &db, &mut dc, options)?;
         times.push(t.elapsed().as_secs_f64());
     }
-    times.sort_by(f64::total_cmp);
-    let median = times[times.len() / 2];
+    let median = vk_sgmat::median(&mut times);
     let info = ctx.device_info();
     let g = key.scheme.geometry(&key.config);
     Ok(GemmReport {
@@ -475,9 +474,9 @@ fn bench_point<TA: Element, TC: Element>(ctx: &Context, (m, n, k): (usize, usize
     // At least a second, then until steady (fresh pipelines run slowly at first on NVIDIA).
     let warm = (std::time::Duration::from_secs(1), std::time::Duration::from_secs(10));
     ctx.warm_up(&da, &db, &mut dc, &options, warm)?;
-    let mut times = ctx.time_gemm_device(&da, &db, &mut dc, &options, reps)?;
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    Ok(vk_sgmat::median(
+        &mut ctx.time_gemm_device(&da, &db, &mut dc, &options, reps)?,
+    ))
 }
 
 /// Times every candidate scheme of every config for the types, each checked on 16 sampled rows.
@@ -567,8 +566,7 @@ fn tune<TA: Element, TC: Element>(
                     Err(vk_sgmat::Error::Unsupported(_)) if probe != Probe::Full => continue,
                     Err(e) => return Err(e.into()),
                 };
-                times.sort_by(f64::total_cmp);
-                let median = times[times.len() / 2];
+                let median = vk_sgmat::median(&mut times);
                 let stats = ctx.kernel_statistics(&KernelKey { probe, ..key })?;
                 let registers = stats
                     .iter()
