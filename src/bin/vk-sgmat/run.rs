@@ -228,6 +228,17 @@ fn parse_types(s: &str) -> Result<(ComponentType, ComponentType)> {
     Ok((t(a)?, t(r)?))
 }
 
+/// Every scheme `tune` times for `config`: the subgroup-scope tuning candidates, then the
+/// workgroup-scope ones where the device offers them.
+fn tunable_schemes(ctx: &Context, config: &GPUSubgroupMatrixConfig) -> Vec<TileScheme> {
+    let info = ctx.device_info();
+    let cpu = info.kind == vk_sgmat::device::DeviceKind::Cpu;
+    let sg = ctx.subgroup_size();
+    let mut all = vk_sgmat::tiling::tuning_candidates(config, &info.limits, sg, cpu);
+    all.extend(vk_sgmat::tiling::workgroup_tuning_candidates(config, info, sg));
+    all
+}
+
 /// The tile scheme called `name` among those `tune` times for the types' config.
 fn scheme_named(
     ctx: &Context,
@@ -236,11 +247,7 @@ fn scheme_named(
     name: &str,
 ) -> Result<vk_sgmat::tiling::TileScheme> {
     let config = ctx.choose_config(a, r, shape)?;
-    let info = ctx.device_info();
-    let cpu = info.kind == vk_sgmat::device::DeviceKind::Cpu;
-    let sg = ctx.subgroup_size();
-    let mut all = vk_sgmat::tiling::tuning_candidates(&config, &info.limits, sg, cpu);
-    all.extend(vk_sgmat::tiling::workgroup_tuning_candidates(&config, info, sg));
+    let all = tunable_schemes(ctx, &config);
     all.iter().copied().find(|s| s.name() == name).with_context(|| {
         let names: Vec<String> = all.iter().take(8).map(|s| s.name()).collect();
         format!(
@@ -511,8 +518,6 @@ fn tune<TA: Element, TC: Element>(
     let mut dc = ctx.zeros::<TC>(m, n)?;
     let check_rows = rows_to_check(m, n, 0, 16, &mut rng);
     let (expected, magnitude) = reference::<TA, TC>(&am, &bm, None, 1.0, 0.0, &check_rows);
-    let info = ctx.device_info();
-    let cpu = info.kind == vk_sgmat::device::DeviceKind::Cpu;
     let mut groups: Vec<Vec<report::TuneRow>> = Vec::new();
     let configs: Vec<_> = ctx
         .configs()
@@ -521,13 +526,8 @@ fn tune<TA: Element, TC: Element>(
         .filter(|c| only.is_none_or(|s| s == (c.m, c.n, c.k)))
         .collect();
     for config in configs {
-        let schemes: Vec<_> = vk_sgmat::tiling::tuning_candidates(&config, &info.limits, ctx.subgroup_size(), cpu)
+        let schemes: Vec<_> = tunable_schemes(ctx, &config)
             .into_iter()
-            .chain(vk_sgmat::tiling::workgroup_tuning_candidates(
-                &config,
-                info,
-                ctx.subgroup_size(),
-            ))
             .filter(|s| filter.is_empty() || filter.iter().any(|f| s.name().contains(f.as_str())))
             .collect();
         for (i, scheme) in schemes.iter().enumerate() {
@@ -546,12 +546,12 @@ fn tune<TA: Element, TC: Element>(
             let mut probe_list = vec![Probe::Full];
             if probes {
                 probe_list = Probe::PARTS.to_vec();
-                let max = info.limits.max_shared_memory;
+                // Sizes above the device's limit are refused by `time_probe` and skipped below.
                 probe_list.extend(
                     [32, 40, 48]
                         .map(|kib| kib * 1024)
                         .into_iter()
-                        .filter(|&b| b > g.shared_bytes && b <= max)
+                        .filter(|&b| b > g.shared_bytes)
                         .map(Probe::SharedAtLeast),
                 );
             }
