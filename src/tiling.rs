@@ -334,6 +334,14 @@ impl TileScheme {
                 )))
             }
         };
+        // The kernel reads A and B as arrays of their element type; the device enables 8-bit
+        // storage only where it has it.
+        if config.component_type.size_bytes() == 1 && !info.features.storage_buffer_8bit_access {
+            return Err(Error::Unsupported(format!(
+                "workgroup-scope schemes for {} -> {} read 8-bit arrays, which needs storageBuffer8BitAccess; {} lacks it",
+                config.component_type, config.result_type, info.name
+            )));
+        }
         let g = self.geometry(config);
         let entries = cm2.workgroup_entries(config);
         let fits = |&(mg, ng, kg, inv): &(u32, u32, u32, u32)| {
@@ -1134,6 +1142,7 @@ mod tests {
         };
         let mut info = crate::device::test_device(h200_limits(), Some(cm2));
         info.vendor_id = VENDOR_NVIDIA;
+        info.features.storage_buffer_8bit_access = true;
         info
     }
 
@@ -1226,8 +1235,13 @@ mod tests {
             msg.contains("VK_NV_cooperative_matrix2") && msg.contains("does not offer"),
             "{msg}"
         );
-        // Types the device lists no workgroup-scope entry for.
+        // 8-bit operands need 8-bit storage, whatever the device lists.
         let i8c = cfg(16, 16, 32, I8, I32);
+        let mut no8 = info.clone();
+        no8.features.storage_buffer_8bit_access = false;
+        let msg = e(TileScheme::workgroup(&i8c, &no8, 32, (1, 8), (8, 2), (64, 1)));
+        assert!(msg.contains("storageBuffer8BitAccess"), "{msg}");
+        // Types the device lists no workgroup-scope entry for.
         assert!(workgroup_candidates(&i8c, &info, 32).is_empty());
         let msg = e(TileScheme::workgroup(&i8c, &info, 32, (1, 8), (8, 2), (64, 1)));
         assert!(msg.contains("not offered") && msg.contains("none"), "{msg}");
