@@ -334,12 +334,20 @@ impl TileScheme {
                 )))
             }
         };
-        // The kernel reads A and B as arrays of their element type; the device enables 8-bit
-        // storage only where it has it.
-        if config.component_type.size_bytes() == 1 && !info.features.storage_buffer_8bit_access {
+        // The kernel reads A and B as arrays of their element type; the device enables 8- and
+        // 16-bit storage only where it has them.
+        let storage = match config.component_type.size_bytes() {
+            1 => Some(("storageBuffer8BitAccess", info.features.storage_buffer_8bit_access)),
+            2 => Some(("storageBuffer16BitAccess", info.features.storage_buffer_16bit_access)),
+            _ => None,
+        };
+        if let Some((feature, false)) = storage {
             return Err(Error::Unsupported(format!(
-                "workgroup-scope schemes for {} -> {} read 8-bit arrays, which needs storageBuffer8BitAccess; {} lacks it",
-                config.component_type, config.result_type, info.name
+                "workgroup-scope schemes for {} -> {} read {}-bit arrays, which needs {feature}; {} lacks it",
+                config.component_type,
+                config.result_type,
+                8 * config.component_type.size_bytes(),
+                info.name
             )));
         }
         let g = self.geometry(config);
@@ -1143,6 +1151,7 @@ mod tests {
         let mut info = crate::device::test_device(h200_limits(), Some(cm2));
         info.vendor_id = VENDOR_NVIDIA;
         info.features.storage_buffer_8bit_access = true;
+        info.features.storage_buffer_16bit_access = true;
         info
     }
 
@@ -1235,12 +1244,16 @@ mod tests {
             msg.contains("VK_NV_cooperative_matrix2") && msg.contains("does not offer"),
             "{msg}"
         );
-        // 8-bit operands need 8-bit storage, whatever the device lists.
+        // 8- and 16-bit operands need 8- and 16-bit storage, whatever the device lists.
         let i8c = cfg(16, 16, 32, I8, I32);
         let mut no8 = info.clone();
         no8.features.storage_buffer_8bit_access = false;
         let msg = e(TileScheme::workgroup(&i8c, &no8, 32, (1, 8), (8, 2), (64, 1)));
         assert!(msg.contains("storageBuffer8BitAccess"), "{msg}");
+        let mut no16 = info.clone();
+        no16.features.storage_buffer_16bit_access = false;
+        let msg = e(TileScheme::workgroup(&c, &no16, 32, (1, 8), (8, 2), (32, 1)));
+        assert!(msg.contains("storageBuffer16BitAccess"), "{msg}");
         // Types the device lists no workgroup-scope entry for.
         assert!(workgroup_candidates(&i8c, &info, 32).is_empty());
         let msg = e(TileScheme::workgroup(&i8c, &info, 32, (1, 8), (8, 2), (64, 1)));

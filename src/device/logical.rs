@@ -50,8 +50,10 @@ impl Device {
         // The workgroup-scope kernels read A and B through arrays of their element type.
         let cm2 = info.cooperative_matrix2.as_ref().is_some_and(|c| c.usable());
         let int8_storage = int8 && cm2 && info.features.storage_buffer_8bit_access;
+        // f16 configs imply 16-bit storage (the config filter requires it).
+        let storage16 = f16 || (bf16 && cm2 && info.features.storage_buffer_16bit_access);
 
-        let mut f11 = vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(f16);
+        let mut f11 = vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(storage16);
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
             .shader_float16(f16)
             .shader_int8(int8)
