@@ -4,7 +4,7 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kernel::{PushConstants, BINDINGS};
-use crate::tiling::Window;
+use crate::plan::Window;
 use ash::vk;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

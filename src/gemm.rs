@@ -10,10 +10,10 @@ use crate::error::{Error, Result};
 use crate::kernel::{Epilogue, KernelKey, Probe, PushConstants};
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
+use crate::plan::{choose_split_k, plan, plan_split_k, DispatchLimits, Pass, Problem};
 use crate::tiling::{
-    candidate_schemes, choose_split_k, not_oversized, pick_scheme, plan, plan_split_k, preferred_workgroup_schemes,
-    small_problem_scheme, workgroup_candidates, DispatchLimits, KernelScope, Layout, Pass, Problem, TileScheme,
-    VECTOR_BYTES,
+    candidate_schemes, not_oversized, pick_scheme, preferred_workgroup_schemes, small_problem_scheme,
+    workgroup_candidates, KernelScope, Layout, TileScheme, VECTOR_BYTES,
 };
 use half::{bf16, f16};
 use std::collections::HashMap;
@@ -162,7 +162,7 @@ pub struct GemmOptions {
     /// Tile scheme to use; default: chosen per problem (see [`Context::choose_scheme`]).
     pub scheme: Option<TileScheme>,
     /// K slices computed concurrently and summed by a reduction pass (split-K); default: chosen
-    /// per problem (see [`crate::tiling::choose_split_k`]; never on CPU drivers); `Some(1)` turns
+    /// per problem (see [`crate::plan::choose_split_k`]; never on CPU drivers); `Some(1)` turns
     /// it off. Ignored when the problem already needs several passes for the device's limits.
     pub split_k: Option<u32>,
 }
@@ -956,7 +956,7 @@ impl Context {
         geometry: &crate::tiling::TileGeometry,
         splits: u32,
         first: &KernelKey,
-        c: crate::tiling::Window,
+        c: crate::plan::Window,
         options: &GemmOptions,
     ) -> Result<Option<Split>> {
         let l = &self.limits;
@@ -1013,7 +1013,7 @@ impl Context {
                 rec.dispatch(pipeline.raw, self.pipelines.layout, bindings, &push, pass.groups)?;
             }
             rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
-            let whole = crate::tiling::Window {
+            let whole = crate::plan::Window {
                 bind_offset: 0,
                 bind_range: split.scratch_bytes,
                 start: 0,
@@ -1128,7 +1128,7 @@ struct Split {
     slice_bytes: u64,
     scratch_bytes: u64,
     /// C's window for the reduction.
-    c: crate::tiling::Window,
+    c: crate::plan::Window,
     /// The reduction's workgroups (x, y).
     groups: [u32; 2],
 }

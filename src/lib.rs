@@ -30,6 +30,7 @@ pub mod kernel;
 mod memory;
 mod peak;
 mod pipeline;
+pub mod plan;
 pub mod tiling;
 pub mod verify;
 

@@ -8,7 +8,7 @@ use crate::gemm::Context;
 use crate::kernel::peak::{CHAINS, SUBGROUPS};
 use crate::kernel::{generate_peak, PushConstants};
 use crate::memory::{Buffer, BufferKind};
-use crate::tiling::Window;
+use crate::plan::Window;
 
 /// One `peak` measurement.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -6,7 +6,7 @@ mod common;
 
 use common::{assert_no_validation_messages, context, run_case};
 use half::{bf16, f16};
-use vk_sgmat::tiling::DispatchLimits;
+use vk_sgmat::plan::DispatchLimits;
 use vk_sgmat::verify::{compare, reference, Rng};
 use vk_sgmat::{Context, ContextOptions, DeviceSelector, Error, GemmOptions, Layout, MatMut, MatRef};
 

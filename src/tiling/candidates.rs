@@ -1,0 +1,467 @@
+//! The schemes worth trying on a device, best first, and the default choice per problem.
+
+use super::{KernelScope, TileScheme};
+use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
+use crate::device::{DeviceInfo, DeviceLimits};
+
+/// The schemes vk-sgmat tries for `config`, best first, before filtering by the device. CPU
+/// drivers get only the small scheme: lavapipe compiles large unrolled kernels slowly.
+pub fn candidate_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    limits: &DeviceLimits,
+    subgroup_size: u32,
+    cpu_device: bool,
+) -> Vec<TileScheme> {
+    let es = config.component_type.size_bytes();
+    // (subgroups, fragments per subgroup, k_step in fragments of k). The GPU order is measured
+    // with `vk-sgmat tune` on the H200 (docs/performance.md): 4 subgroups of 4x4 fragments
+    // (128x128 tiles, two fragments of K per stage) first, then the other schemes that led there.
+    // CPU drivers take one small scheme with 64 bytes of K per stage.
+    type Shape = ((u32, u32), (u32, u32), u32);
+    let cpu_k = (64 / es).max(config.k).div_ceil(config.k);
+    let gpu: [Shape; 10] = [
+        ((2, 2), (4, 4), 2),
+        ((1, 4), (8, 2), 2),
+        ((2, 4), (4, 4), 2),
+        ((2, 4), (4, 2), 1),
+        ((2, 4), (2, 2), 2),
+        ((2, 2), (4, 2), 2),
+        ((2, 2), (2, 2), 2),
+        ((1, 2), (2, 2), 2),
+        ((1, 1), (2, 2), 2),
+        ((1, 1), (1, 1), 1),
+    ];
+    let cpu: [Shape; 3] = [
+        ((2, 2), (2, 2), cpu_k),
+        ((2, 2), (1, 1), cpu_k),
+        ((1, 1), (1, 1), cpu_k),
+    ];
+    // 16-bit accumulators leave room for 256x256 tiles (8 subgroups of 8x4 fragments): half the
+    // global traffic per multiply of 128x128, measured fastest for f16 -> f16 on the H200.
+    let wide: [Shape; 1] = [((2, 4), (8, 4), 2)];
+    // 8-bit inputs: 4 subgroups of 8x2 fragments measured fastest (autotuner on the H200).
+    let tall: [Shape; 1] = [((1, 4), (8, 2), 2)];
+    let gpu: Vec<Shape> = if config.result_type.size_bytes() == 2 {
+        wide.iter().chain(&gpu).copied().collect()
+    } else if es == 1 {
+        tall.iter().chain(&gpu).copied().collect()
+    } else {
+        gpu.to_vec()
+    };
+    let shapes: &[Shape] = if cpu_device { &cpu } else { &gpu };
+    let mut out = Vec::new();
+    for &(sg, fr, kf) in shapes {
+        // Fall back to deeper stages when a fragment's K is under 16 bytes.
+        for ks in [kf * config.k, 2 * kf * config.k, 4 * kf * config.k] {
+            if let Ok(s) = TileScheme::new(config, limits, subgroup_size, sg, fr, ks) {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// A wider set of schemes for the autotuner and `vk-sgmat tune`: 2 to 8 subgroups, workgroup tiles
+/// from 64 to 256 on a side, 4 to 16 accumulator fragments per subgroup (32 for 16-bit results), one
+/// to four fragment-k multiples per stage (32 to 128 bytes of row), single or double-buffered,
+/// with and without grouped raster; every one valid on the device. CPU devices get
+/// [`candidate_schemes`] only.
+pub fn tuning_candidates(
+    config: &GPUSubgroupMatrixConfig,
+    limits: &DeviceLimits,
+    subgroup_size: u32,
+    cpu_device: bool,
+) -> Vec<TileScheme> {
+    let mut out = candidate_schemes(config, limits, subgroup_size, cpu_device);
+    if cpu_device {
+        return out;
+    }
+    let es = config.component_type.size_bytes();
+    let sgs = [(2, 4), (4, 2), (2, 2), (1, 4), (4, 1), (2, 1), (1, 2)];
+    let mut frs = vec![(2, 2), (4, 2), (2, 4), (4, 4), (8, 2), (2, 8), (8, 1), (1, 8)];
+    // 16-bit accumulators take half the registers: up to 32 fragments per subgroup fit (256x256
+    // tiles with 8 subgroups, like NVIDIA's sample's fastest f16 kernels).
+    if config.result_type.size_bytes() == 2 {
+        frs.extend([(8, 4), (4, 8)]);
+    }
+    let mut k_steps: Vec<u32> = [config.k, 2 * config.k, 3 * config.k, 4 * config.k]
+        .into_iter()
+        .filter(|&k| k * es >= 32 && k * es <= 128)
+        .collect();
+    if k_steps.is_empty() {
+        k_steps.push(config.k);
+    }
+    for &(sm, sn) in &sgs {
+        for &(fm, fn_) in &frs {
+            let (bm, bn) = (sm * fm * config.m, sn * fn_ * config.n);
+            if !(64..=256).contains(&bm) || !(64..=256).contains(&bn) {
+                continue;
+            }
+            for &ks in &k_steps {
+                for stages in [1, 2] {
+                    let s = TileScheme::new(config, limits, subgroup_size, (sm, sn), (fm, fn_), ks)
+                        .and_then(|s| s.with_stages(stages, config, limits));
+                    if let Ok(s) = s {
+                        for s in [s, s.with_raster_group(8)] {
+                            if !out.contains(&s) {
+                                out.push(s);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Workgroup-scope schemes (see [`KernelScope::Workgroup`]) the device offers for `config`,
+/// largest workgroup first, then largest tile: tiles of 64 to 256 on a side, for each workgroup
+/// size the device lists, each with (K step, steps per loop iteration) of (64 bytes, 4),
+/// (64 bytes, 2) and (128 bytes, 2): on the H200, 256 bytes of K per iteration in 64-byte steps
+/// measured fastest for every tile (docs/performance.md). A tile keeps at most 512 bytes of
+/// accumulator per invocation (128x256 f32 over 256 invocations): more does not fit in
+/// registers. Empty where the device has no usable `VK_NV_cooperative_matrix2`.
+pub fn workgroup_candidates(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    workgroup_schemes(config, info, subgroup_size, &[(64, 4), (64, 2), (128, 2)])
+}
+
+/// PCI vendor id of NVIDIA.
+pub(crate) const VENDOR_NVIDIA: u32 = 0x10de;
+
+/// The workgroup-scope schemes taken by default, ahead of the subgroup-scope ones: those measured
+/// faster than every subgroup-scope scheme on the H200 (docs/performance.md), largest tile first:
+/// for 16-bit results 256x256 tiles with 256 invocations, then 128x128 with 128; for f32 results
+/// 128x128 with 128 invocations; each in 64-byte K steps, four per loop iteration. Then, for
+/// grids too small for those, 64x64 tiles with 128 invocations and two steps per iteration
+/// (1024x1024x1024 f16->f32: 21.3 us, against 25.3 for the best subgroup-scope tile). Only on
+/// NVIDIA, where they were measured; elsewhere the autotuner decides.
+pub fn preferred_workgroup_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    if info.vendor_id != VENDOR_NVIDIA || !config.component_type.is_float() {
+        return Vec::new();
+    }
+    // (tile rows, tile columns, invocations, K steps per loop iteration)
+    let wanted: &[(u32, u32, u32, u32)] = match config.result_type {
+        ComponentType::F16 => &[(256, 256, 256, 4), (128, 128, 128, 4), (64, 64, 128, 2)],
+        ComponentType::F32 => &[(128, 128, 128, 4), (64, 64, 128, 2)],
+        _ => &[],
+    };
+    let es = config.component_type.size_bytes();
+    let candidates = workgroup_candidates(config, info, subgroup_size);
+    wanted
+        .iter()
+        .filter_map(|&(bm, bn, threads, stages)| {
+            candidates.iter().copied().find(|s| {
+                let g = s.geometry(config);
+                (g.bm, g.bn, g.threads) == (bm, bn, threads) && g.bk * es == 64 && s.stages == stages
+            })
+        })
+        .collect()
+}
+
+/// Whether a `bm x bn` tile is at most twice an `m x n` problem in each direction (so at most half
+/// of a tile's rows or columns are wasted): the size rule of both the heuristic and the autotuner.
+pub fn not_oversized(bm: usize, bn: usize, m: usize, n: usize) -> bool {
+    bm <= 2 * m.max(1) && bn <= 2 * n.max(1)
+}
+
+/// The scheme for problems too small for any candidate to fill the GPU: 2 subgroups of 2x2
+/// fragments (32x64 with 16x16 fragments) where `subgroup_scope` has it, else its last
+/// (smallest) scheme.
+pub fn small_problem_scheme(subgroup_scope: &[TileScheme]) -> Option<TileScheme> {
+    subgroup_scope
+        .iter()
+        .find(|s| s.scope == KernelScope::Subgroup && (s.sg_m, s.sg_n, s.fr_m, s.fr_n) == (1, 2, 2, 2))
+        .or(subgroup_scope.last())
+        .copied()
+}
+
+/// The default scheme for an `m x n` output from `candidates` (best first), `small` being
+/// [`small_problem_scheme`]'s pick. Every choice has a tile at most twice the problem in each
+/// direction ([`not_oversized`]). On GPUs: the first candidate with at least 2x2 fragments per
+/// subgroup whose grid puts about 1024 subgroups to work; where none does, `small`: on the H200 its 32x64 tile ran fastest from
+/// 64x64x64 to 512x512x512 (4.8 us of GPU time at 64^3, against 11.6 for a 128x128 tile),
+/// where latency, not throughput, decides. CPU drivers take the first candidate that fits.
+/// Failing all that, the last candidate.
+pub fn pick_scheme(
+    candidates: &[TileScheme],
+    small: Option<TileScheme>,
+    config: &GPUSubgroupMatrixConfig,
+    (m, n): (usize, usize),
+    cpu_device: bool,
+) -> Option<TileScheme> {
+    const FILL_SUBGROUPS: usize = 1024;
+    let fits = |s: &&TileScheme| {
+        let g = s.geometry(config);
+        not_oversized(g.bm as usize, g.bn as usize, m, n)
+    };
+    let fills = |s: &&TileScheme| {
+        let g = s.geometry(config);
+        let tiles = m.div_ceil(g.bm as usize) * n.div_ceil(g.bn as usize);
+        tiles * (s.sg_m * s.sg_n) as usize >= FILL_SUBGROUPS
+    };
+    let first_fit = candidates.iter().find(fits);
+    let chosen = if cpu_device {
+        first_fit
+    } else {
+        // At least 2x2 fragments per subgroup: single-fragment subgroups fill any grid but
+        // ran slower than `small` (512x512x512: 18.3 against 21.9 TFLOP/s).
+        candidates
+            .iter()
+            .filter(fits)
+            .filter(|s| s.fr_m * s.fr_n >= 4)
+            .find(fills)
+            .or(small.as_ref().filter(fits))
+            .or(first_fit)
+    };
+    chosen.or(candidates.last()).copied()
+}
+
+/// [`workgroup_candidates`] and more, for `vk-sgmat tune`: K steps of 32 to 128 bytes, 1 to 8 of
+/// them per loop iteration, and grouped raster.
+pub fn workgroup_tuning_candidates(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    let mut out = workgroup_candidates(config, info, subgroup_size);
+    let mut steps = Vec::new();
+    for k_bytes in [32, 64, 128] {
+        for stages in [1, 2, 4, 8] {
+            steps.push((k_bytes, stages));
+        }
+    }
+    for s in workgroup_schemes(config, info, subgroup_size, &steps) {
+        for s in [s, s.with_raster_group(8)] {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// Workgroup-scope schemes for every listed (K step in bytes, steps per iteration).
+fn workgroup_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+    steps: &[(u32, u32)],
+) -> Vec<TileScheme> {
+    let Some(cm2) = &info.cooperative_matrix2 else {
+        return Vec::new();
+    };
+    let es = config.component_type.size_bytes();
+    let rs = config.result_type.size_bytes();
+    let tiles = [
+        (256, 256),
+        (128, 256),
+        (256, 128),
+        (128, 128),
+        (64, 128),
+        (128, 64),
+        (64, 64),
+    ];
+    let mut entries = cm2.workgroup_entries(config);
+    entries.sort_by_key(|&(_, _, _, invocations)| std::cmp::Reverse(invocations));
+    let mut out = Vec::new();
+    for (_, _, _, invocations) in entries {
+        let subgroups = invocations / subgroup_size;
+        if subgroups == 0 || invocations % subgroup_size != 0 || !subgroups.is_power_of_two() {
+            continue;
+        }
+        for &(bm, bn) in &tiles {
+            if bm * bn * rs > 512 * invocations {
+                continue;
+            }
+            // Any split of the subgroups that divides the tile names it: the kernel only uses
+            // the tile and the workgroup size.
+            let split = (0..=subgroups.trailing_zeros())
+                .map(|i| (subgroups >> i, 1 << i))
+                .find(|&(sm, sn)| bm % (sm * config.m) == 0 && bn % (sn * config.n) == 0);
+            let Some((sm, sn)) = split else { continue };
+            let fr = (bm / (sm * config.m), bn / (sn * config.n));
+            for &(k_bytes, stages) in steps {
+                let bk = (k_bytes / es).next_multiple_of(config.k);
+                if let Ok(s) = TileScheme::workgroup(config, info, subgroup_size, (sm, sn), fr, (bk, stages)) {
+                    if !out.contains(&s) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ComponentType::*;
+    use crate::error::Result;
+    use crate::tiling::test_support::{cfg, h200_limits, h200_with_cm2, lavapipe_limits};
+
+    #[test]
+    fn every_known_config_has_a_scheme() {
+        for c in [
+            cfg(8, 8, 8, F16, F16),
+            cfg(8, 8, 8, F16, F32),
+            cfg(8, 8, 8, U8, U32),
+            cfg(8, 8, 8, I8, I32),
+        ] {
+            let v = candidate_schemes(&c, &lavapipe_limits(), 8, true);
+            assert!(!v.is_empty(), "{c}");
+            let g = v[0].geometry(&c);
+            assert_eq!((g.bm, g.bn), (32, 32), "{c}");
+        }
+        for c in [
+            cfg(16, 16, 16, F16, F32),
+            cfg(16, 8, 16, F16, F16),
+            cfg(16, 8, 8, F16, F32),
+            cfg(16, 16, 32, I8, I32),
+            cfg(16, 8, 32, U8, U32),
+            cfg(16, 16, 16, Bf16, F32),
+        ] {
+            assert!(!candidate_schemes(&c, &h200_limits(), 32, false).is_empty(), "{c}");
+        }
+    }
+
+    #[test]
+    fn tuning_candidates_are_valid_and_varied() {
+        let c = cfg(16, 16, 16, F16, F32);
+        let l = h200_limits();
+        let v = tuning_candidates(&c, &l, 32, false);
+        assert!(v.len() > 20, "{}", v.len());
+        assert!(v.iter().all(|s| s.check(&c, &l).is_ok()));
+        assert!(v.iter().any(|s| s.stages == 2));
+        assert_eq!(
+            tuning_candidates(&c, &lavapipe_limits(), 8, true),
+            candidate_schemes(&c, &lavapipe_limits(), 8, true)
+        );
+    }
+
+    #[test]
+    fn default_scheme_fills_the_gpu_or_takes_the_small_tile() {
+        let c = cfg(16, 16, 16, F16, F32);
+        let info = h200_with_cm2();
+        let sg = candidate_schemes(&c, &info.limits, 32, false);
+        let mut all = preferred_workgroup_schemes(&c, &info, 32);
+        all.extend(sg.iter().copied());
+        let small = small_problem_scheme(&sg);
+        let pick = |m, n| pick_scheme(&all, small, &c, (m, n), false).unwrap().name();
+        // The sizes measured on the H200 (docs/performance.md, "Small problems").
+        assert_eq!(pick(64, 64), "sg1x2_fr2x2_k32_s32");
+        assert_eq!(pick(512, 512), "sg1x2_fr2x2_k32_s32");
+        assert_eq!(pick(16, 4096), "sg1x2_fr2x2_k32_s32");
+        assert_eq!(pick(1024, 1024), "wg_t128_fr4x4_k32_u2");
+        assert_eq!(pick(2048, 2048), "wg_t128_fr8x8_k32_u4");
+        assert_eq!(pick(4096, 11008), "wg_t128_fr8x8_k32_u4");
+        // Without the extension: the largest subgroup-scope tile whose grid fills the GPU.
+        let plain = crate::device::test_device(h200_limits(), None);
+        assert!(preferred_workgroup_schemes(&c, &plain, 32).is_empty());
+        let pick = |m, n| pick_scheme(&sg, small, &c, (m, n), false).unwrap();
+        assert_eq!(pick(4096, 4096).name(), "sg2x2_fr4x4_k32_s32");
+        let g = pick(1024, 1024).geometry(&c);
+        assert_eq!((g.bm, g.bn, g.threads), (64, 128, 256));
+        // A tile is never more than twice the problem; one that is, is the last resort only.
+        let tiny = cfg(16, 16, 16, F16, F32);
+        let only_big = [sg[0]];
+        assert_eq!(pick_scheme(&only_big, None, &tiny, (8, 8), false), Some(sg[0]));
+        // CPU drivers: the first candidate that fits, whatever its grid.
+        let lp = candidate_schemes(&cfg(8, 8, 8, F16, F32), &lavapipe_limits(), 8, true);
+        let lp_small = small_problem_scheme(&lp);
+        let p = pick_scheme(&lp, lp_small, &cfg(8, 8, 8, F16, F32), (64, 64), true).unwrap();
+        assert_eq!(p, lp[0]);
+    }
+
+    #[test]
+    fn measured_workgroup_schemes_lead_on_nvidia_only() {
+        let c = cfg(16, 16, 16, F16, F32);
+        let mut info = h200_with_cm2();
+        let names: Vec<String> = preferred_workgroup_schemes(&c, &info, 32)
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(names, ["wg_t128_fr8x8_k32_u4", "wg_t128_fr4x4_k32_u2"]);
+        let names: Vec<String> = preferred_workgroup_schemes(&cfg(16, 16, 16, F16, F16), &info, 32)
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(
+            names,
+            ["wg_t256_fr16x16_k32_u4", "wg_t128_fr8x8_k32_u4", "wg_t128_fr4x4_k32_u2"]
+        );
+        // Integer configs keep the subgroup-scope default (a tie on the H200).
+        assert!(preferred_workgroup_schemes(&cfg(16, 16, 32, I8, I32), &info, 32).is_empty());
+        info.vendor_id = 0x1002;
+        assert!(preferred_workgroup_schemes(&c, &info, 32).is_empty());
+    }
+
+    #[test]
+    fn workgroup_schemes_follow_the_device() {
+        let c = cfg(16, 16, 16, F16, F32);
+        let info = h200_with_cm2();
+        let v = workgroup_candidates(&c, &info, 32);
+        assert!(v
+            .iter()
+            .all(|s| s.scope == KernelScope::Workgroup && s.check_device(&c, &info).is_ok()));
+        let g = v[0].geometry(&c);
+        assert_eq!((g.bm, g.bn, g.bk, g.threads, g.shared_bytes), (128, 256, 32, 256, 0));
+        assert_eq!(v[0].name(), "wg_t256_fr8x16_k32_u4");
+        // Largest workgroups first; no more than 512 bytes of accumulator per invocation (one
+        // 32-invocation workgroup may take 64x64, not 128x256).
+        let threads: Vec<u32> = v.iter().map(|s| s.geometry(&c).threads).collect();
+        assert!(threads.windows(2).all(|w| w[0] >= w[1]), "{threads:?}");
+        assert_eq!(threads.iter().filter(|&&t| t == 256).count(), 6 * 3);
+        assert!(v.iter().all(|s| {
+            let g = s.geometry(&c);
+            g.bm * g.bn * 4 <= 512 * g.threads
+        }));
+        let last = v.last().unwrap().geometry(&c);
+        assert_eq!((last.bm, last.bn, last.threads), (64, 64, 32));
+
+        let e = |r: Result<TileScheme>| r.unwrap_err().to_string();
+        // No extension, or an extension without workgroup scope: the error says what is missing.
+        let plain = crate::device::test_device(h200_limits(), None);
+        assert!(workgroup_candidates(&c, &plain, 32).is_empty());
+        let msg = e(TileScheme::workgroup(&c, &plain, 32, (1, 8), (8, 2), (32, 1)));
+        assert!(
+            msg.contains("VK_NV_cooperative_matrix2") && msg.contains("does not offer"),
+            "{msg}"
+        );
+        // 8- and 16-bit operands need 8- and 16-bit storage, whatever the device lists.
+        let i8c = cfg(16, 16, 32, I8, I32);
+        let mut no8 = info.clone();
+        no8.features.storage_buffer_8bit_access = false;
+        let msg = e(TileScheme::workgroup(&i8c, &no8, 32, (1, 8), (8, 2), (64, 1)));
+        assert!(msg.contains("storageBuffer8BitAccess"), "{msg}");
+        let mut no16 = info.clone();
+        no16.features.storage_buffer_16bit_access = false;
+        let msg = e(TileScheme::workgroup(&c, &no16, 32, (1, 8), (8, 2), (32, 1)));
+        assert!(msg.contains("storageBuffer16BitAccess"), "{msg}");
+        // Types the device lists no workgroup-scope entry for.
+        assert!(workgroup_candidates(&i8c, &info, 32).is_empty());
+        let msg = e(TileScheme::workgroup(&i8c, &info, 32, (1, 8), (8, 2), (64, 1)));
+        assert!(msg.contains("not offered") && msg.contains("none"), "{msg}");
+        // A workgroup size with no entry, a tile off the granularity, a dimension too large.
+        let msg = e(TileScheme::workgroup(&c, &info, 32, (1, 3), (8, 2), (32, 1)));
+        assert!(
+            msg.contains("96 invocations") && msg.contains("256 invocations"),
+            "{msg}"
+        );
+        let cn8 = cfg(16, 8, 16, F16, F32);
+        assert!(e(TileScheme::workgroup(&cn8, &info, 32, (8, 1), (1, 1), (32, 1))).contains("not offered"));
+        assert!(e(TileScheme::workgroup(&c, &info, 32, (1, 8), (32, 2), (32, 1))).contains("exceeds"));
+    }
+}
