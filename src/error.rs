@@ -139,6 +139,10 @@ pub enum Error {
     #[error("unsupported: {0}")]
     Unsupported(String),
 
+    /// An option is out of its range; the message names the option and the range.
+    #[error("invalid option: {0}")]
+    InvalidOption(String),
+
     /// Device-resident matrices from different contexts, or of the wrong role, were mixed.
     #[error("invalid operand: {0}")]
     InvalidOperand(String),

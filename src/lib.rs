@@ -20,27 +20,29 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod autotune;
+mod api;
 pub mod config;
 pub mod device;
-mod dispatch;
 pub mod error;
-mod gemm;
 pub mod kernel;
 mod memory;
 mod peak;
 mod pipeline;
 pub mod plan;
+mod record;
+mod submit;
 pub mod tiling;
+mod tune;
 pub mod verify;
 
+pub use api::{
+    default_context, gemm, Context, ContextOptions, DeviceMatrix, Element, GemmOptions, MatMut, MatRef, MAX_SPLIT_K,
+};
 pub use config::{ComponentType, GPUSubgroupMatrixConfig};
 pub use device::DeviceSelector;
-pub use dispatch::median;
 pub use error::{Error, Result};
-pub use gemm::{
-    default_context, gemm, Context, ContextOptions, DeviceMatrix, Element, GemmOptions, MatMut, MatRef, MAX_DIM,
-};
 pub use kernel::Probe;
 pub use peak::{FillResult, PeakResult};
+pub use plan::MAX_DIM;
+pub use submit::median;
 pub use tiling::Layout;

@@ -1,14 +1,15 @@
 //! `peak`: the register-resident multiply-accumulate ceiling of one config on this device (see
 //! [`crate::kernel::peak`] for the kernel). GEMM throughput is read as a fraction of it.
 
+use crate::api::Context;
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
-use crate::dispatch::{Access, TimestampPool};
 use crate::error::{Error, Result};
-use crate::gemm::Context;
 use crate::kernel::peak::{CHAINS, SUBGROUPS};
 use crate::kernel::{generate_peak, PushConstants};
 use crate::memory::{Buffer, BufferKind};
 use crate::plan::Window;
+use crate::record::Access;
+use crate::submit::TimestampPool;
 
 /// One `peak` measurement.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -5,6 +5,7 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kernel::{self, KernelKey, PushConstants, BINDINGS};
+use crate::plan::{GemmPlan, Kernel};
 use ash::vk;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ impl Drop for Pipeline {
 /// All pipelines of a context.
 pub(crate) struct Pipelines {
     map: Mutex<HashMap<KernelKey, Arc<Pipeline>>>,
-    reduce: Mutex<HashMap<(crate::config::ComponentType, kernel::Epilogue), Arc<Pipeline>>>,
+    reduce: Mutex<HashMap<(crate::config::ComponentType, kernel::Epilogue, u32), Arc<Pipeline>>>,
     pub set_layout: vk::DescriptorSetLayout,
     pub layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
@@ -113,7 +114,7 @@ impl Pipelines {
         epilogue: kernel::Epilogue,
         subgroup_size: u32,
     ) -> Result<Arc<Pipeline>> {
-        let key = (result_type, epilogue);
+        let key = (result_type, epilogue, subgroup_size);
         if let Some(p) = self.reduce.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(p.clone());
         }
@@ -121,6 +122,26 @@ impl Pipelines {
         let pipeline = Arc::new(self.build(&words, subgroup_size)?);
         let mut map = self.reduce.lock().unwrap_or_else(|e| e.into_inner());
         Ok(map.entry(key).or_insert(pipeline).clone())
+    }
+
+    /// The pipeline of a plan's kernel, created on first use.
+    pub fn kernel(&self, kernel: &Kernel) -> Result<Arc<Pipeline>> {
+        match *kernel {
+            Kernel::Gemm(ref key) => self.get(key),
+            Kernel::Reduce {
+                result_type,
+                epilogue,
+                subgroup_size,
+            } => self.get_reduce(result_type, epilogue, subgroup_size),
+        }
+    }
+
+    /// Creates every pipeline `plan` needs, so a failure surfaces before anything is recorded.
+    pub fn prepare(&self, plan: &GemmPlan) -> Result<()> {
+        for k in plan.kernels() {
+            self.kernel(&k)?;
+        }
+        Ok(())
     }
 
     /// How many pipelines exist.
@@ -132,7 +153,7 @@ impl Pipelines {
         let limits = &self.device.info().limits;
         key.scheme.check_device(&key.config, self.device.info())?;
         let threads = key.scheme.geometry(&key.config).threads;
-        let sg = key.scheme.subgroup_size;
+        let sg = key.scheme.subgroup_size();
         if threads % sg != 0 {
             return Err(Error::InvalidTileScheme(format!(
                 "workgroup size {threads} is not a multiple of the subgroup size {sg}"

@@ -8,8 +8,8 @@
 //! with `u` the unit roundoff of the accumulator and result types (2^-11 for f16, 2^-24 for f32).
 //! Integer results must match exactly. Any non-finite output where the reference is finite fails.
 
+use crate::api::{Element, MatRef};
 use crate::config::ComponentType;
-use crate::gemm::{Element, MatRef};
 use crate::tiling::Layout;
 
 /// A small, fast, seedable generator (SplitMix64): fresh inputs each run, reproducible by seed.

@@ -212,14 +212,11 @@ fn multi_pass_plans_are_correct() {
     ];
     for (i, l) in layouts.into_iter().enumerate() {
         let shape = [(130, 150, 70), (67, 200, 45), (150, 66, 91), (97, 97, 97)][i];
-        let (_, passes) = ctx
+        let plan = ctx
             .plan_gemm::<f16, f32>(shape.0, shape.1, shape.2, l, &GemmOptions::default())
             .unwrap();
-        assert!(
-            passes.len() > 1,
-            "{shape:?} {l:?}: expected a multi-pass plan, got {}",
-            passes.len()
-        );
+        let passes = plan.gemm_dispatches().count();
+        assert!(passes > 1, "{shape:?} {l:?}: expected a multi-pass plan, got {passes}");
         for opts in [
             GemmOptions::default(),
             GemmOptions {
@@ -245,7 +242,7 @@ fn multi_pass_plans_are_correct() {
         assert!(check.passed, "i8 {shape:?} {l:?}: {check:?}");
     }
     // Column-major A with a long K: only chunks along K shrink its window.
-    let (_, passes) = ctx
+    let plan = ctx
         .plan_gemm::<f16, f32>(
             16,
             16,
@@ -255,7 +252,7 @@ fn multi_pass_plans_are_correct() {
         )
         .unwrap();
     assert!(
-        passes.iter().any(|p| p.accumulate),
+        plan.dispatches.iter().any(|d| d.after_previous),
         "a long K must be split into accumulating passes"
     );
     // Row-major A whose 16 rows of K = 4000 exceed the range cannot be split: a typed error.
@@ -341,9 +338,10 @@ fn autotune_stores_and_reuses_winners() {
     }
     // Another shape of the same bucket, in a new context: the stored winner, no timing.
     let ctx = make();
-    let (key, _) = ctx
+    let key = ctx
         .plan_gemm::<f16, f32>(120, 70, 100, layouts, &GemmOptions::default())
-        .unwrap();
+        .unwrap()
+        .main_kernel();
     assert_eq!(Some(key.scheme), stored);
     let check = run_case::<f16, f32>(&ctx, &mut rng, (120, 70, 100), layouts, 0, &GemmOptions::default());
     assert!(check.passed, "{check:?}");
@@ -369,7 +367,7 @@ fn workgroup_scope_schemes_run_where_offered_and_are_refused_elsewhere() {
     let wg: Vec<TileScheme> = ctx
         .schemes(&config)
         .into_iter()
-        .filter(|s| s.scope == KernelScope::Workgroup)
+        .filter(|s| s.scope() == KernelScope::Workgroup)
         .collect();
     assert_eq!(offered, !wg.is_empty(), "{wg:?}");
     if offered {
@@ -390,18 +388,15 @@ fn workgroup_scope_schemes_run_where_offered_and_are_refused_elsewhere() {
             }
         }
     } else {
-        let scheme = TileScheme {
-            subgroup_size: ctx.subgroup_size(),
-            sg_m: 1,
-            sg_n: 4,
-            fr_m: 4,
-            fr_n: 1,
-            k_step: 4 * config.k,
-            pad_bytes: 0,
-            stages: 1,
-            raster_group: 0,
-            scope: KernelScope::Workgroup,
-        };
+        let scheme = TileScheme::workgroup_for_limits(
+            &config,
+            &ctx.device_info().limits,
+            ctx.subgroup_size(),
+            (1, 4),
+            (4, 1),
+            (4 * config.k, 1),
+        )
+        .unwrap();
         let a = vec![f16::ONE; 8 * 8];
         let mut c = vec![42.0f32; 8 * 8];
         let options = GemmOptions {

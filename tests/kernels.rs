@@ -215,19 +215,17 @@ fn workgroup_scope_kernels_pass_spirv_val() {
         for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group) in
             [((1, 8), (8, 2), 128, 1, 8), ((1, 4), (8, 2), 64, 4, 0)]
         {
-            let scheme = TileScheme {
-                subgroup_size: 32,
-                sg_m,
-                sg_n,
-                fr_m,
-                fr_n,
-                k_step: k_bytes / es,
-                pad_bytes: 0,
-                stages,
-                raster_group,
-                scope: KernelScope::Workgroup,
-            };
-            scheme.check(&config, &limits(32, 49152)).unwrap();
+            let scheme = TileScheme::workgroup_for_limits(
+                &config,
+                &limits(32, 49152),
+                32,
+                (sg_m, sg_n),
+                (fr_m, fr_n),
+                (k_bytes / es, stages),
+            )
+            .and_then(|s| s.with_raster_group(raster_group))
+            .unwrap();
+            assert_eq!(scheme.scope(), KernelScope::Workgroup);
             for a_layout in LAYOUTS {
                 for b_layout in LAYOUTS {
                     for epilogue in EPILOGUES {
@@ -346,18 +344,15 @@ fn golden_disassembly() {
     // The H200's workgroup-scope default for f16 -> f32, with a transposed A and beta.
     keys.push(KernelKey {
         config: cfg(16, 16, 16, F16, F32),
-        scheme: TileScheme {
-            subgroup_size: 32,
-            sg_m: 1,
-            sg_n: 4,
-            fr_m: 8,
-            fr_n: 2,
-            k_step: 32,
-            pad_bytes: 0,
-            stages: 4,
-            raster_group: 0,
-            scope: KernelScope::Workgroup,
-        },
+        scheme: TileScheme::workgroup_for_limits(
+            &cfg(16, 16, 16, F16, F32),
+            &limits(32, 49152),
+            32,
+            (1, 4),
+            (8, 2),
+            (32, 4),
+        )
+        .unwrap(),
         a_layout: Layout::ColMajor,
         b_layout: Layout::RowMajor,
         epilogue: Epilogue {

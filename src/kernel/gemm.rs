@@ -113,17 +113,17 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     // (unit bytes, pitch in units, units per stage) of each operand's array.
     let shape = |outer: u32, inner: u32, run: u32| {
         let unit_bytes = shared_unit(run).expect("scheme checked");
-        let pitch_bytes = inner * es + s.pad_bytes;
+        let pitch_bytes = inner * es + s.pad_bytes();
         (unit_bytes, pitch_bytes / unit_bytes, outer * pitch_bytes / unit_bytes)
     };
     let (unit_a, pitch_a, stage_units_a) = shape(a_outer, a_inner, a_run);
     let (unit_b, pitch_b, stage_units_b) = shape(b_outer, b_inner, b_run);
-    let mut len_a = s.stages * stage_units_a;
-    let mut len_b = s.stages * stage_units_b;
+    let mut len_a = s.stages() * stage_units_a;
+    let mut len_b = s.stages() * stage_units_b;
     // The epilogue's staging tiles (one fragment per subgroup, used only after the main loop by
     // workgroups on the M/N edge) live in the larger operand array: they cost no shared memory,
     // which on NVIDIA decides how many workgroups share an SM.
-    let stage_bytes = s.sg_m * s.sg_n * cfg.m * cfg.n * rs;
+    let stage_bytes = s.sg_m() * s.sg_n() * cfg.m * cfg.n * rs;
     let staging_in_a = len_a * unit_a >= len_b * unit_b;
     let (host_len, host_unit, other_bytes) = if staging_in_a {
         (&mut len_a, unit_a, len_b * unit_b)
@@ -179,7 +179,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let l_entry = mb.b.begin_block(None)?;
 
     // Function-scope variables must open the first block.
-    let n_frag = (s.fr_m * s.fr_n) as usize;
+    let n_frag = (s.fr_m() * s.fr_n()) as usize;
     let acc_vars: Vec<Word> = (0..n_frag)
         .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
         .collect();
@@ -217,10 +217,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 
     let c_bm = u!(g.bm);
     let c_bn = u!(g.bn);
-    let (wg_x, wg_y) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), s.raster_group)?;
+    let (wg_x, wg_y) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), s.raster_group())?;
     let m0 = b.b.i_mul(t_u32, None, wg_y, c_bm)?;
     let n0 = b.b.i_mul(t_u32, None, wg_x, c_bn)?;
-    let c_sgn = u!(s.sg_n);
+    let c_sgn = u!(s.sg_n());
     let sg_m = b.b.u_div(t_u32, None, sg, c_sgn)?;
     let sg_n = b.b.u_mod(t_u32, None, sg, c_sgn)?;
 
@@ -337,7 +337,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
     // Fragment offsets in shared units: a per-subgroup base plus compile-time constants.
     let a_sg_rows = b.b.i_mul(t_u32, None, sg_m, c_bm)?;
-    let c_sgm = u!(s.sg_m);
+    let c_sgm = u!(s.sg_m());
     let a_sg_rows = b.b.u_div(t_u32, None, a_sg_rows, c_sgm)?; // sg_m * fr_m * cm
     let b_sg_cols = b.b.i_mul(t_u32, None, sg_n, c_bn)?;
     let b_sg_cols = b.b.u_div(t_u32, None, b_sg_cols, c_sgn)?; // sg_n * fr_n * cn
@@ -385,7 +385,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     // after all passed the barrier below, so one barrier per step suffices. The buffer is a
     // compile-time constant (the loop is unrolled by two) so fragment addresses stay immediate.
     let step = |b: &mut ModuleBuilder, kb: Word, stage: u32| -> BuildResult<()> {
-        if s.stages == 1 {
+        if s.stages() == 1 {
             barrier(b)?;
         }
         if probe != Probe::MmaOnly {
@@ -412,7 +412,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         }
         for kk in 0..g.bk / cfg.k {
             let mut a_frags = Vec::new();
-            for i in 0..s.fr_m {
+            for i in 0..s.fr_m() {
                 let at = b.add_u(a_base, a_frag_off(i, kk) + stage * stage_units_a)?;
                 let p = b.b.access_chain(p_wg_unit_a, None, sh_a, [at])?;
                 a_frags.push(b.b.cooperative_matrix_load_khr(
@@ -425,13 +425,13 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                     [],
                 )?);
             }
-            for j in 0..s.fr_n {
+            for j in 0..s.fr_n() {
                 let at = b.add_u(b_base, b_frag_off(j, kk) + stage * stage_units_b)?;
                 let p = b.b.access_chain(p_wg_unit_b, None, sh_b, [at])?;
                 let bf =
                     b.b.cooperative_matrix_load_khr(t_mat_b, None, p, b_layout_id, Some(c_pitch_b), np, [])?;
-                for i in 0..s.fr_m {
-                    let slot = (i * s.fr_n + j) as usize;
+                for i in 0..s.fr_m() {
+                    let slot = (i * s.fr_n() + j) as usize;
                     acc[slot] = b.b.cooperative_matrix_mul_add_khr(
                         t_mat_acc,
                         None,
@@ -450,9 +450,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
 
     prefetch_all(b, c0)?;
-    b.counted_loop(l_entry, (c0, pk, s.stages * g.bk), |b, kb| {
+    b.counted_loop(l_entry, (c0, pk, s.stages() * g.bk), |b, kb| {
         step(b, kb, 0)?;
-        if s.stages == 2 {
+        if s.stages() == 2 {
             // The second buffer's step, if K has one more (workgroup-uniform, so its barrier is too).
             let kb1 = b.b.i_add(t_u32, None, kb, c_bk)?;
             let more1 = b.b.u_less_than(t_bool, None, kb1, pk)?;
@@ -531,9 +531,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     // index and, per result in it, (in bounds, C index).
     type LaneWord = (Word, Vec<(Word, Word)>);
     let lane_words = |b: &mut ModuleBuilder, row: Word, col: Word| -> BuildResult<Vec<LaneWord>> {
-        (0..frag_words / s.subgroup_size)
+        (0..frag_words / s.subgroup_size())
             .map(|t| {
-                let c_t = b.c_u32(t * s.subgroup_size);
+                let c_t = b.c_u32(t * s.subgroup_size());
                 let w = b.b.i_add(t_u32, None, lane, c_t)?;
                 let elems = (0..per_word)
                     .map(|h| {
@@ -571,9 +571,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 
     // Interior workgroups: every fragment straight to global memory.
     b.b.begin_block(Some(l_direct))?;
-    for i in 0..s.fr_m {
-        for j in 0..s.fr_n {
-            let slot = (i * s.fr_n + j) as usize;
+    for i in 0..s.fr_m() {
+        for j in 0..s.fr_n() {
+            let slot = (i * s.fr_n() + j) as usize;
             let row = b.add_u(row_sg, i * cfg.m)?;
             let col = b.add_u(col_sg, j * cfg.n)?;
             let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;
@@ -599,9 +599,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let stage_unit_base = b.mul_u(sg, frag_words * 4 / host_unit)?;
     let p_stage0 = b.b.access_chain(p_wg_host, None, sh_host, [stage_unit_base])?;
     let c_stage_stride = u!(cfg.n * rs / host_unit);
-    for i in 0..s.fr_m {
-        for j in 0..s.fr_n {
-            let slot = (i * s.fr_n + j) as usize;
+    for i in 0..s.fr_m() {
+        for j in 0..s.fr_n() {
+            let slot = (i * s.fr_n() + j) as usize;
             let row = b.add_u(row_sg, i * cfg.m)?;
             let col = b.add_u(col_sg, j * cfg.n)?;
             let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;

@@ -122,7 +122,7 @@ impl KernelKey {
 /// of A and B are in 16-byte vectors, of C in elements; alpha and beta are the bit patterns of the
 /// result type's scalar (f32 bits for f16 results, converted in the kernel).
 #[repr(C)]
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable, Serialize)]
 pub struct PushConstants {
     /// Rows of this pass.
     pub m: u32,
@@ -161,10 +161,12 @@ pub fn generate_reduce(result_type: crate::config::ComponentType, epilogue: Epil
     reduce::emit(result_type, epilogue).map_err(|e| Error::Codegen(format!("reduce {result_type}: {e}")))
 }
 
-/// Generates the SPIR-V words of a kernel. The scheme must already be checked against the config
-/// ([`TileScheme::check`]).
+/// Generates the SPIR-V words of a kernel. The scheme is checked against the key's config first
+/// (without device limits: [`TileScheme::check_device`] is the pipeline's job), since a key can
+/// pair any scheme with any config.
 pub fn generate(key: &KernelKey) -> Result<Vec<u32>> {
-    let words = match key.scheme.scope {
+    key.scheme.check(&key.config, &crate::device::DeviceLimits::default())?;
+    let words = match key.scheme.scope() {
         KernelScope::Subgroup => gemm::emit(key),
         KernelScope::Workgroup => workgroup::emit(key),
     };

@@ -136,7 +136,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
     let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
     let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
-    let (tx, ty) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), s.raster_group)?;
+    let (tx, ty) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), s.raster_group())?;
     let m0 = b.mul_u(ty, g.bm)?;
     let n0 = b.mul_u(tx, g.bn)?;
 
@@ -218,7 +218,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let n_end = b.add_u(n0, g.bn)?;
     let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
     let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
-    let k_rem = b.mod_u(pk, s.stages * g.bk)?;
+    let k_rem = b.mod_u(pk, s.stages() * g.bk)?;
     let whole_k = b.b.i_equal(t_bool, None, k_rem, c0)?;
     let inside = b.b.logical_and(t_bool, None, in_m, in_n)?;
     let interior = b.b.logical_and(t_bool, None, inside, whole_k)?;
@@ -226,7 +226,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.b.selection_merge(l_joined, SelectionControl::NONE)?;
     b.b.branch_conditional(interior, l_fast, l_edge, [])?;
     b.b.begin_block(Some(l_fast))?;
-    k_loop(b, t_layout_unclamped, l_fast, s.stages)?;
+    k_loop(b, t_layout_unclamped, l_fast, s.stages())?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_edge))?;
     k_loop(b, t_layout_clamped, l_edge, 1)?;

@@ -1,7 +1,14 @@
 //! Problem -> plan: what a GEMM will dispatch, as plain data (passes, workgroup counts, buffer
-//! windows, split-K slices). Pure: nothing here touches Vulkan, so every rule is unit-tested
-//! without a device.
+//! windows, push constants, split-K slices and scratch, the kernels it needs). Pure: nothing here
+//! touches Vulkan, so every rule is unit-tested without a device.
 
+pub mod gemm;
 pub mod passes;
+#[cfg(test)]
+mod properties;
 
+pub use gemm::{
+    check_shapes, device_ld, device_problem, scalar_bits, Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK,
+    MAX_DIM,
+};
 pub use passes::{choose_split_k, plan, plan_split_k, DispatchLimits, Pass, Problem, Window};

@@ -91,6 +91,34 @@ impl DispatchLimits {
     }
 }
 
+impl DispatchLimits {
+    /// Checks limits that replace `device`'s
+    /// ([`ContextOptions::limits_override`](crate::ContextOptions::limits_override)): they may only
+    /// be tighter, since the planner's windows are bound on the real device.
+    pub fn check_within(&self, device: &DispatchLimits) -> Result<()> {
+        let bad = |msg: String| Err(Error::InvalidOption(format!("limits_override: {msg}")));
+        for (i, (&ours, &dev)) in self.max_groups.iter().zip(&device.max_groups).enumerate() {
+            if ours == 0 || ours > dev {
+                return bad(format!("max_groups[{i}] = {ours} must be 1..={dev}"));
+            }
+        }
+        if self.max_range < 16 || self.max_range > device.max_range {
+            return bad(format!(
+                "max_range = {} must be 16..={}",
+                self.max_range, device.max_range
+            ));
+        }
+        let a = self.offset_alignment;
+        if !a.is_power_of_two() || a < device.offset_alignment || a > 1 << 16 {
+            return bad(format!(
+                "offset_alignment = {a} must be a power of two from the device's {} to 65536",
+                device.offset_alignment
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Bytes a kernel reads or writes from an operand stored `layout` with leading dimension `ld`,
 /// starting at (outer0, inner0), covering `outer x inner` elements (inner rounded up to whole
 /// vectors, as the kernel loads them).

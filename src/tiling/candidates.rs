@@ -105,7 +105,7 @@ pub fn tuning_candidates(
                     let s = TileScheme::new(config, limits, subgroup_size, (sm, sn), (fm, fn_), ks)
                         .and_then(|s| s.with_stages(stages, config, limits));
                     if let Ok(s) = s {
-                        for s in [s, s.with_raster_group(8)] {
+                        for s in std::iter::once(s).chain(s.with_raster_group(8)) {
                             if !out.contains(&s) {
                                 out.push(s);
                             }
@@ -164,7 +164,7 @@ pub fn preferred_workgroup_schemes(
         .filter_map(|&(bm, bn, threads, stages)| {
             candidates.iter().copied().find(|s| {
                 let g = s.geometry(config);
-                (g.bm, g.bn, g.threads) == (bm, bn, threads) && g.bk * es == 64 && s.stages == stages
+                (g.bm, g.bn, g.threads) == (bm, bn, threads) && g.bk * es == 64 && s.stages() == stages
             })
         })
         .collect()
@@ -182,7 +182,7 @@ pub fn not_oversized(bm: usize, bn: usize, m: usize, n: usize) -> bool {
 pub fn small_problem_scheme(subgroup_scope: &[TileScheme]) -> Option<TileScheme> {
     subgroup_scope
         .iter()
-        .find(|s| s.scope == KernelScope::Subgroup && (s.sg_m, s.sg_n, s.fr_m, s.fr_n) == (1, 2, 2, 2))
+        .find(|s| s.scope() == KernelScope::Subgroup && (s.sg_m(), s.sg_n(), s.fr_m(), s.fr_n()) == (1, 2, 2, 2))
         .or(subgroup_scope.last())
         .copied()
 }
@@ -209,7 +209,7 @@ pub fn pick_scheme(
     let fills = |s: &&TileScheme| {
         let g = s.geometry(config);
         let tiles = m.div_ceil(g.bm as usize) * n.div_ceil(g.bn as usize);
-        tiles * (s.sg_m * s.sg_n) as usize >= FILL_SUBGROUPS
+        tiles * (s.sg_m() * s.sg_n()) as usize >= FILL_SUBGROUPS
     };
     let first_fit = candidates.iter().find(fits);
     let chosen = if cpu_device {
@@ -220,7 +220,7 @@ pub fn pick_scheme(
         candidates
             .iter()
             .filter(fits)
-            .filter(|s| s.fr_m * s.fr_n >= 4)
+            .filter(|s| s.fr_m() * s.fr_n() >= 4)
             .find(fills)
             .or(small.as_ref().filter(fits))
             .or(first_fit)
@@ -243,7 +243,7 @@ pub fn workgroup_tuning_candidates(
         }
     }
     for s in workgroup_schemes(config, info, subgroup_size, &steps) {
-        for s in [s, s.with_raster_group(8)] {
+        for s in std::iter::once(s).chain(s.with_raster_group(8)) {
             if !out.contains(&s) {
                 out.push(s);
             }
@@ -344,7 +344,7 @@ mod tests {
         let v = tuning_candidates(&c, &l, 32, false);
         assert!(v.len() > 20, "{}", v.len());
         assert!(v.iter().all(|s| s.check(&c, &l).is_ok()));
-        assert!(v.iter().any(|s| s.stages == 2));
+        assert!(v.iter().any(|s| s.stages() == 2));
         assert_eq!(
             tuning_candidates(&c, &lavapipe_limits(), 8, true),
             candidate_schemes(&c, &lavapipe_limits(), 8, true)
@@ -415,7 +415,7 @@ mod tests {
         let v = workgroup_candidates(&c, &info, 32);
         assert!(v
             .iter()
-            .all(|s| s.scope == KernelScope::Workgroup && s.check_device(&c, &info).is_ok()));
+            .all(|s| s.scope() == KernelScope::Workgroup && s.check_device(&c, &info).is_ok()));
         let g = v[0].geometry(&c);
         assert_eq!((g.bm, g.bn, g.bk, g.threads, g.shared_bytes), (128, 256, 32, 256, 0));
         assert_eq!(v[0].name(), "wg_t256_fr8x16_k32_u4");

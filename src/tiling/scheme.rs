@@ -6,37 +6,106 @@ use crate::device::{DeviceInfo, DeviceLimits};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
-/// How one workgroup tiles its block of C. Construct with [`TileScheme::new`] or
-/// [`TileScheme::workgroup`], which check it against the config and the device.
+/// Bounds every scheme obeys whatever the device (the device's own limits are tighter). They keep
+/// every derived size far from 32-bit overflow, so no scheme can wrap an extent to a small or
+/// zero value: a scheme read from an autotune file or built from arbitrary fields is either
+/// within them or refused.
+pub mod bounds {
+    /// Largest subgroup size (Vulkan's limit).
+    pub const MAX_SUBGROUP_SIZE: u32 = 128;
+    /// Largest workgroup (invocations).
+    pub const MAX_INVOCATIONS: u32 = 4096;
+    /// Most accumulator fragments per subgroup along M or N.
+    pub const MAX_FRAGMENTS: u32 = 256;
+    /// Largest fragment extent of a config (M, N or K).
+    pub const MAX_FRAGMENT_EXTENT: u32 = 256;
+    /// Largest workgroup tile along M or N, in elements.
+    pub const MAX_TILE: u32 = 4096;
+    /// Largest K step, in elements.
+    pub const MAX_K_STEP: u32 = 4096;
+    /// Largest shared-memory row skew, in bytes.
+    pub const MAX_PAD_BYTES: u32 = 256;
+    /// Largest raster group: the kernel multiplies it by the grid width in 32-bit arithmetic.
+    pub const MAX_RASTER_GROUP: u32 = 16;
+}
+use bounds::*;
+
+/// How one workgroup tiles its block of C: `sg_m x sg_n` subgroups, each owning `fr_m x fr_n`
+/// accumulator fragments, stepping through K `k_step` at a time.
+///
+/// Fields are private: every scheme comes from a checked constructor ([`TileScheme::new`],
+/// [`TileScheme::workgroup`], the `with_*` methods, or deserialisation, which applies the
+/// device-independent [`bounds`]), so no scheme can make the kernel generator or the planner
+/// overflow. A scheme is valid for the config and device it was checked against; every GEMM
+/// checks it again ([`TileScheme::check_device`]) before use.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "SchemeFields", into = "SchemeFields")]
 pub struct TileScheme {
-    /// Subgroup size the pipeline requires.
-    pub subgroup_size: u32,
-    /// Subgroups along M.
-    pub sg_m: u32,
-    /// Subgroups along N.
-    pub sg_n: u32,
-    /// Accumulator fragments per subgroup along M.
-    pub fr_m: u32,
-    /// Accumulator fragments per subgroup along N.
-    pub fr_n: u32,
-    /// K consumed per shared-memory stage (a multiple of the config's k).
-    pub k_step: u32,
-    /// Skew added to each shared-memory row, in bytes (breaks power-of-two strides; keeps every
-    /// fragment start 16-byte aligned).
-    pub pad_bytes: u32,
-    /// Shared-memory stages: 1 (two barriers per K step) or 2 (double-buffered, one barrier).
-    /// For workgroup scope: K steps per loop iteration (1 to 8), all loads first.
-    pub stages: u32,
-    /// Workgroup raster: 0 walks tiles row by row; G > 0 walks groups of G tile rows column by
-    /// column, so consecutive workgroups share A rows and B columns in L2.
-    pub raster_group: u32,
-    /// Subgroup-scope (the tiled kernel) or workgroup-scope matrices. With workgroup scope the
-    /// workgroup tile is still `sg_m * fr_m * m` by `sg_n * fr_n * n` with
-    /// `sg_m * sg_n * subgroup_size` invocations, but one matrix covers it, `k_step` is its K
-    /// extent, and padding and stages do not apply.
+    subgroup_size: u32,
+    sg_m: u32,
+    sg_n: u32,
+    fr_m: u32,
+    fr_n: u32,
+    k_step: u32,
+    pad_bytes: u32,
+    stages: u32,
+    raster_group: u32,
+    scope: KernelScope,
+}
+
+/// A scheme's fields as stored in files (the autotune cache); read back only through
+/// [`TileScheme::try_from`], which checks them.
+#[derive(Copy, Clone, Debug, Serialize, Deserialize)]
+struct SchemeFields {
+    subgroup_size: u32,
+    sg_m: u32,
+    sg_n: u32,
+    fr_m: u32,
+    fr_n: u32,
+    k_step: u32,
+    pad_bytes: u32,
+    stages: u32,
+    raster_group: u32,
     #[serde(default)]
-    pub scope: KernelScope,
+    scope: KernelScope,
+}
+
+impl TryFrom<SchemeFields> for TileScheme {
+    type Error = Error;
+
+    fn try_from(f: SchemeFields) -> Result<Self> {
+        let s = Self {
+            subgroup_size: f.subgroup_size,
+            sg_m: f.sg_m,
+            sg_n: f.sg_n,
+            fr_m: f.fr_m,
+            fr_n: f.fr_n,
+            k_step: f.k_step,
+            pad_bytes: f.pad_bytes,
+            stages: f.stages,
+            raster_group: f.raster_group,
+            scope: f.scope,
+        };
+        s.check_bounds()?;
+        Ok(s)
+    }
+}
+
+impl From<TileScheme> for SchemeFields {
+    fn from(s: TileScheme) -> Self {
+        Self {
+            subgroup_size: s.subgroup_size,
+            sg_m: s.sg_m,
+            sg_n: s.sg_n,
+            fr_m: s.fr_m,
+            fr_n: s.fr_n,
+            k_step: s.k_step,
+            pad_bytes: s.pad_bytes,
+            stages: s.stages,
+            raster_group: s.raster_group,
+            scope: s.scope,
+        }
+    }
 }
 
 /// The derived sizes of a scheme for one config.
@@ -54,8 +123,14 @@ pub struct TileGeometry {
     pub shared_bytes: u32,
 }
 
+/// Saturates a size to 32 bits: anything that large is refused by the checks anyway.
+fn sat(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
 impl TileScheme {
-    /// Builds a scheme and checks it against `config` and `limits`.
+    /// Builds a subgroup-scope scheme (16-byte row skew, single-buffered, row-by-row raster) and
+    /// checks it against `config` and `limits`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: &GPUSubgroupMatrixConfig,
@@ -109,6 +184,33 @@ impl TileScheme {
         Ok(s)
     }
 
+    /// A workgroup-scope scheme checked against `limits` only, not against the device's
+    /// `VK_NV_cooperative_matrix2` list: for generating kernels without such a device (tests,
+    /// tools). Every GEMM still checks the list ([`TileScheme::check_device`]) before use.
+    pub fn workgroup_for_limits(
+        config: &GPUSubgroupMatrixConfig,
+        limits: &DeviceLimits,
+        subgroup_size: u32,
+        sg: (u32, u32),
+        fr: (u32, u32),
+        (k_step, stages): (u32, u32),
+    ) -> Result<Self> {
+        let s = Self {
+            subgroup_size,
+            sg_m: sg.0,
+            sg_n: sg.1,
+            fr_m: fr.0,
+            fr_n: fr.1,
+            k_step,
+            pad_bytes: 0,
+            stages,
+            raster_group: 0,
+            scope: KernelScope::Workgroup,
+        };
+        s.check(config, limits)?;
+        Ok(s)
+    }
+
     /// The same scheme with `stages` shared-memory buffers, checked again.
     pub fn with_stages(self, stages: u32, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<Self> {
         let s = Self { stages, ..self };
@@ -116,58 +218,153 @@ impl TileScheme {
         Ok(s)
     }
 
-    /// The same scheme with a grouped workgroup raster (0 = off).
-    pub fn with_raster_group(self, raster_group: u32) -> Self {
-        Self { raster_group, ..self }
+    /// The same scheme with a grouped workgroup raster (0 = off, at most
+    /// [`bounds::MAX_RASTER_GROUP`]).
+    pub fn with_raster_group(self, raster_group: u32) -> Result<Self> {
+        let s = Self { raster_group, ..self };
+        s.check_bounds()?;
+        Ok(s)
     }
 
-    /// Sizes derived for `config`.
+    /// Subgroup size the pipeline requires.
+    pub fn subgroup_size(&self) -> u32 {
+        self.subgroup_size
+    }
+
+    /// Subgroups along M.
+    pub fn sg_m(&self) -> u32 {
+        self.sg_m
+    }
+
+    /// Subgroups along N.
+    pub fn sg_n(&self) -> u32 {
+        self.sg_n
+    }
+
+    /// Subgroups per workgroup.
+    pub fn subgroups(&self) -> u32 {
+        self.sg_m * self.sg_n
+    }
+
+    /// Accumulator fragments per subgroup along M.
+    pub fn fr_m(&self) -> u32 {
+        self.fr_m
+    }
+
+    /// Accumulator fragments per subgroup along N.
+    pub fn fr_n(&self) -> u32 {
+        self.fr_n
+    }
+
+    /// K consumed per shared-memory stage (a multiple of the config's k).
+    pub fn k_step(&self) -> u32 {
+        self.k_step
+    }
+
+    /// Skew added to each shared-memory row, in bytes (breaks power-of-two strides; a multiple
+    /// of 16 so every fragment start stays 16-byte aligned; 0 for workgroup scope).
+    pub fn pad_bytes(&self) -> u32 {
+        self.pad_bytes
+    }
+
+    /// Shared-memory stages: 1 (two barriers per K step) or 2 (double-buffered, one barrier).
+    /// For workgroup scope: K steps per loop iteration (1 to 8), all loads first.
+    pub fn stages(&self) -> u32 {
+        self.stages
+    }
+
+    /// Workgroup raster: 0 walks tiles row by row; G > 0 walks groups of G tile rows column by
+    /// column, so consecutive workgroups share A rows and B columns in L2.
+    pub fn raster_group(&self) -> u32 {
+        self.raster_group
+    }
+
+    /// Subgroup-scope (the tiled kernel) or workgroup-scope matrices. With workgroup scope the
+    /// workgroup tile is still `sg_m * fr_m * m` by `sg_n * fr_n * n` with
+    /// `sg_m * sg_n * subgroup_size` invocations, but one matrix covers it, `k_step` is its K
+    /// extent, and padding and stages do not apply.
+    pub fn scope(&self) -> KernelScope {
+        self.scope
+    }
+
+    /// Sizes derived for `config` (each saturating at `u32::MAX`; [`TileScheme::check`] refuses
+    /// anything near that).
     pub fn geometry(&self, config: &GPUSubgroupMatrixConfig) -> TileGeometry {
-        let bm = self.sg_m * self.fr_m * config.m;
-        let bn = self.sg_n * self.fr_n * config.n;
-        let bk = self.k_step;
-        let threads = self.sg_m * self.sg_n * self.subgroup_size;
+        // Saturating: a config's fragment extents are arbitrary public fields.
+        let mul = |xs: &[u32]| xs.iter().fold(1u64, |acc, &x| acc.saturating_mul(u64::from(x)));
+        let bm = mul(&[self.sg_m, self.fr_m, config.m]);
+        let bn = mul(&[self.sg_n, self.fr_n, config.n]);
+        let bk = u64::from(self.k_step);
+        let threads = mul(&[self.sg_m, self.sg_n, self.subgroup_size]);
+        let geometry = |shared_bytes| TileGeometry {
+            bm: sat(bm),
+            bn: sat(bn),
+            bk: sat(bk),
+            threads: sat(threads),
+            shared_bytes: sat(shared_bytes),
+        };
         if self.scope == KernelScope::Workgroup {
             // The driver stages operands in shared memory it reserves itself.
-            return TileGeometry {
-                bm,
-                bn,
-                bk,
-                threads,
-                shared_bytes: 0,
-            };
+            return geometry(0);
         }
-        let es = config.component_type.size_bytes();
+        let es = u64::from(config.component_type.size_bytes());
+        let pad = u64::from(self.pad_bytes);
         // Either orientation of each operand occupies the same bytes up to the skew; take the
         // larger so a scheme that fits one layout fits all.
-        let a = (bm * (bk * es + self.pad_bytes)).max(bk * (bm * es + self.pad_bytes));
-        let b = (bn * (bk * es + self.pad_bytes)).max(bk * (bn * es + self.pad_bytes));
+        let operand = |rows: u64| {
+            let row_major = rows.saturating_mul(bk * es + pad);
+            let col_major = bk.saturating_mul(rows.saturating_mul(es).saturating_add(pad));
+            row_major.max(col_major).saturating_mul(u64::from(self.stages))
+        };
+        let (a, b) = (operand(bm), operand(bn));
         // The epilogue's staging tiles overlay the larger operand array (see kernel::gemm).
-        let stage = self.sg_m * self.sg_n * config.m * config.n * config.result_type.size_bytes();
-        let (a, b) = (self.stages * a, self.stages * b);
-        TileGeometry {
-            bm,
-            bn,
-            bk,
-            threads,
-            shared_bytes: a + b + stage.saturating_sub(a.max(b)),
-        }
-    }
-
-    /// Checks the scheme; the error says which rule failed.
-    pub fn check(&self, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<()> {
-        let bad = |msg: String| Err(Error::InvalidTileScheme(msg));
-        if [
+        let stage = mul(&[
             self.sg_m,
             self.sg_n,
-            self.fr_m,
-            self.fr_n,
-            self.k_step,
-            self.subgroup_size,
-        ]
-        .contains(&0)
-        {
-            return bad("every scheme parameter must be at least 1".into());
+            config.m,
+            config.n,
+            config.result_type.size_bytes(),
+        ]);
+        geometry(a.saturating_add(b).saturating_add(stage.saturating_sub(a.max(b))))
+    }
+
+    /// The device- and config-independent [`bounds`]; the error says which one failed.
+    pub fn check_bounds(&self) -> Result<()> {
+        let bad = |msg: String| Err(Error::InvalidTileScheme(msg));
+        let fields = [
+            ("subgroup size", self.subgroup_size),
+            ("sg_m", self.sg_m),
+            ("sg_n", self.sg_n),
+            ("fr_m", self.fr_m),
+            ("fr_n", self.fr_n),
+            ("k_step", self.k_step),
+        ];
+        if let Some((name, _)) = fields.iter().find(|f| f.1 == 0) {
+            return bad(format!("{name} must be at least 1"));
+        }
+        if !self.subgroup_size.is_power_of_two() || self.subgroup_size > MAX_SUBGROUP_SIZE {
+            return bad(format!(
+                "subgroup size {} is not a power of two up to {MAX_SUBGROUP_SIZE}",
+                self.subgroup_size
+            ));
+        }
+        let threads = u64::from(self.sg_m)
+            .saturating_mul(u64::from(self.sg_n))
+            .saturating_mul(u64::from(self.subgroup_size));
+        if threads > u64::from(MAX_INVOCATIONS) {
+            return bad(format!(
+                "{} x {} subgroups of {} make {threads} invocations; at most {MAX_INVOCATIONS}",
+                self.sg_m, self.sg_n, self.subgroup_size
+            ));
+        }
+        if self.fr_m > MAX_FRAGMENTS || self.fr_n > MAX_FRAGMENTS {
+            return bad(format!(
+                "{} x {} fragments per subgroup; at most {MAX_FRAGMENTS} each way",
+                self.fr_m, self.fr_n
+            ));
+        }
+        if self.k_step > MAX_K_STEP {
+            return bad(format!("k_step {} exceeds {MAX_K_STEP}", self.k_step));
         }
         let max_stages = match self.scope {
             KernelScope::Subgroup => 2,
@@ -176,8 +373,35 @@ impl TileScheme {
         if !(1..=max_stages).contains(&self.stages) {
             return bad(format!("stages must be 1 to {max_stages}, not {}", self.stages));
         }
-        if !self.subgroup_size.is_power_of_two() {
-            return bad(format!("subgroup size {} is not a power of two", self.subgroup_size));
+        match self.scope {
+            KernelScope::Workgroup if self.pad_bytes != 0 => {
+                return bad("workgroup-scope schemes have no padding".into())
+            }
+            _ if self.pad_bytes % VECTOR_BYTES != 0 || self.pad_bytes > MAX_PAD_BYTES => return bad(format!(
+                "pad_bytes {} must be a multiple of {VECTOR_BYTES} up to {MAX_PAD_BYTES} (rows stay 16-byte aligned)",
+                self.pad_bytes
+            )),
+            _ => {}
+        }
+        if self.raster_group > MAX_RASTER_GROUP {
+            return bad(format!("raster group {} exceeds {MAX_RASTER_GROUP}", self.raster_group));
+        }
+        Ok(())
+    }
+
+    /// Checks the scheme for `config` on a device with `limits` (zero limits are not checked);
+    /// the error says which rule failed.
+    pub fn check(&self, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<()> {
+        let bad = |msg: String| Err(Error::InvalidTileScheme(msg));
+        self.check_bounds()?;
+        if [config.m, config.n, config.k]
+            .iter()
+            .any(|&e| e == 0 || e > MAX_FRAGMENT_EXTENT)
+        {
+            return bad(format!(
+                "fragment shape {}x{}x{} is outside 1..={MAX_FRAGMENT_EXTENT}",
+                config.m, config.n, config.k
+            ));
         }
         if limits.max_subgroup_size != 0
             && (self.subgroup_size < limits.min_subgroup_size || self.subgroup_size > limits.max_subgroup_size)
@@ -199,6 +423,9 @@ impl TileScheme {
             ));
         }
         let g = self.geometry(config);
+        if g.bm > MAX_TILE || g.bn > MAX_TILE {
+            return bad(format!("a {}x{} tile exceeds {MAX_TILE} on a side", g.bm, g.bn));
+        }
         for (name, len) in [("BM", g.bm), ("BN", g.bn), ("BK", g.bk)] {
             if (len * es) % VECTOR_BYTES != 0 {
                 return bad(format!(
@@ -207,14 +434,11 @@ impl TileScheme {
             }
         }
         if self.scope == KernelScope::Workgroup {
-            if self.pad_bytes != 0 {
-                return bad("workgroup-scope schemes have no padding".into());
-            }
             return self.check_threads(&g, limits);
         }
         for (name, rows) in [("A", g.bm), ("B", g.bn)] {
-            let vecs = rows * g.bk * es / VECTOR_BYTES;
-            if vecs % g.threads != 0 {
+            let vecs = u64::from(rows) * u64::from(g.bk) * u64::from(es) / u64::from(VECTOR_BYTES);
+            if vecs % u64::from(g.threads) != 0 {
                 return bad(format!(
                     "the {name} tile ({rows}x{} = {vecs} vectors of {VECTOR_BYTES} bytes) does not divide over {} invocations",
                     g.bk, g.threads
@@ -417,5 +641,52 @@ mod tests {
         assert!(e(TileScheme::new(&c, &l, 32, (4, 4), (1, 1), 16)).contains("does not divide"));
         let i8c = cfg(16, 16, 32, I8, I8);
         assert!(e(TileScheme::new(&i8c, &l, 32, (2, 2), (2, 2), 64)).contains("16 or 32 bits"));
+    }
+
+    /// The schemes a new user tried (issue 14): each panicked, allocated gigabytes or returned a
+    /// wrong result; each is now a typed error, with or without device limits to check against.
+    #[test]
+    fn out_of_range_schemes_are_typed_errors() {
+        let c = cfg(16, 16, 16, F16, F32);
+        for l in [h200_limits(), DeviceLimits::default()] {
+            let refused = |r: Result<TileScheme>| matches!(r, Err(Error::InvalidTileScheme(_)));
+            assert!(refused(TileScheme::new(&c, &l, 32, (8192, 16384), (1, 1), 16)));
+            assert!(refused(TileScheme::new(&c, &l, 32, (1, 1), (1 << 30, 1 << 30), 16)));
+            assert!(refused(TileScheme::new(&c, &l, 32, (1, 2), (2, 2), 1 << 31)));
+            assert!(refused(TileScheme::new(&c, &l, 1 << 31, (1, 2), (2, 2), 32)));
+            assert!(refused(TileScheme::new(&c, &l, 32, (1, 1), (257, 1), 16)));
+            let ok = TileScheme::new(&c, &l, 32, (1, 2), (2, 2), 32).unwrap();
+            assert!(refused(ok.with_raster_group(MAX_RASTER_GROUP + 1)));
+            assert!(refused(ok.with_stages(3, &c, &l)));
+            assert_eq!(ok.with_raster_group(4).unwrap().raster_group(), 4);
+        }
+        // A config no device lists cannot smuggle an overflow through either.
+        let huge = cfg(1 << 20, 16, 16, F16, F32);
+        assert!(TileScheme::new(&huge, &DeviceLimits::default(), 32, (1, 2), (2, 2), 32).is_err());
+        let ok = TileScheme::new(&c, &h200_limits(), 32, (1, 2), (2, 2), 32).unwrap();
+        assert!(ok.check(&huge, &DeviceLimits::default()).is_err());
+    }
+
+    /// Fields read from a file (the autotune cache) go through the same bounds: a pad of 2^31
+    /// bytes wrapped the shared-memory size and ran a kernel with wrong results before.
+    #[test]
+    fn deserialised_schemes_are_checked() {
+        let json = |pad: u64, raster: u64| {
+            format!(
+                r#"{{"subgroup_size":32,"sg_m":1,"sg_n":2,"fr_m":2,"fr_n":2,"k_step":32,"pad_bytes":{pad},"stages":1,"raster_group":{raster}}}"#
+            )
+        };
+        let s: TileScheme = serde_json::from_str(&json(16, 0)).unwrap();
+        assert_eq!((s.sg_n(), s.pad_bytes(), s.scope()), (2, 16, KernelScope::Subgroup));
+        assert_eq!(
+            serde_json::from_str::<TileScheme>(&serde_json::to_string(&s).unwrap()).unwrap(),
+            s
+        );
+        for (pad, raster, what) in [(1 << 31, 0, "pad_bytes"), (8, 0, "pad_bytes"), (16, 1 << 20, "raster")] {
+            let e = serde_json::from_str::<TileScheme>(&json(pad, raster))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(what), "{e}");
+        }
     }
 }

@@ -300,7 +300,8 @@ fn gemm<TA: Element, TC: Element>(
 ) -> Result<GemmReport> {
     let seed = Rng::fresh_seed();
     let mut rng = Rng::new(seed);
-    let (key, passes) = ctx.plan_gemm::<TA, TC>(m, n, k, layouts, options)?;
+    let plan = ctx.plan_gemm::<TA, TC>(m, n, k, layouts, options)?;
+    let key = plan.main_kernel();
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, layouts.0, 0);
     let (b, ldb) = random_matrix::<TA>(&mut rng, k, n, layouts.1, 0);
     // With beta = 0, C starts poisoned (NaN, or 2^31-1 for integers) so unwritten elements fail.
@@ -364,7 +365,7 @@ fn gemm<TA: Element, TC: Element>(
         config: key.config.to_string(),
         scheme: key.scheme.name(),
         tile: format!("{}x{}x{}, {} invocations", g.bm, g.bn, g.bk, g.threads),
-        passes: passes.len(),
+        passes: plan.gemm_dispatches().count(),
         alpha: options.alpha,
         beta: options.beta,
         seed,
@@ -542,7 +543,7 @@ fn tune<TA: Element, TC: Element>(
             ctx.download(&dc, MatMut::new(&mut c, m, n))?;
             let check = compare(&c, n, n, &check_rows, &expected, &magnitude, k);
             let g = scheme.geometry(&config);
-            let (key, _) = ctx.plan_gemm::<TA, TC>(m, n, k, layouts, &options)?;
+            let key = ctx.plan_gemm::<TA, TC>(m, n, k, layouts, &options)?.main_kernel();
             let mut probe_list = vec![Probe::Full];
             if probes {
                 probe_list = Probe::PARTS.to_vec();
@@ -643,7 +644,7 @@ fn check(ctx: &Context, quick: bool, pairs: &[(ComponentType, ComponentType)]) -
         let wg: Vec<TileScheme> = ctx
             .schemes(&config)
             .into_iter()
-            .filter(|s| s.scope == KernelScope::Workgroup)
+            .filter(|s| s.scope() == KernelScope::Workgroup)
             .collect();
         let info = ctx.device_info();
         let preferred = vk_sgmat::tiling::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());

@@ -1,8 +1,10 @@
 //! The autotuner's memory: the fastest tile scheme per (config, layouts, shape bucket), in a JSON
-//! file keyed by the device's UUID and driver version. A file for another device or driver, or
-//! one that does not parse, is ignored and replaced on the next save; an entry whose scheme no
-//! longer passes [`TileScheme::check`] is ignored. The timing itself is
-//! `Context`'s (it owns the buffers and pipelines).
+//! file keyed by the device's UUID and driver version. The file is untrusted input: one for
+//! another device or driver, or one that does not parse, is ignored and replaced on the next
+//! save; an entry whose scheme breaks [`TileScheme`]'s bounds is dropped when the file is read,
+//! and one that fails [`TileScheme::check_device`] when it is looked up; both with a `log`
+//! warning, and the bucket is tuned again. So the file can change which correct kernel runs,
+//! never a result. The timing itself is `Context`'s (it owns the buffers and pipelines).
 
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::device::DeviceInfo;
@@ -60,6 +62,15 @@ struct TuneFile {
     entries: Vec<Entry>,
 }
 
+/// [`TuneFile`] as read, before each entry is checked.
+#[derive(Deserialize)]
+struct RawTuneFile {
+    format: u32,
+    device_uuid: String,
+    driver_version: u32,
+    entries: Vec<serde_json::Value>,
+}
+
 /// The tuning file of one device.
 #[derive(Debug)]
 pub(crate) struct TuneCache {
@@ -77,22 +88,48 @@ impl TuneCache {
             driver_version: info.driver_version,
             entries: Vec::new(),
         };
-        let file = std::fs::read(path)
+        let Some(raw) = std::fs::read(path)
             .ok()
-            .and_then(|bytes| serde_json::from_slice::<TuneFile>(&bytes).ok())
+            .and_then(|bytes| serde_json::from_slice::<RawTuneFile>(&bytes).ok())
             .filter(|f| {
                 f.format == FORMAT && f.device_uuid == info.device_uuid && f.driver_version == info.driver_version
             })
-            .unwrap_or(fresh);
+        else {
+            return Self {
+                path: path.to_path_buf(),
+                file: fresh,
+            };
+        };
+        // Each entry on its own: a damaged one (a scheme outside the bounds, a missing field) is
+        // dropped, and the rest of the file kept.
+        let entries = raw
+            .entries
+            .into_iter()
+            .filter_map(|v| match serde_json::from_value::<Entry>(v) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    log::warn!("{}: dropping an autotune entry: {e}", path.display());
+                    None
+                }
+            })
+            .collect();
         Self {
             path: path.to_path_buf(),
-            file,
+            file: TuneFile { entries, ..fresh },
         }
     }
 
-    /// The remembered scheme for `key`, if any.
-    pub(crate) fn get(&self, key: &TuneKey) -> Option<TileScheme> {
-        self.file.entries.iter().find(|e| &e.key == key).map(|e| e.scheme)
+    /// The remembered scheme for `key`, if any, checked again against the device: the file is
+    /// untrusted input, and an entry that fails is ignored (and re-tuned by the caller).
+    pub(crate) fn get(&self, key: &TuneKey, config: &GPUSubgroupMatrixConfig, info: &DeviceInfo) -> Option<TileScheme> {
+        let scheme = self.file.entries.iter().find(|e| &e.key == key)?.scheme;
+        match scheme.check_device(config, info) {
+            Ok(()) => Some(scheme),
+            Err(e) => {
+                log::warn!("{}: re-tuning {key:?}: {e}", self.path.display());
+                None
+            }
+        }
     }
 
     /// Remembers a winner and writes the file (through a temporary file and a rename, so a crash

@@ -1,10 +1,10 @@
-//! Command recording and submission: one command buffer per call, barriers between dependent
-//! steps, a fence wait with a time limit (a GPU that does not answer becomes an error, not a hang).
+//! Submission on our own queue: one command buffer per call, recorded by `crate::record`, and a
+//! fence wait with a time limit (a GPU that does not answer becomes an error, not a hang).
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::kernel::{PushConstants, BINDINGS};
-use crate::plan::Window;
+use crate::kernel::BINDINGS;
+use crate::record::Recording;
 use ash::vk;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,14 +30,6 @@ struct SubmitState {
     descriptor_capacity: u32,
     /// Set when a submission timed out: its command buffer may still run, so nothing is reused.
     poisoned: bool,
-}
-
-/// An open command buffer being recorded.
-pub(crate) struct Recording<'a> {
-    device: &'a Device,
-    cmd: vk::CommandBuffer,
-    descriptors: vk::DescriptorPool,
-    set_layout: vk::DescriptorSetLayout,
 }
 
 fn create_descriptor_pool(device: &Device, sets: u32) -> Result<vk::DescriptorPool> {
@@ -138,12 +130,7 @@ impl Submitter {
         let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: the command buffer is in the initial state.
         unsafe { raw.begin_command_buffer(st.cmd, &begin) }.map_err(|r| Error::vk("vkBeginCommandBuffer", r))?;
-        let mut rec = Recording {
-            device: &self.device,
-            cmd: st.cmd,
-            descriptors: st.descriptors,
-            set_layout,
-        };
+        let mut rec = Recording::new(&self.device, st.cmd, st.descriptors, set_layout);
         let recorded = record(&mut rec);
         // SAFETY: recording state; ending also on the error path leaves the buffer resettable.
         let ended = unsafe { raw.end_command_buffer(st.cmd) };
@@ -214,148 +201,6 @@ impl Drop for Submitter {
             }
             raw.destroy_command_pool(st.pool, None);
         }
-    }
-}
-
-/// A pipeline barrier's two halves.
-#[derive(Copy, Clone)]
-pub(crate) struct Access {
-    pub stage: vk::PipelineStageFlags,
-    pub access: vk::AccessFlags,
-}
-
-impl Access {
-    pub const TRANSFER_WRITE: Self = Self {
-        stage: vk::PipelineStageFlags::TRANSFER,
-        access: vk::AccessFlags::TRANSFER_WRITE,
-    };
-    pub const TRANSFER_READ: Self = Self {
-        stage: vk::PipelineStageFlags::TRANSFER,
-        access: vk::AccessFlags::TRANSFER_READ,
-    };
-    pub const SHADER_READ_WRITE: Self = Self {
-        stage: vk::PipelineStageFlags::COMPUTE_SHADER,
-        access: vk::AccessFlags::from_raw(
-            vk::AccessFlags::SHADER_READ.as_raw() | vk::AccessFlags::SHADER_WRITE.as_raw(),
-        ),
-    };
-    pub const SHADER_WRITE: Self = Self {
-        stage: vk::PipelineStageFlags::COMPUTE_SHADER,
-        access: vk::AccessFlags::SHADER_WRITE,
-    };
-    pub const HOST_READ: Self = Self {
-        stage: vk::PipelineStageFlags::HOST,
-        access: vk::AccessFlags::HOST_READ,
-    };
-}
-
-impl Recording<'_> {
-    pub fn barrier(&mut self, src: Access, dst: Access) {
-        let mb = [vk::MemoryBarrier::default()
-            .src_access_mask(src.access)
-            .dst_access_mask(dst.access)];
-        // SAFETY: recording state; a global memory barrier has no resource references.
-        unsafe {
-            self.device.raw().cmd_pipeline_barrier(
-                self.cmd,
-                src.stage,
-                dst.stage,
-                vk::DependencyFlags::empty(),
-                &mb,
-                &[],
-                &[],
-            )
-        };
-    }
-
-    pub fn copy(&mut self, src: vk::Buffer, dst: vk::Buffer, size: u64) {
-        let region = [vk::BufferCopy::default().size(size)];
-        // SAFETY: both buffers are live for the submission and at least `size` bytes long.
-        unsafe { self.device.raw().cmd_copy_buffer(self.cmd, src, dst, &region) };
-    }
-
-    /// Copies `size` bytes from `src` at `src_offset` to the start of `dst`.
-    pub fn copy_at(&mut self, src: vk::Buffer, src_offset: u64, dst: vk::Buffer, size: u64) {
-        let region = [vk::BufferCopy::default().src_offset(src_offset).size(size)];
-        // SAFETY: both buffers are live for the submission and large enough.
-        unsafe { self.device.raw().cmd_copy_buffer(self.cmd, src, dst, &region) };
-    }
-
-    /// Writes a timestamp after all prior commands complete.
-    pub fn timestamp(&mut self, pool: vk::QueryPool, index: u32) {
-        // SAFETY: the pool has more than `index` queries and was reset in this command buffer.
-        unsafe {
-            self.device
-                .raw()
-                .cmd_write_timestamp(self.cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, index)
-        };
-    }
-
-    /// Resets `count` queries of `pool`.
-    pub fn reset_queries(&mut self, pool: vk::QueryPool, count: u32) {
-        // SAFETY: recording state; the pool has `count` queries.
-        unsafe { self.device.raw().cmd_reset_query_pool(self.cmd, pool, 0, count) };
-    }
-
-    /// Fills `size` bytes (a multiple of 4) with a 32-bit pattern.
-    pub fn fill(&mut self, buffer: vk::Buffer, size: u64, pattern: u32) {
-        // SAFETY: the buffer has TRANSFER_DST usage and at least `size` bytes.
-        unsafe { self.device.raw().cmd_fill_buffer(self.cmd, buffer, 0, size, pattern) };
-    }
-
-    /// Binds the three operand windows and dispatches `groups` workgroups.
-    pub fn dispatch(
-        &mut self,
-        pipeline: vk::Pipeline,
-        layout: vk::PipelineLayout,
-        buffers: [(vk::Buffer, Window); 3],
-        push: &PushConstants,
-        groups: [u32; 2],
-    ) -> Result<()> {
-        let raw = self.device.raw();
-        let layouts = [self.set_layout];
-        let info = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(self.descriptors)
-            .set_layouts(&layouts);
-        // SAFETY: the pool was sized for every dispatch this recording makes.
-        let set =
-            unsafe { raw.allocate_descriptor_sets(&info) }.map_err(|r| Error::vk("vkAllocateDescriptorSets", r))?[0];
-        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = buffers
-            .iter()
-            .map(|(b, w)| {
-                [vk::DescriptorBufferInfo::default()
-                    .buffer(*b)
-                    .offset(w.bind_offset)
-                    .range(w.bind_range)]
-            })
-            .collect();
-        let writes: Vec<_> = infos
-            .iter()
-            .enumerate()
-            .map(|(i, info)| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(i as u32)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(info)
-            })
-            .collect();
-        // SAFETY: windows were planned inside each buffer and within maxStorageBufferRange, at
-        // offsets aligned to minStorageBufferOffsetAlignment.
-        unsafe {
-            raw.update_descriptor_sets(&writes, &[]);
-            raw.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
-            raw.cmd_bind_descriptor_sets(self.cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
-            raw.cmd_push_constants(
-                self.cmd,
-                layout,
-                vk::ShaderStageFlags::COMPUTE,
-                0,
-                bytemuck::bytes_of(push),
-            );
-            raw.cmd_dispatch(self.cmd, groups[0], groups[1], 1);
-        }
-        Ok(())
     }
 }
 

@@ -1,0 +1,247 @@
+//! Host and device matrices: the element types, borrowed host views ([`MatRef`], [`MatMut`]),
+//! [`DeviceMatrix`], and the packing between host layout and device layout.
+
+use crate::config::ComponentType;
+use crate::error::{Error, Result};
+use crate::memory::Buffer;
+use crate::tiling::Layout;
+use half::{bf16, f16};
+use std::marker::PhantomData;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An element type vk-sgmat can move to and from the GPU.
+pub trait Element: bytemuck::Pod + Send + Sync + sealed::Sealed + PartialEq + std::fmt::Debug {
+    /// The matching component type.
+    const TYPE: ComponentType;
+    /// Exact conversion to f64.
+    fn to_f64(self) -> f64;
+    /// Conversion from f64 (rounding to nearest for floats, truncation toward zero for integers).
+    fn from_f64(v: f64) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $ct:ident, |$x:ident| $to:expr, |$v:ident| $from:expr) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const TYPE: ComponentType = ComponentType::$ct;
+            fn to_f64(self) -> f64 {
+                let $x = self;
+                $to
+            }
+            fn from_f64($v: f64) -> Self {
+                $from
+            }
+        }
+    };
+}
+element!(f16, F16, |x| x.to_f64(), |v| f16::from_f64(v));
+element!(bf16, Bf16, |x| x.to_f64(), |v| bf16::from_f64(v));
+element!(f32, F32, |x| f64::from(x), |v| v as f32);
+element!(i8, I8, |x| f64::from(x), |v| v as i8);
+element!(u8, U8, |x| f64::from(x), |v| v as u8);
+element!(i32, I32, |x| f64::from(x), |v| v as i32);
+element!(u32, U32, |x| f64::from(x), |v| v as u32);
+
+/// A read-only host matrix: a slice, its shape, storage order and leading dimension.
+#[derive(Copy, Clone, Debug)]
+pub struct MatRef<'a, T> {
+    /// The elements.
+    pub data: &'a [T],
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Storage order.
+    pub layout: Layout,
+    /// Leading dimension: distance between consecutive rows (row-major) or columns (column-major).
+    pub ld: usize,
+}
+
+impl<'a, T> MatRef<'a, T> {
+    /// A dense row-major matrix (ld = cols).
+    pub fn new(data: &'a [T], rows: usize, cols: usize) -> Self {
+        Self {
+            data,
+            rows,
+            cols,
+            layout: Layout::RowMajor,
+            ld: cols,
+        }
+    }
+
+    /// A dense column-major matrix (ld = rows).
+    pub fn col_major(data: &'a [T], rows: usize, cols: usize) -> Self {
+        Self {
+            data,
+            rows,
+            cols,
+            layout: Layout::ColMajor,
+            ld: rows,
+        }
+    }
+
+    /// Sets the leading dimension.
+    pub fn with_ld(self, ld: usize) -> Self {
+        Self { ld, ..self }
+    }
+
+    /// Index of element (r, c) in `data`.
+    pub fn index(&self, r: usize, c: usize) -> usize {
+        match self.layout {
+            Layout::RowMajor => r * self.ld + c,
+            Layout::ColMajor => c * self.ld + r,
+        }
+    }
+}
+
+/// A writable row-major host matrix (C).
+#[derive(Debug)]
+pub struct MatMut<'a, T> {
+    /// The elements.
+    pub data: &'a mut [T],
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Leading dimension (distance between rows).
+    pub ld: usize,
+}
+
+impl<'a, T> MatMut<'a, T> {
+    /// A dense row-major matrix (ld = cols).
+    pub fn new(data: &'a mut [T], rows: usize, cols: usize) -> Self {
+        Self {
+            data,
+            rows,
+            cols,
+            ld: cols,
+        }
+    }
+
+    /// Sets the leading dimension.
+    pub fn with_ld(self, ld: usize) -> Self {
+        Self { ld, ..self }
+    }
+
+    pub(crate) fn as_ref(&self) -> MatRef<'_, T> {
+        MatRef {
+            data: self.data,
+            rows: self.rows,
+            cols: self.cols,
+            layout: Layout::RowMajor,
+            ld: self.ld,
+        }
+    }
+}
+
+/// A matrix in device memory, in vk-sgmat's layout: the caller's storage order, leading dimension
+/// padded to 16 bytes, padding zero. Create with [`Context::upload`](crate::Context::upload) or [`Context::zeros`](crate::Context::zeros).
+pub struct DeviceMatrix<T: Element> {
+    pub(crate) buffer: Buffer,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) layout: Layout,
+    pub(crate) ld: usize,
+    pub(crate) _t: PhantomData<T>,
+}
+
+impl<T: Element> DeviceMatrix<T> {
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Storage order.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+    /// Padded leading dimension in elements.
+    pub fn ld(&self) -> usize {
+        self.ld
+    }
+}
+
+impl<T: Element> std::fmt::Debug for DeviceMatrix<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DeviceMatrix<{}>({}x{}, {:?}, ld {})",
+            T::TYPE,
+            self.rows,
+            self.cols,
+            self.layout,
+            self.ld
+        )
+    }
+}
+
+/// The 32-bit pattern C is poisoned with: NaN for floats, 2^31-1 for integers.
+pub(crate) fn poison_pattern(t: ComponentType) -> u32 {
+    if t.is_float() {
+        u32::MAX // NaN in f32 and in both f16 halves
+    } else {
+        0x7fff_ffff
+    }
+}
+
+/// Checks a host matrix's slice against its shape and leading dimension.
+pub(crate) fn check_matrix<T>(name: &'static str, m: &MatRef<'_, T>) -> Result<()> {
+    let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
+    if m.rows == 0 || m.cols == 0 {
+        return Ok(()); // the GEMM's own check names M, N, K
+    }
+    if m.ld < inner {
+        return Err(Error::BadLeadingDimension {
+            matrix: name,
+            ld: m.ld,
+            min: inner,
+        });
+    }
+    let needed = (outer - 1)
+        .checked_mul(m.ld)
+        .and_then(|v| v.checked_add(inner))
+        .ok_or_else(|| Error::TooLarge(format!("matrix {name}: {outer} x ld {} overflows", m.ld)))?;
+    if m.data.len() < needed {
+        return Err(Error::ShortSlice {
+            matrix: name,
+            needed,
+            got: m.data.len(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn bytes_of_layout(rows: usize, cols: usize, layout: Layout, ld: usize, es: usize) -> u64 {
+    let (outer, _) = layout.outer_inner(rows, cols);
+    (outer * ld * es) as u64
+}
+
+/// Copies a host matrix into device layout (same storage order, leading dimension `ld`, padding
+/// zeroed: the kernels rely on zero padding for the K tail).
+pub(crate) fn pack<T: Element>(m: &MatRef<'_, T>, ld: usize, out: &mut [u8]) {
+    let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
+    let es = size_of::<T>();
+    let out = &mut out[..outer * ld * es];
+    for o in 0..outer {
+        let src = bytemuck::cast_slice::<T, u8>(&m.data[o * m.ld..o * m.ld + inner]);
+        let row = &mut out[o * ld * es..(o + 1) * ld * es];
+        row[..inner * es].copy_from_slice(src);
+        row[inner * es..].fill(0);
+    }
+}
+
+/// Copies device rows (leading dimension `ld`) into a host matrix.
+pub(crate) fn unpack<T: Element>(bytes: &[u8], ld: usize, out: MatMut<'_, T>) {
+    let es = size_of::<T>();
+    for r in 0..out.rows {
+        let src = &bytes[r * ld * es..(r * ld + out.cols) * es];
+        let dst = &mut out.data[r * out.ld..r * out.ld + out.cols];
+        bytemuck::cast_slice_mut::<T, u8>(dst).copy_from_slice(src);
+    }
+}

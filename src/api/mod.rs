@@ -1,0 +1,33 @@
+//! The public calls: [`Context`] and its GEMMs, host views ([`MatRef`], [`MatMut`]),
+//! [`DeviceMatrix`], options, and the free [`gemm`] on a lazily created default context. Thin:
+//! each call validates, plans and delegates.
+
+mod context;
+mod matrix;
+mod options;
+
+pub use context::{Context, MAX_SPLIT_K};
+pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
+pub use options::{ContextOptions, GemmOptions};
+
+use crate::error::Result;
+use std::sync::{Arc, Mutex};
+
+static DEFAULT_CONTEXT: Mutex<Option<Arc<Context>>> = Mutex::new(None);
+
+/// The lazily created default context (best device, or `VK_SGMAT_DEVICE`). A failed creation is
+/// not cached: the next call tries again.
+pub fn default_context() -> Result<Arc<Context>> {
+    let mut slot = DEFAULT_CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = slot.as_ref() {
+        return Ok(c.clone());
+    }
+    let c = Arc::new(Context::new()?);
+    *slot = Some(c.clone());
+    Ok(c)
+}
+
+/// `c = a * b` on the default context.
+pub fn gemm<TA: Element, TC: Element>(a: MatRef<'_, TA>, b: MatRef<'_, TA>, c: MatMut<'_, TC>) -> Result<()> {
+    default_context()?.gemm(a, b, c)
+}

@@ -1,0 +1,73 @@
+//! Settings: [`GemmOptions`] per call, [`ContextOptions`] per context. Each field says its default.
+
+use crate::device::DeviceSelector;
+use crate::plan::DispatchLimits;
+use crate::tiling::TileScheme;
+use std::path::PathBuf;
+
+/// GEMM options: `C = alpha * A*B + beta * C`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmOptions {
+    /// Scale of the product. Default 1. Integer results need an integer that fits the type.
+    pub alpha: f64,
+    /// Scale of C's old value. Default 0 (C is then not read, so it may hold anything).
+    pub beta: f64,
+    /// Fragment shape (m, n, k) to use; default: the largest the device offers for the types.
+    pub shape: Option<(u32, u32, u32)>,
+    /// Tile scheme to use; default: chosen per problem (see [`Context::choose_scheme`](crate::Context::choose_scheme)).
+    pub scheme: Option<TileScheme>,
+    /// K slices computed concurrently and summed by a reduction pass (split-K); default: chosen
+    /// per problem (see [`crate::plan::choose_split_k`]; never on CPU drivers); `Some(1)` turns
+    /// it off; at most [`MAX_SPLIT_K`](crate::MAX_SPLIT_K). Ignored when the problem already
+    /// needs several passes for the device's limits.
+    pub split_k: Option<u32>,
+}
+
+impl Default for GemmOptions {
+    fn default() -> Self {
+        Self {
+            alpha: 1.0,
+            beta: 0.0,
+            shape: None,
+            scheme: None,
+            split_k: None,
+        }
+    }
+}
+
+/// Context settings. Each field says its default.
+#[derive(Clone, Debug)]
+pub struct ContextOptions {
+    /// Which device. Default: `VK_SGMAT_DEVICE` (index or name substring), else the best usable.
+    pub device: DeviceSelector,
+    /// Khronos validation layer and message capture. Default: off (on with `VK_SGMAT_VALIDATION=1`).
+    pub validation: bool,
+    /// Fill C with a poison pattern (NaN for floats, 0x7fffffff for integers) before every GEMM
+    /// that does not read C, so unwritten elements show. Default: off (tests turn it on).
+    pub poison_outputs: bool,
+    /// Replace the device's dispatch limits (workgroup count, storage-buffer range, offset
+    /// alignment) with smaller ones, to exercise multi-pass plans on any device. Default: none.
+    pub limits_override: Option<DispatchLimits>,
+    /// File to load the Vulkan pipeline cache from and save it to. Default: none (in memory).
+    pub pipeline_cache: Option<PathBuf>,
+    /// Autotune: the first GEMM of each (config, layouts, shape rounded up to powers of two)
+    /// times the candidate tile schemes on scratch matrices of its size and keeps the fastest in
+    /// this JSON file (keyed by device UUID and driver version; a stale or corrupt file is
+    /// ignored and replaced). Later GEMMs of that bucket, in any process, use the stored winner.
+    /// Default: none ([`Context::choose_scheme`](crate::Context::choose_scheme)'s heuristic). An explicit
+    /// [`GemmOptions::scheme`] always wins.
+    pub autotune: Option<PathBuf>,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        Self {
+            device: DeviceSelector::from_env(),
+            validation: false,
+            poison_outputs: false,
+            limits_override: None,
+            pipeline_cache: None,
+            autotune: None,
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Property tests over arbitrary tile-scheme fields and problem sizes: every combination is a
+//! typed error or a scheme and plan whose every invariant holds; never a panic.
+
+use super::{device_problem, DispatchLimits, GemmPlan, Kernel, Operand, PlanRequest, SplitK};
+use crate::config::ComponentType::*;
+use crate::config::GPUSubgroupMatrixConfig;
+use crate::device::DeviceLimits;
+use crate::error::Error;
+use crate::tiling::test_support::{cfg, h200_limits, lavapipe_limits};
+use crate::tiling::{KernelScope, Layout, TileScheme, VECTOR_BYTES};
+use proptest::prelude::*;
+
+/// Mostly values a real scheme has, sometimes anything at all.
+fn field(small: impl Strategy<Value = u32> + 'static) -> BoxedStrategy<u32> {
+    prop_oneof![9 => small, 1 => any::<u32>()].boxed()
+}
+
+fn configs() -> impl Strategy<Value = (GPUSubgroupMatrixConfig, DeviceLimits)> {
+    prop_oneof![
+        Just((cfg(16, 16, 16, F16, F32), h200_limits())),
+        Just((cfg(16, 8, 16, F16, F16), h200_limits())),
+        Just((cfg(16, 16, 32, I8, I32), h200_limits())),
+        Just((cfg(8, 8, 8, F16, F32), lavapipe_limits())),
+        Just((cfg(8, 8, 8, U8, U32), lavapipe_limits())),
+        Just((cfg(16, 16, 16, F16, F32), DeviceLimits::default())),
+    ]
+}
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![Just(Layout::RowMajor), Just(Layout::ColMajor)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(5000))]
+
+    #[test]
+    fn any_scheme_is_an_error_or_sound(
+        // 0 stands for the device's own subgroup size.
+        subgroup_size in field(prop_oneof![3 => Just(0u32), 1 => Just(8), 1 => Just(16), 1 => Just(32)]),
+        sg_m in field(1u32..=2), sg_n in field(1u32..=4),
+        fr_m in field(1u32..=4), fr_n in field(1u32..=4),
+        k_step in field((1u32..=4).prop_map(|x| 16 * x)),
+        pad_bytes in field(prop_oneof![Just(0u32), Just(16), Just(32), Just(8)]),
+        stages in field(1u32..=2), raster_group in field(0u32..=8),
+        workgroup in any::<bool>(),
+        (config, limits) in configs(),
+        (m, n, k) in (1usize..3000, 1usize..3000, 1usize..5000),
+        (a_layout, b_layout) in (layout(), layout()),
+        split in 1u32..6,
+    ) {
+        let subgroup_size = match subgroup_size {
+            0 if limits.subgroup_size == 0 => 32,
+            0 => limits.subgroup_size,
+            s => s,
+        };
+        let json = serde_json::json!({
+            "subgroup_size": subgroup_size, "sg_m": sg_m, "sg_n": sg_n, "fr_m": fr_m, "fr_n": fr_n,
+            "k_step": k_step, "pad_bytes": pad_bytes, "stages": stages, "raster_group": raster_group,
+            "scope": if workgroup { "workgroup" } else { "subgroup" },
+        });
+        let Ok(scheme) = serde_json::from_value::<TileScheme>(json) else { return Ok(()) };
+        match scheme.check(&config, &limits) {
+            Err(e) => prop_assert!(matches!(e, Error::InvalidTileScheme(_)), "{e}"),
+            Ok(()) => {
+                let g = scheme.geometry(&config);
+                let es = config.component_type.size_bytes();
+                prop_assert!(g.bm >= config.m && g.bn >= config.n && g.bm <= 4096 && g.bn <= 4096);
+                prop_assert_eq!(g.threads, sg_m * sg_n * subgroup_size);
+                prop_assert_eq!((g.bm * es) % VECTOR_BYTES, 0);
+                prop_assert_eq!(g.bk % config.k, 0);
+                if limits.max_workgroup_invocations != 0 {
+                    prop_assert!(g.threads <= limits.max_workgroup_invocations);
+                    prop_assert!(g.shared_bytes <= limits.max_shared_memory);
+                }
+                if scheme.scope() == KernelScope::Subgroup {
+                    prop_assert_eq!((g.bm * g.bk * es / VECTOR_BYTES) % g.threads, 0);
+                    prop_assert_eq!(scheme.pad_bytes() % VECTOR_BYTES, 0);
+                }
+                check_plan(config, scheme, (m, n, k), (a_layout, b_layout), split)?;
+            }
+        }
+    }
+}
+
+/// A plan of a sound scheme covers the problem: GEMM dispatches tile M and N and sum to K.
+fn check_plan(
+    config: GPUSubgroupMatrixConfig,
+    scheme: TileScheme,
+    (m, n, k): (usize, usize, usize),
+    layouts: (Layout, Layout),
+    split: u32,
+) -> Result<(), TestCaseError> {
+    let sizes = (
+        config.component_type.size_bytes() as usize,
+        config.result_type.size_bytes() as usize,
+    );
+    let request = PlanRequest {
+        problem: device_problem((m, n, k), layouts, sizes),
+        config,
+        scheme,
+        alpha: 2.0,
+        beta: 0.0,
+        split_k: SplitK::Slices(split),
+    };
+    let limits = DispatchLimits::from_device(&h200_limits());
+    let plan = GemmPlan::new(&request, &limits).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let g = scheme.geometry(&config);
+    let gemm: Vec<_> = plan.gemm_dispatches().collect();
+    for d in &gemm {
+        prop_assert!(d.groups[0] as usize * g.bn as usize >= d.push.n as usize);
+        prop_assert!(d.groups[1] as usize * g.bm as usize >= d.push.m as usize);
+        prop_assert!(
+            d.push.m as usize == m && d.push.n as usize == n,
+            "one band for these sizes"
+        );
+    }
+    prop_assert_eq!(gemm.iter().map(|d| d.push.k as usize).sum::<usize>(), k);
+    if plan.is_split_k() {
+        prop_assert!(gemm.iter().all(|d| d.bindings[2].0 == Operand::Scratch));
+        let reduces = matches!(plan.dispatches.last().unwrap().kernel, Kernel::Reduce { .. });
+        prop_assert!(reduces, "split-K ends with its reduction");
+    } else {
+        prop_assert_eq!(plan.dispatches.len(), 1);
+    }
+    Ok(())
+}

@@ -1,0 +1,92 @@
+//! The autotuner: times the candidate schemes of a problem's bucket once and remembers the winner
+//! ([`TuneCache`]); later GEMMs of the bucket take it without timing.
+
+use super::cache::{TuneCache, TuneKey};
+use crate::api::{Context, Element, GemmOptions};
+use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
+use crate::error::Result;
+use crate::submit::median;
+use crate::tiling::{not_oversized, Layout, TileScheme};
+use std::time::Duration;
+
+impl Context {
+    /// The scheme for a problem: the autotuner's (see
+    /// [`ContextOptions::autotune`](crate::ContextOptions::autotune)) when it is on, else
+    /// [`Context::choose_scheme`]'s.
+    pub(crate) fn scheme_for<TA: Element, TC: Element>(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        (m, n, k): (usize, usize, usize),
+        layouts: (Layout, Layout),
+    ) -> Result<TileScheme> {
+        let Some(cache) = &self.tune_cache else {
+            return self.choose_scheme(config, m, n);
+        };
+        let key = TuneKey::new(config, layouts, (m, n, k));
+        let known = lock(cache).get(&key, config, self.device_info());
+        if let Some(s) = known {
+            return Ok(s);
+        }
+        let (scheme, tflops) = self.autotune::<TA, TC>(config, (m, n, k), layouts)?;
+        lock(cache).insert(key, scheme, tflops, [m, n, k])?;
+        Ok(scheme)
+    }
+
+    /// Times each candidate scheme that fits the problem (tile at most twice the problem) on
+    /// scratch matrices of its size and returns the fastest with its TFLOP/s. Each candidate runs
+    /// until its speed is steady (0.1 to 3 s, see [`Context::warm_up`]) before it is timed.
+    fn autotune<TA: Element, TC: Element>(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        (m, n, k): (usize, usize, usize),
+        (al, bl): (Layout, Layout),
+    ) -> Result<(TileScheme, f64)> {
+        const WARM: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(3));
+        let fits: Vec<TileScheme> = self
+            .schemes(config)
+            .into_iter()
+            .filter(|s| {
+                let g = s.geometry(config);
+                not_oversized(g.bm as usize, g.bn as usize, m, n)
+            })
+            .collect();
+        if fits.len() < 2 || self.device_info().limits.timestamp_period <= 0.0 {
+            return Ok((self.choose_scheme(config, m, n)?, 0.0));
+        }
+        // Nonzero operands (1.0 or 1), so the timing is not that of a multiply by zero.
+        let one: u32 = match TA::TYPE {
+            ComponentType::F16 => 0x3c00_3c00,
+            ComponentType::Bf16 => 0x3f80_3f80,
+            ComponentType::F32 => 0x3f80_0000,
+            _ => 0x0101_0101,
+        };
+        let a = self.alloc_matrix::<TA>(m, k, al)?;
+        let b = self.alloc_matrix::<TA>(k, n, bl)?;
+        let c = self.zeros::<TC>(m, n)?;
+        self.submitter.run(self.pipelines.set_layout, 0, |rec| {
+            rec.fill(a.buffer.raw(), a.buffer.size(), one);
+            rec.fill(b.buffer.raw(), b.buffer.size(), one);
+            Ok(())
+        })?;
+        let mut best: Option<(TileScheme, f64)> = None;
+        for scheme in fits {
+            let options = GemmOptions {
+                scheme: Some(scheme),
+                ..Default::default()
+            };
+            let plan = self.plan_device(&a, &b, &c, &options)?;
+            let operands = [&a.buffer, &b.buffer, &c.buffer];
+            self.warm_plan(&plan, operands, WARM)?;
+            let median = median(&mut self.time_plan(&plan, operands, 7)?);
+            if best.is_none_or(|(_, t)| median < t) {
+                best = Some((scheme, median));
+            }
+        }
+        let (scheme, seconds) = best.expect("at least two candidates");
+        Ok((scheme, 2.0 * (m * n * k) as f64 / seconds / 1e12))
+    }
+}
+
+fn lock(cache: &std::sync::Mutex<TuneCache>) -> std::sync::MutexGuard<'_, TuneCache> {
+    cache.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,124 @@
+//! GPU timing of GEMMs with timestamp queries, warm-up until steady, and the diagnostic probes.
+
+use crate::api::{Context, DeviceMatrix, Element, GemmOptions};
+use crate::error::{Error, Result};
+use crate::kernel::Probe;
+use crate::memory::Buffer;
+use crate::plan::GemmPlan;
+use crate::submit::{median, TimestampPool};
+use crate::tiling::KernelScope;
+use std::time::{Duration, Instant};
+
+impl Context {
+    /// Runs `reps` GEMMs on device-resident matrices in one submission, a barrier between each, and
+    /// returns each one's GPU time in seconds from timestamp queries (submission overhead excluded).
+    pub fn time_gemm_device<TA: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TA>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+        reps: u32,
+    ) -> Result<Vec<f64>> {
+        let plan = self.plan_device(a, b, c, options)?;
+        self.time_plan(&plan, [&a.buffer, &b.buffer, &c.buffer], reps)
+    }
+
+    /// Runs the GEMM repeatedly, untimed, for at least `min` and until two consecutive batches'
+    /// median GPU times agree within 3% (at most `max`), so that timings taken next see a steady
+    /// kernel: NVIDIA's driver runs a freshly compiled pipeline slowly at first, for seconds with
+    /// workgroup-scope kernels (docs/performance.md). Returns the last batch's median in seconds.
+    pub fn warm_up<TA: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TA>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+        (min, max): (Duration, Duration),
+    ) -> Result<f64> {
+        let plan = self.plan_device(a, b, c, options)?;
+        self.warm_plan(&plan, [&a.buffer, &b.buffer, &c.buffer], (min, max))
+    }
+
+    pub(crate) fn warm_plan(
+        &self,
+        plan: &GemmPlan,
+        operands: [&Buffer; 3],
+        (min, max): (Duration, Duration),
+    ) -> Result<f64> {
+        let start = Instant::now();
+        let mut last = f64::INFINITY;
+        loop {
+            let median = median(&mut self.time_plan(plan, operands, 8)?);
+            let steady = (median - last).abs() <= 0.03 * last;
+            last = median;
+            if (steady && start.elapsed() >= min) || start.elapsed() >= max {
+                return Ok(median);
+            }
+        }
+    }
+
+    /// Times a diagnostic variant of the kernel that `options` selects for this problem, with one
+    /// part of its main loop removed (see [`Probe`]), like [`Context::time_gemm_device`]. For
+    /// performance analysis only: C's contents are unspecified afterwards.
+    pub fn time_probe<TA: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TA>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+        probe: Probe,
+        reps: u32,
+    ) -> Result<Vec<f64>> {
+        let plan = self.plan_device(a, b, c, options)?;
+        let scheme = plan.scheme;
+        if scheme.scope() == KernelScope::Workgroup && probe != Probe::Full {
+            return Err(Error::Unsupported(format!(
+                "probes take apart the subgroup-scope kernel; {} is workgroup-scope",
+                scheme.name()
+            )));
+        }
+        let g = scheme.geometry(&plan.config);
+        let (bm, bn, bk) = (g.bm, g.bn, g.bk);
+        if probe == Probe::Unchecked {
+            let p = &plan.problem;
+            let whole = plan
+                .gemm_dispatches()
+                .all(|d| d.push.m % bm == 0 && d.push.n % bn == 0 && d.push.k % bk == 0);
+            if !whole || plan.is_split_k() {
+                return Err(Error::Unsupported(format!(
+                    "the unchecked probe needs whole {bm}x{bn}x{bk} tiles and no split-K; {}x{}x{} is not",
+                    p.m, p.n, p.k
+                )));
+            }
+        }
+        if let Probe::SharedAtLeast(bytes) = probe {
+            let max = self.device_info().limits.max_shared_memory;
+            if bytes > max {
+                return Err(Error::Unsupported(format!(
+                    "{bytes} bytes of shared memory exceed the device's {max}"
+                )));
+            }
+        }
+        let plan = plan.with_probe(probe);
+        self.pipelines.prepare(&plan)?;
+        self.time_plan(&plan, [&a.buffer, &b.buffer, &c.buffer], reps)
+    }
+
+    /// Runs `plan` `reps` times in one submission and returns each run's GPU time in seconds.
+    pub(crate) fn time_plan(&self, plan: &GemmPlan, operands: [&Buffer; 3], reps: u32) -> Result<Vec<f64>> {
+        if self.device_info().limits.timestamp_period <= 0.0 {
+            return Err(Error::Unsupported("the device has no timestamp queries".into()));
+        }
+        let reps = reps.max(1);
+        let pool = TimestampPool::new(&self.device, 2 * reps)?;
+        self.run_plan(
+            plan,
+            operands,
+            reps,
+            |rec, r, after| rec.timestamp(pool.raw, 2 * r + u32::from(after)),
+            |rec| rec.reset_queries(pool.raw, pool.count),
+        )?;
+        pool.intervals()
+    }
+}
