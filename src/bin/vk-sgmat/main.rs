@@ -1,4 +1,4 @@
-//! The `vk-sgmat` command: `info`, `gemm`, `check`.
+//! The `vk-sgmat` command: `info`, `gemm`, `bench`, `tune`, `peak`, `check`.
 
 mod cli;
 mod report;
@@ -7,7 +7,26 @@ mod run;
 use clap::Parser;
 use std::process::ExitCode;
 
+/// Prints the library's warnings (e.g. a damaged autotune entry being dropped) to stderr.
+struct StderrLogger;
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::Level::Warn
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            eprintln!("vk-sgmat: {}: {}", record.level().as_str().to_lowercase(), record.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
 fn main() -> ExitCode {
+    // Only fails if a logger is already set, which nothing here does.
+    let _ = log::set_logger(&StderrLogger).map(|()| log::set_max_level(log::LevelFilter::Warn));
     let cli = cli::Cli::parse();
     match run::run(cli) {
         Ok(true) => ExitCode::SUCCESS,
