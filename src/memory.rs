@@ -4,6 +4,7 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::submit::Uses;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::{AllocationError, MemoryLocation};
@@ -52,6 +53,8 @@ impl BufferKind {
 
 /// A buffer and its memory.
 pub(crate) struct Buffer {
+    /// The submissions that last used it, where it is shared between streams.
+    uses: Mutex<Uses>,
     allocation: Option<Allocation>,
     raw: vk::Buffer,
     size: u64,
@@ -105,6 +108,7 @@ impl Buffer {
         // SAFETY: the allocation satisfies the buffer's requirements and is not bound elsewhere.
         let bound = unsafe { raw_device.bind_buffer_memory(raw, allocation.memory(), allocation.offset()) };
         let buffer = Self {
+            uses: Mutex::new(Uses::default()),
             allocation: Some(allocation),
             raw,
             size,
@@ -136,6 +140,24 @@ impl Buffer {
             })
     }
 
+    /// The mapped bytes of a host-visible buffer, for reading after the GPU wrote them.
+    pub fn mapped(&self) -> Result<&[u8]> {
+        let size = self.size as usize;
+        self.allocation
+            .as_ref()
+            .and_then(|a| a.mapped_slice())
+            .map(|s| &s[..size])
+            .ok_or(Error::Allocation {
+                what: "staging",
+                message: "memory is not host-visible".into(),
+            })
+    }
+
+    /// The record of the submissions that last used this buffer.
+    pub(crate) fn uses(&self) -> std::sync::MutexGuard<'_, Uses> {
+        self.uses.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Whether the buffer belongs to `device`.
     pub fn on(&self, device: &Arc<Device>) -> bool {
         Arc::ptr_eq(&self.device, device)
@@ -147,8 +169,8 @@ impl Drop for Buffer {
         if let Some(a) = self.allocation.take() {
             let _ = self.device.allocator().free(a);
         }
-        // SAFETY: submissions that use a buffer wait on their fence before releasing it, so the
-        // GPU is done with it; the allocation was freed above.
+        // SAFETY: every submission that uses a buffer holds it (an Arc, or by the blocking call
+        // that waits) until the GPU is done with it; the allocation was freed above.
         unsafe { self.device.raw().destroy_buffer(self.raw, None) };
     }
 }

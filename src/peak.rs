@@ -9,7 +9,7 @@ use crate::kernel::{generate_peak, PushConstants};
 use crate::memory::{Buffer, BufferKind};
 use crate::plan::Window;
 use crate::record::Access;
-use crate::submit::TimestampPool;
+use crate::timestamps::TimestampPool;
 
 /// One `peak` measurement.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -92,7 +92,7 @@ impl Context {
             (input.raw(), whole(input.size())),
             (output.raw(), whole(output.size())),
         ];
-        self.submitter.run(self.pipelines.set_layout, reps + 1, |rec| {
+        self.run_recorded(|rec| {
             rec.fill(input.raw(), input.size(), fill_word(config.component_type));
             rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
             rec.reset_queries(pool.raw, pool.count);
@@ -131,7 +131,7 @@ impl Context {
         let buffer = Buffer::new(&self.device, bytes, BufferKind::Storage)?;
         let reps = reps.max(1);
         let pool = TimestampPool::new(&self.device, 2 * reps)?;
-        self.submitter.run(self.pipelines.set_layout, reps + 1, |rec| {
+        self.run_recorded(|rec| {
             rec.reset_queries(pool.raw, pool.count);
             rec.fill(buffer.raw(), bytes, 0);
             for r in 0..reps {

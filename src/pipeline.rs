@@ -49,7 +49,11 @@ impl Pipelines {
                     .stage_flags(vk::ShaderStageFlags::COMPUTE)
             })
             .collect();
-        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+        // Bindings are pushed with each dispatch: no descriptor pool, nothing to free after a
+        // command buffer runs (recording into the caller's command buffers relies on it).
+        let info = vk::DescriptorSetLayoutCreateInfo::default()
+            .flags(vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR)
+            .bindings(&bindings);
         // SAFETY: valid create info on a live device.
         let set_layout = unsafe { raw.create_descriptor_set_layout(&info, None) }
             .map_err(|r| Error::vk("vkCreateDescriptorSetLayout", r))?;

@@ -8,12 +8,12 @@ use crate::pipeline::Pipelines;
 use crate::plan::{GemmPlan, Operand, Window};
 use ash::vk;
 
-/// An open command buffer being recorded.
+/// An open command buffer being recorded: ours or the caller's. Bindings are pushed
+/// (`VK_KHR_push_descriptor`), so recording needs no descriptor memory that would have to
+/// outlive the command buffer.
 pub(crate) struct Recording<'a> {
     device: &'a Device,
     cmd: vk::CommandBuffer,
-    descriptors: vk::DescriptorPool,
-    set_layout: vk::DescriptorSetLayout,
 }
 
 /// A pipeline barrier's two halves.
@@ -46,22 +46,31 @@ impl Access {
         stage: vk::PipelineStageFlags::HOST,
         access: vk::AccessFlags::HOST_READ,
     };
+    /// Every write vk-sgmat's commands make (copies, fills, kernels).
+    pub const ANY_WRITE: Self = Self {
+        stage: vk::PipelineStageFlags::from_raw(
+            vk::PipelineStageFlags::COMPUTE_SHADER.as_raw() | vk::PipelineStageFlags::TRANSFER.as_raw(),
+        ),
+        access: vk::AccessFlags::from_raw(
+            vk::AccessFlags::SHADER_WRITE.as_raw() | vk::AccessFlags::TRANSFER_WRITE.as_raw(),
+        ),
+    };
+    /// Every access vk-sgmat's commands make.
+    pub const ANY: Self = Self {
+        stage: Self::ANY_WRITE.stage,
+        access: vk::AccessFlags::from_raw(
+            vk::AccessFlags::SHADER_READ.as_raw()
+                | vk::AccessFlags::SHADER_WRITE.as_raw()
+                | vk::AccessFlags::TRANSFER_READ.as_raw()
+                | vk::AccessFlags::TRANSFER_WRITE.as_raw(),
+        ),
+    };
 }
 
 impl<'a> Recording<'a> {
-    /// Records into `cmd` (in the recording state), allocating descriptor sets from `descriptors`.
-    pub fn new(
-        device: &'a Device,
-        cmd: vk::CommandBuffer,
-        descriptors: vk::DescriptorPool,
-        set_layout: vk::DescriptorSetLayout,
-    ) -> Self {
-        Self {
-            device,
-            cmd,
-            descriptors,
-            set_layout,
-        }
+    /// Records into `cmd`, which must be in the recording state on a queue family with compute.
+    pub fn new(device: &'a Device, cmd: vk::CommandBuffer) -> Self {
+        Self { device, cmd }
     }
 
     pub fn barrier(&mut self, src: Access, dst: Access) {
@@ -88,9 +97,12 @@ impl<'a> Recording<'a> {
         unsafe { self.device.raw().cmd_copy_buffer(self.cmd, src, dst, &region) };
     }
 
-    /// Copies `size` bytes from `src` at `src_offset` to the start of `dst`.
-    pub fn copy_at(&mut self, src: vk::Buffer, src_offset: u64, dst: vk::Buffer, size: u64) {
-        let region = [vk::BufferCopy::default().src_offset(src_offset).size(size)];
+    /// Copies `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
+    pub fn copy_region(&mut self, src: vk::Buffer, src_offset: u64, dst: vk::Buffer, dst_offset: u64, size: u64) {
+        let region = [vk::BufferCopy::default()
+            .src_offset(src_offset)
+            .dst_offset(dst_offset)
+            .size(size)];
         // SAFETY: both buffers are live for the submission and large enough.
         unsafe { self.device.raw().cmd_copy_buffer(self.cmd, src, dst, &region) };
     }
@@ -113,11 +125,47 @@ impl<'a> Recording<'a> {
 
     /// Fills `size` bytes (a multiple of 4) with a 32-bit pattern.
     pub fn fill(&mut self, buffer: vk::Buffer, size: u64, pattern: u32) {
-        // SAFETY: the buffer has TRANSFER_DST usage and at least `size` bytes.
-        unsafe { self.device.raw().cmd_fill_buffer(self.cmd, buffer, 0, size, pattern) };
+        self.fill_at(buffer, 0, size, pattern);
     }
 
-    /// Binds the three operand windows and dispatches `groups` workgroups.
+    /// Fills `size` bytes (a multiple of 4) at `offset` (a multiple of 4) with a 32-bit pattern.
+    pub fn fill_at(&mut self, buffer: vk::Buffer, offset: u64, size: u64, pattern: u32) {
+        // SAFETY: the buffer has TRANSFER_DST usage and at least `offset + size` bytes.
+        unsafe {
+            self.device
+                .raw()
+                .cmd_fill_buffer(self.cmd, buffer, offset, size, pattern)
+        };
+    }
+
+    /// Fills the elements of a row-major `rows x cols` matrix of `elem_bytes`-byte elements with
+    /// leading dimension `ld` (a multiple of 16 bytes) with `pattern`, leaving the padding
+    /// between rows as it is: a device matrix's padding stays zero, which the kernels rely on
+    /// when the matrix is later read as A or B.
+    pub fn fill_rows(
+        &mut self,
+        buffer: vk::Buffer,
+        (rows, cols, ld): (usize, usize, usize),
+        elem_bytes: usize,
+        pattern: u32,
+    ) {
+        let (row, pitch) = ((cols * elem_bytes) as u64, (ld * elem_bytes) as u64);
+        if row == pitch {
+            return self.fill(buffer, pitch * rows as u64, pattern);
+        }
+        let whole = row - row % 4;
+        for r in 0..rows as u64 {
+            if whole > 0 {
+                self.fill_at(buffer, r * pitch, whole, pattern);
+            }
+            if whole < row {
+                // A 2-byte element ends the row mid-word: poison its half, keep the padding's zero.
+                self.fill_at(buffer, r * pitch + whole, 4, pattern & 0xffff);
+            }
+        }
+    }
+
+    /// Pushes the three operand windows and dispatches `groups` workgroups.
     pub fn dispatch(
         &mut self,
         pipeline: vk::Pipeline,
@@ -127,39 +175,34 @@ impl<'a> Recording<'a> {
         groups: [u32; 2],
     ) -> Result<()> {
         let raw = self.device.raw();
-        let layouts = [self.set_layout];
-        let info = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(self.descriptors)
-            .set_layouts(&layouts);
-        // SAFETY: the pool was sized for every dispatch this recording makes.
-        let set =
-            unsafe { raw.allocate_descriptor_sets(&info) }.map_err(|r| Error::vk("vkAllocateDescriptorSets", r))?[0];
-        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = buffers
-            .iter()
-            .map(|(b, w)| {
-                [vk::DescriptorBufferInfo::default()
-                    .buffer(*b)
-                    .offset(w.bind_offset)
-                    .range(w.bind_range)]
-            })
-            .collect();
+        let infos = buffers.map(|(b, w)| {
+            [vk::DescriptorBufferInfo::default()
+                .buffer(b)
+                .offset(w.bind_offset)
+                .range(w.bind_range)]
+        });
         let writes: Vec<_> = infos
             .iter()
             .enumerate()
             .map(|(i, info)| {
                 vk::WriteDescriptorSet::default()
-                    .dst_set(set)
                     .dst_binding(i as u32)
                     .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                     .buffer_info(info)
             })
             .collect();
         // SAFETY: windows were planned inside each buffer and within maxStorageBufferRange, at
-        // offsets aligned to minStorageBufferOffsetAlignment.
+        // offsets aligned to minStorageBufferOffsetAlignment; the layout's set 0 is a push
+        // descriptor set of three storage buffers.
         unsafe {
-            raw.update_descriptor_sets(&writes, &[]);
             raw.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
-            raw.cmd_bind_descriptor_sets(self.cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
+            self.device.push_descriptor().cmd_push_descriptor_set(
+                self.cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                layout,
+                0,
+                &writes,
+            );
             raw.cmd_push_constants(
                 self.cmd,
                 layout,

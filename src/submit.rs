@@ -1,285 +1,509 @@
-//! Submission on our own queue: one command buffer per call, recorded by `crate::record`, and a
-//! fence wait with a time limit (a GPU that does not answer becomes an error, not a hang).
+//! Submission: timeline semaphores and [`Ticket`]s, and the stream core that owns command
+//! buffers, orders work on memory shared between submissions, stages uploads through a ring of
+//! host-visible memory, and keeps every buffer a submission uses alive until the GPU is done.
+//!
+//! Ordering rules (docs/runtime.md): inside one stream a global barrier goes between two
+//! commands only where the second reads what an earlier one wrote, or writes what an earlier one
+//! read or wrote, since the last barrier; between streams (and the context's blocking calls),
+//! a submission waits on the timeline of every other submission that last wrote a buffer it uses,
+//! or read a buffer it writes. So submissions that touch the same memory run in the order they
+//! were submitted, and nothing else waits.
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::kernel::BINDINGS;
-use crate::record::Recording;
+use crate::memory::{Buffer, BufferKind, BufferPool};
+use crate::record::{Access, Recording};
 use ash::vk;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, MutexGuard};
+use std::time::{Duration, Instant};
 
-/// How long a submission may run before it is reported as failed.
+/// How long a submission may run before waiting on it reports failure.
 pub(crate) const SUBMIT_TIMEOUT: Duration = Duration::from_secs(600);
-/// How long a submission's fence is polled before blocking.
-const SPIN: Duration = Duration::from_micros(500);
+/// How long a wait polls the semaphore (yielding the thread) before it blocks in the driver: a
+/// blocking wait's wake-up costs tens of microseconds, more than many GEMMs take.
+const SPIN: Duration = Duration::from_millis(20);
+/// Bytes of a new staging chunk (larger uploads get a chunk of their own size).
+const STAGING_CHUNK: u64 = 8 << 20;
 
-/// Owns the command pool and the objects every submission reuses (one command buffer, one fence,
-/// a descriptor pool that grows on demand): one submission at a time per context, and no Vulkan
-/// object is created or destroyed on the hot path.
-pub(crate) struct Submitter {
-    state: Mutex<SubmitState>,
+/// A timeline semaphore with the highest value submitted to signal it.
+pub(crate) struct Timeline {
+    raw: vk::Semaphore,
+    submitted: AtomicU64,
+    /// Set when a wait timed out: the GPU may still use what the timeline guards.
+    failed: AtomicBool,
     device: Arc<Device>,
 }
 
-struct SubmitState {
-    pool: vk::CommandPool,
-    cmd: vk::CommandBuffer,
-    fence: vk::Fence,
-    descriptors: vk::DescriptorPool,
-    descriptor_capacity: u32,
-    /// Set when a submission timed out: its command buffer may still run, so nothing is reused.
-    poisoned: bool,
-}
-
-fn create_descriptor_pool(device: &Device, sets: u32) -> Result<vk::DescriptorPool> {
-    let sizes = [vk::DescriptorPoolSize::default()
-        .ty(vk::DescriptorType::STORAGE_BUFFER)
-        .descriptor_count(sets * BINDINGS)];
-    let info = vk::DescriptorPoolCreateInfo::default()
-        .max_sets(sets)
-        .pool_sizes(&sizes);
-    // SAFETY: valid create info.
-    unsafe { device.raw().create_descriptor_pool(&info, None) }.map_err(|r| Error::vk("vkCreateDescriptorPool", r))
-}
-
-impl Submitter {
-    pub fn new(device: Arc<Device>) -> Result<Self> {
-        let raw = device.raw();
-        let info = vk::CommandPoolCreateInfo::default()
-            .queue_family_index(device.queue_family())
-            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
-        // SAFETY: valid create info on a live device.
-        let pool = unsafe { raw.create_command_pool(&info, None) }.map_err(|r| Error::vk("vkCreateCommandPool", r))?;
-        let mut state = SubmitState {
-            pool,
-            cmd: vk::CommandBuffer::null(),
-            fence: vk::Fence::null(),
-            descriptors: vk::DescriptorPool::null(),
-            descriptor_capacity: 0,
-            poisoned: false,
-        };
-        let info = vk::CommandBufferAllocateInfo::default()
-            .command_pool(pool)
-            .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(1);
-        let submitter = |state| Self {
-            state: Mutex::new(state),
+impl Timeline {
+    fn new(device: &Arc<Device>) -> Result<Arc<Self>> {
+        let mut kind = vk::SemaphoreTypeCreateInfo::default()
+            .semaphore_type(vk::SemaphoreType::TIMELINE)
+            .initial_value(0);
+        let info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+        // SAFETY: valid create info on a live device (timelineSemaphore is enabled).
+        let raw =
+            unsafe { device.raw().create_semaphore(&info, None) }.map_err(|r| Error::vk("vkCreateSemaphore", r))?;
+        Ok(Arc::new(Self {
+            raw,
+            submitted: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
             device: device.clone(),
-        };
-        // SAFETY: the pool is ours alone here.
-        match unsafe { raw.allocate_command_buffers(&info) } {
-            Ok(c) => state.cmd = c[0],
-            Err(r) => {
-                drop(submitter(state));
-                return Err(Error::vk("vkAllocateCommandBuffers", r));
-            }
-        }
-        // SAFETY: plain creation.
-        match unsafe { raw.create_fence(&vk::FenceCreateInfo::default(), None) } {
-            Ok(f) => state.fence = f,
-            Err(r) => {
-                drop(submitter(state));
-                return Err(Error::vk("vkCreateFence", r));
-            }
-        }
-        match create_descriptor_pool(&device, 64) {
-            Ok(d) => {
-                state.descriptors = d;
-                state.descriptor_capacity = 64;
-            }
-            Err(e) => {
-                drop(submitter(state));
-                return Err(e);
-            }
-        }
-        Ok(submitter(state))
+        }))
     }
 
-    /// Records with `record` (which may bind up to `max_sets` descriptor sets), submits, and waits.
-    pub fn run(
-        &self,
-        set_layout: vk::DescriptorSetLayout,
-        max_sets: u32,
-        record: impl FnOnce(&mut Recording<'_>) -> Result<()>,
-    ) -> Result<()> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if st.poisoned {
-            return Err(Error::Vulkan {
-                call: "submission (an earlier GEMM did not finish; create a new Context)",
-                result: vk::Result::TIMEOUT,
-            });
+    /// The value the GPU has reached.
+    fn completed(&self) -> Result<u64> {
+        // SAFETY: a live timeline semaphore.
+        unsafe { self.device.raw().get_semaphore_counter_value(self.raw) }
+            .map_err(|r| Error::vk("vkGetSemaphoreCounterValue", r))
+    }
+
+    /// Waits until the GPU reaches `value`, which must have been submitted.
+    fn wait(&self, value: u64) -> Result<()> {
+        if value > self.submitted.load(Ordering::Acquire) {
+            return Err(Error::InvalidOperand(
+                "waiting on work that was never submitted: call submit() on its stream first".into(),
+            ));
         }
-        let raw = self.device.raw();
-        if max_sets > st.descriptor_capacity {
-            let capacity = max_sets.next_power_of_two();
-            let pool = create_descriptor_pool(&self.device, capacity)?;
-            // SAFETY: no submission is pending (the previous one waited on its fence).
-            unsafe { raw.destroy_descriptor_pool(st.descriptors, None) };
-            st.descriptors = pool;
-            st.descriptor_capacity = capacity;
-        }
-        // SAFETY: the previous submission completed, so the pool's sets and the command buffer are
-        // no longer in use.
-        unsafe {
-            raw.reset_descriptor_pool(st.descriptors, vk::DescriptorPoolResetFlags::empty())
-                .map_err(|r| Error::vk("vkResetDescriptorPool", r))?;
-            raw.reset_command_buffer(st.cmd, vk::CommandBufferResetFlags::empty())
-                .map_err(|r| Error::vk("vkResetCommandBuffer", r))?;
-        }
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: the command buffer is in the initial state.
-        unsafe { raw.begin_command_buffer(st.cmd, &begin) }.map_err(|r| Error::vk("vkBeginCommandBuffer", r))?;
-        let mut rec = Recording::new(&self.device, st.cmd, st.descriptors, set_layout);
-        let recorded = record(&mut rec);
-        // SAFETY: recording state; ending also on the error path leaves the buffer resettable.
-        let ended = unsafe { raw.end_command_buffer(st.cmd) };
-        recorded?;
-        ended.map_err(|r| Error::vk("vkEndCommandBuffer", r))?;
-        let cmds = [st.cmd];
-        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
-        {
-            let queue = self.device.queue();
-            // SAFETY: the queue is externally synchronised by its mutex; the command buffer is
-            // complete and every resource it uses outlives the fence wait below.
-            unsafe { raw.queue_submit(*queue, &submit, st.fence) }.map_err(|r| Error::vk("vkQueueSubmit", r))?;
-        }
-        // Short GEMMs finish in microseconds: poll briefly before a blocking wait, whose wake-up
-        // alone costs tens of microseconds.
-        let spin_until = std::time::Instant::now() + SPIN;
-        let mut waited = Err(vk::Result::NOT_READY);
-        while std::time::Instant::now() < spin_until {
-            // SAFETY: the fence was submitted above.
-            match unsafe { raw.get_fence_status(st.fence) } {
-                Ok(true) => {
-                    waited = Ok(());
-                    break;
-                }
-                Ok(false) => std::hint::spin_loop(),
-                Err(r) => {
-                    waited = Err(r);
-                    break;
-                }
+        let start = Instant::now();
+        while start.elapsed() < SPIN {
+            if self.completed()? >= value {
+                return Ok(());
             }
+            std::thread::yield_now();
         }
-        if waited == Err(vk::Result::NOT_READY) {
-            // SAFETY: the fence was submitted above.
-            waited = unsafe { raw.wait_for_fences(&[st.fence], true, SUBMIT_TIMEOUT.as_nanos() as u64) };
-        }
-        match waited {
-            Ok(()) => {
-                // SAFETY: the fence is signalled and not in use.
-                unsafe { raw.reset_fences(&[st.fence]) }.map_err(|r| Error::vk("vkResetFences", r))
-            }
+        let values = [value];
+        let semaphores = [self.raw];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+        let timeout = SUBMIT_TIMEOUT.saturating_sub(start.elapsed()).as_nanos() as u64;
+        // SAFETY: a live timeline semaphore; the value was submitted.
+        match unsafe { self.device.raw().wait_semaphores(&info, timeout) } {
+            Ok(()) => Ok(()),
             Err(vk::Result::TIMEOUT) => {
-                st.poisoned = true;
+                self.failed.store(true, Ordering::Release);
                 Err(Error::Vulkan {
-                    call: "vkWaitForFences (GEMM did not finish in time)",
+                    call: "vkWaitSemaphores (the GPU did not finish in time)",
                     result: vk::Result::TIMEOUT,
                 })
             }
-            Err(r) => Err(Error::vk("vkWaitForFences", r)),
+            Err(r) => Err(Error::vk("vkWaitSemaphores", r)),
         }
     }
 }
 
-impl Drop for Submitter {
+impl Drop for Timeline {
     fn drop(&mut self) {
-        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        if st.poisoned {
-            // A command buffer may still be running: leaking beats freeing objects in use.
-            return;
+        if self.failed.load(Ordering::Acquire) {
+            return; // possibly still pending: leaking beats destroying it in use
         }
-        let raw = self.device.raw();
-        // SAFETY: every submission waited on its fence; nothing is pending.
-        unsafe {
-            if st.descriptors != vk::DescriptorPool::null() {
-                raw.destroy_descriptor_pool(st.descriptors, None);
-            }
-            if st.fence != vk::Fence::null() {
-                raw.destroy_fence(st.fence, None);
-            }
-            raw.destroy_command_pool(st.pool, None);
-        }
+        // SAFETY: the stream that signals it waited for its last value before dropping its Arc,
+        // and other holders only wait on values already reached.
+        unsafe { self.device.raw().destroy_semaphore(self.raw, None) };
     }
 }
 
-/// A timestamp query pool, destroyed on drop.
-pub(crate) struct TimestampPool {
-    pub raw: vk::QueryPool,
-    pub count: u32,
-    device: Arc<Device>,
+/// A point on a stream's timeline, returned by [`Stream::submit`](crate::Stream::submit): the
+/// work submitted up to it is done once it is reached. Any ticket may be waited on from any
+/// thread, or handed to another stream ([`Stream::wait_for`](crate::Stream::wait_for)).
+#[derive(Clone)]
+pub struct Ticket {
+    timeline: Arc<Timeline>,
+    value: u64,
 }
 
-impl TimestampPool {
-    pub fn new(device: &Arc<Device>, count: u32) -> Result<Self> {
-        let info = vk::QueryPoolCreateInfo::default()
-            .query_type(vk::QueryType::TIMESTAMP)
-            .query_count(count);
-        // SAFETY: valid create info.
-        let raw =
-            unsafe { device.raw().create_query_pool(&info, None) }.map_err(|r| Error::vk("vkCreateQueryPool", r))?;
+impl Ticket {
+    /// Blocks until the work is done (an error after 600 s: the GPU did not finish).
+    pub fn wait(&self) -> Result<()> {
+        self.timeline.wait(self.value)
+    }
+
+    /// Whether the work is done, without waiting.
+    pub fn is_done(&self) -> Result<bool> {
+        Ok(self.timeline.completed()? >= self.value)
+    }
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Ticket({:?} @ {})", self.timeline.raw, self.value)
+    }
+}
+
+/// The submissions that last used a buffer, for ordering between timelines.
+#[derive(Default)]
+pub(crate) struct Uses {
+    write: Option<(Arc<Timeline>, u64)>,
+    reads: Vec<(Arc<Timeline>, u64)>,
+}
+
+/// A buffer a submission holds until the GPU is done with it; `pooled` ones go back to the
+/// context's pool then (if nothing else still holds them).
+struct Held {
+    buffer: Arc<Buffer>,
+    pooled: bool,
+}
+
+struct InFlight {
+    value: u64,
+    cmd: vk::CommandBuffer,
+    held: Vec<Held>,
+}
+
+/// Buffers read and written since the last barrier of a stream.
+#[derive(Default)]
+struct Hazards {
+    read: Vec<vk::Buffer>,
+    written: Vec<vk::Buffer>,
+}
+
+impl Hazards {
+    /// Notes the accesses; true if a barrier must go before them.
+    fn access(&mut self, reads: &[vk::Buffer], writes: &[vk::Buffer]) -> bool {
+        let conflict = reads.iter().any(|b| self.written.contains(b))
+            || writes.iter().any(|b| self.written.contains(b) || self.read.contains(b));
+        if conflict {
+            self.read.clear();
+            self.written.clear();
+        }
+        self.read.extend_from_slice(reads);
+        self.written.extend_from_slice(writes);
+        conflict
+    }
+}
+
+/// Host-visible chunks that uploads are staged through, each reused once the GPU has read it.
+#[derive(Default)]
+struct StagingRing {
+    chunks: Vec<(Buffer, u64, u64)>, // (buffer, bytes used, last timeline value using it)
+    current: usize,
+}
+
+impl StagingRing {
+    /// `size` bytes of a chunk for the submission that will signal `pending`: (chunk, offset).
+    fn alloc(&mut self, device: &Arc<Device>, size: u64, pending: u64, completed: u64) -> Result<(usize, u64)> {
+        let size = size.next_multiple_of(16);
+        if let Some((buffer, used, last)) = self.chunks.get_mut(self.current) {
+            if *used + size <= buffer.size() {
+                let offset = *used;
+                *used += size;
+                *last = pending;
+                return Ok((self.current, offset));
+            }
+        }
+        let free = self
+            .chunks
+            .iter()
+            .position(|(b, _, last)| *last <= completed && b.size() >= size);
+        let i = match free {
+            Some(i) => i,
+            None => {
+                let bytes = size.max(STAGING_CHUNK);
+                self.chunks
+                    .push((Buffer::new(device, bytes, BufferKind::Upload)?, 0, 0));
+                self.chunks.len() - 1
+            }
+        };
+        self.chunks[i].1 = size;
+        self.chunks[i].2 = pending;
+        self.current = i;
+        Ok((i, 0))
+    }
+}
+
+/// One stream's submission state: a command pool on one queue, the open command buffer, the
+/// submissions in flight with what they hold, and the stream's timeline.
+pub(crate) struct StreamCore {
+    device: Arc<Device>,
+    pool: Arc<BufferPool>,
+    queue: usize,
+    timeline: Arc<Timeline>,
+    command_pool: vk::CommandPool,
+    free: Vec<vk::CommandBuffer>,
+    in_flight: VecDeque<InFlight>,
+    open: Option<vk::CommandBuffer>,
+    /// Buffers of other owners this submission reads (false) or writes (true).
+    touched: Vec<(Arc<Buffer>, bool)>,
+    held: Vec<Held>,
+    waits: Vec<(Arc<Timeline>, u64)>,
+    hazards: Hazards,
+    staging: StagingRing,
+}
+
+impl StreamCore {
+    pub fn new(device: &Arc<Device>, pool: &Arc<BufferPool>, queue: usize) -> Result<Self> {
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(device.queue_family())
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        let timeline = Timeline::new(device)?;
+        // SAFETY: valid create info on a live device.
+        let command_pool = unsafe { device.raw().create_command_pool(&info, None) }
+            .map_err(|r| Error::vk("vkCreateCommandPool", r))?;
         Ok(Self {
-            raw,
-            count,
             device: device.clone(),
+            pool: pool.clone(),
+            queue,
+            timeline,
+            command_pool,
+            free: Vec::new(),
+            in_flight: VecDeque::new(),
+            open: None,
+            touched: Vec::new(),
+            held: Vec::new(),
+            waits: Vec::new(),
+            hazards: Hazards::default(),
+            staging: StagingRing::default(),
         })
     }
 
-    /// The timestamps in ticks (call after the submission that wrote them completed).
-    pub fn read(&self) -> Result<Vec<u64>> {
-        let mut data = vec![0u64; self.count as usize];
-        // SAFETY: every query was written by a completed submission.
-        unsafe {
-            self.device.raw().get_query_pool_results(
-                self.raw,
-                0,
-                &mut data,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-            )
+    /// The value the next submission signals.
+    fn pending(&self) -> u64 {
+        self.timeline.submitted.load(Ordering::Acquire) + 1
+    }
+
+    /// A ticket for the next submission (a download's).
+    pub fn next_ticket(&self) -> Ticket {
+        Ticket {
+            timeline: self.timeline.clone(),
+            value: self.pending(),
         }
-        .map_err(|r| Error::vk("vkGetQueryPoolResults", r))?;
-        Ok(data)
     }
 
-    /// Seconds between timestamps 2i and 2i+1, for each pair i (after the submission completed).
-    pub fn intervals(&self) -> Result<Vec<f64>> {
-        let period = f64::from(self.device.info().limits.timestamp_period) * 1e-9;
-        Ok(self
-            .read()?
-            .chunks(2)
-            .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
-            .collect())
+    /// The open command buffer, begun on first use.
+    pub fn recording(&mut self) -> Result<Recording<'_>> {
+        let cmd = match self.open {
+            Some(cmd) => cmd,
+            None => {
+                self.recycle()?;
+                let cmd = match self.free.pop() {
+                    Some(cmd) => cmd,
+                    None => {
+                        let info = vk::CommandBufferAllocateInfo::default()
+                            .command_pool(self.command_pool)
+                            .level(vk::CommandBufferLevel::PRIMARY)
+                            .command_buffer_count(1);
+                        // SAFETY: the pool is this stream's alone.
+                        unsafe { self.device.raw().allocate_command_buffers(&info) }
+                            .map_err(|r| Error::vk("vkAllocateCommandBuffers", r))?[0]
+                    }
+                };
+                let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+                // SAFETY: a free command buffer is in the initial state.
+                if let Err(r) = unsafe { self.device.raw().begin_command_buffer(cmd, &begin) } {
+                    self.free.push(cmd);
+                    return Err(Error::vk("vkBeginCommandBuffer", r));
+                }
+                self.open = Some(cmd);
+                cmd
+            }
+        };
+        Ok(Recording::new(&self.device, cmd))
     }
 
-    /// The median of [`TimestampPool::intervals`].
-    pub fn median_interval(&self) -> Result<f64> {
-        Ok(median(&mut self.intervals()?))
+    /// Declares what the next command reads and writes: records a barrier first where it
+    /// conflicts with an earlier command of the stream, and remembers buffers shared with other
+    /// streams for ordering at submission.
+    pub fn access(&mut self, reads: &[&Arc<Buffer>], writes: &[&Arc<Buffer>]) -> Result<()> {
+        let raw = |v: &[&Arc<Buffer>]| v.iter().map(|b| b.raw()).collect::<Vec<_>>();
+        let barrier = self.hazards.access(&raw(reads), &raw(writes));
+        let mut rec = self.recording()?;
+        if barrier {
+            rec.barrier(Access::ANY_WRITE, Access::ANY);
+        }
+        for (list, write) in [(reads, false), (writes, true)] {
+            for &b in list {
+                self.touched.push((b.clone(), write));
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps `buffer` alive until this submission completes (then back to the pool if `pooled`).
+    pub fn hold(&mut self, buffer: Arc<Buffer>, pooled: bool) {
+        self.held.push(Held { buffer, pooled });
+    }
+
+    /// Stages `size` bytes written by `fill` and records their copy into `dst` at `dst_offset`
+    /// (the caller declared the write with [`StreamCore::access`]).
+    pub fn upload(&mut self, dst: vk::Buffer, dst_offset: u64, size: u64, fill: impl FnOnce(&mut [u8])) -> Result<()> {
+        let completed = self.timeline.completed()?;
+        let pending = self.pending();
+        let (chunk, offset) = self.staging.alloc(&self.device, size, pending, completed)?;
+        let src = {
+            let buffer = &mut self.staging.chunks[chunk].0;
+            fill(&mut buffer.mapped_mut()?[offset as usize..(offset + size) as usize]);
+            buffer.raw()
+        };
+        let mut rec = self.recording()?;
+        rec.copy_region(src, offset, dst, dst_offset, size);
+        Ok(())
+    }
+
+    /// Makes the next submission wait for `ticket` on the GPU.
+    pub fn wait_for(&mut self, ticket: &Ticket) {
+        if !Arc::ptr_eq(&ticket.timeline, &self.timeline) {
+            self.waits.push((ticket.timeline.clone(), ticket.value));
+        }
+    }
+
+    /// Ends and submits the open command buffer (if any), after the work it depends on.
+    pub fn submit(&mut self) -> Result<Ticket> {
+        let Some(cmd) = self.open.take() else {
+            if self.waits.is_empty() {
+                return Ok(Ticket {
+                    timeline: self.timeline.clone(),
+                    value: self.pending() - 1,
+                });
+            }
+            self.recording()?;
+            return self.submit();
+        };
+        let raw = self.device.raw();
+        // SAFETY: the command buffer is in the recording state.
+        if let Err(r) = unsafe { raw.end_command_buffer(cmd) } {
+            self.discard(cmd);
+            return Err(Error::vk("vkEndCommandBuffer", r));
+        }
+        // Lock every shared buffer's record (in address order: no deadlock between streams), so
+        // the order submissions see is the order they publish in.
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.sort_by_key(|(b, _)| Arc::as_ptr(b) as usize);
+        let mut shared: Vec<(Arc<Buffer>, bool)> = Vec::new();
+        for (b, w) in touched {
+            match shared.last_mut() {
+                Some((last, lw)) if Arc::ptr_eq(last, &b) => *lw |= w,
+                _ => shared.push((b, w)),
+            }
+        }
+        let mut guards: Vec<MutexGuard<'_, Uses>> = shared.iter().map(|(b, _)| b.uses()).collect();
+        let mut waits = std::mem::take(&mut self.waits);
+        for (uses, (_, write)) in guards.iter().zip(&shared) {
+            waits.extend(uses.write.iter().cloned());
+            if *write {
+                waits.extend(uses.reads.iter().cloned());
+            }
+        }
+        waits.retain(|(t, _)| !Arc::ptr_eq(t, &self.timeline));
+        let value = self.pending();
+        let wait_semaphores: Vec<vk::Semaphore> = waits.iter().map(|(t, _)| t.raw).collect();
+        let wait_values: Vec<u64> = waits.iter().map(|(_, v)| *v).collect();
+        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; waits.len()];
+        let signal = [self.timeline.raw];
+        let signal_values = [value];
+        let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(&signal_values);
+        let cmds = [cmd];
+        let submit = [vk::SubmitInfo::default()
+            .wait_semaphores(&wait_semaphores)
+            .wait_dst_stage_mask(&stages)
+            .command_buffers(&cmds)
+            .signal_semaphores(&signal)
+            .push_next(&mut timeline_info)];
+        let submitted = {
+            let queue = self.device.queue(self.queue);
+            // SAFETY: the queue is locked; every waited value was submitted earlier (uses are
+            // published only after a successful submit); every resource the command buffer uses
+            // is held until the timeline reaches `value`.
+            unsafe { raw.queue_submit(*queue, &submit, vk::Fence::null()) }
+        };
+        if let Err(r) = submitted {
+            drop(guards);
+            self.discard(cmd);
+            return Err(Error::vk("vkQueueSubmit", r));
+        }
+        self.timeline.submitted.store(value, Ordering::Release);
+        for (uses, (_, write)) in guards.iter_mut().zip(&shared) {
+            let me = (self.timeline.clone(), value);
+            if *write {
+                uses.write = Some(me);
+                uses.reads.clear();
+            } else {
+                uses.reads.retain(|(t, _)| !Arc::ptr_eq(t, &self.timeline));
+                uses.reads.push(me);
+            }
+        }
+        drop(guards);
+        let mut held = std::mem::take(&mut self.held);
+        held.extend(shared.into_iter().map(|(buffer, _)| Held { buffer, pooled: false }));
+        self.in_flight.push_back(InFlight { value, cmd, held });
+        Ok(Ticket {
+            timeline: self.timeline.clone(),
+            value,
+        })
+    }
+
+    /// Drops what was recorded since the last submission (after an error while recording).
+    pub fn abort(&mut self) {
+        if let Some(cmd) = self.open.take() {
+            // SAFETY: recording state; ending makes it resettable.
+            let _ = unsafe { self.device.raw().end_command_buffer(cmd) };
+            self.discard(cmd);
+        }
+        self.waits.clear();
+    }
+
+    fn discard(&mut self, cmd: vk::CommandBuffer) {
+        // SAFETY: never submitted, so not in use.
+        if unsafe {
+            self.device
+                .raw()
+                .reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
+        }
+        .is_ok()
+        {
+            self.free.push(cmd);
+        }
+        self.touched.clear();
+        self.held.clear();
+        self.hazards = Hazards::default();
+    }
+
+    /// Returns the command buffers and buffers of completed submissions.
+    fn recycle(&mut self) -> Result<()> {
+        let completed = self.timeline.completed()?;
+        while self.in_flight.front().is_some_and(|f| f.value <= completed) {
+            let done = self.in_flight.pop_front().expect("checked");
+            // SAFETY: the submission completed.
+            unsafe {
+                self.device
+                    .raw()
+                    .reset_command_buffer(done.cmd, vk::CommandBufferResetFlags::empty())
+            }
+            .map_err(|r| Error::vk("vkResetCommandBuffer", r))?;
+            self.free.push(done.cmd);
+            for h in done.held {
+                if h.pooled {
+                    if let Ok(buffer) = Arc::try_unwrap(h.buffer) {
+                        self.pool.give(buffer);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Submits what is open and waits until everything submitted is done.
+    pub fn finish(&mut self) -> Result<()> {
+        let ticket = self.submit()?;
+        ticket.wait()?;
+        self.recycle()
     }
 }
 
-/// Sorts `values` and returns the middle one (the upper middle for an even count; NaN when
-/// empty): how vk-sgmat sums up every set of timings.
-pub fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-impl Drop for TimestampPool {
+impl Drop for StreamCore {
     fn drop(&mut self) {
-        // SAFETY: the submission that used the pool has completed.
-        unsafe { self.device.raw().destroy_query_pool(self.raw, None) };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn median_is_the_middle_of_the_sorted_values() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 3.0);
-        assert!(median(&mut []).is_nan());
+        self.abort();
+        let last = self.pending() - 1;
+        if self.timeline.failed.load(Ordering::Acquire) || self.timeline.wait(last).is_err() {
+            // Work may still run: leaking beats freeing what it uses.
+            std::mem::forget(std::mem::take(&mut self.in_flight));
+            std::mem::forget(std::mem::take(&mut self.staging));
+            return;
+        }
+        let _ = self.recycle();
+        // SAFETY: every submission completed; freeing the pool frees its command buffers.
+        unsafe { self.device.raw().destroy_command_pool(self.command_pool, None) };
     }
 }

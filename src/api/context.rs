@@ -7,14 +7,14 @@ use super::matrix::{
 };
 use super::options::{ContextOptions, GemmOptions};
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
-use crate::device::{Device, DeviceInfo, DeviceKind, Instance, InstanceOptions, ValidationMessages};
+use crate::device::{AdoptedDevice, Device, DeviceInfo, DeviceKind, Instance, InstanceOptions, ValidationMessages};
 use crate::error::{Error, Result};
 use crate::kernel::KernelKey;
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
 use crate::plan::{check_shapes, device_ld, device_problem, DispatchLimits, GemmPlan, PlanRequest, SplitK};
 use crate::record::{record_plan, Access, Bindings, Recording};
-use crate::submit::Submitter;
+use crate::submit::StreamCore;
 use crate::tiling::{
     candidate_schemes, pick_scheme, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout,
     TileScheme,
@@ -29,9 +29,12 @@ pub const MAX_SPLIT_K: u32 = 64;
 
 /// A device with its pipelines and buffers. Cheap to share (`&Context` is `Sync`).
 pub struct Context {
-    pub(crate) submitter: Submitter,
+    /// The stream the blocking calls submit on (queue 0), one call at a time.
+    blocking: Mutex<StreamCore>,
     pub(crate) pipelines: Pipelines,
-    pub(crate) pool: BufferPool,
+    pub(crate) pool: Arc<BufferPool>,
+    /// Streams made so far, to spread them over the device's queues.
+    streams: std::sync::atomic::AtomicUsize,
     limits: DispatchLimits,
     pub(crate) options: ContextOptions,
     pub(crate) tune_cache: Option<Mutex<TuneCache>>,
@@ -63,6 +66,29 @@ impl Context {
             validation: options.validation,
         })?;
         let device = Device::new(instance, &options.device)?;
+        Self::on_device(device, options)
+    }
+
+    /// A context on a device the caller created with ash (see docs/runtime.md, "Bring your own
+    /// device"). It must have enabled what
+    /// [`DeviceRequirements::for_device`](crate::device::DeviceRequirements::for_device) lists
+    /// for it; a missing extension or feature is [`Error::DeviceUnusable`] naming each. `options.device` and
+    /// `options.validation` do not apply (the caller's instance has its own layers). vk-sgmat
+    /// never destroys the caller's instance or device.
+    ///
+    /// # Safety
+    /// Every handle in `adopted` must be valid and its `enabled_*` fields true to how the device
+    /// was created; the instance and device must outlive the context; the caller must not use
+    /// the adopted queue from another thread while a call of this context submits to it, and
+    /// must let the GPU finish every command buffer it recorded with
+    /// [`Context::record_gemm`] before dropping the context.
+    pub unsafe fn from_raw(adopted: AdoptedDevice, options: ContextOptions) -> Result<Self> {
+        // SAFETY: forwarded from the caller.
+        let device = unsafe { Device::adopt(adopted)? };
+        Self::on_device(device, options)
+    }
+
+    fn on_device(device: Arc<Device>, options: ContextOptions) -> Result<Self> {
         let device_limits = DispatchLimits::from_device(&device.info().limits);
         let limits = match options.limits_override {
             Some(l) => {
@@ -75,10 +101,12 @@ impl Context {
             .autotune
             .as_deref()
             .map(|path| Mutex::new(TuneCache::open(path, device.info())));
+        let pool = Arc::new(BufferPool::new(device.clone()));
         Ok(Self {
-            submitter: Submitter::new(device.clone())?,
+            blocking: Mutex::new(StreamCore::new(&device, &pool, 0)?),
             pipelines: Pipelines::new(device.clone(), options.pipeline_cache.clone())?,
-            pool: BufferPool::new(device.clone()),
+            pool,
+            streams: std::sync::atomic::AtomicUsize::new(0),
             limits,
             options,
             tune_cache,
@@ -182,19 +210,47 @@ impl Context {
         lists.clone()
     }
 
+    /// Runs `f` on the blocking stream, submits what it recorded and waits for it; on an error
+    /// nothing recorded is submitted.
+    pub(crate) fn run_blocking<R>(&self, f: impl FnOnce(&mut StreamCore) -> Result<R>) -> Result<R> {
+        let mut core = self.blocking.lock().unwrap_or_else(|e| e.into_inner());
+        match f(&mut core) {
+            Ok(r) => core.finish().map(|()| r),
+            Err(e) => {
+                core.abort();
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Context::run_blocking`] for commands on buffers no stream shares.
+    pub(crate) fn run_recorded(&self, f: impl FnOnce(&mut Recording<'_>) -> Result<()>) -> Result<()> {
+        self.run_blocking(|core| f(&mut core.recording()?))
+    }
+
+    /// The index of the queue the next stream submits to.
+    pub(crate) fn next_stream_queue(&self) -> usize {
+        self.streams.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Uploads a host matrix.
     pub fn upload<T: Element>(&self, m: MatRef<'_, T>) -> Result<DeviceMatrix<T>> {
         check_matrix("matrix", &m)?;
         let dm = self.alloc_matrix::<T>(m.rows, m.cols, m.layout)?;
-        let size = dm.buffer.size();
-        let mut staging = self.pool.take(size, BufferKind::Upload)?;
-        pack(&m, dm.ld, staging.mapped_mut()?);
-        let res = self.submitter.run(self.pipelines.set_layout, 0, |rec| {
-            rec.copy(staging.raw(), dm.buffer.raw(), size);
-            Ok(())
-        });
-        self.pool.give(staging);
-        res.map(|()| dm)
+        self.run_blocking(|core| self.enqueue_upload(core, &m, &dm))?;
+        Ok(dm)
+    }
+
+    /// Records the upload of `m` into `dm` (same shape and layout) on `core`.
+    pub(crate) fn enqueue_upload<T: Element>(
+        &self,
+        core: &mut StreamCore,
+        m: &MatRef<'_, T>,
+        dm: &DeviceMatrix<T>,
+    ) -> Result<()> {
+        let bytes = bytes_of_layout(m.rows, m.cols, m.layout, dm.ld, size_of::<T>());
+        core.access(&[], &[&dm.buffer])?;
+        core.upload(dm.buffer.raw(), 0, bytes, |out| pack(m, dm.ld, out))
     }
 
     /// A zero row-major `rows x cols` device matrix (for C).
@@ -203,17 +259,16 @@ impl Context {
             return Err(Error::ZeroSize { m: rows, n: cols, k: 0 });
         }
         let dm = self.alloc_matrix::<T>(rows, cols, Layout::RowMajor)?;
-        let size = dm.buffer.size();
-        self.submitter.run(self.pipelines.set_layout, 0, |rec| {
-            rec.fill(dm.buffer.raw(), size, 0);
+        self.run_blocking(|core| {
+            core.access(&[], &[&dm.buffer])?;
+            core.recording()?.fill(dm.buffer.raw(), dm.buffer.size(), 0);
             Ok(())
         })?;
         Ok(dm)
     }
 
-    /// Downloads a device matrix into a row-major host matrix of the same shape (for a
-    /// column-major device matrix, the host gets its transpose's storage: same element order).
-    pub fn download<T: Element>(&self, m: &DeviceMatrix<T>, out: MatMut<'_, T>) -> Result<()> {
+    /// Checks a download target against a device matrix.
+    pub(crate) fn check_download<T: Element>(&self, m: &DeviceMatrix<T>, out: &MatMut<'_, T>) -> Result<()> {
         let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
         let (oo, oi) = (out.rows, out.cols);
         if (oo, oi) != (outer, inner) {
@@ -222,19 +277,30 @@ impl Context {
             )));
         }
         check_matrix("download target", &out.as_ref())?;
+        self.check_owned(&m.buffer)
+    }
+
+    /// Records the copy of `m` into a readback buffer on `core`; the bytes are there once the
+    /// submission completes.
+    pub(crate) fn enqueue_download<T: Element>(&self, core: &mut StreamCore, m: &DeviceMatrix<T>) -> Result<Buffer> {
         self.check_owned(&m.buffer)?;
         let size = m.buffer.size();
-        let mut staging = self.pool.take(size, BufferKind::Readback)?;
-        let res = self.submitter.run(self.pipelines.set_layout, 0, |rec| {
-            rec.copy(m.buffer.raw(), staging.raw(), size);
-            rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
-            Ok(())
-        });
-        if res.is_ok() {
-            unpack(staging.mapped_mut()?, m.ld, out);
-        }
+        let staging = self.pool.take(size, BufferKind::Readback)?;
+        core.access(&[&m.buffer], &[])?;
+        let mut rec = core.recording()?;
+        rec.copy(m.buffer.raw(), staging.raw(), size);
+        rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
+        Ok(staging)
+    }
+
+    /// Downloads a device matrix into a row-major host matrix of the same shape (for a
+    /// column-major device matrix, the host gets its transpose's storage: same element order).
+    pub fn download<T: Element>(&self, m: &DeviceMatrix<T>, out: MatMut<'_, T>) -> Result<()> {
+        self.check_download(m, &out)?;
+        let staging = self.run_blocking(|core| self.enqueue_download(core, m))?;
+        unpack(staging.mapped()?, m.ld, out);
         self.pool.give(staging);
-        res
+        Ok(())
     }
 
     /// `c = a * b` on host matrices.
@@ -273,41 +339,30 @@ impl Context {
         let a_dev = self.pool.take(a_bytes, BufferKind::Storage)?;
         let b_dev = self.pool.take(b_bytes, BufferKind::Storage)?;
         let c_dev = self.pool.take(c_bytes, BufferKind::Storage)?;
-        let mut up = self.pool.take(a_bytes + b_bytes + c_bytes, BufferKind::Upload)?;
-        let mut down = self.pool.take(c_bytes, BufferKind::Readback)?;
-        {
-            let bytes = up.mapped_mut()?;
-            let (ab, rest) = bytes.split_at_mut(a_bytes as usize);
-            let (bb, cb) = rest.split_at_mut(b_bytes as usize);
-            pack(&a, p.lda, ab);
-            pack(&b, p.ldb, bb);
-            if plan.reads_c {
-                pack(&c.as_ref(), p.ldc, cb);
-            }
-        }
+        let down = self.pool.take(c_bytes, BufferKind::Readback)?;
         let scratch = self.scratch(&plan)?;
-        let result = self
-            .submitter
-            .run(self.pipelines.set_layout, plan.dispatches.len() as u32, |rec| {
-                rec.copy_at(up.raw(), 0, a_dev.raw(), a_bytes);
-                rec.copy_at(up.raw(), a_bytes, b_dev.raw(), b_bytes);
-                if plan.reads_c {
-                    rec.copy_at(up.raw(), a_bytes + b_bytes, c_dev.raw(), c_bytes);
-                } else if self.options.poison_outputs {
-                    rec.fill(c_dev.raw(), c_bytes, poison_pattern(TC::TYPE));
-                }
-                rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
-                let buffers = bindings([&a_dev, &b_dev, &c_dev], scratch.as_ref());
-                record_plan(rec, &self.pipelines, &plan, &buffers)?;
-                rec.barrier(Access::SHADER_WRITE, Access::TRANSFER_READ);
-                rec.copy(c_dev.raw(), down.raw(), c_bytes);
-                rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
-                Ok(())
-            });
+        let result = self.run_blocking(|core| {
+            core.upload(a_dev.raw(), 0, a_bytes, |out| pack(&a, p.lda, out))?;
+            core.upload(b_dev.raw(), 0, b_bytes, |out| pack(&b, p.ldb, out))?;
+            if plan.reads_c {
+                core.upload(c_dev.raw(), 0, c_bytes, |out| pack(&c.as_ref(), p.ldc, out))?;
+            }
+            let mut rec = core.recording()?;
+            if !plan.reads_c && self.options.poison_outputs {
+                rec.fill(c_dev.raw(), c_bytes, poison_pattern(TC::TYPE));
+            }
+            rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
+            let buffers = bindings([&a_dev, &b_dev, &c_dev], scratch.as_ref());
+            record_plan(&mut rec, &self.pipelines, &plan, &buffers)?;
+            rec.barrier(Access::SHADER_WRITE, Access::TRANSFER_READ);
+            rec.copy(c_dev.raw(), down.raw(), c_bytes);
+            rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
+            Ok(())
+        });
         if result.is_ok() {
-            unpack(down.mapped_mut()?, p.ldc, c);
+            unpack(down.mapped()?, p.ldc, c);
         }
-        for buf in [a_dev, b_dev, c_dev, up, down].into_iter().chain(scratch) {
+        for buf in [a_dev, b_dev, c_dev, down].into_iter().chain(scratch) {
             self.pool.give(buf);
         }
         result
@@ -322,51 +377,62 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<()> {
         let plan = self.plan_device(a, b, c, options)?;
-        let scratch = self.scratch(&plan)?;
-        let result = self
-            .submitter
-            .run(self.pipelines.set_layout, plan.dispatches.len() as u32, |rec| {
-                if !plan.reads_c && self.options.poison_outputs {
-                    rec.fill(c.buffer.raw(), c.buffer.size(), poison_pattern(TC::TYPE));
-                    rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
-                }
-                let buffers = bindings([&a.buffer, &b.buffer, &c.buffer], scratch.as_ref());
-                record_plan(rec, &self.pipelines, &plan, &buffers)
-            });
-        if let Some(buf) = scratch {
-            self.pool.give(buf);
-        }
-        result
+        self.run_blocking(|core| self.enqueue_plan(core, &plan, [&a.buffer, &b.buffer, &c.buffer], TC::TYPE))
     }
 
-    /// Records `plan` on these buffers (taking scratch from the pool) `reps` times, a barrier
-    /// between runs; `around` is called before and after each run with the run's index (for
-    /// timestamps). One submission.
+    /// Records `plan` on `core` over these operands (C poisoned first where the options say so
+    /// and C is not read), with scratch from the pool held until the GPU is done.
+    pub(crate) fn enqueue_plan(
+        &self,
+        core: &mut StreamCore,
+        plan: &GemmPlan,
+        [a, b, c]: [&Arc<Buffer>; 3],
+        result_type: ComponentType,
+    ) -> Result<()> {
+        core.access(&[a, b], &[c])?;
+        let scratch = self.scratch(plan)?.map(Arc::new);
+        let mut rec = core.recording()?;
+        if !plan.reads_c && self.options.poison_outputs {
+            let p = &plan.problem;
+            rec.fill_rows(c.raw(), (p.m, p.n, p.ldc), p.c_bytes, poison_pattern(result_type));
+            rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
+        }
+        let buffers = bindings([&**a, &**b, &**c], scratch.as_deref());
+        let recorded = record_plan(&mut rec, &self.pipelines, plan, &buffers);
+        if let Some(s) = scratch {
+            core.hold(s, true);
+        }
+        recorded
+    }
+
+    /// Records `plan` on these buffers `reps` times in one submission, a barrier between runs;
+    /// `around` is called before (false) and after (true) each run with its index (for
+    /// timestamps), `before` once first.
     pub(crate) fn run_plan(
         &self,
         plan: &GemmPlan,
-        operands: [&Buffer; 3],
+        operands: [&Arc<Buffer>; 3],
         reps: u32,
         mut around: impl FnMut(&mut Recording<'_>, u32, bool),
         before: impl FnOnce(&mut Recording<'_>),
     ) -> Result<()> {
         let scratch = self.scratch(plan)?;
-        let result = self
-            .submitter
-            .run(self.pipelines.set_layout, reps * plan.dispatches.len() as u32, |rec| {
-                before(rec);
-                let buffers = bindings(operands, scratch.as_ref());
-                for r in 0..reps {
-                    if r > 0 {
-                        // Without it the queue may overlap consecutive GEMMs.
-                        rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
-                    }
-                    around(rec, r, false);
-                    record_plan(rec, &self.pipelines, plan, &buffers)?;
-                    around(rec, r, true);
+        let result = self.run_blocking(|core| {
+            core.access(&operands[..2], &operands[2..])?;
+            let mut rec = core.recording()?;
+            before(&mut rec);
+            let buffers = bindings(operands.map(|b| &**b), scratch.as_ref());
+            for r in 0..reps {
+                if r > 0 {
+                    // Without it the queue may overlap consecutive GEMMs.
+                    rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
                 }
-                Ok(())
-            });
+                around(&mut rec, r, false);
+                record_plan(&mut rec, &self.pipelines, plan, &buffers)?;
+                around(&mut rec, r, true);
+            }
+            Ok(())
+        });
         if let Some(buf) = scratch {
             self.pool.give(buf);
         }
@@ -404,7 +470,7 @@ impl Context {
         )
     }
 
-    fn check_owned(&self, buffer: &Buffer) -> Result<()> {
+    pub(crate) fn check_owned(&self, buffer: &Buffer) -> Result<()> {
         if buffer.on(&self.device) {
             Ok(())
         } else {
@@ -418,7 +484,7 @@ impl Context {
         let (_, inner) = layout.outer_inner(rows, cols);
         let ld = device_ld(inner, size_of::<T>());
         let bytes = bytes_of_layout(rows, cols, layout, ld, size_of::<T>());
-        let buffer = Buffer::new(&self.device, bytes, BufferKind::Storage)?;
+        let buffer = Arc::new(Buffer::new(&self.device, bytes, BufferKind::Storage)?);
         Ok(DeviceMatrix {
             buffer,
             rows,

@@ -140,7 +140,7 @@ impl<'a, T> MatMut<'a, T> {
 /// A matrix in device memory, in vk-sgmat's layout: the caller's storage order, leading dimension
 /// padded to 16 bytes, padding zero. Create with [`Context::upload`](crate::Context::upload) or [`Context::zeros`](crate::Context::zeros).
 pub struct DeviceMatrix<T: Element> {
-    pub(crate) buffer: Buffer,
+    pub(crate) buffer: std::sync::Arc<Buffer>,
     pub(crate) rows: usize,
     pub(crate) cols: usize,
     pub(crate) layout: Layout,

@@ -7,6 +7,7 @@ mod matrix;
 mod options;
 
 pub use context::{Context, MAX_SPLIT_K};
+pub(crate) use matrix::{check_matrix, unpack};
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
 pub use options::{ContextOptions, GemmOptions};
 

@@ -56,6 +56,11 @@ pub struct DeviceFeatures {
     pub ext_nv_cooperative_matrix2: bool,
     /// `VK_KHR_pipeline_executable_properties`'s `pipelineExecutableInfo` (kernel statistics).
     pub pipeline_executable_info: bool,
+    /// The device advertises `VK_KHR_push_descriptor` (every dispatch pushes its bindings, so
+    /// recording into any command buffer needs no descriptor memory).
+    pub ext_push_descriptor: bool,
+    /// `timelineSemaphore` (Vulkan 1.2): streams signal one.
+    pub timeline_semaphore: bool,
 }
 
 /// Limits the planner and tile schemes are checked against.
@@ -190,6 +195,8 @@ pub fn evaluate_requirements(
         ),
         r("subgroupSizeControl", features.subgroup_size_control),
         r("computeFullSubgroups", features.compute_full_subgroups),
+        r("timelineSemaphore", features.timeline_semaphore),
+        r("VK_KHR_push_descriptor", features.ext_push_descriptor),
         r(
             "driver not blocklisted (Intel Mesa < 25.2 mishandles coopmat init)",
             !(driver_id == DRIVER_ID_INTEL_MESA && mesa_version_below(driver_info, (25, 2))),
@@ -261,6 +268,8 @@ mod tests {
             subgroup_size_control: true,
             compute_full_subgroups: true,
             shader_float16: true,
+            timeline_semaphore: true,
+            ext_push_descriptor: true,
             ..Default::default()
         }
     }

@@ -53,6 +53,8 @@ pub struct Instance {
     /// Also the debug callback's user data: the Arc keeps it at one address while the messenger lives.
     messages: Arc<ValidationMessages>,
     cooperative_matrix: ash::khr::cooperative_matrix::Instance,
+    /// False for an instance the caller created ([`Instance::adopt`]): never destroyed here.
+    owned: bool,
 }
 
 impl Instance {
@@ -94,6 +96,7 @@ impl Instance {
             raw,
             debug: None,
             messages,
+            owned: true,
         };
         if validation {
             let loader = ash::ext::debug_utils::Instance::new(&instance.entry, &instance.raw);
@@ -114,6 +117,22 @@ impl Instance {
             instance.debug = Some((loader, messenger));
         }
         Ok(Arc::new(instance))
+    }
+
+    /// Wraps an instance the caller created (Vulkan 1.3 or later). vk-sgmat never destroys it.
+    ///
+    /// # Safety
+    /// `entry` and `raw` must be valid, and the instance must outlive every object made from
+    /// the returned one.
+    pub unsafe fn adopt(entry: ash::Entry, raw: ash::Instance) -> Arc<Self> {
+        Arc::new(Self {
+            cooperative_matrix: ash::khr::cooperative_matrix::Instance::new(&entry, &raw),
+            entry,
+            raw,
+            debug: None,
+            messages: Arc::new(ValidationMessages::default()),
+            owned: false,
+        })
     }
 
     /// The ash instance.
@@ -157,6 +176,9 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         // SAFETY: devices hold an Arc<Instance>, so none is alive; the messenger goes first.
         unsafe {
             if let Some((loader, messenger)) = self.debug.take() {

@@ -1,26 +1,54 @@
-//! The logical device: one compute queue, exactly the features the kernels use, and the memory
-//! allocator. Buffers and pipelines hold an `Arc<Device>`, so it is destroyed after all of them.
+//! The logical device: compute queues, exactly the features vk-sgmat uses
+//! ([`DeviceRequirements`]), and the memory allocator; or a device the caller created. Buffers and pipelines hold an `Arc<Device>`, so it is destroyed after all of them.
 
 use super::info::rank_devices;
-use super::nv_coopmat2;
-use super::query::{Bf16Features, EXT_SHADER_BFLOAT16};
-use super::{DeviceInfo, DeviceSelector, Instance};
-use crate::config::ComponentType;
+use super::requirements::{DeviceRequirements, EnabledFeatures};
+use super::{query_device, DeviceInfo, DeviceSelector, Instance};
 use crate::error::{Error, Result};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// An owned `VkDevice` with its compute queue and allocator.
+/// A `VkDevice` with its compute queues and allocator: created here ([`Device::new`]) or the
+/// caller's ([`Device::adopt`], never destroyed here).
 pub struct Device {
     allocator: ManuallyDrop<Mutex<Allocator>>,
     raw: ash::Device,
-    queue: Mutex<vk::Queue>,
+    push_descriptor: ash::khr::push_descriptor::Device,
+    /// Each queue with its external-synchronisation lock.
+    queues: Vec<Mutex<vk::Queue>>,
     queue_family: u32,
     physical: vk::PhysicalDevice,
     info: DeviceInfo,
+    owned: bool,
     instance: Arc<Instance>,
+}
+
+/// How many queues of the compute family a device made here gets (streams spread over them).
+const MAX_QUEUES: u32 = 4;
+
+/// A device the caller created, with what it enabled: handed to
+/// [`Context::from_raw`](crate::Context::from_raw).
+pub struct AdoptedDevice {
+    /// The Vulkan entry the instance was created from.
+    pub entry: ash::Entry,
+    /// The instance (Vulkan 1.3 or later).
+    pub instance: ash::Instance,
+    /// The physical device `device` was created on.
+    pub physical_device: vk::PhysicalDevice,
+    /// The device.
+    pub device: ash::Device,
+    /// A queue family with compute, and the index of a queue of it that vk-sgmat may submit to.
+    /// vk-sgmat locks nothing of the caller's: the caller must not use this queue from another
+    /// thread while a vk-sgmat call submits to it.
+    pub queue_family_index: u32,
+    /// See `queue_family_index`.
+    pub queue_index: u32,
+    /// The device extensions the caller enabled.
+    pub enabled_extensions: Vec<std::ffi::CString>,
+    /// The features the caller enabled (Vulkan has no query for them: vk-sgmat trusts this).
+    pub enabled_features: EnabledFeatures,
 }
 
 impl Device {
@@ -34,75 +62,97 @@ impl Device {
         let raw_instance = instance.raw();
         // SAFETY: plain query.
         let families = unsafe { raw_instance.get_physical_device_queue_family_properties(physical) };
-        let queue_family = families
+        let (queue_family, family) = families
             .iter()
-            .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            .enumerate()
+            .find(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
             .ok_or_else(|| Error::DeviceUnusable {
                 device: info.name.clone(),
                 missing: vec!["a compute queue".into()],
-            })? as u32;
-
-        let uses = |t: ComponentType| info.configs.all().any(|c| c.component_type == t || c.result_type == t);
-        let f16 = uses(ComponentType::F16);
-        let int8 = uses(ComponentType::I8) || uses(ComponentType::U8);
-        let bf16 = uses(ComponentType::Bf16);
-        let t = |on: bool| if on { vk::TRUE } else { vk::FALSE };
-        // The workgroup-scope kernels read A and B through arrays of their element type.
-        let cm2 = info.cooperative_matrix2.as_ref().is_some_and(|c| c.usable());
-        let int8_storage = int8 && cm2 && info.features.storage_buffer_8bit_access;
-        // f16 configs imply 16-bit storage (the config filter requires it).
-        let storage16 = f16 || (bf16 && cm2 && info.features.storage_buffer_16bit_access);
-
-        let mut f11 = vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(storage16);
-        let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
-            .shader_float16(f16)
-            .shader_int8(int8)
-            .storage_buffer8_bit_access(int8_storage)
-            .vulkan_memory_model(true)
-            .vulkan_memory_model_device_scope(true);
-        let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
-            .subgroup_size_control(true)
-            .compute_full_subgroups(true);
-        let mut fcm = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
-        let mut fbf = Bf16Features {
-            shader_bfloat16_type: t(bf16),
-            shader_bfloat16_cooperative_matrix: t(bf16),
-            ..Default::default()
-        };
-        let mut extensions = vec![ash::khr::cooperative_matrix::NAME.as_ptr()];
-        let priorities = [1.0f32];
+            })?;
+        let queue_family = queue_family as u32;
+        let queue_count = family.queue_count.clamp(1, MAX_QUEUES);
+        let required = DeviceRequirements::for_device(&info);
+        let extensions: Vec<_> = required.extensions.iter().map(|e| e.as_ptr()).collect();
+        let priorities = vec![1.0f32; queue_count as usize];
         let queue_info = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
             .queue_priorities(&priorities)];
-        let mut create = vk::DeviceCreateInfo::default()
-            .queue_create_infos(&queue_info)
-            .push_next(&mut f11)
-            .push_next(&mut f12)
-            .push_next(&mut f13)
-            .push_next(&mut fcm);
-        if bf16 {
-            extensions.push(EXT_SHADER_BFLOAT16.as_ptr());
-            create = create.push_next(&mut fbf);
-        }
-        let mut fcm2 = nv_coopmat2::Features::for_kernels();
-        if cm2 {
-            extensions.push(nv_coopmat2::EXTENSION.as_ptr());
-            create = create.push_next(&mut fcm2);
-        }
-        // Kernel statistics (registers, spills) for tuning, where the driver offers them.
-        let mut fpe =
-            vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
-        if info.features.pipeline_executable_info {
-            extensions.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
-            create = create.push_next(&mut fpe);
-        }
-        let create = create.enabled_extension_names(&extensions);
+        let mut chain = required.feature_chain();
+        let create = chain
+            .push_onto(vk::DeviceCreateInfo::default().queue_create_infos(&queue_info))
+            .enabled_extension_names(&extensions);
         // SAFETY: every pointer in `create` outlives the call; the features requested were
         // reported as supported (the device passed its requirements).
         let raw = unsafe { raw_instance.create_device(physical, &create, None) }
             .map_err(|r| Error::vk("vkCreateDevice", r))?;
-        // SAFETY: the family was created with one queue.
-        let queue = unsafe { raw.get_device_queue(queue_family, 0) };
+        Self::wrap(instance, physical, info, raw, (queue_family, 0..queue_count), true)
+    }
+
+    /// Wraps a device the caller created, after checking that its queue family computes and that
+    /// it enabled everything [`DeviceRequirements::for_device`] lists.
+    ///
+    /// # Safety
+    /// Every handle in `adopted` must be valid, `enabled_*` must be what the device was created
+    /// with, and the instance and device must outlive every object made from the returned one.
+    pub unsafe fn adopt(adopted: AdoptedDevice) -> Result<Arc<Self>> {
+        // SAFETY: the caller guarantees the handles.
+        let instance = unsafe { Instance::adopt(adopted.entry, adopted.instance) };
+        // SAFETY: the caller guarantees the handles.
+        let pdevs = unsafe { instance.raw().enumerate_physical_devices() }
+            .map_err(|r| Error::vk("vkEnumeratePhysicalDevices", r))?;
+        let index = pdevs.iter().position(|&p| p == adopted.physical_device).unwrap_or(0);
+        let info = query_device(&instance, adopted.physical_device, index)?;
+        // SAFETY: plain query.
+        let families = unsafe {
+            instance
+                .raw()
+                .get_physical_device_queue_family_properties(adopted.physical_device)
+        };
+        let mut missing = info.missing();
+        match families.get(adopted.queue_family_index as usize) {
+            Some(f) if f.queue_flags.contains(vk::QueueFlags::COMPUTE) && adopted.queue_index < f.queue_count => {}
+            _ => missing.push(format!(
+                "queue {} of family {} with compute",
+                adopted.queue_index, adopted.queue_family_index
+            )),
+        }
+        let required = DeviceRequirements::for_device(&info);
+        for ext in &required.extensions {
+            if !adopted.enabled_extensions.iter().any(|e| e.as_c_str() == *ext) {
+                missing.push(format!("extension {} enabled", ext.to_string_lossy()));
+            }
+        }
+        missing.extend(
+            required
+                .features
+                .missing_from(&adopted.enabled_features)
+                .into_iter()
+                .map(|f| format!("feature {f} enabled")),
+        );
+        if !missing.is_empty() {
+            return Err(Error::DeviceUnusable {
+                device: info.name.clone(),
+                missing,
+            });
+        }
+        let queues = (adopted.queue_family_index, adopted.queue_index..adopted.queue_index + 1);
+        Self::wrap(instance, adopted.physical_device, info, adopted.device, queues, false)
+    }
+
+    fn wrap(
+        instance: Arc<Instance>,
+        physical: vk::PhysicalDevice,
+        info: DeviceInfo,
+        raw: ash::Device,
+        (queue_family, queue_indices): (u32, std::ops::Range<u32>),
+        owned: bool,
+    ) -> Result<Arc<Self>> {
+        let raw_instance = instance.raw();
+        // SAFETY: the family has these queues (created here, or checked by `adopt`).
+        let queues = queue_indices
+            .map(|i| Mutex::new(unsafe { raw.get_device_queue(queue_family, i) }))
+            .collect();
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: raw_instance.clone(),
             device: raw.clone(),
@@ -114,8 +164,10 @@ impl Device {
         let allocator = match allocator {
             Ok(a) => a,
             Err(e) => {
-                // SAFETY: nothing was created from the device yet.
-                unsafe { raw.destroy_device(None) };
+                if owned {
+                    // SAFETY: nothing was created from the device yet.
+                    unsafe { raw.destroy_device(None) };
+                }
                 return Err(Error::Allocation {
                     what: "allocator",
                     message: e.to_string(),
@@ -124,11 +176,13 @@ impl Device {
         };
         Ok(Arc::new(Self {
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            push_descriptor: ash::khr::push_descriptor::Device::new(raw_instance, &raw),
             raw,
-            queue: Mutex::new(queue),
+            queues,
             queue_family,
             physical,
             info,
+            owned,
             instance,
         }))
     }
@@ -158,8 +212,25 @@ impl Device {
         self.queue_family
     }
 
-    pub(crate) fn queue(&self) -> MutexGuard<'_, vk::Queue> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    /// How many queues vk-sgmat submits to.
+    pub fn queue_count(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// Whether vk-sgmat created the device (and so destroys it).
+    pub fn owned(&self) -> bool {
+        self.owned
+    }
+
+    /// Queue `index` (modulo the count), locked for submission.
+    pub(crate) fn queue(&self, index: usize) -> MutexGuard<'_, vk::Queue> {
+        self.queues[index % self.queues.len()]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn push_descriptor(&self) -> &ash::khr::push_descriptor::Device {
+        &self.push_descriptor
     }
 
     pub(crate) fn allocator(&self) -> MutexGuard<'_, Allocator> {
@@ -169,12 +240,17 @@ impl Device {
 
 impl Drop for Device {
     fn drop(&mut self) {
-        // SAFETY: every buffer and pipeline holds an Arc<Device>, so none is alive; the allocator
-        // must go before the device it allocates from.
+        // SAFETY: every buffer and pipeline holds an Arc<Device>, so none is alive, and every
+        // submission of ours was waited for; the allocator must go before the device it allocates
+        // from. A caller's device is left alone (waiting idle would touch the caller's queues).
         unsafe {
-            let _ = self.raw.device_wait_idle();
+            if self.owned {
+                let _ = self.raw.device_wait_idle();
+            }
             ManuallyDrop::drop(&mut self.allocator);
-            self.raw.destroy_device(None);
+            if self.owned {
+                self.raw.destroy_device(None);
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ mod instance;
 mod logical;
 mod nv_coopmat2;
 mod query;
+mod requirements;
 
 #[cfg(test)]
 pub(crate) use info::test_device;
@@ -16,8 +17,9 @@ pub use info::{
     evaluate_requirements, rank_devices, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits, Requirement,
 };
 pub use instance::{Instance, InstanceOptions, ValidationMessages};
-pub use logical::Device;
+pub use logical::{AdoptedDevice, Device};
 pub(crate) use query::query_device;
+pub use requirements::{DeviceRequirements, EnabledFeatures, FeatureChain};
 
 /// How to choose a device.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]

@@ -66,6 +66,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     let has_bf16 = has(EXT_SHADER_BFLOAT16);
     let has_pexec = has(ash::khr::pipeline_executable_properties::NAME);
     let has_cm2 = has(nv_coopmat2::EXTENSION);
+    let has_push = has(ash::khr::push_descriptor::NAME);
 
     // SAFETY: plain query.
     let base = unsafe { raw.get_physical_device_properties(pdev) };
@@ -153,6 +154,8 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         shader_bfloat16_cooperative_matrix: has_bf16 && b(fbf.shader_bfloat16_cooperative_matrix),
         ext_nv_cooperative_matrix2: has_cm2,
         pipeline_executable_info: has_pexec && b(fpe.pipeline_executable_info),
+        ext_push_descriptor: has_push,
+        timeline_semaphore: b(f12.timeline_semaphore),
     };
     let l = &props.limits;
     let limits = DeviceLimits {

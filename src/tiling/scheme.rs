@@ -377,10 +377,12 @@ impl TileScheme {
             KernelScope::Workgroup if self.pad_bytes != 0 => {
                 return bad("workgroup-scope schemes have no padding".into())
             }
-            _ if self.pad_bytes % VECTOR_BYTES != 0 || self.pad_bytes > MAX_PAD_BYTES => return bad(format!(
+            _ if self.pad_bytes % VECTOR_BYTES != 0 || self.pad_bytes > MAX_PAD_BYTES => {
+                return bad(format!(
                 "pad_bytes {} must be a multiple of {VECTOR_BYTES} up to {MAX_PAD_BYTES} (rows stay 16-byte aligned)",
                 self.pad_bytes
-            )),
+            ))
+            }
             _ => {}
         }
         if self.raster_group > MAX_RASTER_GROUP {

@@ -5,8 +5,8 @@ use super::cache::{TuneCache, TuneKey};
 use crate::api::{Context, Element, GemmOptions};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::Result;
-use crate::submit::median;
 use crate::tiling::{not_oversized, Layout, TileScheme};
+use crate::timestamps::median;
 use std::time::Duration;
 
 impl Context {
@@ -63,7 +63,7 @@ impl Context {
         let a = self.alloc_matrix::<TA>(m, k, al)?;
         let b = self.alloc_matrix::<TA>(k, n, bl)?;
         let c = self.zeros::<TC>(m, n)?;
-        self.submitter.run(self.pipelines.set_layout, 0, |rec| {
+        self.run_recorded(|rec| {
             rec.fill(a.buffer.raw(), a.buffer.size(), one);
             rec.fill(b.buffer.raw(), b.buffer.size(), one);
             Ok(())

@@ -5,8 +5,9 @@ use crate::error::{Error, Result};
 use crate::kernel::Probe;
 use crate::memory::Buffer;
 use crate::plan::GemmPlan;
-use crate::submit::{median, TimestampPool};
 use crate::tiling::KernelScope;
+use crate::timestamps::{median, TimestampPool};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 impl Context {
@@ -43,7 +44,7 @@ impl Context {
     pub(crate) fn warm_plan(
         &self,
         plan: &GemmPlan,
-        operands: [&Buffer; 3],
+        operands: [&Arc<Buffer>; 3],
         (min, max): (Duration, Duration),
     ) -> Result<f64> {
         let start = Instant::now();
@@ -106,7 +107,7 @@ impl Context {
     }
 
     /// Runs `plan` `reps` times in one submission and returns each run's GPU time in seconds.
-    pub(crate) fn time_plan(&self, plan: &GemmPlan, operands: [&Buffer; 3], reps: u32) -> Result<Vec<f64>> {
+    pub(crate) fn time_plan(&self, plan: &GemmPlan, operands: [&Arc<Buffer>; 3], reps: u32) -> Result<Vec<f64>> {
         if self.device_info().limits.timestamp_period <= 0.0 {
             return Err(Error::Unsupported("the device has no timestamp queries".into()));
         }

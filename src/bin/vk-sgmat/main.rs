@@ -17,7 +17,11 @@ impl log::Log for StderrLogger {
 
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
-            eprintln!("vk-sgmat: {}: {}", record.level().as_str().to_lowercase(), record.args());
+            eprintln!(
+                "vk-sgmat: {}: {}",
+                record.level().as_str().to_lowercase(),
+                record.args()
+            );
         }
     }
 

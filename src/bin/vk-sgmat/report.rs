@@ -708,6 +708,8 @@ mod tests {
             subgroup_size_control: true,
             compute_full_subgroups: !missing_full_subgroups,
             shader_float16: true,
+            timeline_semaphore: true,
+            ext_push_descriptor: true,
             ..Default::default()
         };
         let requirements = evaluate_requirements(&features, true, 13, "Mesa 26.1.6", &configs);

@@ -1,0 +1,180 @@
+//! [`Stream`]: many GEMMs, uploads and downloads in flight on one context, with no host wait
+//! between them. Work is recorded as it is enqueued and runs once [`Stream::submit`] hands it to
+//! the GPU; the returned [`Ticket`] is waited on or polled. docs/runtime.md has the rules.
+
+use crate::api::{Context, DeviceMatrix, Element, GemmOptions, MatMut, MatRef};
+use crate::error::{Error, Result};
+use crate::memory::Buffer;
+use crate::submit::{StreamCore, Ticket};
+use std::marker::PhantomData;
+
+/// A sequence of GPU work on a [`Context`]: enqueue GEMMs on device-resident matrices, uploads
+/// and downloads, then [`submit`](Stream::submit) them as one batch and wait on the [`Ticket`]
+/// when the results are needed. Made by [`Context::stream`].
+///
+/// Within a stream, each command sees the results of the ones enqueued before it: a barrier
+/// goes between two commands only where they touch the same memory (a GEMM's C feeding the next
+/// GEMM's A, say). Between streams, and with the context's blocking calls, submissions that
+/// touch the same matrix run in the order they were submitted; others may run concurrently.
+/// Every matrix and buffer a submission uses is kept alive until the GPU is done with it, so
+/// dropping a [`DeviceMatrix`] right after enqueueing work on it is fine. Dropping a stream
+/// waits for its submitted work and discards what was enqueued but not submitted.
+pub struct Stream<'c> {
+    ctx: &'c Context,
+    core: StreamCore,
+}
+
+impl Context {
+    /// A new stream. Streams are spread over the device's compute queues (up to 4).
+    pub fn stream(&self) -> Result<Stream<'_>> {
+        Ok(Stream {
+            core: StreamCore::new(&self.device, &self.pool, self.next_stream_queue())?,
+            ctx: self,
+        })
+    }
+}
+
+impl<'c> Stream<'c> {
+    /// The context.
+    pub fn context(&self) -> &'c Context {
+        self.ctx
+    }
+
+    /// Enqueues the upload of a host matrix into a new device matrix. The data is copied into
+    /// staging memory now, so `m` may change as soon as this returns.
+    pub fn upload<T: Element>(&mut self, m: MatRef<'_, T>) -> Result<DeviceMatrix<T>> {
+        crate::api::check_matrix("matrix", &m)?;
+        let dm = self.ctx.alloc_matrix::<T>(m.rows, m.cols, m.layout)?;
+        self.ctx.enqueue_upload(&mut self.core, &m, &dm)?;
+        Ok(dm)
+    }
+
+    /// Enqueues the upload of a host matrix into an existing device matrix of the same shape
+    /// and storage order (e.g. new activations for the same weights).
+    pub fn upload_into<T: Element>(&mut self, m: MatRef<'_, T>, dst: &mut DeviceMatrix<T>) -> Result<()> {
+        crate::api::check_matrix("matrix", &m)?;
+        if (m.rows, m.cols, m.layout) != (dst.rows(), dst.cols(), dst.layout()) {
+            return Err(Error::ShapeMismatch(format!(
+                "uploading a {}x{} {:?} matrix into a {}x{} {:?} one",
+                m.rows,
+                m.cols,
+                m.layout,
+                dst.rows(),
+                dst.cols(),
+                dst.layout()
+            )));
+        }
+        self.ctx.check_owned(&dst.buffer)?;
+        self.ctx.enqueue_upload(&mut self.core, &m, dst)
+    }
+
+    /// Enqueues `c = alpha * a * b + beta * c` on device-resident matrices (C row-major). Shapes,
+    /// types and options are checked now; an error leaves the stream as it was.
+    pub fn gemm<TA: Element, TC: Element>(
+        &mut self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TA>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        let plan = self.ctx.plan_device(a, b, c, options)?;
+        self.ctx
+            .enqueue_plan(&mut self.core, &plan, [&a.buffer, &b.buffer, &c.buffer], TC::TYPE)
+    }
+
+    /// Enqueues the download of a device matrix; its data is read with [`Download::wait`] after
+    /// the stream is submitted.
+    pub fn download<T: Element>(&mut self, m: &DeviceMatrix<T>) -> Result<Download<T>> {
+        let staging = self.ctx.enqueue_download(&mut self.core, m)?;
+        let staging = std::sync::Arc::new(staging);
+        self.core.hold(staging.clone(), true);
+        let (rows, cols) = m.layout().outer_inner(m.rows(), m.cols());
+        Ok(Download {
+            staging,
+            ticket: self.core.next_ticket(),
+            rows,
+            cols,
+            ld: m.ld(),
+            _t: PhantomData,
+        })
+    }
+
+    /// Makes the next submission wait, on the GPU, for `ticket` (of any stream of the context).
+    pub fn wait_for(&mut self, ticket: &Ticket) {
+        self.core.wait_for(ticket);
+    }
+
+    /// Submits everything enqueued since the last submission, returning the ticket that marks
+    /// its completion. With nothing enqueued, the ticket of the last submission.
+    pub fn submit(&mut self) -> Result<Ticket> {
+        self.core.submit()
+    }
+
+    /// Submits and waits until everything submitted on this stream is done.
+    pub fn synchronize(&mut self) -> Result<()> {
+        self.core.finish()
+    }
+}
+
+impl std::fmt::Debug for Stream<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stream({:?})", self.ctx)
+    }
+}
+
+/// A download in flight: [`Download::wait`] returns the matrix once its stream was submitted
+/// and the GPU is done.
+pub struct Download<T: Element> {
+    staging: std::sync::Arc<Buffer>,
+    ticket: Ticket,
+    /// The stored (outer, inner) extents: rows x cols for row-major, cols x rows for column-major.
+    rows: usize,
+    cols: usize,
+    ld: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> std::fmt::Debug for Download<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Download<{}>({}x{}, {:?})",
+            T::TYPE,
+            self.rows,
+            self.cols,
+            self.ticket
+        )
+    }
+}
+
+impl<T: Element> Download<T> {
+    /// The ticket of the submission that carries the download.
+    pub fn ticket(&self) -> &Ticket {
+        &self.ticket
+    }
+
+    /// Waits for the download and returns the elements in the device matrix's storage order
+    /// (row-major `rows x cols` for a row-major matrix; its transpose's for a column-major one),
+    /// densely packed. An error if its stream was not submitted.
+    pub fn wait(self) -> Result<Vec<T>> {
+        self.ticket.wait()?;
+        let mut out = vec![T::from_f64(0.0); self.rows * self.cols];
+        let bytes = self.staging.mapped()?;
+        crate::api::unpack(bytes, self.ld, MatMut::new(&mut out, self.rows, self.cols));
+        Ok(out)
+    }
+
+    /// Like [`Download::wait`], into `out` (row-major, the stored shape).
+    pub fn wait_into(self, out: MatMut<'_, T>) -> Result<()> {
+        if (out.rows, out.cols) != (self.rows, self.cols) {
+            return Err(Error::ShapeMismatch(format!(
+                "download target is {}x{}, the device matrix stores {}x{}",
+                out.rows, out.cols, self.rows, self.cols
+            )));
+        }
+        crate::api::check_matrix("download target", &out.as_ref())?;
+        self.ticket.wait()?;
+        crate::api::unpack(self.staging.mapped()?, self.ld, out);
+        Ok(())
+    }
+}

@@ -1,0 +1,177 @@
+//! Streams on the present driver: chained GEMMs without host waits, many GEMMs per submission,
+//! ordering between streams and blocking calls, lifetimes, and misuse as typed errors. Inputs are
+//! small integers, so every f16 result is exact and compared exactly.
+
+mod common;
+
+use common::{assert_no_validation_messages, context};
+use half::f16;
+use vk_sgmat::verify::Rng;
+use vk_sgmat::{Context, ContextOptions, DeviceMatrix, Error, GemmOptions, Layout, MatMut, MatRef};
+
+/// A random m x n matrix of integers in -2..=2 (exact in f16 and in every sum below).
+fn small_ints(rng: &mut Rng, m: usize, n: usize) -> Vec<f16> {
+    (0..m * n)
+        .map(|_| f16::from_f32((rng.next_u64() % 5) as f32 - 2.0))
+        .collect()
+}
+
+/// Row-major reference product in f64.
+fn product(a: &[f16], b: &[f16], (m, n, k): (usize, usize, usize)) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = a[i * k + p].to_f64();
+            for j in 0..n {
+                c[i * n + j] += x * b[p * n + j].to_f64();
+            }
+        }
+    }
+    c
+}
+
+fn assert_exact<T: Copy + Into<f64>>(got: &[T], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.into(), w, "{what}: element {i}");
+    }
+}
+
+#[test]
+fn chained_gemms_run_in_one_submission() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, k, n, p) = (37, 19, 23, 11);
+    let a = small_ints(&mut rng, m, k);
+    let b = small_ints(&mut rng, k, n);
+    let w = small_ints(&mut rng, n, p);
+    let mut s = ctx.stream().unwrap();
+    let da = s.upload(MatRef::new(&a, m, k)).unwrap();
+    let db = s.upload(MatRef::new(&b, k, n)).unwrap();
+    let dw = s.upload(MatRef::new(&w, n, p)).unwrap();
+    // The first GEMM's C (f16) is the second one's A: a barrier between them, no host wait.
+    let mut h = ctx.zeros::<f16>(m, n).unwrap();
+    let mut out = ctx.zeros::<f32>(m, p).unwrap();
+    s.gemm(&da, &db, &mut h, &GemmOptions::default()).unwrap();
+    s.gemm(&h, &dw, &mut out, &GemmOptions::default()).unwrap();
+    let down = s.download(&out).unwrap();
+    let ticket = s.submit().unwrap();
+    let got = down.wait().unwrap();
+    assert!(ticket.is_done().unwrap());
+    let hidden = product(&a, &b, (m, n, k));
+    let hidden16: Vec<f16> = hidden.iter().map(|&x| f16::from_f64(x)).collect();
+    assert_exact(&got, &product(&hidden16, &w, (m, p, n)), "A*B*W");
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn many_gemms_per_submission_and_dropped_operands() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let mut s = ctx.stream().unwrap();
+    let mut expected = Vec::new();
+    let mut outputs: Vec<DeviceMatrix<f32>> = Vec::new();
+    for i in 0..40 {
+        let (m, n, k) = (8 + i % 7, 9 + i % 5, 5 + i % 11);
+        let a = small_ints(&mut rng, m, k);
+        let b = small_ints(&mut rng, k, n);
+        // A and B are dropped right after the GEMM is enqueued: the stream keeps them alive.
+        let da = s.upload(MatRef::new(&a, m, k)).unwrap();
+        let db = s.upload(MatRef::new(&b, k, n)).unwrap();
+        let mut c = ctx.zeros::<f32>(m, n).unwrap();
+        s.gemm(&da, &db, &mut c, &GemmOptions::default()).unwrap();
+        expected.push(product(&a, &b, (m, n, k)));
+        outputs.push(c);
+    }
+    let downloads: Vec<_> = outputs.iter().map(|c| s.download(c).unwrap()).collect();
+    drop(outputs);
+    s.submit().unwrap();
+    for (i, (d, want)) in downloads.into_iter().zip(&expected).enumerate() {
+        assert_exact(&d.wait().unwrap(), want, &format!("GEMM {i}"));
+    }
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn streams_and_blocking_calls_see_submitted_results_in_order() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, k, n) = (33, 17, 29);
+    let a = small_ints(&mut rng, m, k);
+    let b = small_ints(&mut rng, k, n);
+    let da = ctx.upload(MatRef::new(&a, m, k)).unwrap();
+    let db = ctx.upload(MatRef::new(&b, k, n)).unwrap();
+    let mut c = ctx.zeros::<f16>(m, n).unwrap();
+    let mut s1 = ctx.stream().unwrap();
+    let mut s2 = ctx.stream().unwrap();
+    s1.gemm(&da, &db, &mut c, &GemmOptions::default()).unwrap();
+    let t1 = s1.submit().unwrap();
+    // s2 reads C: its submission waits for s1's on the GPU; no host wait here.
+    let ident: Vec<f16> = (0..n * n)
+        .map(|i| f16::from_f32(if i % (n + 1) == 0 { 1.0 } else { 0.0 }))
+        .collect();
+    let di = s2.upload(MatRef::new(&ident, n, n)).unwrap();
+    let mut c2 = ctx.zeros::<f32>(m, n).unwrap();
+    s2.gemm(&c, &di, &mut c2, &GemmOptions::default()).unwrap();
+    let d2 = s2.download(&c2).unwrap();
+    s2.submit().unwrap();
+    // A blocking download of C right after s1's submission waits for it as well.
+    let mut host = vec![f16::ZERO; m * n];
+    ctx.download(&c, MatMut::new(&mut host, m, n)).unwrap();
+    assert!(t1.is_done().unwrap());
+    let want = product(&a, &b, (m, n, k));
+    assert_exact(&host, &want, "blocking download after s1");
+    assert_exact(&d2.wait().unwrap(), &want, "s2 after s1");
+    // An explicit GPU-side wait on another stream's ticket also orders them.
+    let mut s3 = ctx.stream().unwrap();
+    s3.wait_for(&t1);
+    s3.submit().unwrap().wait().unwrap();
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn misuse_is_a_typed_error() {
+    let ctx = context();
+    let a = vec![f16::ONE; 16 * 16];
+    let mut s = ctx.stream().unwrap();
+    let da = s.upload(MatRef::new(&a, 16, 16)).unwrap();
+    // Waiting on work never submitted would hang: it is an error instead.
+    let d = s.download(&da).unwrap();
+    let ticket = d.ticket().clone();
+    let e = d.wait().unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidOperand(_)) && e.to_string().contains("submit"),
+        "{e}"
+    );
+    assert!(matches!(ticket.wait(), Err(Error::InvalidOperand(_))));
+    // A matrix of another context.
+    let other = Context::with_options(ContextOptions {
+        validation: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let foreign = other.upload(MatRef::new(&a, 16, 16)).unwrap();
+    let mut c = ctx.zeros::<f32>(16, 16).unwrap();
+    let e = s.gemm(&foreign, &da, &mut c, &GemmOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::InvalidOperand(_)), "{e}");
+    let e = s.download(&foreign).unwrap_err();
+    assert!(matches!(e, Error::InvalidOperand(_)), "{e}");
+    // Shape errors leave the stream usable.
+    let mut wrong = ctx.zeros::<f32>(16, 15).unwrap();
+    assert!(matches!(
+        s.gemm(&da, &da, &mut wrong, &GemmOptions::default()),
+        Err(Error::ShapeMismatch(_))
+    ));
+    let mut col = ctx.upload(MatRef::col_major(&a, 16, 16)).unwrap();
+    assert!(matches!(
+        s.upload_into(MatRef::new(&a, 16, 16), &mut col),
+        Err(Error::ShapeMismatch(_))
+    ));
+    s.gemm(&da, &da, &mut c, &GemmOptions::default()).unwrap();
+    let d = s.download(&c).unwrap();
+    s.submit().unwrap();
+    assert!(d.wait().unwrap().iter().all(|&x| x == 16.0));
+    assert_eq!(col.layout(), Layout::ColMajor);
+    assert_no_validation_messages(ctx);
+    assert_no_validation_messages(&other);
+}
