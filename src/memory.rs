@@ -164,6 +164,12 @@ impl Buffer {
     }
 }
 
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Buffer({} bytes, {})", self.size, self.kind.name())
+    }
+}
+
 impl Drop for Buffer {
     fn drop(&mut self) {
         if let Some(a) = self.allocation.take() {

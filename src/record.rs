@@ -145,22 +145,24 @@ impl<'a> Recording<'a> {
     pub fn fill_rows(
         &mut self,
         buffer: vk::Buffer,
+        offset: u64,
         (rows, cols, ld): (usize, usize, usize),
         elem_bytes: usize,
         pattern: u32,
     ) {
         let (row, pitch) = ((cols * elem_bytes) as u64, (ld * elem_bytes) as u64);
         if row == pitch {
-            return self.fill(buffer, pitch * rows as u64, pattern);
+            return self.fill_at(buffer, offset, pitch * rows as u64, pattern);
         }
         let whole = row - row % 4;
         for r in 0..rows as u64 {
+            let start = offset + r * pitch;
             if whole > 0 {
-                self.fill_at(buffer, r * pitch, whole, pattern);
+                self.fill_at(buffer, start, whole, pattern);
             }
             if whole < row {
                 // A 2-byte element ends the row mid-word: poison its half, keep the padding's zero.
-                self.fill_at(buffer, r * pitch + whole, 4, pattern & 0xffff);
+                self.fill_at(buffer, start + whole, 4, pattern & 0xffff);
             }
         }
     }

@@ -2,7 +2,7 @@
 //! between them. Work is recorded as it is enqueued and runs once [`Stream::submit`] hands it to
 //! the GPU; the returned [`Ticket`] is waited on or polled. docs/runtime.md has the rules.
 
-use crate::api::{Context, DeviceMatrix, Element, GemmOptions, MatMut, MatRef};
+use crate::api::{placed, Context, DeviceMatrix, DeviceOperand, Element, GemmOptions, MatMut, MatRef};
 use crate::error::{Error, Result};
 use crate::memory::Buffer;
 use crate::submit::{StreamCore, Ticket};
@@ -68,18 +68,20 @@ impl<'c> Stream<'c> {
         self.ctx.enqueue_upload(&mut self.core, &m, dst)
     }
 
-    /// Enqueues `c = alpha * a * b + beta * c` on device-resident matrices (C row-major). Shapes,
+    /// Enqueues `c = alpha * a * b + beta * c` on device-resident matrices ([`DeviceMatrix`] or
+    /// the caller's [`BufferMatrix`](crate::BufferMatrix), whose buffers the caller keeps alive
+    /// and orders against other streams; C row-major). Shapes,
     /// types and options are checked now; an error leaves the stream as it was.
     pub fn gemm<TA: Element, TC: Element>(
         &mut self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TA>,
-        c: &mut DeviceMatrix<TC>,
+        a: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TA>,
+        c: &mut impl DeviceOperand<TC>,
         options: &GemmOptions,
     ) -> Result<()> {
         let plan = self.ctx.plan_device(a, b, c, options)?;
-        self.ctx
-            .enqueue_plan(&mut self.core, &plan, [&a.buffer, &b.buffer, &c.buffer], TC::TYPE)
+        let operands = [placed(a), placed(b), placed(c)];
+        self.ctx.enqueue_plan(&mut self.core, &plan, operands, TC::TYPE)
     }
 
     /// Enqueues the download of a device matrix; its data is read with [`Download::wait`] after

@@ -131,6 +131,23 @@ impl std::fmt::Debug for Ticket {
     }
 }
 
+/// A buffer a command uses: vk-sgmat's own (ordered between streams and kept alive), or the
+/// caller's (only ordered within the stream).
+#[derive(Copy, Clone)]
+pub(crate) struct Touch<'a> {
+    pub raw: vk::Buffer,
+    pub owned: Option<&'a Arc<Buffer>>,
+}
+
+impl<'a> From<&'a Arc<Buffer>> for Touch<'a> {
+    fn from(b: &'a Arc<Buffer>) -> Self {
+        Self {
+            raw: b.raw(),
+            owned: Some(b),
+        }
+    }
+}
+
 /// The submissions that last used a buffer, for ordering between timelines.
 #[derive(Default)]
 pub(crate) struct Uses {
@@ -302,18 +319,20 @@ impl StreamCore {
     }
 
     /// Declares what the next command reads and writes: records a barrier first where it
-    /// conflicts with an earlier command of the stream, and remembers buffers shared with other
-    /// streams for ordering at submission.
-    pub fn access(&mut self, reads: &[&Arc<Buffer>], writes: &[&Arc<Buffer>]) -> Result<()> {
-        let raw = |v: &[&Arc<Buffer>]| v.iter().map(|b| b.raw()).collect::<Vec<_>>();
+    /// conflicts with an earlier command of the stream, and remembers vk-sgmat's own buffers for
+    /// ordering between streams at submission (the caller orders its own buffers).
+    pub fn access(&mut self, reads: &[Touch<'_>], writes: &[Touch<'_>]) -> Result<()> {
+        let raw = |v: &[Touch<'_>]| v.iter().map(|t| t.raw).collect::<Vec<_>>();
         let barrier = self.hazards.access(&raw(reads), &raw(writes));
         let mut rec = self.recording()?;
         if barrier {
             rec.barrier(Access::ANY_WRITE, Access::ANY);
         }
         for (list, write) in [(reads, false), (writes, true)] {
-            for &b in list {
-                self.touched.push((b.clone(), write));
+            for t in list {
+                if let Some(b) = t.owned {
+                    self.touched.push((b.clone(), write));
+                }
             }
         }
         Ok(())

@@ -5,6 +5,7 @@
 use super::matrix::{
     bytes_of_layout, check_matrix, pack, poison_pattern, unpack, DeviceMatrix, Element, MatMut, MatRef,
 };
+use super::operand::{placed, DeviceOperand, Placed};
 use super::options::{ContextOptions, GemmOptions};
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::{AdoptedDevice, Device, DeviceInfo, DeviceKind, Instance, InstanceOptions, ValidationMessages};
@@ -12,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::kernel::KernelKey;
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
-use crate::plan::{check_shapes, device_ld, device_problem, DispatchLimits, GemmPlan, PlanRequest, SplitK};
+use crate::plan::{check_shapes, device_ld, DispatchLimits, GemmPlan, PlanRequest, Problem, SplitK};
 use crate::record::{record_plan, Access, Bindings, Recording};
 use crate::submit::StreamCore;
 use crate::tiling::{
@@ -249,7 +250,7 @@ impl Context {
         dm: &DeviceMatrix<T>,
     ) -> Result<()> {
         let bytes = bytes_of_layout(m.rows, m.cols, m.layout, dm.ld, size_of::<T>());
-        core.access(&[], &[&dm.buffer])?;
+        core.access(&[], &[(&dm.buffer).into()])?;
         core.upload(dm.buffer.raw(), 0, bytes, |out| pack(m, dm.ld, out))
     }
 
@@ -260,7 +261,7 @@ impl Context {
         }
         let dm = self.alloc_matrix::<T>(rows, cols, Layout::RowMajor)?;
         self.run_blocking(|core| {
-            core.access(&[], &[&dm.buffer])?;
+            core.access(&[], &[(&dm.buffer).into()])?;
             core.recording()?.fill(dm.buffer.raw(), dm.buffer.size(), 0);
             Ok(())
         })?;
@@ -286,7 +287,7 @@ impl Context {
         self.check_owned(&m.buffer)?;
         let size = m.buffer.size();
         let staging = self.pool.take(size, BufferKind::Readback)?;
-        core.access(&[&m.buffer], &[])?;
+        core.access(&[(&m.buffer).into()], &[])?;
         let mut rec = core.recording()?;
         rec.copy(m.buffer.raw(), staging.raw(), size);
         rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
@@ -324,12 +325,8 @@ impl Context {
         check_matrix("A", &a)?;
         check_matrix("B", &b)?;
         check_matrix("C", &c.as_ref())?;
-        let plan = self.plan::<TA, TC>(
-            (a.rows, a.cols, a.layout),
-            (b.rows, b.cols, b.layout),
-            (c.rows, c.cols),
-            options,
-        )?;
+        let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
+        let plan = self.plan_gemm::<TA, TC>(m, n, k, (a.layout, b.layout), options)?;
 
         // Everything is validated; now move data and run, in one submission.
         let p = plan.problem;
@@ -352,7 +349,7 @@ impl Context {
                 rec.fill(c_dev.raw(), c_bytes, poison_pattern(TC::TYPE));
             }
             rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
-            let buffers = bindings([&a_dev, &b_dev, &c_dev], scratch.as_ref());
+            let buffers = bindings([a_dev.raw(), b_dev.raw(), c_dev.raw()], scratch.as_ref());
             record_plan(&mut rec, &self.pipelines, &plan, &buffers)?;
             rec.barrier(Access::SHADER_WRITE, Access::TRANSFER_READ);
             rec.copy(c_dev.raw(), down.raw(), c_bytes);
@@ -368,16 +365,50 @@ impl Context {
         result
     }
 
-    /// `c = alpha * a * b + beta * c` on device-resident matrices (C row-major).
+    /// `c = alpha * a * b + beta * c` on device-resident matrices ([`DeviceMatrix`] or the
+    /// caller's [`BufferMatrix`](crate::BufferMatrix); C row-major).
     pub fn gemm_device<TA: Element, TC: Element>(
         &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TA>,
-        c: &mut DeviceMatrix<TC>,
+        a: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TA>,
+        c: &mut impl DeviceOperand<TC>,
         options: &GemmOptions,
     ) -> Result<()> {
         let plan = self.plan_device(a, b, c, options)?;
-        self.run_blocking(|core| self.enqueue_plan(core, &plan, [&a.buffer, &b.buffer, &c.buffer], TC::TYPE))
+        let operands = [placed(a), placed(b), placed(c)];
+        self.run_blocking(|core| self.enqueue_plan(core, &plan, operands, TC::TYPE))
+    }
+
+    /// Records `c = alpha * a * b + beta * c` into the caller's command buffer `cmd`, on
+    /// vk-sgmat's matrices or the caller's buffers. Checks and plans first (nothing is recorded
+    /// on an error); pipelines are created now. See docs/runtime.md for the contract: the
+    /// caller places barriers before (after whatever wrote A, B and C) and after (before
+    /// whatever reads C); inside, the GEMM's own passes are ordered. The bindings are pushed, so
+    /// nothing but the context (its pipelines) must outlive the command buffer's execution,
+    /// plus the returned [`RecordedGemm`] where it holds split-K scratch memory.
+    ///
+    /// # Safety
+    /// `cmd` must be a primary or secondary command buffer of the context's device, in the
+    /// recording state, outside a render pass, for a queue family with compute; the context must
+    /// outlive its execution. vk-sgmat's matrices used here must not be written by the context's
+    /// streams or blocking calls while it runs (the caller orders them).
+    pub unsafe fn record_gemm<TA: Element, TC: Element>(
+        &self,
+        cmd: ash::vk::CommandBuffer,
+        a: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TA>,
+        c: &mut impl DeviceOperand<TC>,
+        options: &GemmOptions,
+    ) -> Result<RecordedGemm> {
+        let plan = self.plan_device(a, b, c, options)?;
+        let scratch = self.scratch(&plan)?.map(Arc::new);
+        let mut rec = Recording::new(&self.device, cmd);
+        let buffers = bindings([placed(a).raw, placed(b).raw, placed(c).raw], scratch.as_deref());
+        record_plan(&mut rec, &self.pipelines, &plan, &buffers)?;
+        Ok(RecordedGemm {
+            _scratch: scratch,
+            plan,
+        })
     }
 
     /// Records `plan` on `core` over these operands (C poisoned first where the options say so
@@ -386,18 +417,24 @@ impl Context {
         &self,
         core: &mut StreamCore,
         plan: &GemmPlan,
-        [a, b, c]: [&Arc<Buffer>; 3],
+        [a, b, c]: [Placed<'_>; 3],
         result_type: ComponentType,
     ) -> Result<()> {
-        core.access(&[a, b], &[c])?;
+        core.access(&[a.touch(), b.touch()], &[c.touch()])?;
         let scratch = self.scratch(plan)?.map(Arc::new);
         let mut rec = core.recording()?;
         if !plan.reads_c && self.options.poison_outputs {
             let p = &plan.problem;
-            rec.fill_rows(c.raw(), (p.m, p.n, p.ldc), p.c_bytes, poison_pattern(result_type));
+            rec.fill_rows(
+                c.raw,
+                c.offset,
+                (p.m, p.n, p.ldc),
+                p.c_bytes,
+                poison_pattern(result_type),
+            );
             rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
         }
-        let buffers = bindings([&**a, &**b, &**c], scratch.as_deref());
+        let buffers = bindings([a.raw, b.raw, c.raw], scratch.as_deref());
         let recorded = record_plan(&mut rec, &self.pipelines, plan, &buffers);
         if let Some(s) = scratch {
             core.hold(s, true);
@@ -418,10 +455,10 @@ impl Context {
     ) -> Result<()> {
         let scratch = self.scratch(plan)?;
         let result = self.run_blocking(|core| {
-            core.access(&operands[..2], &operands[2..])?;
+            core.access(&[operands[0].into(), operands[1].into()], &[operands[2].into()])?;
             let mut rec = core.recording()?;
             before(&mut rec);
-            let buffers = bindings(operands.map(|b| &**b), scratch.as_ref());
+            let buffers = bindings(operands.map(|b| b.raw()), scratch.as_ref());
             for r in 0..reps {
                 if r > 0 {
                     // Without it the queue may overlap consecutive GEMMs.
@@ -449,25 +486,23 @@ impl Context {
     /// Checks that device operands belong to this context and C is row-major, then plans.
     pub(crate) fn plan_device<TA: Element, TC: Element>(
         &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TA>,
-        c: &DeviceMatrix<TC>,
+        a: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TA>,
+        c: &impl DeviceOperand<TC>,
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
-        for buffer in [&a.buffer, &b.buffer, &c.buffer] {
-            self.check_owned(buffer)?;
+        let (a, b, c) = (placed(a), placed(b), placed(c));
+        for m in [&a, &b, &c] {
+            if let Some(buffer) = m.owned {
+                self.check_owned(buffer)?;
+            }
         }
         if c.layout != Layout::RowMajor {
             return Err(Error::InvalidOperand(
                 "C must be row-major (create it with Context::zeros or upload a row-major matrix)".into(),
             ));
         }
-        self.plan::<TA, TC>(
-            (a.rows, a.cols, a.layout),
-            (b.rows, b.cols, b.layout),
-            (c.rows, c.cols),
-            options,
-        )
+        self.plan::<TA, TC>(a, b, c, options)
     }
 
     pub(crate) fn check_owned(&self, buffer: &Buffer) -> Result<()> {
@@ -499,22 +534,34 @@ impl Context {
     /// pipelines the plan needs, so a failure surfaces before anything is submitted.
     fn plan<TA: Element, TC: Element>(
         &self,
-        (ar, ac, al): (usize, usize, Layout),
-        (br, bc, bl): (usize, usize, Layout),
-        (cr, cc): (usize, usize),
+        a: Placed<'_>,
+        b: Placed<'_>,
+        c: Placed<'_>,
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
-        let (m, n, k) = check_shapes((ar, ac), (br, bc), (cr, cc))?;
+        let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
         let config = self.choose_config(TA::TYPE, TC::TYPE, options.shape)?;
         let scheme = match options.scheme {
             Some(s) => {
                 s.check_device(&config, self.device.info())?;
                 s
             }
-            None => self.scheme_for::<TA, TC>(&config, (m, n, k), (al, bl))?,
+            None => self.scheme_for::<TA, TC>(&config, (m, n, k), (a.layout, b.layout))?,
         };
         let request = PlanRequest {
-            problem: device_problem((m, n, k), (al, bl), (size_of::<TA>(), size_of::<TC>())),
+            problem: Problem {
+                m,
+                n,
+                k,
+                a_layout: a.layout,
+                b_layout: b.layout,
+                lda: a.ld,
+                ldb: b.ld,
+                ldc: c.ld,
+                ab_bytes: size_of::<TA>(),
+                c_bytes: size_of::<TC>(),
+                offsets: [a.offset, b.offset, c.offset],
+            },
             config,
             scheme,
             alpha: options.alpha,
@@ -546,7 +593,18 @@ impl Context {
         layouts: (Layout, Layout),
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
-        self.plan::<TA, TC>((m, k, layouts.0), (k, n, layouts.1), (m, n), options)
+        let host = |rows, cols, layout: Layout, es| Placed {
+            rows,
+            cols,
+            layout,
+            ld: device_ld(layout.outer_inner(rows, cols).1, es),
+            offset: 0,
+            raw: ash::vk::Buffer::null(),
+            owned: None,
+        };
+        let (ea, ec) = (size_of::<TA>(), size_of::<TC>());
+        let (a, b) = (host(m, k, layouts.0, ea), host(k, n, layouts.1, ea));
+        self.plan::<TA, TC>(a, b, host(m, n, Layout::RowMajor, ec), options)
     }
 }
 
@@ -556,11 +614,27 @@ impl std::fmt::Debug for Context {
     }
 }
 
-fn bindings([a, b, c]: [&Buffer; 3], scratch: Option<&Buffer>) -> Bindings {
+fn bindings([a, b, c]: [ash::vk::Buffer; 3], scratch: Option<&Buffer>) -> Bindings {
     Bindings {
-        a: a.raw(),
-        b: b.raw(),
-        c: c.raw(),
+        a,
+        b,
+        c,
         scratch: scratch.map(Buffer::raw),
+    }
+}
+
+/// What [`Context::record_gemm`] recorded: keep it until the command buffer has run (it holds
+/// split-K scratch memory when the plan needs some).
+#[must_use = "keep it until the recorded command buffer has finished executing"]
+#[derive(Debug)]
+pub struct RecordedGemm {
+    _scratch: Option<Arc<Buffer>>,
+    plan: GemmPlan,
+}
+
+impl RecordedGemm {
+    /// The plan that was recorded.
+    pub fn plan(&self) -> &GemmPlan {
+        &self.plan
     }
 }

@@ -4,11 +4,14 @@
 
 mod context;
 mod matrix;
+mod operand;
 mod options;
 
-pub use context::{Context, MAX_SPLIT_K};
+pub use context::{Context, RecordedGemm, MAX_SPLIT_K};
 pub(crate) use matrix::{check_matrix, unpack};
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
+pub(crate) use operand::placed;
+pub use operand::{BufferMatrix, DeviceOperand};
 pub use options::{ContextOptions, GemmOptions};
 
 use crate::error::Result;

@@ -6,8 +6,9 @@
 
 use super::nv_coopmat2;
 use super::query::{Bf16Features, EXT_SHADER_BFLOAT16};
-use super::DeviceInfo;
+use super::{query_device, DeviceInfo, Instance};
 use crate::config::ComponentType;
+use crate::error::{Error, Result};
 use ash::vk;
 use serde::Serialize;
 use std::ffi::CStr;
@@ -150,6 +151,29 @@ impl DeviceRequirements {
             extensions.push(ash::khr::pipeline_executable_properties::NAME);
         }
         Self { extensions, features }
+    }
+
+    /// What vk-sgmat needs on `physical_device` of an instance the caller created, to add to its
+    /// own `vkCreateDevice`, with the device's facts; [`Error::DeviceUnusable`] (naming what is
+    /// missing) for a device vk-sgmat cannot use.
+    ///
+    /// # Safety
+    /// `entry`, `instance` and `physical_device` must be valid; the instance Vulkan 1.3 or later.
+    pub unsafe fn query(
+        entry: &ash::Entry,
+        instance: &ash::Instance,
+        physical_device: vk::PhysicalDevice,
+    ) -> Result<(Self, DeviceInfo)> {
+        // SAFETY: forwarded; the adopted wrapper never destroys the instance.
+        let wrapped = unsafe { Instance::adopt(entry.clone(), instance.clone()) };
+        let info = query_device(&wrapped, physical_device, 0)?;
+        if !info.usable() {
+            return Err(Error::DeviceUnusable {
+                device: info.name.clone(),
+                missing: info.missing(),
+            });
+        }
+        Ok((Self::for_device(&info), info))
     }
 
     /// The feature structs to chain into `vkCreateDevice` (see [`FeatureChain::push_onto`]).

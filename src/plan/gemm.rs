@@ -348,6 +348,7 @@ pub fn device_problem(
         ldc: device_ld(n, c_bytes),
         ab_bytes,
         c_bytes,
+        offsets: [0; 3],
     }
 }
 

@@ -29,6 +29,9 @@ pub struct Problem {
     pub ab_bytes: usize,
     /// Bytes per C element.
     pub c_bytes: usize,
+    /// Bytes from the start of A's, B's and C's buffers to their first element (multiples of
+    /// 16; zero for vk-sgmat's own matrices).
+    pub offsets: [u64; 3],
 }
 
 /// A window of a buffer bound for one pass.
@@ -211,9 +214,9 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
                     k,
                     groups: [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32],
                     accumulate: k0 > 0,
-                    a: window(a0, alen, limits),
-                    b: window(b0, blen, limits),
-                    c: window(c0, clen, limits),
+                    a: window(p.offsets[0] + a0, alen, limits),
+                    b: window(p.offsets[1] + b0, blen, limits),
+                    c: window(p.offsets[2] + c0, clen, limits),
                 });
             }
         }
@@ -264,8 +267,8 @@ pub fn plan_split_k(
         };
         let (_, clen) = span(0, 0, p.m, p.n, p.ldc, p.c_bytes, false);
         let windows = [
-            window(a0, alen, limits),
-            window(b0, blen, limits),
+            window(p.offsets[0] + a0, alen, limits),
+            window(p.offsets[1] + b0, blen, limits),
             window(s as u64 * slice_bytes, clen, limits),
         ];
         if windows.iter().any(|w| w.bind_range > limits.max_range) {
@@ -306,6 +309,7 @@ mod tests {
             ldc: n.next_multiple_of(4),
             ab_bytes: 2,
             c_bytes: 4,
+            offsets: [0; 3],
         }
     }
 
@@ -347,6 +351,27 @@ mod tests {
         assert_eq!(passes.len(), 1);
         assert_eq!(passes[0].groups, [5, 9]);
         assert_covers(&p, &passes, &l);
+    }
+
+    #[test]
+    fn operand_offsets_shift_every_window() {
+        let mut p = problem(100, 70, 50, Layout::ColMajor, Layout::RowMajor);
+        let l = DispatchLimits {
+            max_groups: [65535; 2],
+            max_range: 1 << 30,
+            offset_alignment: 256,
+        };
+        let at0 = plan(&p, &geom(), &l).unwrap();
+        p.offsets = [48, 4096 + 32, 16];
+        let moved = plan(&p, &geom(), &l).unwrap();
+        for (x, y) in at0.iter().zip(&moved) {
+            for (i, (w0, w)) in [(x.a, y.a), (x.b, y.b), (x.c, y.c)].into_iter().enumerate() {
+                assert_eq!(w.bind_offset + w.start, w0.bind_offset + w0.start + p.offsets[i]);
+                assert_eq!(w.bind_offset % 256, 0);
+                assert_eq!(w.start % 16, 0);
+                assert_eq!(w.bind_range - w.start, w0.bind_range - w0.start);
+            }
+        }
     }
 
     #[test]
