@@ -51,3 +51,4 @@ pub use stream::{Download, Stream};
 pub use submit::Ticket;
 pub use tiling::Layout;
 pub use timestamps::median;
+pub use tune::StreamTiming;

@@ -21,7 +21,7 @@ use std::marker::PhantomData;
 /// waits for its submitted work and discards what was enqueued but not submitted.
 pub struct Stream<'c> {
     ctx: &'c Context,
-    core: StreamCore,
+    pub(crate) core: StreamCore,
 }
 
 impl Context {
@@ -99,6 +99,13 @@ impl<'c> Stream<'c> {
             ld: m.ld(),
             _t: PhantomData,
         })
+    }
+
+    /// Orders everything enqueued after this after everything enqueued before it, whether or not
+    /// they touch the same memory (for work between them that vk-sgmat does not see, such as
+    /// the caller's own kernels on the same data).
+    pub fn barrier(&mut self) -> Result<()> {
+        self.core.barrier()
     }
 
     /// Makes the next submission wait, on the GPU, for `ticket` (of any stream of the context).

@@ -338,6 +338,13 @@ impl StreamCore {
         Ok(())
     }
 
+    /// Records a barrier between everything before and everything after.
+    pub fn barrier(&mut self) -> Result<()> {
+        self.hazards = Hazards::default();
+        self.recording()?.barrier(Access::ANY_WRITE, Access::ANY);
+        Ok(())
+    }
+
     /// Keeps `buffer` alive until this submission completes (then back to the pool if `pooled`).
     pub fn hold(&mut self, buffer: Arc<Buffer>, pooled: bool) {
         self.held.push(Held { buffer, pooled });

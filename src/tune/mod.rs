@@ -4,6 +4,7 @@
 
 mod cache;
 mod search;
-mod timing;
+pub(crate) mod timing;
 
 pub(crate) use cache::TuneCache;
+pub use timing::StreamTiming;

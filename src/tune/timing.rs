@@ -5,12 +5,55 @@ use crate::error::{Error, Result};
 use crate::kernel::Probe;
 use crate::memory::Buffer;
 use crate::plan::GemmPlan;
+use crate::stream::Stream;
 use crate::tiling::KernelScope;
 use crate::timestamps::{median, TimestampPool};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// What a batch of work on one stream cost ([`Context::time_stream`]).
+#[derive(Copy, Clone, Debug, serde::Serialize)]
+pub struct StreamTiming {
+    /// GEMMs (or other operations) the batch enqueued, as its closure reported.
+    pub operations: usize,
+    /// Host time spent in the closure that enqueued them, in seconds.
+    pub enqueue_s: f64,
+    /// GPU time from the batch's first command starting to its last finishing, in seconds.
+    pub gpu_span_s: f64,
+    /// Host time from submission to the ticket being reached, in seconds.
+    pub submit_to_done_s: f64,
+}
+
 impl Context {
+    /// Runs `enqueue` on a new stream (it returns how many operations it enqueued), submits, waits,
+    /// and reports the host cost of enqueueing and the GPU span of the batch (timestamps before
+    /// its first and after its last command).
+    pub fn time_stream(&self, enqueue: impl FnOnce(&mut Stream<'_>) -> Result<usize>) -> Result<StreamTiming> {
+        if self.device_info().limits.timestamp_period <= 0.0 {
+            return Err(Error::Unsupported("the device has no timestamp queries".into()));
+        }
+        let pool = TimestampPool::new(&self.device, 2)?;
+        let mut stream = self.stream()?;
+        {
+            let mut rec = stream.core.recording()?;
+            rec.reset_queries(pool.raw, pool.count);
+            rec.timestamp(pool.raw, 0);
+        }
+        let start = Instant::now();
+        let operations = enqueue(&mut stream)?;
+        let enqueue_s = start.elapsed().as_secs_f64();
+        stream.core.recording()?.timestamp(pool.raw, 1);
+        let start = Instant::now();
+        stream.submit()?.wait()?;
+        let submit_to_done_s = start.elapsed().as_secs_f64();
+        Ok(StreamTiming {
+            operations,
+            enqueue_s,
+            gpu_span_s: pool.intervals()?[0],
+            submit_to_done_s,
+        })
+    }
+
     /// Runs `reps` GEMMs on device-resident matrices in one submission, a barrier between each, and
     /// returns each one's GPU time in seconds from timestamp queries (submission overhead excluded).
     pub fn time_gemm_device<TA: Element, TC: Element>(

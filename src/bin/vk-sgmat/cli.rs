@@ -140,6 +140,21 @@ pub enum Command {
         #[command(flatten)]
         dev: DeviceArgs,
     },
+    /// Measure the runtime's own costs: host time per enqueued GEMM, GPU busy fraction of 1000
+    /// back-to-back 256^3 GEMMs, a transformer layer's GEMMs as one stream, blocking-call overhead.
+    Runtime {
+        /// JSON from scripts/torch_layer.py ({"layer_torch_ms": ...}) to print beside ours.
+        #[arg(long)]
+        torch: Option<std::path::PathBuf>,
+        /// Small sizes (for CPU drivers).
+        #[arg(long)]
+        quick: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        dev: DeviceArgs,
+    },
     /// Check every config of the device on odd shapes, all layouts, and alpha/beta.
     Check {
         /// Fewer and smaller shapes (for CPU drivers).

@@ -3,6 +3,7 @@
 mod cli;
 mod report;
 mod run;
+mod runtime;
 
 use clap::Parser;
 use std::process::ExitCode;

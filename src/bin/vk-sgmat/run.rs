@@ -151,6 +151,33 @@ pub fn run(cli: Cli) -> Result<bool> {
             }
             finish(&ctx, true)
         }
+        Command::Runtime {
+            torch,
+            quick,
+            json,
+            dev,
+        } => {
+            let ctx = context(&dev)?;
+            let torch_ms = match torch {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+                    let v: serde_json::Value = serde_json::from_str(&text)?;
+                    Some(
+                        v["layer_torch_ms"]
+                            .as_f64()
+                            .context("no layer_torch_ms in the torch file")?,
+                    )
+                }
+                None => None,
+            };
+            let r = crate::runtime::measure(&ctx, quick, torch_ms)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{}", crate::runtime::render(&r));
+            }
+            finish(&ctx, r.verified)
+        }
         Command::Check {
             quick,
             types,
