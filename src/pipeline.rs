@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::kernel::{self, KernelKey, PushConstants, BINDINGS};
 use crate::plan::{GemmPlan, Kernel};
 use ash::vk;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -28,8 +28,8 @@ impl Drop for Pipeline {
 
 /// All pipelines of a context.
 pub(crate) struct Pipelines {
-    map: Mutex<HashMap<KernelKey, Arc<Pipeline>>>,
-    reduce: Mutex<HashMap<(crate::config::ComponentType, kernel::Epilogue, u32), Arc<Pipeline>>>,
+    map: Mutex<FxHashMap<KernelKey, Arc<Pipeline>>>,
+    reduce: Mutex<FxHashMap<(crate::config::ComponentType, kernel::Epilogue, u32), Arc<Pipeline>>>,
     pub set_layout: vk::DescriptorSetLayout,
     pub layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
@@ -91,8 +91,8 @@ impl Pipelines {
             }
         };
         Ok(Self {
-            map: Mutex::new(HashMap::new()),
-            reduce: Mutex::new(HashMap::new()),
+            map: Mutex::new(FxHashMap::default()),
+            reduce: Mutex::new(FxHashMap::default()),
             set_layout,
             layout,
             cache,

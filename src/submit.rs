@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::record::{Access, Recording};
 use ash::vk;
+use rustc_hash::FxHashSet;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, MutexGuard};
@@ -168,11 +169,12 @@ struct InFlight {
     held: Vec<Held>,
 }
 
-/// Buffers read and written since the last barrier of a stream.
+/// Buffers read and written since the last barrier of a stream (hash sets: a stream of
+/// thousands of independent GEMMs checks each against all of them).
 #[derive(Default)]
 struct Hazards {
-    read: Vec<vk::Buffer>,
-    written: Vec<vk::Buffer>,
+    read: FxHashSet<vk::Buffer>,
+    written: FxHashSet<vk::Buffer>,
 }
 
 impl Hazards {
@@ -184,8 +186,8 @@ impl Hazards {
             self.read.clear();
             self.written.clear();
         }
-        self.read.extend_from_slice(reads);
-        self.written.extend_from_slice(writes);
+        self.read.extend(reads);
+        self.written.extend(writes);
         conflict
     }
 }

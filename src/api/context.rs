@@ -21,7 +21,7 @@ use crate::tiling::{
     TileScheme,
 };
 use crate::tune::TuneCache;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
@@ -42,7 +42,7 @@ pub struct Context {
     /// [`Context::choose_scheme`]'s candidates per config, built on first use: checking every
     /// scheme against the device on each call cost more host time (~5 us) than a 64x64x64
     /// GEMM's GPU time.
-    scheme_lists: Mutex<HashMap<GPUSubgroupMatrixConfig, Arc<SchemeLists>>>,
+    scheme_lists: Mutex<FxHashMap<GPUSubgroupMatrixConfig, Arc<SchemeLists>>>,
     pub(crate) device: Arc<Device>,
 }
 
@@ -111,7 +111,7 @@ impl Context {
             limits,
             options,
             tune_cache,
-            scheme_lists: Mutex::new(HashMap::new()),
+            scheme_lists: Mutex::new(FxHashMap::default()),
             device,
         })
     }

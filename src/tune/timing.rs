@@ -22,6 +22,8 @@ pub struct StreamTiming {
     pub gpu_span_s: f64,
     /// Host time from submission to the ticket being reached, in seconds.
     pub submit_to_done_s: f64,
+    /// Of that, the time `submit` itself took (recording ends, `vkQueueSubmit`), in seconds.
+    pub submit_s: f64,
 }
 
 impl Context {
@@ -44,13 +46,16 @@ impl Context {
         let enqueue_s = start.elapsed().as_secs_f64();
         stream.core.recording()?.timestamp(pool.raw, 1);
         let start = Instant::now();
-        stream.submit()?.wait()?;
+        let ticket = stream.submit()?;
+        let submit_s = start.elapsed().as_secs_f64();
+        ticket.wait()?;
         let submit_to_done_s = start.elapsed().as_secs_f64();
         Ok(StreamTiming {
             operations,
             enqueue_s,
             gpu_span_s: pool.intervals()?[0],
             submit_to_done_s,
+            submit_s,
         })
     }
 
