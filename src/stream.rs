@@ -25,12 +25,23 @@ pub struct Stream<'c> {
 }
 
 impl Context {
-    /// A new stream. Streams are spread over the device's compute queues (up to 4).
+    /// A new stream. Streams are spread over the device's compute queues (up to 4; the
+    /// blocking calls use queue 0), so independent streams can run concurrently.
     pub fn stream(&self) -> Result<Stream<'_>> {
+        self.stream_on(self.next_stream_queue())
+    }
+
+    /// A new stream on compute queue `queue` (modulo [`Context::queue_count`]).
+    pub fn stream_on(&self, queue: usize) -> Result<Stream<'_>> {
         Ok(Stream {
-            core: StreamCore::new(&self.device, &self.pool, self.next_stream_queue())?,
+            core: StreamCore::new(&self.device, &self.pool, queue % self.device.queue_count())?,
             ctx: self,
         })
+    }
+
+    /// How many compute queues the context submits to.
+    pub fn queue_count(&self) -> usize {
+        self.device.queue_count()
     }
 }
 

@@ -175,3 +175,35 @@ fn misuse_is_a_typed_error() {
     assert_no_validation_messages(ctx);
     assert_no_validation_messages(&other);
 }
+
+#[test]
+fn contexts_streams_and_tickets_cross_threads() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<Context>();
+    sync::<Context>();
+    send::<vk_sgmat::Stream<'static>>();
+    send::<vk_sgmat::Ticket>();
+    sync::<vk_sgmat::Ticket>();
+    send::<vk_sgmat::Download<f16>>();
+    // A stream used from another thread, its ticket waited on from this one.
+    let ctx = context();
+    let a = vec![f16::ONE; 8 * 8];
+    let (ticket, c) = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let mut s = ctx.stream().unwrap();
+                let da = s.upload(MatRef::new(&a, 8, 8)).unwrap();
+                let mut c = ctx.zeros::<f32>(8, 8).unwrap();
+                s.gemm(&da, &da, &mut c, &GemmOptions::default()).unwrap();
+                (s.submit().unwrap(), c)
+            })
+            .join()
+            .unwrap()
+    });
+    ticket.wait().unwrap();
+    assert!(ticket.is_done().unwrap());
+    let mut host = vec![0.0f32; 64];
+    ctx.download(&c, MatMut::new(&mut host, 8, 8)).unwrap();
+    assert!(host.iter().all(|&x| x == 8.0), "{host:?}");
+}

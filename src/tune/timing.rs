@@ -26,27 +26,28 @@ pub struct StreamTiming {
     pub submit_s: f64,
 }
 
-impl Context {
-    /// Runs `enqueue` on a new stream (it returns how many operations it enqueued), submits, waits,
-    /// and reports the host cost of enqueueing and the GPU span of the batch (timestamps before
-    /// its first and after its last command).
-    pub fn time_stream(&self, enqueue: impl FnOnce(&mut Stream<'_>) -> Result<usize>) -> Result<StreamTiming> {
-        if self.device_info().limits.timestamp_period <= 0.0 {
+impl Stream<'_> {
+    /// Runs `enqueue` on this stream (it returns how many operations it enqueued), submits,
+    /// waits, and reports the host cost of enqueueing and the GPU span of the batch (timestamps
+    /// before its first and after its last command). Work enqueued before is submitted first.
+    pub fn timed(&mut self, enqueue: impl FnOnce(&mut Stream<'_>) -> Result<usize>) -> Result<StreamTiming> {
+        let ctx = self.context();
+        if ctx.device_info().limits.timestamp_period <= 0.0 {
             return Err(Error::Unsupported("the device has no timestamp queries".into()));
         }
-        let pool = TimestampPool::new(&self.device, 2)?;
-        let mut stream = self.stream()?;
+        self.submit()?;
+        let pool = TimestampPool::new(&ctx.device, 2)?;
         {
-            let mut rec = stream.core.recording()?;
+            let mut rec = self.core.recording()?;
             rec.reset_queries(pool.raw, pool.count);
             rec.timestamp(pool.raw, 0);
         }
         let start = Instant::now();
-        let operations = enqueue(&mut stream)?;
+        let operations = enqueue(self)?;
         let enqueue_s = start.elapsed().as_secs_f64();
-        stream.core.recording()?.timestamp(pool.raw, 1);
+        self.core.recording()?.timestamp(pool.raw, 1);
         let start = Instant::now();
-        let ticket = stream.submit()?;
+        let ticket = self.submit()?;
         let submit_s = start.elapsed().as_secs_f64();
         ticket.wait()?;
         let submit_to_done_s = start.elapsed().as_secs_f64();
@@ -57,6 +58,13 @@ impl Context {
             submit_to_done_s,
             submit_s,
         })
+    }
+}
+
+impl Context {
+    /// Runs `enqueue` on a new stream and times it ([`Stream::timed`]).
+    pub fn time_stream(&self, enqueue: impl FnOnce(&mut Stream<'_>) -> Result<usize>) -> Result<StreamTiming> {
+        self.stream()?.timed(enqueue)
     }
 
     /// Runs `reps` GEMMs on device-resident matrices in one submission, a barrier between each, and

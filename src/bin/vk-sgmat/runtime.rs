@@ -32,7 +32,7 @@ pub struct RuntimeReport {
     pub call_wall_us_4096: f64,
     pub call_gpu_us_4096: f64,
     /// Where one call's time goes.
-    pub breakdown: CallBreakdown,
+    pub breakdown: Vec<CallBreakdown>,
     /// The side of the blocking GEMM (4096; smaller with `--quick`).
     pub call_size: usize,
     /// The layer's shapes were divided by this (1; 16 with `--quick`).
@@ -47,6 +47,7 @@ pub struct RuntimeReport {
 /// latency and noticing completion).
 #[derive(Debug, serde::Serialize)]
 pub struct CallBreakdown {
+    pub queue: usize,
     pub enqueue_us: f64,
     pub submit_us: f64,
     pub gpu_alone_us: f64,
@@ -214,22 +215,32 @@ pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Resul
     }
     let gpu = median(&mut ctx.time_gemm_device(&a, &b, &mut c, &opts, 50)?);
     let wall = median(&mut wall);
-    // Where a single call's time goes: the same GEMM alone on a stream, 20 times.
-    let singles: Vec<_> = (0..20)
-        .map(|_| {
-            ctx.time_stream(|s| {
-                s.gemm(&a, &b, &mut c, &opts)?;
-                Ok(1)
+    // Where a single call's time goes: the same GEMM alone, 20 times on one stream, on queue 0
+    // (the blocking calls' queue) and on another queue where the device has one.
+    let mut alone = |queue: usize| -> Result<CallBreakdown> {
+        let mut s = ctx.stream_on(queue)?;
+        let singles: Vec<_> = (0..20)
+            .map(|_| {
+                s.timed(|s| {
+                    s.gemm(&a, &b, &mut c, &opts)?;
+                    Ok(1)
+                })
             })
+            .collect::<vk_sgmat::Result<_>>()?;
+        let med =
+            |f: &dyn Fn(&vk_sgmat::StreamTiming) -> f64| median(&mut singles.iter().map(f).collect::<Vec<_>>()) * 1e6;
+        Ok(CallBreakdown {
+            queue: queue % ctx.queue_count(),
+            enqueue_us: med(&|t| t.enqueue_s),
+            submit_us: med(&|t| t.submit_s),
+            gpu_alone_us: med(&|t| t.gpu_span_s),
+            unaccounted_us: med(&|t| t.submit_to_done_s - t.gpu_span_s),
         })
-        .collect::<vk_sgmat::Result<_>>()?;
-    let med = |f: &dyn Fn(&vk_sgmat::StreamTiming) -> f64| median(&mut singles.iter().map(f).collect::<Vec<_>>()) * 1e6;
-    let breakdown = CallBreakdown {
-        enqueue_us: med(&|t| t.enqueue_s),
-        submit_us: med(&|t| t.submit_s),
-        gpu_alone_us: med(&|t| t.gpu_span_s),
-        unaccounted_us: med(&|t| t.submit_to_done_s - t.gpu_span_s),
     };
+    let mut breakdown = vec![alone(0)?];
+    if ctx.queue_count() > 1 {
+        breakdown.push(alone(1)?);
+    }
     Ok(RuntimeReport {
         device: ctx.device_info().name.clone(),
         host_us_per_gemm: median(&mut host) * 1e6,
@@ -259,7 +270,7 @@ pub fn render(r: &RuntimeReport) -> String {
          GPU busy, {n} GEMMs of {s}^3 with a barrier between each: {:.3} (independent outputs, no barriers: {:.3})\n\
          Llama-7B layer GEMMs at 512 tokens (shapes / {scale}, f16 -> f16, 4 GEMMs, one stream): {:.3} ms GPU, {:.3} ms host wall; torch.matmul loop: {torch} ms\n\
          blocking {big}^3 f16->f32 gemm_device: {:.1} us submit to completion, {:.1} us GPU, overhead {:.1} us\n\
-         the same alone on a stream: plan and record {:.1} us, submit {:.1} us, GPU alone {:.1} us, submit to completion minus GPU {:.1} us\n\
+         {}\
          runtime {}: host_us_per_gemm={:.2} busy_1000x256={:.3} layer_stream_ms={:.3} layer_torch_ms={torch} call_overhead_us_4096={:.1}\n",
         r.device,
         if r.verified { "PASS" } else { "FAIL" },
@@ -271,10 +282,13 @@ pub fn render(r: &RuntimeReport) -> String {
         r.call_wall_us_4096,
         r.call_gpu_us_4096,
         r.call_overhead_us_4096,
-        r.breakdown.enqueue_us,
-        r.breakdown.submit_us,
-        r.breakdown.gpu_alone_us,
-        r.breakdown.unaccounted_us,
+        r.breakdown
+            .iter()
+            .map(|b| format!(
+                "the same alone on a stream, queue {}: plan and record {:.1} us, submit {:.1} us, GPU alone {:.1} us, submit to completion minus GPU {:.1} us\n",
+                b.queue, b.enqueue_us, b.submit_us, b.gpu_alone_us, b.unaccounted_us
+            ))
+            .collect::<String>(),
         short_name(&r.device),
         r.host_us_per_gemm,
         r.busy_serial,
@@ -311,12 +325,13 @@ mod tests {
             call_overhead_us_4096: 7.0,
             call_wall_us_4096: 540.0,
             call_gpu_us_4096: 533.0,
-            breakdown: CallBreakdown {
+            breakdown: vec![CallBreakdown {
+                queue: 0,
                 enqueue_us: 2.0,
                 submit_us: 5.0,
                 gpu_alone_us: 536.0,
                 unaccounted_us: 20.0,
-            },
+            }],
             call_size: 4096,
             layer_scale: 1,
             verified: true,
