@@ -1,9 +1,5 @@
 //! vk-sgmat: large matrix multiplies on the GPU's matrix units through Vulkan cooperative matrices
-//! (`VK_KHR_cooperative_matrix`).
-//!
-//! Data flows one way: [`device`] finds devices and filters their cooperative-matrix properties
-//! into [`GPUSubgroupMatrixConfig`]s ([`config`]); [`kernel`] generates a tiled SPIR-V GEMM per
-//! config and [`tiling`] scheme; the dispatcher runs it over any shape; [`gemm()`] is the call.
+//! (`VK_KHR_cooperative_matrix`, and `VK_NV_cooperative_matrix2` where offered).
 //!
 //! ```no_run
 //! use half::f16;
@@ -17,6 +13,39 @@
 //! assert_eq!(c[0], 100.0);
 //! # Ok::<(), vk_sgmat::Error>(())
 //! ```
+//!
+//! Many GEMMs in flight on a [`Stream`], one submission, no host wait between them:
+//!
+//! ```no_run
+//! # use half::f16;
+//! # use vk_sgmat::{Context, GemmOptions, MatRef};
+//! # let (m, n, k) = (64, 64, 64);
+//! # let (a, b) = (vec![f16::ONE; m * k], vec![f16::ONE; k * n]);
+//! let ctx = Context::new()?;
+//! let mut s = ctx.stream()?;
+//! let (x, w) = (s.upload(MatRef::new(&a, m, k))?, s.upload(MatRef::new(&b, k, n))?);
+//! let mut y = ctx.zeros::<f32>(m, n)?;
+//! s.gemm(&x, &w, &mut y, &GemmOptions::default())?;
+//! let result = s.download(&y)?;
+//! s.submit()?;
+//! let c: Vec<f32> = result.wait()?;
+//! # Ok::<(), vk_sgmat::Error>(())
+//! ```
+//!
+//! Data flows one way, each step its own module:
+//!
+//! | step | module | |
+//! | --- | --- | --- |
+//! | device | [`device`] | instance, devices and what they offer, the logical device (ours or the caller's) |
+//! | config | [`config`] | cooperative-matrix properties filtered into [`GPUSubgroupMatrixConfig`]s (pure) |
+//! | kernel | [`kernel`] | SPIR-V GEMM kernels generated per config and [`tiling`] scheme (pure) |
+//! | plan | [`plan`] | a GEMM as plain data: dispatches, windows, push constants, barriers (pure) |
+//! | record | (internal) | plan + buffers -> commands in any command buffer |
+//! | submit | [`Stream`], [`Ticket`] | queues, timeline semaphores, ordering, lifetimes |
+//! | API | [`Context`], [`gemm()`] | validation, then plan, record, submit |
+//!
+//! docs/runtime.md in the repository explains streams, bringing your own device, and the
+//! synchronisation contract of [`Context::record_gemm`].
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
