@@ -1,7 +1,8 @@
 //! Criterion benchmarks of device-resident GEMMs: the context is built once, GPU time comes from
 //! timestamp queries (`iter_custom`), throughput is counted as 2*M*N*K FLOP ("elements" below).
 //!
-//! Groups: one per element-type pair the device offers (its default config), over square sizes
+//! `stream_enqueue`: host time per GEMM enqueued on a stream. Then one group per element-type
+//! pair the device offers (its default config), over square sizes
 //! and the LLM shapes 4096x11008x4096, 16x4096x4096 and 4096x4096x256. CPU drivers (lavapipe) get
 //! small squares only. `VK_SGMAT_BENCH_SHAPES=MxNxK,...` overrides the shapes.
 
@@ -69,8 +70,41 @@ fn group<TA: Element, TC: Element>(c: &mut Criterion, ctx: &Context) {
     g.finish();
 }
 
+/// Host time per GEMM enqueued on a stream (the runtime's own cost: validate, plan, record), on
+/// 256 GEMMs of 64^3 into distinct outputs; the stream is submitted outside the timed part.
+fn enqueue(c: &mut Criterion, ctx: &Context) {
+    let mut g = c.benchmark_group("stream_enqueue");
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    let n = 64;
+    let a: Vec<f16> = random_vec(&mut Rng::new(Rng::fresh_seed()), n * n);
+    let da = ctx.upload(MatRef::new(&a, n, n)).expect("upload");
+    let mut outs: Vec<_> = (0..256).map(|_| ctx.zeros::<f32>(n, n).expect("C")).collect();
+    let options = GemmOptions::default();
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("gemm_64x64x64_f16_f32", |bench| {
+        bench.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut left = iters as usize;
+            while left > 0 {
+                let batch = left.min(outs.len());
+                let mut s = ctx.stream().expect("stream");
+                let start = std::time::Instant::now();
+                for c in &mut outs[..batch] {
+                    s.gemm(&da, &da, c, &options).expect("enqueue");
+                }
+                total += start.elapsed();
+                s.synchronize().expect("run");
+                left -= batch;
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
     let ctx = Context::new().expect("a Vulkan device with cooperative matrices");
+    enqueue(c, &ctx);
     use ComponentType::*;
     let pairs: Vec<_> = ctx
         .configs()
