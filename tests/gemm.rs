@@ -306,3 +306,42 @@ fn split_k_is_correct() {
     }
     assert_no_validation_messages(ctx);
 }
+
+/// Integer products accumulate in 32 bits and wrap modulo 2^32 past its range, as in cuBLAS's
+/// int8 GEMM (documented on `Context::gemm_with`): 255 * 255 * 66100 = 4_298_152_500 does not
+/// fit u32, and (-128) * (-128) * 131_100 = 2_148_007_936 does not fit i32.
+#[test]
+fn integer_accumulation_wraps_modulo_2_pow_32() {
+    let ctx = context();
+    let (m, n) = (3, 5);
+    let k = 66_100;
+    let a = vec![255u8; m * k];
+    let b = vec![255u8; k * n];
+    let mut c = vec![0u32; m * n];
+    ctx.gemm(
+        vk_sgmat::MatRef::new(&a, m, k),
+        vk_sgmat::MatRef::new(&b, k, n),
+        vk_sgmat::MatMut::new(&mut c, m, n),
+    )
+    .unwrap();
+    let exact: u64 = 65025 * k as u64;
+    assert!(exact > u64::from(u32::MAX));
+    assert!(
+        c.iter().all(|&v| v == (exact % (1 << 32)) as u32),
+        "u8: {c:?}, want {exact} mod 2^32"
+    );
+    let k = 131_100;
+    let a = vec![-128i8; m * k];
+    let b = vec![-128i8; k * n];
+    let mut c = vec![0i32; m * n];
+    ctx.gemm(
+        vk_sgmat::MatRef::new(&a, m, k),
+        vk_sgmat::MatRef::new(&b, k, n),
+        vk_sgmat::MatMut::new(&mut c, m, n),
+    )
+    .unwrap();
+    let exact: i64 = 16384 * k as i64;
+    assert!(exact > i64::from(i32::MAX));
+    assert!(c.iter().all(|&v| v == exact as i32), "i8: {c:?}, want {exact} wrapped");
+    assert_no_validation_messages(ctx);
+}

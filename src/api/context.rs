@@ -315,6 +315,11 @@ impl Context {
     }
 
     /// `c = alpha * a * b + beta * c` on host matrices.
+    ///
+    /// Integer results (i8 or u8 inputs, i32 or u32 results) accumulate in 32 bits and **wrap
+    /// modulo 2^32** when a sum leaves the result type's range, as cuBLAS's integer GEMMs do;
+    /// alpha and beta are applied in the same 32-bit arithmetic. With 8-bit inputs no sum can
+    /// wrap while K <= 66_051 (u8 -> u32) or K <= 131_071 (i8 -> i32).
     pub fn gemm_with<TA: Element, TC: Element>(
         &self,
         a: MatRef<'_, TA>,
