@@ -169,14 +169,16 @@ impl DeviceInfo {
 
 /// `VK_DRIVER_ID_INTEL_OPEN_SOURCE_MESA`.
 const DRIVER_ID_INTEL_MESA: i32 = 6;
+/// `VK_DRIVER_ID_MESA_LLVMPIPE`.
+const DRIVER_ID_MESA_LLVMPIPE: i32 = 13;
 
 /// Evaluates the requirements (Dawn's gating plus a non-empty config list). `api_1_3` says whether
 /// the device supports Vulkan 1.3 (the feature structs used here are core 1.3).
 pub fn evaluate_requirements(
     features: &DeviceFeatures,
     api_1_3: bool,
-    driver_id: i32,
-    driver_info: &str,
+    (driver_id, driver_info): (i32, &str),
+    max_subgroup_size: u32,
     configs: &FilteredConfigs,
 ) -> Vec<Requirement> {
     let r = |name, met| Requirement { name, met };
@@ -200,6 +202,14 @@ pub fn evaluate_requirements(
         r(
             "driver not blocklisted (Intel Mesa < 25.2 mishandles coopmat init)",
             !(driver_id == DRIVER_ID_INTEL_MESA && mesa_version_below(driver_info, (25, 2))),
+        ),
+        // Mesa 26.1 lavapipe with LP_NATIVE_VECTOR_WIDTH=512 runs subgroups of 16 and crashes
+        // (SIGSEGV inside libvulkan_lvp) creating any pipeline with cooperative matrices, our
+        // register-only `peak` kernel included, whatever the pipeline's subgroup flags; it builds
+        // pipelines without them (the split-K reduction) at that width (docs/devices.md).
+        r(
+            "driver not blocklisted (lavapipe crashes creating cooperative-matrix pipelines at subgroup size 16)",
+            !(driver_id == DRIVER_ID_MESA_LLVMPIPE && max_subgroup_size > 8),
         ),
         r("at least one cooperative-matrix config", configs.all().next().is_some()),
     ]
@@ -286,7 +296,7 @@ mod tests {
 
     #[test]
     fn all_met() {
-        let reqs = evaluate_requirements(&all_features(), true, 13, "Mesa 26.1.0", &configs());
+        let reqs = evaluate_requirements(&all_features(), true, (13, "Mesa 26.1.0"), 8, &configs());
         assert!(reqs.iter().all(|r| r.met), "{reqs:?}");
     }
 
@@ -297,7 +307,7 @@ mod tests {
             vulkan_memory_model_device_scope: false,
             ..all_features()
         };
-        let reqs = evaluate_requirements(&f, true, 13, "", &FilteredConfigs::default());
+        let reqs = evaluate_requirements(&f, true, (13, ""), 8, &FilteredConfigs::default());
         let missing: Vec<_> = reqs.iter().filter(|r| !r.met).map(|r| r.name).collect();
         assert_eq!(
             missing,
@@ -311,10 +321,40 @@ mod tests {
 
     #[test]
     fn intel_mesa_blocklist() {
-        let old = evaluate_requirements(&all_features(), true, DRIVER_ID_INTEL_MESA, "Mesa 25.1.4", &configs());
+        let old = evaluate_requirements(
+            &all_features(),
+            true,
+            (DRIVER_ID_INTEL_MESA, "Mesa 25.1.4"),
+            32,
+            &configs(),
+        );
         assert!(old.iter().any(|r| !r.met));
-        let new = evaluate_requirements(&all_features(), true, DRIVER_ID_INTEL_MESA, "Mesa 25.2.0", &configs());
+        let new = evaluate_requirements(
+            &all_features(),
+            true,
+            (DRIVER_ID_INTEL_MESA, "Mesa 25.2.0"),
+            32,
+            &configs(),
+        );
         assert!(new.iter().all(|r| r.met));
+    }
+
+    #[test]
+    fn lavapipe_at_subgroup_16_is_refused_by_name() {
+        let at = |sg| evaluate_requirements(&all_features(), true, (13, "Mesa 26.1.6"), sg, &configs());
+        assert!(at(8).iter().all(|r| r.met));
+        let missing: Vec<_> = at(16).into_iter().filter(|r| !r.met).map(|r| r.name).collect();
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert!(missing[0].contains("subgroup size 16"), "{missing:?}");
+        // Other drivers at 16 (Intel) are not affected.
+        let intel = evaluate_requirements(
+            &all_features(),
+            true,
+            (DRIVER_ID_INTEL_MESA, "Mesa 26.0"),
+            16,
+            &configs(),
+        );
+        assert!(intel.iter().all(|r| r.met));
     }
 
     #[test]

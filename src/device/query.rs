@@ -182,7 +182,13 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     };
     let configs = filter_configs(&raw_properties, filter);
     let driver_info = c_str(&p12.driver_info);
-    let requirements = evaluate_requirements(&features, api_1_3, p12.driver_id.as_raw(), &driver_info, &configs);
+    let requirements = evaluate_requirements(
+        &features,
+        api_1_3,
+        (p12.driver_id.as_raw(), &driver_info),
+        p13.max_subgroup_size,
+        &configs,
+    );
     let kind = match props.device_type {
         vk::PhysicalDeviceType::DISCRETE_GPU => DeviceKind::Discrete,
         vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceKind::Integrated,

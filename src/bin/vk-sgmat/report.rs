@@ -712,7 +712,7 @@ mod tests {
             ext_push_descriptor: true,
             ..Default::default()
         };
-        let requirements = evaluate_requirements(&features, true, 13, "Mesa 26.1.6", &configs);
+        let requirements = evaluate_requirements(&features, true, (13, "Mesa 26.1.6"), 8, &configs);
         DeviceInfo {
             index: 0,
             name: "llvmpipe".into(),
