@@ -46,7 +46,7 @@
 //!
 //! docs/runtime.md in the repository explains streams, bringing your own device, and the
 //! synchronisation contract of [`Context::record_gemm`].
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod api;
