@@ -166,20 +166,9 @@ impl TileScheme {
         subgroup_size: u32,
         sg: (u32, u32),
         fr: (u32, u32),
-        (k_step, stages): (u32, u32),
+        steps: (u32, u32),
     ) -> Result<Self> {
-        let s = Self {
-            subgroup_size,
-            sg_m: sg.0,
-            sg_n: sg.1,
-            fr_m: fr.0,
-            fr_n: fr.1,
-            k_step,
-            pad_bytes: 0,
-            stages,
-            raster_group: 0,
-            scope: KernelScope::Workgroup,
-        };
+        let s = Self::workgroup_for_limits(config, &info.limits, subgroup_size, sg, fr, steps)?;
         s.check_device(config, info)?;
         Ok(s)
     }
