@@ -3,11 +3,13 @@
 //! each call validates, plans and delegates.
 
 mod context;
+mod interop;
 mod matrix;
 mod operand;
 mod options;
 
-pub use context::{Context, RecordedGemm, MAX_SPLIT_K};
+pub use context::{Context, MAX_SPLIT_K};
+pub use interop::RecordedGemm;
 pub(crate) use matrix::{check_matrix, unpack};
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
 pub(crate) use operand::placed;
