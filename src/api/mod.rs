@@ -2,6 +2,8 @@
 //! [`DeviceMatrix`], options, and the free [`gemm`] on a lazily created default context. Thin:
 //! each call validates, plans and delegates.
 
+#[cfg(feature = "ndarray")]
+mod arrays;
 mod context;
 mod interop;
 mod matrix;

@@ -1,0 +1,76 @@
+//! ndarray interop (feature `ndarray`): GEMM on [`ArrayView2`] / [`ArrayViewMut2`], upload and
+//! download of device matrices from and to arrays.
+//!
+//! A view in standard (row-major) or Fortran (column-major) layout is used in place, whatever its
+//! leading dimension, when its memory is one contiguous run; any other view (rows with gaps
+//! between them, a non-unit inner stride, negative strides) is copied once into a standard array
+//! first. C is written in place when it is a contiguous row-major view, else through a row-major
+//! copy that is assigned back.
+
+use super::context::Context;
+use super::matrix::{DeviceMatrix, Element, MatMut, MatRef};
+use super::options::GemmOptions;
+use crate::error::Result;
+use crate::tiling::Layout;
+use ndarray::{Array2, ArrayView2, ArrayViewMut2, ShapeBuilder};
+
+/// A host matrix view of `a`, in place when its memory is contiguous in either order, else of a
+/// standard-layout copy kept in `copy`.
+fn host_view<'a, T: Element>(a: &'a ArrayView2<'_, T>, copy: &'a mut Option<Array2<T>>) -> MatRef<'a, T> {
+    let (rows, cols) = a.dim();
+    if let Some(s) = a.as_slice() {
+        return MatRef::new(s, rows, cols);
+    }
+    if a.t().is_standard_layout() {
+        if let Some(s) = a.as_slice_memory_order() {
+            return MatRef::col_major(s, rows, cols);
+        }
+    }
+    let owned = copy.insert(a.as_standard_layout().into_owned());
+    MatRef::new(owned.as_slice().expect("standard layout"), rows, cols)
+}
+
+impl Context {
+    /// `c = alpha * a * b + beta * c` on ndarray views (see the module docs for which views are
+    /// used in place and which are copied).
+    pub fn gemm_arrays<TA: Element, TC: Element>(
+        &self,
+        a: ArrayView2<'_, TA>,
+        b: ArrayView2<'_, TA>,
+        mut c: ArrayViewMut2<'_, TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        let (mut ca, mut cb) = (None, None);
+        let (am, bm) = (host_view(&a, &mut ca), host_view(&b, &mut cb));
+        let (rows, cols) = c.dim();
+        if let Some(s) = c.as_slice_mut() {
+            return self.gemm_with(am, bm, MatMut::new(s, rows, cols), options);
+        }
+        let mut tmp = c.as_standard_layout().into_owned();
+        let out = tmp.as_slice_mut().expect("standard layout");
+        self.gemm_with(am, bm, MatMut::new(out, rows, cols), options)?;
+        c.assign(&tmp);
+        Ok(())
+    }
+
+    /// Uploads an array (its storage order is kept: a Fortran-layout array becomes a
+    /// column-major device matrix).
+    pub fn upload_array<T: Element>(&self, a: ArrayView2<'_, T>) -> Result<DeviceMatrix<T>> {
+        let mut copy = None;
+        self.upload(host_view(&a, &mut copy))
+    }
+
+    /// Downloads a device matrix into a new array of its shape (Fortran layout for a column-major
+    /// device matrix).
+    pub fn download_array<T: Element>(&self, m: &DeviceMatrix<T>) -> Result<Array2<T>> {
+        let (outer, inner) = m.layout().outer_inner(m.rows(), m.cols());
+        let mut data = vec![T::from_f64(0.0); outer * inner];
+        self.download(m, MatMut::new(&mut data, outer, inner))?;
+        let shape = (m.rows(), m.cols());
+        let array = match m.layout() {
+            Layout::RowMajor => Array2::from_shape_vec(shape, data),
+            Layout::ColMajor => Array2::from_shape_vec(shape.f(), data),
+        };
+        Ok(array.expect("the shape matches the data"))
+    }
+}
