@@ -1,6 +1,7 @@
 //! The `vk-sgmat` command: `info`, `gemm`, `bench`, `tune`, `peak`, `check`.
 
 mod cli;
+mod progress;
 mod report;
 mod run;
 mod runtime;

@@ -34,6 +34,12 @@ macro_rules! with_types {
 }
 
 pub fn run(cli: Cli) -> Result<bool> {
+    let json = match &cli.command {
+        Command::Info { json } | Command::Peak { json, .. } | Command::Check { json, .. } => *json,
+        Command::Gemm { json, .. } | Command::Bench { json, .. } | Command::Tune { json, .. } => *json,
+        Command::Runtime { json, .. } => *json,
+    };
+    crate::progress::set_plain(json);
     match cli.command {
         Command::Info { json } => info(json),
         Command::Gemm {
@@ -453,29 +459,21 @@ fn bench(
         None => Vec::new(),
     };
     let pairs = bench_pairs(ctx, types)?;
-    let total = pairs.len() * shapes.len();
+    let mut progress = crate::progress::Progress::new(pairs.len() * shapes.len());
     let mut rows = Vec::new();
-    for (pi, &pair) in pairs.iter().enumerate() {
+    for &pair in &pairs {
         let config = ctx.choose_config(pair.0, pair.1, None)?;
         let (groups, iters) = if cpu { (4, 64) } else { (2048, 4096) };
         let peak = ctx.peak(&config, groups, iters, 3)?.flops / 1e12;
-        for (si, &shape) in shapes.iter().enumerate() {
-            let done = pi * shapes.len() + si;
-            let width = 30;
-            let filled = done * width / total;
-            eprint!(
-                "\r[{}{}] {done}/{total} {}:{} {}x{}x{}        ",
-                "=".repeat(filled),
-                " ".repeat(width - filled),
-                pair.0,
-                pair.1,
-                shape.0,
-                shape.1,
-                shape.2
-            );
+        for &shape in &shapes {
+            progress.start(&format!("{}:{} {}x{}x{}", pair.0, pair.1, shape.0, shape.1, shape.2));
             let median = with_types!(pair, |TA, TC| bench_point::<TA, TC>(ctx, shape, reps)?);
             let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
             let types = format!("{}:{}", pair.0, pair.1);
+            progress.done(&format!(
+                "{types} {}x{}x{}: {tflops:.2} TFLOP/s",
+                shape.0, shape.1, shape.2
+            ));
             let cublas = report::cublas_for(&reference, &types, shape);
             rows.push(report::BenchRow {
                 types,
@@ -492,7 +490,7 @@ fn bench(
             });
         }
     }
-    eprintln!("\r[{}] {total}/{total} done{}", "=".repeat(30), " ".repeat(30));
+    progress.finish();
     Ok(rows)
 }
 
@@ -553,13 +551,20 @@ fn tune<TA: Element, TC: Element>(
         .filter(|c| c.component_type == TA::TYPE && c.result_type == TC::TYPE)
         .filter(|c| only.is_none_or(|s| s == (c.m, c.n, c.k)))
         .collect();
-    for config in configs {
-        let schemes: Vec<_> = tunable_schemes(ctx, &config)
-            .into_iter()
-            .filter(|s| filter.is_empty() || filter.iter().any(|f| s.name().contains(f.as_str())))
-            .collect();
-        for (i, scheme) in schemes.iter().enumerate() {
-            eprint!("\r{config}: scheme {}/{} {:<32}", i + 1, schemes.len(), scheme.name());
+    let per_config: Vec<(GPUSubgroupMatrixConfig, Vec<TileScheme>)> = configs
+        .into_iter()
+        .map(|config| {
+            let schemes: Vec<_> = tunable_schemes(ctx, &config)
+                .into_iter()
+                .filter(|s| filter.is_empty() || filter.iter().any(|f| s.name().contains(f.as_str())))
+                .collect();
+            (config, schemes)
+        })
+        .collect();
+    let mut progress = crate::progress::Progress::new(per_config.iter().map(|(_, s)| s.len()).sum());
+    for (config, schemes) in per_config {
+        for scheme in &schemes {
+            progress.start(&format!("{config} {}", scheme.name()));
             let options = GemmOptions {
                 shape: Some((config.m, config.n, config.k)),
                 scheme: Some(*scheme),
@@ -615,10 +620,20 @@ fn tune<TA: Element, TC: Element>(
                     passed: probe != Probe::Full || check.passed,
                 });
             }
+            progress.done(&format!(
+                "{config} {}: {:.2} TFLOP/s{}",
+                scheme.name(),
+                group.first().map_or(0.0, |r| r.tflops),
+                if group.first().is_some_and(|r| !r.passed) {
+                    ", WRONG RESULT"
+                } else {
+                    ""
+                }
+            ));
             groups.push(group);
         }
     }
-    eprintln!();
+    progress.finish();
     // Fastest real kernel first; each one's probes stay under it.
     groups.sort_by(|a, b| b[0].tflops.total_cmp(&a[0].tflops));
     Ok(groups.into_iter().flatten().collect())
@@ -649,7 +664,6 @@ fn check(ctx: &Context, quick: bool, pairs: &[(ComponentType, ComponentType)]) -
     ];
     let mut rng = Rng::new(Rng::fresh_seed());
     let mut rows = Vec::new();
-    let started = Instant::now();
     // Every config with its default schemes; then, once per type pair, the workgroup-scope
     // schemes taken by default (the shapes here are mostly too small to pick them) and the
     // largest and the smallest workgroup-scope scheme, where the device offers them.
@@ -682,6 +696,12 @@ fn check(ctx: &Context, quick: bool, pairs: &[(ComponentType, ComponentType)]) -
         }
     }
     runs.extend(extras);
+    let cases: usize = runs
+        .iter()
+        // Two (alpha, beta) pairs per case, as below.
+        .map(|(_, s)| if s.is_some() { shapes.len().min(9) } else { shapes.len() } * layouts.len() * 2)
+        .sum();
+    let mut progress = crate::progress::Progress::new(cases);
     for (config, scheme) in runs {
         let pair = (config.component_type, config.result_type);
         let name = match scheme {
@@ -732,9 +752,8 @@ fn check(ctx: &Context, quick: bool, pairs: &[(ComponentType, ComponentType)]) -
                         Err(e) => row(None, Some(e.to_string())),
                     };
                     // Progress, one line per case, so a long run shows where it is.
-                    eprintln!(
-                        "[{:7.1} s] {} {}x{}x{} {} {}/{}: {}",
-                        started.elapsed().as_secs_f64(),
+                    progress.done(&format!(
+                        "{} {}x{}x{} {} {}/{}: {}",
                         r.config,
                         shape.0,
                         shape.1,
@@ -743,12 +762,13 @@ fn check(ctx: &Context, quick: bool, pairs: &[(ComponentType, ComponentType)]) -
                         alpha,
                         beta,
                         if r.passed { "ok" } else { "FAIL" }
-                    );
+                    ));
                     rows.push(r);
                 }
             }
         }
     }
+    progress.finish();
     if rows.is_empty() {
         bail!("the device offers no configs");
     }
