@@ -1,5 +1,6 @@
 //! The `vk-sgmat` command: `info`, `gemm`, `bench`, `tune`, `peak`, `check`.
 
+mod chart;
 mod cli;
 mod progress;
 mod report;

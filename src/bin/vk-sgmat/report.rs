@@ -350,128 +350,6 @@ pub fn render_bench(device: &str, rows: &[BenchRow]) -> String {
     s
 }
 
-/// A throughput-vs-size chart of the square sizes: one line per type pair, cuBLAS dashed.
-pub fn render_svg(device: &str, rows: &[BenchRow]) -> String {
-    let squares: Vec<&BenchRow> = rows.iter().filter(|r| r.m == r.n && r.n == r.k).collect();
-    let (w, h, left, right, top, bottom) = (760.0, 440.0, 70.0, 170.0, 40.0, 50.0);
-    let sizes: Vec<usize> = {
-        let mut v: Vec<usize> = squares.iter().map(|r| r.m).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
-    let ymax = squares
-        .iter()
-        .flat_map(|r| [r.tflops, r.cublas_tflops.unwrap_or(0.0)])
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.1;
-    let x = |size: usize| {
-        let i = sizes.iter().position(|&s| s == size).unwrap_or(0) as f64;
-        left + i * (w - left - right) / (sizes.len().max(2) - 1) as f64
-    };
-    let y = |v: f64| top + (h - top - bottom) * (1.0 - v / ymax);
-    let colors = [
-        "steelblue",
-        "firebrick",
-        "forestgreen",
-        "purple",
-        "darkorange",
-        "sienna",
-        "teal",
-    ];
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{left}" y="22" font-size="14">vk-sgmat GEMM throughput, square sizes: {}</text>"#,
-        xml(device)
-    );
-    for t in 0..=4 {
-        let v = ymax * f64::from(t) / 4.0;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{left}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="lightgray"/>"#,
-            w - right,
-            y(v),
-            y(v)
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
-            left - 6.0,
-            y(v) + 4.0,
-            if ymax >= 4.0 { format!("{v:.0}") } else { rate(v) }
-        );
-    }
-    for &size in &sizes {
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle">{size}</text>"#,
-            x(size),
-            h - bottom + 18.0
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">M = N = K</text>"#,
-        (left + w - right) / 2.0,
-        h - 12.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">TFLOP/s</text>"#,
-        h / 2.0,
-        h / 2.0
-    );
-    let mut types: Vec<&str> = squares.iter().map(|r| r.types.as_str()).collect();
-    types.dedup();
-    for (i, t) in types.iter().enumerate() {
-        let color = colors[i % colors.len()];
-        let pts: Vec<&&BenchRow> = squares.iter().filter(|r| r.types == *t).collect();
-        let line = |f: &dyn Fn(&BenchRow) -> Option<f64>| {
-            pts.iter()
-                .filter_map(|r| f(r).map(|v| format!("{:.1},{:.1}", x(r.m), y(v))))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        let ours = line(&|r| Some(r.tflops));
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{ours}"/>"#
-        );
-        let cub = line(&|r| r.cublas_tflops);
-        if !cub.is_empty() {
-            let _ = writeln!(
-                s,
-                r#"<polyline fill="none" stroke="{color}" stroke-width="1.5" stroke-dasharray="5,4" points="{cub}"/>"#
-            );
-        }
-        let ly = top + 18.0 * i as f64;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="2"/>"#,
-            w - right + 10.0,
-            w - right + 30.0
-        );
-        let _ = writeln!(s, r#"<text x="{}" y="{}">{t}</text>"#, w - right + 36.0, ly + 4.0);
-    }
-    if squares.iter().any(|r| r.cublas_tflops.is_some()) {
-        let ly = top + 18.0 * types.len() as f64 + 6.0;
-        let _ = writeln!(s, r#"<text x="{}" y="{ly}">dashed: cuBLAS</text>"#, w - right + 10.0);
-    }
-    s.push_str("</svg>\n");
-    s
-}
-
-fn xml(t: &str) -> String {
-    t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
 /// One row of `vk-sgmat tune`.
 #[derive(Debug, Serialize)]
 pub struct TuneRow {
@@ -642,6 +520,45 @@ mod tests {
             .collect()
     }
 
+    /// The H200's f16 -> f32 and f16 -> f16 figures of docs/performance.md's v3 bench, with the
+    /// cuBLAS figures of the same run where recorded.
+    fn chart_rows() -> Vec<BenchRow> {
+        let f32_rows = [
+            (256, 4.6, 12.0),
+            (512, 22.1, 60.0),
+            (1024, 100.9, 119.0),
+            (2048, 228.7, 449.8),
+            (4096, 258.0, 624.0),
+            (8192, 264.0, 644.4),
+        ];
+        let f16_rows = [
+            (256, 4.4, 12.0),
+            (512, 21.0, 60.0),
+            (1024, 96.0, 119.0),
+            (2048, 230.0, 449.8),
+            (4096, 315.0, 624.0),
+            (8192, 340.0, 644.4),
+        ];
+        let row = |types: &str, (s, t, c): (usize, f64, f64)| BenchRow {
+            types: types.into(),
+            config: "16x16x16".into(),
+            m: s,
+            n: s,
+            k: s,
+            median_ms: 1.0,
+            tflops: t,
+            cublas_tflops: Some(c),
+            ratio: Some(t / c),
+            peak_tflops: 623.0,
+            peak_fraction: t / 623.0,
+        };
+        f32_rows
+            .into_iter()
+            .map(|r| row("f16:f32", r))
+            .chain(f16_rows.into_iter().map(|r| row("f16:f16", r)))
+            .collect()
+    }
+
     #[test]
     fn bench_table_and_chart() {
         let rows = bench_rows();
@@ -650,10 +567,18 @@ mod tests {
             t.contains("512x512x512") && t.contains("400.0") && t.contains("0.25"),
             "{t}"
         );
-        let svg = render_svg("GPU <1>", &rows);
-        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-        assert!(svg.contains("GPU &lt;1&gt;") && svg.contains("stroke-dasharray") && svg.contains("f16:f32"));
-        assert_eq!(svg.matches("<polyline").count(), 2);
+        let svg = crate::chart::render_svg("GPU <1>", &chart_rows()).unwrap();
+        if let Ok(path) = std::env::var("VK_SGMAT_CHART_OUT") {
+            std::fs::write(path, &svg).unwrap(); // to look at the picture
+        }
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+        assert!(svg.contains("GPU &lt;1&gt;") && svg.contains("f16:f32 cuBLAS") && svg.contains("peak"));
+        // Log2 axis: the powers of two are the labels.
+        assert!(svg.contains("\n512\n") && svg.contains("\n4096\n"), "{svg}");
+        assert!(
+            svg.contains("\n600\n") && !svg.contains("600.0"),
+            "whole-number ticks: {svg}"
+        );
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             let info = ctx.device_info();
             let device = format!("{} ({} {})", info.name, info.driver_name, info.driver_info);
             if let Some(path) = plot {
-                std::fs::write(&path, report::render_svg(&device, &rows))
+                std::fs::write(&path, crate::chart::render_svg(&device, &rows)?)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
             if json {
