@@ -81,7 +81,7 @@ impl<'c> Stream<'c> {
 
     /// Enqueues `c = alpha * a * b + beta * c` on device-resident matrices ([`DeviceMatrix`] or
     /// the caller's [`BufferMatrix`](crate::BufferMatrix), whose buffers the caller keeps alive
-    /// and orders against other streams; C row-major). Shapes,
+    /// and orders against other streams; C in either storage order). Shapes,
     /// types and options are checked now; an error leaves the stream as it was.
     pub fn gemm<TA: Element, TC: Element>(
         &mut self,
@@ -91,7 +91,7 @@ impl<'c> Stream<'c> {
         options: &GemmOptions,
     ) -> Result<()> {
         let plan = self.ctx.plan_device(a, b, c, options)?;
-        let operands = [placed(a), placed(b), placed(c)];
+        let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
         self.ctx.enqueue_plan(&mut self.core, &plan, operands, TC::TYPE)
     }
 
@@ -186,7 +186,7 @@ impl<T: Element> Download<T> {
 
     /// Like [`Download::wait`], into `out` (row-major, the stored shape).
     pub fn wait_into(self, out: MatMut<'_, T>) -> Result<()> {
-        if (out.rows, out.cols) != (self.rows, self.cols) {
+        if (out.rows, out.cols, out.layout) != (self.rows, self.cols, crate::tiling::Layout::RowMajor) {
             return Err(Error::ShapeMismatch(format!(
                 "download target is {}x{}, the device matrix stores {}x{}",
                 out.rows, out.cols, self.rows, self.cols

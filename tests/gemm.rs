@@ -345,3 +345,88 @@ fn integer_accumulation_wraps_modulo_2_pow_32() {
     assert!(c.iter().all(|&v| v == exact as i32), "i8: {c:?}, want {exact} wrapped");
     assert_no_validation_messages(ctx);
 }
+
+/// A column-major C (host, with a padded leading dimension, and device-resident) in every layout
+/// of A and B, with beta and split-K: computed as C^T = B^T A^T over the same memory, exact.
+#[test]
+fn column_major_c_in_every_layout_exact() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (37, 29, 300);
+    let ints = |rng: &mut Rng, len: usize| -> Vec<i8> { (0..len).map(|_| rng.int(-5, 5) as i8).collect() };
+    for (al, bl) in LAYOUTS {
+        let a = ints(&mut rng, m * k); // stored in `al`, dense
+        let b = ints(&mut rng, k * n);
+        let am = if al == Layout::RowMajor {
+            vk_sgmat::MatRef::new(&a, m, k)
+        } else {
+            vk_sgmat::MatRef::col_major(&a, m, k)
+        };
+        let bm = if bl == Layout::RowMajor {
+            vk_sgmat::MatRef::new(&b, k, n)
+        } else {
+            vk_sgmat::MatRef::col_major(&b, k, n)
+        };
+        let want = |i: usize, j: usize| -> i32 {
+            (0..k)
+                .map(|p| i32::from(a[am.index(i, p)]) * i32::from(b[bm.index(p, j)]))
+                .sum()
+        };
+        for split_k in [None, Some(3)] {
+            // Host C, column-major with ld = m + 3, beta = 2 on a known old C.
+            let ldc = m + 3;
+            let mut c = vec![1i32; ldc * n];
+            let options = GemmOptions {
+                beta: 2.0,
+                split_k,
+                ..Default::default()
+            };
+            ctx.gemm_with(am, bm, vk_sgmat::MatMut::col_major(&mut c, m, n).with_ld(ldc), &options)
+                .unwrap();
+            for i in 0..m {
+                for j in 0..n {
+                    assert_eq!(
+                        c[j * ldc + i],
+                        want(i, j) + 2,
+                        "host C[{i}][{j}] {al:?}{bl:?} split {split_k:?}"
+                    );
+                }
+            }
+            assert!(
+                c.chunks(ldc).all(|col| col[m..].iter().all(|&x| x == 1)),
+                "padding untouched"
+            );
+            // Device-resident: a column-major C uploaded from the host, on a stream.
+            let old: Vec<i32> = (0..m * n).map(|i| (i % 7) as i32).collect();
+            let mut dc = ctx.upload(vk_sgmat::MatRef::col_major(&old, m, n)).unwrap();
+            let da = ctx.upload(am).unwrap();
+            let db = ctx.upload(bm).unwrap();
+            let mut s = ctx.stream().unwrap();
+            s.gemm(
+                &da,
+                &db,
+                &mut dc,
+                &GemmOptions {
+                    alpha: -1.0,
+                    beta: 1.0,
+                    split_k,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let d = s.download(&dc).unwrap();
+            s.submit().unwrap();
+            let got = d.wait().unwrap(); // column-major storage: n rows of m
+            for i in 0..m {
+                for j in 0..n {
+                    assert_eq!(
+                        got[j * m + i],
+                        old[j * m + i] - want(i, j),
+                        "device C[{i}][{j}] {al:?}{bl:?}"
+                    );
+                }
+            }
+        }
+    }
+    assert_no_validation_messages(ctx);
+}

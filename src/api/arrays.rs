@@ -4,8 +4,8 @@
 //! A view in standard (row-major) or Fortran (column-major) layout is used in place, whatever its
 //! leading dimension, when its memory is one contiguous run; any other view (rows with gaps
 //! between them, a non-unit inner stride, negative strides) is copied once into a standard array
-//! first. C is written in place when it is a contiguous row-major view, else through a row-major
-//! copy that is assigned back.
+//! first. C is written in place when its memory is contiguous in either order, else through a
+//! row-major copy that is assigned back.
 
 use super::context::Context;
 use super::matrix::{DeviceMatrix, Element, MatMut, MatRef};
@@ -45,6 +45,11 @@ impl Context {
         let (rows, cols) = c.dim();
         if let Some(s) = c.as_slice_mut() {
             return self.gemm_with(am, bm, MatMut::new(s, rows, cols), options);
+        }
+        if c.t().is_standard_layout() {
+            if let Some(s) = c.as_slice_memory_order_mut() {
+                return self.gemm_with(am, bm, MatMut::col_major(s, rows, cols), options);
+            }
         }
         let mut tmp = c.as_standard_layout().into_owned();
         let out = tmp.as_slice_mut().expect("standard layout");

@@ -277,6 +277,11 @@ impl Context {
                 "download target is {oo}x{oi}, the device matrix stores {outer}x{inner}"
             )));
         }
+        if out.layout != Layout::RowMajor {
+            return Err(Error::InvalidOperand(
+                "a download target is row-major: it receives the device matrix's storage order".into(),
+            ));
+        }
         check_matrix("download target", &out.as_ref())?;
         self.check_owned(&m.buffer)
     }
@@ -330,6 +335,11 @@ impl Context {
         check_matrix("A", &a)?;
         check_matrix("B", &b)?;
         check_matrix("C", &c.as_ref())?;
+        if c.layout == Layout::ColMajor {
+            // A column-major C is a row-major C^T = B^T A^T over the same memory.
+            check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
+            return self.gemm_with(b.t(), a.t(), c.t(), options);
+        }
         let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
         let plan = self.plan_gemm::<TA, TC>(m, n, k, (a.layout, b.layout), options)?;
 
@@ -371,7 +381,7 @@ impl Context {
     }
 
     /// `c = alpha * a * b + beta * c` on device-resident matrices ([`DeviceMatrix`] or the
-    /// caller's [`BufferMatrix`](crate::BufferMatrix); C row-major).
+    /// caller's [`BufferMatrix`](crate::BufferMatrix); C in either storage order).
     pub fn gemm_device<TA: Element, TC: Element>(
         &self,
         a: &impl DeviceOperand<TA>,
@@ -380,7 +390,7 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<()> {
         let plan = self.plan_device(a, b, c, options)?;
-        let operands = [placed(a), placed(b), placed(c)];
+        let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
         self.run_blocking(|core| self.enqueue_plan(core, &plan, operands, TC::TYPE))
     }
 
@@ -456,7 +466,7 @@ impl Context {
             .transpose()
     }
 
-    /// Checks that device operands belong to this context and C is row-major, then plans.
+    /// Checks that device operands belong to this context, then plans.
     pub(crate) fn plan_device<TA: Element, TC: Element>(
         &self,
         a: &impl DeviceOperand<TA>,
@@ -469,11 +479,6 @@ impl Context {
             if let Some(buffer) = m.owned {
                 self.check_owned(buffer)?;
             }
-        }
-        if c.layout != Layout::RowMajor {
-            return Err(Error::InvalidOperand(
-                "C must be row-major (create it with Context::zeros or upload a row-major matrix)".into(),
-            ));
         }
         self.plan::<TA, TC>(a, b, c, options)
     }
@@ -513,6 +518,12 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
         let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
+        if c.layout == Layout::ColMajor {
+            // A column-major C is a row-major C^T = B^T A^T over the same memory.
+            let mut plan = self.plan::<TA, TC>(b.t(), a.t(), c.t(), options)?;
+            plan.transposed = true;
+            return Ok(plan);
+        }
         let config = self.choose_config(TA::TYPE, TC::TYPE, options.shape)?;
         let scheme = match options.scheme {
             Some(s) => {

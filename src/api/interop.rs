@@ -36,7 +36,10 @@ impl Context {
         let plan = self.plan_device(a, b, c, options)?;
         let scratch = self.scratch(&plan)?.map(Arc::new);
         let mut rec = Recording::new(&self.device, cmd);
-        let buffers = bindings([placed(a).raw, placed(b).raw, placed(c).raw], scratch.as_deref());
+        let buffers = bindings(
+            plan.bind_order([placed(a).raw, placed(b).raw, placed(c).raw]),
+            scratch.as_deref(),
+        );
         record_plan(&mut rec, &self.pipelines, &plan, &buffers)?;
         Ok(RecordedGemm {
             _scratch: scratch,

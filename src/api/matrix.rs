@@ -88,6 +88,16 @@ impl<'a, T> MatRef<'a, T> {
         Self { ld, ..self }
     }
 
+    /// The transpose: the same elements seen the other way (no copy).
+    pub fn t(self) -> Self {
+        Self {
+            rows: self.cols,
+            cols: self.rows,
+            layout: self.layout.transposed(),
+            ..self
+        }
+    }
+
     /// Index of element (r, c) in `data`.
     pub fn index(&self, r: usize, c: usize) -> usize {
         match self.layout {
@@ -97,7 +107,7 @@ impl<'a, T> MatRef<'a, T> {
     }
 }
 
-/// A writable row-major host matrix (C).
+/// A writable host matrix (C): row-major (the default) or column-major, with a leading dimension.
 #[derive(Debug)]
 pub struct MatMut<'a, T> {
     /// The elements.
@@ -106,8 +116,11 @@ pub struct MatMut<'a, T> {
     pub rows: usize,
     /// Columns.
     pub cols: usize,
-    /// Leading dimension (distance between rows).
+    /// Leading dimension: distance between consecutive rows (row-major) or columns
+    /// (column-major).
     pub ld: usize,
+    /// Storage order.
+    pub layout: Layout,
 }
 
 impl<'a, T> MatMut<'a, T> {
@@ -118,6 +131,18 @@ impl<'a, T> MatMut<'a, T> {
             rows,
             cols,
             ld: cols,
+            layout: Layout::RowMajor,
+        }
+    }
+
+    /// A dense column-major matrix (ld = rows).
+    pub fn col_major(data: &'a mut [T], rows: usize, cols: usize) -> Self {
+        Self {
+            data,
+            rows,
+            cols,
+            ld: rows,
+            layout: Layout::ColMajor,
         }
     }
 
@@ -126,12 +151,22 @@ impl<'a, T> MatMut<'a, T> {
         Self { ld, ..self }
     }
 
+    /// The transpose: the same elements seen the other way (no copy).
+    pub fn t(self) -> Self {
+        Self {
+            rows: self.cols,
+            cols: self.rows,
+            layout: self.layout.transposed(),
+            ..self
+        }
+    }
+
     pub(crate) fn as_ref(&self) -> MatRef<'_, T> {
         MatRef {
             data: self.data,
             rows: self.rows,
             cols: self.cols,
-            layout: Layout::RowMajor,
+            layout: self.layout,
             ld: self.ld,
         }
     }

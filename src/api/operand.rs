@@ -11,6 +11,16 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 impl<'a> Placed<'a> {
+    /// The transpose: the same memory seen the other way.
+    pub(crate) fn t(self) -> Self {
+        Self {
+            rows: self.cols,
+            cols: self.rows,
+            layout: self.layout.transposed(),
+            ..self
+        }
+    }
+
     /// The buffer as a stream's ordering sees it.
     pub(crate) fn touch(&self) -> Touch<'a> {
         Touch {

@@ -154,6 +154,9 @@ pub struct GemmPlan {
     pub scratch_bytes: u64,
     /// Whether the result depends on C's old value; if not, C is only written.
     pub reads_c: bool,
+    /// Whether the plan computes `C^T = B^T A^T` because C is column-major: then its
+    /// [`Operand::A`] is the caller's B (transposed) and [`Operand::B`] the caller's A.
+    pub transposed: bool,
 }
 
 impl GemmPlan {
@@ -187,6 +190,7 @@ impl GemmPlan {
             dispatches: Vec::new(),
             scratch_bytes: 0,
             reads_c: epilogue.beta,
+            transposed: false,
         };
         if let [single] = passes.as_slice() {
             let splits = match req.split_k {
@@ -289,6 +293,15 @@ impl GemmPlan {
         });
         self.scratch_bytes = scratch_bytes;
         true
+    }
+
+    /// The caller's (A, B, C) in the order the plan binds them ([`GemmPlan::transposed`]).
+    pub fn bind_order<T>(&self, [a, b, c]: [T; 3]) -> [T; 3] {
+        if self.transposed {
+            [b, a, c]
+        } else {
+            [a, b, c]
+        }
     }
 
     /// The distinct kernels the plan dispatches, in first-use order.

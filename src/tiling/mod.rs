@@ -40,6 +40,14 @@ impl Layout {
         }
     }
 
+    /// The storage order of the transpose of a matrix stored this way (same memory).
+    pub fn transposed(self) -> Self {
+        match self {
+            Layout::RowMajor => Layout::ColMajor,
+            Layout::ColMajor => Layout::RowMajor,
+        }
+    }
+
     /// (outer, inner) extents of a `rows x cols` matrix stored this way: inner is contiguous.
     pub fn outer_inner(self, rows: usize, cols: usize) -> (usize, usize) {
         match self {

@@ -75,7 +75,7 @@ impl Context {
                 ..Default::default()
             };
             let plan = self.plan_device(&a, &b, &c, &options)?;
-            let operands = [&a.buffer, &b.buffer, &c.buffer];
+            let operands = plan.bind_order([&a.buffer, &b.buffer, &c.buffer]);
             self.warm_plan(&plan, operands, WARM)?;
             let median = median(&mut self.time_plan(&plan, operands, 7)?);
             if best.is_none_or(|(_, t)| median < t) {

@@ -78,7 +78,7 @@ impl Context {
         reps: u32,
     ) -> Result<Vec<f64>> {
         let plan = self.plan_device(a, b, c, options)?;
-        self.time_plan(&plan, [&a.buffer, &b.buffer, &c.buffer], reps)
+        self.time_plan(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), reps)
     }
 
     /// Runs the GEMM repeatedly, untimed, for at least `min` and until two consecutive batches'
@@ -94,7 +94,7 @@ impl Context {
         (min, max): (Duration, Duration),
     ) -> Result<f64> {
         let plan = self.plan_device(a, b, c, options)?;
-        self.warm_plan(&plan, [&a.buffer, &b.buffer, &c.buffer], (min, max))
+        self.warm_plan(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), (min, max))
     }
 
     pub(crate) fn warm_plan(
@@ -159,7 +159,7 @@ impl Context {
         }
         let plan = plan.with_probe(probe);
         self.pipelines.prepare(&plan)?;
-        self.time_plan(&plan, [&a.buffer, &b.buffer, &c.buffer], reps)
+        self.time_plan(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), reps)
     }
 
     /// Runs `plan` `reps` times in one submission and returns each run's GPU time in seconds.
