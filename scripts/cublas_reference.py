@@ -4,6 +4,11 @@ on the same shapes and types, median of CUDA-event timings after a warm-up, and 
 {"types": "f16:f32", "m": .., "n": .., "k": .., "median_ms": .., "tflops": ..}
 
 Usage: python3 scripts/cublas_reference.py [--types f16:f32,bf16:f32,i8:i32] [--shapes 4096x4096x4096,...]
+                                          [--layout nn|nt]
+--layout nt stores B transposed (N x K, K contiguous) and multiplies by its transposed view, as
+model weights are held. int8 always runs that way (torch._int_mm(a, b_t.t())): it is cuBLAS's
+int8 TN kernel, its fast path (the row-major B of `nn` runs a slow path, about 6x slower on the
+H200), and a reference is only as good as its fastest path. Each line says its "layout".
 f16:f32 means f16 inputs with f32 accumulation (cuBLAS's default for torch.float16 matmul, output f16);
 f16:f16 is the same call (cuBLAS may accumulate in f32 there too). With --f32-out, float inputs with
 an f32 result use torch.mm(a, b, out_dtype=torch.float32): the same output bytes as vk-sgmat's
@@ -40,6 +45,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--types", default="f16:f32,bf16:f32,i8:i32")
     p.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192")
+    p.add_argument("--layout", default="nn", choices=["nn", "nt"],
+                   help="B row-major (nn) or stored transposed (nt); int8 always uses nt")
     p.add_argument("--f32-out", action="store_true",
                    help="f32 results for float inputs with an f32 result type (torch.mm out_dtype)")
     args = p.parse_args()
@@ -52,18 +59,21 @@ def main():
                 if m <= 16:
                     continue  # torch._int_mm needs M > 16
                 a = torch.randint(-128, 127, (m, k), dtype=torch.int8, device=dev)
-                b = torch.randint(-128, 127, (k, n), dtype=torch.int8, device=dev)
+                b_t = torch.randint(-128, 127, (n, k), dtype=torch.int8, device=dev)
+                b = b_t.t()  # K x N, column-major: cuBLAS's TN int8 kernel
+                layout = "nt"
                 fn = lambda: torch._int_mm(a, b)
             else:
                 dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[inp]
                 a = torch.randn(m, k, dtype=dt, device=dev)
-                b = torch.randn(k, n, dtype=dt, device=dev)
+                layout = args.layout
+                b = torch.randn(n, k, dtype=dt, device=dev).t() if layout == "nt" else torch.randn(k, n, dtype=dt, device=dev)
                 if args.f32_out and types.split(":")[1] == "f32" and inp != "f32":
                     fn = lambda: torch.mm(a, b, out_dtype=torch.float32)
                 else:
                     fn = lambda: torch.matmul(a, b)
             ms = time_op(fn)
-            print(json.dumps({"types": types, "m": m, "n": n, "k": k, "median_ms": ms,
+            print(json.dumps({"types": types, "m": m, "n": n, "k": k, "median_ms": ms, "layout": layout,
                               "tflops": 2.0 * m * n * k / (ms * 1e-3) / 1e12,
                               "device": torch.cuda.get_device_name(), "torch": torch.__version__,
                               "f32_out": bool(args.f32_out and types.endswith(":f32") and inp != "f32")}), flush=True)

@@ -86,9 +86,17 @@ pub enum Command {
         /// Timed runs per point.
         #[arg(long, default_value_t = 20)]
         reps: u32,
-        /// cuBLAS figures (JSON lines from scripts/cublas_reference.py) for the ratio column.
+        /// cuBLAS figures (JSON lines from scripts/cublas_reference.py) for the ratio column; for
+        /// each point the fastest matching row (any layout: the peer's fastest path) is used.
         #[arg(long)]
         cublas: Option<std::path::PathBuf>,
+        /// Peer figures (JSON lines with "peer", "types", "m", "n", "k", "tflops", e.g. from
+        /// scripts/ggml_to_jsonl.py): a column and a ratio per peer. Repeatable.
+        #[arg(long)]
+        peer: Vec<std::path::PathBuf>,
+        /// Layouts of A and B for our GEMMs: n = row-major, t = column-major (nn, nt, tn, tt).
+        #[arg(long, default_value = "nn")]
+        layout: String,
         /// Write a throughput-vs-size chart (SVG) here.
         #[arg(long)]
         plot: Option<std::path::PathBuf>,

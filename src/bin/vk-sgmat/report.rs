@@ -276,6 +276,7 @@ pub fn render_check(device: &str, rows: &[CheckRow]) -> String {
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchRow {
     pub types: String,
+    pub layout: String,
     pub config: String,
     pub m: usize,
     pub n: usize,
@@ -286,6 +287,57 @@ pub struct BenchRow {
     pub ratio: Option<f64>,
     pub peak_tflops: f64,
     pub peak_fraction: f64,
+    /// Each peer's figure for the point, and our throughput over it.
+    pub peers: Vec<PeerFigure>,
+}
+
+/// A peer's throughput at one bench point.
+#[derive(Debug, Clone, Serialize)]
+pub struct PeerFigure {
+    pub peer: String,
+    pub tflops: f64,
+    pub ratio: f64,
+}
+
+/// One line of a peer's figures (scripts/ggml_to_jsonl.py).
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct PeerRow {
+    pub peer: String,
+    pub types: String,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub tflops: f64,
+}
+
+pub fn read_peers(text: &str) -> anyhow::Result<Vec<PeerRow>> {
+    text.lines()
+        .filter(|l| l.trim_start().starts_with('{'))
+        .map(|l| serde_json::from_str(l).map_err(|e| anyhow::anyhow!("bad peer line {l:?}: {e}")))
+        .collect()
+}
+
+/// Each peer's fastest figure for a type pair and shape, in the peers' first-seen order.
+pub fn peers_for(rows: &[PeerRow], types: &str, (m, n, k): (usize, usize, usize), ours: f64) -> Vec<PeerFigure> {
+    let mut out: Vec<PeerFigure> = Vec::new();
+    for r in rows.iter().filter(|r| r.types == types && (r.m, r.n, r.k) == (m, n, k)) {
+        match out.iter_mut().find(|p| p.peer == r.peer) {
+            Some(p) if p.tflops >= r.tflops => {}
+            Some(p) => {
+                *p = PeerFigure {
+                    peer: r.peer.clone(),
+                    tflops: r.tflops,
+                    ratio: ours / r.tflops,
+                }
+            }
+            None => out.push(PeerFigure {
+                peer: r.peer.clone(),
+                tflops: r.tflops,
+                ratio: ours / r.tflops,
+            }),
+        }
+    }
+    out
 }
 
 /// One line of scripts/cublas_reference.py's output.
@@ -305,13 +357,15 @@ pub fn read_cublas(text: &str) -> anyhow::Result<Vec<CublasRow>> {
         .collect()
 }
 
-/// The cuBLAS figure for a type pair and shape: the row of the same types, else, for f16:f16,
-/// the f16:f32 row (torch.matmul on f16 writes f16 either way; cuBLAS accumulates in f32).
+/// The cuBLAS figure for a type pair and shape: the fastest row of the same types (any layout:
+/// the reference's fastest path), else, for f16:f16, of f16:f32 (torch.matmul on f16 writes f16
+/// either way; cuBLAS accumulates in f32).
 pub fn cublas_for(rows: &[CublasRow], types: &str, (m, n, k): (usize, usize, usize)) -> Option<f64> {
     let find = |want: &str| {
         rows.iter()
-            .find(|r| r.types == want && (r.m, r.n, r.k) == (m, n, k))
+            .filter(|r| r.types == want && (r.m, r.n, r.k) == (m, n, k))
             .map(|r| r.tflops)
+            .reduce(f64::max)
     };
     find(types).or_else(|| (types == "f16:f16").then(|| find("f16:f32")).flatten())
 }
@@ -327,27 +381,49 @@ fn rate(tflops: f64) -> String {
 pub fn render_bench(device: &str, rows: &[BenchRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "device: {device}; median of GPU timestamps; TFLOP/s (G = GFLOP/s)");
-    let _ = writeln!(
-        s,
-        "{:<9} {:<20} {:>18} {:>10} {:>9} {:>9} {:>7} {:>9} {:>9}",
-        "types", "config", "MxNxK", "ms", "TFLOP/s", "cuBLAS", "ratio", "peak", "of peak"
+    let mut peers: Vec<&str> = Vec::new();
+    for p in rows.iter().flat_map(|r| &r.peers) {
+        if !peers.contains(&p.peer.as_str()) {
+            peers.push(&p.peer);
+        }
+    }
+    let mut head = format!(
+        "{:<9} {:<3} {:<20} {:>18} {:>10} {:>9} {:>9} {:>7}",
+        "types", "ab", "config", "MxNxK", "ms", "TFLOP/s", "cuBLAS", "ratio"
     );
+    for p in &peers {
+        let _ = write!(head, " {:>12} {:>7}", truncate(p, 12), "ratio");
+    }
+    let _ = writeln!(s, "{head} {:>9} {:>9}", "peak", "of peak");
     for r in rows {
-        let _ = writeln!(
-            s,
-            "{:<9} {:<20} {:>18} {:>10.4} {:>9} {:>9} {:>7} {:>9} {:>8.0}%",
+        let mut line = format!(
+            "{:<9} {:<3} {:<20} {:>18} {:>10.4} {:>9} {:>9} {:>7}",
             r.types,
+            r.layout,
             r.config,
             format!("{}x{}x{}", r.m, r.n, r.k),
             r.median_ms,
             rate(r.tflops),
             r.cublas_tflops.map_or("-".into(), rate),
             r.ratio.map_or("-".into(), |x| format!("{x:.2}")),
-            rate(r.peak_tflops),
-            r.peak_fraction * 100.0
         );
+        for p in &peers {
+            match r.peers.iter().find(|f| f.peer == *p) {
+                Some(f) => {
+                    let _ = write!(line, " {:>12} {:>7.2}", rate(f.tflops), f.ratio);
+                }
+                None => {
+                    let _ = write!(line, " {:>12} {:>7}", "-", "-");
+                }
+            }
+        }
+        let _ = writeln!(s, "{line} {:>9} {:>8.0}%", rate(r.peak_tflops), r.peak_fraction * 100.0);
     }
     s
+}
+
+fn truncate(s: &str, n: usize) -> &str {
+    s.get(..n).unwrap_or(s)
 }
 
 /// One row of `vk-sgmat tune`.
@@ -506,6 +582,12 @@ mod tests {
             .into_iter()
             .map(|s| BenchRow {
                 types: "f16:f32".into(),
+                layout: "nn".into(),
+                peers: vec![PeerFigure {
+                    peer: "ggml-vulkan".into(),
+                    tflops: 200.0,
+                    ratio: 100.0 * s as f64 / 512.0 / 200.0,
+                }],
                 config: "16x16x16 f16->f32".into(),
                 m: s,
                 n: s,
@@ -541,6 +623,8 @@ mod tests {
         ];
         let row = |types: &str, (s, t, c): (usize, f64, f64)| BenchRow {
             types: types.into(),
+            layout: "nn".into(),
+            peers: Vec::new(),
             config: "16x16x16".into(),
             m: s,
             n: s,
@@ -579,6 +663,20 @@ mod tests {
             svg.contains("\n600\n") && !svg.contains("600.0"),
             "whole-number ticks: {svg}"
         );
+    }
+
+    #[test]
+    fn peers_get_a_column_and_a_ratio_each() {
+        let text = "ggml-vulkan f16 ... (not JSON, skipped)\n\
+            {\"peer\": \"ggml-vulkan\", \"types\": \"f16:f32\", \"m\": 512, \"n\": 512, \"k\": 512, \"tflops\": 150.0}\n\
+            {\"peer\": \"ggml-vulkan\", \"types\": \"f16:f32\", \"m\": 512, \"n\": 512, \"k\": 512, \"tflops\": 200.0, \"layout\": \"nt\"}\n";
+        let peers = read_peers(text).unwrap();
+        let f = peers_for(&peers, "f16:f32", (512, 512, 512), 100.0);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].tflops, f[0].ratio), (200.0, 0.5), "the peer's fastest row");
+        assert!(peers_for(&peers, "f16:f16", (512, 512, 512), 1.0).is_empty());
+        let t = render_bench("GPU", &bench_rows());
+        assert!(t.contains("ggml-vulkan") && t.contains("0.50"), "{t}");
     }
 
     #[test]

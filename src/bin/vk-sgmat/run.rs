@@ -87,12 +87,20 @@ pub fn run(cli: Cli) -> Result<bool> {
             shapes,
             reps,
             cublas,
+            peer,
+            layout,
             plot,
             json,
             dev,
         } => {
             let ctx = context_with(&dev, false)?;
-            let rows = bench(&ctx, &types, &shapes, reps, cublas.as_deref())?;
+            let layouts = parse_layout(&layout)?;
+            let mut peers = Vec::new();
+            for p in &peer {
+                let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+                peers.extend(report::read_peers(&text)?);
+            }
+            let rows = bench(&ctx, (&types, &shapes), layouts, reps, (cublas.as_deref(), &peers))?;
             let info = ctx.device_info();
             let device = format!("{} ({} {})", info.name, info.driver_name, info.driver_info);
             if let Some(path) = plot {
@@ -429,10 +437,10 @@ fn bench_pairs(ctx: &Context, types: &[String]) -> Result<Vec<(ComponentType, Co
 
 fn bench(
     ctx: &Context,
-    types: &[String],
-    shapes: &[String],
+    (types, shapes): (&[String], &[String]),
+    layouts: (Layout, Layout),
     reps: u32,
-    cublas: Option<&std::path::Path>,
+    (cublas, peers): (Option<&std::path::Path>, &[report::PeerRow]),
 ) -> Result<Vec<report::BenchRow>> {
     let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
     let shapes: Vec<(usize, usize, usize)> = if shapes.is_empty() {
@@ -467,7 +475,7 @@ fn bench(
         let peak = ctx.peak(&config, groups, iters, 3)?.flops / 1e12;
         for &shape in &shapes {
             progress.start(&format!("{}:{} {}x{}x{}", pair.0, pair.1, shape.0, shape.1, shape.2));
-            let median = with_types!(pair, |TA, TC| bench_point::<TA, TC>(ctx, shape, reps)?);
+            let median = with_types!(pair, |TA, TC| bench_point::<TA, TC>(ctx, shape, layouts, reps)?);
             let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
             let types = format!("{}:{}", pair.0, pair.1);
             progress.done(&format!(
@@ -476,6 +484,8 @@ fn bench(
             ));
             let cublas = report::cublas_for(&reference, &types, shape);
             rows.push(report::BenchRow {
+                peers: report::peers_for(peers, &types, shape, tflops),
+                layout: format!("{}{}", layouts.0.letter(), layouts.1.letter()),
                 types,
                 config: config.to_string(),
                 m: shape.0,
@@ -496,12 +506,24 @@ fn bench(
 
 /// Median GPU seconds of one GEMM on device-resident random data, after a warm-up long enough for
 /// clocks to rise.
-fn bench_point<TA: Element, TC: Element>(ctx: &Context, (m, n, k): (usize, usize, usize), reps: u32) -> Result<f64> {
+fn bench_point<TA: Element, TC: Element>(
+    ctx: &Context,
+    (m, n, k): (usize, usize, usize),
+    (al, bl): (Layout, Layout),
+    reps: u32,
+) -> Result<f64> {
     let mut rng = Rng::new(Rng::fresh_seed());
-    let a: Vec<TA> = random_vec(&mut rng, m * k);
-    let b: Vec<TA> = random_vec(&mut rng, k * n);
-    let da = ctx.upload(MatRef::new(&a, m, k))?;
-    let db = ctx.upload(MatRef::new(&b, k, n))?;
+    let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
+    let (b, ldb) = random_matrix::<TA>(&mut rng, k, n, bl, 0);
+    let view = |data, rows, cols, layout, ld| MatRef {
+        data,
+        rows,
+        cols,
+        layout,
+        ld,
+    };
+    let da = ctx.upload(view(&a, m, k, al, lda))?;
+    let db = ctx.upload(view(&b, k, n, bl, ldb))?;
     let mut dc = ctx.zeros::<TC>(m, n)?;
     let options = GemmOptions::default();
     // At least a second, then until steady (fresh pipelines run slowly at first on NVIDIA).
