@@ -311,9 +311,14 @@ pub struct PeerRow {
 }
 
 pub fn read_peers(text: &str) -> anyhow::Result<Vec<PeerRow>> {
+    read_json_lines(text, "peer")
+}
+
+/// The JSON-object lines of `text` (other lines, such as a tool's log, are skipped).
+fn read_json_lines<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> anyhow::Result<Vec<T>> {
     text.lines()
         .filter(|l| l.trim_start().starts_with('{'))
-        .map(|l| serde_json::from_str(l).map_err(|e| anyhow::anyhow!("bad peer line {l:?}: {e}")))
+        .map(|l| serde_json::from_str(l).map_err(|e| anyhow::anyhow!("bad {what} line {l:?}: {e}")))
         .collect()
 }
 
@@ -351,10 +356,7 @@ pub struct CublasRow {
 }
 
 pub fn read_cublas(text: &str) -> anyhow::Result<Vec<CublasRow>> {
-    text.lines()
-        .filter(|l| l.trim_start().starts_with('{'))
-        .map(|l| serde_json::from_str(l).map_err(|e| anyhow::anyhow!("bad cuBLAS line {l:?}: {e}")))
-        .collect()
+    read_json_lines(text, "cuBLAS")
 }
 
 /// The cuBLAS figure for a type pair and shape: the fastest row of the same types (any layout:
