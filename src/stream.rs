@@ -186,13 +186,7 @@ impl<T: Element> Download<T> {
 
     /// Like [`Download::wait`], into `out` (row-major, the stored shape).
     pub fn wait_into(self, out: MatMut<'_, T>) -> Result<()> {
-        if (out.rows, out.cols, out.layout) != (self.rows, self.cols, crate::tiling::Layout::RowMajor) {
-            return Err(Error::ShapeMismatch(format!(
-                "download target is {}x{}, the device matrix stores {}x{}",
-                out.rows, out.cols, self.rows, self.cols
-            )));
-        }
-        crate::api::check_matrix("download target", &out.as_ref())?;
+        crate::api::check_download_target((self.rows, self.cols), &out)?;
         self.ticket.wait()?;
         crate::api::unpack(self.staging.mapped()?, self.ld, out);
         Ok(())

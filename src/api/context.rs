@@ -3,7 +3,8 @@
 //! submits it (`crate::submit`); nothing reaches the GPU before the plan exists.
 
 use super::matrix::{
-    bytes_of_layout, check_matrix, pack, poison_pattern, unpack, DeviceMatrix, Element, MatMut, MatRef,
+    bytes_of_layout, check_download_target, check_matrix, pack, poison_pattern, unpack, DeviceMatrix, Element, MatMut,
+    MatRef,
 };
 use super::operand::{placed, DeviceOperand, Placed};
 use super::options::{ContextOptions, GemmOptions};
@@ -13,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::kernel::KernelKey;
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
-use crate::plan::{check_shapes, device_ld, DispatchLimits, GemmPlan, PlanRequest, Problem, SplitK};
+use crate::plan::{check_shapes, device_ld, device_problem, DispatchLimits, GemmPlan, PlanRequest, Problem, SplitK};
 use crate::record::{record_plan, Access, Bindings, Recording};
 use crate::submit::StreamCore;
 use crate::tiling::{
@@ -270,19 +271,7 @@ impl Context {
 
     /// Checks a download target against a device matrix.
     pub(crate) fn check_download<T: Element>(&self, m: &DeviceMatrix<T>, out: &MatMut<'_, T>) -> Result<()> {
-        let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
-        let (oo, oi) = (out.rows, out.cols);
-        if (oo, oi) != (outer, inner) {
-            return Err(Error::ShapeMismatch(format!(
-                "download target is {oo}x{oi}, the device matrix stores {outer}x{inner}"
-            )));
-        }
-        if out.layout != Layout::RowMajor {
-            return Err(Error::InvalidOperand(
-                "a download target is row-major: it receives the device matrix's storage order".into(),
-            ));
-        }
-        check_matrix("download target", &out.as_ref())?;
+        check_download_target(m.layout.outer_inner(m.rows, m.cols), out)?;
         self.check_owned(&m.buffer)
     }
 
@@ -577,18 +566,19 @@ impl Context {
         layouts: (Layout, Layout),
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
-        let host = |rows, cols, layout: Layout, es| Placed {
+        // vk-sgmat's own layout of the three matrices (device_problem's leading dimensions).
+        let p = device_problem((m, n, k), layouts, (size_of::<TA>(), size_of::<TC>()));
+        let host = |rows, cols, layout, ld| Placed {
             rows,
             cols,
             layout,
-            ld: device_ld(layout.outer_inner(rows, cols).1, es),
+            ld,
             offset: 0,
             raw: ash::vk::Buffer::null(),
             owned: None,
         };
-        let (ea, ec) = (size_of::<TA>(), size_of::<TC>());
-        let (a, b) = (host(m, k, layouts.0, ea), host(k, n, layouts.1, ea));
-        self.plan::<TA, TC>(a, b, host(m, n, Layout::RowMajor, ec), options)
+        let (a, b) = (host(m, k, layouts.0, p.lda), host(k, n, layouts.1, p.ldb));
+        self.plan::<TA, TC>(a, b, host(m, n, Layout::RowMajor, p.ldc), options)
     }
 }
 

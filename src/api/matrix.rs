@@ -225,6 +225,24 @@ pub(crate) fn poison_pattern(t: ComponentType) -> u32 {
     }
 }
 
+/// Checks a host matrix that receives a device matrix's elements in their stored order: row-major,
+/// `stored` = (outer, inner) extents, its slice long enough.
+pub(crate) fn check_download_target<T>(stored: (usize, usize), out: &MatMut<'_, T>) -> Result<()> {
+    let (outer, inner) = stored;
+    let (oo, oi) = (out.rows, out.cols);
+    if (oo, oi) != (outer, inner) {
+        return Err(Error::ShapeMismatch(format!(
+            "download target is {oo}x{oi}, the device matrix stores {outer}x{inner}"
+        )));
+    }
+    if out.layout != Layout::RowMajor {
+        return Err(Error::InvalidOperand(
+            "a download target is row-major: it receives the device matrix's storage order".into(),
+        ));
+    }
+    check_matrix("download target", &out.as_ref())
+}
+
 /// Checks a host matrix's slice against its shape and leading dimension.
 pub(crate) fn check_matrix<T>(name: &'static str, m: &MatRef<'_, T>) -> Result<()> {
     let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
