@@ -154,31 +154,32 @@ fn u8_u32_alpha_beta() {
     epilogues::<u8, u32>();
 }
 
+/// C = A*B with every element of A and B equal to `v`.
+fn constant_gemm<TA: Element, TC: Element>(
+    ctx: &vk_sgmat::Context,
+    v: TA,
+    (m, n, k): (usize, usize, usize),
+) -> Vec<TC> {
+    let (a, b) = (vec![v; m * k], vec![v; k * n]);
+    let mut c = vec![TC::from_f64(0.0); m * n];
+    ctx.gemm(
+        vk_sgmat::MatRef::new(&a, m, k),
+        vk_sgmat::MatRef::new(&b, k, n),
+        vk_sgmat::MatMut::new(&mut c, m, n),
+    )
+    .unwrap();
+    c
+}
+
 /// All-extreme 8-bit inputs: the largest products, exact.
 #[test]
 fn int8_extremes_exact() {
     let ctx = context();
     for k in [1usize, 64, 255] {
         let (m, n) = (17, 9);
-        let a = vec![-128i8; m * k];
-        let b = vec![-128i8; k * n];
-        let mut c = vec![0i32; m * n];
-        ctx.gemm(
-            vk_sgmat::MatRef::new(&a, m, k),
-            vk_sgmat::MatRef::new(&b, k, n),
-            vk_sgmat::MatMut::new(&mut c, m, n),
-        )
-        .unwrap();
+        let c: Vec<i32> = constant_gemm(ctx, -128i8, (m, n, k));
         assert!(c.iter().all(|&v| v == 16384 * k as i32), "i8 k={k}: {:?}", &c[..4]);
-        let a = vec![255u8; m * k];
-        let b = vec![255u8; k * n];
-        let mut c = vec![0u32; m * n];
-        ctx.gemm(
-            vk_sgmat::MatRef::new(&a, m, k),
-            vk_sgmat::MatRef::new(&b, k, n),
-            vk_sgmat::MatMut::new(&mut c, m, n),
-        )
-        .unwrap();
+        let c: Vec<u32> = constant_gemm(ctx, 255u8, (m, n, k));
         assert!(c.iter().all(|&v| v == 65025 * k as u32), "u8 k={k}: {:?}", &c[..4]);
     }
     assert_no_validation_messages(ctx);
@@ -315,15 +316,7 @@ fn integer_accumulation_wraps_modulo_2_pow_32() {
     let ctx = context();
     let (m, n) = (3, 5);
     let k = 66_100;
-    let a = vec![255u8; m * k];
-    let b = vec![255u8; k * n];
-    let mut c = vec![0u32; m * n];
-    ctx.gemm(
-        vk_sgmat::MatRef::new(&a, m, k),
-        vk_sgmat::MatRef::new(&b, k, n),
-        vk_sgmat::MatMut::new(&mut c, m, n),
-    )
-    .unwrap();
+    let c: Vec<u32> = constant_gemm(ctx, 255u8, (m, n, k));
     let exact: u64 = 65025 * k as u64;
     assert!(exact > u64::from(u32::MAX));
     assert!(
@@ -331,15 +324,7 @@ fn integer_accumulation_wraps_modulo_2_pow_32() {
         "u8: {c:?}, want {exact} mod 2^32"
     );
     let k = 131_100;
-    let a = vec![-128i8; m * k];
-    let b = vec![-128i8; k * n];
-    let mut c = vec![0i32; m * n];
-    ctx.gemm(
-        vk_sgmat::MatRef::new(&a, m, k),
-        vk_sgmat::MatRef::new(&b, k, n),
-        vk_sgmat::MatMut::new(&mut c, m, n),
-    )
-    .unwrap();
+    let c: Vec<i32> = constant_gemm(ctx, -128i8, (m, n, k));
     let exact: i64 = 16384 * k as i64;
     assert!(exact > i64::from(i32::MAX));
     assert!(c.iter().all(|&v| v == exact as i32), "i8: {c:?}, want {exact} wrapped");
