@@ -75,7 +75,7 @@ pub use device::DeviceSelector;
 pub use error::{Error, Result};
 pub use kernel::Probe;
 pub use peak::{FillResult, PeakResult};
-pub use plan::MAX_DIM;
+pub use plan::{ComputeMode, MAX_DIM};
 pub use stream::{Download, Stream};
 pub use submit::Ticket;
 pub use tiling::Layout;

@@ -83,10 +83,10 @@ impl<'c> Stream<'c> {
     /// the caller's [`BufferMatrix`](crate::BufferMatrix), whose buffers the caller keeps alive
     /// and orders against other streams; C in either storage order). Shapes,
     /// types and options are checked now; an error leaves the stream as it was.
-    pub fn gemm<TA: Element, TC: Element>(
+    pub fn gemm<TA: Element, TB: Element, TC: Element>(
         &mut self,
         a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TB>,
         c: &mut impl DeviceOperand<TC>,
         options: &GemmOptions,
     ) -> Result<()> {

@@ -73,9 +73,9 @@ pub fn random_vec<T: Element>(rng: &mut Rng, len: usize) -> Vec<T> {
 /// The reference result for the listed rows of C: `alpha * A*B + beta * C_in`, in f64, with the
 /// magnitude `|alpha| |A||B| + |beta| |C_in|` of each element. `c_in` is row-major with `ldc`.
 #[allow(clippy::type_complexity)]
-pub fn reference<TA: Element, TC: Element>(
+pub fn reference<TA: Element, TB: Element, TC: Element>(
     a: &MatRef<'_, TA>,
-    b: &MatRef<'_, TA>,
+    b: &MatRef<'_, TB>,
     c_in: Option<(&[TC], usize)>,
     alpha: f64,
     beta: f64,
@@ -172,6 +172,21 @@ pub fn compare<TC: Element>(
     magnitude: &[f64],
     k: usize,
 ) -> Check {
+    compare_rounded(c, ldc, n, rows, (expected, magnitude), k, 0.0)
+}
+
+/// [`compare`] for a GEMM whose operands were rounded to a type of unit roundoff `input_u` on
+/// the way to the matrix units: each product then carries a relative error of at most about
+/// `2 * input_u`, so the bound grows by `2 * input_u` (relative to the magnitude `sum |a||b|`).
+pub fn compare_rounded<TC: Element>(
+    c: &[TC],
+    ldc: usize,
+    n: usize,
+    rows: &[usize],
+    (expected, magnitude): (&[f64], &[f64]),
+    k: usize,
+    input_u: f64,
+) -> Check {
     let exact = !TC::TYPE.is_float();
     let (mut diff2, mut mag2) = (0.0f64, 0.0f64);
     let mut mismatches = 0;
@@ -199,7 +214,11 @@ pub fn compare<TC: Element>(
     } else {
         diff2.sqrt()
     };
-    let tolerance = if exact { 0.0 } else { tolerance(TC::TYPE, k) };
+    let tolerance = if exact {
+        0.0
+    } else {
+        tolerance(TC::TYPE, k) + 2.0 * input_u + input_u * input_u
+    };
     let passed = mismatches == 0 && (exact || rel_error <= tolerance);
     if !passed && first_bad.is_none() {
         // Find the worst element to report.
@@ -256,18 +275,40 @@ pub fn random_matrix<T: Element>(
 /// Runs one GEMM on random inputs (fresh from `rng`) and checks it: C starts random (so beta is
 /// exercised), every row is checked when `m * n <= full_limit`, else 256 sampled rows.
 #[allow(clippy::too_many_arguments)]
-pub fn run_random_gemm<TA: Element, TC: Element>(
+pub fn run_random_gemm<TA: Element, TB: Element, TC: Element>(
     ctx: &crate::Context,
     rng: &mut Rng,
-    (m, n, k): (usize, usize, usize),
+    shape: (usize, usize, usize),
     (la, lb): (Layout, Layout),
     extra_ld: usize,
     options: &crate::GemmOptions,
     full_limit: usize,
 ) -> crate::Result<Check> {
+    run_random_gemm_c::<TA, TB, TC>(
+        ctx,
+        rng,
+        shape,
+        (la, lb, Layout::RowMajor),
+        extra_ld,
+        options,
+        full_limit,
+    )
+}
+
+/// [`run_random_gemm`] with C stored `lc` (column-major C is checked through its transpose).
+#[allow(clippy::too_many_arguments)]
+pub fn run_random_gemm_c<TA: Element, TB: Element, TC: Element>(
+    ctx: &crate::Context,
+    rng: &mut Rng,
+    (m, n, k): (usize, usize, usize),
+    (la, lb, lc): (Layout, Layout, Layout),
+    extra_ld: usize,
+    options: &crate::GemmOptions,
+    full_limit: usize,
+) -> crate::Result<Check> {
     let (a, lda) = random_matrix::<TA>(rng, m, k, la, extra_ld);
-    let (b, ldb) = random_matrix::<TA>(rng, k, n, lb, extra_ld);
-    let (c_in, ldc) = random_matrix::<TC>(rng, m, n, Layout::RowMajor, extra_ld);
+    let (b, ldb) = random_matrix::<TB>(rng, k, n, lb, extra_ld);
+    let (c_in, ldc) = random_matrix::<TC>(rng, m, n, lc, extra_ld);
     let am = MatRef {
         data: &a,
         rows: m,
@@ -283,10 +324,48 @@ pub fn run_random_gemm<TA: Element, TC: Element>(
         ld: ldb,
     };
     let mut c = c_in.clone();
-    ctx.gemm_with(am, bm, crate::MatMut::new(&mut c, m, n).with_ld(ldc), options)?;
+    let cm = crate::MatMut {
+        data: &mut c,
+        rows: m,
+        cols: n,
+        layout: lc,
+        ld: ldc,
+    };
+    ctx.gemm_with(am, bm, cm, options)?;
+    // The reference and the comparison read C row-major: dense copies of the old and new C.
+    let view = |data: &[TC]| {
+        let src = MatRef {
+            data,
+            rows: m,
+            cols: n,
+            layout: lc,
+            ld: ldc,
+        };
+        (0..m * n).map(|i| data[src.index(i / n, i % n)]).collect::<Vec<TC>>()
+    };
+    let (c_in, c) = (view(&c_in), view(&c));
     let rows = rows_to_check(m, n, full_limit, 256, rng);
-    let (expected, magnitude) = reference(&am, &bm, Some((&c_in, ldc)), options.alpha, options.beta, &rows);
-    Ok(compare(&c, ldc, n, &rows, &expected, &magnitude, k))
+    let (expected, magnitude) = reference(&am, &bm, Some((&c_in, n)), options.alpha, options.beta, &rows);
+    Ok(compare_rounded(
+        &c,
+        n,
+        n,
+        &rows,
+        (&expected, &magnitude),
+        k,
+        input_roundoff(TA::TYPE, TB::TYPE, options.compute)?,
+    ))
+}
+
+/// The unit roundoff of what A and B are rounded to on their way to the matrix units (0 when
+/// neither is rounded).
+pub fn input_roundoff(a: ComponentType, b: ComponentType, mode: crate::ComputeMode) -> crate::Result<f64> {
+    let route = crate::plan::route(a, b, mode)?;
+    Ok(if route.loads.contains(&crate::kernel::Load::Round) {
+        unit_roundoff(route.component)
+    } else {
+        0.0
+    })
 }
 
 #[cfg(test)]

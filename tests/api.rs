@@ -173,7 +173,7 @@ fn device_resident_matrices_run_many_gemms() {
     let mut c = vec![f32::NAN; m * n];
     ctx.download(&dc, MatMut::new(&mut c, m, n)).unwrap();
     let rows: Vec<usize> = (0..m).collect();
-    let (expected, magnitude) = reference::<f16, f32>(&am, &bm, None, 3.0, 0.0, &rows);
+    let (expected, magnitude) = reference::<f16, f16, f32>(&am, &bm, None, 3.0, 0.0, &rows);
     let check = compare(&c, n, n, &rows, &expected, &magnitude, 3 * k);
     assert!(check.passed, "{check:?}");
     // Round trip of an input matrix.
@@ -185,7 +185,7 @@ fn device_resident_matrices_run_many_gemms() {
     ctx.gemm_device(&da, &db, &mut col_c, &GemmOptions::default()).unwrap();
     let mut ct = vec![f32::NAN; n * m];
     ctx.download(&col_c, MatMut::new(&mut ct, n, m)).unwrap();
-    let (once, magnitude1) = reference::<f16, f32>(&am, &bm, None, 1.0, 0.0, &rows);
+    let (once, magnitude1) = reference::<f16, f16, f32>(&am, &bm, None, 1.0, 0.0, &rows);
     let c_rows: Vec<f32> = (0..m * n).map(|idx| ct[(idx % n) * m + idx / n]).collect();
     let check = compare(&c_rows, n, n, &rows, &once, &magnitude1, k);
     assert!(check.passed, "column-major C: {check:?}");
@@ -218,7 +218,7 @@ fn multi_pass_plans_are_correct() {
     for (i, l) in layouts.into_iter().enumerate() {
         let shape = [(130, 150, 70), (67, 200, 45), (150, 66, 91), (97, 97, 97)][i];
         let plan = ctx
-            .plan_gemm::<f16, f32>(shape.0, shape.1, shape.2, l, &GemmOptions::default())
+            .plan_gemm::<f16, f16, f32>(shape.0, shape.1, shape.2, l, &GemmOptions::default())
             .unwrap();
         let passes = plan.gemm_dispatches().count();
         assert!(passes > 1, "{shape:?} {l:?}: expected a multi-pass plan, got {passes}");
@@ -230,10 +230,10 @@ fn multi_pass_plans_are_correct() {
                 ..Default::default()
             },
         ] {
-            let check = run_case::<f16, f32>(&ctx, &mut rng, shape, l, 5, &opts);
+            let check = run_case::<f16, f16, f32>(&ctx, &mut rng, shape, l, 5, &opts);
             assert!(check.passed, "{shape:?} {l:?} {opts:?}: {check:?}");
         }
-        let check = run_case::<i8, i32>(
+        let check = run_case::<i8, i8, i32>(
             &ctx,
             &mut rng,
             shape,
@@ -248,7 +248,7 @@ fn multi_pass_plans_are_correct() {
     }
     // Column-major A with a long K: only chunks along K shrink its window.
     let plan = ctx
-        .plan_gemm::<f16, f32>(
+        .plan_gemm::<f16, f16, f32>(
             16,
             16,
             4000,
@@ -261,7 +261,7 @@ fn multi_pass_plans_are_correct() {
         "a long K must be split into accumulating passes"
     );
     // Row-major A whose 16 rows of K = 4000 exceed the range cannot be split: a typed error.
-    let e = ctx.plan_gemm::<f16, f32>(
+    let e = ctx.plan_gemm::<f16, f16, f32>(
         16,
         16,
         4000,
@@ -269,7 +269,7 @@ fn multi_pass_plans_are_correct() {
         &GemmOptions::default(),
     );
     assert!(matches!(e, Err(Error::TooLarge(_))), "{e:?}");
-    let check = run_case::<f16, f32>(
+    let check = run_case::<f16, f16, f32>(
         &ctx,
         &mut rng,
         (16, 16, 4000),
@@ -321,7 +321,7 @@ fn autotune_stores_and_reuses_winners() {
             std::fs::write(&path, text).unwrap();
         }
         let ctx = make();
-        let check = run_case::<f16, f32>(&ctx, &mut rng, (100, 90, 70), layouts, 0, &GemmOptions::default());
+        let check = run_case::<f16, f16, f32>(&ctx, &mut rng, (100, 90, 70), layouts, 0, &GemmOptions::default());
         assert!(check.passed, "{old:?}: {check:?}");
         assert!(
             ctx.pipeline_count() >= 2,
@@ -344,11 +344,11 @@ fn autotune_stores_and_reuses_winners() {
     // Another shape of the same bucket, in a new context: the stored winner, no timing.
     let ctx = make();
     let key = ctx
-        .plan_gemm::<f16, f32>(120, 70, 100, layouts, &GemmOptions::default())
+        .plan_gemm::<f16, f16, f32>(120, 70, 100, layouts, &GemmOptions::default())
         .unwrap()
         .main_kernel();
     assert_eq!(Some(key.scheme), stored);
-    let check = run_case::<f16, f32>(&ctx, &mut rng, (120, 70, 100), layouts, 0, &GemmOptions::default());
+    let check = run_case::<f16, f16, f32>(&ctx, &mut rng, (120, 70, 100), layouts, 0, &GemmOptions::default());
     assert!(check.passed, "{check:?}");
     assert_eq!(ctx.pipeline_count(), 1, "a stored winner needs no timing");
     assert_no_validation_messages(&ctx);
@@ -388,7 +388,7 @@ fn workgroup_scope_schemes_run_where_offered_and_are_refused_elsewhere() {
                 (Layout::RowMajor, Layout::RowMajor),
                 (Layout::ColMajor, Layout::ColMajor),
             ] {
-                let check = run_case::<f16, f32>(ctx, &mut rng, (131, 67, 37), layouts, 3, &options);
+                let check = run_case::<f16, f16, f32>(ctx, &mut rng, (131, 67, 37), layouts, 3, &options);
                 assert!(check.passed, "{} {layouts:?}: {check:?}", scheme.name());
             }
         }

@@ -59,7 +59,7 @@ fn sweep<TA: Element, TC: Element>() {
     shapes.extend(RECT);
     for &shape in &shapes {
         for layouts in LAYOUTS {
-            let check = run_case::<TA, TC>(ctx, &mut rng, shape, layouts, 0, &GemmOptions::default());
+            let check = run_case::<TA, TA, TC>(ctx, &mut rng, shape, layouts, 0, &GemmOptions::default());
             if !check.passed {
                 failures.push(format!("{shape:?} {layouts:?}: {check:?}"));
             }
@@ -99,7 +99,7 @@ fn epilogues<TA: Element, TC: Element>() {
                 beta,
                 ..Default::default()
             };
-            let check = run_case::<TA, TC>(ctx, &mut rng, shape, layouts, 3, &options);
+            let check = run_case::<TA, TA, TC>(ctx, &mut rng, shape, layouts, 3, &options);
             if !check.passed {
                 failures.push(format!("alpha={alpha} beta={beta} {shape:?} {layouts:?}: {check:?}"));
             }
@@ -203,7 +203,7 @@ fn double_buffered_scheme_is_correct() {
                         beta: 0.5,
                         ..Default::default()
                     };
-                    run_case::<f16, f32>(ctx, &mut rng, shape, layouts, 1, &opts)
+                    run_case::<f16, f16, f32>(ctx, &mut rng, shape, layouts, 1, &opts)
                 } else {
                     let config = ctx.choose_config(ComponentType::I8, ComponentType::I32, None).unwrap();
                     let scheme = ctx.schemes(&config)[0]
@@ -213,7 +213,7 @@ fn double_buffered_scheme_is_correct() {
                         scheme: Some(scheme),
                         ..Default::default()
                     };
-                    run_case::<i8, i32>(ctx, &mut rng, shape, layouts, 0, &opts)
+                    run_case::<i8, i8, i32>(ctx, &mut rng, shape, layouts, 0, &opts)
                 };
                 assert!(check.passed, "{shape:?} {layouts:?}: {check:?}");
             }
@@ -256,7 +256,7 @@ fn grouped_raster_is_correct() {
                 scheme: Some(scheme),
                 ..Default::default()
             };
-            let check = run_case::<f16, f32>(ctx, &mut rng, shape, layouts, 0, &opts);
+            let check = run_case::<f16, f16, f32>(ctx, &mut rng, shape, layouts, 0, &opts);
             assert!(check.passed, "{shape:?} {layouts:?}: {check:?}");
         }
     }
@@ -279,15 +279,15 @@ fn split_k_is_correct() {
                 ..Default::default()
             };
             let plan = ctx
-                .plan_gemm::<f16, f32>(shape.0, shape.1, shape.2, layouts, &opts)
+                .plan_gemm::<f16, f16, f32>(shape.0, shape.1, shape.2, layouts, &opts)
                 .unwrap();
             assert!(
                 plan.is_split_k() && plan.gemm_dispatches().count() >= 2,
                 "{shape:?}: split-K {split_k} should give several slices"
             );
-            let check = run_case::<f16, f32>(ctx, &mut rng, shape, layouts, 2, &opts);
+            let check = run_case::<f16, f16, f32>(ctx, &mut rng, shape, layouts, 2, &opts);
             assert!(check.passed, "f16->f32 {shape:?} split {split_k}: {check:?}");
-            let check = run_case::<f16, f16>(ctx, &mut rng, shape, layouts, 0, &opts);
+            let check = run_case::<f16, f16, f16>(ctx, &mut rng, shape, layouts, 0, &opts);
             assert!(check.passed, "f16->f16 {shape:?} split {split_k}: {check:?}");
             let iopts = GemmOptions {
                 split_k: Some(split_k),
@@ -295,13 +295,13 @@ fn split_k_is_correct() {
                 beta: 2.0,
                 ..Default::default()
             };
-            let check = run_case::<i8, i32>(ctx, &mut rng, shape, layouts, 1, &iopts);
+            let check = run_case::<i8, i8, i32>(ctx, &mut rng, shape, layouts, 1, &iopts);
             assert!(check.passed, "i8->i32 {shape:?} split {split_k}: {check:?}");
             let uopts = GemmOptions {
                 split_k: Some(split_k),
                 ..Default::default()
             };
-            let check = run_case::<u8, u32>(ctx, &mut rng, shape, layouts, 0, &uopts);
+            let check = run_case::<u8, u8, u32>(ctx, &mut rng, shape, layouts, 0, &uopts);
             assert!(check.passed, "u8->u32 {shape:?} split {split_k}: {check:?}");
         }
     }

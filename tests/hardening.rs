@@ -41,7 +41,7 @@ proptest! {
         let options = GemmOptions { scheme: Some(scheme), beta: 1.0, ..Default::default() };
         let layouts = (Layout::RowMajor, if b_col { Layout::ColMajor } else { Layout::RowMajor });
         let mut rng = Rng::new(Rng::fresh_seed());
-        match run_random_gemm::<i8, i32>(ctx, &mut rng, shape, layouts, 0, &options, usize::MAX) {
+        match run_random_gemm::<i8, i8, i32>(ctx, &mut rng, shape, layouts, 0, &options, usize::MAX) {
             Ok(check) => prop_assert!(check.passed, "{} {shape:?}: {check:?}", scheme.name()),
             Err(e) => prop_assert!(matches!(e, Error::InvalidTileScheme(_)), "{}: {e}", scheme.name()),
         }
@@ -70,7 +70,7 @@ fn damaged_autotune_entries_are_dropped_and_retuned() {
     let shape = (70, 60, 50);
     let run = |ctx: &Context, rng: &mut Rng| {
         let check =
-            run_random_gemm::<f16, f32>(ctx, rng, shape, layouts, 0, &GemmOptions::default(), usize::MAX).unwrap();
+            run_random_gemm::<f16, f16, f32>(ctx, rng, shape, layouts, 0, &GemmOptions::default(), usize::MAX).unwrap();
         assert!(check.passed, "{check:?}");
         assert_no_validation_messages(ctx);
     };

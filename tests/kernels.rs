@@ -5,7 +5,7 @@ mod common;
 
 use vk_sgmat::config::{ComponentType::*, GPUSubgroupMatrixConfig};
 use vk_sgmat::device::DeviceLimits;
-use vk_sgmat::kernel::{generate, Epilogue, KernelKey, Probe};
+use vk_sgmat::kernel::{generate, Epilogue, KernelKey, Load, Probe};
 use vk_sgmat::tiling::{candidate_schemes, KernelScope, Layout, TileScheme};
 
 fn cfg(m: u32, n: u32, k: u32, ab: vk_sgmat::ComponentType, r: vk_sgmat::ComponentType) -> GPUSubgroupMatrixConfig {
@@ -60,6 +60,12 @@ fn h200_configs() -> Vec<GPUSubgroupMatrixConfig> {
 }
 
 const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
+const LOADS: [[Load; 2]; 4] = [
+    [Load::Native, Load::Native],
+    [Load::Round, Load::Native],
+    [Load::Native, Load::Round],
+    [Load::Round, Load::Round],
+];
 const EPILOGUES: [Epilogue; 4] = [
     Epilogue {
         alpha: false,
@@ -97,6 +103,7 @@ fn validate_all(configs: &[GPUSubgroupMatrixConfig], limits: &DeviceLimits, cpu:
                             a_layout,
                             b_layout,
                             epilogue,
+                            loads: Default::default(),
                             probe: Probe::Full,
                         };
                         let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -157,6 +164,7 @@ fn every_h200_scheme_passes_spirv_val() {
                         a_layout,
                         b_layout,
                         epilogue: Epilogue::default(),
+                        loads: Default::default(),
                         probe: Probe::Full,
                     };
                     let words = generate(&key).unwrap();
@@ -185,6 +193,12 @@ fn double_buffered_and_tuning_kernels_pass_spirv_val() {
                 epilogue: Epilogue {
                     alpha: true,
                     beta: true,
+                },
+                // f16 configs take turns at every way of loading A and B (f32 stored and rounded).
+                loads: if config.component_type == F16 && scheme.scope() == KernelScope::Subgroup {
+                    LOADS[n % LOADS.len()]
+                } else {
+                    Default::default()
                 },
                 probe: Probe::Full,
             };
@@ -235,6 +249,7 @@ fn workgroup_scope_kernels_pass_spirv_val() {
                             a_layout,
                             b_layout,
                             epilogue,
+                            loads: Default::default(),
                             probe: Probe::Full,
                         };
                         let words = generate(&key).unwrap();
@@ -263,6 +278,7 @@ fn probe_kernels_pass_spirv_val() {
                 a_layout: Layout::RowMajor,
                 b_layout: Layout::RowMajor,
                 epilogue: Epilogue::default(),
+                loads: Default::default(),
                 probe,
             };
             let words = generate(&key).unwrap();
@@ -338,6 +354,7 @@ fn golden_disassembly() {
             a_layout,
             b_layout,
             epilogue,
+            loads: Default::default(),
             probe: Probe::Full,
         })
         .collect();
@@ -359,6 +376,7 @@ fn golden_disassembly() {
             alpha: false,
             beta: true,
         },
+        loads: Default::default(),
         probe: Probe::Full,
     });
     let mut mismatches = Vec::new();

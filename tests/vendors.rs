@@ -153,6 +153,7 @@ fn check_vendor(name: &str, list: &[RawMatrixProperty], limits: &[DeviceLimits],
                         a_layout,
                         b_layout,
                         epilogue,
+                        loads: Default::default(),
                         probe: Probe::Full,
                     };
                     let words = generate(&key).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -33,10 +33,10 @@ fn host_view<'a, T: Element>(a: &'a ArrayView2<'_, T>, copy: &'a mut Option<Arra
 impl Context {
     /// `c = alpha * a * b + beta * c` on ndarray views (see the module docs for which views are
     /// used in place and which are copied).
-    pub fn gemm_arrays<TA: Element, TC: Element>(
+    pub fn gemm_arrays<TA: Element, TB: Element, TC: Element>(
         &self,
         a: ArrayView2<'_, TA>,
-        b: ArrayView2<'_, TA>,
+        b: ArrayView2<'_, TB>,
         mut c: ArrayViewMut2<'_, TC>,
         options: &GemmOptions,
     ) -> Result<()> {

@@ -14,12 +14,14 @@ use crate::error::{Error, Result};
 use crate::kernel::KernelKey;
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
-use crate::plan::{check_shapes, device_ld, device_problem, DispatchLimits, GemmPlan, PlanRequest, Problem, SplitK};
+use crate::plan::{
+    check_shapes, device_ld, device_problem, route, DispatchLimits, GemmPlan, PlanRequest, Problem, SplitK,
+};
 use crate::record::{record_plan, Access, Bindings, Recording};
 use crate::submit::StreamCore;
 use crate::tiling::{
-    candidate_schemes, pick_scheme, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout,
-    TileScheme,
+    candidate_schemes, pick_scheme, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates,
+    KernelScope, Layout, TileScheme,
 };
 use crate::tune::TuneCache;
 use rustc_hash::FxHashMap;
@@ -197,6 +199,25 @@ impl Context {
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
     }
 
+    /// [`Context::choose_scheme`] among the subgroup-scope schemes alone.
+    pub(crate) fn choose_subgroup_scheme(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        m: usize,
+        n: usize,
+    ) -> Result<TileScheme> {
+        let lists = self.scheme_lists(config);
+        let subgroup: Vec<TileScheme> = lists
+            .ordered
+            .iter()
+            .copied()
+            .filter(|s| s.scope() == KernelScope::Subgroup)
+            .collect();
+        pick_scheme(&subgroup, lists.small, config, (m, n), self.is_cpu()).ok_or_else(|| {
+            Error::InvalidTileScheme(format!("no subgroup-scope tile scheme fits {config} on this device"))
+        })
+    }
+
     /// [`Context::choose_scheme`]'s candidates for `config`, built once per context.
     fn scheme_lists(&self, config: &GPUSubgroupMatrixConfig) -> Arc<SchemeLists> {
         let mut map = self.scheme_lists.lock().unwrap_or_else(|e| e.into_inner());
@@ -298,11 +319,12 @@ impl Context {
         Ok(())
     }
 
-    /// `c = a * b` on host matrices.
-    pub fn gemm<TA: Element, TC: Element>(
+    /// `c = a * b` on host matrices. A and B take the same type, or a 16-bit float and f32
+    /// (see [`route`](crate::plan::route) and [`GemmOptions::compute`]).
+    pub fn gemm<TA: Element, TB: Element, TC: Element>(
         &self,
         a: MatRef<'_, TA>,
-        b: MatRef<'_, TA>,
+        b: MatRef<'_, TB>,
         c: MatMut<'_, TC>,
     ) -> Result<()> {
         self.gemm_with(a, b, c, &GemmOptions::default())
@@ -314,10 +336,10 @@ impl Context {
     /// modulo 2^32** when a sum leaves the result type's range, as cuBLAS's integer GEMMs do;
     /// alpha and beta are applied in the same 32-bit arithmetic. With 8-bit inputs no sum can
     /// wrap while K <= 66_051 (u8 -> u32) or K <= 131_071 (i8 -> i32).
-    pub fn gemm_with<TA: Element, TC: Element>(
+    pub fn gemm_with<TA: Element, TB: Element, TC: Element>(
         &self,
         a: MatRef<'_, TA>,
-        b: MatRef<'_, TA>,
+        b: MatRef<'_, TB>,
         c: MatMut<'_, TC>,
         options: &GemmOptions,
     ) -> Result<()> {
@@ -330,12 +352,12 @@ impl Context {
             return self.gemm_with(b.t(), a.t(), c.t(), options);
         }
         let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
-        let plan = self.plan_gemm::<TA, TC>(m, n, k, (a.layout, b.layout), options)?;
+        let plan = self.plan_gemm::<TA, TB, TC>(m, n, k, (a.layout, b.layout), options)?;
 
         // Everything is validated; now move data and run, in one submission.
         let p = plan.problem;
         let a_bytes = bytes_of_layout(a.rows, a.cols, a.layout, p.lda, size_of::<TA>());
-        let b_bytes = bytes_of_layout(b.rows, b.cols, b.layout, p.ldb, size_of::<TA>());
+        let b_bytes = bytes_of_layout(b.rows, b.cols, b.layout, p.ldb, size_of::<TB>());
         let c_bytes = bytes_of_layout(c.rows, c.cols, Layout::RowMajor, p.ldc, size_of::<TC>());
         let a_dev = self.pool.take(a_bytes, BufferKind::Storage)?;
         let b_dev = self.pool.take(b_bytes, BufferKind::Storage)?;
@@ -371,10 +393,10 @@ impl Context {
 
     /// `c = alpha * a * b + beta * c` on device-resident matrices ([`DeviceMatrix`] or the
     /// caller's [`BufferMatrix`](crate::BufferMatrix); C in either storage order).
-    pub fn gemm_device<TA: Element, TC: Element>(
+    pub fn gemm_device<TA: Element, TB: Element, TC: Element>(
         &self,
         a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TB>,
         c: &mut impl DeviceOperand<TC>,
         options: &GemmOptions,
     ) -> Result<()> {
@@ -456,10 +478,10 @@ impl Context {
     }
 
     /// Checks that device operands belong to this context, then plans.
-    pub(crate) fn plan_device<TA: Element, TC: Element>(
+    pub(crate) fn plan_device<TA: Element, TB: Element, TC: Element>(
         &self,
         a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TB>,
         c: &impl DeviceOperand<TC>,
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
@@ -469,7 +491,7 @@ impl Context {
                 self.check_owned(buffer)?;
             }
         }
-        self.plan::<TA, TC>(a, b, c, options)
+        self.plan(a, b, c, [TA::TYPE, TB::TYPE, TC::TYPE], options)
     }
 
     pub(crate) fn check_owned(&self, buffer: &Buffer) -> Result<()> {
@@ -480,6 +502,31 @@ impl Context {
                 "a device matrix from another context was passed".into(),
             ))
         }
+    }
+
+    /// A zeroed-layout matrix of `t` elements in a new buffer, as the planner sees it (without
+    /// an owner: the caller holds the buffer).
+    pub(crate) fn alloc_placed(
+        &self,
+        rows: usize,
+        cols: usize,
+        layout: Layout,
+        t: ComponentType,
+    ) -> Result<(Arc<Buffer>, Placed<'static>)> {
+        let es = t.size_bytes() as usize;
+        let ld = device_ld(layout.outer_inner(rows, cols).1, es);
+        let bytes = bytes_of_layout(rows, cols, layout, ld, es);
+        let buffer = Arc::new(Buffer::new(&self.device, bytes, BufferKind::Storage)?);
+        let placed = Placed {
+            rows,
+            cols,
+            layout,
+            ld,
+            offset: 0,
+            raw: buffer.raw(),
+            owned: None,
+        };
+        Ok((buffer, placed))
     }
 
     pub(crate) fn alloc_matrix<T: Element>(&self, rows: usize, cols: usize, layout: Layout) -> Result<DeviceMatrix<T>> {
@@ -499,27 +546,29 @@ impl Context {
 
     /// Validates shapes, types and scalars; chooses config and scheme; plans; creates the
     /// pipelines the plan needs, so a failure surfaces before anything is submitted.
-    fn plan<TA: Element, TC: Element>(
+    pub(crate) fn plan(
         &self,
         a: Placed<'_>,
         b: Placed<'_>,
         c: Placed<'_>,
+        [ta, tb, tc]: [ComponentType; 3],
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
         let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
         if c.layout == Layout::ColMajor {
             // A column-major C is a row-major C^T = B^T A^T over the same memory.
-            let mut plan = self.plan::<TA, TC>(b.t(), a.t(), c.t(), options)?;
+            let mut plan = self.plan(b.t(), a.t(), c.t(), [tb, ta, tc], options)?;
             plan.transposed = true;
             return Ok(plan);
         }
-        let config = self.choose_config(TA::TYPE, TC::TYPE, options.shape)?;
+        let route = route(ta, tb, options.compute)?;
+        let config = self.choose_config(route.component, tc, options.shape)?;
         let scheme = match options.scheme {
             Some(s) => {
                 s.check_device(&config, self.device.info())?;
                 s
             }
-            None => self.scheme_for::<TA, TC>(&config, (m, n, k), (a.layout, b.layout))?,
+            None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), route.loads)?,
         };
         let request = PlanRequest {
             problem: Problem {
@@ -531,12 +580,14 @@ impl Context {
                 lda: a.ld,
                 ldb: b.ld,
                 ldc: c.ld,
-                ab_bytes: size_of::<TA>(),
-                c_bytes: size_of::<TC>(),
+                a_bytes: ta.size_bytes() as usize,
+                b_bytes: tb.size_bytes() as usize,
+                c_bytes: tc.size_bytes() as usize,
                 offsets: [a.offset, b.offset, c.offset],
             },
             config,
             scheme,
+            loads: route.loads,
             alpha: options.alpha,
             beta: options.beta,
             split_k: match options.split_k {
@@ -558,7 +609,7 @@ impl Context {
 
     /// The plan a GEMM of this shape would run: its kernels, passes and dispatches. For
     /// inspection and benchmarks.
-    pub fn plan_gemm<TA: Element, TC: Element>(
+    pub fn plan_gemm<TA: Element, TB: Element, TC: Element>(
         &self,
         m: usize,
         n: usize,
@@ -567,7 +618,7 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
         // vk-sgmat's own layout of the three matrices (device_problem's leading dimensions).
-        let p = device_problem((m, n, k), layouts, (size_of::<TA>(), size_of::<TC>()));
+        let p = device_problem((m, n, k), layouts, (size_of::<TA>(), size_of::<TB>(), size_of::<TC>()));
         let host = |rows, cols, layout, ld| Placed {
             rows,
             cols,
@@ -578,7 +629,8 @@ impl Context {
             owned: None,
         };
         let (a, b) = (host(m, k, layouts.0, p.lda), host(k, n, layouts.1, p.ldb));
-        self.plan::<TA, TC>(a, b, host(m, n, Layout::RowMajor, p.ldc), options)
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        self.plan(a, b, host(m, n, Layout::RowMajor, p.ldc), types, options)
     }
 }
 

@@ -25,11 +25,11 @@ impl Context {
     /// recording state, outside a render pass, for a queue family with compute; the context must
     /// outlive its execution. vk-sgmat's matrices used here must not be written by the context's
     /// streams or blocking calls while it runs (the caller orders them).
-    pub unsafe fn record_gemm<TA: Element, TC: Element>(
+    pub unsafe fn record_gemm<TA: Element, TB: Element, TC: Element>(
         &self,
         cmd: ash::vk::CommandBuffer,
         a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TB>,
         c: &mut impl DeviceOperand<TC>,
         options: &GemmOptions,
     ) -> Result<RecordedGemm> {

@@ -14,7 +14,7 @@ pub use context::{Context, MAX_SPLIT_K};
 pub use interop::RecordedGemm;
 pub(crate) use matrix::{check_download_target, check_matrix, unpack};
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
-pub(crate) use operand::placed;
+pub(crate) use operand::{placed, Placed};
 pub use operand::{BufferMatrix, DeviceOperand};
 pub use options::{ContextOptions, GemmOptions};
 
@@ -36,6 +36,10 @@ pub fn default_context() -> Result<Arc<Context>> {
 }
 
 /// `c = a * b` on the default context.
-pub fn gemm<TA: Element, TC: Element>(a: MatRef<'_, TA>, b: MatRef<'_, TA>, c: MatMut<'_, TC>) -> Result<()> {
+pub fn gemm<TA: Element, TB: Element, TC: Element>(
+    a: MatRef<'_, TA>,
+    b: MatRef<'_, TB>,
+    c: MatMut<'_, TC>,
+) -> Result<()> {
     default_context()?.gemm(a, b, c)
 }

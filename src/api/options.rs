@@ -1,7 +1,7 @@
 //! Settings: [`GemmOptions`] per call, [`ContextOptions`] per context. Each field says its default.
 
 use crate::device::DeviceSelector;
-use crate::plan::DispatchLimits;
+use crate::plan::{ComputeMode, DispatchLimits};
 use crate::tiling::TileScheme;
 use std::path::PathBuf;
 
@@ -21,6 +21,9 @@ pub struct GemmOptions {
     /// it off; at most [`MAX_SPLIT_K`](crate::MAX_SPLIT_K). Ignored when the problem already
     /// needs several passes for the device's limits.
     pub split_k: Option<u32>,
+    /// How f32 operands are multiplied; default [`ComputeMode::Accurate`] (f32-level accuracy).
+    /// Ignored for 16-bit and integer operands.
+    pub compute: ComputeMode,
 }
 
 impl Default for GemmOptions {
@@ -31,6 +34,7 @@ impl Default for GemmOptions {
             shape: None,
             scheme: None,
             split_k: None,
+            compute: ComputeMode::default(),
         }
     }
 }

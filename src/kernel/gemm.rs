@@ -18,7 +18,8 @@
 //! shared memory and masked scalar stores (decided per workgroup, so barriers stay uniform).
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
-use super::{KernelKey, Probe};
+use super::{KernelKey, Load, Probe};
+use crate::config::ComponentType;
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
 use rspirv::spirv::{
     BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope,
@@ -51,8 +52,11 @@ struct Operand2d {
     shared: Word,
     unit_t: Word,
     unit_bytes: u32,
-    /// Register variables (Function) for the prefetched vectors.
-    regs: Vec<Word>,
+    /// Register variables (Function) for the prefetched vectors: per slot, the storage vectors
+    /// that hold its one shared vector (two for f32 storage narrowed to 16 bits).
+    regs: Vec<Vec<Word>>,
+    /// How the operand is stored and converted.
+    load: Load,
     /// Per copy slot: (outer row in tile, inner vector in tile, shared index in units).
     slots: Vec<(Word, Word, Word)>,
 }
@@ -185,12 +189,18 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         .collect();
     let a_per_thread = g.bm * g.bk * es / VECTOR_BYTES / g.threads;
     let b_per_thread = g.bn * g.bk * es / VECTOR_BYTES / g.threads;
-    let regs_a: Vec<Word> = (0..a_per_thread)
-        .map(|_| mb.b.variable(p_fn_uvec4, None, StorageClass::Function, None))
-        .collect();
-    let regs_b: Vec<Word> = (0..b_per_thread)
-        .map(|_| mb.b.variable(p_fn_uvec4, None, StorageClass::Function, None))
-        .collect();
+    let [load_a, load_b] = key.loads;
+    let mut regs = |per_thread: u32, load: Load| -> Vec<Vec<Word>> {
+        (0..per_thread)
+            .map(|_| {
+                (0..load.storage_vectors())
+                    .map(|_| mb.b.variable(p_fn_uvec4, None, StorageClass::Function, None))
+                    .collect()
+            })
+            .collect()
+    };
+    let regs_a = regs(a_per_thread, load_a);
+    let regs_b = regs(b_per_thread, load_b);
 
     let b = &mut mb;
     macro_rules! u {
@@ -254,6 +264,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         unit_bytes: unit_a,
         slots: slots(b, a_per_thread, a_inner, unit_a, pitch_a)?,
         regs: regs_a,
+        load: load_a,
     };
     let op_b = Operand2d {
         shared: sh_b,
@@ -261,6 +272,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         unit_bytes: unit_b,
         slots: slots(b, b_per_thread, b_inner, unit_b, pitch_b)?,
         regs: regs_b,
+        load: load_b,
     };
 
     // Zero accumulators: a one-constituent composite (splat), not OpConstantNull (Intel Mesa < 25.2).
@@ -269,7 +281,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         b.b.store(v, zero_acc, None, [])?;
     }
 
-    // Global -> register prefetch of one K step starting at `kb`.
+    // Global -> register prefetch of one K step starting at `kb`. Offsets and leading dimensions
+    // count 16-byte vectors of the stored type; a shared vector of f32 storage is two of them.
     let c_vw = u!(vw);
     let prefetch = |b: &mut ModuleBuilder,
                     op: &Operand2d,
@@ -281,30 +294,36 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
      -> BuildResult<()> {
         let (outer_base, outer_limit) = outer;
         let (inner_base, inner_limit) = inner;
-        let inner_base_vec = b.b.u_div(t_u32, None, inner_base, c_vw)?;
+        let parts = op.load.storage_vectors();
+        let inner_base_vec = b.div_u(inner_base, vw / parts)?;
         let row_base = b.b.i_add(t_u32, None, off, inner_base_vec)?;
         for (t, &(o, iv, _)) in op.slots.iter().enumerate() {
             let go = b.b.i_add(t_u32, None, outer_base, o)?;
             let iv_el = b.b.i_mul(t_u32, None, iv, c_vw)?;
             let gi = b.b.i_add(t_u32, None, inner_base, iv_el)?;
             let ok_o = b.b.u_less_than(t_bool, None, go, outer_limit)?;
-            let ok_i = b.b.u_less_than(t_bool, None, gi, inner_limit)?;
-            let ok = b.b.logical_and(t_bool, None, ok_o, ok_i)?;
             let row = b.b.i_mul(t_u32, None, go, ld)?;
             let idx = b.b.i_add(t_u32, None, row_base, row)?;
-            let idx = b.b.i_add(t_u32, None, idx, iv)?;
-            // Out-of-range vectors read the operand's first vector (always inside the binding)
-            // and are then replaced by zero: no access ever leaves the bound window.
-            let val = if key.probe == Probe::Unchecked {
-                let p = b.b.access_chain(p_sb_uvec4, None, buf, [c0, idx])?;
-                b.b.load(t_uvec4, None, p, None, [])?
-            } else {
-                let safe = b.b.select(t_u32, None, ok, idx, off)?;
-                let p = b.b.access_chain(p_sb_uvec4, None, buf, [c0, safe])?;
-                let val = b.b.load(t_uvec4, None, p, None, [])?;
-                b.b.select(t_uvec4, None, ok, val, zero_uvec4)?
-            };
-            b.b.store(op.regs[t], val, None, [])?;
+            let iv_st = b.mul_u(iv, parts)?;
+            let idx = b.b.i_add(t_u32, None, idx, iv_st)?;
+            for h in 0..parts {
+                let gi_h = b.add_u(gi, h * vw / parts)?;
+                let idx_h = b.add_u(idx, h)?;
+                let ok_i = b.b.u_less_than(t_bool, None, gi_h, inner_limit)?;
+                let ok = b.b.logical_and(t_bool, None, ok_o, ok_i)?;
+                // Out-of-range vectors read the operand's first vector (always inside the binding)
+                // and are then replaced by zero: no access ever leaves the bound window.
+                let val = if key.probe == Probe::Unchecked {
+                    let p = b.b.access_chain(p_sb_uvec4, None, buf, [c0, idx_h])?;
+                    b.b.load(t_uvec4, None, p, None, [])?
+                } else {
+                    let safe = b.b.select(t_u32, None, ok, idx_h, off)?;
+                    let p = b.b.access_chain(p_sb_uvec4, None, buf, [c0, safe])?;
+                    let val = b.b.load(t_uvec4, None, p, None, [])?;
+                    b.b.select(t_uvec4, None, ok, val, zero_uvec4)?
+                };
+                b.b.store(op.regs[t][h as usize], val, None, [])?;
+            }
         }
         Ok(())
     };
@@ -321,7 +340,16 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let store_shared = |b: &mut ModuleBuilder, op: &Operand2d, p_unit: Word, stage_off: u32| -> BuildResult<()> {
         let parts = VECTOR_BYTES / op.unit_bytes;
         for (t, &(_, _, sidx)) in op.slots.iter().enumerate() {
-            let val = b.b.load(t_uvec4, None, op.regs[t], None, [])?;
+            // Converted here rather than as loaded, so the loads stay in flight over the multiplies.
+            let val = match op.regs[t].as_slice() {
+                [one] => b.b.load(t_uvec4, None, *one, None, [])?,
+                [lo, hi] => {
+                    let lo = b.b.load(t_uvec4, None, *lo, None, [])?;
+                    let hi = b.b.load(t_uvec4, None, *hi, None, [])?;
+                    narrow_f32x8(b, lo, hi, cfg.component_type)?
+                }
+                _ => unreachable!("one or two storage vectors per slot"),
+            };
             for h in 0..parts {
                 let part = match parts {
                     1 => val,
@@ -675,6 +703,63 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.b.entry_point(ExecutionModel::GLCompute, f_main, "main", interface);
     b.b.execution_mode(f_main, ExecutionMode::LocalSize, [g.threads, 1, 1]);
     Ok(mb.finish())
+}
+
+/// Eight f32 (two vectors of their bits) rounded to nearest even in `to` (f16 or bf16) and packed
+/// into one vector, element order kept. f16 takes the hardware conversion (overflow gives
+/// infinity); bf16 is rounded in integer arithmetic, as SPIR-V has no bf16 conversion without
+/// `SPV_KHR_bfloat16`'s types, NaNs kept NaN.
+fn narrow_f32x8(b: &mut ModuleBuilder, lo: Word, hi: Word, to: ComponentType) -> BuildResult<Word> {
+    let t_uvec4 = b.t_uvec(4);
+    let t_uvec2 = b.t_uvec(2);
+    match to {
+        ComponentType::F16 => {
+            let t_f32 = b.t_f32();
+            let t_vec4 = b.b.type_vector(t_f32, 4);
+            let t_h = b.t_scalar(ComponentType::F16);
+            let t_hvec4 = b.b.type_vector(t_h, 4);
+            let mut halves = [0; 2];
+            for (out, v) in halves.iter_mut().zip([lo, hi]) {
+                let f = b.b.bitcast(t_vec4, None, v)?;
+                let h = b.b.f_convert(t_hvec4, None, f)?;
+                *out = b.b.bitcast(t_uvec2, None, h)?;
+            }
+            b.b.vector_shuffle(t_uvec4, None, halves[0], halves[1], [0, 1, 2, 3])
+        }
+        ComponentType::Bf16 => {
+            let splat = |b: &mut ModuleBuilder, v: u32| -> BuildResult<Word> {
+                let c = b.c_u32(v);
+                b.b.composite_construct(t_uvec4, None, [c, c, c, c])
+            };
+            let (c16, c1, c7fff) = (splat(b, 16)?, splat(b, 1)?, splat(b, 0x7fff)?);
+            let (abs_mask, inf, quiet) = (splat(b, 0x7fff_ffff)?, splat(b, 0x7f80_0000)?, splat(b, 0x40)?);
+            let t_bvec4 = {
+                let t_bool = b.t_bool();
+                b.b.type_vector(t_bool, 4)
+            };
+            let mut rounded = [0; 2];
+            for (out, w) in rounded.iter_mut().zip([lo, hi]) {
+                // Round to nearest even: add 0x7fff plus the lowest kept bit, then truncate.
+                let top = b.b.shift_right_logical(t_uvec4, None, w, c16)?;
+                let odd = b.b.bitwise_and(t_uvec4, None, top, c1)?;
+                let bias = b.b.i_add(t_uvec4, None, c7fff, odd)?;
+                let sum = b.b.i_add(t_uvec4, None, w, bias)?;
+                let r = b.b.shift_right_logical(t_uvec4, None, sum, c16)?;
+                // A NaN's payload could round into infinity: keep it, made quiet.
+                let mag = b.b.bitwise_and(t_uvec4, None, w, abs_mask)?;
+                let nan = b.b.u_greater_than(t_bvec4, None, mag, inf)?;
+                let q = b.b.bitwise_or(t_uvec4, None, top, quiet)?;
+                *out = b.b.select(t_uvec4, None, nan, q, r)?;
+            }
+            let even =
+                b.b.vector_shuffle(t_uvec4, None, rounded[0], rounded[1], [0, 2, 4, 6])?;
+            let odd =
+                b.b.vector_shuffle(t_uvec4, None, rounded[0], rounded[1], [1, 3, 5, 7])?;
+            let odd = b.b.shift_left_logical(t_uvec4, None, odd, c16)?;
+            b.b.bitwise_or(t_uvec4, None, even, odd)
+        }
+        other => unreachable!("f32 narrowed to {other}: the key check allows f16 and bf16"),
+    }
 }
 
 /// The tile (x along N, y along M) a workgroup computes. With `group` > 0, groups of that many

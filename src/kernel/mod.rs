@@ -7,7 +7,7 @@ pub mod peak;
 pub mod reduce;
 mod workgroup;
 
-use crate::config::GPUSubgroupMatrixConfig;
+use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::tiling::{KernelScope, Layout, TileScheme};
 use serde::Serialize;
@@ -73,6 +73,37 @@ impl Probe {
     }
 }
 
+/// How one operand travels from memory to the matrix units.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Load {
+    /// Stored in the config's component type.
+    #[default]
+    Native,
+    /// Stored as f32 and rounded to nearest even in the config's 16-bit float type (f16 or bf16)
+    /// as it is copied to shared memory: no extra pass over memory.
+    Round,
+}
+
+impl Load {
+    /// Storage vectors (16 bytes) per shared-memory vector of the config's type: the ratio of
+    /// the stored element's size to the config's.
+    pub fn storage_vectors(self) -> u32 {
+        match self {
+            Load::Native => 1,
+            Load::Round => 2,
+        }
+    }
+
+    /// The type the operand is stored in, for a config whose component type is `component`.
+    pub fn storage_type(self, component: ComponentType) -> ComponentType {
+        match self {
+            Load::Native => component,
+            Load::Round => ComponentType::F32,
+        }
+    }
+}
+
 /// Everything that selects one generated kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct KernelKey {
@@ -86,16 +117,25 @@ pub struct KernelKey {
     pub b_layout: Layout,
     /// The epilogue terms.
     pub epilogue: Epilogue,
+    /// How A and B are stored and converted (subgroup-scope kernels only).
+    pub loads: [Load; 2],
     /// [`Probe::Full`] except in diagnostic timing.
     pub probe: Probe,
 }
 
 impl KernelKey {
-    /// A file-name-safe name, e.g. `gemm_16x16x16_f16_f32_nt_sg2x4_fr4x2_k32_s32_ab`.
+    /// A file-name-safe name, e.g. `gemm_16x16x16_f16_f32_nt_sg2x4_fr4x2_k32_s32_ab` (`_a32`,
+    /// `_b32`: that operand is stored as f32 and rounded).
     pub fn name(&self) -> String {
         let c = &self.config;
+        let loads: String = ["a", "b"]
+            .iter()
+            .zip(self.loads)
+            .filter(|(_, l)| *l != Load::Native)
+            .map(|(name, l)| format!("_{name}{}", if l == Load::Round { "32" } else { "" }))
+            .collect();
         format!(
-            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}",
+            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}{}",
             c.m,
             c.n,
             c.k,
@@ -110,11 +150,35 @@ impl KernelKey {
                 (false, true) => "_b",
                 (true, true) => "_ab",
             },
+            loads,
             match self.probe {
                 Probe::Full => String::new(),
                 p => format!("_probe_{}", p.name()),
             }
         )
+    }
+}
+
+impl KernelKey {
+    /// Checks that the key's conversions exist: f32 storage narrows to a 16-bit float config, in
+    /// the subgroup-scope kernel.
+    pub fn check_loads(&self) -> Result<()> {
+        if self.loads == [Load::Native; 2] {
+            return Ok(());
+        }
+        let t = self.config.component_type;
+        if !matches!(t, ComponentType::F16 | ComponentType::Bf16) {
+            return Err(Error::Unsupported(format!(
+                "f32 operands round to f16 or bf16 configs, not {t}"
+            )));
+        }
+        if self.scheme.scope() != KernelScope::Subgroup {
+            return Err(Error::InvalidTileScheme(format!(
+                "{}: operands stored as f32 need a subgroup-scope scheme",
+                self.scheme.name()
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -166,6 +230,7 @@ pub fn generate_reduce(result_type: crate::config::ComponentType, epilogue: Epil
 /// pair any scheme with any config.
 pub fn generate(key: &KernelKey) -> Result<Vec<u32>> {
     key.scheme.check(&key.config, &crate::device::DeviceLimits::default())?;
+    key.check_loads()?;
     let words = match key.scheme.scope() {
         KernelScope::Subgroup => gemm::emit(key),
         KernelScope::Workgroup => workgroup::emit(key),

@@ -6,7 +6,7 @@
 use super::passes::{choose_split_k, plan, plan_split_k, DispatchLimits, Pass, Problem, Window};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
-use crate::kernel::{reduce, Epilogue, KernelKey, Probe, PushConstants};
+use crate::kernel::{reduce, Epilogue, KernelKey, Load, Probe, PushConstants};
 use crate::tiling::{Layout, TileScheme, VECTOR_BYTES};
 use serde::Serialize;
 
@@ -131,6 +131,8 @@ pub struct PlanRequest {
     pub config: GPUSubgroupMatrixConfig,
     /// The tile scheme, checked against `config` and the device by the caller.
     pub scheme: TileScheme,
+    /// How A and B are stored and converted (the problem's element sizes must match).
+    pub loads: [Load; 2],
     /// Scale of the product.
     pub alpha: f64,
     /// Scale of C's old value (0: C is not read).
@@ -177,12 +179,23 @@ impl GemmPlan {
             a_layout: p.a_layout,
             b_layout: p.b_layout,
             epilogue: Epilogue { alpha, beta },
+            loads: req.loads,
             probe: Probe::Full,
         };
         let epilogue = Epilogue {
             alpha: req.alpha != 1.0,
             beta: req.beta != 0.0,
         };
+        key(false, false).check_loads()?;
+        let ct = config.component_type;
+        for (name, load, bytes) in [("A", req.loads[0], p.a_bytes), ("B", req.loads[1], p.b_bytes)] {
+            let stored = load.storage_type(ct);
+            if stored.size_bytes() as usize != bytes {
+                return Err(Error::InvalidOperand(format!(
+                    "{name} has {bytes}-byte elements but the plan loads it as {stored}"
+                )));
+            }
+        }
         let mut out = Self {
             problem: *p,
             config,
@@ -348,7 +361,7 @@ impl GemmPlan {
 pub fn device_problem(
     (m, n, k): (usize, usize, usize),
     (a_layout, b_layout): (Layout, Layout),
-    (ab_bytes, c_bytes): (usize, usize),
+    (a_bytes, b_bytes, c_bytes): (usize, usize, usize),
 ) -> Problem {
     Problem {
         m,
@@ -356,10 +369,11 @@ pub fn device_problem(
         k,
         a_layout,
         b_layout,
-        lda: device_ld(a_layout.outer_inner(m, k).1, ab_bytes),
-        ldb: device_ld(b_layout.outer_inner(k, n).1, ab_bytes),
+        lda: device_ld(a_layout.outer_inner(m, k).1, a_bytes),
+        ldb: device_ld(b_layout.outer_inner(k, n).1, b_bytes),
         ldc: device_ld(n, c_bytes),
-        ab_bytes,
+        a_bytes,
+        b_bytes,
         c_bytes,
         offsets: [0; 3],
     }
@@ -373,13 +387,12 @@ pub fn device_ld(inner: usize, elem_bytes: usize) -> usize {
 /// The kernel's push constants for one pass of `p`.
 fn pass_push(p: &Problem, pass: &Pass, alpha_bits: u32, beta_bits: u32) -> PushConstants {
     let vec = u64::from(VECTOR_BYTES);
-    let es = p.ab_bytes as u64;
     PushConstants {
         m: pass.m as u32,
         n: pass.n as u32,
         k: pass.k as u32,
-        lda_vec: (p.lda as u64 * es / vec) as u32,
-        ldb_vec: (p.ldb as u64 * es / vec) as u32,
+        lda_vec: (p.lda as u64 * p.a_bytes as u64 / vec) as u32,
+        ldb_vec: (p.ldb as u64 * p.b_bytes as u64 / vec) as u32,
         ldc: p.ldc as u32,
         a_off_vec: (pass.a.start / vec) as u32,
         b_off_vec: (pass.b.start / vec) as u32,
@@ -399,9 +412,10 @@ mod tests {
         let config = cfg(16, 16, 16, F16, F32);
         let scheme = TileScheme::new(&config, &h200_limits(), 32, (1, 2), (2, 2), 32).unwrap();
         PlanRequest {
-            problem: device_problem((m, n, k), (Layout::RowMajor, Layout::ColMajor), (2, 4)),
+            problem: device_problem((m, n, k), (Layout::RowMajor, Layout::ColMajor), (2, 2, 4)),
             config,
             scheme,
+            loads: [Load::Native; 2],
             alpha,
             beta,
             split_k,
@@ -456,7 +470,7 @@ mod tests {
             offset_alignment: 16,
         };
         let mut req = request(16, 32, 1000, 1.0, 3.0, SplitK::Slices(1));
-        req.problem = device_problem((16, 32, 1000), (Layout::ColMajor, Layout::RowMajor), (2, 4));
+        req.problem = device_problem((16, 32, 1000), (Layout::ColMajor, Layout::RowMajor), (2, 2, 4));
         let p = GemmPlan::new(&req, &limits).unwrap();
         assert!(p.dispatches.len() > 1);
         assert_eq!(p.dispatches.iter().map(|d| d.push.k as usize).sum::<usize>(), 1000);

@@ -6,9 +6,11 @@ pub mod gemm;
 pub mod passes;
 #[cfg(test)]
 mod properties;
+pub mod types;
 
 pub use gemm::{
     check_shapes, device_ld, device_problem, scalar_bits, Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK,
     MAX_DIM,
 };
 pub use passes::{choose_split_k, plan, plan_split_k, DispatchLimits, Pass, Problem, Window};
+pub use types::{route, ComputeMode, Route};

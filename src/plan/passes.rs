@@ -25,8 +25,10 @@ pub struct Problem {
     pub ldb: usize,
     /// C's leading dimension (C is row-major).
     pub ldc: usize,
-    /// Bytes per A/B element.
-    pub ab_bytes: usize,
+    /// Bytes per stored A element.
+    pub a_bytes: usize,
+    /// Bytes per stored B element.
+    pub b_bytes: usize,
     /// Bytes per C element.
     pub c_bytes: usize,
     /// Bytes from the start of A's, B's and C's buffers to their first element (multiples of
@@ -157,12 +159,12 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
         }
         let slack = limits.offset_alignment - 1;
         let a = match p.a_layout {
-            Layout::RowMajor => span(0, 0, mb, kb, p.lda, p.ab_bytes, true),
-            Layout::ColMajor => span(0, 0, kb, mb, p.lda, p.ab_bytes, true),
+            Layout::RowMajor => span(0, 0, mb, kb, p.lda, p.a_bytes, true),
+            Layout::ColMajor => span(0, 0, kb, mb, p.lda, p.a_bytes, true),
         };
         let b = match p.b_layout {
-            Layout::RowMajor => span(0, 0, kb, nb, p.ldb, p.ab_bytes, true),
-            Layout::ColMajor => span(0, 0, nb, kb, p.ldb, p.ab_bytes, true),
+            Layout::RowMajor => span(0, 0, kb, nb, p.ldb, p.b_bytes, true),
+            Layout::ColMajor => span(0, 0, nb, kb, p.ldb, p.b_bytes, true),
         };
         let c = span(0, 0, mb, nb, p.ldc, p.c_bytes, false);
         [a.1, b.1, c.1].iter().all(|&len| len + slack <= limits.max_range)
@@ -197,12 +199,12 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
             for k0 in (0..p.k).step_by(kb) {
                 let k = kb.min(p.k - k0);
                 let (a0, alen) = match p.a_layout {
-                    Layout::RowMajor => span(m0, k0, m, k, p.lda, p.ab_bytes, true),
-                    Layout::ColMajor => span(k0, m0, k, m, p.lda, p.ab_bytes, true),
+                    Layout::RowMajor => span(m0, k0, m, k, p.lda, p.a_bytes, true),
+                    Layout::ColMajor => span(k0, m0, k, m, p.lda, p.a_bytes, true),
                 };
                 let (b0, blen) = match p.b_layout {
-                    Layout::RowMajor => span(k0, n0, k, n, p.ldb, p.ab_bytes, true),
-                    Layout::ColMajor => span(n0, k0, n, k, p.ldb, p.ab_bytes, true),
+                    Layout::RowMajor => span(k0, n0, k, n, p.ldb, p.b_bytes, true),
+                    Layout::ColMajor => span(n0, k0, n, k, p.ldb, p.b_bytes, true),
                 };
                 let (c0, clen) = span(m0, n0, m, n, p.ldc, p.c_bytes, false);
                 passes.push(Pass {
@@ -258,12 +260,12 @@ pub fn plan_split_k(
     for (s, k0) in (0..p.k).step_by(kc).enumerate() {
         let k = kc.min(p.k - k0);
         let (a0, alen) = match p.a_layout {
-            Layout::RowMajor => span(0, k0, p.m, k, p.lda, p.ab_bytes, true),
-            Layout::ColMajor => span(k0, 0, k, p.m, p.lda, p.ab_bytes, true),
+            Layout::RowMajor => span(0, k0, p.m, k, p.lda, p.a_bytes, true),
+            Layout::ColMajor => span(k0, 0, k, p.m, p.lda, p.a_bytes, true),
         };
         let (b0, blen) = match p.b_layout {
-            Layout::RowMajor => span(k0, 0, k, p.n, p.ldb, p.ab_bytes, true),
-            Layout::ColMajor => span(0, k0, p.n, k, p.ldb, p.ab_bytes, true),
+            Layout::RowMajor => span(k0, 0, k, p.n, p.ldb, p.b_bytes, true),
+            Layout::ColMajor => span(0, k0, p.n, k, p.ldb, p.b_bytes, true),
         };
         let (_, clen) = span(0, 0, p.m, p.n, p.ldc, p.c_bytes, false);
         let windows = [
@@ -307,7 +309,8 @@ mod tests {
             lda: ld(a.outer_inner(m, k)),
             ldb: ld(b.outer_inner(k, n)),
             ldc: n.next_multiple_of(4),
-            ab_bytes: 2,
+            a_bytes: 2,
+            b_bytes: 2,
             c_bytes: 4,
             offsets: [0; 3],
         }

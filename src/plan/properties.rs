@@ -6,6 +6,7 @@ use crate::config::ComponentType::*;
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::device::DeviceLimits;
 use crate::error::Error;
+use crate::kernel::Load;
 use crate::tiling::test_support::{cfg, h200_limits, lavapipe_limits};
 use crate::tiling::{KernelScope, Layout, TileScheme, VECTOR_BYTES};
 use proptest::prelude::*;
@@ -47,6 +48,7 @@ proptest! {
         (m, n, k) in (1usize..3000, 1usize..3000, 1usize..5000),
         (a_layout, b_layout) in (layout(), layout()),
         split in 1u32..6,
+        f32_operands in (any::<bool>(), any::<bool>()),
     ) {
         let subgroup_size = match subgroup_size {
             0 if limits.subgroup_size == 0 => 32,
@@ -76,7 +78,11 @@ proptest! {
                     prop_assert_eq!((g.bm * g.bk * es / VECTOR_BYTES) % g.threads, 0);
                     prop_assert_eq!(scheme.pad_bytes() % VECTOR_BYTES, 0);
                 }
-                check_plan(config, scheme, (m, n, k), (a_layout, b_layout), split)?;
+                let narrow = |f32_stored: bool| {
+                    if f32_stored && config.component_type == F16 { Load::Round } else { Load::Native }
+                };
+                let loads = [narrow(f32_operands.0), narrow(f32_operands.1)];
+                check_plan(config, scheme, (m, n, k), (a_layout, b_layout), split, loads)?;
             }
         }
     }
@@ -89,21 +95,37 @@ fn check_plan(
     (m, n, k): (usize, usize, usize),
     layouts: (Layout, Layout),
     split: u32,
+    loads: [Load; 2],
 ) -> Result<(), TestCaseError> {
+    let ct = config.component_type;
     let sizes = (
-        config.component_type.size_bytes() as usize,
+        loads[0].storage_type(ct).size_bytes() as usize,
+        loads[1].storage_type(ct).size_bytes() as usize,
         config.result_type.size_bytes() as usize,
     );
     let request = PlanRequest {
         problem: device_problem((m, n, k), layouts, sizes),
         config,
         scheme,
+        loads,
         alpha: 2.0,
         beta: 0.0,
         split_k: SplitK::Slices(split),
     };
     let limits = DispatchLimits::from_device(&h200_limits());
-    let plan = GemmPlan::new(&request, &limits).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let plan = match GemmPlan::new(&request, &limits) {
+        // f32 storage needs a subgroup-scope scheme: a typed error otherwise.
+        Err(Error::InvalidTileScheme(_)) if loads != [Load::Native; 2] && scheme.scope() == KernelScope::Workgroup => {
+            return Ok(())
+        }
+        other => other.map_err(|e| TestCaseError::fail(e.to_string()))?,
+    };
+    // Vectors in push constants count the stored type's 16-byte vectors.
+    let gemm0 = plan.gemm_dispatches().next().unwrap();
+    prop_assert_eq!(
+        gemm0.push.lda_vec as usize * VECTOR_BYTES as usize,
+        request.problem.lda * sizes.0
+    );
     let g = scheme.geometry(&config);
     let gemm: Vec<_> = plan.gemm_dispatches().collect();
     for d in &gemm {

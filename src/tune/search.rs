@@ -2,23 +2,31 @@
 //! ([`TuneCache`]); later GEMMs of the bucket take it without timing.
 
 use super::cache::{TuneCache, TuneKey};
-use crate::api::{Context, Element, GemmOptions};
+use crate::api::{Context, GemmOptions, Placed};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::Result;
+use crate::kernel::Load;
+use crate::memory::Buffer;
 use crate::tiling::{not_oversized, Layout, TileScheme};
 use crate::timestamps::median;
+use std::sync::Arc;
 use std::time::Duration;
 
 impl Context {
     /// The scheme for a problem: the autotuner's (see
     /// [`ContextOptions::autotune`](crate::ContextOptions::autotune)) when it is on, else
-    /// [`Context::choose_scheme`]'s.
-    pub(crate) fn scheme_for<TA: Element, TC: Element>(
+    /// [`Context::choose_scheme`]'s. Operands converted as loaded take the heuristic's
+    /// subgroup-scope scheme (the workgroup-scope kernel does not convert).
+    pub(crate) fn scheme_for(
         &self,
         config: &GPUSubgroupMatrixConfig,
         (m, n, k): (usize, usize, usize),
         layouts: (Layout, Layout),
+        loads: [Load; 2],
     ) -> Result<TileScheme> {
+        if loads != [Load::Native; 2] {
+            return self.choose_subgroup_scheme(config, m, n);
+        }
         let Some(cache) = &self.tune_cache else {
             return self.choose_scheme(config, m, n);
         };
@@ -27,7 +35,7 @@ impl Context {
         if let Some(s) = known {
             return Ok(s);
         }
-        let (scheme, tflops) = self.autotune::<TA, TC>(config, (m, n, k), layouts)?;
+        let (scheme, tflops) = self.autotune(config, (m, n, k), layouts)?;
         lock(cache).insert(key, scheme, tflops, [m, n, k])?;
         Ok(scheme)
     }
@@ -35,7 +43,7 @@ impl Context {
     /// Times each candidate scheme that fits the problem (tile at most twice the problem) on
     /// scratch matrices of its size and returns the fastest with its TFLOP/s. Each candidate runs
     /// until its speed is steady (0.1 to 3 s, see [`Context::warm_up`]) before it is timed.
-    fn autotune<TA: Element, TC: Element>(
+    fn autotune(
         &self,
         config: &GPUSubgroupMatrixConfig,
         (m, n, k): (usize, usize, usize),
@@ -54,18 +62,20 @@ impl Context {
             return Ok((self.choose_scheme(config, m, n)?, 0.0));
         }
         // Nonzero operands (1.0 or 1), so the timing is not that of a multiply by zero.
-        let one: u32 = match TA::TYPE {
+        let one: u32 = match config.component_type {
             ComponentType::F16 => 0x3c00_3c00,
             ComponentType::Bf16 => 0x3f80_3f80,
             ComponentType::F32 => 0x3f80_0000,
             _ => 0x0101_0101,
         };
-        let a = self.alloc_matrix::<TA>(m, k, al)?;
-        let b = self.alloc_matrix::<TA>(k, n, bl)?;
-        let c = self.zeros::<TC>(m, n)?;
+        // Buffers of the config's element sizes: timing needs no Rust element type.
+        let (ct, rt) = (config.component_type, config.result_type);
+        let a = self.alloc_placed(m, k, al, ct)?;
+        let b = self.alloc_placed(k, n, bl, ct)?;
+        let c = self.alloc_placed(m, n, Layout::RowMajor, rt)?;
         self.run_recorded(|rec| {
-            rec.fill(a.buffer.raw(), a.buffer.size(), one);
-            rec.fill(b.buffer.raw(), b.buffer.size(), one);
+            rec.fill(a.0.raw(), a.0.size(), one);
+            rec.fill(b.0.raw(), b.0.size(), one);
             Ok(())
         })?;
         let mut best: Option<(TileScheme, f64)> = None;
@@ -74,8 +84,12 @@ impl Context {
                 scheme: Some(scheme),
                 ..Default::default()
             };
-            let plan = self.plan_device(&a, &b, &c, &options)?;
-            let operands = plan.bind_order([&a.buffer, &b.buffer, &c.buffer]);
+            let placed = |(buffer, p): &(Arc<Buffer>, Placed<'static>)| Placed {
+                raw: buffer.raw(),
+                ..*p
+            };
+            let plan = self.plan(placed(&a), placed(&b), placed(&c), [ct, ct, rt], &options)?;
+            let operands = plan.bind_order([&a.0, &b.0, &c.0]);
             self.warm_plan(&plan, operands, WARM)?;
             let median = median(&mut self.time_plan(&plan, operands, 7)?);
             if best.is_none_or(|(_, t)| median < t) {

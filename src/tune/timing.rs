@@ -69,10 +69,10 @@ impl Context {
 
     /// Runs `reps` GEMMs on device-resident matrices in one submission, a barrier between each, and
     /// returns each one's GPU time in seconds from timestamp queries (submission overhead excluded).
-    pub fn time_gemm_device<TA: Element, TC: Element>(
+    pub fn time_gemm_device<TA: Element, TB: Element, TC: Element>(
         &self,
         a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TB>,
         c: &mut DeviceMatrix<TC>,
         options: &GemmOptions,
         reps: u32,
@@ -85,10 +85,10 @@ impl Context {
     /// median GPU times agree within 3% (at most `max`), so that timings taken next see a steady
     /// kernel: NVIDIA's driver runs a freshly compiled pipeline slowly at first, for seconds with
     /// workgroup-scope kernels (docs/performance.md). Returns the last batch's median in seconds.
-    pub fn warm_up<TA: Element, TC: Element>(
+    pub fn warm_up<TA: Element, TB: Element, TC: Element>(
         &self,
         a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TB>,
         c: &mut DeviceMatrix<TC>,
         options: &GemmOptions,
         (min, max): (Duration, Duration),
@@ -118,10 +118,10 @@ impl Context {
     /// Times a diagnostic variant of the kernel that `options` selects for this problem, with one
     /// part of its main loop removed (see [`Probe`]), like [`Context::time_gemm_device`]. For
     /// performance analysis only: C's contents are unspecified afterwards.
-    pub fn time_probe<TA: Element, TC: Element>(
+    pub fn time_probe<TA: Element, TB: Element, TC: Element>(
         &self,
         a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TB>,
         c: &mut DeviceMatrix<TC>,
         options: &GemmOptions,
         probe: Probe,

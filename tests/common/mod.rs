@@ -101,7 +101,7 @@ pub fn assert_no_validation_messages(ctx: &Context) {
 }
 
 /// A random GEMM on `ctx`, every row checked against the f64 reference.
-pub fn run_case<TA: Element, TC: Element>(
+pub fn run_case<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     rng: &mut Rng,
     shape: (usize, usize, usize),
@@ -109,6 +109,6 @@ pub fn run_case<TA: Element, TC: Element>(
     extra_ld: usize,
     options: &GemmOptions,
 ) -> Check {
-    vk_sgmat::verify::run_random_gemm::<TA, TC>(ctx, rng, shape, layouts, extra_ld, options, usize::MAX)
+    vk_sgmat::verify::run_random_gemm::<TA, TB, TC>(ctx, rng, shape, layouts, extra_ld, options, usize::MAX)
         .unwrap_or_else(|e| panic!("gemm {shape:?} {layouts:?}: {e}"))
 }

@@ -46,12 +46,20 @@ pub enum Command {
         n: usize,
         /// Columns of A, rows of B.
         k: usize,
-        /// Element types as INPUT:RESULT (f16:f32, f16:f16, bf16:f32, i8:i32, u8:u32, f32:f32).
+        /// Element types as INPUT:RESULT or A,B:RESULT (f16:f32, f16:f16, bf16:f32, f32:f32,
+        /// f16,f32:f32, f32,bf16:f32, i8:i32, u8:u32).
         #[arg(long, default_value = "f16:f32")]
         types: String,
+        /// How f32 operands are multiplied: accurate (f32-level error), fast (rounded to f16 as
+        /// loaded), fast-bf16, exact (plain f32 without the matrix units).
+        #[arg(long, default_value = "accurate")]
+        mode: String,
         /// Layouts of A and B: n = row-major, t = column-major (nn, nt, tn, tt).
         #[arg(long, default_value = "nn")]
         layout: String,
+        /// Layout of C: n = row-major, t = column-major.
+        #[arg(long, default_value = "n")]
+        c_layout: String,
         /// Fragment shape MxNxK (default: the largest the device offers for the types).
         #[arg(long)]
         shape: Option<String>,
@@ -76,9 +84,13 @@ pub enum Command {
     /// Throughput sweep: square sizes and LLM shapes per element-type pair, median TFLOP/s from
     /// GPU timestamps, with cuBLAS ratios and the `peak` fraction when available.
     Bench {
-        /// Type pairs to run (default: every pair the device has).
-        #[arg(long, value_delimiter = ',')]
+        /// Element types to run, comma-separated or repeated (f16:f32,f16,f32:f32; default: every
+        /// pair the device has configs for).
+        #[arg(long)]
         types: Vec<String>,
+        /// How f32 operands are multiplied (see `gemm --mode`).
+        #[arg(long, default_value = "accurate")]
+        mode: String,
         /// Shapes MxNxK to run (default: squares 256..8192 and 4096x11008x4096, 16x4096x4096,
         /// 4096x4096x256; squares up to 256 on CPU drivers).
         #[arg(long, value_delimiter = ',')]

@@ -1,11 +1,13 @@
 //! The `vk-sgmat` command: `info`, `gemm`, `bench`, `tune`, `peak`, `check`.
 
 mod chart;
+mod check;
 mod cli;
 mod progress;
 mod report;
 mod run;
 mod runtime;
+mod types;
 
 use clap::Parser;
 use std::process::ExitCode;

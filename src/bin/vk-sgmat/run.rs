@@ -1,37 +1,20 @@
 //! The commands. Each returns whether everything it checked was correct.
 
 use crate::cli::{Cli, Command, DeviceArgs};
-use crate::report::{self, CheckRow, GemmReport, InfoReport};
+use crate::report::{self, GemmReport, InfoReport};
+use crate::types::{with_types, Types};
 use anyhow::{bail, Context as _, Result};
-use half::{bf16, f16};
 use std::time::Instant;
 use vk_sgmat::device::{rank_devices, Instance, InstanceOptions};
 use vk_sgmat::kernel::KernelKey;
-use vk_sgmat::tiling::{KernelScope, TileScheme};
-use vk_sgmat::verify::{compare, random_matrix, random_vec, reference, rows_to_check, run_random_gemm, Rng};
+use vk_sgmat::tiling::TileScheme;
+use vk_sgmat::verify::{
+    compare, compare_rounded, input_roundoff, random_matrix, random_vec, reference, rows_to_check, Rng,
+};
 use vk_sgmat::{
-    ComponentType, Context, ContextOptions, DeviceSelector, Element, GPUSubgroupMatrixConfig, GemmOptions, Layout,
+    ComputeMode, Context, ContextOptions, DeviceSelector, Element, GPUSubgroupMatrixConfig, GemmOptions, Layout,
     MatMut, MatRef, Probe,
 };
-
-/// Calls `$body` with type aliases `$ta`, `$tc` bound to the Rust types of a (component, result)
-/// pair, or fails with the list of supported pairs.
-macro_rules! with_types {
-    ($pair:expr, |$ta:ident, $tc:ident| $body:expr) => {{
-        use ComponentType::*;
-        match $pair {
-            (F16, F32) => { type $ta = f16; type $tc = f32; $body }
-            (F16, F16) => { type $ta = f16; type $tc = f16; $body }
-            (Bf16, F32) => { type $ta = bf16; type $tc = f32; $body }
-            (F32, F32) => { type $ta = f32; type $tc = f32; $body }
-            (I8, I32) => { type $ta = i8; type $tc = i32; $body }
-            (U8, U32) => { type $ta = u8; type $tc = u32; $body }
-            (I8, U32) => { type $ta = i8; type $tc = u32; $body }
-            (U8, I32) => { type $ta = u8; type $tc = i32; $body }
-            (a, r) => bail!("element types {a}:{r} are not supported; use f16:f32, f16:f16, bf16:f32, f32:f32, i8:i32 or u8:u32"),
-        }
-    }};
-}
 
 pub fn run(cli: Cli) -> Result<bool> {
     let json = match &cli.command {
@@ -47,7 +30,9 @@ pub fn run(cli: Cli) -> Result<bool> {
             n,
             k,
             types,
+            mode,
             layout,
+            c_layout,
             shape,
             scheme,
             alpha,
@@ -57,21 +42,26 @@ pub fn run(cli: Cli) -> Result<bool> {
             dev,
         } => {
             let ctx = context_with(&dev, false)?;
-            let pair = parse_types(&types)?;
+            let types = Types::parse(&types)?;
             let layouts = parse_layout(&layout)?;
+            let c_layout = parse_c_layout(&c_layout)?;
+            let compute = parse_mode(&mode)?;
             let shape = shape.as_deref().map(parse_shape).transpose()?;
-            let scheme = scheme.map(|name| scheme_named(&ctx, pair, shape, &name)).transpose()?;
+            let scheme = scheme
+                .map(|name| scheme_named(&ctx, types, compute, shape, &name))
+                .transpose()?;
             let options = GemmOptions {
                 alpha,
                 beta,
                 shape,
                 scheme,
+                compute,
                 ..Default::default()
             };
-            let report = with_types!(pair, |TA, TC| gemm::<TA, TC>(
+            let report = with_types!(types, |TA, TB, TC| gemm::<TA, TB, TC>(
                 &ctx,
                 (m, n, k),
-                layouts,
+                (layouts.0, layouts.1, c_layout),
                 &options,
                 repeat.max(1)
             )?);
@@ -84,6 +74,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         }
         Command::Bench {
             types,
+            mode,
             shapes,
             reps,
             cublas,
@@ -100,7 +91,15 @@ pub fn run(cli: Cli) -> Result<bool> {
                 let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
                 peers.extend(report::read_peers(&text)?);
             }
-            let rows = bench(&ctx, (&types, &shapes), layouts, reps, (cublas.as_deref(), &peers))?;
+            let compute = parse_mode(&mode)?;
+            let rows = bench(
+                &ctx,
+                (&types, &shapes),
+                layouts,
+                compute,
+                reps,
+                (cublas.as_deref(), &peers),
+            )?;
             let info = ctx.device_info();
             let device = format!("{} ({} {})", info.name, info.driver_name, info.driver_info);
             if let Some(path) = plot {
@@ -128,10 +127,10 @@ pub fn run(cli: Cli) -> Result<bool> {
             dev,
         } => {
             let ctx = context(&dev)?;
-            let pair = parse_types(&types)?;
+            let types = Types::parse(&types)?;
             let layouts = parse_layout(&layout)?;
             let only = shape.as_deref().map(parse_shape).transpose()?;
-            let rows = with_types!(pair, |TA, TC| tune::<TA, TC>(
+            let rows = with_types!(types, |TA, TB, TC| tune::<TA, TB, TC>(
                 &ctx,
                 (m, n, k),
                 layouts,
@@ -199,8 +198,8 @@ pub fn run(cli: Cli) -> Result<bool> {
             dev,
         } => {
             let ctx = context(&dev)?;
-            let pairs = bench_pairs(&ctx, &types)?;
-            let rows = check(&ctx, quick, &pairs)?;
+            let asked = bench_types(&ctx, &types)?;
+            let rows = crate::check::check(&ctx, quick, &asked, types.is_empty())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
@@ -261,12 +260,16 @@ fn info(json: bool) -> Result<bool> {
     Ok(true)
 }
 
-fn parse_types(s: &str) -> Result<(ComponentType, ComponentType)> {
-    let (a, r) = s
-        .split_once(':')
-        .with_context(|| format!("--types {s:?}: expected INPUT:RESULT, e.g. f16:f32"))?;
-    let t = |x: &str| ComponentType::parse(x).with_context(|| format!("unknown element type {x:?}"));
-    Ok((t(a)?, t(r)?))
+fn parse_mode(s: &str) -> Result<ComputeMode> {
+    ComputeMode::parse(s).with_context(|| format!("--mode {s:?}: use accurate, fast, fast-bf16 or exact"))
+}
+
+fn parse_c_layout(s: &str) -> Result<Layout> {
+    match s {
+        "n" | "N" => Ok(Layout::RowMajor),
+        "t" | "T" => Ok(Layout::ColMajor),
+        _ => bail!("--c-layout {s:?}: use n (row-major) or t (column-major)"),
+    }
 }
 
 /// Every scheme `tune` times for `config`: the subgroup-scope tuning candidates, then the
@@ -283,11 +286,13 @@ fn tunable_schemes(ctx: &Context, config: &GPUSubgroupMatrixConfig) -> Vec<TileS
 /// The tile scheme called `name` among those `tune` times for the types' config.
 fn scheme_named(
     ctx: &Context,
-    (a, r): (ComponentType, ComponentType),
+    types: Types,
+    mode: ComputeMode,
     shape: Option<(u32, u32, u32)>,
     name: &str,
 ) -> Result<vk_sgmat::tiling::TileScheme> {
-    let config = ctx.choose_config(a, r, shape)?;
+    let route = vk_sgmat::plan::route(types.a, types.b, mode)?;
+    let config = ctx.choose_config(route.component, types.c, shape)?;
     let all = tunable_schemes(ctx, &config);
     all.iter().copied().find(|s| s.name() == name).with_context(|| {
         let names: Vec<String> = all.iter().take(8).map(|s| s.name()).collect();
@@ -325,26 +330,35 @@ fn parse_shape(s: &str) -> Result<(u32, u32, u32)> {
     }
 }
 
-fn layout_name((a, b): (Layout, Layout)) -> String {
+pub fn layout_name((a, b): (Layout, Layout)) -> String {
     format!("{}{}", a.letter(), b.letter())
 }
 
-/// Outputs checked in full up to this many elements; beyond, 256 sampled rows.
-const FULL_CHECK: usize = 1 << 26;
+/// The `rows x cols` row-major `data` stored column by column (equally: its transpose, row-major).
+fn transpose_copy<T: Copy>(data: &[T], rows: usize, cols: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(rows * cols);
+    for j in 0..cols {
+        out.extend((0..rows).map(|i| data[i * cols + j]));
+    }
+    out
+}
 
-fn gemm<TA: Element, TC: Element>(
+/// Outputs checked in full up to this many elements; beyond, 256 sampled rows.
+pub const FULL_CHECK: usize = 1 << 26;
+
+fn gemm<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     (m, n, k): (usize, usize, usize),
-    layouts: (Layout, Layout),
+    (la, lb, lc): (Layout, Layout, Layout),
     options: &GemmOptions,
     repeat: usize,
 ) -> Result<GemmReport> {
     let seed = Rng::fresh_seed();
     let mut rng = Rng::new(seed);
-    let plan = ctx.plan_gemm::<TA, TC>(m, n, k, layouts, options)?;
+    let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (la, lb), options)?;
     let key = plan.main_kernel();
-    let (a, lda) = random_matrix::<TA>(&mut rng, m, k, layouts.0, 0);
-    let (b, ldb) = random_matrix::<TA>(&mut rng, k, n, layouts.1, 0);
+    let (a, lda) = random_matrix::<TA>(&mut rng, m, k, la, 0);
+    let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, lb, 0);
     // With beta = 0, C starts poisoned (NaN, or 2^31-1 for integers) so unwritten elements fail.
     let poison = if TC::TYPE.is_float() { f64::NAN } else { 2147483647.0 };
     let c_in: Vec<TC> = if options.beta != 0.0 {
@@ -356,30 +370,50 @@ fn gemm<TA: Element, TC: Element>(
         data: &a,
         rows: m,
         cols: k,
-        layout: layouts.0,
+        layout: la,
         ld: lda,
     };
     let bm = MatRef {
         data: &b,
         rows: k,
         cols: n,
-        layout: layouts.1,
+        layout: lb,
         ld: ldb,
+    };
+    // C's storage: row-major `c_in` as is, or its elements stored column by column.
+    let c_view = |data: &[TC]| match lc {
+        Layout::RowMajor => data.to_vec(),
+        Layout::ColMajor => transpose_copy(data, m, n),
+    };
+    let c_store = c_view(&c_in);
+    let c_ref = match lc {
+        Layout::RowMajor => MatRef::new(&c_store, m, n),
+        Layout::ColMajor => MatRef::col_major(&c_store, m, n),
     };
 
     // Device-resident operands: the timed loop measures the GEMM, not PCIe.
     let da = ctx.upload(am)?;
     let db = ctx.upload(bm)?;
-    let mut dc = ctx.upload(MatRef::new(&c_in, m, n))?;
+    let mut dc = ctx.upload(c_ref)?;
     // The first call creates the pipelines (from the pipeline cache, if one is warm).
     let first = Instant::now();
     ctx.gemm_device(&da, &db, &mut dc, options)?;
     let first_call_ms = first.elapsed().as_secs_f64() * 1e3;
-    let mut c = vec![TC::from_f64(0.0); m * n];
-    ctx.download(&dc, MatMut::new(&mut c, m, n))?;
+    // A column-major device matrix downloads as its transpose's row-major storage.
+    let (dr, dcols) = match lc {
+        Layout::RowMajor => (m, n),
+        Layout::ColMajor => (n, m),
+    };
+    let mut stored = vec![TC::from_f64(0.0); m * n];
+    ctx.download(&dc, MatMut::new(&mut stored, dr, dcols))?;
+    let c = match lc {
+        Layout::RowMajor => stored,
+        Layout::ColMajor => transpose_copy(&stored, n, m),
+    };
     let rows = rows_to_check(m, n, FULL_CHECK, 256, &mut rng);
     let (expected, magnitude) = reference(&am, &bm, Some((&c_in, n)), options.alpha, options.beta, &rows);
-    let check = compare(&c, n, n, &rows, &expected, &magnitude, k);
+    let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
+    let check = compare_rounded(&c, n, n, &rows, (&expected, &magnitude), k, input_u);
 
     // Warm up (GPU clocks rise under load), then time each call to completion.
     let warm = Instant::now();
@@ -401,8 +435,13 @@ fn gemm<TA: Element, TC: Element>(
         m,
         n,
         k,
-        types: format!("{}->{}", TA::TYPE, TC::TYPE),
-        layout: layout_name(layouts),
+        types: Types {
+            a: TA::TYPE,
+            b: TB::TYPE,
+            c: TC::TYPE,
+        }
+        .name(),
+        layout: format!("{}{}{}", la.letter(), lb.letter(), lc.letter()),
         config: key.config.to_string(),
         scheme: key.scheme.name(),
         tile: format!("{}x{}x{}, {} invocations", g.bm, g.bn, g.bk, g.threads),
@@ -419,26 +458,48 @@ fn gemm<TA: Element, TC: Element>(
     })
 }
 
-/// The type pairs `bench` runs: those asked for, else every pair the device has configs for.
-fn bench_pairs(ctx: &Context, types: &[String]) -> Result<Vec<(ComponentType, ComponentType)>> {
-    if !types.is_empty() {
-        return types.iter().map(|t| parse_types(t)).collect();
+/// The element types `bench` runs: those asked for (`A:C` or `A,B:C`, comma-separated or
+/// repeated), else every pair the device has configs for.
+fn bench_types(ctx: &Context, asked: &[String]) -> Result<Vec<Types>> {
+    if !asked.is_empty() {
+        // "f16:f32,f16,f32:f32": a piece without ':' is the A of the next one.
+        let mut out = Vec::new();
+        let mut pending = String::new();
+        for piece in asked.iter().flat_map(|t| t.split(',')) {
+            if piece.contains(':') {
+                let full = if pending.is_empty() {
+                    piece.to_string()
+                } else {
+                    format!("{pending},{piece}")
+                };
+                out.push(Types::parse(&full)?);
+                pending.clear();
+            } else if pending.is_empty() {
+                pending = piece.to_string();
+            } else {
+                bail!("--types: {pending},{piece} has no result type");
+            }
+        }
+        if !pending.is_empty() {
+            bail!("--types: {pending} has no result type (e.g. {pending}:f32)");
+        }
+        return Ok(out);
     }
-    let mut pairs: Vec<_> = ctx
+    let mut all: Vec<Types> = ctx
         .configs()
         .iter()
-        .map(|c| (c.component_type, c.result_type))
+        .map(|c| Types::pair(c.component_type, c.result_type))
         .collect();
-    pairs.dedup();
-    pairs.sort();
-    pairs.dedup();
-    Ok(pairs)
+    all.sort();
+    all.dedup();
+    Ok(all)
 }
 
 fn bench(
     ctx: &Context,
     (types, shapes): (&[String], &[String]),
     layouts: (Layout, Layout),
+    compute: ComputeMode,
     reps: u32,
     (cublas, peers): (Option<&std::path::Path>, &[report::PeerRow]),
 ) -> Result<Vec<report::BenchRow>> {
@@ -466,23 +527,32 @@ fn bench(
         }
         None => Vec::new(),
     };
-    let pairs = bench_pairs(ctx, types)?;
-    let mut progress = crate::progress::Progress::new(pairs.len() * shapes.len());
+    let all_types = bench_types(ctx, types)?;
+    let mut progress = crate::progress::Progress::new(all_types.len() * shapes.len());
     let mut rows = Vec::new();
-    for &pair in &pairs {
-        let config = ctx.choose_config(pair.0, pair.1, None)?;
+    for &t in &all_types {
+        let route = vk_sgmat::plan::route(t.a, t.b, compute)?;
+        let config = ctx.choose_config(route.component, t.c, None)?;
         let (groups, iters) = if cpu { (4, 64) } else { (2048, 4096) };
         let peak = ctx.peak(&config, groups, iters, 3)?.flops / 1e12;
+        // Rows of f32 operands name their mode: `f32:f32 fast`.
+        let types = if route.loads.contains(&vk_sgmat::kernel::Load::Native) && t.a == t.b {
+            t.name()
+        } else {
+            format!("{} {}", t.name(), compute.name())
+        };
         for &shape in &shapes {
-            progress.start(&format!("{}:{} {}x{}x{}", pair.0, pair.1, shape.0, shape.1, shape.2));
-            let median = with_types!(pair, |TA, TC| bench_point::<TA, TC>(ctx, shape, layouts, reps)?);
+            progress.start(&format!("{types} {}x{}x{}", shape.0, shape.1, shape.2));
+            let median = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
+                ctx, shape, layouts, compute, reps
+            )?);
             let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
-            let types = format!("{}:{}", pair.0, pair.1);
             progress.done(&format!(
                 "{types} {}x{}x{}: {tflops:.2} TFLOP/s",
                 shape.0, shape.1, shape.2
             ));
             let cublas = report::cublas_for(&reference, &types, shape);
+            let types = types.clone();
             rows.push(report::BenchRow {
                 peers: report::peers_for(peers, &types, shape, tflops),
                 layout: format!("{}{}", layouts.0.letter(), layouts.1.letter()),
@@ -506,26 +576,35 @@ fn bench(
 
 /// Median GPU seconds of one GEMM on device-resident random data, after a warm-up long enough for
 /// clocks to rise.
-fn bench_point<TA: Element, TC: Element>(
+fn bench_point<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     (m, n, k): (usize, usize, usize),
     (al, bl): (Layout, Layout),
+    compute: ComputeMode,
     reps: u32,
 ) -> Result<f64> {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
-    let (b, ldb) = random_matrix::<TA>(&mut rng, k, n, bl, 0);
-    let view = |data, rows, cols, layout, ld| MatRef {
-        data,
-        rows,
-        cols,
-        layout,
-        ld,
-    };
-    let da = ctx.upload(view(&a, m, k, al, lda))?;
-    let db = ctx.upload(view(&b, k, n, bl, ldb))?;
+    let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, bl, 0);
+    let da = ctx.upload(MatRef {
+        data: &a,
+        rows: m,
+        cols: k,
+        layout: al,
+        ld: lda,
+    })?;
+    let db = ctx.upload(MatRef {
+        data: &b,
+        rows: k,
+        cols: n,
+        layout: bl,
+        ld: ldb,
+    })?;
     let mut dc = ctx.zeros::<TC>(m, n)?;
-    let options = GemmOptions::default();
+    let options = GemmOptions {
+        compute,
+        ..Default::default()
+    };
     // At least a second, then until steady (fresh pipelines run slowly at first on NVIDIA).
     let warm = (std::time::Duration::from_secs(1), std::time::Duration::from_secs(10));
     ctx.warm_up(&da, &db, &mut dc, &options, warm)?;
@@ -535,7 +614,7 @@ fn bench_point<TA: Element, TC: Element>(
 }
 
 /// Times every candidate scheme of every config for the types, each checked on 16 sampled rows.
-fn tune<TA: Element, TC: Element>(
+fn tune<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     (m, n, k): (usize, usize, usize),
     layouts: (Layout, Layout),
@@ -546,7 +625,7 @@ fn tune<TA: Element, TC: Element>(
 ) -> Result<Vec<report::TuneRow>> {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, layouts.0, 0);
-    let (b, ldb) = random_matrix::<TA>(&mut rng, k, n, layouts.1, 0);
+    let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, layouts.1, 0);
     let am = MatRef {
         data: &a,
         rows: m,
@@ -565,7 +644,7 @@ fn tune<TA: Element, TC: Element>(
     let db = ctx.upload(bm)?;
     let mut dc = ctx.zeros::<TC>(m, n)?;
     let check_rows = rows_to_check(m, n, 0, 16, &mut rng);
-    let (expected, magnitude) = reference::<TA, TC>(&am, &bm, None, 1.0, 0.0, &check_rows);
+    let (expected, magnitude) = reference::<TA, TB, TC>(&am, &bm, None, 1.0, 0.0, &check_rows);
     let mut groups: Vec<Vec<report::TuneRow>> = Vec::new();
     let configs: Vec<_> = ctx
         .configs()
@@ -597,7 +676,7 @@ fn tune<TA: Element, TC: Element>(
             ctx.download(&dc, MatMut::new(&mut c, m, n))?;
             let check = compare(&c, n, n, &check_rows, &expected, &magnitude, k);
             let g = scheme.geometry(&config);
-            let key = ctx.plan_gemm::<TA, TC>(m, n, k, layouts, &options)?.main_kernel();
+            let key = ctx.plan_gemm::<TA, TB, TC>(m, n, k, layouts, &options)?.main_kernel();
             let mut probe_list = vec![Probe::Full];
             if probes {
                 probe_list = Probe::PARTS.to_vec();
@@ -661,145 +740,11 @@ fn tune<TA: Element, TC: Element>(
     Ok(groups.into_iter().flatten().collect())
 }
 
-fn check(ctx: &Context, quick: bool, pairs: &[(ComponentType, ComponentType)]) -> Result<Vec<CheckRow>> {
-    let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
-    let mut shapes = vec![
-        (1, 1, 1),
-        (7, 5, 3),
-        (17, 31, 9),
-        (64, 64, 64),
-        (127, 129, 65),
-        (300, 5, 700),
-        (1, 1000, 3),
-    ];
-    if !quick {
-        shapes.extend([(257, 255, 131), (513, 257, 1031)]);
-        if !cpu {
-            shapes.extend([(1000, 1000, 1000), (2049, 1023, 517)]);
-        }
-    }
-    let layouts = [
-        (Layout::RowMajor, Layout::RowMajor),
-        (Layout::RowMajor, Layout::ColMajor),
-        (Layout::ColMajor, Layout::RowMajor),
-        (Layout::ColMajor, Layout::ColMajor),
-    ];
-    let mut rng = Rng::new(Rng::fresh_seed());
-    let mut rows = Vec::new();
-    // Every config with its default schemes; then, once per type pair, the workgroup-scope
-    // schemes taken by default (the shapes here are mostly too small to pick them) and the
-    // largest and the smallest workgroup-scope scheme, where the device offers them.
-    // Defaults first: a driver slow to compile some workgroup-scope pipelines (seconds each on
-    // the H200) must not keep a time-limited run from checking them.
-    let mut runs: Vec<(GPUSubgroupMatrixConfig, Option<TileScheme>)> = Vec::new();
-    let mut extras = Vec::new();
-    let mut pairs_seen = Vec::new();
-    for config in ctx.configs() {
-        let pair = (config.component_type, config.result_type);
-        if !pairs.contains(&pair) {
-            continue;
-        }
-        runs.push((config, None));
-        if pairs_seen.contains(&pair) {
-            continue;
-        }
-        pairs_seen.push(pair);
-        let wg: Vec<TileScheme> = ctx
-            .schemes(&config)
-            .into_iter()
-            .filter(|s| s.scope() == KernelScope::Workgroup)
-            .collect();
-        let info = ctx.device_info();
-        let preferred = vk_sgmat::tiling::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());
-        for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
-            if !extras.contains(&(config, Some(*s))) {
-                extras.push((config, Some(*s)));
-            }
-        }
-    }
-    runs.extend(extras);
-    let cases: usize = runs
-        .iter()
-        // Two (alpha, beta) pairs per case, as below.
-        .map(|(_, s)| if s.is_some() { shapes.len().min(9) } else { shapes.len() } * layouts.len() * 2)
-        .sum();
-    let mut progress = crate::progress::Progress::new(cases);
-    for (config, scheme) in runs {
-        let pair = (config.component_type, config.result_type);
-        let name = match scheme {
-            None => config.to_string(),
-            Some(s) => format!("{config} [{}]", s.name()),
-        };
-        let scalars: &[(f64, f64)] = match config.result_type {
-            ComponentType::U32 => &[(1.0, 0.0), (2.0, 1.0)],
-            t if t.is_float() => &[(1.0, 0.0), (0.5, -1.0)],
-            _ => &[(1.0, 0.0), (-2.0, 3.0)],
-        };
-        // The extra workgroup-scope runs take the shapes up to 513x257x1031: the larger ones
-        // already run every config's default scheme.
-        let shapes = if scheme.is_some() {
-            &shapes[..shapes.len().min(9)]
-        } else {
-            &shapes[..]
-        };
-        for &shape in shapes {
-            for (li, &l) in layouts.iter().enumerate() {
-                for &(alpha, beta) in scalars {
-                    let options = GemmOptions {
-                        alpha,
-                        beta,
-                        shape: Some((config.m, config.n, config.k)),
-                        scheme,
-                        ..Default::default()
-                    };
-                    // Padded leading dimensions on every other layout.
-                    let extra_ld = li % 2 * 3;
-                    let res = with_types!(pair, |TA, TC| run_random_gemm::<TA, TC>(
-                        ctx, &mut rng, shape, l, extra_ld, &options, FULL_CHECK
-                    ));
-                    let row = |check: Option<vk_sgmat::verify::Check>, error: Option<String>| CheckRow {
-                        config: name.clone(),
-                        shape,
-                        layout: layout_name(l),
-                        alpha,
-                        beta,
-                        rel_error: check.as_ref().map_or(f64::NAN, |c| c.rel_error),
-                        tolerance: check.as_ref().map_or(0.0, |c| c.tolerance),
-                        mismatches: check.as_ref().map_or(0, |c| c.mismatches),
-                        passed: check.as_ref().is_some_and(|c| c.passed),
-                        error,
-                    };
-                    let r = match res {
-                        Ok(c) => row(Some(c), None),
-                        Err(e) => row(None, Some(e.to_string())),
-                    };
-                    // Progress, one line per case, so a long run shows where it is.
-                    progress.done(&format!(
-                        "{} {}x{}x{} {} {}/{}: {}",
-                        r.config,
-                        shape.0,
-                        shape.1,
-                        shape.2,
-                        r.layout,
-                        alpha,
-                        beta,
-                        if r.passed { "ok" } else { "FAIL" }
-                    ));
-                    rows.push(r);
-                }
-            }
-        }
-    }
-    progress.finish();
-    if rows.is_empty() {
-        bail!("the device offers no configs");
-    }
-    Ok(rows)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use half::f16;
+    use vk_sgmat::ComponentType;
 
     /// `gemm --scheme NAME` runs the scheme `tune` lists under that name, and an unknown name is
     /// an error naming the config and some valid schemes.
@@ -815,17 +760,26 @@ mod tests {
         // Not the default for this shape, so the test sees the option take effect.
         let default = ctx.choose_scheme(&config, 17, 31).unwrap();
         let want = *listed.iter().find(|s| **s != default).expect("a second scheme");
-        let scheme = scheme_named(&ctx, pair, None, &want.name()).unwrap();
+        let types = Types::pair(pair.0, pair.1);
+        let scheme = scheme_named(&ctx, types, ComputeMode::default(), None, &want.name()).unwrap();
         assert_eq!(scheme, want);
         let options = GemmOptions {
             scheme: Some(scheme),
             ..Default::default()
         };
-        let r = gemm::<f16, f32>(&ctx, (17, 31, 9), (Layout::RowMajor, Layout::RowMajor), &options, 1).unwrap();
+        let row_major = (Layout::RowMajor, Layout::RowMajor, Layout::RowMajor);
+        let r = gemm::<f16, f16, f32>(&ctx, (17, 31, 9), row_major, &options, 1).unwrap();
         assert!(r.check.passed, "{:?}", r.check);
         assert_eq!(r.scheme, want.name());
+        // f16 x f32 with a column-major C, checked against the reference.
+        let mixed = (Layout::ColMajor, Layout::RowMajor, Layout::ColMajor);
+        let r = gemm::<f16, f32, f32>(&ctx, (23, 9, 41), mixed, &GemmOptions::default(), 1).unwrap();
+        assert!(r.check.passed, "{:?}", r.check);
+        assert_eq!((r.types.as_str(), r.layout.as_str()), ("f16,f32:f32", "tnt"));
 
-        let e = scheme_named(&ctx, pair, None, "sg9x9_nope").unwrap_err().to_string();
+        let e = scheme_named(&ctx, types, ComputeMode::default(), None, "sg9x9_nope")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("sg9x9_nope") && e.contains(&config.to_string()) && e.contains(&listed[0].name()),
             "{e}"

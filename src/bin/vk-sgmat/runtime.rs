@@ -90,7 +90,8 @@ fn verify<TA: Element, TC: Element>(
     s.submit()?;
     let got = download.wait()?;
     let rows = rows_to_check(m, n, 1 << 16, 16, rng);
-    let (want, magnitude) = reference::<TA, TC>(&MatRef::new(a, m, k), &MatRef::new(b, k, n), None, 1.0, 0.0, &rows);
+    let (want, magnitude) =
+        reference::<TA, TA, TC>(&MatRef::new(a, m, k), &MatRef::new(b, k, n), None, 1.0, 0.0, &rows);
     let check = compare(&got, n, n, &rows, &want, &magnitude, k);
     if !check.passed {
         eprintln!("runtime: {m}x{n}x{k} {}->{} failed: {check:?}", TA::TYPE, TC::TYPE);

@@ -1,0 +1,279 @@
+//! `vk-sgmat check`: every config's kernels, and every type combination and mode, against the
+//! f64 CPU reference over awkward shapes and all layouts.
+
+use crate::progress::Progress;
+use crate::report::CheckRow;
+use crate::run::{layout_name, FULL_CHECK};
+use crate::types::{with_types, Types};
+use anyhow::{bail, Result};
+use vk_sgmat::tiling::{KernelScope, TileScheme};
+use vk_sgmat::verify::{run_random_gemm, run_random_gemm_c, Check, Rng};
+use vk_sgmat::{ComponentType, ComputeMode, Context, GPUSubgroupMatrixConfig, GemmOptions, Layout};
+
+const LAYOUTS: [(Layout, Layout); 4] = [
+    (Layout::RowMajor, Layout::RowMajor),
+    (Layout::RowMajor, Layout::ColMajor),
+    (Layout::ColMajor, Layout::RowMajor),
+    (Layout::ColMajor, Layout::ColMajor),
+];
+
+/// Checks the asked types (`all`: none were asked, so every pair the device has plus every
+/// f32 and mixed combination it can run).
+pub fn check(ctx: &Context, quick: bool, asked: &[Types], all: bool) -> Result<Vec<CheckRow>> {
+    let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
+    let mut shapes = vec![
+        (1, 1, 1),
+        (7, 5, 3),
+        (17, 31, 9),
+        (64, 64, 64),
+        (127, 129, 65),
+        (300, 5, 700),
+        (1, 1000, 3),
+    ];
+    if !quick {
+        shapes.extend([(257, 255, 131), (513, 257, 1031)]);
+        if !cpu {
+            shapes.extend([(1000, 1000, 1000), (2049, 1023, 517)]);
+        }
+    }
+    let mut rng = Rng::new(Rng::fresh_seed());
+    // A and B of one type, not f32: the configs' own kernels.
+    let pairs: Vec<(ComponentType, ComponentType)> = asked
+        .iter()
+        .filter(|t| t.a == t.b && t.a != ComponentType::F32)
+        .map(|t| (t.a, t.c))
+        .collect();
+    let mut rows = check_configs(ctx, &mut rng, &shapes, &pairs)?;
+    let mut typed: Vec<Types> = asked
+        .iter()
+        .copied()
+        .filter(|t| t.a != t.b || t.a == ComponentType::F32)
+        .collect();
+    if all {
+        use ComponentType::*;
+        for (a, b) in [(F32, F32), (F16, F32), (F32, F16), (Bf16, F32), (F32, Bf16)] {
+            typed.push(Types { a, b, c: F32 });
+        }
+    }
+    rows.extend(check_types(ctx, &mut rng, &shapes, &typed, all)?);
+    if rows.is_empty() {
+        bail!("the device offers no configs");
+    }
+    Ok(rows)
+}
+
+/// Every config's kernels for the type pairs `pairs` (A and B of one type).
+fn check_configs(
+    ctx: &Context,
+    rng: &mut Rng,
+    shapes: &[(usize, usize, usize)],
+    pairs: &[(ComponentType, ComponentType)],
+) -> Result<Vec<CheckRow>> {
+    let layouts = LAYOUTS;
+    let mut rows = Vec::new();
+    // Every config with its default schemes; then, once per type pair, the workgroup-scope
+    // schemes taken by default (the shapes here are mostly too small to pick them) and the
+    // largest and the smallest workgroup-scope scheme, where the device offers them.
+    // Defaults first: a driver slow to compile some workgroup-scope pipelines (seconds each on
+    // the H200) must not keep a time-limited run from checking them.
+    let mut runs: Vec<(GPUSubgroupMatrixConfig, Option<TileScheme>)> = Vec::new();
+    let mut extras = Vec::new();
+    let mut pairs_seen = Vec::new();
+    for config in ctx.configs() {
+        let pair = (config.component_type, config.result_type);
+        if !pairs.contains(&pair) {
+            continue;
+        }
+        runs.push((config, None));
+        if pairs_seen.contains(&pair) {
+            continue;
+        }
+        pairs_seen.push(pair);
+        let wg: Vec<TileScheme> = ctx
+            .schemes(&config)
+            .into_iter()
+            .filter(|s| s.scope() == KernelScope::Workgroup)
+            .collect();
+        let info = ctx.device_info();
+        let preferred = vk_sgmat::tiling::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());
+        for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
+            if !extras.contains(&(config, Some(*s))) {
+                extras.push((config, Some(*s)));
+            }
+        }
+    }
+    runs.extend(extras);
+    let cases: usize = runs
+        .iter()
+        // Two (alpha, beta) pairs per case, as below.
+        .map(|(_, s)| if s.is_some() { shapes.len().min(9) } else { shapes.len() } * layouts.len() * 2)
+        .sum();
+    let mut progress = Progress::new(cases);
+    for (config, scheme) in runs {
+        let pair = (config.component_type, config.result_type);
+        let name = match scheme {
+            None => config.to_string(),
+            Some(s) => format!("{config} [{}]", s.name()),
+        };
+        let scalars: &[(f64, f64)] = match config.result_type {
+            ComponentType::U32 => &[(1.0, 0.0), (2.0, 1.0)],
+            t if t.is_float() => &[(1.0, 0.0), (0.5, -1.0)],
+            _ => &[(1.0, 0.0), (-2.0, 3.0)],
+        };
+        // The extra workgroup-scope runs take the shapes up to 513x257x1031: the larger ones
+        // already run every config's default scheme.
+        let shapes = if scheme.is_some() {
+            &shapes[..shapes.len().min(9)]
+        } else {
+            shapes
+        };
+        for &shape in shapes {
+            for (li, &l) in layouts.iter().enumerate() {
+                for &(alpha, beta) in scalars {
+                    let options = GemmOptions {
+                        alpha,
+                        beta,
+                        shape: Some((config.m, config.n, config.k)),
+                        scheme,
+                        ..Default::default()
+                    };
+                    // Padded leading dimensions on every other layout.
+                    let extra_ld = li % 2 * 3;
+                    let res = with_types!(Types::pair(pair.0, pair.1), |TA, TB, TC| run_random_gemm::<TA, TB, TC>(
+                        ctx, rng, shape, l, extra_ld, &options, FULL_CHECK
+                    ));
+                    let r = check_row(name.clone(), shape, layout_name(l), (alpha, beta), res);
+                    // Progress, one line per case, so a long run shows where it is.
+                    progress.done(&format!(
+                        "{} {}x{}x{} {} {}/{}: {}",
+                        r.config,
+                        shape.0,
+                        shape.1,
+                        shape.2,
+                        r.layout,
+                        alpha,
+                        beta,
+                        if r.passed { "ok" } else { "FAIL" }
+                    ));
+                    rows.push(r);
+                }
+            }
+        }
+    }
+    progress.finish();
+    Ok(rows)
+}
+
+/// The row of one checked case.
+fn check_row(
+    config: String,
+    shape: (usize, usize, usize),
+    layout: String,
+    (alpha, beta): (f64, f64),
+    res: vk_sgmat::Result<Check>,
+) -> CheckRow {
+    let (check, error) = match res {
+        Ok(c) => (Some(c), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    CheckRow {
+        config,
+        shape,
+        layout,
+        alpha,
+        beta,
+        rel_error: check.as_ref().map_or(f64::NAN, |c| c.rel_error),
+        tolerance: check.as_ref().map_or(0.0, |c| c.tolerance),
+        mismatches: check.as_ref().map_or(0, |c| c.mismatches),
+        passed: check.as_ref().is_some_and(|c| c.passed),
+        error,
+    }
+}
+
+/// f32 and mixed-type GEMMs in every mode the device can run (a combination without a config
+/// is skipped when checking everything, an error when asked for), then column-major C.
+fn check_types(
+    ctx: &Context,
+    rng: &mut Rng,
+    shapes: &[(usize, usize, usize)],
+    typed: &[Types],
+    all: bool,
+) -> Result<Vec<CheckRow>> {
+    const MODES: [ComputeMode; 4] = [
+        ComputeMode::Accurate,
+        ComputeMode::FastF16,
+        ComputeMode::FastBf16,
+        ComputeMode::Exact,
+    ];
+    let mut runs: Vec<(Types, ComputeMode, Layout)> = Vec::new();
+    for &t in typed {
+        // Mixed pairs run the 16-bit side's config whatever the mode: one mode suffices.
+        let modes: &[ComputeMode] = if t.a == t.b { &MODES } else { &MODES[..1] };
+        for &mode in modes {
+            let runs_here = vk_sgmat::plan::route(t.a, t.b, mode)
+                .map_err(anyhow::Error::from)
+                .and_then(|r| Ok(ctx.choose_config(r.component, t.c, None)?));
+            match runs_here {
+                Ok(_) => runs.push((t, mode, Layout::RowMajor)),
+                Err(e) if all => log::info!("check: {} {}: {e}", t.name(), mode.name()),
+                Err(e) => bail!("{} in {} mode: {e}", t.name(), mode.name()),
+            }
+        }
+    }
+    if all {
+        // Column-major C for every pair the device has (C^T = B^T A^T).
+        let mut pairs: Vec<Types> = ctx
+            .configs()
+            .iter()
+            .map(|c| Types::pair(c.component_type, c.result_type))
+            .collect();
+        pairs.sort();
+        pairs.dedup();
+        runs.extend(pairs.into_iter().map(|t| (t, ComputeMode::default(), Layout::ColMajor)));
+    }
+    let mut progress = Progress::new(runs.len() * shapes.len() * LAYOUTS.len());
+    let mut rows = Vec::new();
+    for (t, mode, lc) in runs {
+        let name = format!(
+            "{} {}{}",
+            t.name(),
+            mode.name(),
+            if lc == Layout::ColMajor { ", C column-major" } else { "" }
+        );
+        for &shape in shapes {
+            for (li, &(la, lb)) in LAYOUTS.iter().enumerate() {
+                let scalars = if li % 2 == 0 { (1.0, 0.0) } else { (0.5, -1.0) };
+                let options = GemmOptions {
+                    alpha: scalars.0,
+                    beta: scalars.1,
+                    compute: mode,
+                    ..Default::default()
+                };
+                let extra_ld = li % 2 * 3;
+                let res = with_types!(t, |TA, TB, TC| run_random_gemm_c::<TA, TB, TC>(
+                    ctx,
+                    rng,
+                    shape,
+                    (la, lb, lc),
+                    extra_ld,
+                    &options,
+                    FULL_CHECK
+                ));
+                let layout = format!("{}{}", layout_name((la, lb)), lc.letter());
+                let r = check_row(name.clone(), shape, layout, scalars, res);
+                progress.done(&format!(
+                    "{} {}x{}x{} {}: {}",
+                    r.config,
+                    shape.0,
+                    shape.1,
+                    shape.2,
+                    r.layout,
+                    if r.passed { "ok" } else { "FAIL" }
+                ));
+                rows.push(r);
+            }
+        }
+    }
+    progress.finish();
+    Ok(rows)
+}

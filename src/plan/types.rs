@@ -1,0 +1,153 @@
+//! Element types -> kernel path: which cooperative-matrix component type serves a GEMM's A and B,
+//! and how each operand is converted on its way there. Pure.
+
+use crate::config::ComponentType::{self, *};
+use crate::error::{Error, Result};
+use crate::kernel::Load;
+use serde::Serialize;
+
+/// How a GEMM with f32 operands computes (see [`GemmOptions::compute`](crate::GemmOptions::compute)).
+/// Only f32 operands are affected: 16-bit and integer operands always go to the matrix units as
+/// they are.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComputeMode {
+    /// f32-level accuracy (the default): on the matrix units where a 16-bit float config exists
+    /// for the accurate split, else the `Exact` kernel.
+    #[default]
+    Accurate,
+    /// f32 operands rounded to f16 as they are loaded, products accumulated in f32: the speed of
+    /// the f16 path. Each operand element carries a relative error of at most 2^-11; elements
+    /// beyond f16's range (|x| > 65504) become infinite and those below 2^-14 lose precision.
+    FastF16,
+    /// Like `FastF16` with bf16: f32's whole range, relative error per element at most 2^-8.
+    FastBf16,
+    /// A plain f32 kernel without the matrix units (every Vulkan 1.3 GPU).
+    Exact,
+}
+
+impl ComputeMode {
+    /// The CLI name (`accurate`, `fast`, `fast-bf16`, `exact`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeMode::Accurate => "accurate",
+            ComputeMode::FastF16 => "fast",
+            ComputeMode::FastBf16 => "fast-bf16",
+            ComputeMode::Exact => "exact",
+        }
+    }
+
+    /// Parses [`ComputeMode::name`] (`fast-f16` too).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "accurate" => Some(ComputeMode::Accurate),
+            "fast" | "fast-f16" => Some(ComputeMode::FastF16),
+            "fast-bf16" => Some(ComputeMode::FastBf16),
+            "exact" => Some(ComputeMode::Exact),
+            _ => None,
+        }
+    }
+}
+
+/// Where a GEMM's A and B go: a cooperative-matrix component type and each operand's load.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Route {
+    /// The config's component type.
+    pub component: ComponentType,
+    /// How A and B are loaded.
+    pub loads: [Load; 2],
+}
+
+/// The route for A and B of these types under `mode`, or a typed error naming what is supported.
+/// Same types go as they are. A 16-bit float paired with f32 runs in the 16-bit type, the f32
+/// operand rounded as it is loaded (as ggml does). Two f32 operands follow `mode`.
+pub fn route(a: ComponentType, b: ComponentType, mode: ComputeMode) -> Result<Route> {
+    let native = |component| Route {
+        component,
+        loads: [Load::Native; 2],
+    };
+    let half = |t: ComponentType| matches!(t, F16 | Bf16);
+    match (a, b) {
+        (F32, F32) => match mode {
+            ComputeMode::FastF16 => Ok(Route {
+                component: F16,
+                loads: [Load::Round; 2],
+            }),
+            ComputeMode::FastBf16 => Ok(Route {
+                component: Bf16,
+                loads: [Load::Round; 2],
+            }),
+            ComputeMode::Accurate | ComputeMode::Exact => Err(Error::Unsupported(format!(
+                "f32 x f32 in {} mode is not built yet; use ComputeMode::FastF16 or FastBf16",
+                mode.name()
+            ))),
+        },
+        (F32, t) if half(t) => Ok(Route {
+            component: t,
+            loads: [Load::Round, Load::Native],
+        }),
+        (t, F32) if half(t) => Ok(Route {
+            component: t,
+            loads: [Load::Native, Load::Round],
+        }),
+        (a, b) if a == b => Ok(native(a)),
+        (a, b) => Err(Error::Unsupported(format!(
+            "A of {a} with B of {b}: A and B take the same type, or one of f16/bf16 with f32"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_types_go_native_and_f32_pairs_round_to_the_16_bit_side() {
+        let mode = ComputeMode::default();
+        assert_eq!(
+            route(F16, F16, mode).unwrap(),
+            Route {
+                component: F16,
+                loads: [Load::Native; 2]
+            }
+        );
+        assert_eq!(route(I8, I8, mode).unwrap().component, I8);
+        assert_eq!(
+            route(F16, F32, mode).unwrap(),
+            Route {
+                component: F16,
+                loads: [Load::Native, Load::Round]
+            }
+        );
+        assert_eq!(
+            route(F32, Bf16, mode).unwrap(),
+            Route {
+                component: Bf16,
+                loads: [Load::Round, Load::Native]
+            }
+        );
+        assert_eq!(route(F32, F32, ComputeMode::FastBf16).unwrap().loads, [Load::Round; 2]);
+        assert_eq!(route(F32, F32, ComputeMode::FastF16).unwrap().component, F16);
+    }
+
+    #[test]
+    fn unsupported_pairs_are_typed_errors_that_say_what_works() {
+        for (a, b) in [(F16, Bf16), (I8, U8), (F32, I8)] {
+            let e = route(a, b, ComputeMode::default()).unwrap_err();
+            assert!(matches!(e, Error::Unsupported(ref m) if m.contains("same type")), "{e}");
+        }
+    }
+
+    #[test]
+    fn mode_names_round_trip() {
+        for m in [
+            ComputeMode::Accurate,
+            ComputeMode::FastF16,
+            ComputeMode::FastBf16,
+            ComputeMode::Exact,
+        ] {
+            assert_eq!(ComputeMode::parse(m.name()), Some(m));
+        }
+        assert_eq!(ComputeMode::parse("fp32"), None);
+    }
+}
