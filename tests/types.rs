@@ -1,0 +1,128 @@
+//! f32 and mixed-type operands, and C in either storage order, against the f64 reference.
+//! Bounds: the result type's accumulation bound plus `2u` for operands rounded to a type of unit
+//! roundoff `u` on their way to the matrix units (see `verify::compare_rounded`).
+
+mod common;
+
+use common::{assert_no_validation_messages, context};
+use half::f16;
+use vk_sgmat::verify::{compare_rounded, reference, run_random_gemm_c, Rng};
+use vk_sgmat::{ComponentType, ComputeMode, Error, GemmOptions, Layout, MatMut, MatRef};
+
+const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
+/// 1, primes and sizes that are no multiple of any tile.
+const SHAPES: [(usize, usize, usize); 5] = [(1, 1, 1), (7, 5, 3), (37, 41, 29), (131, 67, 45), (64, 96, 200)];
+
+fn fast() -> GemmOptions {
+    GemmOptions {
+        compute: ComputeMode::FastF16,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn f32_times_f32_rounded_to_f16_every_layout_of_a_b_and_c() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    for (i, &shape) in SHAPES.iter().enumerate() {
+        for (j, layouts) in [(0, 0, 0), (0, 1, 1), (1, 0, 0), (1, 1, 1), (0, 0, 1)]
+            .into_iter()
+            .enumerate()
+        {
+            let l = (LAYOUTS[layouts.0], LAYOUTS[layouts.1], LAYOUTS[layouts.2]);
+            let options = GemmOptions {
+                alpha: if j % 2 == 0 { 1.0 } else { -0.5 },
+                beta: if j % 2 == 0 { 0.0 } else { 2.0 },
+                ..fast()
+            };
+            let check = run_random_gemm_c::<f32, f32, f32>(ctx, &mut rng, shape, l, i % 2 * 3, &options, usize::MAX)
+                .unwrap_or_else(|e| panic!("{shape:?} {l:?}: {e}"));
+            assert!(check.passed, "{shape:?} {l:?}: {check:?}");
+        }
+    }
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn mixed_f16_and_f32_operands_either_way_round_and_split_k() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    for &shape in &SHAPES {
+        for l in [(0, 1, 0), (1, 0, 1)] {
+            let l = (LAYOUTS[l.0], LAYOUTS[l.1], LAYOUTS[l.2]);
+            let o = GemmOptions::default();
+            let c1 = run_random_gemm_c::<f16, f32, f32>(ctx, &mut rng, shape, l, 1, &o, usize::MAX).unwrap();
+            let c2 = run_random_gemm_c::<f32, f16, f16>(ctx, &mut rng, shape, l, 0, &o, usize::MAX).unwrap();
+            assert!(c1.passed && c2.passed, "{shape:?} {l:?}: {c1:?} {c2:?}");
+        }
+    }
+    // Forced split-K: the slices and the reduction see the converted operands like one pass.
+    let split = GemmOptions {
+        split_k: Some(3),
+        beta: 1.0,
+        ..fast()
+    };
+    let l = (Layout::ColMajor, Layout::RowMajor, Layout::ColMajor);
+    let check = run_random_gemm_c::<f32, f32, f32>(ctx, &mut rng, (33, 70, 900), l, 2, &split, usize::MAX).unwrap();
+    assert!(check.passed, "{check:?}");
+    assert_no_validation_messages(ctx);
+}
+
+/// Inputs spread over ten binary orders of magnitude (within f16's range) stay inside the
+/// rounded bound, which is relative to `sum |a||b|`.
+#[test]
+fn fast_mode_holds_its_bound_on_inputs_of_varied_magnitude() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (45, 77, 301);
+    let mut varied = |len: usize| -> Vec<f32> {
+        (0..len)
+            .map(|_| ((rng.unit() * 2.0 - 1.0) * 2f64.powi(rng.int(-5, 5) as i32)) as f32)
+            .collect()
+    };
+    let (a, b) = (varied(m * k), varied(k * n));
+    let mut c = vec![f32::NAN; m * n];
+    let (am, bm) = (MatRef::new(&a, m, k), MatRef::col_major(&b, k, n));
+    ctx.gemm_with(am, bm, MatMut::new(&mut c, m, n), &fast()).unwrap();
+    let rows: Vec<usize> = (0..m).collect();
+    let (want, mag) = reference::<f32, f32, f32>(&am, &bm, None, 1.0, 0.0, &rows);
+    let u = vk_sgmat::verify::unit_roundoff(ComponentType::F16);
+    let check = compare_rounded(&c, n, n, &rows, (&want, &mag), k, u);
+    assert!(check.passed, "{check:?}");
+    // The rounding is real: f32 inputs are not multiplied exactly (a sanity check of the test).
+    assert!(check.rel_error > 1e-7, "{check:?}");
+}
+
+#[test]
+fn unsupported_type_pairs_and_modes_are_typed_errors() {
+    let ctx = context();
+    let a = vec![1.0f32; 64];
+    let mut c = vec![0.0f32; 64];
+    let e = ctx
+        .gemm(
+            MatRef::new(&a, 8, 8),
+            MatRef::new(&[1i8; 64], 8, 8),
+            MatMut::new(&mut c, 8, 8),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Unsupported(ref m) if m.contains("f32") && m.contains("i8")),
+        "{e}"
+    );
+    // bf16 needs a bf16 config: where the device has none, the error lists what it has.
+    let bf16 = GemmOptions {
+        compute: ComputeMode::FastBf16,
+        ..Default::default()
+    };
+    let has_bf16 = ctx.configs().iter().any(|c| c.component_type == ComponentType::Bf16);
+    let r = ctx.gemm_with(
+        MatRef::new(&a, 8, 8),
+        MatRef::new(&a, 8, 8),
+        MatMut::new(&mut c, 8, 8),
+        &bf16,
+    );
+    match r {
+        Ok(()) => assert!(has_bf16 && c.iter().all(|&x| x == 8.0), "{c:?}"),
+        Err(e) => assert!(!has_bf16 && matches!(e, Error::NoConfig { .. }), "{e}"),
+    }
+}
