@@ -51,6 +51,9 @@ def main():
                    help="f32 results for float inputs with an f32 result type (torch.mm out_dtype)")
     args = p.parse_args()
     dev = torch.device("cuda")
+    # f32:f32 is plain SGEMM: no TF32 rounding (the caller asked for f32 accuracy).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
     for types in args.types.split(","):
         for shape in args.shapes.split(","):
             m, n, k = (int(x) for x in shape.split("x"))

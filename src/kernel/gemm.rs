@@ -304,11 +304,15 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             let ok_o = b.b.u_less_than(t_bool, None, go, outer_limit)?;
             let row = b.b.i_mul(t_u32, None, go, ld)?;
             let idx = b.b.i_add(t_u32, None, row_base, row)?;
-            let iv_st = b.mul_u(iv, parts)?;
+            let iv_st = if parts == 1 { iv } else { b.mul_u(iv, parts)? };
             let idx = b.b.i_add(t_u32, None, idx, iv_st)?;
             for h in 0..parts {
-                let gi_h = b.add_u(gi, h * vw / parts)?;
-                let idx_h = b.add_u(idx, h)?;
+                // The second storage vector of a slot: its first element and index, one on.
+                let (gi_h, idx_h) = if h == 0 {
+                    (gi, idx)
+                } else {
+                    (b.add_u(gi, h * vw / parts)?, b.add_u(idx, h)?)
+                };
                 let ok_i = b.b.u_less_than(t_bool, None, gi_h, inner_limit)?;
                 let ok = b.b.logical_and(t_bool, None, ok_o, ok_i)?;
                 // Out-of-range vectors read the operand's first vector (always inside the binding)
@@ -705,61 +709,22 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     Ok(mb.finish())
 }
 
-/// Eight f32 (two vectors of their bits) rounded to nearest even in `to` (f16 or bf16) and packed
-/// into one vector, element order kept. f16 takes the hardware conversion (overflow gives
-/// infinity); bf16 is rounded in integer arithmetic, as SPIR-V has no bf16 conversion without
-/// `SPV_KHR_bfloat16`'s types, NaNs kept NaN.
+/// Eight f32 (two vectors of their bits) rounded to `to` (f16 or bf16; the hardware conversion,
+/// overflow giving infinity) and packed into one vector, element order kept.
 fn narrow_f32x8(b: &mut ModuleBuilder, lo: Word, hi: Word, to: ComponentType) -> BuildResult<Word> {
     let t_uvec4 = b.t_uvec(4);
     let t_uvec2 = b.t_uvec(2);
-    match to {
-        ComponentType::F16 => {
-            let t_f32 = b.t_f32();
-            let t_vec4 = b.b.type_vector(t_f32, 4);
-            let t_h = b.t_scalar(ComponentType::F16);
-            let t_hvec4 = b.b.type_vector(t_h, 4);
-            let mut halves = [0; 2];
-            for (out, v) in halves.iter_mut().zip([lo, hi]) {
-                let f = b.b.bitcast(t_vec4, None, v)?;
-                let h = b.b.f_convert(t_hvec4, None, f)?;
-                *out = b.b.bitcast(t_uvec2, None, h)?;
-            }
-            b.b.vector_shuffle(t_uvec4, None, halves[0], halves[1], [0, 1, 2, 3])
-        }
-        ComponentType::Bf16 => {
-            let splat = |b: &mut ModuleBuilder, v: u32| -> BuildResult<Word> {
-                let c = b.c_u32(v);
-                b.b.composite_construct(t_uvec4, None, [c, c, c, c])
-            };
-            let (c16, c1, c7fff) = (splat(b, 16)?, splat(b, 1)?, splat(b, 0x7fff)?);
-            let (abs_mask, inf, quiet) = (splat(b, 0x7fff_ffff)?, splat(b, 0x7f80_0000)?, splat(b, 0x40)?);
-            let t_bvec4 = {
-                let t_bool = b.t_bool();
-                b.b.type_vector(t_bool, 4)
-            };
-            let mut rounded = [0; 2];
-            for (out, w) in rounded.iter_mut().zip([lo, hi]) {
-                // Round to nearest even: add 0x7fff plus the lowest kept bit, then truncate.
-                let top = b.b.shift_right_logical(t_uvec4, None, w, c16)?;
-                let odd = b.b.bitwise_and(t_uvec4, None, top, c1)?;
-                let bias = b.b.i_add(t_uvec4, None, c7fff, odd)?;
-                let sum = b.b.i_add(t_uvec4, None, w, bias)?;
-                let r = b.b.shift_right_logical(t_uvec4, None, sum, c16)?;
-                // A NaN's payload could round into infinity: keep it, made quiet.
-                let mag = b.b.bitwise_and(t_uvec4, None, w, abs_mask)?;
-                let nan = b.b.u_greater_than(t_bvec4, None, mag, inf)?;
-                let q = b.b.bitwise_or(t_uvec4, None, top, quiet)?;
-                *out = b.b.select(t_uvec4, None, nan, q, r)?;
-            }
-            let even =
-                b.b.vector_shuffle(t_uvec4, None, rounded[0], rounded[1], [0, 2, 4, 6])?;
-            let odd =
-                b.b.vector_shuffle(t_uvec4, None, rounded[0], rounded[1], [1, 3, 5, 7])?;
-            let odd = b.b.shift_left_logical(t_uvec4, None, odd, c16)?;
-            b.b.bitwise_or(t_uvec4, None, even, odd)
-        }
-        other => unreachable!("f32 narrowed to {other}: the key check allows f16 and bf16"),
+    let t_f32 = b.t_f32();
+    let t_vec4 = b.b.type_vector(t_f32, 4);
+    let t_h = b.t_scalar(to);
+    let t_hvec4 = b.b.type_vector(t_h, 4);
+    let mut halves = [0; 2];
+    for (out, v) in halves.iter_mut().zip([lo, hi]) {
+        let f = b.b.bitcast(t_vec4, None, v)?;
+        let h = b.b.f_convert(t_hvec4, None, f)?;
+        *out = b.b.bitcast(t_uvec2, None, h)?;
     }
+    b.b.vector_shuffle(t_uvec4, None, halves[0], halves[1], [0, 1, 2, 3])
 }
 
 /// The tile (x along N, y along M) a workgroup computes. With `group` > 0, groups of that many

@@ -206,6 +206,7 @@ fn check_types(
         ComputeMode::Exact,
     ];
     let mut runs: Vec<(Types, ComputeMode, Layout)> = Vec::new();
+    let mut skipped = Vec::new();
     for &t in typed {
         // Mixed pairs run the 16-bit side's config whatever the mode: one mode suffices.
         let modes: &[ComputeMode] = if t.a == t.b { &MODES } else { &MODES[..1] };
@@ -215,10 +216,16 @@ fn check_types(
                 .and_then(|r| Ok(ctx.choose_config(r.component, t.c, None)?));
             match runs_here {
                 Ok(_) => runs.push((t, mode, Layout::RowMajor)),
-                Err(e) if all => log::info!("check: {} {}: {e}", t.name(), mode.name()),
-                Err(e) => bail!("{} in {} mode: {e}", t.name(), mode.name()),
+                Err(e) => skipped.push(format!("{} {}: {e}", t.name(), mode.name())),
             }
         }
+        // Asked for by name, a combination must run in some mode.
+        if !all && !runs.iter().any(|r| r.0 == t) {
+            bail!("{}: no mode runs on this device: {}", t.name(), skipped.join("; "));
+        }
+    }
+    for s in &skipped {
+        eprintln!("check: skipped {s}");
     }
     if all {
         // Column-major C for every pair the device has (C^T = B^T A^T).
