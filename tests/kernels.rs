@@ -310,6 +310,51 @@ fn reduce_kernels_pass_spirv_val() {
     }
 }
 
+/// The f32 kernel without matrix units, at each tile `simt_scheme` picks (H200, lavapipe, subgroup
+/// 16 and 64), every layout and epilogue; keys that break its rules are typed errors.
+#[test]
+fn simt_kernels_pass_spirv_val() {
+    use vk_sgmat::kernel::SIMT_CONFIG;
+    let mut n = 0;
+    for (sg, cpu) in [(32, false), (8, true), (16, false), (64, false)] {
+        let scheme = vk_sgmat::tiling::simt_scheme(&limits(sg, 49152), sg, cpu).expect("a SIMT tile");
+        for a_layout in LAYOUTS {
+            for b_layout in LAYOUTS {
+                for epilogue in EPILOGUES {
+                    let key = KernelKey {
+                        config: SIMT_CONFIG,
+                        scheme,
+                        a_layout,
+                        b_layout,
+                        epilogue,
+                        loads: [Load::Simt; 2],
+                        probe: Probe::Full,
+                    };
+                    let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+                    common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+                    n += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(n, 4 * 4 * EPILOGUES.len());
+    // One SIMT operand, or a coop config under SIMT loads: refused before any code is generated.
+    let scheme = vk_sgmat::tiling::simt_scheme(&limits(32, 49152), 32, false).unwrap();
+    let mut key = KernelKey {
+        config: SIMT_CONFIG,
+        scheme,
+        a_layout: Layout::RowMajor,
+        b_layout: Layout::RowMajor,
+        epilogue: Epilogue::default(),
+        loads: [Load::Simt, Load::Native],
+        probe: Probe::Full,
+    };
+    assert!(generate(&key).is_err());
+    key.loads = [Load::Simt; 2];
+    key.config = cfg(16, 16, 16, F16, F32);
+    assert!(generate(&key).is_err());
+}
+
 /// Representative kernels reviewed as disassembly: a change to the generator shows as a diff.
 #[test]
 fn golden_disassembly() {

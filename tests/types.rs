@@ -93,6 +93,67 @@ fn fast_mode_holds_its_bound_on_inputs_of_varied_magnitude() {
     assert!(check.rel_error > 1e-7, "{check:?}");
 }
 
+/// f32 x f32 without the matrix units (the default mode, and `Exact`): every layout of A, B and
+/// C, alpha/beta, split-K, against the f32 bound.
+#[test]
+fn f32_exact_kernel_every_layout_and_split_k() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    for (i, &shape) in SHAPES.iter().enumerate() {
+        for (j, l) in [(0, 0, 0), (0, 1, 0), (1, 0, 1), (1, 1, 0), (0, 1, 1)]
+            .into_iter()
+            .enumerate()
+        {
+            let l = (LAYOUTS[l.0], LAYOUTS[l.1], LAYOUTS[l.2]);
+            let options = GemmOptions {
+                alpha: if j % 2 == 0 { 1.0 } else { 1.5 },
+                beta: if j % 2 == 0 { 0.0 } else { -1.0 },
+                compute: if j % 3 == 0 {
+                    ComputeMode::Exact
+                } else {
+                    ComputeMode::default()
+                },
+                split_k: (j == 4).then_some(2),
+                ..Default::default()
+            };
+            let check = run_random_gemm_c::<f32, f32, f32>(ctx, &mut rng, shape, l, i % 2 * 3, &options, usize::MAX)
+                .unwrap_or_else(|e| panic!("{shape:?} {l:?}: {e}"));
+            assert!(check.passed, "{shape:?} {l:?} {options:?}: {check:?}");
+            assert_eq!(
+                check.tolerance,
+                vk_sgmat::verify::tolerance(ComponentType::F32, shape.2)
+            );
+        }
+    }
+    assert_no_validation_messages(ctx);
+}
+
+/// Inputs over twenty binary orders of magnitude: the exact kernel stays within f32's bound
+/// (relative to `sum |a||b|`), where rounding to f16 would not.
+#[test]
+fn exact_mode_holds_the_f32_bound_on_inputs_of_varied_magnitude() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (33, 70, 517);
+    let mut varied = |len: usize| -> Vec<f32> {
+        (0..len)
+            .map(|_| ((rng.unit() * 2.0 - 1.0) * 2f64.powi(rng.int(-10, 10) as i32)) as f32)
+            .collect()
+    };
+    let (a, b) = (varied(m * k), varied(k * n));
+    let mut c = vec![f32::NAN; m * n];
+    let (am, bm) = (MatRef::col_major(&a, m, k), MatRef::new(&b, k, n));
+    ctx.gemm(am, bm, MatMut::new(&mut c, m, n)).unwrap();
+    let rows: Vec<usize> = (0..m).collect();
+    let (want, mag) = reference::<f32, f32, f32>(&am, &bm, None, 1.0, 0.0, &rows);
+    let check = compare_rounded(&c, n, n, &rows, (&want, &mag), k, 0.0);
+    assert!(check.passed, "{check:?}");
+    // The same inputs through f16 break f32's bound: the test data can tell the two apart.
+    ctx.gemm_with(am, bm, MatMut::new(&mut c, m, n), &fast()).unwrap();
+    let rounded = compare_rounded(&c, n, n, &rows, (&want, &mag), k, 0.0);
+    assert!(!rounded.passed, "{rounded:?}");
+}
+
 #[test]
 fn unsupported_type_pairs_and_modes_are_typed_errors() {
     let ctx = context();

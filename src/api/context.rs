@@ -11,7 +11,7 @@ use super::options::{ContextOptions, GemmOptions};
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::{AdoptedDevice, Device, DeviceInfo, DeviceKind, Instance, InstanceOptions, ValidationMessages};
 use crate::error::{Error, Result};
-use crate::kernel::KernelKey;
+use crate::kernel::{KernelKey, Load, SIMT_CONFIG};
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
 use crate::plan::{
@@ -20,8 +20,8 @@ use crate::plan::{
 use crate::record::{record_plan, Access, Bindings, Recording};
 use crate::submit::StreamCore;
 use crate::tiling::{
-    candidate_schemes, pick_scheme, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates,
-    KernelScope, Layout, TileScheme,
+    candidate_schemes, pick_scheme, preferred_workgroup_schemes, simt_scheme, small_problem_scheme,
+    workgroup_candidates, KernelScope, Layout, TileScheme,
 };
 use crate::tune::TuneCache;
 use rustc_hash::FxHashMap;
@@ -562,12 +562,25 @@ impl Context {
             return Ok(plan);
         }
         let route = route(ta, tb, options.compute)?;
-        let config = self.choose_config(route.component, tc, options.shape)?;
+        let simt = route.loads == [Load::Simt; 2];
+        let config = if simt {
+            if tc != ComponentType::F32 {
+                return Err(Error::Unsupported(format!(
+                    "f32 x f32 -> {tc} in {} mode: the f32 kernel writes f32 results (the fast modes write {tc})",
+                    options.compute.name()
+                )));
+            }
+            SIMT_CONFIG
+        } else {
+            self.choose_config(route.component, tc, options.shape)?
+        };
         let scheme = match options.scheme {
             Some(s) => {
                 s.check_device(&config, self.device.info())?;
                 s
             }
+            None if simt => simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
+                .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?,
             None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), route.loads)?,
         };
         let request = PlanRequest {

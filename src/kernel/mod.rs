@@ -5,6 +5,7 @@ mod builder;
 mod gemm;
 pub mod peak;
 pub mod reduce;
+mod simt;
 mod workgroup;
 
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
@@ -83,6 +84,9 @@ pub enum Load {
     /// Stored as f32 and rounded to nearest even in the config's 16-bit float type (f16 or bf16)
     /// as it is copied to shared memory: no extra pass over memory.
     Round,
+    /// Stored as f32 and multiplied in f32 by the invocations, not the matrix units (both operands;
+    /// the config is [`SIMT_CONFIG`]).
+    Simt,
 }
 
 impl Load {
@@ -90,7 +94,7 @@ impl Load {
     /// the stored element's size to the config's.
     pub fn storage_vectors(self) -> u32 {
         match self {
-            Load::Native => 1,
+            Load::Native | Load::Simt => 1,
             Load::Round => 2,
         }
     }
@@ -99,7 +103,7 @@ impl Load {
     pub fn storage_type(self, component: ComponentType) -> ComponentType {
         match self {
             Load::Native => component,
-            Load::Round => ComponentType::F32,
+            Load::Round | Load::Simt => ComponentType::F32,
         }
     }
 }
@@ -132,7 +136,7 @@ impl KernelKey {
             .iter()
             .zip(self.loads)
             .filter(|(_, l)| *l != Load::Native)
-            .map(|(name, l)| format!("_{name}{}", if l == Load::Round { "32" } else { "" }))
+            .map(|(name, l)| format!("_{name}{}", if l == Load::Round { "32" } else { "_simt" }))
             .collect();
         format!(
             "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}{}",
@@ -166,6 +170,9 @@ impl KernelKey {
         if self.loads == [Load::Native; 2] {
             return Ok(());
         }
+        if self.loads.contains(&Load::Simt) {
+            return self.check_simt();
+        }
         let t = self.config.component_type;
         if !matches!(t, ComponentType::F16 | ComponentType::Bf16) {
             return Err(Error::Unsupported(format!(
@@ -177,6 +184,48 @@ impl KernelKey {
                 "{}: operands stored as f32 need a subgroup-scope scheme",
                 self.scheme.name()
             )));
+        }
+        Ok(())
+    }
+}
+
+/// The config a [`Load::Simt`] key carries: f32 in and out. Its 8x8x8 "fragments" only size the
+/// scheme's tile (`sg_m * fr_m * 8` rows); no matrix unit runs them.
+pub const SIMT_CONFIG: GPUSubgroupMatrixConfig = GPUSubgroupMatrixConfig {
+    component_type: ComponentType::F32,
+    result_type: ComponentType::F32,
+    m: 8,
+    n: 8,
+    k: 8,
+};
+
+impl KernelKey {
+    /// The SIMT kernel's rules: both operands, [`SIMT_CONFIG`], a subgroup-scope scheme with one
+    /// 8x8 block of C per invocation, and whole vectors per invocation in each slice copy.
+    fn check_simt(&self) -> Result<()> {
+        let bad = |why: String| Err(Error::InvalidTileScheme(format!("{}: {why}", self.scheme.name())));
+        if self.loads != [Load::Simt; 2] || self.config != SIMT_CONFIG {
+            return Err(Error::Unsupported(format!(
+                "the f32 kernel without matrix units takes f32 A and B and the {SIMT_CONFIG} config"
+            )));
+        }
+        if self.scheme.scope() != KernelScope::Subgroup {
+            return bad("the f32 kernel needs a subgroup-scope scheme".into());
+        }
+        let g = self.scheme.geometry(&self.config);
+        let block = simt::BLOCK;
+        if (g.bm / block) * (g.bn / block) != g.threads {
+            return bad(format!(
+                "a {}x{} tile in {}x{} blocks is not one block per invocation ({})",
+                g.bm, g.bn, block, block, g.threads
+            ));
+        }
+        let vecs = |x: u32| x * g.bk / 4;
+        if g.bk % 4 != 0 || vecs(g.bm) % g.threads != 0 || vecs(g.bn) % g.threads != 0 {
+            return bad(format!(
+                "K step {} does not split into whole vectors per invocation",
+                g.bk
+            ));
         }
         Ok(())
     }
@@ -232,6 +281,7 @@ pub fn generate(key: &KernelKey) -> Result<Vec<u32>> {
     key.scheme.check(&key.config, &crate::device::DeviceLimits::default())?;
     key.check_loads()?;
     let words = match key.scheme.scope() {
+        _ if key.loads == [Load::Simt; 2] => simt::emit(key),
         KernelScope::Subgroup => gemm::emit(key),
         KernelScope::Workgroup => workgroup::emit(key),
     };

@@ -12,8 +12,8 @@ use serde::Serialize;
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ComputeMode {
-    /// f32-level accuracy (the default): on the matrix units where a 16-bit float config exists
-    /// for the accurate split, else the `Exact` kernel.
+    /// f32-level accuracy (the default). Today this runs the `Exact` kernel; the split of each
+    /// operand into 16-bit parts on the matrix units (faster at comparable error) is planned.
     #[default]
     Accurate,
     /// f32 operands rounded to f16 as they are loaded, products accumulated in f32: the speed of
@@ -22,7 +22,8 @@ pub enum ComputeMode {
     FastF16,
     /// Like `FastF16` with bf16: f32's whole range, relative error per element at most 2^-8.
     FastBf16,
-    /// A plain f32 kernel without the matrix units (every Vulkan 1.3 GPU).
+    /// A plain f32 kernel without the matrix units: f32 multiply-adds in K order per element,
+    /// error within f32 GEMM's usual `K u |a||b|` bound (u = 2^-24). f32 results only.
     Exact,
 }
 
@@ -77,10 +78,11 @@ pub fn route(a: ComponentType, b: ComponentType, mode: ComputeMode) -> Result<Ro
                 component: Bf16,
                 loads: [Load::Round; 2],
             }),
-            ComputeMode::Accurate | ComputeMode::Exact => Err(Error::Unsupported(format!(
-                "f32 x f32 in {} mode is not built yet; use ComputeMode::FastF16 or FastBf16",
-                mode.name()
-            ))),
+            // The accurate split is not built yet: the exact kernel gives its accuracy.
+            ComputeMode::Accurate | ComputeMode::Exact => Ok(Route {
+                component: F32,
+                loads: [Load::Simt; 2],
+            }),
         },
         (F32, t) if half(t) => Ok(Route {
             component: t,
@@ -128,6 +130,8 @@ mod tests {
         );
         assert_eq!(route(F32, F32, ComputeMode::FastBf16).unwrap().loads, [Load::Round; 2]);
         assert_eq!(route(F32, F32, ComputeMode::FastF16).unwrap().component, F16);
+        assert_eq!(route(F32, F32, ComputeMode::Exact).unwrap().loads, [Load::Simt; 2]);
+        assert_eq!(route(F32, F32, ComputeMode::default()).unwrap().loads, [Load::Simt; 2]);
     }
 
     #[test]

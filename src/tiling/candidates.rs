@@ -170,6 +170,33 @@ pub fn preferred_workgroup_schemes(
         .collect()
 }
 
+/// The tile of the f32 kernel without matrix units ([`crate::kernel::Load::Simt`]): one 8x8
+/// block of C per invocation, 128x128 (256 invocations) on GPUs, 64x64 on CPU drivers, smaller
+/// where the device's limits or subgroup size need it; K steps of 16.
+pub fn simt_scheme(limits: &DeviceLimits, subgroup_size: u32, cpu_device: bool) -> Option<TileScheme> {
+    let config = crate::kernel::SIMT_CONFIG;
+    let tiles: &[u32] = if cpu_device { &[64, 32] } else { &[128, 64, 32] };
+    for &tile in tiles {
+        let threads = (tile / 8) * (tile / 8);
+        if threads % subgroup_size != 0 {
+            continue;
+        }
+        let subgroups = threads / subgroup_size;
+        // Subgroups arranged as squarely as the tile divides.
+        for sg_m in (1..=subgroups).filter(|d| subgroups % d == 0) {
+            let sg_n = subgroups / sg_m;
+            if sg_m > sg_n || tile % (sg_m * 8) != 0 || tile % (sg_n * 8) != 0 {
+                continue;
+            }
+            let fr = (tile / (sg_m * 8), tile / (sg_n * 8));
+            if let Ok(s) = TileScheme::new(&config, limits, subgroup_size, (sg_m, sg_n), fr, 16) {
+                return Some(s);
+            }
+        }
+    }
+    None
+}
+
 /// Whether a `bm x bn` tile is at most twice an `m x n` problem in each direction (so at most half
 /// of a tile's rows or columns are wasted): the size rule of both the heuristic and the autotuner.
 pub fn not_oversized(bm: usize, bn: usize, m: usize, n: usize) -> bool {

@@ -1,0 +1,282 @@
+//! The f32 GEMM without matrix units ([`super::Load::Simt`]): plain f32 multiply-adds, exact to
+//! f32 arithmetic, on any Vulkan 1.3 device.
+//!
+//! The scheme's `BM x BN` tile is split into `8 x 8` blocks, one per invocation (the scheme is
+//! chosen so there are exactly as many blocks as invocations). Per K step of `BK`: barrier; the
+//! workgroup copies the A and B slices to shared memory, both stored K-major (`[k][m]` and
+//! `[k][n]`, rows skewed by one vector), so each invocation reads its 8 rows of A and 8 columns of
+//! B at one `k` as two vectors each; barrier; 16 vector multiply-adds per `k`. Global reads follow
+//! the subgroup-scope kernel's rules (16-byte vectors, a vector read only if its row and first
+//! element are inside the matrix, zero padding beyond). The epilogue writes each element inside
+//! C, with alpha and beta, one by one.
+
+use super::builder::{BuildResult, ModuleBuilder};
+use super::gemm::{raster, Pc, PC_MEMBERS};
+use super::KernelKey;
+use crate::tiling::{Layout, VECTOR_BYTES};
+use rspirv::spirv::{
+    BuiltIn, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl,
+    StorageClass, Word,
+};
+
+/// Rows and columns of C per invocation.
+pub const BLOCK: u32 = 8;
+/// f32 per 16-byte vector.
+const VW: u32 = VECTOR_BYTES / 4;
+
+pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
+    let g = key.scheme.geometry(&key.config);
+    let (gm, gn) = (g.bm / BLOCK, g.bn / BLOCK);
+    debug_assert_eq!(gm * gn, g.threads, "checked by KernelKey::check_loads");
+    let mut mb = ModuleBuilder::new();
+    let t_void = mb.t_void();
+    let t_bool = mb.t_bool();
+    let t_u32 = mb.t_u32();
+    let t_f32 = mb.t_f32();
+    let t_uvec3 = mb.t_uvec(3);
+    let t_uvec4 = mb.t_uvec(4);
+    let t_vec4 = mb.b.type_vector(t_f32, 4);
+
+    let v_local_index = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+    let v_workgroup = mb.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
+    let v_pc = mb.push_constant_block(PC_MEMBERS);
+    let v_a = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
+    let v_b = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true);
+    let v_c = mb.storage_buffer(t_f32, 4, 2, false);
+
+    // K-major shared slices, in vectors: row pitch of a `[k][x]` slice is x / 4 + 1.
+    let (pitch_a, pitch_b) = (g.bm / VW + 1, g.bn / VW + 1);
+    let shared = |mb: &mut ModuleBuilder, len: u32| {
+        let c_len = mb.c_u32(len);
+        let t_arr = mb.b.type_array(t_vec4, c_len);
+        let p = mb.ptr(StorageClass::Workgroup, t_arr);
+        let v = mb.b.variable(p, None, StorageClass::Workgroup, None);
+        mb.interface.push(v);
+        v
+    };
+    let sh_a = shared(&mut mb, g.bk * pitch_a);
+    let sh_b = shared(&mut mb, g.bk * pitch_b);
+
+    let p_sb_uvec4 = mb.ptr(StorageClass::StorageBuffer, t_uvec4);
+    let p_sb_f32 = mb.ptr(StorageClass::StorageBuffer, t_f32);
+    let p_wg_vec4 = mb.ptr(StorageClass::Workgroup, t_vec4);
+    let p_wg_f32 = mb.ptr(StorageClass::Workgroup, t_f32);
+    let p_fn_vec4 = mb.ptr(StorageClass::Function, t_vec4);
+    let c0 = mb.c_u32(0);
+    let zero_uvec4 = mb.b.constant_null(t_uvec4);
+    let zero_vec4 = mb.b.constant_null(t_vec4);
+    let c_scope_wg = mb.c_u32(Scope::Workgroup as u32);
+    let c_sem = mb.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
+    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
+
+    let t_fn = mb.b.type_function(t_void, []);
+    let f_main = mb.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
+    let l_entry = mb.b.begin_block(None)?;
+    // acc[i][h]: row i of the block, columns 4h..4h+4.
+    let acc: Vec<Word> = (0..2 * BLOCK)
+        .map(|_| mb.b.variable(p_fn_vec4, None, StorageClass::Function, Some(zero_vec4)))
+        .collect();
+    let b = &mut mb;
+
+    let tid = b.b.load(t_u32, None, v_local_index, None, [])?;
+    let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
+    let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
+    let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
+    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
+    let (pm, pn, pk) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
+    let (lda, ldb, ldc) = (pc(b, Pc::LdaVec)?, pc(b, Pc::LdbVec)?, pc(b, Pc::Ldc)?);
+    let (a_off, b_off, c_off) = (pc(b, Pc::AOff)?, pc(b, Pc::BOff)?, pc(b, Pc::COff)?);
+    let (wg_x, wg_y) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), key.scheme.raster_group())?;
+    let m0 = b.mul_u(wg_y, g.bm)?;
+    let n0 = b.mul_u(wg_x, g.bn)?;
+    let tr = b.div_u(tid, gn)?;
+    let tc = b.mod_u(tid, gn)?;
+
+    // One operand's slice of one K step, global -> shared. `k_outer`: stored `[k][x]` in global
+    // memory (vectors along x: stored whole); else `[x][k]` (vectors along k: transposed into
+    // four scalars). `x0`/`x_limit`: the slice's first row of C (or column) and M (or N).
+    struct Slice {
+        buf: Word,
+        off: Word,
+        ld: Word,
+        sh: Word,
+        pitch: u32,
+        extent: u32,
+        k_outer: bool,
+        x0: Word,
+        x_limit: Word,
+    }
+    let copy = |b: &mut ModuleBuilder, op: &Slice, kb: Word| -> BuildResult<()> {
+        let (outer, inner) = if op.k_outer {
+            (g.bk, op.extent)
+        } else {
+            (op.extent, g.bk)
+        };
+        let inner_vecs = inner / VW;
+        let per_thread = outer * inner_vecs / g.threads;
+        let (outer_base, outer_limit, inner_base, inner_limit) = if op.k_outer {
+            (kb, pk, op.x0, op.x_limit)
+        } else {
+            (op.x0, op.x_limit, kb, pk)
+        };
+        let inner_base_vec = b.div_u(inner_base, VW)?;
+        let row_base = b.b.i_add(t_u32, None, op.off, inner_base_vec)?;
+        for t in 0..per_thread {
+            let v = b.add_u(tid, t * g.threads)?;
+            let o = b.div_u(v, inner_vecs)?;
+            let iv = b.mod_u(v, inner_vecs)?;
+            let go = b.b.i_add(t_u32, None, outer_base, o)?;
+            let iv_el = b.mul_u(iv, VW)?;
+            let gi = b.b.i_add(t_u32, None, inner_base, iv_el)?;
+            let ok_o = b.b.u_less_than(t_bool, None, go, outer_limit)?;
+            let ok_i = b.b.u_less_than(t_bool, None, gi, inner_limit)?;
+            let ok = b.b.logical_and(t_bool, None, ok_o, ok_i)?;
+            let row = b.b.i_mul(t_u32, None, go, op.ld)?;
+            let idx = b.b.i_add(t_u32, None, row_base, row)?;
+            let idx = b.b.i_add(t_u32, None, idx, iv)?;
+            // Out of range: read the operand's first vector (inside the binding), keep zero.
+            let safe = b.b.select(t_u32, None, ok, idx, op.off)?;
+            let p = b.b.access_chain(p_sb_uvec4, None, op.buf, [c0, safe])?;
+            let raw = b.b.load(t_uvec4, None, p, None, [])?;
+            let raw = b.b.select(t_uvec4, None, ok, raw, zero_uvec4)?;
+            let val = b.b.bitcast(t_vec4, None, raw)?;
+            if op.k_outer {
+                let at = b.mul_u(o, op.pitch)?;
+                let at = b.b.i_add(t_u32, None, at, iv)?;
+                let p = b.b.access_chain(p_wg_vec4, None, op.sh, [at])?;
+                b.b.store(p, val, np, [])?;
+            } else {
+                // Element e of the vector is k = iv*4 + e of row o: shared [k][o].
+                let comp = b.mod_u(o, VW)?;
+                let col_vec = b.div_u(o, VW)?;
+                for e in 0..VW {
+                    let k = b.add_u(iv_el, e)?;
+                    let at = b.mul_u(k, op.pitch)?;
+                    let at = b.b.i_add(t_u32, None, at, col_vec)?;
+                    let x = b.b.composite_extract(t_f32, None, val, [e])?;
+                    let p = b.b.access_chain(p_wg_f32, None, op.sh, [at, comp])?;
+                    b.b.store(p, x, np, [])?;
+                }
+            }
+        }
+        Ok(())
+    };
+    let slice_a = Slice {
+        buf: v_a,
+        off: a_off,
+        ld: lda,
+        sh: sh_a,
+        pitch: pitch_a,
+        extent: g.bm,
+        k_outer: key.a_layout == Layout::ColMajor,
+        x0: m0,
+        x_limit: pm,
+    };
+    let slice_b = Slice {
+        buf: v_b,
+        off: b_off,
+        ld: ldb,
+        sh: sh_b,
+        pitch: pitch_b,
+        extent: g.bn,
+        k_outer: key.b_layout == Layout::RowMajor,
+        x0: n0,
+        x_limit: pn,
+    };
+    // This invocation's two vectors of A (rows tr*8..) and of B (columns tc*8..) at one k.
+    let a_at = b.mul_u(tr, BLOCK / VW)?;
+    let b_at = b.mul_u(tc, BLOCK / VW)?;
+
+    b.counted_loop(l_entry, (c0, pk, g.bk), |b, kb| {
+        b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
+        copy(b, &slice_a, kb)?;
+        copy(b, &slice_b, kb)?;
+        b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
+        let mut sums: Vec<Word> = Vec::with_capacity(acc.len());
+        for &v in &acc {
+            sums.push(b.b.load(t_vec4, None, v, None, [])?);
+        }
+        let read = |b: &mut ModuleBuilder, sh: Word, base: Word, at: u32| -> BuildResult<Word> {
+            let i = b.add_u(base, at)?;
+            let p = b.b.access_chain(p_wg_vec4, None, sh, [i])?;
+            b.b.load(t_vec4, None, p, np, [])
+        };
+        for kk in 0..g.bk {
+            let a_row = b.add_u(a_at, kk * pitch_a)?;
+            let b_row = b.add_u(b_at, kk * pitch_b)?;
+            let av = [read(b, sh_a, a_row, 0)?, read(b, sh_a, a_row, 1)?];
+            let bv = [read(b, sh_b, b_row, 0)?, read(b, sh_b, b_row, 1)?];
+            for i in 0..BLOCK {
+                let a = b.b.composite_extract(t_f32, None, av[(i / VW) as usize], [i % VW])?;
+                for h in 0..2 {
+                    let slot = (2 * i + h) as usize;
+                    let prod = b.b.vector_times_scalar(t_vec4, None, bv[h as usize], a)?;
+                    sums[slot] = b.b.f_add(t_vec4, None, sums[slot], prod)?;
+                }
+            }
+        }
+        for (&v, &s) in acc.iter().zip(&sums) {
+            b.b.store(v, s, None, [])?;
+        }
+        Ok(())
+    })?;
+
+    // Epilogue: each element inside C, alpha * acc (+ beta * C).
+    let f32_of = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
+        let bits = pc(b, which)?;
+        b.b.bitcast(t_f32, None, bits)
+    };
+    let alpha = if key.epilogue.alpha {
+        Some(f32_of(b, Pc::Alpha)?)
+    } else {
+        None
+    };
+    let beta = if key.epilogue.beta {
+        Some(f32_of(b, Pc::Beta)?)
+    } else {
+        None
+    };
+    let row0 = b.mul_u(tr, BLOCK)?;
+    let row0 = b.b.i_add(t_u32, None, m0, row0)?;
+    let col0 = b.mul_u(tc, BLOCK)?;
+    let col0 = b.b.i_add(t_u32, None, n0, col0)?;
+    for i in 0..BLOCK {
+        let row = b.add_u(row0, i)?;
+        let ok_r = b.b.u_less_than(t_bool, None, row, pm)?;
+        let base = b.b.i_mul(t_u32, None, row, ldc)?;
+        let base = b.b.i_add(t_u32, None, base, c_off)?;
+        for h in 0..2 {
+            let sum = b.b.load(t_vec4, None, acc[(2 * i + h) as usize], None, [])?;
+            for e in 0..VW {
+                let col = b.add_u(col0, h * VW + e)?;
+                let ok_c = b.b.u_less_than(t_bool, None, col, pn)?;
+                let ok = b.b.logical_and(t_bool, None, ok_r, ok_c)?;
+                let (l_store, l_skip) = (b.b.id(), b.b.id());
+                b.b.selection_merge(l_skip, SelectionControl::NONE)?;
+                b.b.branch_conditional(ok, l_store, l_skip, [])?;
+                b.b.begin_block(Some(l_store))?;
+                let gi = b.b.i_add(t_u32, None, base, col)?;
+                let p = b.b.access_chain(p_sb_f32, None, v_c, [c0, gi])?;
+                let mut x = b.b.composite_extract(t_f32, None, sum, [e])?;
+                if let Some(a) = alpha {
+                    x = b.b.f_mul(t_f32, None, x, a)?;
+                }
+                if let Some(bt) = beta {
+                    let old = b.b.load(t_f32, None, p, None, [])?;
+                    let t = b.b.f_mul(t_f32, None, old, bt)?;
+                    x = b.b.f_add(t_f32, None, x, t)?;
+                }
+                b.b.store(p, x, None, [])?;
+                b.b.branch(l_skip)?;
+                b.b.begin_block(Some(l_skip))?;
+            }
+        }
+    }
+    b.b.ret()?;
+    b.b.end_function()?;
+
+    let interface = std::mem::take(&mut b.interface);
+    b.b.entry_point(ExecutionModel::GLCompute, f_main, "main", interface);
+    b.b.execution_mode(f_main, ExecutionMode::LocalSize, [g.threads, 1, 1]);
+    Ok(mb.finish())
+}
