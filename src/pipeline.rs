@@ -30,6 +30,7 @@ impl Drop for Pipeline {
 pub(crate) struct Pipelines {
     map: Mutex<FxHashMap<KernelKey, Arc<Pipeline>>>,
     reduce: Mutex<FxHashMap<(crate::config::ComponentType, kernel::Epilogue, u32), Arc<Pipeline>>>,
+    absmax: Mutex<Option<Arc<Pipeline>>>,
     pub set_layout: vk::DescriptorSetLayout,
     pub layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
@@ -93,6 +94,7 @@ impl Pipelines {
         Ok(Self {
             map: Mutex::new(FxHashMap::default()),
             reduce: Mutex::new(FxHashMap::default()),
+            absmax: Mutex::new(None),
             set_layout,
             layout,
             cache,
@@ -128,10 +130,29 @@ impl Pipelines {
         Ok(map.entry(key).or_insert(pipeline).clone())
     }
 
+    /// The accurate split's largest-magnitude pipeline, created on first use. It uses no subgroup
+    /// operations: any subgroup size the device allows for 256 invocations will do.
+    fn get_absmax(&self) -> Result<Arc<Pipeline>> {
+        let mut slot = self.absmax.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = slot.as_ref() {
+            return Ok(p.clone());
+        }
+        let l = &self.device.info().limits;
+        let sg = if l.min_subgroup_size <= 32 && 32 <= l.max_subgroup_size {
+            32
+        } else {
+            l.max_subgroup_size.max(l.subgroup_size)
+        };
+        let pipeline = Arc::new(self.build(&kernel::generate_absmax()?, sg)?);
+        *slot = Some(pipeline.clone());
+        Ok(pipeline)
+    }
+
     /// The pipeline of a plan's kernel, created on first use.
     pub fn kernel(&self, kernel: &Kernel) -> Result<Arc<Pipeline>> {
         match *kernel {
             Kernel::Gemm(ref key) => self.get(key),
+            Kernel::AbsMax => self.get_absmax(),
             Kernel::Reduce {
                 result_type,
                 epilogue,

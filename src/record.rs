@@ -167,22 +167,26 @@ impl<'a> Recording<'a> {
         }
     }
 
-    /// Pushes the three operand windows and dispatches `groups` workgroups.
+    /// Pushes the operand windows (three, or four with binding 3) and dispatches `groups`
+    /// workgroups.
     pub fn dispatch(
         &mut self,
         pipeline: vk::Pipeline,
         layout: vk::PipelineLayout,
-        buffers: [(vk::Buffer, Window); 3],
+        buffers: &[(vk::Buffer, Window)],
         push: &PushConstants,
         groups: [u32; 2],
     ) -> Result<()> {
         let raw = self.device.raw();
-        let infos = buffers.map(|(b, w)| {
-            [vk::DescriptorBufferInfo::default()
-                .buffer(b)
-                .offset(w.bind_offset)
-                .range(w.bind_range)]
-        });
+        let infos: Vec<_> = buffers
+            .iter()
+            .map(|&(b, w)| {
+                [vk::DescriptorBufferInfo::default()
+                    .buffer(b)
+                    .offset(w.bind_offset)
+                    .range(w.bind_range)]
+            })
+            .collect();
         let writes: Vec<_> = infos
             .iter()
             .enumerate()
@@ -195,7 +199,7 @@ impl<'a> Recording<'a> {
             .collect();
         // SAFETY: windows were planned inside each buffer and within maxStorageBufferRange, at
         // offsets aligned to minStorageBufferOffsetAlignment; the layout's set 0 is a push
-        // descriptor set of three storage buffers.
+        // descriptor set of four storage buffers (binding 3 only for kernels that read it).
         unsafe {
             raw.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
             self.device.push_descriptor().cmd_push_descriptor_set(
@@ -249,18 +253,21 @@ pub(crate) fn record_plan(
     plan: &GemmPlan,
     buffers: &Bindings,
 ) -> Result<()> {
+    if plan.zeroed_scratch_bytes > 0 {
+        rec.fill_at(buffers.get(Operand::Scratch)?, 0, plan.zeroed_scratch_bytes, 0);
+        rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
+    }
     for d in &plan.dispatches {
         if d.after_previous {
             rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
         }
         let pipeline = pipelines.kernel(&d.kernel)?;
         let [a, b, c] = d.bindings;
-        let bind = [
-            (buffers.get(a.0)?, a.1),
-            (buffers.get(b.0)?, b.1),
-            (buffers.get(c.0)?, c.1),
-        ];
-        rec.dispatch(pipeline.raw, pipelines.layout, bind, &d.push, d.groups)?;
+        let c = (buffers.get(c.0)?, c.1);
+        let aux = d.aux.map(|(o, w)| buffers.get(o).map(|buf| (buf, w))).transpose()?;
+        let bind = [(buffers.get(a.0)?, a.1), (buffers.get(b.0)?, b.1), c, aux.unwrap_or(c)];
+        let n = if aux.is_some() { 4 } else { 3 };
+        rec.dispatch(pipeline.raw, pipelines.layout, &bind[..n], &d.push, d.groups)?;
     }
     Ok(())
 }

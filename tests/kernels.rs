@@ -355,6 +355,48 @@ fn simt_kernels_pass_spirv_val() {
     assert!(generate(&key).is_err());
 }
 
+/// The accurate split (each f32 operand as two f16 parts) at every candidate scheme of an H200 and
+/// a lavapipe f16 -> f32 config, every layout, with and without alpha/beta; its largest-magnitude
+/// pass; and the refusal of a split on any other config.
+#[test]
+fn split_kernels_pass_spirv_val() {
+    let mut n = 0;
+    for (config, l, sg, cpu) in [
+        (cfg(16, 16, 16, F16, F32), limits(32, 49152), 32, false),
+        (cfg(8, 8, 8, F16, F32), limits(8, 32768), 8, true),
+    ] {
+        for (i, scheme) in candidate_schemes(&config, &l, sg, cpu).into_iter().enumerate() {
+            let key = KernelKey {
+                config,
+                scheme,
+                a_layout: LAYOUTS[i % 2],
+                b_layout: LAYOUTS[i / 2 % 2],
+                epilogue: EPILOGUES[i % EPILOGUES.len()],
+                loads: [Load::Split; 2],
+                probe: Probe::Full,
+            };
+            let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            n += 1;
+        }
+    }
+    assert!(n >= 2, "{n}");
+    let words = vk_sgmat::kernel::generate_absmax().unwrap();
+    common::spirv_val(&words, "absmax").unwrap_or_else(|e| panic!("absmax: {e}"));
+    let l = limits(32, 49152);
+    let f16_out = cfg(16, 16, 16, F16, F16);
+    let key = KernelKey {
+        config: f16_out,
+        scheme: candidate_schemes(&f16_out, &l, 32, false)[0],
+        a_layout: Layout::RowMajor,
+        b_layout: Layout::RowMajor,
+        epilogue: Epilogue::default(),
+        loads: [Load::Split; 2],
+        probe: Probe::Full,
+    };
+    assert!(generate(&key).is_err(), "a split needs f32 accumulators");
+}
+
 /// Representative kernels reviewed as disassembly: a change to the generator shows as a diff.
 #[test]
 fn golden_disassembly() {

@@ -93,8 +93,61 @@ fn fast_mode_holds_its_bound_on_inputs_of_varied_magnitude() {
     assert!(check.rel_error > 1e-7, "{check:?}");
 }
 
-/// f32 x f32 without the matrix units (the default mode, and `Exact`): every layout of A, B and
-/// C, alpha/beta, split-K, against the f32 bound.
+/// The accurate split (the default mode) over every layout of A, B and C, alpha/beta, and a
+/// requested split-K (ignored: the split runs in one pass), within f32's bound plus 2 * 2^-22.
+#[test]
+fn f32_accurate_split_every_layout() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    for (i, &shape) in SHAPES.iter().enumerate() {
+        for (j, l) in [(0, 0, 0), (0, 1, 1), (1, 0, 0), (1, 1, 1), (1, 0, 1)]
+            .into_iter()
+            .enumerate()
+        {
+            let l = (LAYOUTS[l.0], LAYOUTS[l.1], LAYOUTS[l.2]);
+            let options = GemmOptions {
+                alpha: if j % 2 == 0 { 1.0 } else { -3.0 },
+                beta: if j % 2 == 0 { 0.0 } else { 0.25 },
+                split_k: (j == 3).then_some(4),
+                ..Default::default()
+            };
+            let check = run_random_gemm_c::<f32, f32, f32>(ctx, &mut rng, shape, l, i % 2 * 3, &options, usize::MAX)
+                .unwrap_or_else(|e| panic!("{shape:?} {l:?}: {e}"));
+            assert!(check.passed, "{shape:?} {l:?} {options:?}: {check:?}");
+        }
+    }
+    assert_no_validation_messages(ctx);
+}
+
+/// Magnitudes from 2^-40 to 2^40 (far outside f16's range, both ways): the split's scale keeps
+/// the f32 bound where rounding to f16 overflows or underflows.
+#[test]
+fn accurate_split_scales_magnitudes_far_outside_f16() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (29, 45, 300);
+    for center in [-30, 0, 30] {
+        let mut varied = |len: usize| -> Vec<f32> {
+            (0..len)
+                .map(|_| ((rng.unit() * 2.0 - 1.0) * 2f64.powi(center + rng.int(-10, 10) as i32)) as f32)
+                .collect()
+        };
+        let (a, b) = (varied(m * k), varied(k * n));
+        let mut c = vec![f32::NAN; m * n];
+        let (am, bm) = (MatRef::new(&a, m, k), MatRef::col_major(&b, k, n));
+        ctx.gemm(am, bm, MatMut::new(&mut c, m, n)).unwrap();
+        let rows: Vec<usize> = (0..m).collect();
+        let (want, mag) = reference::<f32, f32, f32>(&am, &bm, None, 1.0, 0.0, &rows);
+        let split_u =
+            vk_sgmat::verify::input_roundoff(ComponentType::F32, ComponentType::F32, ComputeMode::Accurate).unwrap();
+        assert_eq!(split_u, 2f64.powi(-22));
+        let check = compare_rounded(&c, n, n, &rows, (&want, &mag), k, split_u);
+        assert!(check.passed, "magnitudes around 2^{center}: {check:?}");
+    }
+}
+
+/// f32 x f32 without the matrix units (`Exact`): every layout of A, B and C, alpha/beta,
+/// split-K, against the f32 bound.
 #[test]
 fn f32_exact_kernel_every_layout_and_split_k() {
     let ctx = context();
@@ -108,11 +161,7 @@ fn f32_exact_kernel_every_layout_and_split_k() {
             let options = GemmOptions {
                 alpha: if j % 2 == 0 { 1.0 } else { 1.5 },
                 beta: if j % 2 == 0 { 0.0 } else { -1.0 },
-                compute: if j % 3 == 0 {
-                    ComputeMode::Exact
-                } else {
-                    ComputeMode::default()
-                },
+                compute: ComputeMode::Exact,
                 split_k: (j == 4).then_some(2),
                 ..Default::default()
             };
@@ -143,7 +192,11 @@ fn exact_mode_holds_the_f32_bound_on_inputs_of_varied_magnitude() {
     let (a, b) = (varied(m * k), varied(k * n));
     let mut c = vec![f32::NAN; m * n];
     let (am, bm) = (MatRef::col_major(&a, m, k), MatRef::new(&b, k, n));
-    ctx.gemm(am, bm, MatMut::new(&mut c, m, n)).unwrap();
+    let exact = GemmOptions {
+        compute: ComputeMode::Exact,
+        ..Default::default()
+    };
+    ctx.gemm_with(am, bm, MatMut::new(&mut c, m, n), &exact).unwrap();
     let rows: Vec<usize> = (0..m).collect();
     let (want, mag) = reference::<f32, f32, f32>(&am, &bm, None, 1.0, 0.0, &rows);
     let check = compare_rounded(&c, n, n, &rows, (&want, &mag), k, 0.0);

@@ -199,6 +199,22 @@ impl Context {
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
     }
 
+    /// [`Context::choose_scheme`] among the subgroup-scope schemes whose shared memory still fits
+    /// with each operand's tile twice over (the accurate split's high and low parts).
+    fn choose_split_scheme(&self, config: &GPUSubgroupMatrixConfig, m: usize, n: usize) -> Result<TileScheme> {
+        let lists = self.scheme_lists(config);
+        let room = self.device.info().limits.max_shared_memory;
+        let fits: Vec<TileScheme> = lists
+            .ordered
+            .iter()
+            .copied()
+            .filter(|s| s.scope() == KernelScope::Subgroup && 2 * s.geometry(config).shared_bytes <= room)
+            .collect();
+        let small = lists.small.filter(|s| fits.contains(s));
+        pick_scheme(&fits, small, config, (m, n), self.is_cpu())
+            .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits the accurate split of {config}")))
+    }
+
     /// [`Context::choose_scheme`] among the subgroup-scope schemes alone.
     pub(crate) fn choose_subgroup_scheme(
         &self,
@@ -561,7 +577,13 @@ impl Context {
             plan.transposed = true;
             return Ok(plan);
         }
-        let route = route(ta, tb, options.compute)?;
+        let mut route = route(ta, tb, options.compute)?;
+        if route.loads == [Load::Split; 2]
+            && (tc != ComponentType::F32 || self.choose_config(ComponentType::F16, tc, options.shape).is_err())
+        {
+            // No f16 -> f32 config for the split: the exact kernel keeps f32 accuracy.
+            route.loads = [Load::Simt; 2];
+        }
         let simt = route.loads == [Load::Simt; 2];
         let config = if simt {
             if tc != ComponentType::F32 {
@@ -577,10 +599,19 @@ impl Context {
         let scheme = match options.scheme {
             Some(s) => {
                 s.check_device(&config, self.device.info())?;
+                let room = self.device.info().limits.max_shared_memory;
+                if route.loads == [Load::Split; 2] && 2 * s.geometry(&config).shared_bytes > room {
+                    return Err(Error::InvalidTileScheme(format!(
+                        "{}: the accurate split stores each operand tile twice, {} bytes of shared memory where the device has {room}",
+                        s.name(),
+                        2 * s.geometry(&config).shared_bytes
+                    )));
+                }
                 s
             }
             None if simt => simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
                 .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?,
+            None if route.loads == [Load::Split; 2] => self.choose_split_scheme(&config, m, n)?,
             None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), route.loads)?,
         };
         let request = PlanRequest {

@@ -219,6 +219,17 @@ impl ModuleBuilder {
         (start, end, step): (Word, Word, u32),
         body: impl FnOnce(&mut Self, Word) -> BuildResult<()>,
     ) -> BuildResult<()> {
+        let c_step = self.c_u32(step);
+        self.counted_loop_by(entry, (start, end, c_step), body)
+    }
+
+    /// [`ModuleBuilder::counted_loop`] with a step computed at run time.
+    pub fn counted_loop_by(
+        &mut self,
+        entry: Word,
+        (start, end, c_step): (Word, Word, Word),
+        body: impl FnOnce(&mut Self, Word) -> BuildResult<()>,
+    ) -> BuildResult<()> {
         let (t_u32, t_bool) = (self.t_u32(), self.t_bool());
         let (l_header, l_body, l_continue, l_merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
         let next = self.b.id();
@@ -232,7 +243,6 @@ impl ModuleBuilder {
         body(self, i)?;
         self.b.branch(l_continue)?;
         self.b.begin_block(Some(l_continue))?;
-        let c_step = self.c_u32(step);
         self.b.i_add(t_u32, Some(next), i, c_step)?;
         self.b.branch(l_header)?;
         self.b.begin_block(Some(l_merge))?;

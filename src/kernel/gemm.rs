@@ -57,6 +57,9 @@ struct Operand2d {
     regs: Vec<Vec<Word>>,
     /// How the operand is stored and converted.
     load: Load,
+    /// For [`Load::Split`]: the f32 scale applied before splitting, and where the low parts
+    /// start (units after the high parts).
+    split: Option<(Word, u32)>,
     /// Per copy slot: (outer row in tile, inner vector in tile, shared index in units).
     slots: Vec<(Word, Word, Word)>,
 }
@@ -68,6 +71,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let es = cfg.component_type.size_bytes();
     let rs = cfg.result_type.size_bytes();
     let vw = VECTOR_BYTES / es; // elements per vector
+    let split = key.loads == [Load::Split; 2];
     let mut mb = ModuleBuilder::new();
     mb.need(Capability::CooperativeMatrixKHR);
     mb.need(Capability::GroupNonUniform);
@@ -94,6 +98,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_a = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
     let v_b = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true);
     let v_c = mb.storage_buffer(t_res, rs, 2, false);
+    let v_scale = split.then(|| mb.storage_buffer(t_u32, 4, 3, true));
 
     // Shared arrays. Each operand's tile is stored in its global layout: rows of the contiguous
     // (inner) dimension, skewed by pad_bytes.
@@ -122,8 +127,11 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
     let (unit_a, pitch_a, stage_units_a) = shape(a_outer, a_inner, a_run);
     let (unit_b, pitch_b, stage_units_b) = shape(b_outer, b_inner, b_run);
-    let mut len_a = s.stages() * stage_units_a;
-    let mut len_b = s.stages() * stage_units_b;
+    // A split operand keeps its low parts after all stages of its high parts.
+    let parts = if split { 2 } else { 1 };
+    let (lo_units_a, lo_units_b) = (s.stages() * stage_units_a, s.stages() * stage_units_b);
+    let mut len_a = parts * lo_units_a;
+    let mut len_b = parts * lo_units_b;
     // The epilogue's staging tiles (one fragment per subgroup, used only after the main loop by
     // workgroups on the M/N edge) live in the larger operand array: they cost no shared memory,
     // which on NVIDIA decides how many workgroups share an SM.
@@ -224,6 +232,11 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let a_off = pc(b, Pc::AOff)?;
     let b_off = pc(b, Pc::BOff)?;
     let c_off = pc(b, Pc::COff)?;
+    // The split's scales: (s_a, 1/s_a), (s_b, 1/s_b).
+    let scales = match v_scale {
+        Some(v) => Some([super::split::scales(b, v, 0)?, super::split::scales(b, v, 1)?]),
+        None => None,
+    };
 
     let c_bm = u!(g.bm);
     let c_bn = u!(g.bn);
@@ -265,6 +278,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         slots: slots(b, a_per_thread, a_inner, unit_a, pitch_a)?,
         regs: regs_a,
         load: load_a,
+        split: scales.map(|s| (s[0].0, lo_units_a)),
     };
     let op_b = Operand2d {
         shared: sh_b,
@@ -273,6 +287,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         slots: slots(b, b_per_thread, b_inner, unit_b, pitch_b)?,
         regs: regs_b,
         load: load_b,
+        split: scales.map(|s| (s[1].0, lo_units_b)),
     };
 
     // Zero accumulators: a one-constituent composite (splat), not OpConstantNull (Intel Mesa < 25.2).
@@ -345,24 +360,33 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         let parts = VECTOR_BYTES / op.unit_bytes;
         for (t, &(_, _, sidx)) in op.slots.iter().enumerate() {
             // Converted here rather than as loaded, so the loads stay in flight over the multiplies.
-            let val = match op.regs[t].as_slice() {
-                [one] => b.b.load(t_uvec4, None, *one, None, [])?,
-                [lo, hi] => {
+            // (vector, shared offset): one, or a split's high and low parts.
+            let vals: Vec<(Word, u32)> = match (op.regs[t].as_slice(), op.split) {
+                ([one], _) => vec![(b.b.load(t_uvec4, None, *one, None, [])?, 0)],
+                ([lo, hi], split) => {
                     let lo = b.b.load(t_uvec4, None, *lo, None, [])?;
                     let hi = b.b.load(t_uvec4, None, *hi, None, [])?;
-                    narrow_f32x8(b, lo, hi, cfg.component_type)?
+                    match split {
+                        None => vec![(narrow_f32x8(b, lo, hi, cfg.component_type)?, 0)],
+                        Some((scale, lo_units)) => {
+                            let (h, l) = super::split::split_f32x8(b, lo, hi, scale)?;
+                            vec![(h, 0), (l, lo_units)]
+                        }
+                    }
                 }
                 _ => unreachable!("one or two storage vectors per slot"),
             };
-            for h in 0..parts {
-                let part = match parts {
-                    1 => val,
-                    2 => b.b.vector_shuffle(op.unit_t, None, val, val, [2 * h, 2 * h + 1])?,
-                    _ => b.b.composite_extract(op.unit_t, None, val, [h])?,
-                };
-                let at = b.add_u(sidx, h + stage_off)?;
-                let p = b.b.access_chain(p_unit, None, op.shared, [at])?;
-                b.b.store(p, part, np, [])?;
+            for (val, part_off) in vals {
+                for h in 0..parts {
+                    let part = match parts {
+                        1 => val,
+                        2 => b.b.vector_shuffle(op.unit_t, None, val, val, [2 * h, 2 * h + 1])?,
+                        _ => b.b.composite_extract(op.unit_t, None, val, [h])?,
+                    };
+                    let at = b.add_u(sidx, h + stage_off + part_off)?;
+                    let p = b.b.access_chain(p_unit, None, op.shared, [at])?;
+                    b.b.store(p, part, np, [])?;
+                }
             }
         }
         Ok(())
@@ -442,36 +466,58 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         for &v in &acc_vars {
             acc.push(b.b.load(t_mat_acc, None, v, None, [])?);
         }
+        // Fragments of each part: the high parts, then (split) the low parts.
+        let part_offs: &[(u32, u32)] = if split {
+            &[(0, 0), (lo_units_a, lo_units_b)]
+        } else {
+            &[(0, 0)]
+        };
         for kk in 0..g.bk / cfg.k {
-            let mut a_frags = Vec::new();
-            for i in 0..s.fr_m() {
-                let at = b.add_u(a_base, a_frag_off(i, kk) + stage * stage_units_a)?;
-                let p = b.b.access_chain(p_wg_unit_a, None, sh_a, [at])?;
-                a_frags.push(b.b.cooperative_matrix_load_khr(
-                    t_mat_a,
-                    None,
-                    p,
-                    a_layout_id,
-                    Some(c_pitch_a),
-                    np,
-                    [],
-                )?);
+            let mut a_frags: Vec<Vec<Word>> = vec![Vec::new(); part_offs.len()];
+            for (part, &(off_a, _)) in part_offs.iter().enumerate() {
+                for i in 0..s.fr_m() {
+                    let at = b.add_u(a_base, a_frag_off(i, kk) + stage * stage_units_a + off_a)?;
+                    let p = b.b.access_chain(p_wg_unit_a, None, sh_a, [at])?;
+                    a_frags[part].push(b.b.cooperative_matrix_load_khr(
+                        t_mat_a,
+                        None,
+                        p,
+                        a_layout_id,
+                        Some(c_pitch_a),
+                        np,
+                        [],
+                    )?);
+                }
             }
             for j in 0..s.fr_n() {
-                let at = b.add_u(b_base, b_frag_off(j, kk) + stage * stage_units_b)?;
-                let p = b.b.access_chain(p_wg_unit_b, None, sh_b, [at])?;
-                let bf =
-                    b.b.cooperative_matrix_load_khr(t_mat_b, None, p, b_layout_id, Some(c_pitch_b), np, [])?;
+                let mut b_frags = Vec::new();
+                for &(_, off_b) in part_offs {
+                    let at = b.add_u(b_base, b_frag_off(j, kk) + stage * stage_units_b + off_b)?;
+                    let p = b.b.access_chain(p_wg_unit_b, None, sh_b, [at])?;
+                    b_frags.push(b.b.cooperative_matrix_load_khr(
+                        t_mat_b,
+                        None,
+                        p,
+                        b_layout_id,
+                        Some(c_pitch_b),
+                        np,
+                        [],
+                    )?);
+                }
+                // (A part, B part) products: hi*hi alone, or the small lo*hi and hi*lo first.
+                let terms: &[(usize, usize)] = if split { &[(1, 0), (0, 1), (0, 0)] } else { &[(0, 0)] };
                 for i in 0..s.fr_m() {
                     let slot = (i * s.fr_n() + j) as usize;
-                    acc[slot] = b.b.cooperative_matrix_mul_add_khr(
-                        t_mat_acc,
-                        None,
-                        a_frags[i as usize],
-                        bf,
-                        acc[slot],
-                        operands,
-                    )?;
+                    for &(pa, pb) in terms {
+                        acc[slot] = b.b.cooperative_matrix_mul_add_khr(
+                            t_mat_acc,
+                            None,
+                            a_frags[pa][i as usize],
+                            b_frags[pb],
+                            acc[slot],
+                            operands,
+                        )?;
+                    }
                 }
             }
         }
@@ -505,6 +551,14 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         let bits = pc(b, which)?;
         b.scalar_from_bits(cfg.result_type, t_res, bits)
     };
+    // The split's 1/(s_a s_b), applied one factor at a time (their product may leave f32's range).
+    let unscale = match scales {
+        Some([(_, ua), (_, ub)]) => Some([
+            b.b.composite_construct(t_mat_acc, None, [ua])?,
+            b.b.composite_construct(t_mat_acc, None, [ub])?,
+        ]),
+        None => None,
+    };
     let alpha = if key.epilogue.alpha {
         let a = scalar(b, Pc::Alpha)?;
         Some(b.b.composite_construct(t_mat_acc, None, [a])?)
@@ -527,6 +581,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             }
         };
         let mut v = acc;
+        for u in unscale.iter().flatten() {
+            v = mul(b, v, *u)?;
+        }
         if let Some(a) = alpha {
             v = mul(b, v, a)?;
         }

@@ -1,11 +1,13 @@
 //! Kernel generator: one SPIR-V module per [`KernelKey`], emitted with rspirv (no GLSL compiler at
 //! run time). See the `gemm` submodule for the kernel's structure.
 
+pub mod absmax;
 mod builder;
 mod gemm;
 pub mod peak;
 pub mod reduce;
 mod simt;
+mod split;
 mod workgroup;
 
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
@@ -87,6 +89,10 @@ pub enum Load {
     /// Stored as f32 and multiplied in f32 by the invocations, not the matrix units (both operands;
     /// the config is [`SIMT_CONFIG`]).
     Simt,
+    /// Stored as f32, scaled by a power of two (from the largest magnitude, see [`absmax`], read
+    /// from binding 3) and split into two f16 parts `hi + lo` as it is copied to shared memory;
+    /// the kernel multiplies `hi*hi + hi*lo + lo*hi` (both operands; an f16 -> f32 config).
+    Split,
 }
 
 impl Load {
@@ -95,7 +101,7 @@ impl Load {
     pub fn storage_vectors(self) -> u32 {
         match self {
             Load::Native | Load::Simt => 1,
-            Load::Round => 2,
+            Load::Round | Load::Split => 2,
         }
     }
 
@@ -103,7 +109,7 @@ impl Load {
     pub fn storage_type(self, component: ComponentType) -> ComponentType {
         match self {
             Load::Native => component,
-            Load::Round | Load::Simt => ComponentType::F32,
+            Load::Round | Load::Simt | Load::Split => ComponentType::F32,
         }
     }
 }
@@ -136,7 +142,14 @@ impl KernelKey {
             .iter()
             .zip(self.loads)
             .filter(|(_, l)| *l != Load::Native)
-            .map(|(name, l)| format!("_{name}{}", if l == Load::Round { "32" } else { "_simt" }))
+            .map(|(name, l)| {
+                let suffix = match l {
+                    Load::Round => "32",
+                    Load::Split => "_split",
+                    _ => "_simt",
+                };
+                format!("_{name}{suffix}")
+            })
             .collect();
         format!(
             "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}{}",
@@ -172,6 +185,15 @@ impl KernelKey {
         }
         if self.loads.contains(&Load::Simt) {
             return self.check_simt();
+        }
+        let c = self.config;
+        if self.loads.contains(&Load::Split)
+            && (self.loads != [Load::Split; 2]
+                || (c.component_type, c.result_type) != (ComponentType::F16, ComponentType::F32))
+        {
+            return Err(Error::Unsupported(format!(
+                "the accurate split takes f32 A and B on an f16 -> f32 config, not {c}"
+            )));
         }
         let t = self.config.component_type;
         if !matches!(t, ComponentType::F16 | ComponentType::Bf16) {
@@ -261,12 +283,18 @@ pub struct PushConstants {
     pub beta_bits: u32,
 }
 
-/// Number of storage-buffer bindings (A, B, C at bindings 0, 1, 2 of set 0).
-pub const BINDINGS: u32 = 3;
+/// Number of storage-buffer bindings: A, B, C at bindings 0, 1, 2 of set 0, and at 3 the scale
+/// words of [`Load::Split`] kernels (bound only for them).
+pub const BINDINGS: u32 = 4;
 
 /// Generates the `peak` kernel for `config` (see [`peak`]).
 pub fn generate_peak(config: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> Result<Vec<u32>> {
     peak::emit(config, subgroup_size).map_err(|e| Error::Codegen(format!("peak {config}: {e}")))
+}
+
+/// Generates the largest-magnitude pass of the accurate split (see [`absmax`]).
+pub fn generate_absmax() -> Result<Vec<u32>> {
+    absmax::emit().map_err(|e| Error::Codegen(format!("absmax: {e}")))
 }
 
 /// Generates the split-K reduction for a result type (see [`reduce`]).

@@ -6,7 +6,7 @@
 use super::passes::{choose_split_k, plan, plan_split_k, DispatchLimits, Pass, Problem, Window};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
-use crate::kernel::{reduce, Epilogue, KernelKey, Load, Probe, PushConstants};
+use crate::kernel::{absmax, reduce, Epilogue, KernelKey, Load, Probe, PushConstants};
 use crate::tiling::{Layout, TileScheme, VECTOR_BYTES};
 use serde::Serialize;
 
@@ -83,6 +83,8 @@ pub enum Operand {
 pub enum Kernel {
     /// A GEMM kernel.
     Gemm(KernelKey),
+    /// The largest-magnitude pass of the accurate split ([`crate::kernel::absmax`]).
+    AbsMax,
     /// The split-K reduction for a result type and epilogue, at a subgroup size.
     Reduce {
         /// C's type.
@@ -101,6 +103,8 @@ pub struct Dispatch {
     pub kernel: Kernel,
     /// Bindings 0, 1 and 2: which buffer, and which window of it.
     pub bindings: [(Operand, Window); 3],
+    /// Binding 3, for kernels that read it (the accurate split's scale words).
+    pub aux: Option<(Operand, Window)>,
     /// The push constants.
     pub push: PushConstants,
     /// Workgroups along x and y.
@@ -154,6 +158,9 @@ pub struct GemmPlan {
     pub dispatches: Vec<Dispatch>,
     /// Bytes of scratch memory the plan binds as [`Operand::Scratch`] (0: none).
     pub scratch_bytes: u64,
+    /// Bytes at the start of scratch that must be zero before the first dispatch (the recorder
+    /// fills them; the accurate split's scale words).
+    pub zeroed_scratch_bytes: u64,
     /// Whether the result depends on C's old value; if not, C is only written.
     pub reads_c: bool,
     /// Whether the plan computes `C^T = B^T A^T` because C is column-major: then its
@@ -202,9 +209,19 @@ impl GemmPlan {
             scheme,
             dispatches: Vec::new(),
             scratch_bytes: 0,
+            zeroed_scratch_bytes: 0,
             reads_c: epilogue.beta,
             transposed: false,
         };
+        if req.loads == [Load::Split; 2] {
+            out.plan_accurate_split(
+                &passes,
+                limits,
+                (alpha_bits, beta_bits),
+                key(epilogue.alpha, epilogue.beta),
+            )?;
+            return Ok(out);
+        }
         if let [single] = passes.as_slice() {
             let splits = match req.split_k {
                 SplitK::Slices(s) => s,
@@ -238,6 +255,7 @@ impl GemmPlan {
                 push: pass_push(p, pass, alpha_bits, beta),
                 groups: pass.groups,
                 after_previous: i > 0 && pass.accumulate,
+                aux: None,
             });
         }
         Ok(out)
@@ -279,6 +297,7 @@ impl GemmPlan {
                 push: pass_push(p, pass, 0, 0),
                 groups: pass.groups,
                 after_previous: false,
+                aux: None,
             });
         }
         let whole = Window {
@@ -303,9 +322,73 @@ impl GemmPlan {
             },
             groups: [gx as u32, gy as u32],
             after_previous: true,
+            aux: None,
         });
         self.scratch_bytes = scratch_bytes;
         true
+    }
+
+    /// The accurate split in one pass: the largest magnitudes of A and B into two zeroed scratch
+    /// words, then the GEMM reading them. Split-K is not used; a problem beyond one pass of the
+    /// device's limits is an error that points to the exact mode.
+    fn plan_accurate_split(
+        &mut self,
+        passes: &[Pass],
+        limits: &DispatchLimits,
+        (alpha_bits, beta_bits): (u32, u32),
+        kernel: KernelKey,
+    ) -> Result<()> {
+        let [pass] = passes else {
+            return Err(Error::TooLarge(format!(
+                "the accurate f32 mode runs a GEMM in one pass, and this one needs {} for the device's limits; use ComputeMode::Exact",
+                passes.len()
+            )));
+        };
+        let p = &self.problem;
+        let words = Window {
+            bind_offset: 0,
+            bind_range: limits.offset_alignment.max(16),
+            start: 0,
+        };
+        // Each operand in storage order: rows of its contiguous dimension, in 16-byte vectors.
+        let operand = |which, window: Window, (rows, cols): (usize, usize), layout: Layout, ld: usize, word| {
+            let (outer, inner) = layout.outer_inner(rows, cols);
+            let vectors = outer * (inner * 4).div_ceil(VECTOR_BYTES as usize);
+            let groups = vectors
+                .div_ceil(absmax::THREADS as usize)
+                .min(absmax::MAX_GROUPS as usize) as u32;
+            Dispatch {
+                kernel: Kernel::AbsMax,
+                bindings: [(which, window), (which, window), (Operand::Scratch, words)],
+                aux: None,
+                push: PushConstants {
+                    m: outer as u32,
+                    n: (inner * 4).div_ceil(VECTOR_BYTES as usize) as u32,
+                    lda_vec: (ld * 4 / VECTOR_BYTES as usize) as u32,
+                    a_off_vec: (window.start / u64::from(VECTOR_BYTES)) as u32,
+                    c_off: word,
+                    k: groups,
+                    ..Default::default()
+                },
+                groups: [groups, 1],
+                after_previous: false,
+            }
+        };
+        self.dispatches
+            .push(operand(Operand::A, pass.a, (p.m, p.k), p.a_layout, p.lda, 0));
+        self.dispatches
+            .push(operand(Operand::B, pass.b, (p.k, p.n), p.b_layout, p.ldb, 1));
+        self.dispatches.push(Dispatch {
+            kernel: Kernel::Gemm(kernel),
+            bindings: [(Operand::A, pass.a), (Operand::B, pass.b), (Operand::C, pass.c)],
+            aux: Some((Operand::Scratch, words)),
+            push: pass_push(p, pass, alpha_bits, beta_bits),
+            groups: pass.groups,
+            after_previous: true,
+        });
+        self.scratch_bytes = words.bind_range;
+        self.zeroed_scratch_bytes = 16;
+        Ok(())
     }
 
     /// The caller's (A, B, C) in the order the plan binds them ([`GemmPlan::transposed`]).
@@ -328,12 +411,15 @@ impl GemmPlan {
         out
     }
 
-    /// The GEMM kernel of the first dispatch (the partial-product kernel under split-K).
+    /// The GEMM kernel of the first GEMM dispatch (the partial-product kernel under split-K).
     pub fn main_kernel(&self) -> KernelKey {
-        match self.dispatches.first().map(|d| d.kernel) {
-            Some(Kernel::Gemm(key)) => key,
-            _ => unreachable!("every plan starts with a GEMM dispatch"),
-        }
+        self.dispatches
+            .iter()
+            .find_map(|d| match d.kernel {
+                Kernel::Gemm(key) => Some(key),
+                _ => None,
+            })
+            .expect("every plan has a GEMM dispatch")
     }
 
     /// Whether the plan runs split-K.
@@ -550,6 +636,44 @@ mod tests {
             Err(Error::TooLarge(_))
         ));
         assert_eq!(check_shapes((3, 4), (4, 6), (3, 6)).unwrap(), (3, 6, 4));
+    }
+
+    #[test]
+    fn accurate_split_finds_magnitudes_then_multiplies_in_one_pass() {
+        let mut req = request(100, 70, 4096, 1.0, 0.0, SplitK::Slices(4));
+        req.problem = device_problem((100, 70, 4096), (Layout::RowMajor, Layout::ColMajor), (4, 4, 4));
+        req.loads = [Load::Split; 2];
+        let p = GemmPlan::new(&req, &unlimited()).unwrap();
+        let kinds: Vec<_> = p.dispatches.iter().map(|d| d.kernel).collect();
+        assert!(
+            matches!(kinds[..], [Kernel::AbsMax, Kernel::AbsMax, Kernel::Gemm(_)]),
+            "{kinds:?}"
+        );
+        let [a, b, gemm] = &p.dispatches[..] else {
+            unreachable!()
+        };
+        // A's rows of 4096 f32 (1024 vectors), B (column-major, K contiguous) likewise, into words 0 and 1.
+        assert_eq!((a.push.m, a.push.n, a.push.c_off), (100, 1024, 0));
+        assert_eq!((b.push.m, b.push.n, b.push.c_off), (70, 1024, 1));
+        assert!(!a.after_previous && !b.after_previous && gemm.after_previous);
+        assert_eq!(gemm.aux.map(|x| x.0), Some(Operand::Scratch));
+        assert_eq!(p.zeroed_scratch_bytes, 16);
+        assert!(!p.is_split_k() || p.scratch_bytes == 16, "split-K is not used");
+        assert_eq!(p.main_kernel().loads, [Load::Split; 2]);
+        // Beyond one pass of the limits: an error that names the way out.
+        let tight = DispatchLimits {
+            max_groups: [65535; 2],
+            max_range: 1 << 20,
+            offset_alignment: 16,
+        };
+        let e = GemmPlan::new(&req, &tight).unwrap_err();
+        assert!(matches!(e, Error::TooLarge(ref m) if m.contains("Exact")), "{e}");
+        // Element sizes must match the loads.
+        req.problem = device_problem((100, 70, 4096), (Layout::RowMajor, Layout::ColMajor), (2, 2, 4));
+        assert!(matches!(
+            GemmPlan::new(&req, &unlimited()),
+            Err(Error::InvalidOperand(_))
+        ));
     }
 
     #[test]

@@ -12,8 +12,10 @@ use serde::Serialize;
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ComputeMode {
-    /// f32-level accuracy (the default). Today this runs the `Exact` kernel; the split of each
-    /// operand into 16-bit parts on the matrix units (faster at comparable error) is planned.
+    /// f32-level accuracy on the matrix units (the default): each f32 operand scaled by a power of
+    /// two and split into two f16 parts (`hi + lo`, 22 significand bits), three f16 products per
+    /// pair, f32 accumulation. On devices without an f16 -> f32 config, and for results other
+    /// than f32, the `Exact` kernel. Non-finite inputs give NaN where they meet.
     #[default]
     Accurate,
     /// f32 operands rounded to f16 as they are loaded, products accumulated in f32: the speed of
@@ -78,8 +80,12 @@ pub fn route(a: ComponentType, b: ComponentType, mode: ComputeMode) -> Result<Ro
                 component: Bf16,
                 loads: [Load::Round; 2],
             }),
-            // The accurate split is not built yet: the exact kernel gives its accuracy.
-            ComputeMode::Accurate | ComputeMode::Exact => Ok(Route {
+            // On an f16 -> f32 config; the caller falls back to `Simt` where there is none.
+            ComputeMode::Accurate => Ok(Route {
+                component: F16,
+                loads: [Load::Split; 2],
+            }),
+            ComputeMode::Exact => Ok(Route {
                 component: F32,
                 loads: [Load::Simt; 2],
             }),
@@ -131,7 +137,7 @@ mod tests {
         assert_eq!(route(F32, F32, ComputeMode::FastBf16).unwrap().loads, [Load::Round; 2]);
         assert_eq!(route(F32, F32, ComputeMode::FastF16).unwrap().component, F16);
         assert_eq!(route(F32, F32, ComputeMode::Exact).unwrap().loads, [Load::Simt; 2]);
-        assert_eq!(route(F32, F32, ComputeMode::default()).unwrap().loads, [Load::Simt; 2]);
+        assert_eq!(route(F32, F32, ComputeMode::default()).unwrap().loads, [Load::Split; 2]);
     }
 
     #[test]

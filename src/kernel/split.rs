@@ -1,0 +1,80 @@
+//! The pieces of [`super::Load::Split`] (the accurate f32 mode) inside the GEMM kernel.
+//!
+//! An f32 `x` becomes `hi + lo`: `hi` is `s x` truncated to f16's 11 significand bits and
+//! `lo = f16(s x - hi)` (at most 13 bits, rounded to 11): 22 of x's 24 bits, the rest rounded. `s` is a power of two that puts the matrix's largest magnitude in
+//! `[2^14, 2^15)`, so `hi` cannot overflow f16 and only elements below `2^-28` of the largest lose
+//! precision to f16's subnormals. Products `hi*hi + hi*lo + lo*hi` (the dropped `lo*lo` is about
+//! `2^-22` relative) accumulate in f32, and the epilogue multiplies by `1/(s_a s_b)` (exact).
+
+use super::builder::{BuildResult, ModuleBuilder};
+use crate::config::ComponentType;
+use rspirv::spirv::{StorageClass, Word};
+
+/// Biased exponent the scaled largest magnitude gets: `2^14`.
+const TARGET_EXP: u32 = 127 + 14;
+
+/// Per operand, the scale `s` (f32) from its largest magnitude's bits in word `index` of the
+/// scale buffer, and `1/s`. Non-finite or zero maxima scale by 1; exponents clamp to normal f32.
+pub(super) fn scales(b: &mut ModuleBuilder, v_scale: Word, index: u32) -> BuildResult<(Word, Word)> {
+    let (t_u32, t_bool, t_f32) = (b.t_u32(), b.t_bool(), b.t_f32());
+    let p_sb_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+    let (c0, ci) = (b.c_u32(0), b.c_u32(index));
+    let p = b.b.access_chain(p_sb_u32, None, v_scale, [c0, ci])?;
+    let bits = b.b.load(t_u32, None, p, None, [])?;
+    let c23 = b.c_u32(23);
+    let exp = b.b.shift_right_logical(t_u32, None, bits, c23)?;
+    // s = 2^(14 - e): biased exponent 2 * 127 + 14 - biased(e), clamped to 1..=254.
+    let c_top = b.c_u32(127 + TARGET_EXP);
+    let want = b.b.i_sub(t_u32, None, c_top, exp)?;
+    let c254 = b.c_u32(254);
+    let high = b.b.u_greater_than(t_bool, None, want, c254)?;
+    let want = b.b.select(t_u32, None, high, c254, want)?;
+    let c1 = b.c_u32(1);
+    let low = b.b.u_less_than(t_bool, None, want, c1)?;
+    let want = b.b.select(t_u32, None, low, c1, want)?;
+    // Zero (nothing to scale) or infinity/NaN (exponent 255: results are non-finite anyway).
+    let c255 = b.c_u32(255);
+    let is_zero = b.b.i_equal(t_bool, None, bits, c0)?;
+    let non_finite = b.b.i_equal(t_bool, None, exp, c255)?;
+    let plain = b.b.logical_or(t_bool, None, is_zero, non_finite)?;
+    let c127 = b.c_u32(127);
+    let want = b.b.select(t_u32, None, plain, c127, want)?;
+    let s_bits = b.b.shift_left_logical(t_u32, None, want, c23)?;
+    let s = b.b.bitcast(t_f32, None, s_bits)?;
+    let one = b.c_bits(t_f32, 1.0f32.to_bits());
+    let inv = b.b.f_div(t_f32, None, one, s)?;
+    Ok((s, inv))
+}
+
+/// Eight f32 (two vectors of their bits) times `scale`, split into f16 high and low parts:
+/// (vector of the eight `hi`, vector of the eight `lo`), element order kept.
+pub(super) fn split_f32x8(b: &mut ModuleBuilder, lo: Word, hi: Word, scale: Word) -> BuildResult<(Word, Word)> {
+    let t_uvec4 = b.t_uvec(4);
+    let t_uvec2 = b.t_uvec(2);
+    let t_f32 = b.t_f32();
+    let t_vec4 = b.b.type_vector(t_f32, 4);
+    let t_h = b.t_scalar(ComponentType::F16);
+    let t_hvec4 = b.b.type_vector(t_h, 4);
+    let mut his = [0; 2];
+    let mut los = [0; 2];
+    // hi: x with the 13 significand bits f16 lacks cleared (exact in f16), rather than
+    // f32(f16(x)): compilers may fold that round trip to x, which would leave lo zero.
+    let mask = b.c_u32(0xffff_e000);
+    let mask4 = b.b.constant_composite(t_uvec4, [mask; 4]);
+    for (i, v) in [lo, hi].into_iter().enumerate() {
+        let f = b.b.bitcast(t_vec4, None, v)?;
+        let x = b.b.vector_times_scalar(t_vec4, None, f, scale)?;
+        let xb = b.b.bitcast(t_uvec4, None, x)?;
+        let hb = b.b.bitwise_and(t_uvec4, None, xb, mask4)?;
+        let hf = b.b.bitcast(t_vec4, None, hb)?;
+        let h = b.b.f_convert(t_hvec4, None, hf)?;
+        let rest = b.b.f_sub(t_vec4, None, x, hf)?;
+        let l = b.b.f_convert(t_hvec4, None, rest)?;
+        his[i] = b.b.bitcast(t_uvec2, None, h)?;
+        los[i] = b.b.bitcast(t_uvec2, None, l)?;
+    }
+    Ok((
+        b.b.vector_shuffle(t_uvec4, None, his[0], his[1], [0, 1, 2, 3])?,
+        b.b.vector_shuffle(t_uvec4, None, los[0], los[1], [0, 1, 2, 3])?,
+    ))
+}
