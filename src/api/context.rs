@@ -15,7 +15,7 @@ use crate::kernel::{KernelKey, Load, SIMT_CONFIG};
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
 use crate::plan::{
-    check_shapes, device_ld, device_problem, route, DispatchLimits, GemmPlan, PlanRequest, Problem, SplitK,
+    check_shapes, device_ld, device_problem, route, DispatchLimits, GemmPlan, PlanRequest, Problem, Route, SplitK,
 };
 use crate::record::{record_plan, Access, Bindings, Recording};
 use crate::submit::StreamCore;
@@ -197,6 +197,34 @@ impl Context {
         let lists = self.scheme_lists(config);
         pick_scheme(&lists.ordered, lists.small, config, (m, n), self.is_cpu())
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
+    }
+
+    /// How a GEMM of these element types (A, B, C) runs under `options` on this device: the
+    /// route (see [`route`](crate::plan::route)) with its fallbacks applied (the accurate split
+    /// becomes the exact kernel without an f16 -> f32 config), and the config it uses
+    /// ([`SIMT_CONFIG`] for the exact kernel).
+    pub fn route_for(
+        &self,
+        [ta, tb, tc]: [ComponentType; 3],
+        options: &GemmOptions,
+    ) -> Result<(Route, GPUSubgroupMatrixConfig)> {
+        let mut route = route(ta, tb, options.compute)?;
+        if route.loads == [Load::Split; 2]
+            && (tc != ComponentType::F32 || self.choose_config(ComponentType::F16, tc, options.shape).is_err())
+        {
+            // No f16 -> f32 config for the split: the exact kernel keeps f32 accuracy.
+            route.loads = [Load::Simt; 2];
+        }
+        if route.loads != [Load::Simt; 2] {
+            return Ok((route, self.choose_config(route.component, tc, options.shape)?));
+        }
+        if tc != ComponentType::F32 {
+            return Err(Error::Unsupported(format!(
+                "f32 x f32 -> {tc} in {} mode: the f32 kernel writes f32 results (the fast modes write {tc})",
+                options.compute.name()
+            )));
+        }
+        Ok((route, SIMT_CONFIG))
     }
 
     /// [`Context::choose_scheme`] among the subgroup-scope schemes whose shared memory still fits
@@ -577,25 +605,8 @@ impl Context {
             plan.transposed = true;
             return Ok(plan);
         }
-        let mut route = route(ta, tb, options.compute)?;
-        if route.loads == [Load::Split; 2]
-            && (tc != ComponentType::F32 || self.choose_config(ComponentType::F16, tc, options.shape).is_err())
-        {
-            // No f16 -> f32 config for the split: the exact kernel keeps f32 accuracy.
-            route.loads = [Load::Simt; 2];
-        }
+        let (route, config) = self.route_for([ta, tb, tc], options)?;
         let simt = route.loads == [Load::Simt; 2];
-        let config = if simt {
-            if tc != ComponentType::F32 {
-                return Err(Error::Unsupported(format!(
-                    "f32 x f32 -> {tc} in {} mode: the f32 kernel writes f32 results (the fast modes write {tc})",
-                    options.compute.name()
-                )));
-            }
-            SIMT_CONFIG
-        } else {
-            self.choose_config(route.component, tc, options.shape)?
-        };
         let scheme = match options.scheme {
             Some(s) => {
                 s.check_device(&config, self.device.info())?;

@@ -1,7 +1,7 @@
 //! The pieces of [`super::Load::Split`] (the accurate f32 mode) inside the GEMM kernel.
 //!
-//! An f32 `x` becomes `hi + lo`: `hi` is `s x` truncated to f16's 11 significand bits and
-//! `lo = f16(s x - hi)` (at most 13 bits, rounded to 11): 22 of x's 24 bits, the rest rounded. `s` is a power of two that puts the matrix's largest magnitude in
+//! An f32 `x` becomes `hi + lo`: `hi` is `s x` rounded to f16's 11 significand bits and
+//! `lo = f16(s x - hi)` (at most 12 bits, rounded to 11): 22 of x's 24 bits, the rest rounded. `s` is a power of two that puts the matrix's largest magnitude in
 //! `[2^14, 2^15)`, so `hi` cannot overflow f16 and only elements below `2^-28` of the largest lose
 //! precision to f16's subnormals. Products `hi*hi + hi*lo + lo*hi` (the dropped `lo*lo` is about
 //! `2^-22` relative) accumulate in f32, and the epilogue multiplies by `1/(s_a s_b)` (exact).
@@ -57,15 +57,19 @@ pub(super) fn split_f32x8(b: &mut ModuleBuilder, lo: Word, hi: Word, scale: Word
     let t_hvec4 = b.b.type_vector(t_h, 4);
     let mut his = [0; 2];
     let mut los = [0; 2];
-    // hi: x with the 13 significand bits f16 lacks cleared (exact in f16), rather than
-    // f32(f16(x)): compilers may fold that round trip to x, which would leave lo zero.
+    // hi: x rounded (half away from zero, on the magnitude bits) to the 11 significand bits f16
+    // has, in integer arithmetic rather than as f32(f16(x)): compilers may fold that round trip
+    // to x, which would leave lo zero. |x - hi| <= 2^-11 |x|, so the dropped lo*lo is 2^-22.
     let mask = b.c_u32(0xffff_e000);
     let mask4 = b.b.constant_composite(t_uvec4, [mask; 4]);
+    let half = b.c_u32(0x1000);
+    let half4 = b.b.constant_composite(t_uvec4, [half; 4]);
     for (i, v) in [lo, hi].into_iter().enumerate() {
         let f = b.b.bitcast(t_vec4, None, v)?;
         let x = b.b.vector_times_scalar(t_vec4, None, f, scale)?;
         let xb = b.b.bitcast(t_uvec4, None, x)?;
-        let hb = b.b.bitwise_and(t_uvec4, None, xb, mask4)?;
+        let rounded = b.b.i_add(t_uvec4, None, xb, half4)?;
+        let hb = b.b.bitwise_and(t_uvec4, None, rounded, mask4)?;
         let hf = b.b.bitcast(t_vec4, None, hb)?;
         let h = b.b.f_convert(t_hvec4, None, hf)?;
         let rest = b.b.f_sub(t_vec4, None, x, hf)?;

@@ -86,7 +86,7 @@ pub fn render_svg(device: &str, rows: &[BenchRow]) -> anyhow::Result<String> {
                 chart.draw_series(DashedLineSeries::new(cublas, 6, 4, color.stroke_width(1)))?;
                 entries.push((format!("{t} cuBLAS"), color, "dashed"));
             }
-            if let Some(peak) = pts.first().map(|r| r.peak_tflops) {
+            if let Some(peak) = pts.first().map(|r| r.peak_tflops).filter(|&p| p > 0.0) {
                 chart.draw_series(DashedLineSeries::new(
                     [(lo, peak), (hi, peak)],
                     2,

@@ -211,9 +211,11 @@ fn check_types(
         // Mixed pairs run the 16-bit side's config whatever the mode: one mode suffices.
         let modes: &[ComputeMode] = if t.a == t.b { &MODES } else { &MODES[..1] };
         for &mode in modes {
-            let runs_here = vk_sgmat::plan::route(t.a, t.b, mode)
-                .map_err(anyhow::Error::from)
-                .and_then(|r| Ok(ctx.choose_config(r.component, t.c, None)?));
+            let options = GemmOptions {
+                compute: mode,
+                ..Default::default()
+            };
+            let runs_here = ctx.route_for([t.a, t.b, t.c], &options);
             match runs_here {
                 Ok(_) => runs.push((t, mode, Layout::RowMajor)),
                 Err(e) => skipped.push(format!("{} {}: {e}", t.name(), mode.name())),

@@ -419,7 +419,11 @@ pub fn render_bench(device: &str, rows: &[BenchRow]) -> String {
                 }
             }
         }
-        let _ = writeln!(s, "{line} {:>9} {:>8.0}%", rate(r.peak_tflops), r.peak_fraction * 100.0);
+        if r.peak_tflops > 0.0 {
+            let _ = writeln!(s, "{line} {:>9} {:>8.0}%", rate(r.peak_tflops), r.peak_fraction * 100.0);
+        } else {
+            let _ = writeln!(s, "{line} {:>9} {:>9}", "-", "-");
+        }
     }
     s
 }

@@ -291,8 +291,12 @@ fn scheme_named(
     shape: Option<(u32, u32, u32)>,
     name: &str,
 ) -> Result<vk_sgmat::tiling::TileScheme> {
-    let route = vk_sgmat::plan::route(types.a, types.b, mode)?;
-    let config = ctx.choose_config(route.component, types.c, shape)?;
+    let options = GemmOptions {
+        compute: mode,
+        shape,
+        ..Default::default()
+    };
+    let (_, config) = ctx.route_for([types.a, types.b, types.c], &options)?;
     let all = tunable_schemes(ctx, &config);
     all.iter().copied().find(|s| s.name() == name).with_context(|| {
         let names: Vec<String> = all.iter().take(8).map(|s| s.name()).collect();
@@ -531,10 +535,18 @@ fn bench(
     let mut progress = crate::progress::Progress::new(all_types.len() * shapes.len());
     let mut rows = Vec::new();
     for &t in &all_types {
-        let route = vk_sgmat::plan::route(t.a, t.b, compute)?;
-        let config = ctx.choose_config(route.component, t.c, None)?;
+        let options = GemmOptions {
+            compute,
+            ..Default::default()
+        };
+        let (route, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
         let (groups, iters) = if cpu { (4, 64) } else { (2048, 4096) };
-        let peak = ctx.peak(&config, groups, iters, 3)?.flops / 1e12;
+        // The exact kernel has no matrix-unit peak to compare with (0: none).
+        let peak = if config == vk_sgmat::kernel::SIMT_CONFIG {
+            0.0
+        } else {
+            ctx.peak(&config, groups, iters, 3)?.flops / 1e12
+        };
         // Rows of f32 operands name their mode: `f32:f32 fast`.
         let types = if route.loads.contains(&vk_sgmat::kernel::Load::Native) && t.a == t.b {
             t.name()
