@@ -466,6 +466,11 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         for &v in &acc_vars {
             acc.push(b.b.load(t_mat_acc, None, v, None, [])?);
         }
+        // The split sums each K step's products from zero and adds them to the accumulators with
+        // f32 adds: matrix units may round their f32 accumulation less carefully (on the H100,
+        // f16 products summed over K=4096 in the accumulator came out 4x further from f64 than
+        // cuBLAS's SGEMM), and the split must match SGEMM.
+        let mut step_sums: Vec<Word> = if split { vec![zero_acc; acc.len()] } else { Vec::new() };
         // Fragments of each part: the high parts, then (split) the low parts.
         let part_offs: &[(u32, u32)] = if split {
             &[(0, 0), (lo_units_a, lo_units_b)]
@@ -508,18 +513,22 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 let terms: &[(usize, usize)] = if split { &[(1, 0), (0, 1), (0, 0)] } else { &[(0, 0)] };
                 for i in 0..s.fr_m() {
                     let slot = (i * s.fr_n() + j) as usize;
+                    let sum = if split { &mut step_sums[slot] } else { &mut acc[slot] };
                     for &(pa, pb) in terms {
-                        acc[slot] = b.b.cooperative_matrix_mul_add_khr(
+                        *sum = b.b.cooperative_matrix_mul_add_khr(
                             t_mat_acc,
                             None,
                             a_frags[pa][i as usize],
                             b_frags[pb],
-                            acc[slot],
+                            *sum,
                             operands,
                         )?;
                     }
                 }
             }
+        }
+        for (slot, sum) in step_sums.into_iter().enumerate() {
+            acc[slot] = b.b.f_add(t_mat_acc, None, acc[slot], sum)?;
         }
         for (&v, &val) in acc_vars.iter().zip(&acc) {
             b.b.store(v, val, None, [])?;
@@ -766,17 +775,41 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     Ok(mb.finish())
 }
 
-/// Eight f32 (two vectors of their bits) rounded to `to` (f16 or bf16; the hardware conversion,
-/// overflow giving infinity) and packed into one vector, element order kept.
+/// Eight f32 (two vectors of their bits) rounded to nearest even in `to` (f16 or bf16; overflow
+/// gives infinity) and packed into one vector, element order kept. The hardware conversion does
+/// the work, but SPIR-V leaves its rounding to the implementation (NVIDIA's to bf16 measured
+/// worse than nearest), so bf16 is first rounded to nearest even in integer arithmetic, NaNs
+/// kept, and the conversion is then exact.
 fn narrow_f32x8(b: &mut ModuleBuilder, lo: Word, hi: Word, to: ComponentType) -> BuildResult<Word> {
     let t_uvec4 = b.t_uvec(4);
     let t_uvec2 = b.t_uvec(2);
+    let t_bool = b.t_bool();
+    let t_bvec4 = b.b.type_vector(t_bool, 4);
     let t_f32 = b.t_f32();
     let t_vec4 = b.b.type_vector(t_f32, 4);
     let t_h = b.t_scalar(to);
     let t_hvec4 = b.b.type_vector(t_h, 4);
+    let mut splat = |v: u32| {
+        let c = b.c_u32(v);
+        b.b.constant_composite(t_uvec4, [c; 4])
+    };
+    let (c16, c1, c7fff, keep) = (splat(16), splat(1), splat(0x7fff), splat(0xffff_0000));
+    let (abs_mask, inf) = (splat(0x7fff_ffff), splat(0x7f80_0000));
     let mut halves = [0; 2];
     for (out, v) in halves.iter_mut().zip([lo, hi]) {
+        let v = if to == ComponentType::Bf16 {
+            let top = b.b.shift_right_logical(t_uvec4, None, v, c16)?;
+            let odd = b.b.bitwise_and(t_uvec4, None, top, c1)?;
+            let bias = b.b.i_add(t_uvec4, None, c7fff, odd)?;
+            let sum = b.b.i_add(t_uvec4, None, v, bias)?;
+            let r = b.b.bitwise_and(t_uvec4, None, sum, keep)?;
+            // A NaN's payload could round into infinity: leave NaNs to the conversion.
+            let mag = b.b.bitwise_and(t_uvec4, None, v, abs_mask)?;
+            let nan = b.b.u_greater_than(t_bvec4, None, mag, inf)?;
+            b.b.select(t_uvec4, None, nan, v, r)?
+        } else {
+            v
+        };
         let f = b.b.bitcast(t_vec4, None, v)?;
         let h = b.b.f_convert(t_hvec4, None, f)?;
         *out = b.b.bitcast(t_uvec2, None, h)?;
