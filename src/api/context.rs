@@ -11,17 +11,15 @@ use super::options::{ContextOptions, GemmOptions};
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::{AdoptedDevice, Device, DeviceInfo, DeviceKind, Instance, InstanceOptions, ValidationMessages};
 use crate::error::{Error, Result};
-use crate::kernel::{KernelKey, Load, SIMT_CONFIG};
+use crate::kernel::{KernelKey, Load};
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
-use crate::plan::{
-    check_shapes, device_ld, device_problem, route, DispatchLimits, GemmPlan, PlanRequest, Problem, Route, SplitK,
-};
+use crate::plan::{check_shapes, device_ld, device_problem, DispatchLimits, GemmPlan, PlanRequest, Problem, SplitK};
 use crate::record::{record_plan, Access, Bindings, Recording};
 use crate::submit::StreamCore;
 use crate::tiling::{
     candidate_schemes, pick_scheme, preferred_workgroup_schemes, simt_scheme, small_problem_scheme,
-    workgroup_candidates, KernelScope, Layout, TileScheme,
+    workgroup_candidates, Layout, TileScheme,
 };
 use crate::tune::TuneCache;
 use rustc_hash::FxHashMap;
@@ -50,12 +48,12 @@ pub struct Context {
 }
 
 /// The schemes [`Context::choose_scheme`] picks from for one config, best first.
-struct SchemeLists {
+pub(crate) struct SchemeLists {
     /// The measured-faster workgroup-scope schemes, then the subgroup-scope ones.
-    ordered: Vec<TileScheme>,
+    pub(crate) ordered: Vec<TileScheme>,
     /// For problems no candidate's grid fills: 2 subgroups of 2x2 fragments (32x64 with 16x16
     /// fragments), else the smallest subgroup-scope scheme.
-    small: Option<TileScheme>,
+    pub(crate) small: Option<TileScheme>,
 }
 
 impl Context {
@@ -199,78 +197,8 @@ impl Context {
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
     }
 
-    /// How a GEMM of these element types (A, B, C) runs under `options` on this device: the
-    /// route (see [`route`](crate::plan::route)) with its fallbacks applied (the accurate split
-    /// becomes the exact kernel without an f16 -> f32 config), and the config it uses
-    /// ([`SIMT_CONFIG`] for the exact kernel).
-    pub fn route_for(
-        &self,
-        [ta, tb, tc]: [ComponentType; 3],
-        options: &GemmOptions,
-    ) -> Result<(Route, GPUSubgroupMatrixConfig)> {
-        let mut route = route(ta, tb, options.compute)?;
-        if route.loads == [Load::Split; 2]
-            && (tc != ComponentType::F32 || self.choose_config(ComponentType::F16, tc, options.shape).is_err())
-        {
-            // No f16 -> f32 config for the split: the exact kernel keeps f32 accuracy.
-            route.loads = [Load::Simt; 2];
-        }
-        if route.loads != [Load::Simt; 2] {
-            return Ok((route, self.choose_config(route.component, tc, options.shape)?));
-        }
-        if tc != ComponentType::F32 {
-            return Err(Error::Unsupported(format!(
-                "f32 x f32 -> {tc} in {} mode: the f32 kernel writes f32 results (the fast modes write {tc})",
-                options.compute.name()
-            )));
-        }
-        Ok((route, SIMT_CONFIG))
-    }
-
-    /// [`Context::choose_scheme`] among the subgroup-scope schemes whose shared memory still fits
-    /// with each operand's tile twice over (the accurate split's high and low parts).
-    fn choose_split_scheme(&self, config: &GPUSubgroupMatrixConfig, m: usize, n: usize) -> Result<TileScheme> {
-        let lists = self.scheme_lists(config);
-        let room = self.device.info().limits.max_shared_memory;
-        let fits: Vec<TileScheme> = lists
-            .ordered
-            .iter()
-            .copied()
-            .filter(|s| s.scope() == KernelScope::Subgroup && 2 * s.geometry(config).shared_bytes <= room)
-            .collect();
-        // A K step's sums double the accumulators: at most 8 fragments per subgroup where
-        // possible, so they stay in registers.
-        // Then the longer K steps first: each step ends in f32 adds, and on the H100 128x128 tiles
-        // of 8 subgroups ran 66 TFLOP/s with K steps of 32, 39 with 16 (4096^3).
-        let mut lean: Vec<TileScheme> = fits.iter().copied().filter(|s| s.fr_m() * s.fr_n() <= 8).collect();
-        lean.sort_by_key(|s| std::cmp::Reverse(s.k_step()));
-        let fits = if lean.is_empty() { fits } else { lean };
-        let small = lists.small.filter(|s| fits.contains(s));
-        pick_scheme(&fits, small, config, (m, n), self.is_cpu())
-            .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits the accurate split of {config}")))
-    }
-
-    /// [`Context::choose_scheme`] among the subgroup-scope schemes alone.
-    pub(crate) fn choose_subgroup_scheme(
-        &self,
-        config: &GPUSubgroupMatrixConfig,
-        m: usize,
-        n: usize,
-    ) -> Result<TileScheme> {
-        let lists = self.scheme_lists(config);
-        let subgroup: Vec<TileScheme> = lists
-            .ordered
-            .iter()
-            .copied()
-            .filter(|s| s.scope() == KernelScope::Subgroup)
-            .collect();
-        pick_scheme(&subgroup, lists.small, config, (m, n), self.is_cpu()).ok_or_else(|| {
-            Error::InvalidTileScheme(format!("no subgroup-scope tile scheme fits {config} on this device"))
-        })
-    }
-
     /// [`Context::choose_scheme`]'s candidates for `config`, built once per context.
-    fn scheme_lists(&self, config: &GPUSubgroupMatrixConfig) -> Arc<SchemeLists> {
+    pub(crate) fn scheme_lists(&self, config: &GPUSubgroupMatrixConfig) -> Arc<SchemeLists> {
         let mut map = self.scheme_lists.lock().unwrap_or_else(|e| e.into_inner());
         let lists = map.entry(*config).or_insert_with(|| {
             let info = self.device.info();

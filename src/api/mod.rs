@@ -9,6 +9,7 @@ mod interop;
 mod matrix;
 mod operand;
 mod options;
+mod routing;
 
 pub use context::{Context, MAX_SPLIT_K};
 pub use interop::RecordedGemm;

@@ -18,8 +18,8 @@
 //! shared memory and masked scalar stores (decided per workgroup, so barriers stay uniform).
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
+use super::raster::raster;
 use super::{KernelKey, Load, Probe};
-use crate::config::ComponentType;
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
 use rspirv::spirv::{
     BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope,
@@ -234,7 +234,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let c_off = pc(b, Pc::COff)?;
     // The split's scales: (s_a, 1/s_a), (s_b, 1/s_b).
     let scales = match v_scale {
-        Some(v) => Some([super::split::scales(b, v, 0)?, super::split::scales(b, v, 1)?]),
+        Some(v) => Some([super::convert::scales(b, v, 0)?, super::convert::scales(b, v, 1)?]),
         None => None,
     };
 
@@ -367,9 +367,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                     let lo = b.b.load(t_uvec4, None, *lo, None, [])?;
                     let hi = b.b.load(t_uvec4, None, *hi, None, [])?;
                     match split {
-                        None => vec![(narrow_f32x8(b, lo, hi, cfg.component_type)?, 0)],
+                        None => vec![(super::convert::narrow_f32x8(b, lo, hi, cfg.component_type)?, 0)],
                         Some((scale, lo_units)) => {
-                            let (h, l) = super::split::split_f32x8(b, lo, hi, scale)?;
+                            let (h, l) = super::convert::split_f32x8(b, lo, hi, scale)?;
                             vec![(h, 0), (l, lo_units)]
                         }
                     }
@@ -773,80 +773,4 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.b.entry_point(ExecutionModel::GLCompute, f_main, "main", interface);
     b.b.execution_mode(f_main, ExecutionMode::LocalSize, [g.threads, 1, 1]);
     Ok(mb.finish())
-}
-
-/// Eight f32 (two vectors of their bits) rounded to nearest even in `to` (f16 or bf16; overflow
-/// gives infinity) and packed into one vector, element order kept. The hardware conversion does
-/// the work, but SPIR-V leaves its rounding to the implementation (NVIDIA's to bf16 measured
-/// worse than nearest), so bf16 is first rounded to nearest even in integer arithmetic, NaNs
-/// kept, and the conversion is then exact.
-fn narrow_f32x8(b: &mut ModuleBuilder, lo: Word, hi: Word, to: ComponentType) -> BuildResult<Word> {
-    let t_uvec4 = b.t_uvec(4);
-    let t_uvec2 = b.t_uvec(2);
-    let t_bool = b.t_bool();
-    let t_bvec4 = b.b.type_vector(t_bool, 4);
-    let t_f32 = b.t_f32();
-    let t_vec4 = b.b.type_vector(t_f32, 4);
-    let t_h = b.t_scalar(to);
-    let t_hvec4 = b.b.type_vector(t_h, 4);
-    let mut splat = |v: u32| {
-        let c = b.c_u32(v);
-        b.b.constant_composite(t_uvec4, [c; 4])
-    };
-    let (c16, c1, c7fff, keep) = (splat(16), splat(1), splat(0x7fff), splat(0xffff_0000));
-    let (abs_mask, inf) = (splat(0x7fff_ffff), splat(0x7f80_0000));
-    let mut halves = [0; 2];
-    for (out, v) in halves.iter_mut().zip([lo, hi]) {
-        let v = if to == ComponentType::Bf16 {
-            let top = b.b.shift_right_logical(t_uvec4, None, v, c16)?;
-            let odd = b.b.bitwise_and(t_uvec4, None, top, c1)?;
-            let bias = b.b.i_add(t_uvec4, None, c7fff, odd)?;
-            let sum = b.b.i_add(t_uvec4, None, v, bias)?;
-            let r = b.b.bitwise_and(t_uvec4, None, sum, keep)?;
-            // A NaN's payload could round into infinity: leave NaNs to the conversion.
-            let mag = b.b.bitwise_and(t_uvec4, None, v, abs_mask)?;
-            let nan = b.b.u_greater_than(t_bvec4, None, mag, inf)?;
-            b.b.select(t_uvec4, None, nan, v, r)?
-        } else {
-            v
-        };
-        let f = b.b.bitcast(t_vec4, None, v)?;
-        let h = b.b.f_convert(t_hvec4, None, f)?;
-        *out = b.b.bitcast(t_uvec2, None, h)?;
-    }
-    b.b.vector_shuffle(t_uvec4, None, halves[0], halves[1], [0, 1, 2, 3])
-}
-
-/// The tile (x along N, y along M) a workgroup computes. With `group` > 0, groups of that many
-/// tile rows are walked column by column (a bijection on tiles), so consecutive workgroups share
-/// A rows and B columns in L2.
-pub(super) fn raster(
-    b: &mut ModuleBuilder,
-    (wg_x, wg_y): (Word, Word),
-    (pm, pn): (Word, Word),
-    (bm, bn): (u32, u32),
-    group: u32,
-) -> BuildResult<(Word, Word)> {
-    if group == 0 {
-        return Ok((wg_x, wg_y));
-    }
-    let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
-    let gx = b.add_u(pn, bn - 1)?;
-    let gx = b.div_u(gx, bn)?;
-    let gy = b.add_u(pm, bm - 1)?;
-    let gy = b.div_u(gy, bm)?;
-    let row_major_id = b.b.i_mul(t_u32, None, wg_y, gx)?;
-    let linear = b.b.i_add(t_u32, None, row_major_id, wg_x)?;
-    let per_group = b.mul_u(gx, group)?;
-    let first = b.b.u_div(t_u32, None, linear, per_group)?;
-    let first_row = b.mul_u(first, group)?;
-    let rows_left = b.b.i_sub(t_u32, None, gy, first_row)?;
-    let c_g = b.c_u32(group);
-    let rows_lt = b.b.u_less_than(t_bool, None, rows_left, c_g)?;
-    let rows = b.b.select(t_u32, None, rows_lt, rows_left, c_g)?;
-    let in_group = b.b.u_mod(t_u32, None, linear, per_group)?;
-    let ty = b.b.u_mod(t_u32, None, in_group, rows)?;
-    let ty = b.b.i_add(t_u32, None, first_row, ty)?;
-    let tx = b.b.u_div(t_u32, None, in_group, rows)?;
-    Ok((tx, ty))
 }

@@ -3,11 +3,12 @@
 
 pub mod absmax;
 mod builder;
+mod convert;
 mod gemm;
 pub mod peak;
+mod raster;
 pub mod reduce;
 mod simt;
-mod split;
 mod workgroup;
 
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};

@@ -11,7 +11,8 @@
 //! C, with alpha and beta, one by one.
 
 use super::builder::{BuildResult, ModuleBuilder};
-use super::gemm::{raster, Pc, PC_MEMBERS};
+use super::gemm::{Pc, PC_MEMBERS};
+use super::raster::raster;
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::spirv::{

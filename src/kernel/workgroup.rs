@@ -14,7 +14,8 @@
 //! constants as the subgroup-scope kernel.
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
-use super::gemm::{raster, Pc, PC_MEMBERS};
+use super::gemm::{Pc, PC_MEMBERS};
+use super::raster::raster;
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::spirv::{

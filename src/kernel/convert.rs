@@ -1,5 +1,7 @@
-//! The pieces of [`super::Load::Split`] (the accurate f32 mode) inside the GEMM kernel.
+//! f32 operands on their way to 16-bit matrix units: rounded ([`super::Load::Round`]) or split
+//! ([`super::Load::Split`], the accurate f32 mode) as the GEMM kernel copies them to shared memory.
 //!
+//! The split:
 //! An f32 `x` becomes `hi + lo`: `hi` is `s x` rounded to f16's 11 significand bits and
 //! `lo = f16(s x - hi)` (at most 12 bits, rounded to 11): 22 of x's 24 bits, the rest rounded. `s` is a power of two that puts the matrix's largest magnitude in
 //! `[2^14, 2^15)`, so `hi` cannot overflow f16 and only elements below `2^-28` of the largest lose
@@ -81,4 +83,46 @@ pub(super) fn split_f32x8(b: &mut ModuleBuilder, lo: Word, hi: Word, scale: Word
         b.b.vector_shuffle(t_uvec4, None, his[0], his[1], [0, 1, 2, 3])?,
         b.b.vector_shuffle(t_uvec4, None, los[0], los[1], [0, 1, 2, 3])?,
     ))
+}
+
+/// Eight f32 (two vectors of their bits) rounded to nearest even in `to` (f16 or bf16; overflow
+/// gives infinity) and packed into one vector, element order kept. The hardware conversion does
+/// the work, but SPIR-V leaves its rounding to the implementation (NVIDIA's to bf16 measured
+/// worse than nearest), so bf16 is first rounded to nearest even in integer arithmetic, NaNs
+/// kept, and the conversion is then exact.
+pub(super) fn narrow_f32x8(b: &mut ModuleBuilder, lo: Word, hi: Word, to: ComponentType) -> BuildResult<Word> {
+    let t_uvec4 = b.t_uvec(4);
+    let t_uvec2 = b.t_uvec(2);
+    let t_bool = b.t_bool();
+    let t_bvec4 = b.b.type_vector(t_bool, 4);
+    let t_f32 = b.t_f32();
+    let t_vec4 = b.b.type_vector(t_f32, 4);
+    let t_h = b.t_scalar(to);
+    let t_hvec4 = b.b.type_vector(t_h, 4);
+    let mut splat = |v: u32| {
+        let c = b.c_u32(v);
+        b.b.constant_composite(t_uvec4, [c; 4])
+    };
+    let (c16, c1, c7fff, keep) = (splat(16), splat(1), splat(0x7fff), splat(0xffff_0000));
+    let (abs_mask, inf) = (splat(0x7fff_ffff), splat(0x7f80_0000));
+    let mut halves = [0; 2];
+    for (out, v) in halves.iter_mut().zip([lo, hi]) {
+        let v = if to == ComponentType::Bf16 {
+            let top = b.b.shift_right_logical(t_uvec4, None, v, c16)?;
+            let odd = b.b.bitwise_and(t_uvec4, None, top, c1)?;
+            let bias = b.b.i_add(t_uvec4, None, c7fff, odd)?;
+            let sum = b.b.i_add(t_uvec4, None, v, bias)?;
+            let r = b.b.bitwise_and(t_uvec4, None, sum, keep)?;
+            // A NaN's payload could round into infinity: leave NaNs to the conversion.
+            let mag = b.b.bitwise_and(t_uvec4, None, v, abs_mask)?;
+            let nan = b.b.u_greater_than(t_bvec4, None, mag, inf)?;
+            b.b.select(t_uvec4, None, nan, v, r)?
+        } else {
+            v
+        };
+        let f = b.b.bitcast(t_vec4, None, v)?;
+        let h = b.b.f_convert(t_hvec4, None, f)?;
+        *out = b.b.bitcast(t_uvec2, None, h)?;
+    }
+    b.b.vector_shuffle(t_uvec4, None, halves[0], halves[1], [0, 1, 2, 3])
 }

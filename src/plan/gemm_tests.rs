@@ -1,0 +1,199 @@
+//! Unit tests of [`super::GemmPlan`].
+use super::*;
+use crate::config::ComponentType::*;
+use crate::tiling::test_support::{cfg, h200_limits};
+
+fn request(m: usize, n: usize, k: usize, alpha: f64, beta: f64, split_k: SplitK) -> PlanRequest {
+    let config = cfg(16, 16, 16, F16, F32);
+    let scheme = TileScheme::new(&config, &h200_limits(), 32, (1, 2), (2, 2), 32).unwrap();
+    PlanRequest {
+        problem: device_problem((m, n, k), (Layout::RowMajor, Layout::ColMajor), (2, 2, 4)),
+        config,
+        scheme,
+        loads: [Load::Native; 2],
+        alpha,
+        beta,
+        split_k,
+    }
+}
+
+fn unlimited() -> DispatchLimits {
+    DispatchLimits::from_device(&h200_limits())
+}
+
+#[test]
+fn one_pass_binds_a_b_c_with_the_callers_scalars() {
+    let p = GemmPlan::new(&request(100, 70, 50, 2.0, 0.5, SplitK::Slices(1)), &unlimited()).unwrap();
+    assert_eq!(p.dispatches.len(), 1);
+    assert_eq!(p.scratch_bytes, 0);
+    assert!(p.reads_c);
+    let d = &p.dispatches[0];
+    let Kernel::Gemm(key) = d.kernel else {
+        panic!("{:?}", d.kernel)
+    };
+    assert_eq!(
+        key.epilogue,
+        Epilogue {
+            alpha: true,
+            beta: true
+        }
+    );
+    assert_eq!(d.bindings.map(|b| b.0), [Operand::A, Operand::B, Operand::C]);
+    assert_eq!((d.push.m, d.push.n, d.push.k), (100, 70, 50));
+    assert_eq!(
+        (d.push.alpha_bits, d.push.beta_bits),
+        (2.0f32.to_bits(), 0.5f32.to_bits())
+    );
+    // 32x64 tiles: 2 columns of tiles, 4 rows.
+    assert_eq!(d.groups, [2, 4]);
+    assert!(!d.after_previous);
+    // lda of row-major A (K=50 f16) padded to 56; ldb of column-major B (K contiguous) too.
+    assert_eq!((d.push.lda_vec, d.push.ldb_vec, d.push.ldc), (7, 7, 72));
+    // beta = 0 leaves C unread and the beta term out of the kernel.
+    let p = GemmPlan::new(&request(100, 70, 50, 1.0, 0.0, SplitK::Slices(1)), &unlimited()).unwrap();
+    assert!(!p.reads_c);
+    assert_eq!(p.main_kernel().epilogue, Epilogue::default());
+}
+
+#[test]
+fn k_chunks_accumulate_after_a_barrier() {
+    // Column-major A and row-major B (K outermost in both) in windows of 4 KiB: only K chunks
+    // shrink them.
+    let limits = DispatchLimits {
+        max_groups: [65535; 2],
+        max_range: 4 << 10,
+        offset_alignment: 16,
+    };
+    let mut req = request(16, 32, 1000, 1.0, 3.0, SplitK::Slices(1));
+    req.problem = device_problem((16, 32, 1000), (Layout::ColMajor, Layout::RowMajor), (2, 2, 4));
+    let p = GemmPlan::new(&req, &limits).unwrap();
+    assert!(p.dispatches.len() > 1);
+    assert_eq!(p.dispatches.iter().map(|d| d.push.k as usize).sum::<usize>(), 1000);
+    let first = &p.dispatches[0];
+    assert!(!first.after_previous);
+    assert_eq!(first.push.beta_bits, 3.0f32.to_bits());
+    for d in &p.dispatches[1..] {
+        assert!(d.after_previous, "an accumulating pass waits for the one before");
+        assert_eq!(d.push.beta_bits, 1.0f32.to_bits());
+        let Kernel::Gemm(key) = d.kernel else { panic!() };
+        assert!(key.epilogue.beta);
+    }
+    // With beta != 0 every pass runs the same kernel; with beta = 0 the first one skips C.
+    assert_eq!(p.kernels().len(), 1, "{:?}", p.kernels());
+    req.beta = 0.0;
+    assert_eq!(GemmPlan::new(&req, &limits).unwrap().kernels().len(), 2);
+}
+
+#[test]
+fn split_k_writes_scratch_then_reduces() {
+    let p = GemmPlan::new(&request(16, 64, 4096, 0.5, -1.0, SplitK::Slices(4)), &unlimited()).unwrap();
+    assert!(p.is_split_k());
+    let (slices, reduce) = p.dispatches.split_at(4);
+    assert!(slices
+        .iter()
+        .all(|d| d.bindings[2].0 == Operand::Scratch && !d.after_previous));
+    assert!(slices.iter().all(|d| d.push.alpha_bits == 0 && d.push.beta_bits == 0));
+    assert_eq!(slices.iter().map(|d| d.push.k).sum::<u32>(), 4096);
+    let [r] = reduce else { panic!("{reduce:?}") };
+    assert!(r.after_previous);
+    assert_eq!(
+        r.bindings.map(|b| b.0),
+        [Operand::Scratch, Operand::Scratch, Operand::C]
+    );
+    assert_eq!(r.push.k, 4, "the reduction sums 4 slices");
+    assert_eq!(
+        (r.push.alpha_bits, r.push.beta_bits),
+        (0.5f32.to_bits(), (-1.0f32).to_bits())
+    );
+    let slice = (16 * 64 * 4) as u64;
+    assert_eq!(p.scratch_bytes, 4 * slice);
+    assert!(matches!(p.kernels()[1], Kernel::Reduce { result_type: F32, .. }));
+    // The automatic rule splits this skinny problem on a GPU, never on a CPU driver.
+    let auto = |cpu_device| {
+        GemmPlan::new(
+            &request(16, 64, 4096, 1.0, 0.0, SplitK::Auto { cpu_device }),
+            &unlimited(),
+        )
+        .unwrap()
+        .is_split_k()
+    };
+    assert!(auto(false));
+    assert!(!auto(true));
+}
+
+#[test]
+fn bad_scalars_and_shapes_are_typed_errors() {
+    let e = GemmPlan::new(&request(8, 8, 8, f64::NAN, 0.0, SplitK::Slices(1)), &unlimited()).unwrap_err();
+    assert!(matches!(e, Error::InvalidScalar { name: "alpha", .. }), "{e}");
+    assert!(scalar_bits("beta", 0.5, I32).is_err());
+    assert!(scalar_bits("beta", 1e6, F16).is_err());
+    assert_eq!(scalar_bits("beta", -2.0, I32).unwrap(), (-2i32) as u32);
+    assert!(matches!(
+        check_shapes((3, 4), (5, 6), (3, 6)),
+        Err(Error::ShapeMismatch(_))
+    ));
+    assert!(matches!(
+        check_shapes((3, 4), (4, 6), (6, 3)),
+        Err(Error::ShapeMismatch(_))
+    ));
+    assert!(matches!(
+        check_shapes((0, 4), (4, 6), (0, 6)),
+        Err(Error::ZeroSize { .. })
+    ));
+    assert!(matches!(
+        check_shapes((MAX_DIM + 1, 1), (1, 1), (MAX_DIM + 1, 1)),
+        Err(Error::TooLarge(_))
+    ));
+    assert_eq!(check_shapes((3, 4), (4, 6), (3, 6)).unwrap(), (3, 6, 4));
+}
+
+#[test]
+fn accurate_split_finds_magnitudes_then_multiplies_in_one_pass() {
+    let mut req = request(100, 70, 4096, 1.0, 0.0, SplitK::Slices(4));
+    req.problem = device_problem((100, 70, 4096), (Layout::RowMajor, Layout::ColMajor), (4, 4, 4));
+    req.loads = [Load::Split; 2];
+    let p = GemmPlan::new(&req, &unlimited()).unwrap();
+    let kinds: Vec<_> = p.dispatches.iter().map(|d| d.kernel).collect();
+    assert!(
+        matches!(kinds[..], [Kernel::AbsMax, Kernel::AbsMax, Kernel::Gemm(_)]),
+        "{kinds:?}"
+    );
+    let [a, b, gemm] = &p.dispatches[..] else {
+        unreachable!()
+    };
+    // A's rows of 4096 f32 (1024 vectors), B (column-major, K contiguous) likewise, into words 0 and 1.
+    assert_eq!((a.push.m, a.push.n, a.push.c_off), (100, 1024, 0));
+    assert_eq!((b.push.m, b.push.n, b.push.c_off), (70, 1024, 1));
+    assert!(!a.after_previous && !b.after_previous && gemm.after_previous);
+    assert_eq!(gemm.aux.map(|x| x.0), Some(Operand::Scratch));
+    assert_eq!(p.zeroed_scratch_bytes, 16);
+    assert!(!p.is_split_k() || p.scratch_bytes == 16, "split-K is not used");
+    assert_eq!(p.main_kernel().loads, [Load::Split; 2]);
+    // Beyond one pass of the limits: an error that names the way out.
+    let tight = DispatchLimits {
+        max_groups: [65535; 2],
+        max_range: 1 << 20,
+        offset_alignment: 16,
+    };
+    let e = GemmPlan::new(&req, &tight).unwrap_err();
+    assert!(matches!(e, Error::TooLarge(ref m) if m.contains("Exact")), "{e}");
+    // Element sizes must match the loads.
+    req.problem = device_problem((100, 70, 4096), (Layout::RowMajor, Layout::ColMajor), (2, 2, 4));
+    assert!(matches!(
+        GemmPlan::new(&req, &unlimited()),
+        Err(Error::InvalidOperand(_))
+    ));
+}
+
+#[test]
+fn probes_replace_every_gemm_kernel() {
+    let p = GemmPlan::new(&request(16, 64, 4096, 1.0, 0.0, SplitK::Slices(3)), &unlimited()).unwrap();
+    let probed = p.with_probe(Probe::NoMma);
+    assert!(probed
+        .gemm_dispatches()
+        .all(|d| matches!(d.kernel, Kernel::Gemm(k) if k.probe == Probe::NoMma)));
+    assert!(matches!(
+        probed.dispatches.last().unwrap().kernel,
+        Kernel::Reduce { .. }
+    ));
+}
