@@ -13,6 +13,13 @@ const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
 /// 1, primes and sizes that are no multiple of any tile.
 const SHAPES: [(usize, usize, usize); 5] = [(1, 1, 1), (7, 5, 3), (37, 41, 29), (131, 67, 45), (64, 96, 200)];
 
+/// `len` values uniform in [-1, 1] times 2^e, e uniform in `center - spread ..= center + spread`.
+fn varied(rng: &mut Rng, len: usize, center: i32, spread: i64) -> Vec<f32> {
+    (0..len)
+        .map(|_| ((rng.unit() * 2.0 - 1.0) * 2f64.powi(center + rng.int(-spread, spread) as i32)) as f32)
+        .collect()
+}
+
 fn fast() -> GemmOptions {
     GemmOptions {
         compute: ComputeMode::FastF16,
@@ -75,12 +82,7 @@ fn fast_mode_holds_its_bound_on_inputs_of_varied_magnitude() {
     let ctx = context();
     let mut rng = Rng::new(Rng::fresh_seed());
     let (m, n, k) = (45, 77, 301);
-    let mut varied = |len: usize| -> Vec<f32> {
-        (0..len)
-            .map(|_| ((rng.unit() * 2.0 - 1.0) * 2f64.powi(rng.int(-5, 5) as i32)) as f32)
-            .collect()
-    };
-    let (a, b) = (varied(m * k), varied(k * n));
+    let (a, b) = (varied(&mut rng, m * k, 0, 5), varied(&mut rng, k * n, 0, 5));
     let mut c = vec![f32::NAN; m * n];
     let (am, bm) = (MatRef::new(&a, m, k), MatRef::col_major(&b, k, n));
     ctx.gemm_with(am, bm, MatMut::new(&mut c, m, n), &fast()).unwrap();
@@ -127,12 +129,7 @@ fn accurate_split_scales_magnitudes_far_outside_f16() {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (m, n, k) = (29, 45, 300);
     for center in [-30, 0, 30] {
-        let mut varied = |len: usize| -> Vec<f32> {
-            (0..len)
-                .map(|_| ((rng.unit() * 2.0 - 1.0) * 2f64.powi(center + rng.int(-10, 10) as i32)) as f32)
-                .collect()
-        };
-        let (a, b) = (varied(m * k), varied(k * n));
+        let (a, b) = (varied(&mut rng, m * k, center, 10), varied(&mut rng, k * n, center, 10));
         let mut c = vec![f32::NAN; m * n];
         let (am, bm) = (MatRef::new(&a, m, k), MatRef::col_major(&b, k, n));
         ctx.gemm(am, bm, MatMut::new(&mut c, m, n)).unwrap();
@@ -184,12 +181,7 @@ fn exact_mode_holds_the_f32_bound_on_inputs_of_varied_magnitude() {
     let ctx = context();
     let mut rng = Rng::new(Rng::fresh_seed());
     let (m, n, k) = (33, 70, 517);
-    let mut varied = |len: usize| -> Vec<f32> {
-        (0..len)
-            .map(|_| ((rng.unit() * 2.0 - 1.0) * 2f64.powi(rng.int(-10, 10) as i32)) as f32)
-            .collect()
-    };
-    let (a, b) = (varied(m * k), varied(k * n));
+    let (a, b) = (varied(&mut rng, m * k, 0, 10), varied(&mut rng, k * n, 0, 10));
     let mut c = vec![f32::NAN; m * n];
     let (am, bm) = (MatRef::col_major(&a, m, k), MatRef::new(&b, k, n));
     let exact = GemmOptions {

@@ -8,10 +8,7 @@
 //! max into, `k` = workgroups dispatched (they stride over the matrix together). Padding inside a row's last vector must be zero (vk-sgmat's matrices keep it so).
 
 use super::builder::{BuildResult, ModuleBuilder};
-use rspirv::spirv::{
-    BuiltIn, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl,
-    StorageClass,
-};
+use rspirv::spirv::{BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
@@ -123,10 +120,6 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
     b.b.atomic_u_max(t_u32, None, p_out, c_scope_qf, c_relaxed, top)?;
     b.b.branch(l_end)?;
     b.b.begin_block(Some(l_end))?;
-    b.b.ret()?;
-    b.b.end_function()?;
-    let interface = std::mem::take(&mut b.interface);
-    b.b.entry_point(ExecutionModel::GLCompute, f, "main", interface);
-    b.b.execution_mode(f, ExecutionMode::LocalSize, [THREADS, 1, 1]);
+    b.end_compute(f, THREADS)?;
     Ok(mb.finish())
 }

@@ -319,6 +319,19 @@ impl ModuleBuilder {
         }
     }
 
+    /// Returns from the current block, ends function `f` and declares it the `main` compute
+    /// entry point of `threads` x 1 x 1 invocations, every global variable in its interface.
+    pub fn end_compute(&mut self, f: Word, threads: u32) -> BuildResult<()> {
+        self.b.ret()?;
+        self.b.end_function()?;
+        let interface = std::mem::take(&mut self.interface);
+        self.b
+            .entry_point(spirv::ExecutionModel::GLCompute, f, "main", interface);
+        self.b
+            .execution_mode(f, spirv::ExecutionMode::LocalSize, [threads, 1, 1]);
+        Ok(())
+    }
+
     /// Finishes the module: header instructions, then the words.
     pub fn finish(mut self) -> Vec<u32> {
         for cap in std::mem::take(&mut self.capabilities) {

@@ -22,8 +22,7 @@ use super::raster::raster;
 use super::{KernelKey, Load, Probe};
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
 use rspirv::spirv::{
-    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope,
-    SelectionControl, StorageClass, Word,
+    BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
 };
 
 const ROW_MAJOR: u32 = 0;
@@ -766,11 +765,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     }
     b.b.branch(l_done)?;
     b.b.begin_block(Some(l_done))?;
-    b.b.ret()?;
-    b.b.end_function()?;
-
-    let interface = std::mem::take(&mut b.interface);
-    b.b.entry_point(ExecutionModel::GLCompute, f_main, "main", interface);
-    b.b.execution_mode(f_main, ExecutionMode::LocalSize, [g.threads, 1, 1]);
+    b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
 }

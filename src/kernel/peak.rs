@@ -8,10 +8,7 @@
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use crate::config::GPUSubgroupMatrixConfig;
-use rspirv::spirv::{
-    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope,
-    StorageClass,
-};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass};
 
 /// Independent accumulator chains per subgroup.
 pub const CHAINS: u32 = 8;
@@ -143,10 +140,6 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
         let stride = b.c_u32(cfg.n);
         b.b.cooperative_matrix_store_khr(p, acc, row_major, Some(stride), None, [])?;
     }
-    b.b.ret()?;
-    b.b.end_function()?;
-    let interface = std::mem::take(&mut b.interface);
-    b.b.entry_point(ExecutionModel::GLCompute, f, "main", interface);
-    b.b.execution_mode(f, ExecutionMode::LocalSize, [threads, 1, 1]);
+    b.end_compute(f, threads)?;
     Ok(mb.finish())
 }

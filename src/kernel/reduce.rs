@@ -9,9 +9,7 @@
 use super::builder::{BuildResult, ModuleBuilder};
 use super::Epilogue;
 use crate::config::ComponentType;
-use rspirv::spirv::{
-    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, LoopControl, SelectionControl, StorageClass,
-};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, LoopControl, SelectionControl, StorageClass};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
@@ -119,10 +117,6 @@ pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResul
     b.b.store(pc_c, out, None, [])?;
     b.b.branch(l_end)?;
     b.b.begin_block(Some(l_end))?;
-    b.b.ret()?;
-    b.b.end_function()?;
-    let interface = std::mem::take(&mut b.interface);
-    b.b.entry_point(ExecutionModel::GLCompute, f, "main", interface);
-    b.b.execution_mode(f, ExecutionMode::LocalSize, [THREADS, 1, 1]);
+    b.end_compute(f, THREADS)?;
     Ok(mb.finish())
 }

@@ -16,8 +16,7 @@ use super::raster::raster;
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::spirv::{
-    BuiltIn, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl,
-    StorageClass, Word,
+    BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
 };
 
 /// Rows and columns of C per invocation.
@@ -273,11 +272,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             }
         }
     }
-    b.b.ret()?;
-    b.b.end_function()?;
-
-    let interface = std::mem::take(&mut b.interface);
-    b.b.entry_point(ExecutionModel::GLCompute, f_main, "main", interface);
-    b.b.execution_mode(f_main, ExecutionMode::LocalSize, [g.threads, 1, 1]);
+    b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
 }

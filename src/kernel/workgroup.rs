@@ -19,8 +19,8 @@ use super::raster::raster;
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::spirv::{
-    BuiltIn, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryAccess, Scope, SelectionControl,
-    StorageClass, TensorAddressingOperands, Word,
+    BuiltIn, Capability, FunctionControl, MemoryAccess, Scope, SelectionControl, StorageClass,
+    TensorAddressingOperands, Word,
 };
 
 /// `TensorClampMode` values (SPV_NV_tensor_addressing).
@@ -274,11 +274,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         };
     }
     b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, TensorAddressingOperands::NONE, [])?;
-    b.b.ret()?;
-    b.b.end_function()?;
-
-    let interface = std::mem::take(&mut b.interface);
-    b.b.entry_point(ExecutionModel::GLCompute, f_main, "main", interface);
-    b.b.execution_mode(f_main, ExecutionMode::LocalSize, [g.threads, 1, 1]);
+    b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
 }
