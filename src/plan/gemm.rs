@@ -422,9 +422,11 @@ impl GemmPlan {
             .expect("every plan has a GEMM dispatch")
     }
 
-    /// Whether the plan runs split-K.
+    /// Whether the plan runs split-K (slices into scratch, then the reduction).
     pub fn is_split_k(&self) -> bool {
-        self.scratch_bytes > 0
+        self.dispatches
+            .iter()
+            .any(|d| matches!(d.kernel, Kernel::Reduce { .. }))
     }
 
     /// The GEMM dispatches as passes of the problem (for inspection): their extents along M, N, K.

@@ -167,7 +167,8 @@ fn accurate_split_finds_magnitudes_then_multiplies_in_one_pass() {
     assert!(!a.after_previous && !b.after_previous && gemm.after_previous);
     assert_eq!(gemm.aux.map(|x| x.0), Some(Operand::Scratch));
     assert_eq!(p.zeroed_scratch_bytes, 16);
-    assert!(!p.is_split_k() || p.scratch_bytes == 16, "split-K is not used");
+    assert!(!p.is_split_k(), "split-K is not used");
+    assert_eq!(p.scratch_bytes, 16);
     assert_eq!(p.main_kernel().loads, [Load::Split; 2]);
     // Beyond one pass of the limits: an error that names the way out.
     let tight = DispatchLimits {

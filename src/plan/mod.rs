@@ -13,4 +13,4 @@ pub use gemm::{
     MAX_DIM,
 };
 pub use passes::{choose_split_k, plan, plan_split_k, DispatchLimits, Pass, Problem, Window};
-pub use types::{route, ComputeMode, Route};
+pub use types::{f32_paths, route, ComputeMode, Route};

@@ -49,6 +49,7 @@ proptest! {
         (a_layout, b_layout) in (layout(), layout()),
         split in 1u32..6,
         f32_operands in (any::<bool>(), any::<bool>()),
+        accurate in any::<bool>(),
     ) {
         let subgroup_size = match subgroup_size {
             0 if limits.subgroup_size == 0 => 32,
@@ -81,7 +82,12 @@ proptest! {
                 let narrow = |f32_stored: bool| {
                     if f32_stored && config.component_type == F16 { Load::Round } else { Load::Native }
                 };
-                let loads = [narrow(f32_operands.0), narrow(f32_operands.1)];
+                let splits = accurate && (config.component_type, config.result_type) == (F16, F32);
+                let loads = if splits {
+                    [Load::Split; 2]
+                } else {
+                    [narrow(f32_operands.0), narrow(f32_operands.1)]
+                };
                 check_plan(config, scheme, (m, n, k), (a_layout, b_layout), split, loads)?;
             }
         }
@@ -118,6 +124,11 @@ fn check_plan(
         Err(Error::InvalidTileScheme(_)) if loads != [Load::Native; 2] && scheme.scope() == KernelScope::Workgroup => {
             return Ok(())
         }
+        // The accurate split runs in one pass or refuses, naming the exact mode.
+        Err(Error::TooLarge(m)) if loads == [Load::Split; 2] => {
+            prop_assert!(m.contains("Exact"), "{}", m);
+            return Ok(());
+        }
         other => other.map_err(|e| TestCaseError::fail(e.to_string()))?,
     };
     // Vectors in push constants count the stored type's 16-byte vectors.
@@ -137,7 +148,16 @@ fn check_plan(
         );
     }
     prop_assert_eq!(gemm.iter().map(|d| d.push.k as usize).sum::<usize>(), k);
-    if plan.is_split_k() {
+    if loads == [Load::Split; 2] {
+        let kinds: Vec<_> = plan.dispatches.iter().map(|d| d.kernel).collect();
+        prop_assert!(
+            matches!(kinds[..], [Kernel::AbsMax, Kernel::AbsMax, Kernel::Gemm(_)]),
+            "{:?}",
+            kinds
+        );
+        prop_assert_eq!(plan.zeroed_scratch_bytes, 16);
+        prop_assert!(plan.dispatches[2].after_previous && plan.dispatches[2].aux.is_some());
+    } else if plan.is_split_k() {
         prop_assert!(gemm.iter().all(|d| d.bindings[2].0 == Operand::Scratch));
         let reduces = matches!(plan.dispatches.last().unwrap().kernel, Kernel::Reduce { .. });
         prop_assert!(reduces, "split-K ends with its reduction");

@@ -105,6 +105,26 @@ pub fn route(a: ComponentType, b: ComponentType, mode: ComputeMode) -> Result<Ro
     }
 }
 
+/// What f32 x f32 -> f32 runs on a device with these configs, in words (for device reports):
+/// the accurate split needs an f16 -> f32 config, the fast modes an f16 or bf16 one; the exact
+/// kernel runs everywhere.
+pub fn f32_paths(configs: &[crate::config::GPUSubgroupMatrixConfig]) -> String {
+    let has = |a: ComponentType| configs.iter().any(|c| c.component_type == a && c.result_type == F32);
+    let mut out = vec![if has(F16) {
+        "accurate (default): f16 split on the matrix units".to_string()
+    } else {
+        "accurate (default): the exact kernel (no f16 -> f32 config)".to_string()
+    }];
+    if has(F16) {
+        out.push("fast: rounded to f16".into());
+    }
+    if has(Bf16) {
+        out.push("fast-bf16: rounded to bf16".into());
+    }
+    out.push("exact: f32 without matrix units".into());
+    out.join("; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +166,23 @@ mod tests {
             let e = route(a, b, ComputeMode::default()).unwrap_err();
             assert!(matches!(e, Error::Unsupported(ref m) if m.contains("same type")), "{e}");
         }
+    }
+
+    #[test]
+    fn device_reports_name_the_f32_path() {
+        use crate::tiling::test_support::cfg;
+        let lavapipe = [cfg(8, 8, 8, F16, F16), cfg(8, 8, 8, F16, F32), cfg(8, 8, 8, I8, I32)];
+        let p = f32_paths(&lavapipe);
+        assert!(
+            p.starts_with("accurate (default): f16 split") && p.contains("fast: ") && !p.contains("bf16"),
+            "{p}"
+        );
+        let ints_only = [cfg(16, 16, 32, I8, I32)];
+        let p = f32_paths(&ints_only);
+        assert!(
+            p.contains("the exact kernel (no f16 -> f32 config)") && !p.contains("fast"),
+            "{p}"
+        );
     }
 
     #[test]

@@ -84,6 +84,8 @@ pub fn render_info(r: &InfoReport) -> String {
         };
         list(&mut s, "configs, Dawn's rules", &d.configs.standard);
         list(&mut s, "extended configs (bf16, fp8)", &d.configs.extended);
+        let all: Vec<_> = d.configs.all().copied().collect();
+        let _ = writeln!(s, "  f32 x f32 -> f32: {}", vk_sgmat::plan::f32_paths(&all));
         if let Some(c) = &d.cooperative_matrix2 {
             let _ = writeln!(
                 s,
