@@ -19,7 +19,8 @@ pub struct GemmOptions {
     /// K slices computed concurrently and summed by a reduction pass (split-K); default: chosen
     /// per problem (see [`crate::plan::choose_split_k`]; never on CPU drivers); `Some(1)` turns
     /// it off; at most [`MAX_SPLIT_K`](crate::MAX_SPLIT_K). Ignored when the problem already
-    /// needs several passes for the device's limits.
+    /// needs several passes for the device's limits, and by the accurate f32 split
+    /// ([`ComputeMode::Accurate`]), which runs in one pass.
     pub split_k: Option<u32>,
     /// How f32 operands are multiplied; default [`ComputeMode::Accurate`] (f32-level accuracy).
     /// Ignored for 16-bit and integer operands.
