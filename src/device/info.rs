@@ -101,6 +101,9 @@ pub struct Requirement {
     pub name: &'static str,
     /// Whether the device meets it.
     pub met: bool,
+    /// Needed for the matrix units only: a device that misses it runs f32 GEMMs on the exact
+    /// kernel and offers no cooperative-matrix config.
+    pub matrix_units: bool,
 }
 
 /// Everything vk-sgmat knows about one physical device. JSON field names are stable (they are the
@@ -147,16 +150,22 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
-    /// Whether every requirement holds.
+    /// Whether every requirement of the kernels without matrix units holds (f32 GEMMs on the
+    /// exact kernel run).
     pub fn usable(&self) -> bool {
+        self.requirements.iter().all(|r| r.met || r.matrix_units)
+    }
+
+    /// Whether the matrix units are usable too (then the device has configs).
+    pub fn has_matrix_units(&self) -> bool {
         self.requirements.iter().all(|r| r.met)
     }
 
-    /// The requirements that do not hold.
+    /// The requirements that do not hold and keep the device from being used.
     pub fn missing(&self) -> Vec<String> {
         self.requirements
             .iter()
-            .filter(|r| !r.met)
+            .filter(|r| !r.met && !r.matrix_units)
             .map(|r| r.name.to_string())
             .collect()
     }
@@ -181,12 +190,22 @@ pub fn evaluate_requirements(
     max_subgroup_size: u32,
     configs: &FilteredConfigs,
 ) -> Vec<Requirement> {
-    let r = |name, met| Requirement { name, met };
+    let r = |name, met| Requirement {
+        name,
+        met,
+        matrix_units: false,
+    };
+    // Needed for the matrix units only.
+    let m = |name, met| Requirement {
+        name,
+        met,
+        matrix_units: true,
+    };
     vec![
         r("Vulkan 1.3", api_1_3),
-        r("VK_KHR_cooperative_matrix", features.ext_cooperative_matrix),
-        r("cooperativeMatrix", features.cooperative_matrix),
-        r(
+        m("VK_KHR_cooperative_matrix", features.ext_cooperative_matrix),
+        m("cooperativeMatrix", features.cooperative_matrix),
+        m(
             "cooperativeMatrixSupportedStages has COMPUTE",
             features.cooperative_matrix_compute_stage,
         ),
@@ -199,7 +218,7 @@ pub fn evaluate_requirements(
         r("computeFullSubgroups", features.compute_full_subgroups),
         r("timelineSemaphore", features.timeline_semaphore),
         r("VK_KHR_push_descriptor", features.ext_push_descriptor),
-        r(
+        m(
             "driver not blocklisted (Intel Mesa < 25.2 mishandles coopmat init)",
             !(driver_id == DRIVER_ID_INTEL_MESA && mesa_version_below(driver_info, (25, 2))),
         ),
@@ -207,11 +226,11 @@ pub fn evaluate_requirements(
         // (SIGSEGV inside libvulkan_lvp) creating any pipeline with cooperative matrices, our
         // register-only `peak` kernel included, whatever the pipeline's subgroup flags; it builds
         // pipelines without them (the split-K reduction) at that width (docs/devices.md).
-        r(
+        m(
             "driver not blocklisted (lavapipe crashes creating cooperative-matrix pipelines at subgroup size 16)",
             !(driver_id == DRIVER_ID_MESA_LLVMPIPE && max_subgroup_size > 8),
         ),
-        r("at least one cooperative-matrix config", configs.all().next().is_some()),
+        m("at least one cooperative-matrix config", configs.all().next().is_some()),
     ]
 }
 
@@ -232,10 +251,10 @@ fn mesa_version_below(info: &str, min: (u32, u32)) -> bool {
     }
 }
 
-/// Orders devices best first: usable before unusable, then discrete > integrated > virtual > CPU,
-/// then enumeration order.
+/// Orders devices best first: usable before unusable, with matrix units before without, then
+/// discrete > integrated > virtual > CPU, then enumeration order.
 pub fn rank_devices(devices: &mut [DeviceInfo]) {
-    devices.sort_by_key(|d| (!d.usable(), d.kind, d.index));
+    devices.sort_by_key(|d| (!d.usable(), !d.has_matrix_units(), d.kind, d.index));
 }
 
 /// A device with these limits and `VK_NV_cooperative_matrix2` facts, for unit tests.
@@ -317,6 +336,13 @@ mod tests {
                 "at least one cooperative-matrix config"
             ]
         );
+        // Only the first two keep the device from being used: no configs means no matrix units.
+        let d = DeviceInfo {
+            requirements: reqs,
+            ..test_device(DeviceLimits::default(), None)
+        };
+        assert_eq!(d.missing(), ["vulkanMemoryModelDeviceScope", "computeFullSubgroups"]);
+        assert!(!d.usable() && !d.has_matrix_units());
     }
 
     #[test]
@@ -340,12 +366,21 @@ mod tests {
     }
 
     #[test]
-    fn lavapipe_at_subgroup_16_is_refused_by_name() {
+    fn lavapipe_at_subgroup_16_keeps_only_the_f32_kernel() {
         let at = |sg| evaluate_requirements(&all_features(), true, (13, "Mesa 26.1.6"), sg, &configs());
         assert!(at(8).iter().all(|r| r.met));
-        let missing: Vec<_> = at(16).into_iter().filter(|r| !r.met).map(|r| r.name).collect();
-        assert_eq!(missing.len(), 1, "{missing:?}");
-        assert!(missing[0].contains("subgroup size 16"), "{missing:?}");
+        let unmet: Vec<_> = at(16).into_iter().filter(|r| !r.met).collect();
+        assert_eq!(unmet.len(), 1, "{unmet:?}");
+        assert!(
+            unmet[0].name.contains("subgroup size 16") && unmet[0].matrix_units,
+            "{unmet:?}"
+        );
+        // Usable (the exact f32 kernel and the split-K reduction build there), without matrix units.
+        let d = DeviceInfo {
+            requirements: at(16),
+            ..test_device(DeviceLimits::default(), None)
+        };
+        assert!(d.usable() && !d.has_matrix_units() && d.missing().is_empty());
         // Other drivers at 16 (Intel) are not affected.
         let intel = evaluate_requirements(
             &all_features(),
@@ -363,7 +398,11 @@ mod tests {
             index,
             name: format!("d{index}"),
             kind,
-            requirements: vec![Requirement { name: "x", met: usable }],
+            requirements: vec![Requirement {
+                name: "x",
+                met: usable,
+                matrix_units: false,
+            }],
             ..test_device(DeviceLimits::default(), None)
         };
         let mut v = vec![
@@ -375,5 +414,15 @@ mod tests {
         rank_devices(&mut v);
         let order: Vec<_> = v.iter().map(|d| d.index).collect();
         assert_eq!(order, [3, 2, 0, 1]);
+        // A usable GPU without matrix units ranks after a CPU driver with them.
+        let mut no_units = mk(4, DeviceKind::Discrete, true);
+        no_units.requirements.push(Requirement {
+            name: "VK_KHR_cooperative_matrix",
+            met: false,
+            matrix_units: true,
+        });
+        let mut v = vec![no_units, mk(5, DeviceKind::Cpu, true)];
+        rank_devices(&mut v);
+        assert_eq!(v.iter().map(|d| d.index).collect::<Vec<_>>(), [5, 4]);
     }
 }

@@ -292,7 +292,7 @@ fn select(instance: &Instance, selector: &DeviceSelector) -> Result<(vk::Physica
                 .map(|(_, d)| d)
                 .filter(|d| d.name.to_lowercase().contains(&needle))
                 .collect();
-            matches.sort_by_key(|d| (!d.usable(), d.kind, d.index));
+            matches.sort_by_key(|d| (!d.usable(), !d.has_matrix_units(), d.kind, d.index));
             match matches.first() {
                 Some(d) => d.index,
                 None => {

@@ -4,7 +4,7 @@
 use super::info::{evaluate_requirements, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits};
 use super::nv_coopmat2;
 use super::Instance;
-use crate::config::{filter_configs, FilterFeatures, RawMatrixProperty};
+use crate::config::{filter_configs, FilterFeatures, FilteredConfigs, RawMatrixProperty};
 use crate::error::{Error, Result};
 use ash::vk;
 use std::ffi::{c_char, c_void, CStr};
@@ -197,6 +197,14 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         _ => DeviceKind::Other,
     };
     let v = props.api_version;
+    // Without usable matrix units (no extension, or a driver that crashes on them) the device
+    // offers no configs: every path that needs one reports NoConfig, and f32 runs the exact kernel.
+    let matrix_units = requirements.iter().all(|r| r.met || !r.matrix_units);
+    let (configs, cooperative_matrix2) = if matrix_units {
+        (configs, cooperative_matrix2)
+    } else {
+        (FilteredConfigs::default(), None)
+    };
     Ok(DeviceInfo {
         index,
         name: c_str(&props.device_name),

@@ -135,12 +135,15 @@ impl DeviceRequirements {
             timeline_semaphore: true,
             subgroup_size_control: true,
             compute_full_subgroups: true,
-            cooperative_matrix: true,
+            cooperative_matrix: info.has_matrix_units(),
             shader_bfloat16: bf16,
             nv_cooperative_matrix2: cm2,
             pipeline_executable_info: info.features.pipeline_executable_info,
         };
-        let mut extensions = vec![ash::khr::cooperative_matrix::NAME, ash::khr::push_descriptor::NAME];
+        let mut extensions = vec![ash::khr::push_descriptor::NAME];
+        if info.has_matrix_units() {
+            extensions.push(ash::khr::cooperative_matrix::NAME);
+        }
         if bf16 {
             extensions.push(EXT_SHADER_BFLOAT16);
         }
@@ -218,7 +221,8 @@ pub struct FeatureChain {
     pub vulkan12: vk::PhysicalDeviceVulkan12Features<'static>,
     /// Vulkan 1.3 features.
     pub vulkan13: vk::PhysicalDeviceVulkan13Features<'static>,
-    /// `VK_KHR_cooperative_matrix` features.
+    /// `VK_KHR_cooperative_matrix` features (chained only where `cooperativeMatrix` is on: a
+    /// device without usable matrix units runs the f32 kernel alone).
     pub cooperative_matrix: vk::PhysicalDeviceCooperativeMatrixFeaturesKHR<'static>,
     bfloat16: Option<Bf16Features>,
     nv_cooperative_matrix2: Option<nv_coopmat2::Features>,
@@ -231,8 +235,11 @@ impl FeatureChain {
         let mut create = create
             .push_next(&mut self.vulkan11)
             .push_next(&mut self.vulkan12)
-            .push_next(&mut self.vulkan13)
-            .push_next(&mut self.cooperative_matrix);
+            .push_next(&mut self.vulkan13);
+        // Chained only when enabled: a device without the extension must not see its struct.
+        if self.cooperative_matrix.cooperative_matrix == vk::TRUE {
+            create = create.push_next(&mut self.cooperative_matrix);
+        }
         if let Some(f) = &mut self.bfloat16 {
             create = create.push_next(f);
         }

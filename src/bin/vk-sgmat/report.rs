@@ -120,8 +120,10 @@ pub fn render_info(r: &InfoReport) -> String {
                 );
             }
         }
-        let verdict = if d.usable() {
+        let verdict = if d.has_matrix_units() {
             "usable".to_string()
+        } else if d.usable() {
+            "usable without matrix units (f32 on the exact kernel; no cooperative-matrix config)".to_string()
         } else {
             format!("not usable: missing {}", d.missing().join(", "))
         };
