@@ -509,16 +509,13 @@ impl Context {
     }
 
     pub(crate) fn alloc_matrix<T: Element>(&self, rows: usize, cols: usize, layout: Layout) -> Result<DeviceMatrix<T>> {
-        let (_, inner) = layout.outer_inner(rows, cols);
-        let ld = device_ld(inner, size_of::<T>());
-        let bytes = bytes_of_layout(rows, cols, layout, ld, size_of::<T>());
-        let buffer = Arc::new(Buffer::new(&self.device, bytes, BufferKind::Storage)?);
+        let (buffer, placed) = self.alloc_placed(rows, cols, layout, T::TYPE)?;
         Ok(DeviceMatrix {
             buffer,
             rows,
             cols,
             layout,
-            ld,
+            ld: placed.ld,
             _t: PhantomData,
         })
     }
@@ -545,12 +542,12 @@ impl Context {
         let scheme = match options.scheme {
             Some(s) => {
                 s.check_device(&config, self.device.info())?;
-                let room = self.device.info().limits.max_shared_memory;
-                if route.loads == [Load::Split; 2] && 2 * s.geometry(&config).shared_bytes > room {
+                if route.loads == [Load::Split; 2] && !self.split_fits(&s, &config) {
                     return Err(Error::InvalidTileScheme(format!(
-                        "{}: the accurate split stores each operand tile twice, {} bytes of shared memory where the device has {room}",
+                        "{}: the accurate split stores each operand tile twice, {} bytes of shared memory where the device has {}",
                         s.name(),
-                        2 * s.geometry(&config).shared_bytes
+                        2 * s.geometry(&config).shared_bytes,
+                        self.device.info().limits.max_shared_memory
                     )));
                 }
                 s

@@ -15,7 +15,7 @@ pub use context::{Context, MAX_SPLIT_K};
 pub use interop::RecordedGemm;
 pub(crate) use matrix::{check_download_target, check_matrix, unpack};
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
-pub(crate) use operand::{placed, Placed};
+pub(crate) use operand::placed;
 pub use operand::{BufferMatrix, DeviceOperand};
 pub use options::{ContextOptions, GemmOptions};
 

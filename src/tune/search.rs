@@ -2,14 +2,12 @@
 //! ([`TuneCache`]); later GEMMs of the bucket take it without timing.
 
 use super::cache::{TuneCache, TuneKey};
-use crate::api::{Context, GemmOptions, Placed};
+use crate::api::{Context, GemmOptions};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::Result;
 use crate::kernel::Load;
-use crate::memory::Buffer;
 use crate::tiling::{not_oversized, Layout, TileScheme};
 use crate::timestamps::median;
-use std::sync::Arc;
 use std::time::Duration;
 
 impl Context {
@@ -84,11 +82,7 @@ impl Context {
                 scheme: Some(scheme),
                 ..Default::default()
             };
-            let placed = |(buffer, p): &(Arc<Buffer>, Placed<'static>)| Placed {
-                raw: buffer.raw(),
-                ..*p
-            };
-            let plan = self.plan(placed(&a), placed(&b), placed(&c), [ct, ct, rt], &options)?;
+            let plan = self.plan(a.1, b.1, c.1, [ct, ct, rt], &options)?;
             let operands = plan.bind_order([&a.0, &b.0, &c.0]);
             self.warm_plan(&plan, operands, WARM)?;
             let median = median(&mut self.time_plan(&plan, operands, 7)?);
