@@ -319,6 +319,25 @@ impl ModuleBuilder {
         }
     }
 
+    /// Vector `idx` of `buf` (a storage buffer of 16-byte vectors) where `ok`, else `zero`. An
+    /// out-of-range vector is read at `first` (the operand's first vector, always inside the
+    /// binding) and dropped, so no access leaves the bound window and no branch is needed.
+    pub fn load_vector_or_zero(
+        &mut self,
+        (buf, first): (Word, Word),
+        idx: Word,
+        ok: Word,
+        zero: Word,
+    ) -> BuildResult<Word> {
+        let (t_u32, t_uvec4) = (self.t_u32(), self.t_uvec(4));
+        let p_sb_uvec4 = self.ptr(StorageClass::StorageBuffer, t_uvec4);
+        let c0 = self.c_u32(0);
+        let safe = self.b.select(t_u32, None, ok, idx, first)?;
+        let p = self.b.access_chain(p_sb_uvec4, None, buf, [c0, safe])?;
+        let val = self.b.load(t_uvec4, None, p, None, [])?;
+        self.b.select(t_uvec4, None, ok, val, zero)
+    }
+
     /// Returns from the current block, ends function `f` and declares it the `main` compute
     /// entry point of `threads` x 1 x 1 invocations, every global variable in its interface.
     pub fn end_compute(&mut self, f: Word, threads: u32) -> BuildResult<()> {

@@ -329,16 +329,11 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 };
                 let ok_i = b.b.u_less_than(t_bool, None, gi_h, inner_limit)?;
                 let ok = b.b.logical_and(t_bool, None, ok_o, ok_i)?;
-                // Out-of-range vectors read the operand's first vector (always inside the binding)
-                // and are then replaced by zero: no access ever leaves the bound window.
                 let val = if key.probe == Probe::Unchecked {
                     let p = b.b.access_chain(p_sb_uvec4, None, buf, [c0, idx_h])?;
                     b.b.load(t_uvec4, None, p, None, [])?
                 } else {
-                    let safe = b.b.select(t_u32, None, ok, idx_h, off)?;
-                    let p = b.b.access_chain(p_sb_uvec4, None, buf, [c0, safe])?;
-                    let val = b.b.load(t_uvec4, None, p, None, [])?;
-                    b.b.select(t_uvec4, None, ok, val, zero_uvec4)?
+                    b.load_vector_or_zero((buf, off), idx_h, ok, zero_uvec4)?
                 };
                 b.b.store(op.regs[t][h as usize], val, None, [])?;
             }

@@ -57,7 +57,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let sh_a = shared(&mut mb, g.bk * pitch_a);
     let sh_b = shared(&mut mb, g.bk * pitch_b);
 
-    let p_sb_uvec4 = mb.ptr(StorageClass::StorageBuffer, t_uvec4);
     let p_sb_f32 = mb.ptr(StorageClass::StorageBuffer, t_f32);
     let p_wg_vec4 = mb.ptr(StorageClass::Workgroup, t_vec4);
     let p_wg_f32 = mb.ptr(StorageClass::Workgroup, t_f32);
@@ -134,11 +133,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             let row = b.b.i_mul(t_u32, None, go, op.ld)?;
             let idx = b.b.i_add(t_u32, None, row_base, row)?;
             let idx = b.b.i_add(t_u32, None, idx, iv)?;
-            // Out of range: read the operand's first vector (inside the binding), keep zero.
-            let safe = b.b.select(t_u32, None, ok, idx, op.off)?;
-            let p = b.b.access_chain(p_sb_uvec4, None, op.buf, [c0, safe])?;
-            let raw = b.b.load(t_uvec4, None, p, None, [])?;
-            let raw = b.b.select(t_uvec4, None, ok, raw, zero_uvec4)?;
+            let raw = b.load_vector_or_zero((op.buf, op.off), idx, ok, zero_uvec4)?;
             let val = b.b.bitcast(t_vec4, None, raw)?;
             if op.k_outer {
                 let at = b.mul_u(o, op.pitch)?;
