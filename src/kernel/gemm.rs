@@ -127,10 +127,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let (unit_a, pitch_a, stage_units_a) = shape(a_outer, a_inner, a_run);
     let (unit_b, pitch_b, stage_units_b) = shape(b_outer, b_inner, b_run);
     // A split operand keeps its low parts after all stages of its high parts.
-    let parts = if split { 2 } else { 1 };
+    let split_parts = if split { 2 } else { 1 };
     let (lo_units_a, lo_units_b) = (s.stages() * stage_units_a, s.stages() * stage_units_b);
-    let mut len_a = parts * lo_units_a;
-    let mut len_b = parts * lo_units_b;
+    let mut len_a = split_parts * lo_units_a;
+    let mut len_b = split_parts * lo_units_b;
     // The epilogue's staging tiles (one fragment per subgroup, used only after the main loop by
     // workgroups on the M/N edge) live in the larger operand array: they cost no shared memory,
     // which on NVIDIA decides how many workgroups share an SM.

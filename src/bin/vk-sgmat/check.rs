@@ -244,9 +244,8 @@ fn check_types(
     let mut rows = Vec::new();
     for (t, mode, lc) in runs {
         let name = format!(
-            "{} {}{}",
-            t.name(),
-            mode.name(),
+            "{}{}",
+            t.label(mode),
             if lc == Layout::ColMajor { ", C column-major" } else { "" }
         );
         for &shape in shapes {

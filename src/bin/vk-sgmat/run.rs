@@ -539,7 +539,7 @@ fn bench(
             compute,
             ..Default::default()
         };
-        let (route, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
+        let (_, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
         let (groups, iters) = if cpu { (4, 64) } else { (2048, 4096) };
         // The exact kernel has no matrix-unit peak to compare with (0: none).
         let peak = if config == vk_sgmat::kernel::SIMT_CONFIG {
@@ -547,12 +547,7 @@ fn bench(
         } else {
             ctx.peak(&config, groups, iters, 3)?.flops / 1e12
         };
-        // Rows of f32 operands name their mode: `f32:f32 fast`.
-        let types = if route.loads.contains(&vk_sgmat::kernel::Load::Native) && t.a == t.b {
-            t.name()
-        } else {
-            format!("{} {}", t.name(), compute.name())
-        };
+        let types = t.label(compute);
         for &shape in &shapes {
             progress.start(&format!("{types} {}x{}x{}", shape.0, shape.1, shape.2));
             let median = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(

@@ -31,6 +31,16 @@ impl Types {
         Ok(Self { a, b, c: t(c)? })
     }
 
+    /// [`Types::name`], and the mode where it decides the kernel (A and B both f32): `f32:f32
+    /// fast`. Other pairs run the same way in every mode.
+    pub fn label(&self, mode: vk_sgmat::ComputeMode) -> String {
+        if (self.a, self.b) == (ComponentType::F32, ComponentType::F32) {
+            format!("{} {}", self.name(), mode.name())
+        } else {
+            self.name()
+        }
+    }
+
     /// `f16:f32`, or `f16,f32:f32` when A and B differ.
     pub fn name(&self) -> String {
         if self.a == self.b {
@@ -162,5 +172,11 @@ mod tests {
         assert_eq!(mixed.name(), "f16,f32:f32");
         assert!(Types::parse("f16").is_err());
         assert!(Types::parse("f16,q9:f32").is_err());
+        // The mode names only f32 x f32 rows: other pairs run the same way in every mode.
+        assert_eq!(
+            Types::pair(F32, F32).label(vk_sgmat::ComputeMode::FastF16),
+            "f32:f32 fast"
+        );
+        assert_eq!(mixed.label(vk_sgmat::ComputeMode::Exact), "f16,f32:f32");
     }
 }
