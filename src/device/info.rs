@@ -158,7 +158,7 @@ impl DeviceInfo {
 
     /// Whether the matrix units are usable too (then the device has configs).
     pub fn has_matrix_units(&self) -> bool {
-        self.requirements.iter().all(|r| r.met)
+        self.usable() && matrix_units_met(&self.requirements)
     }
 
     /// The requirements that do not hold and keep the device from being used.
@@ -174,6 +174,11 @@ impl DeviceInfo {
     pub fn all_configs(&self) -> Vec<GPUSubgroupMatrixConfig> {
         self.configs.all().copied().collect()
     }
+}
+
+/// Whether every requirement of the matrix units holds (the others aside).
+pub fn matrix_units_met(requirements: &[Requirement]) -> bool {
+    requirements.iter().all(|r| r.met || !r.matrix_units)
 }
 
 /// `VK_DRIVER_ID_INTEL_OPEN_SOURCE_MESA`.

@@ -1,7 +1,7 @@
 //! Reads one physical device's properties, features and cooperative-matrix list into a
 //! [`DeviceInfo`]. All `unsafe` queries of the device layer live here.
 
-use super::info::{evaluate_requirements, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits};
+use super::info::{evaluate_requirements, matrix_units_met, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits};
 use super::nv_coopmat2;
 use super::Instance;
 use crate::config::{filter_configs, FilterFeatures, FilteredConfigs, RawMatrixProperty};
@@ -199,8 +199,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     let v = props.api_version;
     // Without usable matrix units (no extension, or a driver that crashes on them) the device
     // offers no configs: every path that needs one reports NoConfig, and f32 runs the exact kernel.
-    let matrix_units = requirements.iter().all(|r| r.met || !r.matrix_units);
-    let (configs, cooperative_matrix2) = if matrix_units {
+    let (configs, cooperative_matrix2) = if matrix_units_met(&requirements) {
         (configs, cooperative_matrix2)
     } else {
         (FilteredConfigs::default(), None)
