@@ -1,13 +1,15 @@
-//! Which kernel path serves a GEMM's element types and mode on this device, and the tile
-//! schemes of the converting paths (f32 rounded or split as loaded).
+//! From a GEMM's operands to its plan on this device: the kernel path its element types and mode
+//! take, the tile scheme (the converting paths' own choice included), then the plan.
 
-use super::context::Context;
+use super::context::{Context, MAX_SPLIT_K};
+use super::matrix::Element;
+use super::operand::Placed;
 use super::options::GemmOptions;
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::{Load, SIMT_CONFIG};
-use crate::plan::{route, Route};
-use crate::tiling::{pick_scheme, KernelScope, TileScheme};
+use crate::plan::{check_shapes, device_problem, route, GemmPlan, PlanRequest, Problem, Route, SplitK};
+use crate::tiling::{pick_scheme, simt_scheme, KernelScope, Layout, TileScheme};
 
 impl Context {
     /// How a GEMM of these element types (A, B, C) runs under `options` on this device: the
@@ -103,5 +105,105 @@ impl Context {
             .filter(|s| s.scope() == KernelScope::Subgroup)
             .collect();
         (subgroup, lists.small)
+    }
+
+    /// Validates shapes, types and scalars; chooses config and scheme; plans; creates the
+    /// pipelines the plan needs, so a failure surfaces before anything is submitted.
+    pub(crate) fn plan(
+        &self,
+        a: Placed<'_>,
+        b: Placed<'_>,
+        c: Placed<'_>,
+        [ta, tb, tc]: [ComponentType; 3],
+        options: &GemmOptions,
+    ) -> Result<GemmPlan> {
+        let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
+        if c.layout == Layout::ColMajor {
+            // A column-major C is a row-major C^T = B^T A^T over the same memory.
+            let mut plan = self.plan(b.t(), a.t(), c.t(), [tb, ta, tc], options)?;
+            plan.transposed = true;
+            return Ok(plan);
+        }
+        let (route, config) = self.route_for([ta, tb, tc], options)?;
+        let simt = route.loads == [Load::Simt; 2];
+        let scheme = match options.scheme {
+            Some(s) => {
+                s.check_device(&config, self.device.info())?;
+                if route.loads == [Load::Split; 2] && !self.split_fits(&s, &config) {
+                    return Err(Error::InvalidTileScheme(format!(
+                        "{}: the accurate split stores each operand tile twice, {} bytes of shared memory where the device has {}",
+                        s.name(),
+                        2 * s.geometry(&config).shared_bytes,
+                        self.device.info().limits.max_shared_memory
+                    )));
+                }
+                s
+            }
+            None if simt => simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
+                .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?,
+            None if route.loads == [Load::Split; 2] => self.choose_split_scheme(&config, m, n)?,
+            None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), route.loads)?,
+        };
+        let request = PlanRequest {
+            problem: Problem {
+                m,
+                n,
+                k,
+                a_layout: a.layout,
+                b_layout: b.layout,
+                lda: a.ld,
+                ldb: b.ld,
+                ldc: c.ld,
+                a_bytes: ta.size_bytes() as usize,
+                b_bytes: tb.size_bytes() as usize,
+                c_bytes: tc.size_bytes() as usize,
+                offsets: [a.offset, b.offset, c.offset],
+            },
+            config,
+            scheme,
+            loads: route.loads,
+            alpha: options.alpha,
+            beta: options.beta,
+            split_k: match options.split_k {
+                Some(s @ 1..=MAX_SPLIT_K) => SplitK::Slices(s),
+                Some(s) => {
+                    return Err(Error::InvalidOption(format!(
+                        "split_k = {s}: use 1 (off) to {MAX_SPLIT_K}, or None to choose per problem"
+                    )))
+                }
+                None => SplitK::Auto {
+                    cpu_device: self.is_cpu(),
+                },
+            },
+        };
+        let plan = GemmPlan::new(&request, &self.limits)?;
+        self.pipelines.prepare(&plan)?;
+        Ok(plan)
+    }
+
+    /// The plan a GEMM of this shape would run: its kernels, passes and dispatches. For
+    /// inspection and benchmarks.
+    pub fn plan_gemm<TA: Element, TB: Element, TC: Element>(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        layouts: (Layout, Layout),
+        options: &GemmOptions,
+    ) -> Result<GemmPlan> {
+        // vk-sgmat's own layout of the three matrices (device_problem's leading dimensions).
+        let p = device_problem((m, n, k), layouts, (size_of::<TA>(), size_of::<TB>(), size_of::<TC>()));
+        let host = |rows, cols, layout, ld| Placed {
+            rows,
+            cols,
+            layout,
+            ld,
+            offset: 0,
+            raw: ash::vk::Buffer::null(),
+            owned: None,
+        };
+        let (a, b) = (host(m, k, layouts.0, p.lda), host(k, n, layouts.1, p.ldb));
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        self.plan(a, b, host(m, n, Layout::RowMajor, p.ldc), types, options)
     }
 }
