@@ -155,6 +155,20 @@ pub enum Error {
     #[error("SPIR-V generation failed: {0}")]
     Codegen(String),
 
+    /// One device of a [`MultiContext`](crate::MultiContext) failed or rejected its part of the
+    /// work (a lost device, a timeout, a part it has no config for). The multi-device call
+    /// returns this and no result: C's contents are then unspecified.
+    #[error("device {device} ({name}): {source}")]
+    OnDevice {
+        /// The device's position in the multi-device handle.
+        device: usize,
+        /// Its name.
+        name: String,
+        /// What went wrong there.
+        #[source]
+        source: Box<Error>,
+    },
+
     /// An I/O error (pipeline-cache files).
     #[error("I/O error on {path}: {source}")]
     Io {

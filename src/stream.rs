@@ -34,7 +34,12 @@ impl Context {
     /// A new stream on compute queue `queue` (modulo [`Context::queue_count`]).
     pub fn stream_on(&self, queue: usize) -> Result<Stream<'_>> {
         Ok(Stream {
-            core: StreamCore::new(&self.device, &self.pool, queue % self.device.queue_count())?,
+            core: StreamCore::new(
+                &self.device,
+                &self.pool,
+                queue % self.device.queue_count(),
+                self.options.gpu_timeout,
+            )?,
             ctx: self,
         })
     }
@@ -182,6 +187,27 @@ impl<T: Element> Download<T> {
         let bytes = self.staging.mapped()?;
         crate::api::unpack(bytes, self.ld, MatMut::new(&mut out, self.rows, self.cols));
         Ok(out)
+    }
+
+    /// Like [`Download::wait`], each stored row into the slice of `out` of the same index
+    /// (rows and their lengths as stored: a multi-device GEMM's block of the caller's C).
+    pub(crate) fn wait_rows(self, out: &mut [&mut [T]]) -> Result<()> {
+        if out.len() != self.rows || out.iter().any(|r| r.len() != self.cols) {
+            return Err(Error::ShapeMismatch(format!(
+                "{} rows received for a {}x{} download",
+                out.len(),
+                self.rows,
+                self.cols
+            )));
+        }
+        self.ticket.wait()?;
+        let bytes = self.staging.mapped()?;
+        let es = size_of::<T>();
+        for (r, dst) in out.iter_mut().enumerate() {
+            let src = &bytes[r * self.ld * es..(r * self.ld + self.cols) * es];
+            bytemuck::cast_slice_mut::<T, u8>(dst).copy_from_slice(src);
+        }
+        Ok(())
     }
 
     /// Like [`Download::wait`], into `out` (row-major, the stored shape).

@@ -20,7 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// How long a submission may run before waiting on it reports failure.
+/// How long a submission may run before waiting on it reports failure, unless the context's
+/// options say otherwise ([`ContextOptions::gpu_timeout`](crate::ContextOptions::gpu_timeout)).
 pub(crate) const SUBMIT_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long a wait polls the semaphore (yielding the thread) before it blocks in the driver: a
 /// blocking wait's wake-up costs tens of microseconds, more than many GEMMs take.
@@ -34,11 +35,13 @@ pub(crate) struct Timeline {
     submitted: AtomicU64,
     /// Set when a wait timed out: the GPU may still use what the timeline guards.
     failed: AtomicBool,
+    /// How long a wait may last before the GPU counts as hung.
+    timeout: Duration,
     device: Arc<Device>,
 }
 
 impl Timeline {
-    fn new(device: &Arc<Device>) -> Result<Arc<Self>> {
+    fn new(device: &Arc<Device>, timeout: Duration) -> Result<Arc<Self>> {
         let mut kind = vk::SemaphoreTypeCreateInfo::default()
             .semaphore_type(vk::SemaphoreType::TIMELINE)
             .initial_value(0);
@@ -50,6 +53,7 @@ impl Timeline {
             raw,
             submitted: AtomicU64::new(0),
             failed: AtomicBool::new(false),
+            timeout,
             device: device.clone(),
         }))
     }
@@ -69,7 +73,7 @@ impl Timeline {
             ));
         }
         let start = Instant::now();
-        while start.elapsed() < SPIN {
+        while start.elapsed() < SPIN.min(self.timeout) {
             if self.completed()? >= value {
                 return Ok(());
             }
@@ -78,7 +82,7 @@ impl Timeline {
         let values = [value];
         let semaphores = [self.raw];
         let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
-        let timeout = SUBMIT_TIMEOUT.saturating_sub(start.elapsed()).as_nanos() as u64;
+        let timeout = self.timeout.saturating_sub(start.elapsed()).as_nanos() as u64;
         // SAFETY: a live timeline semaphore; the value was submitted.
         match unsafe { self.device.raw().wait_semaphores(&info, timeout) } {
             Ok(()) => Ok(()),
@@ -115,7 +119,9 @@ pub struct Ticket {
 }
 
 impl Ticket {
-    /// Blocks until the work is done (an error after 600 s: the GPU did not finish).
+    /// Blocks until the work is done (an error after the context's
+    /// [`gpu_timeout`](crate::ContextOptions::gpu_timeout), 600 s by default: the GPU did not
+    /// finish).
     pub fn wait(&self) -> Result<()> {
         self.timeline.wait(self.value)
     }
@@ -251,11 +257,11 @@ pub(crate) struct StreamCore {
 }
 
 impl StreamCore {
-    pub fn new(device: &Arc<Device>, pool: &Arc<BufferPool>, queue: usize) -> Result<Self> {
+    pub fn new(device: &Arc<Device>, pool: &Arc<BufferPool>, queue: usize, timeout: Duration) -> Result<Self> {
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(device.queue_family())
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
-        let timeline = Timeline::new(device)?;
+        let timeline = Timeline::new(device, timeout)?;
         // SAFETY: valid create info on a live device.
         let command_pool = unsafe { device.raw().create_command_pool(&info, None) }
             .map_err(|r| Error::vk("vkCreateCommandPool", r))?;

@@ -67,6 +67,11 @@ impl Context {
         let instance = Instance::new(&InstanceOptions {
             validation: options.validation,
         })?;
+        Self::on_instance(instance, options)
+    }
+
+    /// A context on `options.device` of an existing instance (several contexts share one).
+    pub(crate) fn on_instance(instance: Arc<Instance>, options: ContextOptions) -> Result<Self> {
         let device = Device::new(instance, &options.device)?;
         Self::on_device(device, options)
     }
@@ -105,7 +110,7 @@ impl Context {
             .map(|path| Mutex::new(TuneCache::open(path, device.info())));
         let pool = Arc::new(BufferPool::new(device.clone()));
         Ok(Self {
-            blocking: Mutex::new(StreamCore::new(&device, &pool, 0)?),
+            blocking: Mutex::new(StreamCore::new(&device, &pool, 0, options.gpu_timeout)?),
             pipelines: Pipelines::new(device.clone(), options.pipeline_cache.clone())?,
             pool,
             streams: std::sync::atomic::AtomicUsize::new(0),

@@ -105,6 +105,17 @@ impl<'a, T> MatRef<'a, T> {
             Layout::ColMajor => c * self.ld + r,
         }
     }
+
+    /// The block `rows x cols` of a checked matrix (no copy); both ranges non-empty and inside.
+    pub(crate) fn block(self, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> Self {
+        debug_assert!(rows.end <= self.rows && cols.end <= self.cols && !rows.is_empty() && !cols.is_empty());
+        Self {
+            data: &self.data[self.index(rows.start, cols.start)..],
+            rows: rows.len(),
+            cols: cols.len(),
+            ..self
+        }
+    }
 }
 
 /// A writable host matrix (C): row-major (the default) or column-major, with a leading dimension.

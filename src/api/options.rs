@@ -4,6 +4,7 @@ use crate::device::DeviceSelector;
 use crate::plan::{ComputeMode, DispatchLimits};
 use crate::tiling::TileScheme;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// GEMM options: `C = alpha * A*B + beta * C`.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,6 +63,10 @@ pub struct ContextOptions {
     /// Default: none ([`Context::choose_scheme`](crate::Context::choose_scheme)'s heuristic). An explicit
     /// [`GemmOptions::scheme`] always wins.
     pub autotune: Option<PathBuf>,
+    /// How long waiting on a submission may take before the GPU counts as hung: the wait then
+    /// returns an error, and the memory that submission uses is leaked rather than freed under
+    /// the GPU. Default: 600 s.
+    pub gpu_timeout: Duration,
 }
 
 impl Default for ContextOptions {
@@ -73,6 +78,7 @@ impl Default for ContextOptions {
             limits_override: None,
             pipeline_cache: None,
             autotune: None,
+            gpu_timeout: crate::submit::SUBMIT_TIMEOUT,
         }
     }
 }
