@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::memory::Buffer;
 use crate::submit::{StreamCore, Ticket};
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 
 /// A sequence of GPU work on a [`Context`]: enqueue GEMMs on device-resident matrices, uploads
 /// and downloads, then [`submit`](Stream::submit) them as one batch and wait on the [`Ticket`]
@@ -21,7 +22,8 @@ use std::marker::PhantomData;
 /// waits for its submitted work and discards what was enqueued but not submitted.
 pub struct Stream<'c> {
     ctx: &'c Context,
-    pub(crate) core: StreamCore,
+    /// Taken back by the context when the stream is dropped (see [`Drop`] below).
+    pub(crate) core: ManuallyDrop<StreamCore>,
 }
 
 impl Context {
@@ -33,13 +35,13 @@ impl Context {
 
     /// A new stream on compute queue `queue` (modulo [`Context::queue_count`]).
     pub fn stream_on(&self, queue: usize) -> Result<Stream<'_>> {
+        let queue = queue % self.device.queue_count();
+        let core = match self.idle_core(queue) {
+            Some(core) => core,
+            None => StreamCore::new(&self.device, &self.pool, queue, self.options.gpu_timeout)?,
+        };
         Ok(Stream {
-            core: StreamCore::new(
-                &self.device,
-                &self.pool,
-                queue % self.device.queue_count(),
-                self.options.gpu_timeout,
-            )?,
+            core: ManuallyDrop::new(core),
             ctx: self,
         })
     }
@@ -138,6 +140,14 @@ impl<'c> Stream<'c> {
     /// Submits and waits until everything submitted on this stream is done.
     pub fn synchronize(&mut self) -> Result<()> {
         self.core.finish()
+    }
+}
+
+impl Drop for Stream<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `core` is never used again: this is the stream's last use of it.
+        let core = unsafe { ManuallyDrop::take(&mut self.core) };
+        self.ctx.recycle_core(core);
     }
 }
 

@@ -282,6 +282,11 @@ impl StreamCore {
         })
     }
 
+    /// The queue it submits to.
+    pub fn queue(&self) -> usize {
+        self.queue
+    }
+
     /// The value the next submission signals.
     fn pending(&self) -> u64 {
         self.timeline.submitted.load(Ordering::Acquire) + 1

@@ -29,6 +29,9 @@ use std::sync::{Arc, Mutex};
 /// The most K slices [`GemmOptions::split_k`] takes (the automatic rule stops at 16).
 pub const MAX_SPLIT_K: u32 = 64;
 
+/// Stream cores kept idle for reuse per context.
+const IDLE_CORES: usize = 8;
+
 /// A device with its pipelines and buffers. Cheap to share (`&Context` is `Sync`).
 pub struct Context {
     /// The stream the blocking calls submit on (queue 0), one call at a time.
@@ -37,6 +40,9 @@ pub struct Context {
     pub(crate) pool: Arc<BufferPool>,
     /// Streams made so far, to spread them over the device's queues.
     streams: std::sync::atomic::AtomicUsize,
+    /// Cores of dropped streams, idle, for the next streams: a new one would allocate (and the
+    /// OS fault in) its staging memory again, which for large uploads costs more than the copy.
+    idle_cores: Mutex<Vec<StreamCore>>,
     pub(crate) limits: DispatchLimits,
     pub(crate) options: ContextOptions,
     pub(crate) tune_cache: Option<Mutex<TuneCache>>,
@@ -114,6 +120,7 @@ impl Context {
             pipelines: Pipelines::new(device.clone(), options.pipeline_cache.clone())?,
             pool,
             streams: std::sync::atomic::AtomicUsize::new(0),
+            idle_cores: Mutex::new(Vec::new()),
             limits,
             options,
             tune_cache,
@@ -233,6 +240,26 @@ impl Context {
     /// [`Context::run_blocking`] for commands on buffers no stream shares.
     pub(crate) fn run_recorded(&self, f: impl FnOnce(&mut Recording<'_>) -> Result<()>) -> Result<()> {
         self.run_blocking(|core| f(&mut core.recording()?))
+    }
+
+    /// An idle stream core on `queue`, if a dropped stream left one.
+    pub(crate) fn idle_core(&self, queue: usize) -> Option<StreamCore> {
+        let mut idle = self.idle_cores.lock().unwrap_or_else(|e| e.into_inner());
+        let i = idle.iter().position(|c| c.queue() == queue)?;
+        Some(idle.swap_remove(i))
+    }
+
+    /// Takes a dropped stream's core: its enqueued work is discarded, its submitted work waited
+    /// for, then it is kept for a next stream (at most [`IDLE_CORES`]); a core whose work failed
+    /// or timed out is dropped (which leaks what the GPU may still use).
+    pub(crate) fn recycle_core(&self, mut core: StreamCore) {
+        core.abort();
+        if core.finish().is_ok() {
+            let mut idle = self.idle_cores.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < IDLE_CORES {
+                idle.push(core);
+            }
+        }
     }
 
     /// The index of the queue the next stream submits to.

@@ -75,6 +75,13 @@ pub enum Command {
         /// Timed runs (the median is reported).
         #[arg(long, default_value_t = 20)]
         repeat: usize,
+        /// Run over several devices: `all` (every usable GPU) or a list such as `0,1`; reports
+        /// host-operand and device-resident times.
+        #[arg(long)]
+        devices: Option<String>,
+        /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
+        #[arg(long, default_value = "auto")]
+        split: String,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -112,6 +119,13 @@ pub enum Command {
         /// Write a throughput-vs-size chart (SVG) here.
         #[arg(long)]
         plot: Option<std::path::PathBuf>,
+        /// Time one GEMM over several devices (`all` or `0,1`) against device 0 alone, with host
+        /// operands and device-resident ones (default shapes 8192^3 and 16384^3, f16:f32).
+        #[arg(long)]
+        devices: Option<String>,
+        /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
+        #[arg(long, default_value = "auto")]
+        split: String,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

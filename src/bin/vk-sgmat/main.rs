@@ -3,6 +3,7 @@
 mod chart;
 mod check;
 mod cli;
+mod multi;
 mod progress;
 mod report;
 mod run;

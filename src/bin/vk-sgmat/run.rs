@@ -38,15 +38,40 @@ pub fn run(cli: Cli) -> Result<bool> {
             alpha,
             beta,
             repeat,
+            devices,
+            split,
             json,
             dev,
         } => {
-            let ctx = context_with(&dev, false)?;
             let types = Types::parse(&types)?;
             let layouts = parse_layout(&layout)?;
             let c_layout = parse_c_layout(&c_layout)?;
             let compute = parse_mode(&mode)?;
             let shape = shape.as_deref().map(parse_shape).transpose()?;
+            if let Some(devices) = devices {
+                if scheme.is_some() || c_layout != Layout::RowMajor {
+                    bail!("--devices takes neither --scheme (each device picks its own) nor --c-layout t");
+                }
+                let options = GemmOptions {
+                    alpha,
+                    beta,
+                    shape,
+                    compute,
+                    ..Default::default()
+                };
+                let kind = crate::multi::parse_split(&split)?;
+                return crate::multi::gemm_command(
+                    &devices,
+                    dev.validation,
+                    types,
+                    (m, n, k),
+                    layouts,
+                    &options,
+                    kind,
+                    (repeat.max(1), json),
+                );
+            }
+            let ctx = context_with(&dev, false)?;
             let scheme = scheme
                 .map(|name| scheme_named(&ctx, types, compute, shape, &name))
                 .transpose()?;
@@ -81,9 +106,23 @@ pub fn run(cli: Cli) -> Result<bool> {
             peer,
             layout,
             plot,
+            devices,
+            split,
             json,
             dev,
         } => {
+            if let Some(devices) = devices {
+                let shapes = parse_shapes(&shapes)?;
+                let kind = crate::multi::parse_split(&split)?;
+                return crate::multi::bench_command(
+                    &devices,
+                    dev.validation,
+                    &types,
+                    shapes,
+                    kind,
+                    (reps.max(1) as usize, json),
+                );
+            }
             let ctx = context_with(&dev, false)?;
             let layouts = parse_layout(&layout)?;
             let mut peers = Vec::new();
@@ -322,6 +361,13 @@ fn parse_layout(s: &str) -> Result<(Layout, Layout)> {
     Ok((l(cs[0])?, l(cs[1])?))
 }
 
+fn parse_shapes(shapes: &[String]) -> Result<Vec<(usize, usize, usize)>> {
+    shapes
+        .iter()
+        .map(|s| parse_shape(s).map(|(m, n, k)| (m as usize, n as usize, k as usize)))
+        .collect()
+}
+
 fn parse_shape(s: &str) -> Result<(u32, u32, u32)> {
     let v: Vec<u32> = s
         .split('x')
@@ -520,10 +566,7 @@ fn bench(
         }
         v
     } else {
-        shapes
-            .iter()
-            .map(|s| parse_shape(s).map(|(m, n, k)| (m as usize, n as usize, k as usize)))
-            .collect::<Result<_>>()?
+        parse_shapes(shapes)?
     };
     let reference = match cublas {
         Some(p) => {

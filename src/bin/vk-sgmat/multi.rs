@@ -1,0 +1,413 @@
+//! `gemm --devices` and `bench --devices`: one GEMM over several devices, verified against the
+//! f64 reference, and its speedup over one device of the same machine in the same run.
+
+use crate::run::FULL_CHECK;
+use crate::types::{with_types, Types};
+use anyhow::{bail, Result};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::time::Instant;
+use vk_sgmat::verify::{compare_rounded, input_roundoff, random_matrix, reference, rows_to_check, Check, Rng};
+use vk_sgmat::{
+    ComponentType, ContextOptions, DeviceSet, Element, GemmOptions, Layout, MatMut, MatRef, MultiContext, Split,
+    SplitKind,
+};
+
+/// The multi-device handle for `--devices` (`all` or `0,1`).
+pub fn multi_context(devices: &str, validation: bool) -> Result<MultiContext> {
+    let options = ContextOptions {
+        validation,
+        ..Default::default()
+    };
+    Ok(MultiContext::with_options(&DeviceSet::parse(devices), options)?)
+}
+
+pub fn parse_split(s: &str) -> Result<SplitKind> {
+    match SplitKind::parse(s) {
+        Some(k) => Ok(k),
+        None => bail!("--split {s:?}: use auto, rows, cols or a grid PxQ (e.g. 2x4)"),
+    }
+}
+
+/// What `gemm --devices` prints.
+#[derive(Serialize)]
+pub struct MultiGemmReport {
+    pub devices: Vec<String>,
+    pub weights: Vec<f64>,
+    pub split: String,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub types: String,
+    pub layout: String,
+    pub seed: u64,
+    pub rows_checked: usize,
+    pub check: Check,
+    pub runs: usize,
+    /// Host operands, transfers included.
+    pub host_ms: f64,
+    pub host_tflops: f64,
+    /// Operands already on the devices.
+    pub resident_ms: f64,
+    pub resident_tflops: f64,
+}
+
+/// "2x1: 0 rows 0..8192, 1 rows 8192..16384" (columns named where a part does not span C).
+fn describe(split: &Split) -> String {
+    let parts: Vec<String> = split
+        .parts
+        .iter()
+        .map(|p| {
+            if p.cols == (0..split.n) {
+                format!("{} rows {:?}", p.device, p.rows)
+            } else {
+                format!("{} rows {:?} cols {:?}", p.device, p.rows, p.cols)
+            }
+        })
+        .collect();
+    format!("{}x{}: {}", split.grid.0, split.grid.1, parts.join(", "))
+}
+
+/// Rows to check: each part's first and last, and `sample` more spread over C.
+fn check_rows(split: &Split, sample: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut rows = rows_to_check(split.m, split.n, FULL_CHECK, sample, rng);
+    rows.extend(split.parts.iter().flat_map(|p| [p.rows.start, p.rows.end - 1]));
+    rows.sort_unstable();
+    rows.dedup();
+    rows
+}
+
+fn median_ms(reps: usize, mut f: impl FnMut() -> vk_sgmat::Result<()>) -> Result<f64> {
+    f()?; // pipelines, staging memory
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(vk_sgmat::median(&mut times))
+}
+
+/// Random operands, one multi-device GEMM checked against the reference, then the host and
+/// device-resident paths timed.
+pub fn gemm<TA: Element, TB: Element, TC: Element>(
+    mc: &MultiContext,
+    (m, n, k): (usize, usize, usize),
+    (la, lb): (Layout, Layout),
+    options: &GemmOptions,
+    kind: SplitKind,
+    repeat: usize,
+) -> Result<MultiGemmReport> {
+    let seed = Rng::fresh_seed();
+    let mut rng = Rng::new(seed);
+    let split = mc.split::<TA, TB>(m, n, k, kind)?;
+    let (a, lda) = random_matrix::<TA>(&mut rng, m, k, la, 0);
+    let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, lb, 0);
+    let am = MatRef {
+        data: &a,
+        rows: m,
+        cols: k,
+        layout: la,
+        ld: lda,
+    };
+    let bm = MatRef {
+        data: &b,
+        rows: k,
+        cols: n,
+        layout: lb,
+        ld: ldb,
+    };
+    let c_in: Vec<TC> = vk_sgmat::verify::random_vec(&mut rng, m * n);
+    let mut c = c_in.clone();
+    mc.gemm_split(am, bm, MatMut::new(&mut c, m, n), options, &split)?;
+    let rows = check_rows(&split, 32, &mut rng);
+    let (expected, magnitude) = reference(&am, &bm, Some((&c_in, n)), options.alpha, options.beta, &rows);
+    let u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
+    let check = compare_rounded(&c, n, n, &rows, (&expected, &magnitude), k, u);
+
+    let host_ms = median_ms(repeat, || {
+        mc.gemm_split(am, bm, MatMut::new(&mut c, m, n), options, &split)
+    })?;
+    let da = mc.distribute(am, &split, vk_sgmat::Role::A)?;
+    let db = mc.distribute(bm, &split, vk_sgmat::Role::B)?;
+    let mut dc = mc.zeros::<TC>(&split)?;
+    let resident_ms = median_ms(repeat, || mc.gemm_distributed(&da, &db, &mut dc, options))?;
+    let flop = 2.0 * (m * n * k) as f64;
+    Ok(MultiGemmReport {
+        devices: mc.contexts().iter().map(|c| c.device_info().name.clone()).collect(),
+        weights: mc.weights().to_vec(),
+        split: describe(&split),
+        m,
+        n,
+        k,
+        types: crate::types::Types {
+            a: TA::TYPE,
+            b: TB::TYPE,
+            c: TC::TYPE,
+        }
+        .name(),
+        layout: format!("{}{}", la.letter(), lb.letter()),
+        seed,
+        rows_checked: rows.len(),
+        check,
+        runs: repeat,
+        host_ms,
+        host_tflops: flop / host_ms / 1e9,
+        resident_ms,
+        resident_tflops: flop / resident_ms / 1e9,
+    })
+}
+
+pub fn render_gemm(r: &MultiGemmReport) -> String {
+    let mut s = String::new();
+    for (i, (d, w)) in r.devices.iter().zip(&r.weights).enumerate() {
+        let _ = writeln!(s, "device {i}: {d} (weight {w:.3})");
+    }
+    let _ = writeln!(
+        s,
+        "gemm {}x{}x{} {} layout {} over {} devices, split {}",
+        r.m,
+        r.n,
+        r.k,
+        r.types,
+        r.layout,
+        r.devices.len(),
+        r.split
+    );
+    let _ = writeln!(
+        s,
+        "check: {} ({} rows, error {:.3e}, bound {:.3e}, seed {})",
+        if r.check.passed { "passed" } else { "FAILED" },
+        r.rows_checked,
+        r.check.rel_error,
+        r.check.tolerance,
+        r.seed
+    );
+    let _ = writeln!(
+        s,
+        "host operands (transfers included): {:.3} ms, {:.3} TFLOP/s; on the devices: {:.3} ms, {:.3} TFLOP/s (medians of {})",
+        r.host_ms, r.host_tflops, r.resident_ms, r.resident_tflops, r.runs
+    );
+    s
+}
+
+/// One shape of `bench --devices`: one device against all of them, host and resident operands.
+#[derive(Serialize)]
+pub struct MultiBenchRow {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub types: String,
+    pub split: String,
+    pub single_host_ms: f64,
+    pub multi_host_ms: f64,
+    pub single_resident_ms: f64,
+    pub multi_resident_ms: f64,
+    pub speedup_host: f64,
+    pub speedup_resident: f64,
+    pub multi_resident_tflops: f64,
+    pub passed: bool,
+}
+
+/// Times every shape four ways in this one run (device 0 alone, and all devices; host operands
+/// and resident ones), after warming the GPUs; checks the multi-device result on sampled rows.
+pub fn bench<TA: Element, TB: Element, TC: Element>(
+    mc: &MultiContext,
+    shapes: &[(usize, usize, usize)],
+    kind: SplitKind,
+    reps: usize,
+) -> Result<Vec<MultiBenchRow>> {
+    let one = &mc.contexts()[0];
+    let options = GemmOptions::default();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let mut out = Vec::new();
+    let mut progress = crate::progress::Progress::new(shapes.len());
+    for &(m, n, k) in shapes {
+        progress.start(&format!("{m}x{n}x{k} over {} devices", mc.contexts().len()));
+        let split = mc.split::<TA, TB>(m, n, k, kind)?;
+        let (a, _) = random_matrix::<TA>(&mut rng, m, k, Layout::RowMajor, 0);
+        let (b, _) = random_matrix::<TB>(&mut rng, k, n, Layout::RowMajor, 0);
+        let (am, bm) = (MatRef::new(&a, m, k), MatRef::new(&b, k, n));
+        let mut c = vec![TC::from_f64(0.0); m * n];
+
+        let (da1, db1) = (one.upload(am)?, one.upload(bm)?);
+        let mut dc1 = one.zeros::<TC>(m, n)?;
+        let warm = Instant::now();
+        while warm.elapsed().as_secs_f64() < 1.0 {
+            one.gemm_device(&da1, &db1, &mut dc1, &options)?;
+        }
+        let single_resident_ms = median_ms(reps, || one.gemm_device(&da1, &db1, &mut dc1, &options))?;
+        drop((da1, db1, dc1));
+        let (da, db) = (
+            mc.distribute(am, &split, vk_sgmat::Role::A)?,
+            mc.distribute(bm, &split, vk_sgmat::Role::B)?,
+        );
+        let mut dc = mc.zeros::<TC>(&split)?;
+        let multi_resident_ms = median_ms(reps, || mc.gemm_distributed(&da, &db, &mut dc, &options))?;
+        drop((da, db, dc));
+        let single_host_ms = median_ms(reps, || one.gemm_with(am, bm, MatMut::new(&mut c, m, n), &options))?;
+        c.fill(TC::from_f64(f64::NAN));
+        let multi_host_ms = median_ms(reps, || {
+            mc.gemm_split(am, bm, MatMut::new(&mut c, m, n), &options, &split)
+        })?;
+        let rows = check_rows(&split, 6, &mut rng);
+        let (expected, magnitude) = reference(&am, &bm, None::<(&[TC], usize)>, 1.0, 0.0, &rows);
+        let u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
+        let check = compare_rounded(&c, n, n, &rows, (&expected, &magnitude), k, u);
+        out.push(MultiBenchRow {
+            m,
+            n,
+            k,
+            types: crate::types::Types {
+                a: TA::TYPE,
+                b: TB::TYPE,
+                c: TC::TYPE,
+            }
+            .name(),
+            split: format!("{}x{}", split.grid.0, split.grid.1),
+            single_host_ms,
+            multi_host_ms,
+            single_resident_ms,
+            multi_resident_ms,
+            speedup_host: single_host_ms / multi_host_ms,
+            speedup_resident: single_resident_ms / multi_resident_ms,
+            multi_resident_tflops: 2.0 * (m * n * k) as f64 / multi_resident_ms / 1e9,
+            passed: check.passed,
+        });
+        let r = out.last().expect("pushed");
+        progress.done(&format!(
+            "{m}x{n}x{k}: x{:.2} with host operands, x{:.2} resident",
+            r.speedup_host, r.speedup_resident
+        ));
+    }
+    progress.finish();
+    Ok(out)
+}
+
+/// "h200x2" for two "NVIDIA H200": the first name token with letters and digits, and the count.
+fn machine_tag(mc: &MultiContext) -> String {
+    let name = &mc.contexts()[0].device_info().name;
+    let token = name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|t| t.chars().any(|c| c.is_ascii_digit()) && t.chars().any(|c| c.is_ascii_alphabetic()))
+        .unwrap_or("gpu")
+        .to_lowercase();
+    format!("{token}x{}", mc.contexts().len())
+}
+
+pub fn render_bench(mc: &MultiContext, rows: &[MultiBenchRow]) -> String {
+    let mut s = String::new();
+    for (i, c) in mc.contexts().iter().enumerate() {
+        let info = c.device_info();
+        let _ = writeln!(
+            s,
+            "device {i}: {} ({} {}), weight {:.3}",
+            info.name,
+            info.driver_name,
+            info.driver_info,
+            mc.weights()[i]
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{:<20} {:<8} {:>5} {:>11} {:>11} {:>7} {:>11} {:>11} {:>7} {:>8} {:>6}",
+        "shape", "types", "split", "1 host ms", "N host ms", "x", "1 dev ms", "N dev ms", "x", "TFLOP/s", "check"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<20} {:<8} {:>5} {:>11.2} {:>11.2} {:>7.2} {:>11.3} {:>11.3} {:>7.2} {:>8.1} {:>6}",
+            format!("{}x{}x{}", r.m, r.n, r.k),
+            r.types,
+            r.split,
+            r.single_host_ms,
+            r.multi_host_ms,
+            r.speedup_host,
+            r.single_resident_ms,
+            r.multi_resident_ms,
+            r.speedup_resident,
+            r.multi_resident_tflops,
+            if r.passed { "ok" } else { "FAILED" }
+        );
+    }
+    let find = |n: usize| rows.iter().find(|r| (r.m, r.n, r.k) == (n, n, n));
+    let fig = |n: usize, f: fn(&MultiBenchRow) -> f64| {
+        find(n).map_or_else(|| format!("na (no {n}^3 row in this run)"), |r| format!("{:.2}", f(r)))
+    };
+    let _ = writeln!(
+        s,
+        "multi-gpu {}: speedup_16384_resident={} speedup_16384_host={} speedup_8192_resident={}",
+        machine_tag(mc),
+        fig(16384, |r| r.speedup_resident),
+        fig(16384, |r| r.speedup_host),
+        fig(8192, |r| r.speedup_resident)
+    );
+    s
+}
+
+/// Whether no context reported a validation message (printing any).
+fn clean(mc: &MultiContext) -> bool {
+    let mut ok = true;
+    for c in mc.contexts() {
+        for m in c.validation_messages().messages() {
+            eprintln!("validation: {m}");
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// `vk-sgmat gemm M N K --devices ...`.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_command(
+    devices: &str,
+    validation: bool,
+    types: Types,
+    shape: (usize, usize, usize),
+    layouts: (Layout, Layout),
+    options: &GemmOptions,
+    kind: SplitKind,
+    (repeat, json): (usize, bool),
+) -> Result<bool> {
+    let mc = multi_context(devices, validation)?;
+    let r = with_types!(types, |TA, TB, TC| gemm::<TA, TB, TC>(
+        &mc, shape, layouts, options, kind, repeat
+    )?);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", render_gemm(&r));
+    }
+    Ok(clean(&mc) && r.check.passed)
+}
+
+/// `vk-sgmat bench --devices ...`: f16 -> f32 (or the first `--types`) at 8192^3 and 16384^3
+/// (256^3 and 512^3 on CPU drivers) unless shapes are given.
+pub fn bench_command(
+    devices: &str,
+    validation: bool,
+    types: &[String],
+    shapes: Vec<(usize, usize, usize)>,
+    kind: SplitKind,
+    (reps, json): (usize, bool),
+) -> Result<bool> {
+    let mc = multi_context(devices, validation)?;
+    let t = match types.first() {
+        Some(t) => Types::parse(t)?,
+        None => Types::pair(ComponentType::F16, ComponentType::F32),
+    };
+    let shapes = if shapes.is_empty() {
+        let cpu = mc.contexts()[0].device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
+        let sizes: &[usize] = if cpu { &[256, 512] } else { &[8192, 16384] };
+        sizes.iter().map(|&s| (s, s, s)).collect()
+    } else {
+        shapes
+    };
+    let rows = with_types!(t, |TA, TB, TC| bench::<TA, TB, TC>(&mc, &shapes, kind, reps)?);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", render_bench(&mc, &rows));
+    }
+    Ok(clean(&mc) && rows.iter().all(|r| r.passed))
+}
