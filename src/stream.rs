@@ -110,7 +110,8 @@ impl<'c> Stream<'c> {
         self.core.hold(staging.clone(), true);
         let (rows, cols) = m.layout().outer_inner(m.rows(), m.cols());
         Ok(Download {
-            staging,
+            staging: ManuallyDrop::new(staging),
+            pool: self.ctx.pool.clone(),
             ticket: self.core.next_ticket(),
             rows,
             cols,
@@ -160,13 +161,26 @@ impl std::fmt::Debug for Stream<'_> {
 /// A download in flight: [`Download::wait`] returns the matrix once its stream was submitted
 /// and the GPU is done.
 pub struct Download<T: Element> {
-    staging: std::sync::Arc<Buffer>,
+    /// Shared with the stream until the submission completes; whichever lets go last returns
+    /// it to the context's pool (readback memory is costly to allocate and fault in again).
+    staging: ManuallyDrop<std::sync::Arc<Buffer>>,
+    pool: std::sync::Arc<crate::memory::BufferPool>,
     ticket: Ticket,
     /// The stored (outer, inner) extents: rows x cols for row-major, cols x rows for column-major.
     rows: usize,
     cols: usize,
     ld: usize,
     _t: PhantomData<T>,
+}
+
+impl<T: Element> Drop for Download<T> {
+    fn drop(&mut self) {
+        // SAFETY: the field is not used after this.
+        let staging = unsafe { ManuallyDrop::take(&mut self.staging) };
+        if let Ok(buffer) = std::sync::Arc::try_unwrap(staging) {
+            self.pool.give(buffer); // the stream let go first: its submission is complete
+        }
+    }
 }
 
 impl<T: Element> std::fmt::Debug for Download<T> {
@@ -212,11 +226,7 @@ impl<T: Element> Download<T> {
         }
         self.ticket.wait()?;
         let bytes = self.staging.mapped()?;
-        let es = size_of::<T>();
-        for (r, dst) in out.iter_mut().enumerate() {
-            let src = &bytes[r * self.ld * es..(r * self.ld + self.cols) * es];
-            bytemuck::cast_slice_mut::<T, u8>(dst).copy_from_slice(src);
-        }
+        crate::api::unpack_rows(bytes, self.ld, out);
         Ok(())
     }
 

@@ -13,7 +13,7 @@ mod routing;
 
 pub use context::{Context, MAX_SPLIT_K};
 pub use interop::RecordedGemm;
-pub(crate) use matrix::{check_download_target, check_matrix, unpack};
+pub(crate) use matrix::{check_download_target, check_matrix, unpack, unpack_rows};
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
 pub(crate) use operand::placed;
 pub use operand::{BufferMatrix, DeviceOperand};

@@ -103,7 +103,7 @@ impl MultiContext {
         let weights = if fastest <= slowest * SAME_SPEED {
             vec![1.0; speeds.len()]
         } else {
-            speeds
+            speeds.iter().map(|s| s / fastest).collect()
         };
         Self::with_weights(contexts, weights)
     }
