@@ -188,7 +188,7 @@ pub(crate) struct BufferPool {
 }
 
 /// How many idle buffers the pool keeps.
-const POOL_KEEP: usize = 12;
+const POOL_KEEP: usize = 16;
 
 impl BufferPool {
     pub fn new(device: Arc<Device>) -> Self {

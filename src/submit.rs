@@ -512,11 +512,13 @@ impl StreamCore {
             }
             .map_err(|r| Error::vk("vkResetCommandBuffer", r))?;
             self.free.push(done.cmd);
-            for h in done.held {
-                if h.pooled {
-                    if let Ok(buffer) = Arc::try_unwrap(h.buffer) {
-                        self.pool.give(buffer);
-                    }
+            // The other holders first, so a pooled buffer this submission also touched is
+            // unwrapped below.
+            let (pooled, others): (Vec<Held>, Vec<Held>) = done.held.into_iter().partition(|h| h.pooled);
+            drop(others);
+            for h in pooled {
+                if let Ok(buffer) = Arc::try_unwrap(h.buffer) {
+                    self.pool.give(buffer);
                 }
             }
         }

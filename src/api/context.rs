@@ -311,7 +311,8 @@ impl Context {
     /// submission completes.
     pub(crate) fn enqueue_download<T: Element>(&self, core: &mut StreamCore, m: &DeviceMatrix<T>) -> Result<Buffer> {
         self.check_owned(&m.buffer)?;
-        let size = m.buffer.size();
+        // The matrix's bytes, not its buffer's: a pooled buffer may be larger.
+        let size = bytes_of_layout(m.rows, m.cols, m.layout, m.ld, size_of::<T>());
         let staging = self.pool.take(size, BufferKind::Readback)?;
         core.access(&[(&m.buffer).into()], &[])?;
         let mut rec = core.recording()?;
@@ -538,6 +539,29 @@ impl Context {
             owned: None,
         };
         Ok((buffer, placed))
+    }
+
+    /// A matrix in a buffer from the pool (contents undefined): for work whose stream holds the
+    /// buffer as pooled, so it returns to the pool when the GPU is done with it.
+    pub(crate) fn pooled_matrix<T: Element>(
+        &self,
+        rows: usize,
+        cols: usize,
+        layout: Layout,
+    ) -> Result<DeviceMatrix<T>> {
+        let es = size_of::<T>();
+        let ld = device_ld(layout.outer_inner(rows, cols).1, es);
+        let buffer = self
+            .pool
+            .take(bytes_of_layout(rows, cols, layout, ld, es), BufferKind::Storage)?;
+        Ok(DeviceMatrix {
+            buffer: Arc::new(buffer),
+            rows,
+            cols,
+            layout,
+            ld,
+            _t: PhantomData,
+        })
     }
 
     pub(crate) fn alloc_matrix<T: Element>(&self, rows: usize, cols: usize, layout: Layout) -> Result<DeviceMatrix<T>> {

@@ -122,21 +122,28 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     let reads_c = options.beta != 0.0;
     let bytes_per_row = k * size_of::<TA>() + cols * size_of::<TC>() * (1 + usize::from(reads_c));
     let mut s = ctx.stream()?;
-    let bd = s.upload(b)?;
+    let bd = upload_pooled(ctx, &mut s, &b)?;
     s.submit()?; // B's copy starts while the first band is staged
     let mut pending: VecDeque<(Download<TC>, Vec<&mut [TC]>)> = VecDeque::new();
     let mut out = out.into_iter();
-    for band in pipeline_blocks(0..a.rows, bytes_per_row) {
+    let bands = pipeline_blocks(0..a.rows, bytes_per_row);
+    let last = bands.len() - 1;
+    for (i, band) in bands.into_iter().enumerate() {
         let dst: Vec<&mut [TC]> = out.by_ref().take(band.len()).collect();
-        let ad = s.upload(a.block(band.clone(), 0..k))?;
+        let ad = upload_pooled(ctx, &mut s, &a.block(band.clone(), 0..k))?;
         let mut cd = if reads_c {
             let old: Vec<TC> = dst.iter().flat_map(|r| r.iter().copied()).collect();
-            s.upload(MatRef::new(&old, band.len(), cols))?
+            upload_pooled(ctx, &mut s, &MatRef::new(&old, band.len(), cols))?
         } else {
-            ctx.alloc_matrix::<TC>(band.len(), cols, Layout::RowMajor)?
+            let cd = ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?;
+            s.core.hold(cd.buffer.clone(), true);
+            cd
         };
         s.gemm(&ad, &bd, &mut cd, options)?;
         pending.push_back((s.download(&cd)?, dst));
+        if i == last {
+            s.core.hold(bd.buffer.clone(), true); // B returns to the pool after its last use
+        }
         s.submit()?;
         if pending.len() > 1 {
             let (d, mut rows) = pending.pop_front().expect("two pending");
@@ -147,4 +154,18 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         d.wait_rows(&mut rows)?;
     }
     Ok(())
+}
+
+/// Enqueues the upload of `m` into a pooled device matrix, which returns to the pool once the
+/// stream's submission that carries it completes and nothing else holds it: band buffers are
+/// reused from call to call (allocating device memory each time cost more than the copy).
+fn upload_pooled<T: Element>(
+    ctx: &Context,
+    s: &mut crate::Stream<'_>,
+    m: &MatRef<'_, T>,
+) -> Result<crate::DeviceMatrix<T>> {
+    let dm = ctx.pooled_matrix::<T>(m.rows, m.cols, m.layout)?;
+    ctx.enqueue_upload(&mut s.core, m, &dm)?;
+    s.core.hold(dm.buffer.clone(), true);
+    Ok(dm)
 }
