@@ -44,6 +44,8 @@
 //! | submit | [`Stream`], [`Ticket`] | queues, timeline semaphores, ordering, lifetimes |
 //! | API | [`Context`], [`gemm()`] | validation, then plan, record, submit |
 //!
+//! One GEMM over several GPUs: [`MultiContext`] (docs/runtime.md, "Several GPUs").
+//!
 //! docs/runtime.md in the repository explains streams, bringing your own device, and the
 //! synchronisation contract of [`Context::record_gemm`].
 #![deny(missing_docs)]
