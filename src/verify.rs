@@ -309,20 +309,8 @@ pub fn run_random_gemm_c<TA: Element, TB: Element, TC: Element>(
     let (a, lda) = random_matrix::<TA>(rng, m, k, la, extra_ld);
     let (b, ldb) = random_matrix::<TB>(rng, k, n, lb, extra_ld);
     let (c_in, ldc) = random_matrix::<TC>(rng, m, n, lc, extra_ld);
-    let am = MatRef {
-        data: &a,
-        rows: m,
-        cols: k,
-        layout: la,
-        ld: lda,
-    };
-    let bm = MatRef {
-        data: &b,
-        rows: k,
-        cols: n,
-        layout: lb,
-        ld: ldb,
-    };
+    let am = MatRef::stored(&a, m, k, la, lda);
+    let bm = MatRef::stored(&b, k, n, lb, ldb);
     let mut c = c_in.clone();
     let cm = crate::MatMut {
         data: &mut c,

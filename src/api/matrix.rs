@@ -83,6 +83,17 @@ impl<'a, T> MatRef<'a, T> {
         }
     }
 
+    /// A matrix stored `layout` with leading dimension `ld`.
+    pub fn stored(data: &'a [T], rows: usize, cols: usize, layout: Layout, ld: usize) -> Self {
+        Self {
+            data,
+            rows,
+            cols,
+            layout,
+            ld,
+        }
+    }
+
     /// Sets the leading dimension.
     pub fn with_ld(self, ld: usize) -> Self {
         Self { ld, ..self }

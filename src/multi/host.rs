@@ -57,21 +57,15 @@ impl MultiContext {
         }
         self.plan_parts::<TA, TB, TC>(split, (a.layout, b.layout), options)?;
         let outs = carve(c, split);
-        let results = std::thread::scope(|s| {
-            let handles: Vec<_> = split
-                .parts
-                .iter()
-                .zip(outs)
-                .map(|(p, out)| {
-                    let ctx = &self.contexts[p.device];
-                    let (a, b) = (a.block(p.rows.clone(), 0..k), b.block(0..k, p.cols.clone()));
-                    (p.device, s.spawn(move || run_part(ctx, a, b, out, options)))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|(d, h)| (d, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
-                .collect()
+        let parts = split
+            .parts
+            .iter()
+            .zip(outs)
+            .map(|(p, out)| (p.device, (p, out)))
+            .collect();
+        let results = super::on_each(parts, |d, (p, out)| {
+            let (a, b) = (a.block(p.rows.clone(), 0..k), b.block(0..k, p.cols.clone()));
+            run_part(&self.contexts[d], a, b, out, options)
         });
         self.first_error(results).map(|_| ())
     }

@@ -204,18 +204,29 @@ fn best_kind(mut infos: Vec<DeviceInfo>) -> Result<Vec<usize>> {
     Ok(out)
 }
 
+/// Runs `work(device, item)` for every item on a thread of its own, all at once; the results
+/// in item order, each with its device. A worker's panic (a bug) is resumed here.
+pub(crate) fn on_each<I: Send, R: Send>(
+    items: Vec<(usize, I)>,
+    work: impl Fn(usize, I) -> Result<R> + Sync,
+) -> Vec<(usize, Result<R>)> {
+    std::thread::scope(|s| {
+        let work = &work;
+        let handles: Vec<_> = items
+            .into_iter()
+            .map(|(d, item)| (d, s.spawn(move || work(d, item))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|(d, h)| (d, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
+            .collect()
+    })
+}
+
 /// Each context's GEMM rate (median of five timed square GEMMs, f16 -> f32 where the device has
 /// it, else f32), all devices at once.
 fn measure_speeds(contexts: &[Arc<Context>]) -> Result<Vec<f64>> {
-    let results: Vec<(usize, Result<f64>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = contexts.iter().map(|c| s.spawn(|| measure_speed(c))).collect();
-        handles
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| (i, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
-            .collect()
-    });
-    results
+    on_each(contexts.iter().enumerate().collect(), |_, c| measure_speed(c))
         .into_iter()
         .map(|(i, r)| {
             r.map_err(|e| Error::OnDevice {

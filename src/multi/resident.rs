@@ -108,20 +108,11 @@ impl MultiContext {
             )));
         }
         let blocks = role_blocks(split, role);
-        let results = std::thread::scope(|s| {
-            let handles: Vec<_> = blocks
-                .iter()
-                .map(|(d, rows, cols)| {
-                    let ctx = &self.contexts[*d];
-                    let block = m.block(rows.clone(), cols.clone());
-                    (*d, s.spawn(move || ctx.upload(block)))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|(d, h)| (d, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
-                .collect()
-        });
+        let items = blocks
+            .iter()
+            .map(|(d, rows, cols)| (*d, (rows.clone(), cols.clone())))
+            .collect();
+        let results = super::on_each(items, |d, (rows, cols)| self.contexts[d].upload(m.block(rows, cols)));
         let matrices = self.first_error(results)?;
         Ok(DistMatrix {
             rows: m.rows,
@@ -249,19 +240,8 @@ impl MultiContext {
         as_split
             .check((m.rows, m.cols, 1), unique.len())
             .map_err(|e| Error::InvalidOperand(format!("the blocks do not tile the matrix: {e}")))?;
-        let results = std::thread::scope(|s| {
-            let handles: Vec<_> = unique
-                .iter()
-                .map(|p| {
-                    let ctx = &self.contexts[p.device];
-                    (p.device, s.spawn(move || download(ctx, &p.matrix)))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|(d, h)| (d, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
-                .collect()
-        });
+        let items = unique.iter().map(|p| (p.device, &p.matrix)).collect();
+        let results = super::on_each(items, |d, matrix| download(&self.contexts[d], matrix));
         let blocks = self.first_error(results)?;
         for (p, data) in unique.iter().zip(blocks) {
             let (r, c) = (p.rows.len(), p.cols.len());

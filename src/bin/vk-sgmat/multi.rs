@@ -103,20 +103,8 @@ pub fn gemm<TA: Element, TB: Element, TC: Element>(
     let split = mc.split::<TA, TB>(m, n, k, kind)?;
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, la, 0);
     let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, lb, 0);
-    let am = MatRef {
-        data: &a,
-        rows: m,
-        cols: k,
-        layout: la,
-        ld: lda,
-    };
-    let bm = MatRef {
-        data: &b,
-        rows: k,
-        cols: n,
-        layout: lb,
-        ld: ldb,
-    };
+    let am = MatRef::stored(&a, m, k, la, lda);
+    let bm = MatRef::stored(&b, k, n, lb, ldb);
     let c_in: Vec<TC> = vk_sgmat::verify::random_vec(&mut rng, m * n);
     let mut c = c_in.clone();
     mc.gemm_split(am, bm, MatMut::new(&mut c, m, n), options, &split)?;

@@ -416,20 +416,8 @@ fn gemm<TA: Element, TB: Element, TC: Element>(
     } else {
         vec![TC::from_f64(poison); m * n]
     };
-    let am = MatRef {
-        data: &a,
-        rows: m,
-        cols: k,
-        layout: la,
-        ld: lda,
-    };
-    let bm = MatRef {
-        data: &b,
-        rows: k,
-        cols: n,
-        layout: lb,
-        ld: ldb,
-    };
+    let am = MatRef::stored(&a, m, k, la, lda);
+    let bm = MatRef::stored(&b, k, n, lb, ldb);
     // C's storage: row-major `c_in` as is, or its elements stored column by column.
     let c_view = |data: &[TC]| match lc {
         Layout::RowMajor => data.to_vec(),
@@ -636,20 +624,8 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
     let mut rng = Rng::new(Rng::fresh_seed());
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
     let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, bl, 0);
-    let da = ctx.upload(MatRef {
-        data: &a,
-        rows: m,
-        cols: k,
-        layout: al,
-        ld: lda,
-    })?;
-    let db = ctx.upload(MatRef {
-        data: &b,
-        rows: k,
-        cols: n,
-        layout: bl,
-        ld: ldb,
-    })?;
+    let da = ctx.upload(MatRef::stored(&a, m, k, al, lda))?;
+    let db = ctx.upload(MatRef::stored(&b, k, n, bl, ldb))?;
     let mut dc = ctx.zeros::<TC>(m, n)?;
     let options = GemmOptions {
         compute,
