@@ -304,11 +304,17 @@ fn copy_threads(bytes: usize) -> usize {
     (bytes / (16 << 20)).clamp(1, cores.min(8))
 }
 
-/// Runs `f(first_row, rows)` over `n` rows cut into `threads` consecutive groups, each group's
-/// rows paired with its `stride`-long piece of `out` (the last piece may be shorter).
-fn par_rows<T: Send>(out: &mut [T], n: usize, stride: usize, threads: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+/// Runs `f(first_row, row_count, piece)` over `n` rows cut into `threads` consecutive groups,
+/// each group's rows paired with its `stride`-long piece of `out` (the last piece is the rest).
+fn par_rows<T: Send>(
+    out: &mut [T],
+    n: usize,
+    stride: usize,
+    threads: usize,
+    f: impl Fn(usize, usize, &mut [T]) + Sync,
+) {
     if threads <= 1 {
-        return f(0, out);
+        return f(0, n, out);
     }
     let per = n.div_ceil(threads);
     std::thread::scope(|s| {
@@ -316,11 +322,12 @@ fn par_rows<T: Send>(out: &mut [T], n: usize, stride: usize, threads: usize, f: 
         let mut rest = out;
         let mut first = 0;
         while first < n {
-            let take = (per * stride).min(rest.len());
+            let count = per.min(n - first);
+            let take = if first + count < n { count * stride } else { rest.len() };
             let (mine, tail) = std::mem::take(&mut rest).split_at_mut(take);
             rest = tail;
-            s.spawn(move || f(first, mine));
-            first += per;
+            s.spawn(move || f(first, count, mine));
+            first += count;
         }
     });
 }
@@ -336,7 +343,7 @@ fn pack_on<T: Element>(m: &MatRef<'_, T>, ld: usize, out: &mut [u8], threads: us
     let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
     let es = size_of::<T>();
     let out = &mut out[..outer * ld * es];
-    par_rows(out, outer, ld * es, threads, |first, rows| {
+    par_rows(out, outer, ld * es, threads, |first, _, rows| {
         for (i, row) in rows.chunks_mut(ld * es).enumerate() {
             let o = first + i;
             let src = bytemuck::cast_slice::<T, u8>(&m.data[o * m.ld..o * m.ld + inner]);
@@ -355,11 +362,8 @@ pub(crate) fn unpack<T: Element>(bytes: &[u8], ld: usize, out: MatMut<'_, T>) {
 fn unpack_on<T: Element>(bytes: &[u8], ld: usize, out: MatMut<'_, T>, threads: usize) {
     let es = size_of::<T>();
     let (rows, cols, out_ld) = (out.rows, out.cols, out.ld);
-    par_rows(out.data, rows, out_ld, threads, |first, dst| {
-        for r in 0..rows.div_ceil(threads.max(1)).min(rows - first) {
-            if r * out_ld + cols > dst.len() {
-                break;
-            }
+    par_rows(out.data, rows, out_ld, threads, |first, count, dst| {
+        for r in 0..count {
             let src = &bytes[(first + r) * ld * es..((first + r) * ld + cols) * es];
             bytemuck::cast_slice_mut::<T, u8>(&mut dst[r * out_ld..r * out_ld + cols]).copy_from_slice(src);
         }
@@ -376,7 +380,7 @@ pub(crate) fn unpack_rows<T: Element>(bytes: &[u8], ld: usize, out: &mut [&mut [
 fn unpack_rows_on<T: Element>(bytes: &[u8], ld: usize, out: &mut [&mut [T]], threads: usize) {
     let es = size_of::<T>();
     let n = out.len();
-    par_rows(out, n, 1, threads, |first, rows| {
+    par_rows(out, n, 1, threads, |first, _, rows| {
         for (i, dst) in rows.iter_mut().enumerate() {
             let r = first + i;
             let src = &bytes[r * ld * es..(r * ld + dst.len()) * es];

@@ -120,7 +120,7 @@ impl MultiContext {
                 contexts.len()
             )));
         }
-        Split::new((1, 1, 1), &weights, SplitKind::Rows, (1, 1))?; // checks the weights
+        split::check_weights(&weights)?;
         Ok(Self { contexts, weights })
     }
 
@@ -141,30 +141,22 @@ impl MultiContext {
 
     /// Wraps an error of device `device` so it names the device.
     pub(crate) fn on_device(&self, device: usize, source: Error) -> Error {
-        Error::OnDevice {
-            device,
-            name: self.contexts[device].device_info().name.clone(),
-            source: Box::new(source),
-        }
+        named(&self.contexts, device, source)
     }
 
     /// The first error of per-part results, named by its device (parts in device order).
     pub(crate) fn first_error<R>(&self, results: Vec<(usize, Result<R>)>) -> Result<Vec<R>> {
-        results
-            .into_iter()
-            .map(|(device, r)| r.map_err(|e| self.on_device(device, e)))
-            .collect()
+        first_error(&self.contexts, results)
     }
 
-    /// Checks that every part of a split runs on its device with these options, before any
-    /// work starts: an error names the device.
+    /// Checks that every part of a split (checked already) runs on its device with these
+    /// options, before any work starts: an error names the device.
     pub(crate) fn plan_parts<TA: Element, TB: Element, TC: Element>(
         &self,
         split: &Split,
         layouts: (crate::Layout, crate::Layout),
         options: &GemmOptions,
     ) -> Result<()> {
-        split.check((split.m, split.n, split.k), self.contexts.len())?;
         for p in &split.parts {
             self.contexts[p.device]
                 .plan_gemm::<TA, TB, TC>(p.rows.len(), p.cols.len(), split.k, layouts, options)
@@ -226,15 +218,26 @@ pub(crate) fn on_each<I: Send, R: Send>(
 /// Each context's GEMM rate (median of five timed square GEMMs, f16 -> f32 where the device has
 /// it, else f32), all devices at once.
 fn measure_speeds(contexts: &[Arc<Context>]) -> Result<Vec<f64>> {
-    on_each(contexts.iter().enumerate().collect(), |_, c| measure_speed(c))
+    first_error(
+        contexts,
+        on_each(contexts.iter().enumerate().collect(), |_, c| measure_speed(c)),
+    )
+}
+
+/// `source`, naming device `device` of `contexts`.
+fn named(contexts: &[Arc<Context>], device: usize, source: Error) -> Error {
+    Error::OnDevice {
+        device,
+        name: contexts[device].device_info().name.clone(),
+        source: Box::new(source),
+    }
+}
+
+/// The results, or the first error (in the order given) named by its device.
+fn first_error<R>(contexts: &[Arc<Context>], results: Vec<(usize, Result<R>)>) -> Result<Vec<R>> {
+    results
         .into_iter()
-        .map(|(i, r)| {
-            r.map_err(|e| Error::OnDevice {
-                device: i,
-                name: contexts[i].device_info().name.clone(),
-                source: Box::new(e),
-            })
-        })
+        .map(|(device, r)| r.map_err(|e| named(contexts, device, e)))
         .collect()
 }
 

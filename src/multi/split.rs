@@ -83,14 +83,7 @@ impl Split {
         if m == 0 || n == 0 || k == 0 {
             return Err(Error::ZeroSize { m, n, k });
         }
-        if weights.is_empty() {
-            return Err(Error::InvalidOption("a split needs at least one device".into()));
-        }
-        if let Some(w) = weights.iter().find(|w| !(w.is_finite() && **w > 0.0)) {
-            return Err(Error::InvalidOption(format!(
-                "device weight {w}: weights are relative speeds, finite and above zero"
-            )));
-        }
+        check_weights(weights)?;
         let d = weights.len();
         let (p, q) = match kind {
             SplitKind::Auto => auto_grid(d, (m * elem_bytes.0, n * elem_bytes.1)),
@@ -184,6 +177,19 @@ impl Split {
             )));
         }
         Ok(())
+    }
+}
+
+/// Checks devices' relative speeds: at least one, each finite and above zero.
+pub(crate) fn check_weights(weights: &[f64]) -> Result<()> {
+    if weights.is_empty() {
+        return Err(Error::InvalidOption("a split needs at least one device".into()));
+    }
+    match weights.iter().find(|w| !(w.is_finite() && **w > 0.0)) {
+        Some(w) => Err(Error::InvalidOption(format!(
+            "device weight {w}: weights are relative speeds, finite and above zero"
+        ))),
+        None => Ok(()),
     }
 }
 
