@@ -265,6 +265,12 @@ fn misuse_is_a_typed_error() {
     let mut dc = mc.zeros::<f32>(&split).unwrap();
     let e = mc.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default());
     assert!(matches!(e, Err(Error::InvalidOperand(_))), "{e:?}");
+    // A matrix of a larger MultiContext names a device this one lacks.
+    let one = multi(1, &[1.0]);
+    let e = one.gather(&dc, MatMut::new(&mut c, m, n));
+    assert!(matches!(e, Err(Error::InvalidOperand(_))), "{e:?}");
+    let e = one.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default());
+    assert!(matches!(e, Err(Error::InvalidOperand(_))), "{e:?}");
     // Integer inputs with a float result: the device names what it has.
     let ai = vec![1i8; m * k];
     let bi = vec![1i8; k * n];

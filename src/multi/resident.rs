@@ -56,6 +56,18 @@ impl<T: Element> DistMatrix<T> {
             .collect()
     }
 
+    /// An error unless every block is on one of `devices` devices (a matrix of a larger
+    /// [`MultiContext`] names devices this one lacks).
+    fn check_devices(&self, devices: usize) -> Result<()> {
+        match self.parts.iter().find(|p| p.device >= devices) {
+            Some(p) => Err(Error::InvalidOperand(format!(
+                "a block on device {}; this MultiContext has {devices} devices",
+                p.device
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// The part on `device` holding exactly these rows and columns.
     fn part(&self, device: usize, rows: &Range<usize>, cols: &Range<usize>) -> Option<&DistPart<T>> {
         self.parts
@@ -165,15 +177,9 @@ impl MultiContext {
         options: &GemmOptions,
     ) -> Result<()> {
         crate::plan::check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
+        c.check_devices(self.contexts.len())?;
         let mut work = Vec::with_capacity(c.parts.len());
         for cp in &mut c.parts {
-            if cp.device >= self.contexts.len() {
-                return Err(Error::InvalidOperand(format!(
-                    "C has a block on device {}; this MultiContext has {} devices",
-                    cp.device,
-                    self.contexts.len()
-                )));
-            }
             let missing = |what: &str, rows: &Range<usize>, cols: &Range<usize>| {
                 Error::InvalidOperand(format!(
                     "C's block {:?} x {:?} on device {} needs {what}'s block {rows:?} x {cols:?} there; \
@@ -210,6 +216,7 @@ impl MultiContext {
     /// blocks must cover it exactly once, repeated blocks aside (a C always does).
     pub fn gather<T: Element>(&self, m: &DistMatrix<T>, out: MatMut<'_, T>) -> Result<()> {
         check_matrix("gather target", &out.as_ref())?;
+        m.check_devices(self.contexts.len())?;
         if (out.rows, out.cols) != (m.rows, m.cols) {
             return Err(Error::ShapeMismatch(format!(
                 "gathering a {}x{} matrix into a {}x{} one",
