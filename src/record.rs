@@ -175,7 +175,7 @@ impl<'a> Recording<'a> {
         layout: vk::PipelineLayout,
         buffers: &[(vk::Buffer, Window)],
         push: &PushConstants,
-        groups: [u32; 2],
+        groups: [u32; 3],
     ) -> Result<()> {
         let raw = self.device.raw();
         let infos: Vec<_> = buffers
@@ -216,7 +216,7 @@ impl<'a> Recording<'a> {
                 0,
                 bytemuck::bytes_of(push),
             );
-            raw.cmd_dispatch(self.cmd, groups[0], groups[1], 1);
+            raw.cmd_dispatch(self.cmd, groups[0], groups[1], groups[2]);
         }
         Ok(())
     }

@@ -197,7 +197,7 @@ fn device_resident_matrices_run_many_gemms() {
 #[test]
 fn multi_pass_plans_are_correct() {
     let limits = DispatchLimits {
-        max_groups: [2, 3],
+        max_groups: [2, 3, 4],
         max_range: 32 << 10,
         offset_alignment: 256,
     };

@@ -132,7 +132,7 @@ fn options_out_of_range_are_typed_errors() {
             ..device
         },
         DispatchLimits {
-            max_groups: [0, 1],
+            max_groups: [0, 1, 1],
             ..device
         },
         DispatchLimits {

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::kernel::KernelKey;
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
-use crate::plan::{check_shapes, device_ld, DispatchLimits, GemmPlan};
+use crate::plan::{check_shapes, device_ld, Batch, DispatchLimits, GemmPlan};
 use crate::record::{record_plan, Access, Bindings, Recording};
 use crate::submit::StreamCore;
 use crate::tiling::{
@@ -503,7 +503,7 @@ impl Context {
                 self.check_owned(buffer)?;
             }
         }
-        self.plan(a, b, c, [TA::TYPE, TB::TYPE, TC::TYPE], options)
+        self.plan(a, b, c, [TA::TYPE, TB::TYPE, TC::TYPE], Batch::ONE, options)
     }
 
     pub(crate) fn check_owned(&self, buffer: &Buffer) -> Result<()> {

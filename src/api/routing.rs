@@ -8,7 +8,7 @@ use super::options::GemmOptions;
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::{Load, SIMT_CONFIG};
-use crate::plan::{check_shapes, device_problem, route, GemmPlan, PlanRequest, Problem, Route, SplitK};
+use crate::plan::{check_shapes, device_problem, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK};
 use crate::tiling::{pick_scheme, simt_scheme, KernelScope, Layout, TileScheme};
 
 impl Context {
@@ -18,14 +18,27 @@ impl Context {
     /// ([`SIMT_CONFIG`] for the exact kernel).
     pub fn route_for(
         &self,
+        types: [ComponentType; 3],
+        options: &GemmOptions,
+    ) -> Result<(Route, GPUSubgroupMatrixConfig)> {
+        self.route_batch(types, 1, options)
+    }
+
+    /// [`Context::route_for`] for a batch of `count` GEMMs: the accurate split scales each
+    /// operand by one largest magnitude, so a batch (whose entries would share it) takes the
+    /// exact kernel instead.
+    pub(crate) fn route_batch(
+        &self,
         [ta, tb, tc]: [ComponentType; 3],
+        count: usize,
         options: &GemmOptions,
     ) -> Result<(Route, GPUSubgroupMatrixConfig)> {
         let mut route = route(ta, tb, options.compute)?;
         if route.loads == [Load::Split; 2] {
             match self.choose_config(ComponentType::F16, tc, options.shape) {
-                Ok(config) if tc == ComponentType::F32 => return Ok((route, config)),
-                // No f16 -> f32 config for the split: the exact kernel keeps f32 accuracy.
+                Ok(config) if tc == ComponentType::F32 && count == 1 => return Ok((route, config)),
+                // No f16 -> f32 config for the split, or a batch: the exact kernel keeps f32
+                // accuracy.
                 _ => route.loads = [Load::Simt; 2],
             }
         }
@@ -115,16 +128,22 @@ impl Context {
         b: Placed<'_>,
         c: Placed<'_>,
         [ta, tb, tc]: [ComponentType; 3],
+        batch: Batch,
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
         let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
         if c.layout == Layout::ColMajor {
             // A column-major C is a row-major C^T = B^T A^T over the same memory.
-            let mut plan = self.plan(b.t(), a.t(), c.t(), [tb, ta, tc], options)?;
+            let [sa, sb, sc] = batch.strides;
+            let batch = Batch {
+                strides: [sb, sa, sc],
+                ..batch
+            };
+            let mut plan = self.plan(b.t(), a.t(), c.t(), [tb, ta, tc], batch, options)?;
             plan.transposed = true;
             return Ok(plan);
         }
-        let (route, config) = self.route_for([ta, tb, tc], options)?;
+        let (route, config) = self.route_batch([ta, tb, tc], batch.count, options)?;
         let simt = route.loads == [Load::Simt; 2];
         let scheme = match options.scheme {
             Some(s) => {
@@ -158,6 +177,7 @@ impl Context {
                 b_bytes: tb.size_bytes() as usize,
                 c_bytes: tc.size_bytes() as usize,
                 offsets: [a.offset, b.offset, c.offset],
+                batch,
             },
             config,
             scheme,
@@ -204,6 +224,6 @@ impl Context {
         };
         let (a, b) = (host(m, k, layouts.0, p.lda), host(k, n, layouts.1, p.ldb));
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
-        self.plan(a, b, host(m, n, Layout::RowMajor, p.ldc), types, options)
+        self.plan(a, b, host(m, n, Layout::RowMajor, p.ldc), types, Batch::ONE, options)
     }
 }

@@ -42,8 +42,29 @@ pub(super) enum Pc {
     COff,
     Alpha,
     Beta,
+    ABatch,
+    BBatch,
+    CBatch,
 }
-pub(super) const PC_MEMBERS: u32 = 11;
+pub(super) const PC_MEMBERS: u32 = 14;
+
+/// The offsets of A and B (vectors) and C (elements) in the workgroup's batch entry, its z:
+/// `off + z * batch stride`. A grid of one entry has z = 0 and costs three integer ops.
+pub(super) fn batch_offsets(b: &mut ModuleBuilder, v_pc: Word, wg: Word) -> BuildResult<[Word; 3]> {
+    let t_u32 = b.t_u32();
+    let z = b.b.composite_extract(t_u32, None, wg, [2])?;
+    let mut out = [0; 3];
+    for (slot, (off, stride)) in out
+        .iter_mut()
+        .zip([(Pc::AOff, Pc::ABatch), (Pc::BOff, Pc::BBatch), (Pc::COff, Pc::CBatch)])
+    {
+        let off = b.push_constant(v_pc, off as u32)?;
+        let stride = b.push_constant(v_pc, stride as u32)?;
+        let step = b.b.i_mul(t_u32, None, z, stride)?;
+        *slot = b.b.i_add(t_u32, None, off, step)?;
+    }
+    Ok(out)
+}
 
 /// One operand's staging: how its tile lies in global and shared memory.
 struct Operand2d {
@@ -228,9 +249,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let lda = pc(b, Pc::LdaVec)?;
     let ldb = pc(b, Pc::LdbVec)?;
     let ldc = pc(b, Pc::Ldc)?;
-    let a_off = pc(b, Pc::AOff)?;
-    let b_off = pc(b, Pc::BOff)?;
-    let c_off = pc(b, Pc::COff)?;
+    let [a_off, b_off, c_off] = batch_offsets(b, v_pc, wg)?;
     // The split's scales: (s_a, 1/s_a), (s_b, 1/s_b).
     let scales = match v_scale {
         Some(v) => Some([super::convert::scales(b, v, 0)?, super::convert::scales(b, v, 1)?]),

@@ -254,8 +254,8 @@ impl KernelKey {
     }
 }
 
-/// The kernel's push constants, in declaration order (all 32-bit). Offsets and leading dimensions
-/// of A and B are in 16-byte vectors, of C in elements; alpha and beta are the bit patterns of the
+/// The kernel's push constants, in declaration order (all 32-bit). Offsets, batch strides and
+/// leading dimensions of A and B are in 16-byte vectors, of C in elements; alpha and beta are the bit patterns of the
 /// result type's scalar (f32 bits for f16 results, converted in the kernel).
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable, Serialize)]
@@ -282,6 +282,13 @@ pub struct PushConstants {
     pub alpha_bits: u32,
     /// beta's bits.
     pub beta_bits: u32,
+    /// Batch entry z of a GEMM dispatch (the workgroup's z) reads A this many vectors after
+    /// entry 0 (0: every entry reads the same A).
+    pub a_batch_vec: u32,
+    /// The same for B, in vectors.
+    pub b_batch_vec: u32,
+    /// The same for C, in elements (entries never overlap: the planner checks).
+    pub c_batch: u32,
 }
 
 /// Number of storage-buffer bindings: A, B, C at bindings 0, 1, 2 of set 0, and at 3 the scale

@@ -11,7 +11,7 @@
 //! C, with alpha and beta, one by one.
 
 use super::builder::{BuildResult, ModuleBuilder};
-use super::gemm::{Pc, PC_MEMBERS};
+use super::gemm::{batch_offsets, Pc, PC_MEMBERS};
 use super::raster::raster;
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
@@ -84,7 +84,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
     let (pm, pn, pk) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
     let (lda, ldb, ldc) = (pc(b, Pc::LdaVec)?, pc(b, Pc::LdbVec)?, pc(b, Pc::Ldc)?);
-    let (a_off, b_off, c_off) = (pc(b, Pc::AOff)?, pc(b, Pc::BOff)?, pc(b, Pc::COff)?);
+    let [a_off, b_off, c_off] = batch_offsets(b, v_pc, wg)?;
     let (wg_x, wg_y) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), key.scheme.raster_group())?;
     let m0 = b.mul_u(wg_y, g.bm)?;
     let n0 = b.mul_u(wg_x, g.bn)?;

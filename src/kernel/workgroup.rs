@@ -14,7 +14,7 @@
 //! constants as the subgroup-scope kernel.
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
-use super::gemm::{Pc, PC_MEMBERS};
+use super::gemm::{batch_offsets, Pc, PC_MEMBERS};
 use super::raster::raster;
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
@@ -123,18 +123,16 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let ldb_vec = pc(b, Pc::LdbVec)?;
     let ldb = b.mul_u(ldb_vec, vw)?;
     let ldc = pc(b, Pc::Ldc)?;
-    let a_off_vec = pc(b, Pc::AOff)?;
+    let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
+    let [a_off_vec, b_off_vec, c_off] = batch_offsets(b, v_pc, wg)?;
     let a_off = b.mul_u(a_off_vec, vw)?;
-    let b_off_vec = pc(b, Pc::BOff)?;
     let b_off = b.mul_u(b_off_vec, vw)?;
-    let c_off = pc(b, Pc::COff)?;
     // Tensor loads and stores start at a 16-byte aligned element: the planner keeps every
-    // operand's first element so.
+    // operand's first element, and every batch stride, so.
     let p_a = b.b.access_chain(p_sb_comp, None, v_a, [c0, a_off])?;
     let p_b = b.b.access_chain(p_sb_comp, None, v_b, [c0, b_off])?;
     let p_c = b.b.access_chain(p_sb_res, None, v_c, [c0, c_off])?;
 
-    let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
     let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
     let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
     let (tx, ty) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), s.raster_group())?;

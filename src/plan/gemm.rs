@@ -3,7 +3,7 @@
 //! [`GemmPlan::new`] is pure, so what a GEMM will do is tested without a device; recording it
 //! (`crate::record`) only resolves kernels to pipelines and operands to buffers.
 
-use super::passes::{choose_split_k, plan, plan_split_k, DispatchLimits, Pass, Problem, Window};
+use super::passes::{choose_split_k, plan, plan_split_k, Batch, DispatchLimits, Pass, Problem, Window};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::{absmax, reduce, Epilogue, KernelKey, Load, Probe, PushConstants};
@@ -107,8 +107,8 @@ pub struct Dispatch {
     pub aux: Option<(Operand, Window)>,
     /// The push constants.
     pub push: PushConstants,
-    /// Workgroups along x and y.
-    pub groups: [u32; 2],
+    /// Workgroups along x, y and z.
+    pub groups: [u32; 3],
     /// Whether it reads what earlier dispatches of the plan wrote: a compute-to-compute barrier
     /// goes before it. Dispatches without it run concurrently with the one before.
     pub after_previous: bool,
@@ -320,7 +320,7 @@ impl GemmPlan {
                 beta_bits,
                 ..Default::default()
             },
-            groups: [gx as u32, gy as u32],
+            groups: [gx as u32, gy as u32, 1],
             after_previous: true,
             aux: None,
         });
@@ -338,6 +338,11 @@ impl GemmPlan {
         (alpha_bits, beta_bits): (u32, u32),
         kernel: KernelKey,
     ) -> Result<()> {
+        if self.problem.batch.count > 1 {
+            return Err(Error::Unsupported(
+                "the accurate f32 mode runs one GEMM at a time; a batch takes ComputeMode::Exact or a fast mode".into(),
+            ));
+        }
         let [pass] = passes else {
             return Err(Error::TooLarge(format!(
                 "the accurate f32 mode runs a GEMM in one pass, and this one needs {} for the device's limits; use ComputeMode::Exact",
@@ -370,7 +375,7 @@ impl GemmPlan {
                     k: groups,
                     ..Default::default()
                 },
-                groups: [groups, 1],
+                groups: [groups, 1, 1],
                 after_previous: false,
             }
         };
@@ -464,6 +469,7 @@ pub fn device_problem(
         b_bytes,
         c_bytes,
         offsets: [0; 3],
+        batch: Batch::ONE,
     }
 }
 
@@ -475,6 +481,15 @@ pub fn device_ld(inner: usize, elem_bytes: usize) -> usize {
 /// The kernel's push constants for one pass of `p`.
 fn pass_push(p: &Problem, pass: &Pass, alpha_bits: u32, beta_bits: u32) -> PushConstants {
     let vec = u64::from(VECTOR_BYTES);
+    // Strides only matter with more than one entry in the grid; then the windows (at most
+    // maxStorageBufferRange, a u32) span them, so they fit 32 bits.
+    let stride = |j: usize, unit: u64| {
+        if pass.batch > 1 {
+            (p.batch.strides[j] as u64 * [p.a_bytes, p.b_bytes, p.c_bytes][j] as u64 / unit) as u32
+        } else {
+            0
+        }
+    };
     PushConstants {
         m: pass.m as u32,
         n: pass.n as u32,
@@ -487,6 +502,9 @@ fn pass_push(p: &Problem, pass: &Pass, alpha_bits: u32, beta_bits: u32) -> PushC
         c_off: (pass.c.start / p.c_bytes as u64) as u32,
         alpha_bits,
         beta_bits,
+        a_batch_vec: stride(0, vec),
+        b_batch_vec: stride(1, vec),
+        c_batch: stride(2, p.c_bytes as u64),
     }
 }
 

@@ -45,7 +45,7 @@ fn one_pass_binds_a_b_c_with_the_callers_scalars() {
         (2.0f32.to_bits(), 0.5f32.to_bits())
     );
     // 32x64 tiles: 2 columns of tiles, 4 rows.
-    assert_eq!(d.groups, [2, 4]);
+    assert_eq!(d.groups, [2, 4, 1]);
     assert!(!d.after_previous);
     // lda of row-major A (K=50 f16) padded to 56; ldb of column-major B (K contiguous) too.
     assert_eq!((d.push.lda_vec, d.push.ldb_vec, d.push.ldc), (7, 7, 72));
@@ -60,7 +60,7 @@ fn k_chunks_accumulate_after_a_barrier() {
     // Column-major A and row-major B (K outermost in both) in windows of 4 KiB: only K chunks
     // shrink them.
     let limits = DispatchLimits {
-        max_groups: [65535; 2],
+        max_groups: [65535; 3],
         max_range: 4 << 10,
         offset_alignment: 16,
     };
@@ -172,7 +172,7 @@ fn accurate_split_finds_magnitudes_then_multiplies_in_one_pass() {
     assert_eq!(p.main_kernel().loads, [Load::Split; 2]);
     // Beyond one pass of the limits: an error that names the way out.
     let tight = DispatchLimits {
-        max_groups: [65535; 2],
+        max_groups: [65535; 3],
         max_range: 1 << 20,
         offset_alignment: 16,
     };
@@ -197,4 +197,36 @@ fn probes_replace_every_gemm_kernel() {
         probed.dispatches.last().unwrap().kernel,
         Kernel::Reduce { .. }
     ));
+}
+
+#[test]
+fn a_batch_passes_its_strides_and_never_splits_k() {
+    let mut req = request(16, 64, 4096, 1.0, 0.0, SplitK::Slices(8));
+    let p = req.problem;
+    req.problem.batch = Batch {
+        count: 12,
+        strides: [p.m * p.lda, 0, p.m * p.ldc + 4],
+    };
+    let plan = GemmPlan::new(&req, &unlimited()).unwrap();
+    assert!(!plan.is_split_k(), "a batch fills the GPU with its entries");
+    let [d] = plan.dispatches.as_slice() else {
+        panic!("{:?}", plan.dispatches)
+    };
+    assert_eq!(d.groups[2], 12);
+    // A in 16-byte vectors (8 f16 each), B shared, C in elements.
+    assert_eq!(
+        (d.push.a_batch_vec, d.push.b_batch_vec, d.push.c_batch),
+        ((p.m * p.lda / 8) as u32, 0, (p.m * p.ldc + 4) as u32)
+    );
+    // One GEMM: no strides in the kernel.
+    let one = GemmPlan::new(&request(16, 64, 64, 1.0, 0.0, SplitK::Slices(1)), &unlimited()).unwrap();
+    assert_eq!((one.dispatches[0].push.a_batch_vec, one.dispatches[0].push.c_batch), (0, 0));
+    // The accurate split keeps one scale per operand: a batch is refused by the planner (the
+    // router sends such batches to the exact kernel first).
+    let mut split = req;
+    split.loads = [Load::Split; 2];
+    split.problem.a_bytes = 4;
+    split.problem.b_bytes = 4;
+    split.problem.batch.strides = [p.m * p.lda * 2, 0, p.m * p.ldc + 4];
+    assert!(matches!(GemmPlan::new(&split, &unlimited()), Err(Error::Unsupported(m)) if m.contains("batch")));
 }

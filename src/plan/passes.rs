@@ -34,6 +34,84 @@ pub struct Problem {
     /// Bytes from the start of A's, B's and C's buffers to their first element (multiples of
     /// 16; zero for vk-sgmat's own matrices).
     pub offsets: [u64; 3],
+    /// How many GEMMs of this shape, and where their operands lie ([`Batch::ONE`]: one GEMM).
+    pub batch: Batch,
+}
+
+/// A strided batch: `count` GEMMs of one shape, entry `i` of A, B and C starting
+/// `i * strides[j]` elements after entry 0. A stride of 0 gives every entry the same operand
+/// (shared weights); C's entries never overlap.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Batch {
+    /// Number of GEMMs (at least 1).
+    pub count: usize,
+    /// A's, B's and C's distance between entries, in elements.
+    pub strides: [usize; 3],
+}
+
+impl Batch {
+    /// One GEMM.
+    pub const ONE: Batch = Batch {
+        count: 1,
+        strides: [0; 3],
+    };
+
+    /// Checks the batch against `p`'s shape: at least one entry, strides of whole 16-byte
+    /// vectors (the kernels address A and B in vectors and keep C's tensor stores aligned), and
+    /// C's entries disjoint, either stacked (each after the whole of the one before) or side by
+    /// side within C's rows (`(count - 1) * stride + n <= ldc`, e.g. heads interleaved in a row).
+    pub fn check(&self, p: &Problem) -> Result<()> {
+        let bad = |msg: String| Err(Error::InvalidOperand(format!("batch: {msg}")));
+        if self.count == 0 {
+            return bad("the count must be at least 1".into());
+        }
+        if self.count == 1 {
+            return Ok(());
+        }
+        let sizes = [p.a_bytes, p.b_bytes, p.c_bytes];
+        for ((name, stride), es) in ["A", "B", "C"].into_iter().zip(self.strides).zip(sizes) {
+            let Some(bytes) = stride.checked_mul(es) else {
+                return bad(format!("{name}'s stride of {stride} elements overflows"));
+            };
+            if bytes % VECTOR_BYTES as usize != 0 {
+                return bad(format!(
+                    "{name}'s stride of {stride} elements is not a whole number of {VECTOR_BYTES}-byte vectors"
+                ));
+            }
+            if bytes.checked_mul(self.count - 1).is_none() {
+                return bad(format!("{} entries of {name} {bytes} bytes apart overflow", self.count));
+            }
+        }
+        let s = self.strides[2];
+        let entry = (p.m - 1).checked_mul(p.ldc).and_then(|e| e.checked_add(p.n));
+        let stacked = entry.is_some_and(|e| s >= e);
+        let side_by_side = s >= p.n
+            && (self.count - 1)
+                .checked_mul(s)
+                .and_then(|x| x.checked_add(p.n))
+                .is_some_and(|end| end <= p.ldc);
+        if !(stacked || side_by_side) {
+            return bad(format!(
+                "C's entries ({}x{}, ldc {}) overlap at a stride of {s} elements: use a stride of at least {} (stacked) or entries side by side within ldc",
+                p.m,
+                p.n,
+                p.ldc,
+                entry.unwrap_or(usize::MAX)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes between entries of operand `j` (0, 1, 2: A, B, C) of `p`.
+    fn stride_bytes(&self, p: &Problem, j: usize) -> u64 {
+        (self.strides[j] * [p.a_bytes, p.b_bytes, p.c_bytes][j]) as u64
+    }
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Self::ONE
+    }
 }
 
 /// A window of a buffer bound for one pass.
@@ -62,8 +140,12 @@ pub struct Pass {
     pub n: usize,
     /// K in this pass.
     pub k: usize,
-    /// Workgroups along x (N) and y (M).
-    pub groups: [u32; 2],
+    /// First batch entry.
+    pub batch0: usize,
+    /// Batch entries in this pass (the grid's z).
+    pub batch: usize,
+    /// Workgroups along x (N), y (M) and z (batch entries).
+    pub groups: [u32; 3],
     /// Whether this pass adds to C (a K chunk after the first) instead of applying the caller's beta.
     pub accumulate: bool,
     /// A's binding.
@@ -77,8 +159,8 @@ pub struct Pass {
 /// The limits [`plan`] respects.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DispatchLimits {
-    /// `maxComputeWorkGroupCount[0]` and `[1]`.
-    pub max_groups: [u32; 2],
+    /// `maxComputeWorkGroupCount`.
+    pub max_groups: [u32; 3],
     /// maxStorageBufferRange in bytes.
     pub max_range: u64,
     /// minStorageBufferOffsetAlignment in bytes.
@@ -89,7 +171,7 @@ impl DispatchLimits {
     /// The device's limits.
     pub fn from_device(l: &DeviceLimits) -> Self {
         Self {
-            max_groups: [l.max_workgroup_count[0], l.max_workgroup_count[1]],
+            max_groups: l.max_workgroup_count,
             max_range: u64::from(l.max_storage_buffer_range),
             offset_alignment: l.min_storage_buffer_offset_alignment.max(1),
         }
@@ -149,11 +231,16 @@ fn window(start: u64, len: u64, limits: &DispatchLimits) -> Window {
 
 /// Splits `problem` into passes whose workgroup counts and buffer windows fit `limits`. Bands along
 /// M and N are multiples of the workgroup tile and K chunks multiples of `k_step`, so every pass
-/// starts 16-byte aligned. Passes along K after the first accumulate into C.
+/// starts 16-byte aligned. Passes along K after the first accumulate into C. A batch runs as
+/// many entries per pass as the grid's z and the windows allow (all of them, within limits).
 pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits) -> Result<Vec<Pass>> {
     let (bm, bn, bk) = (geometry.bm as usize, geometry.bn as usize, geometry.bk as usize);
     let p = problem;
-    let fits = |mb: usize, nb: usize, kb: usize| -> bool {
+    p.batch.check(p)?;
+    let batch = p.batch.count;
+    // Bytes the windows of `zb` consecutive entries add to one entry's.
+    let extra = |zb: usize, j: usize| (zb as u64 - 1).saturating_mul(p.batch.stride_bytes(p, j));
+    let fits = |mb: usize, nb: usize, kb: usize, zb: usize| -> bool {
         if mb.div_ceil(bm) > limits.max_groups[1] as usize || nb.div_ceil(bn) > limits.max_groups[0] as usize {
             return false;
         }
@@ -167,12 +254,21 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
             Layout::ColMajor => span(0, 0, nb, kb, p.ldb, p.b_bytes, true),
         };
         let c = span(0, 0, mb, nb, p.ldc, p.c_bytes, false);
-        [a.1, b.1, c.1].iter().all(|&len| len + slack <= limits.max_range)
+        [a.1, b.1, c.1]
+            .iter()
+            .enumerate()
+            .all(|(j, &len)| len.saturating_add(extra(zb, j)).saturating_add(slack) <= limits.max_range)
     };
-    // Start from the whole problem and halve the dimension that hurts most until a band fits.
+    // Start from the whole problem and halve the dimension that hurts most until a band fits:
+    // the batch first (its entries are independent GEMMs), then M and N, then K.
     let (mut mb, mut nb, mut kb) = (p.m, p.n, p.k);
+    let mut zb = batch.min(limits.max_groups[2] as usize);
     let round = |v: usize, t: usize| v.div_ceil(t).max(1) * t;
-    while !fits(mb.min(p.m), nb.min(p.n), kb.min(p.k)) {
+    while !fits(mb.min(p.m), nb.min(p.n), kb.min(p.k), zb) {
+        if zb > 1 {
+            zb = zb.div_ceil(2);
+            continue;
+        }
         let can_m = mb > bm;
         let can_n = nb > bn;
         let can_k = kb > bk;
@@ -192,7 +288,11 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
         }
     }
     let mut passes = Vec::new();
-    for m0 in (0..p.m).step_by(mb) {
+    for batch0 in (0..batch).step_by(zb) {
+        let z = zb.min(batch - batch0);
+        // Where this pass's first entry starts, and how far its windows reach past one entry's.
+        let first = |j: usize| batch0 as u64 * p.batch.stride_bytes(p, j);
+        for m0 in (0..p.m).step_by(mb) {
         let m = mb.min(p.m - m0);
         for n0 in (0..p.n).step_by(nb) {
             let n = nb.min(p.n - n0);
@@ -214,13 +314,16 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
                     m,
                     n,
                     k,
-                    groups: [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32],
+                    batch0,
+                    batch: z,
+                    groups: [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, z as u32],
                     accumulate: k0 > 0,
-                    a: window(p.offsets[0] + a0, alen, limits),
-                    b: window(p.offsets[1] + b0, blen, limits),
-                    c: window(p.offsets[2] + c0, clen, limits),
+                    a: window(p.offsets[0] + first(0) + a0, alen + extra(z, 0), limits),
+                    b: window(p.offsets[1] + first(1) + b0, blen + extra(z, 1), limits),
+                    c: window(p.offsets[2] + first(2) + c0, clen + extra(z, 2), limits),
                 });
             }
+        }
         }
     }
     Ok(passes)
@@ -250,6 +353,9 @@ pub fn plan_split_k(
     slice_bytes: u64,
 ) -> Option<Vec<Pass>> {
     let p = problem;
+    if p.batch.count != 1 {
+        return None; // a batch fills the GPU with its entries
+    }
     let (bm, bn, bk) = (geometry.bm as usize, geometry.bn as usize, geometry.bk as usize);
     let groups = [p.n.div_ceil(bn), p.m.div_ceil(bm)];
     if groups[0] > limits.max_groups[0] as usize || groups[1] > limits.max_groups[1] as usize {
@@ -277,13 +383,15 @@ pub fn plan_split_k(
             return None;
         }
         passes.push(Pass {
+            batch0: 0,
+            batch: 1,
             m0: 0,
             n0: 0,
             k0,
             m: p.m,
             n: p.n,
             k,
-            groups: [groups[0] as u32, groups[1] as u32],
+            groups: [groups[0] as u32, groups[1] as u32, 1],
             accumulate: false,
             a: windows[0],
             b: windows[1],
@@ -294,169 +402,5 @@ pub fn plan_split_k(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tiling::test_support::lavapipe_limits;
-
-    fn problem(m: usize, n: usize, k: usize, a: Layout, b: Layout) -> Problem {
-        let ld = |outer_inner: (usize, usize)| outer_inner.1.next_multiple_of(8);
-        Problem {
-            m,
-            n,
-            k,
-            a_layout: a,
-            b_layout: b,
-            lda: ld(a.outer_inner(m, k)),
-            ldb: ld(b.outer_inner(k, n)),
-            ldc: n.next_multiple_of(4),
-            a_bytes: 2,
-            b_bytes: 2,
-            c_bytes: 4,
-            offsets: [0; 3],
-        }
-    }
-
-    fn geom() -> TileGeometry {
-        TileGeometry {
-            bm: 32,
-            bn: 32,
-            bk: 16,
-            threads: 32,
-            shared_bytes: 0,
-        }
-    }
-
-    /// Every output element is covered exactly once per K range, and K is covered exactly once.
-    fn assert_covers(p: &Problem, passes: &[Pass], limits: &DispatchLimits) {
-        let mut hits = vec![0usize; p.m * p.n];
-        for pass in passes {
-            assert!(pass.groups[0] <= limits.max_groups[0] && pass.groups[1] <= limits.max_groups[1]);
-            for w in [pass.a, pass.b, pass.c] {
-                assert!(w.bind_range <= limits.max_range, "{w:?}");
-                assert_eq!(w.bind_offset % limits.offset_alignment, 0);
-                assert_eq!(w.start % 16, 0, "operand start must stay 16-byte aligned");
-            }
-            for r in pass.m0..pass.m0 + pass.m {
-                for c in pass.n0..pass.n0 + pass.n {
-                    hits[r * p.n + c] += pass.k;
-                }
-            }
-            assert_eq!(pass.accumulate, pass.k0 > 0);
-        }
-        assert!(hits.iter().all(|&h| h == p.k), "every output must see all of K once");
-    }
-
-    #[test]
-    fn one_pass_when_it_fits() {
-        let p = problem(257, 129, 65, Layout::RowMajor, Layout::ColMajor);
-        let l = DispatchLimits::from_device(&lavapipe_limits());
-        let passes = plan(&p, &geom(), &l).unwrap();
-        assert_eq!(passes.len(), 1);
-        assert_eq!(passes[0].groups, [5, 9]);
-        assert_covers(&p, &passes, &l);
-    }
-
-    #[test]
-    fn operand_offsets_shift_every_window() {
-        let mut p = problem(100, 70, 50, Layout::ColMajor, Layout::RowMajor);
-        let l = DispatchLimits {
-            max_groups: [65535; 2],
-            max_range: 1 << 30,
-            offset_alignment: 256,
-        };
-        let at0 = plan(&p, &geom(), &l).unwrap();
-        p.offsets = [48, 4096 + 32, 16];
-        let moved = plan(&p, &geom(), &l).unwrap();
-        for (x, y) in at0.iter().zip(&moved) {
-            for (i, (w0, w)) in [(x.a, y.a), (x.b, y.b), (x.c, y.c)].into_iter().enumerate() {
-                assert_eq!(w.bind_offset + w.start, w0.bind_offset + w0.start + p.offsets[i]);
-                assert_eq!(w.bind_offset % 256, 0);
-                assert_eq!(w.start % 16, 0);
-                assert_eq!(w.bind_range - w.start, w0.bind_range - w0.start);
-            }
-        }
-    }
-
-    #[test]
-    fn splits_for_workgroup_count() {
-        let p = problem(300, 700, 5, Layout::RowMajor, Layout::RowMajor);
-        let l = DispatchLimits {
-            max_groups: [4, 3],
-            max_range: u64::MAX,
-            offset_alignment: 64,
-        };
-        let passes = plan(&p, &geom(), &l).unwrap();
-        assert!(passes.len() > 1);
-        assert_covers(&p, &passes, &l);
-    }
-
-    #[test]
-    fn splits_for_buffer_range_in_every_layout() {
-        for a in [Layout::RowMajor, Layout::ColMajor] {
-            for b in [Layout::RowMajor, Layout::ColMajor] {
-                let p = problem(200, 150, 333, a, b);
-                let l = DispatchLimits {
-                    max_groups: [65535; 2],
-                    max_range: 24 << 10,
-                    offset_alignment: 256,
-                };
-                let passes = plan(&p, &geom(), &l).unwrap();
-                assert!(passes.len() > 1, "{a:?}{b:?}");
-                assert_covers(&p, &passes, &l);
-            }
-        }
-    }
-
-    #[test]
-    fn k_splits_accumulate() {
-        // Column-major A with a long K: only K chunks can shrink A's window.
-        let p = problem(32, 32, 4000, Layout::ColMajor, Layout::RowMajor);
-        let l = DispatchLimits {
-            max_groups: [65535; 2],
-            max_range: 32 << 10,
-            offset_alignment: 16,
-        };
-        let passes = plan(&p, &geom(), &l).unwrap();
-        assert!(passes.iter().filter(|p| p.accumulate).count() >= 1);
-        assert_covers(&p, &passes, &l);
-    }
-
-    #[test]
-    fn split_k_heuristic_and_plan() {
-        // 16x4096x4096 with 32x32 tiles of one subgroup: 128 subgroups, so 8 slices of 512.
-        assert_eq!(choose_split_k(128, 1, 4096, false), 8);
-        assert_eq!(choose_split_k(1024, 4, 4096, false), 1, "a full GPU needs no split");
-        assert_eq!(choose_split_k(1, 1, 700, false), 2, "slices stay at least 256 deep");
-        assert_eq!(choose_split_k(1, 1, 100_000, true), 1, "never on CPU drivers");
-        let p = problem(16, 4096, 4096, Layout::RowMajor, Layout::ColMajor);
-        let l = DispatchLimits {
-            max_groups: [65535; 2],
-            max_range: u64::MAX,
-            offset_alignment: 256,
-        };
-        let slice = (p.m * p.ldc * p.c_bytes) as u64;
-        let passes = plan_split_k(&p, &geom(), &l, 8, slice).unwrap();
-        assert_eq!(passes.len(), 8);
-        assert_eq!(passes.iter().map(|x| x.k).sum::<usize>(), 4096);
-        assert!(passes
-            .iter()
-            .all(|x| x.k0 % 16 == 0 && !x.accumulate && x.c.start % 16 == 0));
-        assert_eq!(passes[3].c.bind_offset + passes[3].c.start, 3 * slice);
-        // Uneven K: the last slice is shorter and K is still covered once.
-        let p = problem(16, 64, 1000, Layout::ColMajor, Layout::RowMajor);
-        let passes = plan_split_k(&p, &geom(), &l, 3, 1 << 20).unwrap();
-        assert_eq!(passes.iter().map(|x| x.k).sum::<usize>(), 1000);
-    }
-
-    #[test]
-    fn impossible_window_is_an_error() {
-        let mut p = problem(64, 64, 64, Layout::RowMajor, Layout::RowMajor);
-        p.lda = 1 << 20;
-        let l = DispatchLimits {
-            max_groups: [65535; 2],
-            max_range: 1 << 20,
-            offset_alignment: 16,
-        };
-        assert!(matches!(plan(&p, &geom(), &l), Err(Error::TooLarge(_))));
-    }
-}
+#[path = "passes_tests.rs"]
+mod tests;

@@ -6,6 +6,7 @@ use crate::api::{Context, GemmOptions};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::Result;
 use crate::kernel::Load;
+use crate::plan::Batch;
 use crate::tiling::{not_oversized, Layout, TileScheme};
 use crate::timestamps::median;
 use std::time::Duration;
@@ -82,7 +83,7 @@ impl Context {
                 scheme: Some(scheme),
                 ..Default::default()
             };
-            let plan = self.plan(a.1, b.1, c.1, [ct, ct, rt], &options)?;
+            let plan = self.plan(a.1, b.1, c.1, [ct, ct, rt], Batch::ONE, &options)?;
             let operands = plan.bind_order([&a.0, &b.0, &c.0]);
             self.warm_plan(&plan, operands, WARM)?;
             let median = median(&mut self.time_plan(&plan, operands, 7)?);
