@@ -97,11 +97,23 @@ impl Context {
             rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
             rec.reset_queries(pool.raw, pool.count);
             // Warm-up dispatch (clocks rise), then the timed ones.
-            rec.dispatch(pipeline.raw, self.pipelines.layout, &bindings, &push, [workgroups, 1, 1])?;
+            rec.dispatch(
+                pipeline.raw,
+                self.pipelines.layout,
+                &bindings,
+                &push,
+                [workgroups, 1, 1],
+            )?;
             for r in 0..reps {
                 rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
                 rec.timestamp(pool.raw, 2 * r);
-                rec.dispatch(pipeline.raw, self.pipelines.layout, &bindings, &push, [workgroups, 1, 1])?;
+                rec.dispatch(
+                    pipeline.raw,
+                    self.pipelines.layout,
+                    &bindings,
+                    &push,
+                    [workgroups, 1, 1],
+                )?;
                 rec.timestamp(pool.raw, 2 * r + 1);
             }
             Ok(())

@@ -2,7 +2,9 @@
 //! between them. Work is recorded as it is enqueued and runs once [`Stream::submit`] hands it to
 //! the GPU; the returned [`Ticket`] is waited on or polled. docs/runtime.md has the rules.
 
-use crate::api::{placed, Context, DeviceMatrix, DeviceOperand, Element, GemmOptions, MatMut, MatRef};
+use crate::api::{
+    placed, BatchOperand, Context, DeviceBatch, DeviceMatrix, DeviceOperand, Element, GemmOptions, MatMut, MatRef,
+};
 use crate::error::{Error, Result};
 use crate::memory::Buffer;
 use crate::submit::{StreamCore, Ticket};
@@ -99,6 +101,20 @@ impl<'c> Stream<'c> {
     ) -> Result<()> {
         let plan = self.ctx.plan_device(a, b, c, options)?;
         let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
+        self.ctx.enqueue_plan(&mut self.core, &plan, operands, TC::TYPE)
+    }
+
+    /// Enqueues `c[i] = alpha * a[i] * b[i] + beta * c[i]` for every entry of device batches, in
+    /// one dispatch; A or B may be one [`DeviceMatrix`] that every entry shares. Checked now, as
+    /// [`Stream::gemm`].
+    pub fn gemm_batched<TA: Element, TB: Element, TC: Element>(
+        &mut self,
+        a: &impl BatchOperand<TA>,
+        b: &impl BatchOperand<TB>,
+        c: &mut DeviceBatch<TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        let (plan, operands) = self.ctx.plan_batch(a, b, c, options)?;
         self.ctx.enqueue_plan(&mut self.core, &plan, operands, TC::TYPE)
     }
 

@@ -2,6 +2,7 @@
 //! validates its input, makes a [`GemmPlan`] (`crate::plan`), records it (`crate::record`) and
 //! submits it (`crate::submit`); nothing reaches the GPU before the plan exists.
 
+use super::batch::{BatchMut, BatchRef};
 use super::matrix::{
     bytes_of_layout, check_download_target, check_matrix, pack, poison_pattern, unpack, DeviceMatrix, Element, MatMut,
     MatRef,
@@ -14,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::kernel::KernelKey;
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
-use crate::plan::{check_shapes, device_ld, Batch, DispatchLimits, GemmPlan};
+use crate::plan::{device_ld, Batch, DispatchLimits, GemmPlan};
 use crate::record::{record_plan, Access, Bindings, Recording};
 use crate::submit::StreamCore;
 use crate::tiling::{
@@ -355,52 +356,13 @@ impl Context {
         c: MatMut<'_, TC>,
         options: &GemmOptions,
     ) -> Result<()> {
-        check_matrix("A", &a)?;
-        check_matrix("B", &b)?;
-        check_matrix("C", &c.as_ref())?;
-        if c.layout == Layout::ColMajor {
-            // A column-major C is a row-major C^T = B^T A^T over the same memory.
-            check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
-            return self.gemm_with(b.t(), a.t(), c.t(), options);
-        }
-        let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
-        let plan = self.plan_gemm::<TA, TB, TC>(m, n, k, (a.layout, b.layout), options)?;
-
-        // Everything is validated; now move data and run, in one submission.
-        let p = plan.problem;
-        let a_bytes = bytes_of_layout(a.rows, a.cols, a.layout, p.lda, size_of::<TA>());
-        let b_bytes = bytes_of_layout(b.rows, b.cols, b.layout, p.ldb, size_of::<TB>());
-        let c_bytes = bytes_of_layout(c.rows, c.cols, Layout::RowMajor, p.ldc, size_of::<TC>());
-        let a_dev = self.pool.take(a_bytes, BufferKind::Storage)?;
-        let b_dev = self.pool.take(b_bytes, BufferKind::Storage)?;
-        let c_dev = self.pool.take(c_bytes, BufferKind::Storage)?;
-        let down = self.pool.take(c_bytes, BufferKind::Readback)?;
-        let scratch = self.scratch(&plan)?;
-        let result = self.run_blocking(|core| {
-            core.upload(a_dev.raw(), 0, a_bytes, |out| pack(&a, p.lda, out))?;
-            core.upload(b_dev.raw(), 0, b_bytes, |out| pack(&b, p.ldb, out))?;
-            if plan.reads_c {
-                core.upload(c_dev.raw(), 0, c_bytes, |out| pack(&c.as_ref(), p.ldc, out))?;
-            }
-            let mut rec = core.recording()?;
-            if !plan.reads_c && self.options.poison_outputs {
-                rec.fill(c_dev.raw(), c_bytes, poison_pattern(TC::TYPE));
-            }
-            rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
-            let buffers = bindings([a_dev.raw(), b_dev.raw(), c_dev.raw()], scratch.as_ref());
-            record_plan(&mut rec, &self.pipelines, &plan, &buffers)?;
-            rec.barrier(Access::SHADER_WRITE, Access::TRANSFER_READ);
-            rec.copy(c_dev.raw(), down.raw(), c_bytes);
-            rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
-            Ok(())
-        });
-        if result.is_ok() {
-            unpack(down.mapped()?, p.ldc, c);
-        }
-        for buf in [a_dev, b_dev, c_dev, down].into_iter().chain(scratch) {
-            self.pool.give(buf);
-        }
-        result
+        // One GEMM is a batch of one.
+        self.gemm_batched(
+            BatchRef::strided(a, 1, 0),
+            BatchRef::strided(b, 1, 0),
+            BatchMut::strided(c, 1, 0),
+            options,
+        )
     }
 
     /// `c = alpha * a * b + beta * c` on device-resident matrices ([`DeviceMatrix`] or the
@@ -431,13 +393,24 @@ impl Context {
         let mut rec = core.recording()?;
         if !plan.reads_c && self.options.poison_outputs {
             let p = &plan.problem;
-            rec.fill_rows(
-                c.raw,
-                c.offset,
-                (p.m, p.n, p.ldc),
-                p.c_bytes,
-                poison_pattern(result_type),
-            );
+            let (count, stride) = (p.batch.count, p.batch.strides[2]);
+            let fill = |rec: &mut Recording<'_>, offset: u64, rows: usize| {
+                rec.fill_rows(
+                    c.raw,
+                    offset,
+                    (rows, p.n, p.ldc),
+                    p.c_bytes,
+                    poison_pattern(result_type),
+                );
+            };
+            if stride % p.ldc == 0 {
+                // Entries stacked row after row: one fill (rows between them are C's too).
+                fill(&mut rec, c.offset, (count - 1) * (stride / p.ldc) + p.m);
+            } else {
+                for i in 0..count {
+                    fill(&mut rec, c.offset + (i * stride * p.c_bytes) as u64, p.m);
+                }
+            }
             rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
         }
         let buffers = bindings([a.raw, b.raw, c.raw], scratch.as_deref());

@@ -4,6 +4,7 @@
 
 #[cfg(feature = "ndarray")]
 mod arrays;
+mod batch;
 mod context;
 mod interop;
 mod matrix;
@@ -11,6 +12,7 @@ mod operand;
 mod options;
 mod routing;
 
+pub use batch::{BatchMut, BatchOperand, BatchRef, DeviceBatch};
 pub use context::{Context, MAX_SPLIT_K};
 pub use interop::RecordedGemm;
 pub(crate) use matrix::{check_download_target, check_matrix, unpack, unpack_rows};

@@ -54,9 +54,9 @@ pub(super) fn batch_offsets(b: &mut ModuleBuilder, v_pc: Word, wg: Word) -> Buil
     let t_u32 = b.t_u32();
     let z = b.b.composite_extract(t_u32, None, wg, [2])?;
     let mut out = [0; 3];
-    for (slot, (off, stride)) in out
-        .iter_mut()
-        .zip([(Pc::AOff, Pc::ABatch), (Pc::BOff, Pc::BBatch), (Pc::COff, Pc::CBatch)])
+    for (slot, (off, stride)) in
+        out.iter_mut()
+            .zip([(Pc::AOff, Pc::ABatch), (Pc::BOff, Pc::BBatch), (Pc::COff, Pc::CBatch)])
     {
         let off = b.push_constant(v_pc, off as u32)?;
         let stride = b.push_constant(v_pc, stride as u32)?;

@@ -220,7 +220,10 @@ fn a_batch_passes_its_strides_and_never_splits_k() {
     );
     // One GEMM: no strides in the kernel.
     let one = GemmPlan::new(&request(16, 64, 64, 1.0, 0.0, SplitK::Slices(1)), &unlimited()).unwrap();
-    assert_eq!((one.dispatches[0].push.a_batch_vec, one.dispatches[0].push.c_batch), (0, 0));
+    assert_eq!(
+        (one.dispatches[0].push.a_batch_vec, one.dispatches[0].push.c_batch),
+        (0, 0)
+    );
     // The accurate split keeps one scale per operand: a batch is refused by the planner (the
     // router sends such batches to the exact kernel first).
     let mut split = req;

@@ -12,5 +12,6 @@ pub use gemm::{
     check_shapes, device_ld, device_problem, scalar_bits, Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK,
     MAX_DIM,
 };
+pub(crate) use passes::disjoint;
 pub use passes::{choose_split_k, plan, plan_split_k, Batch, DispatchLimits, Pass, Problem, Window};
 pub use types::{f32_paths, route, ComputeMode, Route};

@@ -83,20 +83,13 @@ impl Batch {
             }
         }
         let s = self.strides[2];
-        let entry = (p.m - 1).checked_mul(p.ldc).and_then(|e| e.checked_add(p.n));
-        let stacked = entry.is_some_and(|e| s >= e);
-        let side_by_side = s >= p.n
-            && (self.count - 1)
-                .checked_mul(s)
-                .and_then(|x| x.checked_add(p.n))
-                .is_some_and(|end| end <= p.ldc);
-        if !(stacked || side_by_side) {
+        if !disjoint(self.count, s, (p.m, p.n), p.ldc) {
             return bad(format!(
                 "C's entries ({}x{}, ldc {}) overlap at a stride of {s} elements: use a stride of at least {} (stacked) or entries side by side within ldc",
                 p.m,
                 p.n,
                 p.ldc,
-                entry.unwrap_or(usize::MAX)
+                (p.m - 1).saturating_mul(p.ldc).saturating_add(p.n)
             ));
         }
         Ok(())
@@ -106,6 +99,23 @@ impl Batch {
     fn stride_bytes(&self, p: &Problem, j: usize) -> u64 {
         (self.strides[j] * [p.a_bytes, p.b_bytes, p.c_bytes][j]) as u64
     }
+}
+
+/// Whether `count` entries `stride` elements apart, each `outer` runs of `inner` elements `ld`
+/// apart (storage order), never share an element: stacked (each after the whole of the one
+/// before) or side by side within the runs (`(count - 1) * stride + inner <= ld`).
+pub(crate) fn disjoint(count: usize, stride: usize, (outer, inner): (usize, usize), ld: usize) -> bool {
+    if count <= 1 {
+        return true;
+    }
+    let entry = (outer - 1).checked_mul(ld).and_then(|e| e.checked_add(inner));
+    let stacked = entry.is_some_and(|e| stride >= e);
+    let side_by_side = stride >= inner
+        && (count - 1)
+            .checked_mul(stride)
+            .and_then(|x| x.checked_add(inner))
+            .is_some_and(|end| end <= ld);
+    stacked || side_by_side
 }
 
 impl Default for Batch {
@@ -293,37 +303,37 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
         // Where this pass's first entry starts, and how far its windows reach past one entry's.
         let first = |j: usize| batch0 as u64 * p.batch.stride_bytes(p, j);
         for m0 in (0..p.m).step_by(mb) {
-        let m = mb.min(p.m - m0);
-        for n0 in (0..p.n).step_by(nb) {
-            let n = nb.min(p.n - n0);
-            for k0 in (0..p.k).step_by(kb) {
-                let k = kb.min(p.k - k0);
-                let (a0, alen) = match p.a_layout {
-                    Layout::RowMajor => span(m0, k0, m, k, p.lda, p.a_bytes, true),
-                    Layout::ColMajor => span(k0, m0, k, m, p.lda, p.a_bytes, true),
-                };
-                let (b0, blen) = match p.b_layout {
-                    Layout::RowMajor => span(k0, n0, k, n, p.ldb, p.b_bytes, true),
-                    Layout::ColMajor => span(n0, k0, n, k, p.ldb, p.b_bytes, true),
-                };
-                let (c0, clen) = span(m0, n0, m, n, p.ldc, p.c_bytes, false);
-                passes.push(Pass {
-                    m0,
-                    n0,
-                    k0,
-                    m,
-                    n,
-                    k,
-                    batch0,
-                    batch: z,
-                    groups: [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, z as u32],
-                    accumulate: k0 > 0,
-                    a: window(p.offsets[0] + first(0) + a0, alen + extra(z, 0), limits),
-                    b: window(p.offsets[1] + first(1) + b0, blen + extra(z, 1), limits),
-                    c: window(p.offsets[2] + first(2) + c0, clen + extra(z, 2), limits),
-                });
+            let m = mb.min(p.m - m0);
+            for n0 in (0..p.n).step_by(nb) {
+                let n = nb.min(p.n - n0);
+                for k0 in (0..p.k).step_by(kb) {
+                    let k = kb.min(p.k - k0);
+                    let (a0, alen) = match p.a_layout {
+                        Layout::RowMajor => span(m0, k0, m, k, p.lda, p.a_bytes, true),
+                        Layout::ColMajor => span(k0, m0, k, m, p.lda, p.a_bytes, true),
+                    };
+                    let (b0, blen) = match p.b_layout {
+                        Layout::RowMajor => span(k0, n0, k, n, p.ldb, p.b_bytes, true),
+                        Layout::ColMajor => span(n0, k0, n, k, p.ldb, p.b_bytes, true),
+                    };
+                    let (c0, clen) = span(m0, n0, m, n, p.ldc, p.c_bytes, false);
+                    passes.push(Pass {
+                        m0,
+                        n0,
+                        k0,
+                        m,
+                        n,
+                        k,
+                        batch0,
+                        batch: z,
+                        groups: [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, z as u32],
+                        accumulate: k0 > 0,
+                        a: window(p.offsets[0] + first(0) + a0, alen + extra(z, 0), limits),
+                        b: window(p.offsets[1] + first(1) + b0, blen + extra(z, 1), limits),
+                        c: window(p.offsets[2] + first(2) + c0, clen + extra(z, 2), limits),
+                    });
+                }
             }
-        }
         }
     }
     Ok(passes)

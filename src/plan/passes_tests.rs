@@ -224,7 +224,10 @@ fn batches_beyond_the_grids_z_or_the_windows_run_in_chunks() {
         offset_alignment: 64,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
-    assert_eq!(passes.iter().map(|x| (x.batch0, x.batch)).collect::<Vec<_>>(), [(0, 3), (3, 3), (6, 2)]);
+    assert_eq!(
+        passes.iter().map(|x| (x.batch0, x.batch)).collect::<Vec<_>>(),
+        [(0, 3), (3, 3), (6, 2)]
+    );
     assert_batch_covers(&p, &passes, &l);
     // A shared B: every pass binds the same B window.
     assert!(passes.iter().all(|x| x.b == passes[0].b));
@@ -236,7 +239,9 @@ fn batches_beyond_the_grids_z_or_the_windows_run_in_chunks() {
         offset_alignment: 64,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
-    assert!(passes.iter().all(|x| x.m == p.m && x.n == p.n && x.k == p.k && x.batch <= 2));
+    assert!(passes
+        .iter()
+        .all(|x| x.m == p.m && x.n == p.n && x.k == p.k && x.batch <= 2));
     assert_batch_covers(&p, &passes, &l);
 }
 
@@ -260,6 +265,16 @@ fn batch_checks_name_what_is_wrong() {
     // Side by side within a row: 3 entries of 12 columns in rows of ldc >= 3 * 12.
     let mut wide = p;
     wide.ldc = 36;
-    assert!(Batch { count: 3, strides: [0, 0, 12] }.check(&wide).is_ok());
-    assert!(Batch { count: 4, strides: [0, 0, 12] }.check(&wide).is_err());
+    assert!(Batch {
+        count: 3,
+        strides: [0, 0, 12]
+    }
+    .check(&wide)
+    .is_ok());
+    assert!(Batch {
+        count: 4,
+        strides: [0, 0, 12]
+    }
+    .check(&wide)
+    .is_err());
 }

@@ -1,0 +1,469 @@
+//! Strided batches: many GEMMs of one shape in one dispatch, their entries in the grid's z
+//! (attention's heads; a stride of 0 shares one operand, e.g. a weight, across the batch).
+//! Host views ([`BatchRef`], [`BatchMut`]), device batches ([`DeviceBatch`]), and the calls.
+
+use super::context::{bindings, Context};
+use super::matrix::{check_matrix, pack, poison_pattern, unpack, DeviceMatrix, Element, MatMut, MatRef};
+use super::operand::Placed;
+use super::options::GemmOptions;
+use crate::error::{Error, Result};
+use crate::memory::BufferKind;
+use crate::plan::{check_shapes, device_ld, disjoint, Batch, GemmPlan};
+use crate::record::{record_plan, Access};
+use crate::tiling::Layout;
+
+/// A strided batch of host matrices: `count` entries with `matrix`'s shape, storage order and
+/// leading dimension, entry `i` starting `i * stride` elements into `matrix.data` (a stride of
+/// 0 gives every entry the same matrix).
+#[derive(Copy, Clone, Debug)]
+pub struct BatchRef<'a, T> {
+    /// Entry 0's shape, layout and leading dimension, over the slice that holds every entry.
+    pub matrix: MatRef<'a, T>,
+    /// Number of entries.
+    pub count: usize,
+    /// Elements from one entry to the next.
+    pub stride: usize,
+}
+
+impl<'a, T> BatchRef<'a, T> {
+    /// `count` dense row-major `rows x cols` matrices back to back in `data` (a `[count][rows][cols]`
+    /// array).
+    pub fn new(data: &'a [T], count: usize, rows: usize, cols: usize) -> Self {
+        Self::strided(MatRef::new(data, rows, cols), count, rows * cols)
+    }
+
+    /// `count` entries like `matrix`, `stride` elements apart.
+    pub fn strided(matrix: MatRef<'a, T>, count: usize, stride: usize) -> Self {
+        Self { matrix, count, stride }
+    }
+
+    /// One matrix for every one of `count` entries (stride 0).
+    pub fn broadcast(matrix: MatRef<'a, T>, count: usize) -> Self {
+        Self::strided(matrix, count, 0)
+    }
+
+    /// The transpose of every entry (no copy).
+    pub fn t(self) -> Self {
+        Self {
+            matrix: self.matrix.t(),
+            ..self
+        }
+    }
+
+    /// Entry `i` (of a checked batch).
+    fn entry(&self, i: usize) -> MatRef<'a, T> {
+        MatRef {
+            data: &self.matrix.data[i * self.stride..],
+            ..self.matrix
+        }
+    }
+}
+
+/// A strided batch of writable host matrices (C): as [`BatchRef`], with entries that never
+/// overlap.
+#[derive(Debug)]
+pub struct BatchMut<'a, T> {
+    /// Entry 0's shape, layout and leading dimension, over the slice that holds every entry.
+    pub matrix: MatMut<'a, T>,
+    /// Number of entries.
+    pub count: usize,
+    /// Elements from one entry to the next.
+    pub stride: usize,
+}
+
+impl<'a, T> BatchMut<'a, T> {
+    /// `count` dense row-major `rows x cols` matrices back to back in `data`.
+    pub fn new(data: &'a mut [T], count: usize, rows: usize, cols: usize) -> Self {
+        Self::strided(MatMut::new(data, rows, cols), count, rows * cols)
+    }
+
+    /// `count` entries like `matrix`, `stride` elements apart.
+    pub fn strided(matrix: MatMut<'a, T>, count: usize, stride: usize) -> Self {
+        Self { matrix, count, stride }
+    }
+
+    /// The transpose of every entry (no copy).
+    pub fn t(self) -> Self {
+        Self {
+            matrix: self.matrix.t(),
+            ..self
+        }
+    }
+
+    fn as_ref(&self) -> BatchRef<'_, T> {
+        BatchRef::strided(self.matrix.as_ref(), self.count, self.stride)
+    }
+}
+
+/// Checks a host batch: at least one entry, and entries 0 and `count - 1` inside the slice.
+fn check_batch<T>(name: &'static str, b: &BatchRef<'_, T>) -> Result<()> {
+    if b.count == 0 {
+        return Err(Error::InvalidOperand(format!(
+            "batch {name}: the count must be at least 1"
+        )));
+    }
+    check_matrix(name, &b.matrix)?;
+    let last = (b.count - 1)
+        .checked_mul(b.stride)
+        .ok_or_else(|| Error::TooLarge(format!("batch {name}: {} entries {} apart overflow", b.count, b.stride)))?;
+    let len = b.matrix.data.len();
+    if last > len {
+        return Err(Error::ShortSlice {
+            matrix: name,
+            needed: last,
+            got: len,
+        });
+    }
+    check_matrix(
+        name,
+        &MatRef {
+            data: &b.matrix.data[last..],
+            ..b.matrix
+        },
+    )
+    .map_err(|e| match e {
+        Error::ShortSlice { matrix, needed, .. } => Error::ShortSlice {
+            matrix,
+            needed: needed + last,
+            got: len,
+        },
+        e => e,
+    })
+}
+
+/// `count` matrices of one shape in one device buffer, back to back along the storage's outer
+/// dimension: a row-major batch of `rows x cols` entries is stored as one `(count * rows) x cols`
+/// [`DeviceMatrix`], a column-major one as `rows x (count * cols)`. Create with
+/// [`Context::upload_batch`], [`Context::zeros_batch`] or [`DeviceBatch::from_matrix`].
+#[derive(Debug)]
+pub struct DeviceBatch<T: Element> {
+    storage: DeviceMatrix<T>,
+    count: usize,
+    rows: usize,
+    cols: usize,
+}
+
+impl<T: Element> DeviceBatch<T> {
+    /// Views a device matrix as `count` entries, cutting its outer dimension (rows if
+    /// row-major, columns if column-major) into equal parts.
+    pub fn from_matrix(storage: DeviceMatrix<T>, count: usize) -> Result<Self> {
+        let (rows, cols) = (storage.rows, storage.cols);
+        let outer = storage.layout.outer_inner(rows, cols).0;
+        if count == 0 || outer % count != 0 {
+            return Err(Error::InvalidOperand(format!(
+                "a {rows}x{cols} {:?} matrix does not cut into {count} equal entries along its outer dimension ({outer})",
+                storage.layout
+            )));
+        }
+        let (rows, cols) = match storage.layout {
+            Layout::RowMajor => (rows / count, cols),
+            Layout::ColMajor => (rows, cols / count),
+        };
+        Ok(Self {
+            storage,
+            count,
+            rows,
+            cols,
+        })
+    }
+
+    /// The stacked storage: every entry, as one matrix (to download, or to use as one operand).
+    pub fn matrix(&self) -> &DeviceMatrix<T> {
+        &self.storage
+    }
+
+    /// The stacked storage, by value.
+    pub fn into_matrix(self) -> DeviceMatrix<T> {
+        self.storage
+    }
+
+    /// Number of entries.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Rows of each entry.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Columns of each entry.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Each entry's storage order.
+    pub fn layout(&self) -> Layout {
+        self.storage.layout
+    }
+}
+
+mod private {
+    use super::{Element, Placed};
+
+    /// Seals [`super::BatchOperand`].
+    pub trait Sealed<T: Element> {
+        /// Entry 0, the count (`None`: one matrix for any count) and the stride in elements.
+        fn entries(&self) -> (Placed<'_>, Option<usize>, usize);
+    }
+}
+
+/// What a batched GEMM takes as A or B: a [`DeviceBatch`], or one [`DeviceMatrix`] that every
+/// entry shares (e.g. a weight).
+pub trait BatchOperand<T: Element>: private::Sealed<T> {}
+
+impl<T: Element> private::Sealed<T> for DeviceBatch<T> {
+    fn entries(&self) -> (Placed<'_>, Option<usize>, usize) {
+        let whole = super::operand::placed(&self.storage);
+        let stride = self.storage.layout.outer_inner(self.rows, self.cols).0 * self.storage.ld;
+        let entry = Placed {
+            rows: self.rows,
+            cols: self.cols,
+            ..whole
+        };
+        (entry, Some(self.count), stride)
+    }
+}
+impl<T: Element> BatchOperand<T> for DeviceBatch<T> {}
+
+impl<T: Element> private::Sealed<T> for DeviceMatrix<T> {
+    fn entries(&self) -> (Placed<'_>, Option<usize>, usize) {
+        (super::operand::placed(self), None, 0)
+    }
+}
+impl<T: Element> BatchOperand<T> for DeviceMatrix<T> {}
+
+impl Context {
+    /// `c[i] = alpha * a[i] * b[i] + beta * c[i]` for every entry of host batches, in one
+    /// dispatch (see [`Context::gemm_with`] for types and integer wrap-around). A batch of f32
+    /// operands in the default accurate mode runs the exact f32 kernel: the accurate split
+    /// scales an operand by its one largest magnitude, which a batch's entries would share.
+    pub fn gemm_batched<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: BatchRef<'_, TA>,
+        b: BatchRef<'_, TB>,
+        mut c: BatchMut<'_, TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        check_batch("A", &a)?;
+        check_batch("B", &b)?;
+        check_batch("C", &c.as_ref())?;
+        if (a.count, b.count) != (c.count, c.count) {
+            return Err(Error::ShapeMismatch(format!(
+                "batches of {} A, {} B and {} C entries: the counts must agree",
+                a.count, b.count, c.count
+            )));
+        }
+        let cm = &c.matrix;
+        if !disjoint(c.count, c.stride, cm.layout.outer_inner(cm.rows, cm.cols), cm.ld) {
+            return Err(Error::InvalidOperand(format!(
+                "batch C: {} entries of {}x{} (ld {}) overlap at a stride of {}",
+                c.count, cm.rows, cm.cols, cm.ld, c.stride
+            )));
+        }
+        if c.matrix.layout == Layout::ColMajor {
+            // A column-major C is a row-major C^T = B^T A^T over the same memory.
+            check_shapes(
+                (a.matrix.rows, a.matrix.cols),
+                (b.matrix.rows, b.matrix.cols),
+                (cm.rows, cm.cols),
+            )?;
+            return self.gemm_batched(b.t(), a.t(), c.t(), options);
+        }
+        check_shapes(
+            (a.matrix.rows, a.matrix.cols),
+            (b.matrix.rows, b.matrix.cols),
+            (cm.rows, cm.cols),
+        )?;
+        // Device copies: each stored entry in vk-sgmat's layout, back to back; a shared operand
+        // once.
+        let (a_dev, b_dev) = (Stored::of(&a), Stored::of(&b));
+        let c_dev = Stored::of(&c.as_ref());
+        let batch = Batch {
+            count: c.count,
+            strides: [a_dev.stride(), b_dev.stride(), c_dev.stride()],
+        };
+        let placed = [a_dev.placed(&a), b_dev.placed(&b), c_dev.placed(&c.as_ref())];
+        let [pa, pb, pc] = placed;
+        let plan = self.plan(pa, pb, pc, [TA::TYPE, TB::TYPE, TC::TYPE], batch, options)?;
+
+        // Everything is validated; now move data and run, in one submission.
+        let bytes = [a_dev.bytes(), b_dev.bytes(), c_dev.bytes()];
+        let [a_buf, b_buf, c_buf] = [0, 1, 2].map(|i| self.pool.take(bytes[i], BufferKind::Storage));
+        let (a_buf, b_buf, c_buf) = (a_buf?, b_buf?, c_buf?);
+        let down = self.pool.take(bytes[2], BufferKind::Readback)?;
+        let scratch = self.scratch(&plan)?;
+        let result = self.run_blocking(|core| {
+            core.upload(a_buf.raw(), 0, bytes[0], |out| a_dev.pack(&a, out))?;
+            core.upload(b_buf.raw(), 0, bytes[1], |out| b_dev.pack(&b, out))?;
+            if plan.reads_c {
+                core.upload(c_buf.raw(), 0, bytes[2], |out| c_dev.pack(&c.as_ref(), out))?;
+            }
+            let mut rec = core.recording()?;
+            if !plan.reads_c && self.options.poison_outputs {
+                rec.fill(c_buf.raw(), bytes[2], poison_pattern(TC::TYPE));
+            }
+            rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
+            let buffers = bindings([a_buf.raw(), b_buf.raw(), c_buf.raw()], scratch.as_ref());
+            record_plan(&mut rec, &self.pipelines, &plan, &buffers)?;
+            rec.barrier(Access::SHADER_WRITE, Access::TRANSFER_READ);
+            rec.copy(c_buf.raw(), down.raw(), bytes[2]);
+            rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
+            Ok(())
+        });
+        if result.is_ok() {
+            let mapped = down.mapped()?;
+            for (i, src) in mapped.chunks(c_dev.entry_bytes()).take(c.count).enumerate() {
+                // Entries may interleave (side by side in C's rows): one at a time.
+                let m = &mut c.matrix;
+                let out = MatMut {
+                    data: &mut m.data[i * c.stride..],
+                    rows: m.rows,
+                    cols: m.cols,
+                    ld: m.ld,
+                    layout: m.layout,
+                };
+                unpack(src, c_dev.ld, out);
+            }
+        }
+        for buf in [a_buf, b_buf, c_buf, down].into_iter().chain(scratch) {
+            self.pool.give(buf);
+        }
+        result
+    }
+
+    /// Uploads a host batch into a [`DeviceBatch`] (entries back to back, each in vk-sgmat's
+    /// layout; a stride of 0 uploads `count` copies).
+    pub fn upload_batch<T: Element>(&self, b: BatchRef<'_, T>) -> Result<DeviceBatch<T>> {
+        check_batch("batch", &b)?;
+        let m = &b.matrix;
+        let storage = match m.layout {
+            Layout::RowMajor => self.alloc_matrix::<T>(b.count * m.rows, m.cols, m.layout)?,
+            Layout::ColMajor => self.alloc_matrix::<T>(m.rows, b.count * m.cols, m.layout)?,
+        };
+        // Every entry stored, a shared one too.
+        let stored = Stored {
+            entries: b.count,
+            ..Stored::of(&b)
+        };
+        let bytes = stored.bytes();
+        self.run_blocking(|core| {
+            core.access(&[], &[(&storage.buffer).into()])?;
+            core.upload(storage.buffer.raw(), 0, bytes, |out| stored.pack(&b, out))
+        })?;
+        DeviceBatch::from_matrix(storage, b.count)
+    }
+
+    /// A zero batch of `count` row-major `rows x cols` matrices (for C).
+    pub fn zeros_batch<T: Element>(&self, count: usize, rows: usize, cols: usize) -> Result<DeviceBatch<T>> {
+        let total = count
+            .checked_mul(rows)
+            .ok_or_else(|| Error::TooLarge(format!("{count} entries of {rows} rows overflow")))?;
+        DeviceBatch::from_matrix(self.zeros::<T>(total, cols)?, count)
+    }
+
+    /// `c[i] = alpha * a[i] * b[i] + beta * c[i]` on device batches, in one dispatch; A or B may
+    /// be one [`DeviceMatrix`] shared by every entry.
+    pub fn gemm_batched_device<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &impl BatchOperand<TA>,
+        b: &impl BatchOperand<TB>,
+        c: &mut DeviceBatch<TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        let (plan, operands) = self.plan_batch(a, b, c, options)?;
+        self.run_blocking(|core| self.enqueue_plan(core, &plan, operands, TC::TYPE))
+    }
+
+    /// Checks device batches (counts, ownership) and plans their GEMM; the operands in the
+    /// plan's binding order.
+    pub(crate) fn plan_batch<'o, TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &'o impl BatchOperand<TA>,
+        b: &'o impl BatchOperand<TB>,
+        c: &'o DeviceBatch<TC>,
+        options: &GemmOptions,
+    ) -> Result<(GemmPlan, [Placed<'o>; 3])> {
+        let ((pa, na, sa), (pb, nb, sb)) = (a.entries(), b.entries());
+        let (pc, _, sc) = private::Sealed::entries(c);
+        for (name, n) in [("A", na), ("B", nb)] {
+            if n.is_some_and(|n| n != c.count) {
+                return Err(Error::ShapeMismatch(format!(
+                    "batch {name} has {} entries and C {}: the counts must agree",
+                    n.unwrap_or(0),
+                    c.count
+                )));
+            }
+        }
+        for m in [&pa, &pb, &pc] {
+            if let Some(buffer) = m.owned {
+                self.check_owned(buffer)?;
+            }
+        }
+        let batch = Batch {
+            count: c.count,
+            strides: [sa, sb, sc],
+        };
+        let plan = self.plan(pa, pb, pc, [TA::TYPE, TB::TYPE, TC::TYPE], batch, options)?;
+        let operands = plan.bind_order([pa, pb, pc]);
+        Ok((plan, operands))
+    }
+}
+
+/// How a host batch is stored on the device: each stored entry (one if shared) in vk-sgmat's
+/// layout, back to back.
+struct Stored {
+    outer: usize,
+    ld: usize,
+    entries: usize,
+    es: usize,
+}
+
+impl Stored {
+    fn of<T>(b: &BatchRef<'_, T>) -> Self {
+        let (outer, inner) = b.matrix.layout.outer_inner(b.matrix.rows, b.matrix.cols);
+        let es = size_of::<T>();
+        Self {
+            outer,
+            ld: device_ld(inner, es),
+            entries: if b.stride == 0 { 1 } else { b.count },
+            es,
+        }
+    }
+
+    /// Elements between stored entries (0: shared).
+    fn stride(&self) -> usize {
+        if self.entries == 1 {
+            0
+        } else {
+            self.outer * self.ld
+        }
+    }
+
+    fn entry_bytes(&self) -> usize {
+        self.outer * self.ld * self.es
+    }
+
+    fn bytes(&self) -> u64 {
+        (self.entries * self.entry_bytes()) as u64
+    }
+
+    /// Entry 0 as the planner sees it.
+    fn placed<'a, T>(&self, b: &BatchRef<'_, T>) -> Placed<'a> {
+        Placed {
+            rows: b.matrix.rows,
+            cols: b.matrix.cols,
+            layout: b.matrix.layout,
+            ld: self.ld,
+            offset: 0,
+            raw: ash::vk::Buffer::null(),
+            owned: None,
+        }
+    }
+
+    fn pack<T: Element>(&self, b: &BatchRef<'_, T>, out: &mut [u8]) {
+        for (i, chunk) in out.chunks_mut(self.entry_bytes()).take(self.entries).enumerate() {
+            pack(&b.entry(i), self.ld, chunk);
+        }
+    }
+}
