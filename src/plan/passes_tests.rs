@@ -195,8 +195,8 @@ fn assert_batch_covers(p: &Problem, passes: &[Pass], limits: &DispatchLimits) {
             let stride = p.batch.stride_bytes(p, j);
             assert!(w.bind_offset + w.start >= pass.batch0 as u64 * stride);
         }
-        for z in pass.batch0..pass.batch0 + pass.batch {
-            seen[z] += pass.m * pass.n * pass.k;
+        for entry in &mut seen[pass.batch0..pass.batch0 + pass.batch] {
+            *entry += pass.m * pass.n * pass.k;
         }
     }
     assert!(seen.iter().all(|&s| s == p.m * p.n * p.k), "{seen:?}");
