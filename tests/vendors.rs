@@ -131,7 +131,7 @@ fn check_vendor(name: &str, list: &[RawMatrixProperty], limits: &[DeviceLimits],
             }
             let small = small_problem_scheme(&candidates);
             for size in [1, 17, 64, 300, 1024, 4096, 16384] {
-                let pick = pick_scheme(&candidates, small, config, (size, size), false);
+                let pick = pick_scheme(&candidates, small, config, (size, size), 1, false);
                 assert!(pick.is_some(), "{name} {config} {size}: no default");
             }
             // The largest and the smallest candidate, each layout pair and epilogue extreme.

@@ -205,8 +205,18 @@ impl Context {
     /// of [`candidate_schemes`] (largest grid-filling tile first; a 32x64 tile for small
     /// problems).
     pub fn choose_scheme(&self, config: &GPUSubgroupMatrixConfig, m: usize, n: usize) -> Result<TileScheme> {
+        self.choose_batch_scheme(config, (m, n), 1)
+    }
+
+    /// [`Context::choose_scheme`] for a batch of `batch` GEMMs in one grid.
+    pub(crate) fn choose_batch_scheme(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        (m, n): (usize, usize),
+        batch: usize,
+    ) -> Result<TileScheme> {
         let lists = self.scheme_lists(config);
-        pick_scheme(&lists.ordered, lists.small, config, (m, n), self.is_cpu())
+        pick_scheme(&lists.ordered, lists.small, config, (m, n), batch, self.is_cpu())
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
     }
 

@@ -90,7 +90,7 @@ impl Context {
         lean.sort_by_key(|s| std::cmp::Reverse(s.k_step()));
         let fits = if lean.is_empty() { fits } else { lean };
         let small = small.filter(|s| fits.contains(s));
-        pick_scheme(&fits, small, config, (m, n), self.is_cpu())
+        pick_scheme(&fits, small, config, (m, n), 1, self.is_cpu())
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits the accurate split of {config}")))
     }
 
@@ -98,11 +98,11 @@ impl Context {
     pub(crate) fn choose_subgroup_scheme(
         &self,
         config: &GPUSubgroupMatrixConfig,
-        m: usize,
-        n: usize,
+        (m, n): (usize, usize),
+        batch: usize,
     ) -> Result<TileScheme> {
         let (subgroup, small) = self.subgroup_schemes(config);
-        pick_scheme(&subgroup, small, config, (m, n), self.is_cpu()).ok_or_else(|| {
+        pick_scheme(&subgroup, small, config, (m, n), batch, self.is_cpu()).ok_or_else(|| {
             Error::InvalidTileScheme(format!("no subgroup-scope tile scheme fits {config} on this device"))
         })
     }
@@ -161,7 +161,7 @@ impl Context {
             None if simt => simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
                 .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?,
             None if route.loads == [Load::Split; 2] => self.choose_split_scheme(&config, m, n)?,
-            None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), route.loads)?,
+            None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), route.loads, batch.count)?,
         };
         let request = PlanRequest {
             problem: Problem {

@@ -214,10 +214,10 @@ pub fn small_problem_scheme(subgroup_scope: &[TileScheme]) -> Option<TileScheme>
         .copied()
 }
 
-/// The default scheme for an `m x n` output from `candidates` (best first), `small` being
-/// [`small_problem_scheme`]'s pick. Every choice has a tile at most twice the problem in each
-/// direction ([`not_oversized`]). On GPUs: the first candidate with at least 2x2 fragments per
-/// subgroup whose grid puts about 1024 subgroups to work; where none does, `small`: on the H200 its 32x64 tile ran fastest from
+/// The default scheme for an `m x n` output (`batch` of them, one grid) from `candidates` (best
+/// first), `small` being [`small_problem_scheme`]'s pick. Every choice has a tile at most twice
+/// the problem in each direction ([`not_oversized`]). On GPUs: the first candidate with at least
+/// 2x2 fragments per subgroup whose grid (every entry's tiles) puts about 1024 subgroups to work; where none does, `small`: on the H200 its 32x64 tile ran fastest from
 /// 64x64x64 to 512x512x512 (4.8 us of GPU time at 64^3, against 11.6 for a 128x128 tile),
 /// where latency, not throughput, decides. CPU drivers take the first candidate that fits.
 /// Failing all that, the last candidate.
@@ -226,6 +226,7 @@ pub fn pick_scheme(
     small: Option<TileScheme>,
     config: &GPUSubgroupMatrixConfig,
     (m, n): (usize, usize),
+    batch: usize,
     cpu_device: bool,
 ) -> Option<TileScheme> {
     const FILL_SUBGROUPS: usize = 1024;
@@ -235,7 +236,7 @@ pub fn pick_scheme(
     };
     let fills = |s: &&TileScheme| {
         let g = s.geometry(config);
-        let tiles = m.div_ceil(g.bm as usize) * n.div_ceil(g.bn as usize);
+        let tiles = m.div_ceil(g.bm as usize) * n.div_ceil(g.bn as usize) * batch.max(1);
         tiles * (s.sg_m() * s.sg_n()) as usize >= FILL_SUBGROUPS
     };
     let first_fit = candidates.iter().find(fits);
@@ -386,7 +387,7 @@ mod tests {
         let mut all = preferred_workgroup_schemes(&c, &info, 32);
         all.extend(sg.iter().copied());
         let small = small_problem_scheme(&sg);
-        let pick = |m, n| pick_scheme(&all, small, &c, (m, n), false).unwrap().name();
+        let pick = |m, n| pick_scheme(&all, small, &c, (m, n), 1, false).unwrap().name();
         // The sizes measured on the H200 (docs/performance.md, "Small problems").
         assert_eq!(pick(64, 64), "sg1x2_fr2x2_k32_s32");
         assert_eq!(pick(512, 512), "sg1x2_fr2x2_k32_s32");
@@ -397,18 +398,18 @@ mod tests {
         // Without the extension: the largest subgroup-scope tile whose grid fills the GPU.
         let plain = crate::device::test_device(h200_limits(), None);
         assert!(preferred_workgroup_schemes(&c, &plain, 32).is_empty());
-        let pick = |m, n| pick_scheme(&sg, small, &c, (m, n), false).unwrap();
+        let pick = |m, n| pick_scheme(&sg, small, &c, (m, n), 1, false).unwrap();
         assert_eq!(pick(4096, 4096).name(), "sg2x2_fr4x4_k32_s32");
         let g = pick(1024, 1024).geometry(&c);
         assert_eq!((g.bm, g.bn, g.threads), (64, 128, 256));
         // A tile is never more than twice the problem; one that is, is the last resort only.
         let tiny = cfg(16, 16, 16, F16, F32);
         let only_big = [sg[0]];
-        assert_eq!(pick_scheme(&only_big, None, &tiny, (8, 8), false), Some(sg[0]));
+        assert_eq!(pick_scheme(&only_big, None, &tiny, (8, 8), 1, false), Some(sg[0]));
         // CPU drivers: the first candidate that fits, whatever its grid.
         let lp = candidate_schemes(&cfg(8, 8, 8, F16, F32), &lavapipe_limits(), 8, true);
         let lp_small = small_problem_scheme(&lp);
-        let p = pick_scheme(&lp, lp_small, &cfg(8, 8, 8, F16, F32), (64, 64), true).unwrap();
+        let p = pick_scheme(&lp, lp_small, &cfg(8, 8, 8, F16, F32), (64, 64), 1, true).unwrap();
         assert_eq!(p, lp[0]);
     }
 

@@ -22,12 +22,14 @@ impl Context {
         (m, n, k): (usize, usize, usize),
         layouts: (Layout, Layout),
         loads: [Load; 2],
+        batch: usize,
     ) -> Result<TileScheme> {
         if loads != [Load::Native; 2] {
-            return self.choose_subgroup_scheme(config, m, n);
+            return self.choose_subgroup_scheme(config, (m, n), batch);
         }
-        let Some(cache) = &self.tune_cache else {
-            return self.choose_scheme(config, m, n);
+        // Autotuning times single GEMMs: a batch takes the rule, over its whole grid.
+        let (Some(cache), 1) = (&self.tune_cache, batch) else {
+            return self.choose_batch_scheme(config, (m, n), batch);
         };
         let key = TuneKey::new(config, layouts, (m, n, k));
         let known = lock(cache).get(&key, config, self.device_info());

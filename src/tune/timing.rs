@@ -1,6 +1,6 @@
 //! GPU timing of GEMMs with timestamp queries, warm-up until steady, and the diagnostic probes.
 
-use crate::api::{Context, DeviceMatrix, Element, GemmOptions};
+use crate::api::{BatchOperand, Context, DeviceBatch, DeviceMatrix, Element, GemmOptions};
 use crate::error::{Error, Result};
 use crate::kernel::Probe;
 use crate::memory::Buffer;
@@ -79,6 +79,23 @@ impl Context {
     ) -> Result<Vec<f64>> {
         let plan = self.plan_device(a, b, c, options)?;
         self.time_plan(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), reps)
+    }
+
+    /// [`Context::time_gemm_device`] for a batched GEMM ([`Context::gemm_batched_device`]): each
+    /// run's GPU time for the whole batch.
+    pub fn time_gemm_batched<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &impl BatchOperand<TA>,
+        b: &impl BatchOperand<TB>,
+        c: &mut DeviceBatch<TC>,
+        options: &GemmOptions,
+        reps: u32,
+    ) -> Result<Vec<f64>> {
+        let (plan, operands) = self.plan_batch(a, b, c, options)?;
+        match operands.map(|p| p.owned) {
+            [Some(a), Some(b), Some(c)] => self.time_plan(&plan, [a, b, c], reps),
+            _ => Err(Error::InvalidOperand("timing takes vk-sgmat's own matrices".into())),
+        }
     }
 
     /// Runs the GEMM repeatedly, untimed, for at least `min` and until two consecutive batches'

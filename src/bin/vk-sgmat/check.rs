@@ -56,6 +56,14 @@ pub fn check(ctx: &Context, quick: bool, asked: &[Types], all: bool) -> Result<V
         }
     }
     rows.extend(check_types(ctx, &mut rng, &shapes, &typed, all)?);
+    let mut batched: Vec<Types> = pairs.iter().map(|&(a, c)| Types::pair(a, c)).collect();
+    batched.extend(
+        typed
+            .iter()
+            .copied()
+            .filter(|t| t.a == ComponentType::F32 && t.b == ComponentType::F32),
+    );
+    rows.extend(check_batched(ctx, &batched)?);
     if rows.is_empty() {
         bail!("the device offers no configs");
     }
@@ -155,6 +163,41 @@ fn check_configs(
                         beta,
                         if r.passed { "ok" } else { "FAIL" }
                     ));
+                    rows.push(r);
+                }
+            }
+        }
+    }
+    progress.finish();
+    Ok(rows)
+}
+
+/// Strided batches of each type (one config each: the batch adds only offsets), in every
+/// layout, with B per entry and shared, a batch of one, odd shapes, and alpha/beta.
+fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
+    let cases = [(1, (1, 1, 1)), (5, (7, 5, 3)), (3, (127, 129, 65)), (7, (17, 31, 9))];
+    let mut progress = Progress::new(types.len() * cases.len() * LAYOUTS.len() * 2);
+    let mut rows = Vec::new();
+    for &t in types {
+        for (count, shape) in cases {
+            for (li, &l) in LAYOUTS.iter().enumerate() {
+                for shared_b in [false, true] {
+                    let scalars = if li % 2 == 0 { (1.0, 0.0) } else { (2.0, 1.0) };
+                    let options = GemmOptions {
+                        alpha: scalars.0,
+                        beta: scalars.1,
+                        ..Default::default()
+                    };
+                    let res = with_types!(t, |TA, TB, TC| crate::batched::run::<TA, TB, TC>(
+                        ctx, shape, count, shared_b, l, &options, None
+                    ))
+                    .map(|r| r.check);
+                    let b = if shared_b { ", B shared" } else { "" };
+                    let name = format!("batch {count} {}{b}", t.name());
+                    let r = check_row(name, shape, layout_name(l), scalars, res);
+                    let (m, n, k) = shape;
+                    let result = if r.passed { "ok" } else { "FAIL" };
+                    progress.done(&format!("{} {m}x{n}x{k} {}: {result}", r.config, r.layout));
                     rows.push(r);
                 }
             }

@@ -82,6 +82,13 @@ pub enum Command {
         /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
         #[arg(long, default_value = "auto")]
         split: String,
+        /// Run a strided batch of this many GEMMs of M x N x K in one dispatch (timed with GPU
+        /// timestamps, beside the loop of single GEMMs it replaces).
+        #[arg(long)]
+        batch: Option<usize>,
+        /// With --batch: every entry multiplies the same B (a shared weight, stride 0).
+        #[arg(long)]
+        shared_b: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -126,6 +133,13 @@ pub enum Command {
         /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
         #[arg(long, default_value = "auto")]
         split: String,
+        /// Time strided batches of this many GEMMs per shape (default shapes: attention's
+        /// 128x128x64, 1024x1024x128, 2048x2048x128, 2048x128x2048), beside a loop of single GEMMs.
+        #[arg(long)]
+        batch: Option<usize>,
+        /// With --batch: every entry multiplies the same B.
+        #[arg(long)]
+        shared_b: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

@@ -1,5 +1,6 @@
 //! The `vk-sgmat` command: `info`, `gemm`, `bench`, `tune`, `peak`, `check`.
 
+mod batched;
 mod chart;
 mod check;
 mod cli;

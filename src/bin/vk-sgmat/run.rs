@@ -40,6 +40,8 @@ pub fn run(cli: Cli) -> Result<bool> {
             repeat,
             devices,
             split,
+            batch,
+            shared_b,
             json,
             dev,
         } => {
@@ -48,6 +50,30 @@ pub fn run(cli: Cli) -> Result<bool> {
             let c_layout = parse_c_layout(&c_layout)?;
             let compute = parse_mode(&mode)?;
             let shape = shape.as_deref().map(parse_shape).transpose()?;
+            if let Some(count) = batch {
+                if devices.is_some() || scheme.is_some() || c_layout != Layout::RowMajor {
+                    bail!("--batch takes neither --devices, --scheme nor --c-layout t");
+                }
+                let ctx = context_with(&dev, false)?;
+                let options = GemmOptions {
+                    alpha,
+                    beta,
+                    shape,
+                    compute,
+                    ..Default::default()
+                };
+                let passed = crate::batched::command(
+                    &ctx,
+                    &[types],
+                    &[(m, n, k)],
+                    count,
+                    shared_b,
+                    layouts,
+                    &options,
+                    (repeat.max(1) as u32, json),
+                )?;
+                return finish(&ctx, passed);
+            }
             if let Some(devices) = devices {
                 if scheme.is_some() || c_layout != Layout::RowMajor {
                     bail!("--devices takes neither --scheme (each device picks its own) nor --c-layout t");
@@ -108,9 +134,37 @@ pub fn run(cli: Cli) -> Result<bool> {
             plot,
             devices,
             split,
+            batch,
+            shared_b,
             json,
             dev,
         } => {
+            if let Some(count) = batch {
+                let ctx = context_with(&dev, false)?;
+                let mut shapes = parse_shapes(&shapes)?;
+                if shapes.is_empty() {
+                    shapes = vec![(128, 128, 64), (1024, 1024, 128), (2048, 2048, 128), (2048, 128, 2048)];
+                    if ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu {
+                        shapes.truncate(1);
+                    }
+                }
+                let options = GemmOptions {
+                    compute: parse_mode(&mode)?,
+                    ..Default::default()
+                };
+                let types = bench_types(&ctx, &types)?;
+                let passed = crate::batched::command(
+                    &ctx,
+                    &types,
+                    &shapes,
+                    count,
+                    shared_b,
+                    parse_layout(&layout)?,
+                    &options,
+                    (reps, json),
+                )?;
+                return finish(&ctx, passed);
+            }
             if let Some(devices) = devices {
                 let shapes = parse_shapes(&shapes)?;
                 let kind = crate::multi::parse_split(&split)?;

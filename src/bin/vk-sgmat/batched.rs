@@ -1,0 +1,234 @@
+//! `gemm --batch B` and `bench --batch B`: strided-batched GEMMs on random data, verified entry by
+//! entry against the f64 reference, timed with GPU timestamps, beside the loop of single GEMMs
+//! they replace.
+
+use crate::types::{with_types, Types};
+use anyhow::Result;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+use vk_sgmat::verify::{compare_rounded, input_roundoff, random_vec, reference, rows_to_check, Check, Rng};
+use vk_sgmat::{BatchRef, Context, DeviceBatch, DeviceMatrix, Element, GemmOptions, Layout, MatRef};
+
+/// Entries checked in full (or on sampled rows) per run: the first, the last and a few between.
+const CHECKED_ENTRIES: usize = 6;
+
+/// One batched GEMM, checked and timed.
+#[derive(Serialize)]
+pub struct BatchedReport {
+    pub device: String,
+    pub batch: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub types: String,
+    pub layout: String,
+    /// Whether every entry multiplies the same B.
+    pub shared_b: bool,
+    pub scheme: String,
+    pub seed: u64,
+    pub entries_checked: usize,
+    pub check: Check,
+    /// Median GPU time of the batch, one dispatch.
+    pub median_ms: f64,
+    pub tflops: f64,
+    /// `batch` times the median GPU time of one entry's GEMM alone: what a loop of single
+    /// GEMMs costs at the least (it adds a dispatch and a barrier per entry).
+    pub loop_ms: f64,
+}
+
+/// A dense `rows x cols` matrix stored `layout`.
+fn view<T>(data: &[T], rows: usize, cols: usize, layout: Layout) -> MatRef<'_, T> {
+    match layout {
+        Layout::RowMajor => MatRef::new(data, rows, cols),
+        Layout::ColMajor => MatRef::col_major(data, rows, cols),
+    }
+}
+
+/// B on the device: one matrix every entry shares, or one per entry.
+enum B<T: Element> {
+    Shared(DeviceMatrix<T>),
+    Own(DeviceBatch<T>),
+}
+
+/// Runs `count` GEMMs of `(m, n, k)` as one batch on random data, B shared where asked, and
+/// checks it; with `reps`, also times it.
+#[allow(clippy::too_many_arguments)]
+pub fn run<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    (m, n, k): (usize, usize, usize),
+    count: usize,
+    shared_b: bool,
+    (la, lb): (Layout, Layout),
+    options: &GemmOptions,
+    reps: Option<u32>,
+) -> vk_sgmat::Result<BatchedReport> {
+    let seed = Rng::fresh_seed();
+    let mut rng = Rng::new(seed);
+    let entry = |rows: usize, cols: usize| rows * cols;
+    let a = random_vec::<TA>(&mut rng, count * entry(m, k));
+    let b = random_vec::<TB>(&mut rng, if shared_b { 1 } else { count } * entry(k, n));
+    let c_in: Vec<TC> = random_vec(&mut rng, count * entry(m, n));
+    let a_batch = BatchRef::strided(view(&a, m, k, la), count, entry(m, k));
+    let b_stride = if shared_b { 0 } else { entry(k, n) };
+    let b_batch = BatchRef::strided(view(&b, k, n, lb), count, b_stride);
+    let da = ctx.upload_batch(a_batch)?;
+    let mut dc = ctx.upload_batch(BatchRef::new(&c_in, count, m, n))?;
+    let db = if shared_b {
+        B::Shared(ctx.upload(b_batch.matrix)?)
+    } else {
+        B::Own(ctx.upload_batch(b_batch)?)
+    };
+    let time = |c: &mut DeviceBatch<TC>, reps| match &db {
+        B::Shared(w) => ctx.time_gemm_batched(&da, w, c, options, reps),
+        B::Own(bb) => ctx.time_gemm_batched(&da, bb, c, options, reps),
+    };
+    // One run, then the check: alpha * A B + beta * C_in for sampled entries and rows.
+    time(&mut dc, 1)?;
+    let mut out = vec![TC::from_f64(0.0); count * m * n];
+    ctx.download(dc.matrix(), vk_sgmat::MatMut::new(&mut out, count * m, n))?;
+    let mut entries: Vec<usize> = (0..CHECKED_ENTRIES.min(count))
+        .map(|i| i * (count - 1) / (CHECKED_ENTRIES - 1).max(1))
+        .collect();
+    entries.dedup();
+    let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
+    let mut check: Option<Check> = None;
+    for &i in &entries {
+        let ai = a_batch.matrix;
+        let ai = MatRef {
+            data: &ai.data[i * entry(m, k)..],
+            ..ai
+        };
+        let bi = b_batch.matrix;
+        let bi = MatRef {
+            data: &bi.data[i * b_stride..],
+            ..bi
+        };
+        let rows = rows_to_check(m, n, 4096, 64, &mut rng);
+        let c0 = &c_in[i * entry(m, n)..];
+        let (want, mag) = reference(&ai, &bi, Some((c0, n)), options.alpha, options.beta, &rows);
+        let got = compare_rounded(&out[i * entry(m, n)..], n, n, &rows, (&want, &mag), k, input_u);
+        // Keep the worst entry's check.
+        let worse = check
+            .as_ref()
+            .is_none_or(|c| c.passed && (!got.passed || got.rel_error > c.rel_error));
+        if worse {
+            check = Some(got);
+        }
+    }
+    let check = check.expect("at least one entry is checked");
+    let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (la, lb), options)?;
+    let mut report = BatchedReport {
+        device: ctx.device_info().name.clone(),
+        batch: count,
+        m,
+        n,
+        k,
+        types: Types {
+            a: TA::TYPE,
+            b: TB::TYPE,
+            c: TC::TYPE,
+        }
+        .name(),
+        layout: format!("{}{}", la.letter(), lb.letter()),
+        shared_b,
+        scheme: plan.main_kernel().scheme.name(),
+        seed,
+        entries_checked: entries.len(),
+        check,
+        median_ms: f64::NAN,
+        tflops: f64::NAN,
+        loop_ms: f64::NAN,
+    };
+    let Some(reps) = reps else {
+        return Ok(report);
+    };
+    // Warm up (clocks rise under load, fresh pipelines run slowly at first), then time.
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_millis(1500) {
+        time(&mut dc, 8)?;
+    }
+    let median = vk_sgmat::median(&mut time(&mut dc, reps.max(1))?);
+    // Entry 0 alone, on matrices of its own: the loop's floor.
+    let a1 = ctx.upload(view(&a, m, k, la))?;
+    let b1 = ctx.upload(view(&b, k, n, lb))?;
+    let mut c1 = ctx.zeros::<TC>(m, n)?;
+    let single = |c: &mut DeviceMatrix<TC>, reps| ctx.time_gemm_device(&a1, &b1, c, options, reps);
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_millis(300) {
+        single(&mut c1, 8)?;
+    }
+    let one_ms = vk_sgmat::median(&mut single(&mut c1, reps.max(1))?) * 1e3;
+    report.median_ms = median * 1e3;
+    report.tflops = 2.0 * (count * m * n * k) as f64 / median / 1e12;
+    report.loop_ms = one_ms * count as f64;
+    Ok(report)
+}
+
+/// Runs and reports batched GEMMs of every shape and type; whether every check passed.
+#[allow(clippy::too_many_arguments)]
+pub fn command(
+    ctx: &Context,
+    types: &[Types],
+    shapes: &[(usize, usize, usize)],
+    count: usize,
+    shared_b: bool,
+    layouts: (Layout, Layout),
+    options: &GemmOptions,
+    (reps, json): (u32, bool),
+) -> Result<bool> {
+    let mut reports = Vec::new();
+    for &t in types {
+        for &shape in shapes {
+            let r = with_types!(t, |TA, TB, TC| run::<TA, TB, TC>(
+                ctx,
+                shape,
+                count,
+                shared_b,
+                layouts,
+                options,
+                Some(reps)
+            )?);
+            if !json {
+                print!("{}", render(&r, reports.is_empty()));
+            }
+            reports.push(r);
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    Ok(reports.iter().all(|r| r.check.passed))
+}
+
+fn render(r: &BatchedReport, header: bool) -> String {
+    let mut s = String::new();
+    if header {
+        let _ = writeln!(s, "device: {}", r.device);
+        let _ = writeln!(
+            s,
+            "{:>6} {:>18} {:>9} {:>6} {:>7} {:>10} {:>9} {:>10} {:>8} {:>10}  scheme",
+            "batch", "MxNxK", "types", "layout", "B", "check", "ms", "TFLOP/s", "loop ms", "vs loop"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{:>6} {:>18} {:>9} {:>6} {:>7} {:>10} {:>9.4} {:>10.2} {:>8.3} {:>9.2}x  {}",
+        r.batch,
+        format!("{}x{}x{}", r.m, r.n, r.k),
+        r.types,
+        r.layout,
+        if r.shared_b { "shared" } else { "own" },
+        if r.check.passed {
+            format!("{:.1e}", r.check.rel_error)
+        } else {
+            "FAILED".into()
+        },
+        r.median_ms,
+        r.tflops,
+        r.loop_ms,
+        r.loop_ms / r.median_ms,
+        r.scheme
+    );
+    s
+}
