@@ -118,6 +118,21 @@ impl<'c> Stream<'c> {
         self.ctx.enqueue_plan(&mut self.core, &plan, operands, TC::TYPE)
     }
 
+    /// Enqueues a grouped GEMM ([`Context::gemm_grouped_device`]): every group's GEMM, with no
+    /// barrier between them. Checked now.
+    pub fn gemm_grouped<TA: Element, TB: Element, TC: Element>(
+        &mut self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceBatch<TB>,
+        c: &mut DeviceMatrix<TC>,
+        rows: &[usize],
+        options: &GemmOptions,
+    ) -> Result<()> {
+        let plans = self.ctx.plan_groups(a, b, c, rows, options)?;
+        let whole = [placed(a), placed(b.matrix()), placed(c)];
+        self.ctx.enqueue_groups(&mut self.core, &plans, whole, TC::TYPE)
+    }
+
     /// Enqueues the download of a device matrix; its data is read with [`Download::wait`] after
     /// the stream is submitted.
     pub fn download<T: Element>(&mut self, m: &DeviceMatrix<T>) -> Result<Download<T>> {

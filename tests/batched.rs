@@ -394,3 +394,77 @@ fn bad_batches_are_typed_errors() {
     assert!(c.iter().all(|&x| x == 0.0), "a refused GEMM leaves C untouched");
     assert_no_validation_messages(ctx);
 }
+
+/// Grouped GEMM: ragged groups (one empty, one of a single row) sharing N and K, each with its
+/// own weight, on host and device matrices; every row compared exactly.
+#[test]
+fn grouped_gemms_match_the_reference() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let rows = [7usize, 0, 13, 1, 29];
+    let (total, n, k) = (rows.iter().sum::<usize>(), 23, 37);
+    let g = rows.len();
+    for lb in LAYOUTS {
+        let a = HostBatch::<f16>::new(&mut rng, 1, (total, k), Layout::RowMajor, 0, false, true);
+        let w = HostBatch::<f16>::new(&mut rng, g, (k, n), lb, 1, false, true);
+        let c_in = HostBatch::<f32>::new(&mut rng, 1, (total, n), Layout::RowMajor, 0, false, true);
+        let options = GemmOptions {
+            alpha: 2.0,
+            beta: 0.5,
+            ..Default::default()
+        };
+        let mut c = c_in.data.clone();
+        ctx.gemm_grouped(a.mat(), w.batch(), MatMut::new(&mut c, total, n), &rows, &options)
+            .unwrap();
+        // Group by group: its rows of A and C against its weight.
+        let mut first = 0;
+        for (gi, &m) in rows.iter().enumerate() {
+            for r in first..first + m {
+                for j in 0..n {
+                    let dot: f64 = (0..k).map(|p| a.at(0, r, p) * w.at(gi, p, j)).sum();
+                    let want = 2.0 * dot + 0.5 * c_in.at(0, r, j);
+                    assert_eq!(f64::from(c[r * n + j]), want, "group {gi} row {r} col {j} ({lb:?})");
+                }
+            }
+            first += m;
+        }
+        // The same on a stream, into a poisoned C, B uploaded once.
+        let mut s = ctx.stream().unwrap();
+        let (da, dw) = (s.upload(a.mat()).unwrap(), ctx.upload_batch(w.batch()).unwrap());
+        let mut dc = ctx.zeros::<f32>(total, n).unwrap();
+        s.gemm_grouped(&da, &dw, &mut dc, &rows, &GemmOptions::default())
+            .unwrap();
+        let got = s.download(&dc).unwrap();
+        s.submit().unwrap();
+        let got = got.wait().unwrap();
+        let mut first = 0;
+        for (gi, &m) in rows.iter().enumerate() {
+            for r in first..first + m {
+                for j in 0..n {
+                    let dot: f64 = (0..k).map(|p| a.at(0, r, p) * w.at(gi, p, j)).sum();
+                    assert_eq!(f64::from(got[r * n + j]), dot, "stream: group {gi} row {r} col {j}");
+                }
+            }
+            first += m;
+        }
+        // Misuse: sizes that do not add up to A's rows, one size too few, column-major A.
+        let mut c2 = vec![0.0f32; total * n];
+        let opts = GemmOptions::default();
+        let mut short = rows;
+        short[0] -= 1;
+        let e = ctx
+            .gemm_grouped(a.mat(), w.batch(), MatMut::new(&mut c2, total, n), &short, &opts)
+            .unwrap_err();
+        assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
+        let e = ctx
+            .gemm_grouped(a.mat(), w.batch(), MatMut::new(&mut c2, total, n), &rows[1..], &opts)
+            .unwrap_err();
+        assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
+        let at = MatRef::col_major(&a.data, total, k);
+        let e = ctx
+            .gemm_grouped(at, w.batch(), MatMut::new(&mut c2, total, n), &rows, &opts)
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidOperand(_)), "{e}");
+    }
+    assert_no_validation_messages(ctx);
+}

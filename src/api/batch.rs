@@ -233,6 +233,11 @@ impl<T: Element> private::Sealed<T> for DeviceMatrix<T> {
 }
 impl<T: Element> BatchOperand<T> for DeviceMatrix<T> {}
 
+/// A batch operand's entry 0, count and stride (see the sealed trait).
+pub(crate) fn entries<T: Element>(b: &impl BatchOperand<T>) -> (Placed<'_>, Option<usize>, usize) {
+    private::Sealed::entries(b)
+}
+
 impl Context {
     /// `c[i] = alpha * a[i] * b[i] + beta * c[i]` for every entry of host batches, in one
     /// dispatch (see [`Context::gemm_with`] for types and integer wrap-around). A batch of f32
@@ -385,7 +390,7 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<(GemmPlan, [Placed<'o>; 3])> {
         let ((pa, na, sa), (pb, nb, sb)) = (a.entries(), b.entries());
-        let (pc, _, sc) = private::Sealed::entries(c);
+        let (pc, _, sc) = entries(c);
         for (name, n) in [("A", na), ("B", nb)] {
             if n.is_some_and(|n| n != c.count) {
                 return Err(Error::ShapeMismatch(format!(

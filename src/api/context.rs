@@ -399,6 +399,18 @@ impl Context {
         result_type: ComponentType,
     ) -> Result<()> {
         core.access(&[a.touch(), b.touch()], &[c.touch()])?;
+        self.record_on(core, plan, [a, b, c], result_type)
+    }
+
+    /// [`Context::enqueue_plan`] without ordering against earlier work on the stream (the
+    /// caller's `core.access` did that): several plans recorded so run concurrently.
+    pub(crate) fn record_on(
+        &self,
+        core: &mut StreamCore,
+        plan: &GemmPlan,
+        [a, b, c]: [Placed<'_>; 3],
+        result_type: ComponentType,
+    ) -> Result<()> {
         let scratch = self.scratch(plan)?.map(Arc::new);
         let mut rec = core.recording()?;
         if !plan.reads_c && self.options.poison_outputs {

@@ -6,6 +6,7 @@
 mod arrays;
 mod batch;
 mod context;
+mod grouped;
 mod interop;
 mod matrix;
 mod operand;

@@ -1,0 +1,150 @@
+//! Grouped GEMM (mixture of experts): G groups that share N and K, group `g` multiplying its
+//! `rows[g]` rows of A (the groups' rows concatenated, as routed tokens are) by its own weight
+//! `B[g]` into the same rows of C. Each group is planned as its own GEMM over windows of A and C
+//! and all are recorded without barriers between them, so the GPU runs them concurrently (a
+//! group of 0 rows records nothing).
+
+use super::batch::{BatchRef, DeviceBatch};
+use super::context::Context;
+use super::matrix::{DeviceMatrix, Element, MatMut, MatRef};
+use super::operand::{placed, Placed};
+use super::options::GemmOptions;
+use crate::error::{Error, Result};
+use crate::plan::{Batch, GemmPlan};
+use crate::submit::StreamCore;
+use crate::tiling::Layout;
+
+impl Context {
+    /// `C[rows of g] = alpha * A[rows of g] * B[g] + beta * C[rows of g]` for every group `g`, on
+    /// host matrices: A (`sum(rows) x K`) and C (`sum(rows) x N`) row-major, B a batch of
+    /// `rows.len()` `K x N` weights (any layout, one per group).
+    pub fn gemm_grouped<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: MatRef<'_, TA>,
+        b: BatchRef<'_, TB>,
+        c: MatMut<'_, TC>,
+        rows: &[usize],
+        options: &GemmOptions,
+    ) -> Result<()> {
+        check_groups(rows, b.count, (a.rows, a.layout), (c.rows, c.layout))?;
+        if a.rows == 0 {
+            return Ok(()); // every group is empty
+        }
+        let da = self.upload(a)?;
+        let db = self.upload_batch(b)?;
+        // C travels only where its old value counts.
+        let mut dc = if options.beta != 0.0 {
+            self.upload(c.as_ref())?
+        } else {
+            self.zeros::<TC>(c.rows, c.cols)?
+        };
+        self.gemm_grouped_device(&da, &db, &mut dc, rows, options)?;
+        self.download(&dc, c)
+    }
+
+    /// [`Context::gemm_grouped`] on device matrices (A and C row-major).
+    pub fn gemm_grouped_device<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceBatch<TB>,
+        c: &mut DeviceMatrix<TC>,
+        rows: &[usize],
+        options: &GemmOptions,
+    ) -> Result<()> {
+        let plans = self.plan_groups(a, b, c, rows, options)?;
+        self.run_blocking(|core| {
+            self.enqueue_groups(core, &plans, [placed(a), placed(b.matrix()), placed(c)], TC::TYPE)
+        })
+    }
+
+    /// Checks the groups and plans each non-empty one, with its operands.
+    pub(crate) fn plan_groups<'o, TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &'o DeviceMatrix<TA>,
+        b: &'o DeviceBatch<TB>,
+        c: &'o DeviceMatrix<TC>,
+        rows: &[usize],
+        options: &GemmOptions,
+    ) -> Result<Vec<(GemmPlan, [Placed<'o>; 3])>> {
+        check_groups(rows, b.count(), (a.rows, a.layout), (c.rows, c.layout))?;
+        let (pa, pc) = (placed(a), placed(c));
+        let (pb, _, b_stride) = super::batch::entries(b);
+        for m in [&pa, &pb, &pc] {
+            if let Some(buffer) = m.owned {
+                self.check_owned(buffer)?;
+            }
+        }
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let mut plans = Vec::new();
+        let mut first = 0usize;
+        for (g, &m) in rows.iter().enumerate() {
+            if m == 0 {
+                continue;
+            }
+            // Row offsets in bytes stay 16-byte aligned: leading dimensions are whole vectors.
+            let at = |p: Placed<'o>, row: usize, es: usize| Placed {
+                rows: m,
+                offset: p.offset + (row * p.ld * es) as u64,
+                ..p
+            };
+            let ga = at(pa, first, size_of::<TA>());
+            let gc = at(pc, first, size_of::<TC>());
+            let gb = Placed {
+                offset: pb.offset + (g * b_stride * size_of::<TB>()) as u64,
+                ..pb
+            };
+            let plan = self.plan(ga, gb, gc, types, Batch::ONE, options)?;
+            let operands = plan.bind_order([ga, gb, gc]);
+            plans.push((plan, operands));
+            first += m;
+        }
+        Ok(plans)
+    }
+
+    /// Records every group's plan on `core` after one ordering point for the whole of A, B and
+    /// C: no barriers between the groups (they write disjoint rows of C).
+    pub(crate) fn enqueue_groups(
+        &self,
+        core: &mut StreamCore,
+        plans: &[(GemmPlan, [Placed<'_>; 3])],
+        [a, b, c]: [Placed<'_>; 3],
+        result_type: crate::config::ComponentType,
+    ) -> Result<()> {
+        core.access(&[a.touch(), b.touch()], &[c.touch()])?;
+        for (plan, operands) in plans {
+            self.record_on(core, plan, *operands, result_type)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks a grouped GEMM's row counts against A and C (row-major, `sum(rows)` rows each) and
+/// B's count.
+fn check_groups(
+    rows: &[usize],
+    weights: usize,
+    (a_rows, a_layout): (usize, Layout),
+    (c_rows, c_layout): (usize, Layout),
+) -> Result<()> {
+    if rows.is_empty() || rows.len() != weights {
+        return Err(Error::ShapeMismatch(format!(
+            "{} group sizes for {weights} weights: one size per weight, at least one",
+            rows.len()
+        )));
+    }
+    if a_layout != Layout::RowMajor || c_layout != Layout::RowMajor {
+        return Err(Error::InvalidOperand(
+            "grouped GEMM takes row-major A and C: each group's rows follow the one before".into(),
+        ));
+    }
+    let total = rows
+        .iter()
+        .try_fold(0usize, |t, &m| t.checked_add(m))
+        .ok_or_else(|| Error::TooLarge("the group sizes overflow".into()))?;
+    if total != a_rows || total != c_rows {
+        return Err(Error::ShapeMismatch(format!(
+            "the groups hold {total} rows, A has {a_rows} and C {c_rows}"
+        )));
+    }
+    Ok(())
+}
