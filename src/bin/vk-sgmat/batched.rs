@@ -232,3 +232,148 @@ fn render(r: &BatchedReport, header: bool) -> String {
     );
     s
 }
+
+/// One grouped GEMM, checked and timed.
+#[derive(Serialize)]
+pub struct GroupedReport {
+    pub device: String,
+    pub groups: Vec<usize>,
+    pub n: usize,
+    pub k: usize,
+    pub types: String,
+    pub b_layout: String,
+    pub seed: u64,
+    pub check: Check,
+    /// Median GPU time of all groups (one submission, no barrier between groups).
+    pub median_ms: f64,
+    pub tflops: f64,
+}
+
+/// Runs a grouped GEMM (rows per group, shared N and K, a weight per group stored `lb`) on
+/// random data, checks sampled rows of every group, and with `reps` times it.
+pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    rows: &[usize],
+    (n, k): (usize, usize),
+    lb: Layout,
+    options: &GemmOptions,
+    reps: Option<u32>,
+) -> vk_sgmat::Result<GroupedReport> {
+    let seed = Rng::fresh_seed();
+    let mut rng = Rng::new(seed);
+    let total: usize = rows.iter().sum();
+    let a = random_vec::<TA>(&mut rng, total * k);
+    let w = random_vec::<TB>(&mut rng, rows.len() * k * n);
+    let c_in: Vec<TC> = random_vec(&mut rng, total * n);
+    let w_batch = BatchRef::strided(view(&w, k, n, lb), rows.len(), k * n);
+    let da = ctx.upload(MatRef::new(&a, total, k))?;
+    let dw = ctx.upload_batch(w_batch)?;
+    let mut dc = ctx.upload(MatRef::new(&c_in, total, n))?;
+    ctx.gemm_grouped_device(&da, &dw, &mut dc, rows, options)?;
+    let mut out = vec![TC::from_f64(0.0); total * n];
+    ctx.download(&dc, vk_sgmat::MatMut::new(&mut out, total, n))?;
+    let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
+    let (mut first, mut worst): (usize, Option<Check>) = (0, None);
+    for (g, &m) in rows.iter().enumerate() {
+        if m > 0 {
+            let ag = MatRef::new(&a[first * k..], m, k);
+            let wg = view(&w[g * k * n..], k, n, lb);
+            let sample = rows_to_check(m, n, 4096, 32, &mut rng);
+            let (want, mag) = reference(
+                &ag,
+                &wg,
+                Some((&c_in[first * n..], n)),
+                options.alpha,
+                options.beta,
+                &sample,
+            );
+            let got = compare_rounded(&out[first * n..], n, n, &sample, (&want, &mag), k, input_u);
+            if worst
+                .as_ref()
+                .is_none_or(|c| c.passed && (!got.passed || got.rel_error > c.rel_error))
+            {
+                worst = Some(got);
+            }
+        }
+        first += m;
+    }
+    let mut report = GroupedReport {
+        device: ctx.device_info().name.clone(),
+        groups: rows.to_vec(),
+        n,
+        k,
+        types: Types {
+            a: TA::TYPE,
+            b: TB::TYPE,
+            c: TC::TYPE,
+        }
+        .name(),
+        b_layout: lb.letter().to_string(),
+        seed,
+        check: worst.ok_or_else(|| vk_sgmat::Error::ZeroSize { m: 0, n, k })?,
+        median_ms: f64::NAN,
+        tflops: f64::NAN,
+    };
+    if let Some(reps) = reps {
+        let span = |dc: &mut DeviceMatrix<TC>| {
+            ctx.time_stream(|s| s.gemm_grouped(&da, &dw, dc, rows, options).map(|()| 1))
+                .map(|t| t.gpu_span_s)
+        };
+        let warm = Instant::now();
+        while warm.elapsed() < Duration::from_millis(1500) {
+            span(&mut dc)?;
+        }
+        let mut times = (0..reps.max(1))
+            .map(|_| span(&mut dc))
+            .collect::<vk_sgmat::Result<Vec<f64>>>()?;
+        let median = vk_sgmat::median(&mut times);
+        report.median_ms = median * 1e3;
+        report.tflops = 2.0 * (total * n * k) as f64 / median / 1e12;
+    }
+    Ok(report)
+}
+
+/// `gemm --groups` and `bench --groups`: every type's grouped GEMM; whether each check passed.
+pub fn grouped_command(
+    ctx: &Context,
+    types: &[Types],
+    rows: &[usize],
+    (n, k): (usize, usize),
+    lb: Layout,
+    options: &GemmOptions,
+    (reps, json): (u32, bool),
+) -> Result<bool> {
+    let mut reports = Vec::new();
+    for &t in types {
+        let r = with_types!(t, |TA, TB, TC| run_grouped::<TA, TB, TC>(
+            ctx,
+            rows,
+            (n, k),
+            lb,
+            options,
+            Some(reps)
+        )?);
+        if !json {
+            if reports.is_empty() {
+                println!("device: {}", r.device);
+            }
+            println!(
+                "grouped {:?} x {}x{} {} B {}: check {} ({:.1e}), {:.4} ms, {:.2} TFLOP/s",
+                r.groups,
+                r.n,
+                r.k,
+                r.types,
+                r.b_layout,
+                if r.check.passed { "ok" } else { "FAILED" },
+                r.check.rel_error,
+                r.median_ms,
+                r.tflops
+            );
+        }
+        reports.push(r);
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    Ok(reports.iter().all(|r| r.check.passed))
+}

@@ -176,7 +176,7 @@ fn check_configs(
 /// layout, with B per entry and shared, a batch of one, odd shapes, and alpha/beta.
 fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
     let cases = [(1, (1, 1, 1)), (5, (7, 5, 3)), (3, (127, 129, 65)), (7, (17, 31, 9))];
-    let mut progress = Progress::new(types.len() * cases.len() * LAYOUTS.len() * 2);
+    let mut progress = Progress::new(types.len() * (cases.len() * LAYOUTS.len() * 2 + 2));
     let mut rows = Vec::new();
     for &t in types {
         for (count, shape) in cases {
@@ -201,6 +201,36 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
                     rows.push(r);
                 }
             }
+        }
+    }
+    // Grouped: ragged groups, one empty and one of a single row, B in either layout.
+    let groups = [7, 0, 13, 1, 29];
+    for &t in types {
+        for lb in [Layout::RowMajor, Layout::ColMajor] {
+            let options = GemmOptions {
+                alpha: 2.0,
+                beta: 1.0,
+                ..Default::default()
+            };
+            let res = with_types!(t, |TA, TB, TC| crate::batched::run_grouped::<TA, TB, TC>(
+                ctx,
+                &groups,
+                (23, 37),
+                lb,
+                &options,
+                None
+            ))
+            .map(|r| r.check);
+            let name = format!("grouped {groups:?} {}", t.name());
+            let total = groups.iter().sum();
+            let r = check_row(name, (total, 23, 37), format!("n{}", lb.letter()), (2.0, 1.0), res);
+            progress.done(&format!(
+                "{} {}: {}",
+                r.config,
+                r.layout,
+                if r.passed { "ok" } else { "FAIL" }
+            ));
+            rows.push(r);
         }
     }
     progress.finish();

@@ -89,6 +89,10 @@ pub enum Command {
         /// With --batch: every entry multiplies the same B (a shared weight, stride 0).
         #[arg(long)]
         shared_b: bool,
+        /// Run a grouped GEMM instead (mixture of experts): rows of A per group, comma-separated
+        /// (summing to M), each group with its own K x N weight stored as --layout's B says.
+        #[arg(long, value_delimiter = ',')]
+        groups: Vec<usize>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -140,6 +144,10 @@ pub enum Command {
         /// With --batch: every entry multiplies the same B.
         #[arg(long)]
         shared_b: bool,
+        /// Time a grouped GEMM with these rows per group (default shape N x K: 14336 x 4096, a
+        /// mixture-of-experts layer; `--shapes MxNxK` sets N and K, M being the sum).
+        #[arg(long, value_delimiter = ',')]
+        groups: Vec<usize>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

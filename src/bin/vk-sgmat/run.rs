@@ -42,6 +42,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             split,
             batch,
             shared_b,
+            groups,
             json,
             dev,
         } => {
@@ -50,6 +51,24 @@ pub fn run(cli: Cli) -> Result<bool> {
             let c_layout = parse_c_layout(&c_layout)?;
             let compute = parse_mode(&mode)?;
             let shape = shape.as_deref().map(parse_shape).transpose()?;
+            if !groups.is_empty() {
+                let sum: usize = groups.iter().sum();
+                if sum != m || devices.is_some() || batch.is_some() || layouts.0 != Layout::RowMajor {
+                    bail!("--groups: the groups' rows ({sum}) must sum to M ({m}); A is row-major (--layout n?), no --devices or --batch");
+                }
+                let ctx = context_with(&dev, false)?;
+                let options = GemmOptions {
+                    alpha,
+                    beta,
+                    shape,
+                    compute,
+                    ..Default::default()
+                };
+                let run = (repeat.max(1) as u32, json);
+                let passed =
+                    crate::batched::grouped_command(&ctx, &[types], &groups, (n, k), layouts.1, &options, run)?;
+                return finish(&ctx, passed);
+            }
             if let Some(count) = batch {
                 if devices.is_some() || scheme.is_some() || c_layout != Layout::RowMajor {
                     bail!("--batch takes neither --devices, --scheme nor --c-layout t");
@@ -136,9 +155,27 @@ pub fn run(cli: Cli) -> Result<bool> {
             split,
             batch,
             shared_b,
+            groups,
             json,
             dev,
         } => {
+            if !groups.is_empty() {
+                let ctx = context_with(&dev, false)?;
+                let (n, k) = match parse_shapes(&shapes)?.as_slice() {
+                    [] => (14336, 4096),
+                    [(_, n, k)] => (*n, *k),
+                    _ => bail!("--groups takes one --shapes MxNxK (N and K)"),
+                };
+                let options = GemmOptions {
+                    compute: parse_mode(&mode)?,
+                    ..Default::default()
+                };
+                let types = bench_types(&ctx, &types)?;
+                let lb = parse_layout(&layout)?.1;
+                let passed =
+                    crate::batched::grouped_command(&ctx, &types, &groups, (n, k), lb, &options, (reps, json))?;
+                return finish(&ctx, passed);
+            }
             if let Some(count) = batch {
                 let ctx = context_with(&dev, false)?;
                 let mut shapes = parse_shapes(&shapes)?;
