@@ -380,6 +380,18 @@ impl Context {
         self.run_blocking(|core| self.enqueue_plan(core, &plan, operands, TC::TYPE))
     }
 
+    /// The plan [`Context::gemm_batched_device`] would run on these operands (for inspection
+    /// and benchmarks): its kernel, passes along the batch and dispatches.
+    pub fn plan_gemm_batched<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &impl BatchOperand<TA>,
+        b: &impl BatchOperand<TB>,
+        c: &DeviceBatch<TC>,
+        options: &GemmOptions,
+    ) -> Result<GemmPlan> {
+        Ok(self.plan_batch(a, b, c, options)?.0)
+    }
+
     /// Checks device batches (counts, ownership) and plans their GEMM; the operands in the
     /// plan's binding order.
     pub(crate) fn plan_batch<'o, TA: Element, TB: Element, TC: Element>(

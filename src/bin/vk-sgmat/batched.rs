@@ -117,7 +117,10 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
         }
     }
     let check = check.expect("at least one entry is checked");
-    let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (la, lb), options)?;
+    let plan = match &db {
+        B::Shared(w) => ctx.plan_gemm_batched(&da, w, &dc, options)?,
+        B::Own(bb) => ctx.plan_gemm_batched(&da, bb, &dc, options)?,
+    };
     let mut report = BatchedReport {
         device: ctx.device_info().name.clone(),
         batch: count,
@@ -310,7 +313,7 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
         .name(),
         b_layout: lb.letter().to_string(),
         seed,
-        check: worst.ok_or_else(|| vk_sgmat::Error::ZeroSize { m: 0, n, k })?,
+        check: worst.ok_or(vk_sgmat::Error::ZeroSize { m: 0, n, k })?,
         median_ms: f64::NAN,
         tflops: f64::NAN,
     };
