@@ -2,13 +2,16 @@
 //! entry against the f64 reference, timed with GPU timestamps, beside the loop of single GEMMs
 //! they replace.
 
+use crate::cli::{BatchArgs, DeviceArgs};
+use crate::run::{bench_types, context_with, finish, parse_layout, parse_shapes};
 use crate::types::{with_types, Types};
-use anyhow::Result;
+use anyhow::{bail, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
+use vk_sgmat::device::DeviceKind;
 use vk_sgmat::verify::{compare_rounded, input_roundoff, random_vec, reference, rows_to_check, Check, Rng};
-use vk_sgmat::{BatchRef, Context, DeviceBatch, DeviceMatrix, Element, GemmOptions, Layout, MatRef};
+use vk_sgmat::{BatchRef, ComputeMode, Context, DeviceBatch, DeviceMatrix, Element, GemmOptions, Layout, MatRef};
 
 /// Entries checked in full (or on sampled rows) per run: the first, the last and a few between.
 const CHECKED_ENTRIES: usize = 6;
@@ -166,6 +169,86 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
     report.tflops = 2.0 * (count * m * n * k) as f64 / median / 1e12;
     report.loop_ms = one_ms * count as f64;
     Ok(report)
+}
+
+/// `gemm --batch` or `gemm --groups`: whether the checks passed, or `None` for a plain GEMM.
+/// `single`: no --devices, --scheme or column-major C were asked for (neither mode takes them).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_args(
+    args: &BatchArgs,
+    dev: &DeviceArgs,
+    types: Types,
+    (m, n, k): (usize, usize, usize),
+    layouts: (Layout, Layout),
+    single: bool,
+    options: &GemmOptions,
+    run: (u32, bool),
+) -> Result<Option<bool>> {
+    if args.batch.is_none() && args.groups.is_empty() {
+        return Ok(None);
+    }
+    if !single || (args.batch.is_some() && !args.groups.is_empty()) {
+        bail!("--batch and --groups take neither each other, --devices, --scheme nor --c-layout t");
+    }
+    let ctx = context_with(dev, false)?;
+    let passed = if let Some(count) = args.batch {
+        command(
+            &ctx,
+            &[types],
+            &[(m, n, k)],
+            count,
+            args.shared_b,
+            layouts,
+            options,
+            run,
+        )?
+    } else {
+        let sum: usize = args.groups.iter().sum();
+        if sum != m || layouts.0 != Layout::RowMajor {
+            bail!("--groups: the groups' rows ({sum}) must sum to M ({m}), and A is row-major");
+        }
+        grouped_command(&ctx, &[types], &args.groups, (n, k), layouts.1, options, run)?
+    };
+    finish(&ctx, passed).map(Some)
+}
+
+/// `bench --batch` or `bench --groups`, as [`gemm_args`].
+pub fn bench_args(
+    args: &BatchArgs,
+    dev: &DeviceArgs,
+    types: &[String],
+    shapes: &[String],
+    compute: ComputeMode,
+    layout: &str,
+    run: (u32, bool),
+) -> Result<Option<bool>> {
+    if args.batch.is_none() && args.groups.is_empty() {
+        return Ok(None);
+    }
+    let ctx = context_with(dev, false)?;
+    let options = GemmOptions {
+        compute,
+        ..Default::default()
+    };
+    let (types, layouts) = (bench_types(&ctx, types)?, parse_layout(layout)?);
+    let mut shapes = parse_shapes(shapes)?;
+    let passed = if let Some(count) = args.batch {
+        if shapes.is_empty() {
+            shapes = vec![(128, 128, 64), (1024, 1024, 128), (2048, 2048, 128), (2048, 128, 2048)];
+            if ctx.device_info().kind == DeviceKind::Cpu {
+                shapes.truncate(1);
+            }
+        }
+        command(&ctx, &types, &shapes, count, args.shared_b, layouts, &options, run)?
+    } else {
+        let (n, k) = match shapes.as_slice() {
+            [] => (14336, 4096),
+            [(_, n, k)] => (*n, *k),
+            _ => bail!("--groups takes one --shapes MxNxK (N and K)"),
+        };
+        grouped_command(&ctx, &types, &args.groups, (n, k), layouts.1, &options, run)?
+    };
+    finish(&ctx, passed).map(Some)
 }
 
 /// Runs and reports batched GEMMs of every shape and type; whether every check passed.

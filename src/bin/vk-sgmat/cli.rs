@@ -29,6 +29,24 @@ pub struct DeviceArgs {
     pub autotune: Option<std::path::PathBuf>,
 }
 
+/// Batched and grouped GEMMs, for `gemm` and `bench`.
+#[derive(Debug, clap::Args)]
+pub struct BatchArgs {
+    /// Run strided batches of this many GEMMs in one dispatch, timed with GPU timestamps beside
+    /// the loop of single GEMMs they replace (`bench`'s default shapes: attention's 128x128x64,
+    /// 1024x1024x128, 2048x2048x128, 2048x128x2048).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// With --batch: every entry multiplies the same B (a shared weight, stride 0).
+    #[arg(long)]
+    pub shared_b: bool,
+    /// Run a grouped GEMM (mixture of experts): rows of A per group, comma-separated, each group
+    /// with its own K x N weight stored as --layout's B says. `gemm`: they sum to M. `bench`:
+    /// N x K from one --shapes MxNxK, else 14336 x 4096.
+    #[arg(long, value_delimiter = ',')]
+    pub groups: Vec<usize>,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -82,17 +100,8 @@ pub enum Command {
         /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
         #[arg(long, default_value = "auto")]
         split: String,
-        /// Run a strided batch of this many GEMMs of M x N x K in one dispatch (timed with GPU
-        /// timestamps, beside the loop of single GEMMs it replaces).
-        #[arg(long)]
-        batch: Option<usize>,
-        /// With --batch: every entry multiplies the same B (a shared weight, stride 0).
-        #[arg(long)]
-        shared_b: bool,
-        /// Run a grouped GEMM instead (mixture of experts): rows of A per group, comma-separated
-        /// (summing to M), each group with its own K x N weight stored as --layout's B says.
-        #[arg(long, value_delimiter = ',')]
-        groups: Vec<usize>,
+        #[command(flatten)]
+        batching: BatchArgs,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -137,17 +146,8 @@ pub enum Command {
         /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
         #[arg(long, default_value = "auto")]
         split: String,
-        /// Time strided batches of this many GEMMs per shape (default shapes: attention's
-        /// 128x128x64, 1024x1024x128, 2048x2048x128, 2048x128x2048), beside a loop of single GEMMs.
-        #[arg(long)]
-        batch: Option<usize>,
-        /// With --batch: every entry multiplies the same B.
-        #[arg(long)]
-        shared_b: bool,
-        /// Time a grouped GEMM with these rows per group (default shape N x K: 14336 x 4096, a
-        /// mixture-of-experts layer; `--shapes MxNxK` sets N and K, M being the sum).
-        #[arg(long, value_delimiter = ',')]
-        groups: Vec<usize>,
+        #[command(flatten)]
+        batching: BatchArgs,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

@@ -40,9 +40,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             repeat,
             devices,
             split,
-            batch,
-            shared_b,
-            groups,
+            batching,
             json,
             dev,
         } => {
@@ -51,59 +49,24 @@ pub fn run(cli: Cli) -> Result<bool> {
             let c_layout = parse_c_layout(&c_layout)?;
             let compute = parse_mode(&mode)?;
             let shape = shape.as_deref().map(parse_shape).transpose()?;
-            if !groups.is_empty() {
-                let sum: usize = groups.iter().sum();
-                if sum != m || devices.is_some() || batch.is_some() || layouts.0 != Layout::RowMajor {
-                    bail!("--groups: the groups' rows ({sum}) must sum to M ({m}); A is row-major (--layout n?), no --devices or --batch");
-                }
-                let ctx = context_with(&dev, false)?;
-                let options = GemmOptions {
-                    alpha,
-                    beta,
-                    shape,
-                    compute,
-                    ..Default::default()
-                };
-                let run = (repeat.max(1) as u32, json);
-                let passed =
-                    crate::batched::grouped_command(&ctx, &[types], &groups, (n, k), layouts.1, &options, run)?;
-                return finish(&ctx, passed);
-            }
-            if let Some(count) = batch {
-                if devices.is_some() || scheme.is_some() || c_layout != Layout::RowMajor {
-                    bail!("--batch takes neither --devices, --scheme nor --c-layout t");
-                }
-                let ctx = context_with(&dev, false)?;
-                let options = GemmOptions {
-                    alpha,
-                    beta,
-                    shape,
-                    compute,
-                    ..Default::default()
-                };
-                let passed = crate::batched::command(
-                    &ctx,
-                    &[types],
-                    &[(m, n, k)],
-                    count,
-                    shared_b,
-                    layouts,
-                    &options,
-                    (repeat.max(1) as u32, json),
-                )?;
-                return finish(&ctx, passed);
+            let options = GemmOptions {
+                alpha,
+                beta,
+                shape,
+                compute,
+                ..Default::default()
+            };
+            let single = devices.is_none() && scheme.is_none() && c_layout == Layout::RowMajor;
+            let run = (repeat.max(1) as u32, json);
+            if let Some(passed) =
+                crate::batched::gemm_args(&batching, &dev, types, (m, n, k), layouts, single, &options, run)?
+            {
+                return Ok(passed);
             }
             if let Some(devices) = devices {
                 if scheme.is_some() || c_layout != Layout::RowMajor {
                     bail!("--devices takes neither --scheme (each device picks its own) nor --c-layout t");
                 }
-                let options = GemmOptions {
-                    alpha,
-                    beta,
-                    shape,
-                    compute,
-                    ..Default::default()
-                };
                 let kind = crate::multi::parse_split(&split)?;
                 return crate::multi::gemm_command(
                     &devices,
@@ -120,14 +83,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             let scheme = scheme
                 .map(|name| scheme_named(&ctx, types, compute, shape, &name))
                 .transpose()?;
-            let options = GemmOptions {
-                alpha,
-                beta,
-                shape,
-                scheme,
-                compute,
-                ..Default::default()
-            };
+            let options = GemmOptions { scheme, ..options };
             let report = with_types!(types, |TA, TB, TC| gemm::<TA, TB, TC>(
                 &ctx,
                 (m, n, k),
@@ -153,54 +109,14 @@ pub fn run(cli: Cli) -> Result<bool> {
             plot,
             devices,
             split,
-            batch,
-            shared_b,
-            groups,
+            batching,
             json,
             dev,
         } => {
-            if !groups.is_empty() {
-                let ctx = context_with(&dev, false)?;
-                let (n, k) = match parse_shapes(&shapes)?.as_slice() {
-                    [] => (14336, 4096),
-                    [(_, n, k)] => (*n, *k),
-                    _ => bail!("--groups takes one --shapes MxNxK (N and K)"),
-                };
-                let options = GemmOptions {
-                    compute: parse_mode(&mode)?,
-                    ..Default::default()
-                };
-                let types = bench_types(&ctx, &types)?;
-                let lb = parse_layout(&layout)?.1;
-                let passed =
-                    crate::batched::grouped_command(&ctx, &types, &groups, (n, k), lb, &options, (reps, json))?;
-                return finish(&ctx, passed);
-            }
-            if let Some(count) = batch {
-                let ctx = context_with(&dev, false)?;
-                let mut shapes = parse_shapes(&shapes)?;
-                if shapes.is_empty() {
-                    shapes = vec![(128, 128, 64), (1024, 1024, 128), (2048, 2048, 128), (2048, 128, 2048)];
-                    if ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu {
-                        shapes.truncate(1);
-                    }
-                }
-                let options = GemmOptions {
-                    compute: parse_mode(&mode)?,
-                    ..Default::default()
-                };
-                let types = bench_types(&ctx, &types)?;
-                let passed = crate::batched::command(
-                    &ctx,
-                    &types,
-                    &shapes,
-                    count,
-                    shared_b,
-                    parse_layout(&layout)?,
-                    &options,
-                    (reps, json),
-                )?;
-                return finish(&ctx, passed);
+            let compute = parse_mode(&mode)?;
+            let run = (reps, json);
+            if let Some(passed) = crate::batched::bench_args(&batching, &dev, &types, &shapes, compute, &layout, run)? {
+                return Ok(passed);
             }
             if let Some(devices) = devices {
                 let shapes = parse_shapes(&shapes)?;
@@ -352,7 +268,7 @@ fn context(dev: &DeviceArgs) -> Result<Context> {
 }
 
 /// A context; `poison` fills C before every GEMM that does not read it (checks; not timings).
-fn context_with(dev: &DeviceArgs, poison: bool) -> Result<Context> {
+pub(crate) fn context_with(dev: &DeviceArgs, poison: bool) -> Result<Context> {
     let mut options = ContextOptions {
         validation: dev.validation,
         poison_outputs: poison,
@@ -367,7 +283,7 @@ fn context_with(dev: &DeviceArgs, poison: bool) -> Result<Context> {
 }
 
 /// With validation on, any message makes the command fail.
-fn finish(ctx: &Context, passed: bool) -> Result<bool> {
+pub(crate) fn finish(ctx: &Context, passed: bool) -> Result<bool> {
     let msgs = ctx.validation_messages().messages();
     for m in &msgs {
         eprintln!("validation: {m}");
@@ -439,7 +355,7 @@ fn scheme_named(
     })
 }
 
-fn parse_layout(s: &str) -> Result<(Layout, Layout)> {
+pub(crate) fn parse_layout(s: &str) -> Result<(Layout, Layout)> {
     let l = |c| match c {
         'n' | 'N' => Ok(Layout::RowMajor),
         't' | 'T' => Ok(Layout::ColMajor),
@@ -452,7 +368,7 @@ fn parse_layout(s: &str) -> Result<(Layout, Layout)> {
     Ok((l(cs[0])?, l(cs[1])?))
 }
 
-fn parse_shapes(shapes: &[String]) -> Result<Vec<(usize, usize, usize)>> {
+pub(crate) fn parse_shapes(shapes: &[String]) -> Result<Vec<(usize, usize, usize)>> {
     shapes
         .iter()
         .map(|s| parse_shape(s).map(|(m, n, k)| (m as usize, n as usize, k as usize)))
@@ -589,7 +505,7 @@ fn gemm<TA: Element, TB: Element, TC: Element>(
 
 /// The element types `bench` runs: those asked for (`A:C` or `A,B:C`, comma-separated or
 /// repeated), else every pair the device has configs for.
-fn bench_types(ctx: &Context, asked: &[String]) -> Result<Vec<Types>> {
+pub(crate) fn bench_types(ctx: &Context, asked: &[String]) -> Result<Vec<Types>> {
     if !asked.is_empty() {
         // "f16:f32,f16,f32:f32": a piece without ':' is the A of the next one.
         let mut out = Vec::new();
