@@ -2,7 +2,7 @@
 //! `rows[g]` rows of A (the groups' rows concatenated, as routed tokens are) by its own weight
 //! `B[g]` into the same rows of C. Each group is planned as its own GEMM over windows of A and C
 //! and all are recorded without barriers between them, so the GPU runs them concurrently (a
-//! group of 0 rows records nothing).
+//! group of 0 rows records nothing; split-K, whose reduction is a barrier, is off unless asked).
 
 use super::batch::{BatchRef, DeviceBatch};
 use super::context::Context;
@@ -75,6 +75,11 @@ impl Context {
             }
         }
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        // The groups fill the GPU together: split-K's reduction, a barrier, would serialise them.
+        let options = &GemmOptions {
+            split_k: options.split_k.or(Some(1)),
+            ..options.clone()
+        };
         let mut plans = Vec::new();
         let mut first = 0usize;
         for (g, &m) in rows.iter().enumerate() {
