@@ -391,6 +391,18 @@ fn bad_batches_are_typed_errors() {
         .gemm_batched(BatchRef::new(&a, 4, 5, 6), bv, BatchMut::new(&mut c, 4, 6, 3), &opts)
         .unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
+    // Sizes whose products overflow: typed errors, no panic.
+    let e = ctx
+        .gemm_batched(
+            BatchRef::new(&a, 3, usize::MAX, 2),
+            bv,
+            BatchMut::new(&mut c, 4, 6, 3),
+            &opts,
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::TooLarge(_) | Error::ShortSlice { .. }), "{e}");
+    assert!(ctx.upload_batch(BatchRef::new(&a, usize::MAX, 6, 5)).is_err());
+    assert!(ctx.upload_batch(BatchRef::new(&a, 2, 0, 5)).is_err());
     assert!(c.iter().all(|&x| x == 0.0), "a refused GEMM leaves C untouched");
     assert_no_validation_messages(ctx);
 }

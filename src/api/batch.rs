@@ -29,7 +29,8 @@ impl<'a, T> BatchRef<'a, T> {
     /// `count` dense row-major `rows x cols` matrices back to back in `data` (a `[count][rows][cols]`
     /// array).
     pub fn new(data: &'a [T], count: usize, rows: usize, cols: usize) -> Self {
-        Self::strided(MatRef::new(data, rows, cols), count, rows * cols)
+        // Saturated, an impossible size fails the checks as too large (no overflow panic).
+        Self::strided(MatRef::new(data, rows, cols), count, rows.saturating_mul(cols))
     }
 
     /// `count` entries like `matrix`, `stride` elements apart.
@@ -74,7 +75,7 @@ pub struct BatchMut<'a, T> {
 impl<'a, T> BatchMut<'a, T> {
     /// `count` dense row-major `rows x cols` matrices back to back in `data`.
     pub fn new(data: &'a mut [T], count: usize, rows: usize, cols: usize) -> Self {
-        Self::strided(MatMut::new(data, rows, cols), count, rows * cols)
+        Self::strided(MatMut::new(data, rows, cols), count, rows.saturating_mul(cols))
     }
 
     /// `count` entries like `matrix`, `stride` elements apart.
@@ -342,9 +343,21 @@ impl Context {
     pub fn upload_batch<T: Element>(&self, b: BatchRef<'_, T>) -> Result<DeviceBatch<T>> {
         check_batch("batch", &b)?;
         let m = &b.matrix;
+        if m.rows == 0 || m.cols == 0 {
+            return Err(Error::ZeroSize {
+                m: m.rows,
+                n: m.cols,
+                k: 0,
+            });
+        }
+        let (outer, _) = m.layout.outer_inner(m.rows, m.cols);
+        let stacked = b
+            .count
+            .checked_mul(outer)
+            .ok_or_else(|| Error::TooLarge(format!("{} entries of {outer} rows overflow", b.count)))?;
         let storage = match m.layout {
-            Layout::RowMajor => self.alloc_matrix::<T>(b.count * m.rows, m.cols, m.layout)?,
-            Layout::ColMajor => self.alloc_matrix::<T>(m.rows, b.count * m.cols, m.layout)?,
+            Layout::RowMajor => self.alloc_matrix::<T>(stacked, m.cols, m.layout)?,
+            Layout::ColMajor => self.alloc_matrix::<T>(m.rows, stacked, m.layout)?,
         };
         // Every entry stored, a shared one too.
         let stored = Stored {
