@@ -40,6 +40,14 @@ pub struct BatchedReport {
     pub loop_ms: f64,
 }
 
+/// The worse of two checks: a failure over a pass, else the larger error.
+fn worse(kept: Option<Check>, got: Check) -> Option<Check> {
+    match kept {
+        Some(c) if !c.passed || (got.passed && got.rel_error <= c.rel_error) => Some(c),
+        _ => Some(got),
+    }
+}
+
 /// A dense `rows x cols` matrix stored `layout`.
 fn view<T>(data: &[T], rows: usize, cols: usize, layout: Layout) -> MatRef<'_, T> {
     match layout {
@@ -111,13 +119,7 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
         let c0 = &c_in[i * entry(m, n)..];
         let (want, mag) = reference(&ai, &bi, Some((c0, n)), options.alpha, options.beta, &rows);
         let got = compare_rounded(&out[i * entry(m, n)..], n, n, &rows, (&want, &mag), k, input_u);
-        // Keep the worst entry's check.
-        let worse = check
-            .as_ref()
-            .is_none_or(|c| c.passed && (!got.passed || got.rel_error > c.rel_error));
-        if worse {
-            check = Some(got);
-        }
+        check = worse(check, got);
     }
     let check = check.expect("at least one entry is checked");
     let plan = match &db {
@@ -374,12 +376,7 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
                 &sample,
             );
             let got = compare_rounded(&out[first * n..], n, n, &sample, (&want, &mag), k, input_u);
-            if worst
-                .as_ref()
-                .is_none_or(|c| c.passed && (!got.passed || got.rel_error > c.rel_error))
-            {
-                worst = Some(got);
-            }
+            worst = worse(worst, got);
         }
         first += m;
     }
