@@ -425,9 +425,9 @@ impl Context {
                     poison_pattern(result_type),
                 );
             };
-            if stride % p.ldc == 0 {
-                // Entries stacked row after row: one fill (rows between them are C's too).
-                fill(&mut rec, c.offset, (count - 1) * (stride / p.ldc) + p.m);
+            if count == 1 || stride == p.m * p.ldc {
+                // One entry, or entries back to back (a DeviceBatch): one fill over all rows.
+                fill(&mut rec, c.offset, count * p.m);
             } else {
                 for i in 0..count {
                     fill(&mut rec, c.offset + (i * stride * p.c_bytes) as u64, p.m);
