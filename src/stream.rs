@@ -129,8 +129,7 @@ impl<'c> Stream<'c> {
         options: &GemmOptions,
     ) -> Result<()> {
         let plans = self.ctx.plan_groups(a, b, c, rows, options)?;
-        let whole = [placed(a), placed(b.matrix()), placed(c)];
-        self.ctx.enqueue_groups(&mut self.core, &plans, whole, TC::TYPE)
+        self.ctx.enqueue_groups(&mut self.core, &plans, (a, b, c))
     }
 
     /// Enqueues the download of a device matrix; its data is read with [`Download::wait`] after

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::memory::BufferKind;
 use crate::plan::{check_shapes, device_ld, disjoint, Batch, GemmPlan};
 use crate::record::{record_plan, Access};
+use crate::submit::StreamCore;
 use crate::tiling::Layout;
 
 /// A strided batch of host matrices: `count` entries with `matrix`'s shape, storage order and
@@ -267,20 +268,16 @@ impl Context {
                 c.count, cm.rows, cm.cols, cm.ld, c.stride
             )));
         }
-        if c.matrix.layout == Layout::ColMajor {
-            // A column-major C is a row-major C^T = B^T A^T over the same memory.
-            check_shapes(
-                (a.matrix.rows, a.matrix.cols),
-                (b.matrix.rows, b.matrix.cols),
-                (cm.rows, cm.cols),
-            )?;
-            return self.gemm_batched(b.t(), a.t(), c.t(), options);
-        }
+        // Checked in the caller's terms, before a column-major C turns the problem around.
         check_shapes(
             (a.matrix.rows, a.matrix.cols),
             (b.matrix.rows, b.matrix.cols),
             (cm.rows, cm.cols),
         )?;
+        if cm.layout == Layout::ColMajor {
+            // A column-major C is a row-major C^T = B^T A^T over the same memory.
+            return self.gemm_batched(b.t(), a.t(), c.t(), options);
+        }
         // Device copies: each stored entry in vk-sgmat's layout, back to back; a shared operand
         // once.
         let (a_dev, b_dev) = (Stored::of(&a), Stored::of(&b));
@@ -289,14 +286,13 @@ impl Context {
             count: c.count,
             strides: [a_dev.stride(), b_dev.stride(), c_dev.stride()],
         };
-        let placed = [a_dev.placed(&a), b_dev.placed(&b), c_dev.placed(&c.as_ref())];
-        let [pa, pb, pc] = placed;
+        let (pa, pb, pc) = (a_dev.placed(&a), b_dev.placed(&b), c_dev.placed(&c.as_ref()));
         let plan = self.plan(pa, pb, pc, [TA::TYPE, TB::TYPE, TC::TYPE], batch, options)?;
 
         // Everything is validated; now move data and run, in one submission.
         let bytes = [a_dev.bytes(), b_dev.bytes(), c_dev.bytes()];
-        let [a_buf, b_buf, c_buf] = [0, 1, 2].map(|i| self.pool.take(bytes[i], BufferKind::Storage));
-        let (a_buf, b_buf, c_buf) = (a_buf?, b_buf?, c_buf?);
+        let take = |bytes| self.pool.take(bytes, BufferKind::Storage);
+        let (a_buf, b_buf, c_buf) = (take(bytes[0])?, take(bytes[1])?, take(bytes[2])?);
         let down = self.pool.take(bytes[2], BufferKind::Readback)?;
         let scratch = self.scratch(&plan)?;
         let result = self.run_blocking(|core| {
@@ -341,7 +337,14 @@ impl Context {
     /// Uploads a host batch into a [`DeviceBatch`] (entries back to back, each in vk-sgmat's
     /// layout; a stride of 0 uploads `count` copies).
     pub fn upload_batch<T: Element>(&self, b: BatchRef<'_, T>) -> Result<DeviceBatch<T>> {
-        check_batch("batch", &b)?;
+        let (storage, stored) = self.alloc_batch(&b)?;
+        self.run_blocking(|core| self.enqueue_upload_batch(core, &b, &storage, &stored))?;
+        Ok(storage)
+    }
+
+    /// A device batch for the entries of `b` (contents undefined), and how `b` packs into it.
+    pub(crate) fn alloc_batch<T: Element>(&self, b: &BatchRef<'_, T>) -> Result<(DeviceBatch<T>, Stored)> {
+        check_batch("batch", b)?;
         let m = &b.matrix;
         if m.rows == 0 || m.cols == 0 {
             return Err(Error::ZeroSize {
@@ -362,14 +365,22 @@ impl Context {
         // Every entry stored, a shared one too.
         let stored = Stored {
             entries: b.count,
-            ..Stored::of(&b)
+            ..Stored::of(b)
         };
-        let bytes = stored.bytes();
-        self.run_blocking(|core| {
-            core.access(&[], &[(&storage.buffer).into()])?;
-            core.upload(storage.buffer.raw(), 0, bytes, |out| stored.pack(&b, out))
-        })?;
-        DeviceBatch::from_matrix(storage, b.count)
+        Ok((DeviceBatch::from_matrix(storage, b.count)?, stored))
+    }
+
+    /// Records the upload of `b` into `dst` (from [`Context::alloc_batch`]) on `core`.
+    pub(crate) fn enqueue_upload_batch<T: Element>(
+        &self,
+        core: &mut StreamCore,
+        b: &BatchRef<'_, T>,
+        dst: &DeviceBatch<T>,
+        stored: &Stored,
+    ) -> Result<()> {
+        let buffer = &dst.storage.buffer;
+        core.access(&[], &[buffer.into()])?;
+        core.upload(buffer.raw(), 0, stored.bytes(), |out| stored.pack(b, out))
     }
 
     /// A zero batch of `count` row-major `rows x cols` matrices (for C).
@@ -442,7 +453,7 @@ impl Context {
 
 /// How a host batch is stored on the device: each stored entry (one if shared) in vk-sgmat's
 /// layout, back to back.
-struct Stored {
+pub(crate) struct Stored {
     outer: usize,
     ld: usize,
     entries: usize,

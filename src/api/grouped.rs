@@ -6,11 +6,11 @@
 
 use super::batch::{BatchRef, DeviceBatch};
 use super::context::Context;
-use super::matrix::{DeviceMatrix, Element, MatMut, MatRef};
+use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
 use super::operand::{placed, Placed};
 use super::options::GemmOptions;
 use crate::error::{Error, Result};
-use crate::plan::{Batch, GemmPlan};
+use crate::plan::{check_shapes, Batch, GemmPlan};
 use crate::submit::StreamCore;
 use crate::tiling::Layout;
 
@@ -30,16 +30,27 @@ impl Context {
         if a.rows == 0 {
             return Ok(()); // every group is empty
         }
-        let da = self.upload(a)?;
-        let db = self.upload_batch(b)?;
-        // C travels only where its old value counts.
-        let mut dc = if options.beta != 0.0 {
-            self.upload(c.as_ref())?
-        } else {
-            self.zeros::<TC>(c.rows, c.cols)?
-        };
-        self.gemm_grouped_device(&da, &db, &mut dc, rows, options)?;
-        self.download(&dc, c)
+        check_matrix("A", &a)?;
+        check_matrix("C", &c.as_ref())?;
+        check_shapes((a.rows, a.cols), (b.matrix.rows, b.matrix.cols), (c.rows, c.cols))?;
+        let da = self.alloc_matrix::<TA>(a.rows, a.cols, Layout::RowMajor)?;
+        let (db, stored) = self.alloc_batch(&b)?;
+        // Every row of C belongs to a group, so C needs no clearing where beta is 0.
+        let dc = self.alloc_matrix::<TC>(c.rows, c.cols, Layout::RowMajor)?;
+        let plans = self.plan_groups(&da, &db, &dc, rows, options)?;
+        // Everything is validated; now move data and run, in one submission.
+        let staging = self.run_blocking(|core| {
+            self.enqueue_upload(core, &a, &da)?;
+            self.enqueue_upload_batch(core, &b, &db, &stored)?;
+            if options.beta != 0.0 {
+                self.enqueue_upload(core, &c.as_ref(), &dc)?;
+            }
+            self.enqueue_groups(core, &plans, (&da, &db, &dc))?;
+            self.enqueue_download(core, &dc)
+        })?;
+        unpack(staging.mapped()?, dc.ld, c);
+        self.pool.give(staging);
+        Ok(())
     }
 
     /// [`Context::gemm_grouped`] on device matrices (A and C row-major).
@@ -52,9 +63,7 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<()> {
         let plans = self.plan_groups(a, b, c, rows, options)?;
-        self.run_blocking(|core| {
-            self.enqueue_groups(core, &plans, [placed(a), placed(b.matrix()), placed(c)], TC::TYPE)
-        })
+        self.run_blocking(|core| self.enqueue_groups(core, &plans, (a, b, c)))
     }
 
     /// Checks the groups and plans each non-empty one, with its operands.
@@ -108,16 +117,16 @@ impl Context {
 
     /// Records every group's plan on `core` after one ordering point for the whole of A, B and
     /// C: no barriers between the groups (they write disjoint rows of C).
-    pub(crate) fn enqueue_groups(
+    pub(crate) fn enqueue_groups<TA: Element, TB: Element, TC: Element>(
         &self,
         core: &mut StreamCore,
         plans: &[(GemmPlan, [Placed<'_>; 3])],
-        [a, b, c]: [Placed<'_>; 3],
-        result_type: crate::config::ComponentType,
+        (a, b, c): (&DeviceMatrix<TA>, &DeviceBatch<TB>, &DeviceMatrix<TC>),
     ) -> Result<()> {
+        let [a, b, c] = [placed(a), placed(b.matrix()), placed(c)];
         core.access(&[a.touch(), b.touch()], &[c.touch()])?;
         for (plan, operands) in plans {
-            self.record_on(core, plan, *operands, result_type)?;
+            self.record_on(core, plan, *operands, TC::TYPE)?;
         }
         Ok(())
     }
