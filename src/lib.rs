@@ -70,8 +70,9 @@ mod tune;
 pub mod verify;
 
 pub use api::{
-    default_context, gemm, BatchMut, BatchOperand, BatchRef, BufferMatrix, Context, ContextOptions, DeviceBatch,
-    DeviceMatrix, DeviceOperand, Element, GemmOptions, MatMut, MatRef, RecordedGemm, MAX_SPLIT_K,
+    default_context, gemm, Activation, Axis, BatchMut, BatchOperand, BatchRef, BufferMatrix, Context, ContextOptions,
+    DeviceBatch, DeviceMatrix, DeviceOperand, Element, EpilogueVector, Fused, GemmOptions, MatMut, MatRef,
+    RecordedGemm, MAX_SPLIT_K,
 };
 pub use config::{ComponentType, GPUSubgroupMatrixConfig};
 pub use device::DeviceSelector;

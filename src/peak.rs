@@ -88,9 +88,9 @@ impl Context {
             start: 0,
         };
         let bindings = [
-            (input.raw(), whole(input.size())),
-            (input.raw(), whole(input.size())),
-            (output.raw(), whole(output.size())),
+            (0, input.raw(), whole(input.size())),
+            (1, input.raw(), whole(input.size())),
+            (2, output.raw(), whole(output.size())),
         ];
         self.run_recorded(|rec| {
             rec.fill(input.raw(), input.size(), fill_word(config.component_type));

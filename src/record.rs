@@ -3,7 +3,7 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::kernel::PushConstants;
+use crate::kernel::{self, PushConstants};
 use crate::pipeline::Pipelines;
 use crate::plan::{GemmPlan, Operand, Window};
 use ash::vk;
@@ -167,20 +167,19 @@ impl<'a> Recording<'a> {
         }
     }
 
-    /// Pushes the operand windows (three, or four with binding 3) and dispatches `groups`
-    /// workgroups.
+    /// Pushes the operand windows (binding, buffer, window) and dispatches `groups` workgroups.
     pub fn dispatch(
         &mut self,
         pipeline: vk::Pipeline,
         layout: vk::PipelineLayout,
-        buffers: &[(vk::Buffer, Window)],
+        buffers: &[(u32, vk::Buffer, Window)],
         push: &PushConstants,
         groups: [u32; 3],
     ) -> Result<()> {
         let raw = self.device.raw();
         let infos: Vec<_> = buffers
             .iter()
-            .map(|&(b, w)| {
+            .map(|&(_, b, w)| {
                 [vk::DescriptorBufferInfo::default()
                     .buffer(b)
                     .offset(w.bind_offset)
@@ -189,17 +188,17 @@ impl<'a> Recording<'a> {
             .collect();
         let writes: Vec<_> = infos
             .iter()
-            .enumerate()
-            .map(|(i, info)| {
+            .zip(buffers)
+            .map(|(info, &(binding, _, _))| {
                 vk::WriteDescriptorSet::default()
-                    .dst_binding(i as u32)
+                    .dst_binding(binding)
                     .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                     .buffer_info(info)
             })
             .collect();
         // SAFETY: windows were planned inside each buffer and within maxStorageBufferRange, at
         // offsets aligned to minStorageBufferOffsetAlignment; the layout's set 0 is a push
-        // descriptor set of four storage buffers (binding 3 only for kernels that read it).
+        // descriptor set of storage buffers (bindings past 2 only for kernels that read them).
         unsafe {
             raw.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
             self.device.push_descriptor().cmd_push_descriptor_set(
@@ -230,6 +229,8 @@ pub(crate) struct Bindings {
     pub c: vk::Buffer,
     /// Needed when the plan has scratch ([`GemmPlan::scratch_bytes`]).
     pub scratch: Option<vk::Buffer>,
+    /// A fused epilogue's bias, row scales and column scales, where it reads them.
+    pub vectors: [Option<vk::Buffer>; 3],
 }
 
 impl Bindings {
@@ -241,6 +242,12 @@ impl Bindings {
             Operand::Scratch => self
                 .scratch
                 .ok_or_else(|| Error::InvalidOperand("the plan needs a scratch buffer and none was bound".into())),
+            Operand::Bias | Operand::RowScales | Operand::ColScales => {
+                let i = operand as usize - Operand::Bias as usize;
+                self.vectors[i].ok_or_else(|| {
+                    Error::InvalidOperand(format!("the plan's epilogue reads {operand:?} and none was given"))
+                })
+            }
         }
     }
 }
@@ -263,11 +270,14 @@ pub(crate) fn record_plan(
         }
         let pipeline = pipelines.kernel(&d.kernel)?;
         let [a, b, c] = d.bindings;
-        let c = (buffers.get(c.0)?, c.1);
-        let aux = d.aux.map(|(o, w)| buffers.get(o).map(|buf| (buf, w))).transpose()?;
-        let bind = [(buffers.get(a.0)?, a.1), (buffers.get(b.0)?, b.1), c, aux.unwrap_or(c)];
-        let n = if aux.is_some() { 4 } else { 3 };
-        rec.dispatch(pipeline.raw, pipelines.layout, &bind[..n], &d.push, d.groups)?;
+        let mut bind = Vec::with_capacity(kernel::BINDINGS as usize);
+        let optional = std::iter::once(d.aux).chain(d.vectors);
+        for (binding, slot) in (0..).zip([Some(a), Some(b), Some(c)].into_iter().chain(optional)) {
+            if let Some((operand, window)) = slot {
+                bind.push((binding, buffers.get(operand)?, window));
+            }
+        }
+        rec.dispatch(pipeline.raw, pipelines.layout, &bind, &d.push, d.groups)?;
     }
     Ok(())
 }

@@ -104,6 +104,21 @@ impl<'c> Stream<'c> {
         self.ctx.enqueue_plan(&mut self.core, &plan, operands, TC::TYPE)
     }
 
+    /// Enqueues a GEMM with a fused epilogue ([`Context::gemm_fused_device`]); host vectors in
+    /// `fused` are copied now. Checked now, as [`Stream::gemm`].
+    pub fn gemm_fused<TA: Element, TB: Element, TC: Element>(
+        &mut self,
+        a: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TB>,
+        c: &mut impl DeviceOperand<TC>,
+        options: &GemmOptions,
+        fused: &crate::Fused<'_>,
+    ) -> Result<()> {
+        let plan = self.ctx.plan_fused_device(a, b, c, options, fused)?;
+        let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
+        self.ctx.enqueue_fused(&mut self.core, &plan, operands, fused, TC::TYPE)
+    }
+
     /// Enqueues `c[i] = alpha * a[i] * b[i] + beta * c[i]` for every entry of device batches, in
     /// one dispatch; A or B may be one [`DeviceMatrix`] that every entry shares. Checked now, as
     /// [`Stream::gemm`].

@@ -401,3 +401,6 @@ mod tests {
         assert!(v.contains(&-128) && v.contains(&127));
     }
 }
+
+#[path = "verify_fused.rs"]
+pub mod fused;

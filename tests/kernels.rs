@@ -70,18 +70,22 @@ const EPILOGUES: [Epilogue; 4] = [
     Epilogue {
         alpha: false,
         beta: false,
+        ..Epilogue::NONE
     },
     Epilogue {
         alpha: true,
         beta: false,
+        ..Epilogue::NONE
     },
     Epilogue {
         alpha: false,
         beta: true,
+        ..Epilogue::NONE
     },
     Epilogue {
         alpha: true,
         beta: true,
+        ..Epilogue::NONE
     },
 ];
 
@@ -193,6 +197,7 @@ fn double_buffered_and_tuning_kernels_pass_spirv_val() {
                 epilogue: Epilogue {
                     alpha: true,
                     beta: true,
+                    ..Default::default()
                 },
                 // f16 configs take turns at every way of loading A and B (f32 stored and rounded).
                 loads: if config.component_type == F16 && scheme.scope() == KernelScope::Subgroup {
@@ -355,6 +360,120 @@ fn simt_kernels_pass_spirv_val() {
     assert!(generate(&key).is_err());
 }
 
+/// Fused epilogues on the subgroup-scope kernel (H200 and lavapipe configs, every layout), the
+/// split and the SIMT kernel: every bias type and axis, every activation, dequantisation and
+/// output casts pass spirv-val; combinations the generator cannot do are refused.
+#[test]
+fn fused_kernels_pass_spirv_val() {
+    use vk_sgmat::kernel::{Activation, Axis, SIMT_CONFIG};
+    let h200 = limits(32, 49152);
+    let lav = limits(8, 65536);
+    let fused = |bias, activation, dequant, output, beta| Epilogue {
+        alpha: true,
+        beta,
+        bias,
+        activation,
+        dequant,
+        output,
+    };
+    let mut n = 0;
+    let mut check = |key: KernelKey| {
+        let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+        common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+        n += 1;
+    };
+    for (config, l, cpu) in [
+        (cfg(16, 16, 16, F16, F32), &h200, false),
+        (cfg(8, 8, 8, F16, F32), &lav, true),
+        (cfg(8, 8, 8, F16, F16), &lav, true),
+    ] {
+        let scheme = candidate_schemes(&config, l, l.subgroup_size, cpu)
+            .into_iter()
+            .find(|s| s.scope() == KernelScope::Subgroup)
+            .unwrap();
+        for (i, activation) in Activation::ALL.into_iter().enumerate() {
+            for (j, bias_t) in [F32, F16, Bf16].into_iter().enumerate() {
+                let axis = if (i + j) % 2 == 0 { Axis::Row } else { Axis::Col };
+                let output = match (config.result_type, j) {
+                    (F32, 0) => Some(F16),
+                    (F32, 1) => Some(Bf16),
+                    _ => None,
+                };
+                check(KernelKey {
+                    config,
+                    scheme,
+                    a_layout: LAYOUTS[i % 2],
+                    b_layout: LAYOUTS[j % 2],
+                    epilogue: fused(Some((axis, bias_t)), activation, false, output, j != 1),
+                    loads: Default::default(),
+                    probe: Probe::Full,
+                });
+            }
+        }
+    }
+    // Dequantised i8 products stored as f16, f32 and bf16; the SIMT kernel with an f16 result.
+    let i8cfg = cfg(8, 8, 8, I8, I32);
+    let scheme = candidate_schemes(&i8cfg, &lav, 8, true)[0];
+    for output in [F16, F32, Bf16] {
+        check(KernelKey {
+            config: i8cfg,
+            scheme,
+            a_layout: Layout::RowMajor,
+            b_layout: Layout::ColMajor,
+            epilogue: fused(Some((Axis::Col, F32)), Activation::Silu, true, Some(output), true),
+            loads: Default::default(),
+            probe: Probe::Full,
+        });
+    }
+    let simt = vk_sgmat::tiling::simt_scheme(&h200, 32, false).unwrap();
+    check(KernelKey {
+        config: SIMT_CONFIG,
+        scheme: simt,
+        a_layout: Layout::ColMajor,
+        b_layout: Layout::RowMajor,
+        epilogue: fused(Some((Axis::Row, F16)), Activation::GeluErf, false, Some(F16), true),
+        loads: [Load::Simt; 2],
+        probe: Probe::Full,
+    });
+    assert_eq!(n, 3 * 5 * 3 + 3 + 1);
+    // Refused: dequantising floats, an f16 accumulator cast to f32, an i32 product with a bias
+    // but no scales, and a workgroup-scope scheme.
+    let key = |config: GPUSubgroupMatrixConfig, epilogue| KernelKey {
+        config,
+        scheme: candidate_schemes(&config, &lav, 8, true)[0],
+        a_layout: Layout::RowMajor,
+        b_layout: Layout::RowMajor,
+        epilogue,
+        loads: Default::default(),
+        probe: Probe::Full,
+    };
+    for (config, e) in [
+        (cfg(8, 8, 8, F16, F32), fused(None, Activation::None, true, None, false)),
+        (
+            cfg(8, 8, 8, F16, F16),
+            fused(None, Activation::None, false, Some(F32), false),
+        ),
+        (
+            i8cfg,
+            fused(Some((Axis::Row, F32)), Activation::None, false, None, false),
+        ),
+    ] {
+        assert!(matches!(
+            generate(&key(config, e)),
+            Err(vk_sgmat::Error::Unsupported(_))
+        ));
+    }
+    let wg = TileScheme::workgroup_for_limits(&cfg(16, 16, 16, F16, F32), &h200, 32, (1, 4), (8, 2), (32, 4)).unwrap();
+    let k = KernelKey {
+        scheme: wg,
+        ..key(
+            cfg(16, 16, 16, F16, F32),
+            fused(None, Activation::Relu, false, None, false),
+        )
+    };
+    assert!(matches!(generate(&k), Err(vk_sgmat::Error::InvalidTileScheme(_))));
+}
+
 /// The accurate split (each f32 operand as two f16 parts) at every candidate scheme of an H200 and
 /// a lavapipe f16 -> f32 config, every layout, with and without alpha/beta; its largest-magnitude
 /// pass; and the refusal of a split on any other config.
@@ -422,6 +541,7 @@ fn golden_disassembly() {
             Epilogue {
                 alpha: true,
                 beta: true,
+                ..Default::default()
             },
         ),
         (
@@ -462,9 +582,20 @@ fn golden_disassembly() {
         epilogue: Epilogue {
             alpha: false,
             beta: true,
+            ..Default::default()
         },
         loads: Default::default(),
         probe: Probe::Full,
+    });
+    // A fused epilogue: f16 -> f32 products, a column bias, GELU, stored as f16.
+    keys.push(KernelKey {
+        epilogue: Epilogue {
+            bias: Some((vk_sgmat::kernel::Axis::Col, F32)),
+            activation: vk_sgmat::kernel::Activation::Gelu,
+            output: Some(F16),
+            ..Epilogue::NONE
+        },
+        ..keys[0]
     });
     let mut mismatches = Vec::new();
     for key in keys {

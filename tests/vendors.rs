@@ -144,6 +144,7 @@ fn check_vendor(name: &str, list: &[RawMatrixProperty], limits: &[DeviceLimits],
                         Epilogue {
                             alpha: true,
                             beta: true,
+                            ..Default::default()
                         },
                     ),
                 ] {

@@ -408,8 +408,21 @@ impl Context {
         &self,
         core: &mut StreamCore,
         plan: &GemmPlan,
+        operands: [Placed<'_>; 3],
+        result_type: ComponentType,
+    ) -> Result<()> {
+        self.record_fused(core, plan, operands, result_type, [None; 3])
+    }
+
+    /// [`Context::record_on`] with a fused epilogue's vector buffers (bias, row scales, column
+    /// scales), already ordered by the caller.
+    pub(crate) fn record_fused(
+        &self,
+        core: &mut StreamCore,
+        plan: &GemmPlan,
         [a, b, c]: [Placed<'_>; 3],
         result_type: ComponentType,
+        vectors: [Option<ash::vk::Buffer>; 3],
     ) -> Result<()> {
         let scratch = self.scratch(plan)?.map(Arc::new);
         let mut rec = core.recording()?;
@@ -435,7 +448,10 @@ impl Context {
             }
             rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
         }
-        let buffers = bindings([a.raw, b.raw, c.raw], scratch.as_deref());
+        let buffers = Bindings {
+            vectors,
+            ..bindings([a.raw, b.raw, c.raw], scratch.as_deref())
+        };
         let recorded = record_plan(&mut rec, &self.pipelines, plan, &buffers);
         if let Some(s) = scratch {
             core.hold(s, true);
@@ -449,7 +465,7 @@ impl Context {
     pub(crate) fn run_plan(
         &self,
         plan: &GemmPlan,
-        operands: [&Arc<Buffer>; 3],
+        (operands, vectors): ([&Arc<Buffer>; 3], [Option<ash::vk::Buffer>; 3]),
         reps: u32,
         mut around: impl FnMut(&mut Recording<'_>, u32, bool),
         before: impl FnOnce(&mut Recording<'_>),
@@ -459,7 +475,10 @@ impl Context {
             core.access(&[operands[0].into(), operands[1].into()], &[operands[2].into()])?;
             let mut rec = core.recording()?;
             before(&mut rec);
-            let buffers = bindings(operands.map(|b| b.raw()), scratch.as_ref());
+            let buffers = Bindings {
+                vectors,
+                ..bindings(operands.map(|b| b.raw()), scratch.as_ref())
+            };
             for r in 0..reps {
                 if r > 0 {
                     // Without it the queue may overlap consecutive GEMMs.
@@ -584,5 +603,6 @@ pub(crate) fn bindings([a, b, c]: [ash::vk::Buffer; 3], scratch: Option<&Buffer>
         b,
         c,
         scratch: scratch.map(Buffer::raw),
+        vectors: [None; 3],
     }
 }

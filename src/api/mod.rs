@@ -6,6 +6,7 @@
 mod arrays;
 mod batch;
 mod context;
+mod fused;
 mod grouped;
 mod interop;
 mod matrix;
@@ -15,6 +16,7 @@ mod routing;
 
 pub use batch::{BatchMut, BatchOperand, BatchRef, DeviceBatch};
 pub use context::{Context, MAX_SPLIT_K};
+pub use fused::{Activation, Axis, EpilogueVector, Fused};
 pub use interop::RecordedGemm;
 pub(crate) use matrix::{check_download_target, check_matrix, unpack, unpack_rows};
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};

@@ -7,7 +7,7 @@ use super::operand::Placed;
 use super::options::GemmOptions;
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
-use crate::kernel::{Load, SIMT_CONFIG};
+use crate::kernel::{Epilogue, Load, SIMT_CONFIG};
 use crate::plan::{check_shapes, device_problem, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK};
 use crate::tiling::{pick_scheme, simt_scheme, KernelScope, Layout, TileScheme};
 
@@ -127,9 +127,25 @@ impl Context {
         a: Placed<'_>,
         b: Placed<'_>,
         c: Placed<'_>,
+        types: [ComponentType; 3],
+        batch: Batch,
+        options: &GemmOptions,
+    ) -> Result<GemmPlan> {
+        self.plan_fused(a, b, c, types, batch, options, Epilogue::default())
+    }
+
+    /// [`Context::plan`] with a fused epilogue's terms (its `output` is derived here from C's
+    /// type and the accumulator: see [`accumulator`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn plan_fused(
+        &self,
+        a: Placed<'_>,
+        b: Placed<'_>,
+        c: Placed<'_>,
         [ta, tb, tc]: [ComponentType; 3],
         batch: Batch,
         options: &GemmOptions,
+        fused: Epilogue,
     ) -> Result<GemmPlan> {
         let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
         if c.layout == Layout::ColMajor {
@@ -139,11 +155,24 @@ impl Context {
                 strides: [sb, sa, sc],
                 ..batch
             };
-            let mut plan = self.plan(b.t(), a.t(), c.t(), [tb, ta, tc], batch, options)?;
+            let t = [tb, ta, tc];
+            let mut plan = self.plan_fused(b.t(), a.t(), c.t(), t, batch, options, fused.transposed())?;
             plan.transposed = true;
             return Ok(plan);
         }
-        let (route, config) = self.route_batch([ta, tb, tc], batch.count, options)?;
+        let (tr, fused) = if fused.is_fused() {
+            let tr = accumulator(route(ta, tb, options.compute)?.component, tc);
+            let output = (tr != tc).then_some(tc);
+            (tr, Epilogue { output, ..fused })
+        } else {
+            (tc, fused)
+        };
+        let (route, config) = self.route_batch([ta, tb, tr], batch.count, options)?;
+        if fused.is_fused() && options.scheme.is_some_and(|s| s.scope() != KernelScope::Subgroup) {
+            return Err(Error::InvalidTileScheme(
+                "fused epilogues run on subgroup-scope schemes; leave the scheme to vk-sgmat or pick one of subgroup scope".into(),
+            ));
+        }
         let simt = route.loads == [Load::Simt; 2];
         let scheme = match options.scheme {
             Some(s) => {
@@ -161,6 +190,7 @@ impl Context {
             None if simt => simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
                 .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?,
             None if route.loads == [Load::Split; 2] => self.choose_split_scheme(&config, m, n)?,
+            None if fused.is_fused() => self.choose_subgroup_scheme(&config, (m, n), batch.count)?,
             None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), route.loads, batch.count)?,
         };
         let request = PlanRequest {
@@ -195,6 +225,7 @@ impl Context {
                     cpu_device: self.is_cpu(),
                 },
             },
+            epilogue: fused,
         };
         let plan = GemmPlan::new(&request, &self.limits)?;
         self.pipelines.prepare(&plan)?;
@@ -225,5 +256,18 @@ impl Context {
         let (a, b) = (host(m, k, layouts.0, p.lda), host(k, n, layouts.1, p.ldb));
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
         self.plan(a, b, host(m, n, Layout::RowMajor, p.ldc), types, Batch::ONE, options)
+    }
+}
+
+/// The accumulator a fused GEMM with component type `component` and C of type `c` uses: i32 or
+/// u32 for 8-bit integers (then dequantised), f32 for 16-bit float results (then cast: f32
+/// accumulation, as the output cast promises), else C's type.
+pub(crate) fn accumulator(component: ComponentType, c: ComponentType) -> ComponentType {
+    use ComponentType::*;
+    match (component, c) {
+        (I8, _) => I32,
+        (U8, _) => U32,
+        (_, F16 | Bf16) => F32,
+        _ => c,
     }
 }

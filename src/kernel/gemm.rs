@@ -18,6 +18,7 @@
 //! shared memory and masked scalar stores (decided per workgroup, so barriers stay uniform).
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
+use super::epilogue::{store_type, Fused};
 use super::raster::raster;
 use super::{KernelKey, Load, Probe};
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
@@ -45,8 +46,10 @@ pub(super) enum Pc {
     ABatch,
     BBatch,
     CBatch,
+    Row0,
+    Col0,
 }
-pub(super) const PC_MEMBERS: u32 = 14;
+pub(super) const PC_MEMBERS: u32 = 16;
 
 /// The offsets of A and B (vectors) and C (elements) in the workgroup's batch entry, its z:
 /// `off + z * batch stride`. A grid of one entry has z = 0 and costs three integer ops.
@@ -117,8 +120,16 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_pc = mb.push_constant_block(PC_MEMBERS);
     let v_a = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
     let v_b = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true);
-    let v_c = mb.storage_buffer(t_res, rs, 2, false);
+    // A fused epilogue stores C in its own type, element by element.
+    let fused = key.epilogue.is_fused();
+    let (t_out, os) = if fused {
+        store_type(&mut mb, key.epilogue.output_type(cfg.result_type))
+    } else {
+        (t_res, rs)
+    };
+    let v_c = mb.storage_buffer(t_out, os, 2, false);
     let v_scale = split.then(|| mb.storage_buffer(t_u32, 4, 3, true));
+    let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, cfg.result_type));
 
     // Shared arrays. Each operand's tile is stored in its global layout: rows of the contiguous
     // (inner) dimension, skewed by pad_bytes.
@@ -187,6 +198,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     // ---- pointer types and constants --------------------------------------------------------
     let p_sb_uvec4 = mb.ptr(StorageClass::StorageBuffer, t_uvec4);
     let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_res);
+    let p_sb_out = mb.ptr(StorageClass::StorageBuffer, t_out);
     let p_wg_unit_a = mb.ptr(StorageClass::Workgroup, unit_a_t);
     let p_wg_unit_b = mb.ptr(StorageClass::Workgroup, unit_b_t);
     let p_wg_u32 = mb.ptr(StorageClass::Workgroup, t_u32);
@@ -250,6 +262,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let ldb = pc(b, Pc::LdbVec)?;
     let ldc = pc(b, Pc::Ldc)?;
     let [a_off, b_off, c_off] = batch_offsets(b, v_pc, wg)?;
+    if let Some(f) = fuse.as_mut() {
+        f.prepare(b, v_pc)?;
+    }
     // The split's scales: (s_a, 1/s_a), (s_b, 1/s_b).
     let scales = match v_scale {
         Some(v) => Some([super::convert::scales(b, v, 0)?, super::convert::scales(b, v, 1)?]),
@@ -581,13 +596,14 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         ]),
         None => None,
     };
-    let alpha = if key.epilogue.alpha {
+    // A fused epilogue applies alpha and beta per element, in f32.
+    let alpha = if key.epilogue.alpha && !fused {
         let a = scalar(b, Pc::Alpha)?;
         Some(b.b.composite_construct(t_mat_acc, None, [a])?)
     } else {
         None
     };
-    let beta = if key.epilogue.beta {
+    let beta = if key.epilogue.beta && !fused {
         let v = scalar(b, Pc::Beta)?;
         Some(b.b.composite_construct(t_mat_acc, None, [v])?)
     } else {
@@ -639,8 +655,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
     let c_cn_stride = u!(cfg.n);
     // Lane `lane` handles staging words lane, lane + subgroup_size, ...: for each, the word's
-    // index and, per result in it, (in bounds, C index).
-    type LaneWord = (Word, Vec<(Word, Word)>);
+    // index and, per result in it, (in bounds, C index, (row, col) in the pass).
+    type LaneWord = (Word, Vec<(Word, Word, (Word, Word))>);
     let lane_words = |b: &mut ModuleBuilder, row: Word, col: Word| -> BuildResult<Vec<LaneWord>> {
         (0..frag_words / s.subgroup_size())
             .map(|t| {
@@ -660,7 +676,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                         let gi = b.b.i_mul(t_u32, None, gr, ldc)?;
                         let gi = b.b.i_add(t_u32, None, gi, gc)?;
                         let gi = b.b.i_add(t_u32, None, gi, c_off)?;
-                        Ok((ok, gi))
+                        Ok((ok, gi, (gr, gc)))
                     })
                     .collect::<BuildResult<Vec<_>>>()?;
                 let sw = b.b.i_add(t_u32, None, stage_word_base, w)?;
@@ -668,40 +684,47 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             })
             .collect()
     };
-    // Whether the whole workgroup tile lies inside C decides the path for every subgroup, so the
-    // barriers of the staged path sit in workgroup-uniform control flow. (Lavapipe silently drops
-    // invocations that reach a subgroup-scope barrier other subgroups of the workgroup skip.)
-    let m_end = b.add_u(m0, g.bm)?;
-    let n_end = b.add_u(n0, g.bn)?;
-    let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
-    let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
-    let wg_interior = b.b.logical_and(t_bool, None, in_m, in_n)?;
-    let (l_direct, l_staged, l_done) = (b.b.id(), b.b.id(), b.b.id());
-    b.b.selection_merge(l_done, SelectionControl::NONE)?;
-    b.b.branch_conditional(wg_interior, l_direct, l_staged, [])?;
-
     // Interior workgroups: every fragment straight to global memory.
-    b.b.begin_block(Some(l_direct))?;
-    for i in 0..s.fr_m() {
-        for j in 0..s.fr_n() {
-            let slot = (i * s.fr_n() + j) as usize;
-            let row = b.add_u(row_sg, i * cfg.m)?;
-            let col = b.add_u(col_sg, j * cfg.n)?;
-            let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;
-            let gi = b.b.i_mul(t_u32, None, row, ldc)?;
-            let gi = b.b.i_add(t_u32, None, gi, col)?;
-            let gi = b.b.i_add(t_u32, None, gi, c_off)?;
-            let p = b.b.access_chain(p_sb_res, None, v_c, [c0, gi])?;
-            let cval = if beta.is_some() {
-                Some(b.b.cooperative_matrix_load_khr(t_mat_acc, None, p, c_row_major, Some(ldc), None, [])?)
-            } else {
-                None
-            };
-            let out = combine(b, accv, cval)?;
-            b.b.cooperative_matrix_store_khr(p, out, c_row_major, Some(ldc), None, [])?;
+    let direct = |b: &mut ModuleBuilder, l_direct: Word, l_done: Word| -> BuildResult<()> {
+        b.b.begin_block(Some(l_direct))?;
+        for i in 0..s.fr_m() {
+            for j in 0..s.fr_n() {
+                let slot = (i * s.fr_n() + j) as usize;
+                let row = b.add_u(row_sg, i * cfg.m)?;
+                let col = b.add_u(col_sg, j * cfg.n)?;
+                let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;
+                let gi = b.b.i_mul(t_u32, None, row, ldc)?;
+                let gi = b.b.i_add(t_u32, None, gi, col)?;
+                let gi = b.b.i_add(t_u32, None, gi, c_off)?;
+                let p = b.b.access_chain(p_sb_res, None, v_c, [c0, gi])?;
+                let cval = if beta.is_some() {
+                    Some(b.b.cooperative_matrix_load_khr(t_mat_acc, None, p, c_row_major, Some(ldc), None, [])?)
+                } else {
+                    None
+                };
+                let out = combine(b, accv, cval)?;
+                b.b.cooperative_matrix_store_khr(p, out, c_row_major, Some(ldc), None, [])?;
+            }
         }
+        b.b.branch(l_done)
+    };
+    let (l_direct, l_staged, l_done) = (b.b.id(), b.b.id(), b.b.id());
+    if fused {
+        // A fused epilogue stores element by element: every workgroup takes the staged path.
+        b.b.branch(l_staged)?;
+    } else {
+        // Whether the whole workgroup tile lies inside C decides the path for every subgroup, so the
+        // barriers of the staged path sit in workgroup-uniform control flow. (Lavapipe silently drops
+        // invocations that reach a subgroup-scope barrier other subgroups of the workgroup skip.)
+        let m_end = b.add_u(m0, g.bm)?;
+        let n_end = b.add_u(n0, g.bn)?;
+        let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
+        let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
+        let wg_interior = b.b.logical_and(t_bool, None, in_m, in_n)?;
+        b.b.selection_merge(l_done, SelectionControl::NONE)?;
+        b.b.branch_conditional(wg_interior, l_direct, l_staged, [])?;
+        direct(b, l_direct, l_done)?;
     }
-    b.b.branch(l_done)?;
 
     // Edge workgroups: each fragment through the subgroup's staging tile, masked element-wise. The
     // staging tiles overlay the operand tiles, which other subgroups may still be reading.
@@ -722,7 +745,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             let cval = if beta.is_some() {
                 for (sw, elems) in &words {
                     let mut vals = Vec::new();
-                    for &(ok, gi) in elems {
+                    for &(ok, gi, _) in elems {
                         let safe = b.b.select(t_u32, None, ok, gi, c_off)?;
                         let p = b.b.access_chain(p_sb_res, None, v_c, [c0, safe])?;
                         let x = b.b.load(t_res, None, p, None, [])?;
@@ -764,12 +787,16 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                         .map(|h| b.b.composite_extract(t_res, None, pair, [h]))
                         .collect::<BuildResult<_>>()?
                 };
-                for (&(ok, gi), x) in elems.iter().zip(vals) {
+                for (&(ok, gi, at), x) in elems.iter().zip(vals) {
                     let (l_store, l_skip) = (b.b.id(), b.b.id());
                     b.b.selection_merge(l_skip, SelectionControl::NONE)?;
                     b.b.branch_conditional(ok, l_store, l_skip, [])?;
                     b.b.begin_block(Some(l_store))?;
-                    let p = b.b.access_chain(p_sb_res, None, v_c, [c0, gi])?;
+                    let p = b.b.access_chain(p_sb_out, None, v_c, [c0, gi])?;
+                    let x = match &fuse {
+                        Some(f) => f.element(b, x, at, p)?,
+                        None => x,
+                    };
                     b.b.store(p, x, None, [])?;
                     b.b.branch(l_skip)?;
                     b.b.begin_block(Some(l_skip))?;

@@ -11,6 +11,7 @@
 //! C, with alpha and beta, one by one.
 
 use super::builder::{BuildResult, ModuleBuilder};
+use super::epilogue::{store_type, Fused};
 use super::gemm::{batch_offsets, Pc, PC_MEMBERS};
 use super::raster::raster;
 use super::KernelKey;
@@ -42,7 +43,14 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_pc = mb.push_constant_block(PC_MEMBERS);
     let v_a = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
     let v_b = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true);
-    let v_c = mb.storage_buffer(t_f32, 4, 2, false);
+    let fused = key.epilogue.is_fused();
+    let (t_out, os) = if fused {
+        store_type(&mut mb, key.epilogue.output_type(key.config.result_type))
+    } else {
+        (t_f32, 4)
+    };
+    let v_c = mb.storage_buffer(t_out, os, 2, false);
+    let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, key.config.result_type));
 
     // K-major shared slices, in vectors: row pitch of a `[k][x]` slice is x / 4 + 1.
     let (pitch_a, pitch_b) = (g.bm / VW + 1, g.bn / VW + 1);
@@ -57,7 +65,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let sh_a = shared(&mut mb, g.bk * pitch_a);
     let sh_b = shared(&mut mb, g.bk * pitch_b);
 
-    let p_sb_f32 = mb.ptr(StorageClass::StorageBuffer, t_f32);
     let p_wg_vec4 = mb.ptr(StorageClass::Workgroup, t_vec4);
     let p_wg_f32 = mb.ptr(StorageClass::Workgroup, t_f32);
     let p_fn_vec4 = mb.ptr(StorageClass::Function, t_vec4);
@@ -221,12 +228,16 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         let bits = pc(b, which)?;
         b.b.bitcast(t_f32, None, bits)
     };
-    let alpha = if key.epilogue.alpha {
+    if let Some(f) = fuse.as_mut() {
+        f.prepare(b, v_pc)?;
+    }
+    let p_sb_out = b.ptr(StorageClass::StorageBuffer, t_out);
+    let alpha = if key.epilogue.alpha && !fused {
         Some(f32_of(b, Pc::Alpha)?)
     } else {
         None
     };
-    let beta = if key.epilogue.beta {
+    let beta = if key.epilogue.beta && !fused {
         Some(f32_of(b, Pc::Beta)?)
     } else {
         None
@@ -251,8 +262,11 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 b.b.branch_conditional(ok, l_store, l_skip, [])?;
                 b.b.begin_block(Some(l_store))?;
                 let gi = b.b.i_add(t_u32, None, base, col)?;
-                let p = b.b.access_chain(p_sb_f32, None, v_c, [c0, gi])?;
+                let p = b.b.access_chain(p_sb_out, None, v_c, [c0, gi])?;
                 let mut x = b.b.composite_extract(t_f32, None, sum, [e])?;
+                if let Some(f) = &fuse {
+                    x = f.element(b, x, (row, col), p)?;
+                }
                 if let Some(a) = alpha {
                     x = b.b.f_mul(t_f32, None, x, a)?;
                 }

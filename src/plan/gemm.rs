@@ -6,7 +6,7 @@
 use super::passes::{choose_split_k, plan, plan_split_k, Batch, DispatchLimits, Pass, Problem, Window};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
-use crate::kernel::{absmax, reduce, Epilogue, KernelKey, Load, Probe, PushConstants};
+use crate::kernel::{absmax, reduce, Axis, Epilogue, KernelKey, Load, Probe, PushConstants};
 use crate::tiling::{Layout, TileScheme, VECTOR_BYTES};
 use serde::Serialize;
 
@@ -76,6 +76,12 @@ pub enum Operand {
     C,
     /// The plan's scratch buffer ([`GemmPlan::scratch_bytes`]), for split-K partial products.
     Scratch,
+    /// A fused epilogue's bias vector.
+    Bias,
+    /// A fused epilogue's row scales (dequantisation).
+    RowScales,
+    /// A fused epilogue's column scales.
+    ColScales,
 }
 
 /// A kernel a plan dispatches; the recorder turns it into a pipeline.
@@ -105,6 +111,9 @@ pub struct Dispatch {
     pub bindings: [(Operand, Window); 3],
     /// Binding 3, for kernels that read it (the accurate split's scale words).
     pub aux: Option<(Operand, Window)>,
+    /// Bindings 4, 5 and 6, for kernels with a fused epilogue that reads them (bias, row
+    /// scales, column scales: each whole, from the start of its buffer).
+    pub vectors: [Option<(Operand, Window)>; 3],
     /// The push constants.
     pub push: PushConstants,
     /// Workgroups along x, y and z.
@@ -143,6 +152,9 @@ pub struct PlanRequest {
     pub beta: f64,
     /// Split-K.
     pub split_k: SplitK,
+    /// The fused epilogue terms (bias, activation, dequantisation, output cast); its `alpha`
+    /// and `beta` flags are ignored (they follow `alpha` and `beta`). Default: none.
+    pub epilogue: Epilogue,
 }
 
 /// A GEMM, planned: what to dispatch, in order, on which windows of which operands.
@@ -175,9 +187,20 @@ impl GemmPlan {
     pub fn new(req: &PlanRequest, limits: &DispatchLimits) -> Result<Self> {
         let (p, config, scheme) = (&req.problem, req.config, req.scheme);
         let rt = config.result_type;
-        let alpha_bits = scalar_bits("alpha", req.alpha, rt)?;
-        let beta_bits = scalar_bits("beta", req.beta, rt)?;
-        let one_bits = scalar_bits("beta", 1.0, rt)?;
+        let fused = req.epilogue;
+        fused.check(rt)?;
+        let out_type = fused.output_type(rt);
+        if out_type.size_bytes() as usize != p.c_bytes {
+            return Err(Error::InvalidOperand(format!(
+                "C has {}-byte elements but the plan stores {out_type}",
+                p.c_bytes
+            )));
+        }
+        // A fused epilogue applies alpha and beta in f32.
+        let st = if fused.is_fused() { ComponentType::F32 } else { rt };
+        let alpha_bits = scalar_bits("alpha", req.alpha, st)?;
+        let beta_bits = scalar_bits("beta", req.beta, st)?;
+        let one_bits = scalar_bits("beta", 1.0, st)?;
         let geometry = scheme.geometry(&config);
         let passes = plan(p, &geometry, limits)?;
         let key = |alpha: bool, beta: bool| KernelKey {
@@ -185,14 +208,16 @@ impl GemmPlan {
             scheme,
             a_layout: p.a_layout,
             b_layout: p.b_layout,
-            epilogue: Epilogue { alpha, beta },
+            epilogue: Epilogue { alpha, beta, ..fused },
             loads: req.loads,
             probe: Probe::Full,
         };
         let epilogue = Epilogue {
             alpha: req.alpha != 1.0,
             beta: req.beta != 0.0,
+            ..fused
         };
+        let vectors = fused_vectors(p, &fused, limits)?;
         key(false, false).check_loads()?;
         let ct = config.component_type;
         for (name, load, bytes) in [("A", req.loads[0], p.a_bytes), ("B", req.loads[1], p.b_bytes)] {
@@ -219,10 +244,19 @@ impl GemmPlan {
                 limits,
                 (alpha_bits, beta_bits),
                 key(epilogue.alpha, epilogue.beta),
+                vectors,
             )?;
             return Ok(out);
         }
-        if let [single] = passes.as_slice() {
+        if fused.is_fused() && passes.iter().any(|pass| pass.accumulate) {
+            return Err(Error::TooLarge(format!(
+                "a fused epilogue needs K = {} in one pass, and the device's limits cut it into {}",
+                p.k,
+                passes.len()
+            )));
+        }
+        // Split-K's reduction applies alpha and beta only: fused epilogues run in one pass.
+        if let ([single], false) = (passes.as_slice(), fused.is_fused()) {
             let splits = match req.split_k {
                 SplitK::Slices(s) => s,
                 SplitK::Auto { cpu_device } => {
@@ -256,6 +290,7 @@ impl GemmPlan {
                 groups: pass.groups,
                 after_previous: i > 0 && pass.accumulate,
                 aux: None,
+                vectors,
             });
         }
         Ok(out)
@@ -298,6 +333,7 @@ impl GemmPlan {
                 groups: pass.groups,
                 after_previous: false,
                 aux: None,
+                vectors: [None; 3],
             });
         }
         let whole = Window {
@@ -323,6 +359,7 @@ impl GemmPlan {
             groups: [gx as u32, gy as u32, 1],
             after_previous: true,
             aux: None,
+            vectors: [None; 3],
         });
         self.scratch_bytes = scratch_bytes;
         true
@@ -337,6 +374,7 @@ impl GemmPlan {
         limits: &DispatchLimits,
         (alpha_bits, beta_bits): (u32, u32),
         kernel: KernelKey,
+        vectors: [Option<(Operand, Window)>; 3],
     ) -> Result<()> {
         if self.problem.batch.count > 1 {
             return Err(Error::Unsupported(
@@ -366,6 +404,7 @@ impl GemmPlan {
                 kernel: Kernel::AbsMax,
                 bindings: [(which, window), (which, window), (Operand::Scratch, words)],
                 aux: None,
+                vectors: [None; 3],
                 push: PushConstants {
                     m: outer as u32,
                     n: (inner * 4).div_ceil(VECTOR_BYTES as usize) as u32,
@@ -387,6 +426,7 @@ impl GemmPlan {
             kernel: Kernel::Gemm(kernel),
             bindings: [(Operand::A, pass.a), (Operand::B, pass.b), (Operand::C, pass.c)],
             aux: Some((Operand::Scratch, words)),
+            vectors,
             push: pass_push(p, pass, alpha_bits, beta_bits),
             groups: pass.groups,
             after_previous: true,
@@ -505,7 +545,42 @@ fn pass_push(p: &Problem, pass: &Pass, alpha_bits: u32, beta_bits: u32) -> PushC
         a_batch_vec: stride(0, vec),
         b_batch_vec: stride(1, vec),
         c_batch: stride(2, p.c_bytes as u64),
+        row0: pass.m0 as u32,
+        col0: pass.n0 as u32,
     }
+}
+
+/// The windows of a fused epilogue's vectors (bindings 4, 5, 6): the bias (M or N elements of
+/// its type, rounded up to whole 32-bit words) and the f32 row and column scales.
+fn fused_vectors(p: &Problem, e: &Epilogue, limits: &DispatchLimits) -> Result<[Option<(Operand, Window)>; 3]> {
+    let whole = |which: Operand, len: usize, bytes: usize| -> Result<Option<(Operand, Window)>> {
+        let range = (len as u64 * bytes as u64).next_multiple_of(4);
+        if range > limits.max_range {
+            return Err(Error::TooLarge(format!(
+                "a {len}-element epilogue vector is {range} bytes, over maxStorageBufferRange ({})",
+                limits.max_range
+            )));
+        }
+        let window = Window {
+            bind_offset: 0,
+            bind_range: range,
+            start: 0,
+        };
+        Ok(Some((which, window)))
+    };
+    let bias = match e.bias {
+        Some((axis, t)) => {
+            let len = if axis == Axis::Row { p.m } else { p.n };
+            whole(Operand::Bias, len, t.size_bytes() as usize)?
+        }
+        None => None,
+    };
+    let (rows, cols) = if e.dequant {
+        (whole(Operand::RowScales, p.m, 4)?, whole(Operand::ColScales, p.n, 4)?)
+    } else {
+        (None, None)
+    };
+    Ok([bias, rows, cols])
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ fn request(m: usize, n: usize, k: usize, alpha: f64, beta: f64, split_k: SplitK)
         alpha,
         beta,
         split_k,
+        epilogue: Default::default(),
     }
 }
 
@@ -35,7 +36,8 @@ fn one_pass_binds_a_b_c_with_the_callers_scalars() {
         key.epilogue,
         Epilogue {
             alpha: true,
-            beta: true
+            beta: true,
+            ..Default::default()
         }
     );
     assert_eq!(d.bindings.map(|b| b.0), [Operand::A, Operand::B, Operand::C]);

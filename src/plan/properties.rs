@@ -117,6 +117,7 @@ fn check_plan(
         alpha: 2.0,
         beta: 0.0,
         split_k: SplitK::Slices(split),
+        epilogue: Default::default(),
     };
     let limits = DispatchLimits::from_device(&h200_limits());
     let plan = match GemmPlan::new(&request, &limits) {

@@ -98,6 +98,22 @@ impl Context {
         }
     }
 
+    /// [`Context::time_gemm_device`] for a GEMM with a fused epilogue
+    /// ([`Context::gemm_fused_device`]) whose vectors are device matrices.
+    pub fn time_gemm_fused<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TB>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+        fused: &crate::Fused<'_>,
+        reps: u32,
+    ) -> Result<Vec<f64>> {
+        let plan = self.plan_fused_device(a, b, c, options, fused)?;
+        let vectors = fused.device_buffers(plan.transposed)?;
+        self.time_plan_with(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), vectors, reps)
+    }
+
     /// Runs the GEMM repeatedly, untimed, for at least `min` and until two consecutive batches'
     /// median GPU times agree within 3% (at most `max`), so that timings taken next see a steady
     /// kernel: NVIDIA's driver runs a freshly compiled pipeline slowly at first, for seconds with
@@ -181,6 +197,17 @@ impl Context {
 
     /// Runs `plan` `reps` times in one submission and returns each run's GPU time in seconds.
     pub(crate) fn time_plan(&self, plan: &GemmPlan, operands: [&Arc<Buffer>; 3], reps: u32) -> Result<Vec<f64>> {
+        self.time_plan_with(plan, operands, [None; 3], reps)
+    }
+
+    /// [`Context::time_plan`] with a fused epilogue's vector buffers bound.
+    pub(crate) fn time_plan_with(
+        &self,
+        plan: &GemmPlan,
+        operands: [&Arc<Buffer>; 3],
+        vectors: [Option<ash::vk::Buffer>; 3],
+        reps: u32,
+    ) -> Result<Vec<f64>> {
         if self.device_info().limits.timestamp_period <= 0.0 {
             return Err(Error::Unsupported("the device has no timestamp queries".into()));
         }
@@ -188,7 +215,7 @@ impl Context {
         let pool = TimestampPool::new(&self.device, 2 * reps)?;
         self.run_plan(
             plan,
-            operands,
+            (operands, vectors),
             reps,
             |rec, r, after| rec.timestamp(pool.raw, 2 * r + u32::from(after)),
             |rec| rec.reset_queries(pool.raw, pool.count),

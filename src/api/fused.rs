@@ -1,0 +1,351 @@
+//! Fused epilogues: `D = act(alpha * deq(A*B) + beta * C + bias)`, applied by the GEMM kernel
+//! to each element before it is stored in C's type (see [`crate::kernel::Epilogue`]), so a
+//! linear layer's bias, activation and output cast cost no extra pass over C.
+
+use super::context::Context;
+use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
+use super::operand::{placed, DeviceOperand, Placed};
+use super::options::GemmOptions;
+use crate::config::ComponentType;
+use crate::error::{Error, Result};
+use crate::kernel::Epilogue;
+pub use crate::kernel::{Activation, Axis};
+use crate::memory::{Buffer, BufferKind};
+use crate::plan::{check_shapes, Batch, GemmPlan};
+use crate::submit::{StreamCore, Touch};
+use crate::tiling::Layout;
+use half::{bf16, f16};
+use std::sync::Arc;
+
+/// One vector of a fused epilogue (a bias, or dequantisation scales): host values, uploaded with
+/// the GEMM, or a [`DeviceMatrix`] with one row or one column (its elements contiguous), kept on
+/// the device across GEMMs. Made with `From` from `&[f32]`, `&[f16]`, `&[bf16]` or
+/// `&DeviceMatrix` of those.
+#[derive(Copy, Clone, Debug)]
+pub struct EpilogueVector<'a>(Source<'a>);
+
+#[derive(Copy, Clone, Debug)]
+enum Source<'a> {
+    Host(ComponentType, &'a [u8]),
+    Device(ComponentType, &'a Arc<Buffer>, usize, bool),
+}
+
+macro_rules! vector_from {
+    ($($t:ty),*) => {$(
+        impl<'a> From<&'a [$t]> for EpilogueVector<'a> {
+            fn from(v: &'a [$t]) -> Self {
+                EpilogueVector(Source::Host(<$t as Element>::TYPE, bytemuck::cast_slice(v)))
+            }
+        }
+        impl<'a> From<&'a Vec<$t>> for EpilogueVector<'a> {
+            fn from(v: &'a Vec<$t>) -> Self {
+                v.as_slice().into()
+            }
+        }
+        impl<'a> From<&'a DeviceMatrix<$t>> for EpilogueVector<'a> {
+            fn from(m: &'a DeviceMatrix<$t>) -> Self {
+                let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
+                let contiguous = outer == 1 || inner == m.ld;
+                EpilogueVector(Source::Device(<$t as Element>::TYPE, &m.buffer, m.rows * m.cols, contiguous))
+            }
+        }
+    )*};
+}
+vector_from!(f32, f16, bf16);
+
+impl EpilogueVector<'_> {
+    fn element_type(&self) -> ComponentType {
+        match self.0 {
+            Source::Host(t, _) | Source::Device(t, ..) => t,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self.0 {
+            Source::Host(t, bytes) => bytes.len() / t.size_bytes() as usize,
+            Source::Device(_, _, len, _) => len,
+        }
+    }
+}
+
+/// What a GEMM applies to each result element after `alpha * A*B + beta * C`, in f32, before C's
+/// type is stored: dequantisation scales (8-bit inputs), a bias, an activation. C's type sets
+/// the output cast: f16 or bf16 C with 16-bit float inputs accumulates in f32 and rounds once
+/// at the store; f32, f16 or bf16 C with i8/u8 inputs accumulates in i32/u32 and dequantises.
+///
+/// ```no_run
+/// # fn main() -> vk_sgmat::Result<()> {
+/// use half::f16;
+/// use vk_sgmat::{Activation, Axis, Context, Fused, GemmOptions, MatMut, MatRef};
+/// let ctx = Context::new()?;
+/// let (x, w, bias) = (vec![f16::ONE; 64 * 32], vec![f16::ONE; 32 * 48], vec![0.5f32; 48]);
+/// let mut y = vec![f16::ZERO; 64 * 48];
+/// let fused = Fused::new().bias(Axis::Col, &bias).activation(Activation::Gelu);
+/// ctx.gemm_fused(
+///     MatRef::new(&x, 64, 32),
+///     MatRef::new(&w, 32, 48),
+///     MatMut::new(&mut y, 64, 48),
+///     &GemmOptions::default(),
+///     &fused,
+/// )?;
+/// # Ok(()) }
+/// ```
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Fused<'a> {
+    /// A bias added after alpha and beta: per row of C (M values) or per column (N), of f32,
+    /// f16 or bf16. Default: none.
+    pub bias: Option<(Axis, EpilogueVector<'a>)>,
+    /// The activation, applied last. Default: none.
+    pub activation: Activation,
+    /// Dequantisation of an integer product: `acc * rows[i] * cols[j]`, f32 scales (M and N of
+    /// them), before alpha. Required, and only allowed, with i8 or u8 inputs and a float C.
+    pub scales: Option<(EpilogueVector<'a>, EpilogueVector<'a>)>,
+}
+
+impl<'a> Fused<'a> {
+    /// No terms: a plain GEMM (with its output cast, if C's type asks for one).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With a bias along `axis`.
+    pub fn bias(self, axis: Axis, values: impl Into<EpilogueVector<'a>>) -> Self {
+        Self {
+            bias: Some((axis, values.into())),
+            ..self
+        }
+    }
+
+    /// With an activation.
+    pub fn activation(self, activation: Activation) -> Self {
+        Self { activation, ..self }
+    }
+
+    /// With dequantisation scales per row and per column.
+    pub fn scales(self, rows: impl Into<EpilogueVector<'a>>, cols: impl Into<EpilogueVector<'a>>) -> Self {
+        Self {
+            scales: Some((rows.into(), cols.into())),
+            ..self
+        }
+    }
+
+    /// The kernel's terms (the output cast is the planner's), after checking the vectors'
+    /// lengths against C's `m x n` and their types.
+    pub(crate) fn terms(&self, (m, n): (usize, usize)) -> Result<Epilogue> {
+        let check = |what: &str, v: &EpilogueVector<'_>, want: usize, axis: &str| -> Result<()> {
+            if let Source::Device(.., false) = v.0 {
+                return Err(Error::InvalidOperand(format!(
+                    "{what}: a device vector is a DeviceMatrix of one row or one column"
+                )));
+            }
+            if v.len() != want {
+                return Err(Error::ShapeMismatch(format!(
+                    "{what} has {} values; C has {want} {axis}",
+                    v.len()
+                )));
+            }
+            Ok(())
+        };
+        let mut e = Epilogue {
+            activation: self.activation,
+            ..Epilogue::default()
+        };
+        if let Some((axis, v)) = &self.bias {
+            let (want, name) = if *axis == Axis::Row {
+                (m, "rows")
+            } else {
+                (n, "columns")
+            };
+            check("the bias", v, want, name)?;
+            e.bias = Some((*axis, v.element_type()));
+        }
+        if let Some((rows, cols)) = &self.scales {
+            check("the row scales", rows, m, "rows")?;
+            check("the column scales", cols, n, "columns")?;
+            if [rows, cols].iter().any(|v| v.element_type() != ComponentType::F32) {
+                return Err(Error::Unsupported("dequantisation scales are f32".into()));
+            }
+            e.dequant = true;
+        }
+        Ok(e)
+    }
+
+    /// The same terms for `C^T = B^T A^T`: row and column vectors trade places.
+    pub(crate) fn transposed(self) -> Self {
+        Self {
+            bias: self.bias.map(|(axis, v)| (axis.flip(), v)),
+            scales: self.scales.map(|(r, c)| (c, r)),
+            ..self
+        }
+    }
+
+    /// The vectors' buffers in binding order for a plan (transposed or not), all on the device.
+    pub(crate) fn device_buffers(&self, transposed: bool) -> Result<[Option<ash::vk::Buffer>; 3]> {
+        let f = if transposed { self.transposed() } else { *self };
+        let mut out = [None; 3];
+        for (slot, v) in out.iter_mut().zip(f.vectors()) {
+            *slot = match v.map(|v| v.0) {
+                Some(Source::Device(_, buffer, ..)) => Some(buffer.raw()),
+                Some(Source::Host(..)) => {
+                    return Err(Error::InvalidOperand(
+                        "timing takes epilogue vectors on the device (DeviceMatrix)".into(),
+                    ))
+                }
+                None => None,
+            };
+        }
+        Ok(out)
+    }
+
+    /// The vectors in binding order (bias, row scales, column scales).
+    fn vectors(&self) -> [Option<EpilogueVector<'a>>; 3] {
+        [
+            self.bias.map(|(_, v)| v),
+            self.scales.map(|(r, _)| r),
+            self.scales.map(|(_, c)| c),
+        ]
+    }
+}
+
+impl Context {
+    /// `c = act(alpha * deq(a * b) + beta * c + bias)` on host matrices, in one kernel (see
+    /// [`Fused`]; A and B types as [`Context::gemm_with`]). C may be row- or column-major.
+    pub fn gemm_fused<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: MatRef<'_, TA>,
+        b: MatRef<'_, TB>,
+        c: MatMut<'_, TC>,
+        options: &GemmOptions,
+        fused: &Fused<'_>,
+    ) -> Result<()> {
+        check_matrix("A", &a)?;
+        check_matrix("B", &b)?;
+        check_matrix("C", &c.as_ref())?;
+        check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
+        let da = self.alloc_matrix::<TA>(a.rows, a.cols, a.layout)?;
+        let db = self.alloc_matrix::<TB>(b.rows, b.cols, b.layout)?;
+        let dc = self.alloc_matrix::<TC>(c.rows, c.cols, c.layout)?;
+        let plan = self.plan_fused_device(&da, &db, &dc, options, fused)?;
+        // Everything is validated; now move data and run, in one submission.
+        let staging = self.run_blocking(|core| {
+            self.enqueue_upload(core, &a, &da)?;
+            self.enqueue_upload(core, &b, &db)?;
+            if plan.reads_c {
+                self.enqueue_upload(core, &c.as_ref(), &dc)?;
+            }
+            let operands = plan.bind_order([placed(&da), placed(&db), placed(&dc)]);
+            self.enqueue_fused(core, &plan, operands, fused, TC::TYPE)?;
+            self.enqueue_download(core, &dc)
+        })?;
+        // The readback holds C's storage order: a column-major C receives it as its transpose.
+        let c = if c.layout == Layout::ColMajor { c.t() } else { c };
+        unpack(staging.mapped()?, dc.ld, c);
+        self.pool.give(staging);
+        Ok(())
+    }
+
+    /// [`Context::gemm_fused`] on device-resident matrices ([`DeviceMatrix`] or
+    /// [`BufferMatrix`](crate::BufferMatrix); C in either storage order).
+    pub fn gemm_fused_device<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TB>,
+        c: &mut impl DeviceOperand<TC>,
+        options: &GemmOptions,
+        fused: &Fused<'_>,
+    ) -> Result<()> {
+        let plan = self.plan_fused_device(a, b, c, options, fused)?;
+        let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
+        self.run_blocking(|core| self.enqueue_fused(core, &plan, operands, fused, TC::TYPE))
+    }
+
+    /// Checks device operands and the epilogue's vectors, then plans.
+    pub(crate) fn plan_fused_device<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TB>,
+        c: &impl DeviceOperand<TC>,
+        options: &GemmOptions,
+        fused: &Fused<'_>,
+    ) -> Result<GemmPlan> {
+        let (a, b, c) = (placed(a), placed(b), placed(c));
+        for m in [&a, &b, &c] {
+            if let Some(buffer) = m.owned {
+                self.check_owned(buffer)?;
+            }
+        }
+        for v in fused.vectors().into_iter().flatten() {
+            if let Source::Device(_, buffer, ..) = v.0 {
+                self.check_owned(buffer)?;
+            }
+        }
+        let terms = fused.terms((c.rows, c.cols))?;
+        if terms.dequant != matches!(TA::TYPE, ComponentType::I8 | ComponentType::U8) {
+            return Err(Error::Unsupported(format!(
+                "{} x {} -> {}: dequantisation scales go with i8 or u8 inputs (and a float C), and only with them",
+                TA::TYPE,
+                TB::TYPE,
+                TC::TYPE
+            )));
+        }
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        self.plan_fused(a, b, c, types, Batch::ONE, options, terms)
+    }
+
+    /// Records a fused plan on `core`: host vectors uploaded into pooled buffers the stream
+    /// holds until the GPU is done, then the plan after one ordering point.
+    pub(crate) fn enqueue_fused(
+        &self,
+        core: &mut StreamCore,
+        plan: &GemmPlan,
+        [a, b, c]: [Placed<'_>; 3],
+        fused: &Fused<'_>,
+        output: ComponentType,
+    ) -> Result<()> {
+        let fused = if plan.transposed { fused.transposed() } else { *fused };
+        let mut uploaded: Vec<Arc<Buffer>> = Vec::new();
+        let mut raws = [None; 3];
+        let mut sources: Vec<(usize, &Arc<Buffer>)> = Vec::new();
+        let vectors = fused.vectors();
+        for (i, v) in vectors.iter().enumerate() {
+            match v.map(|v| v.0) {
+                Some(Source::Host(_, bytes)) => {
+                    let buf = Arc::new(
+                        self.pool
+                            .take((bytes.len() as u64).next_multiple_of(16), BufferKind::Storage)?,
+                    );
+                    // The stream holds it as pooled (below), so its ordering takes no owner.
+                    core.access(&[], &[unowned(&buf)])?;
+                    core.upload(buf.raw(), 0, bytes.len() as u64, |out| out.copy_from_slice(bytes))?;
+                    raws[i] = Some(buf.raw());
+                    uploaded.push(buf);
+                }
+                Some(Source::Device(_, buffer, ..)) => {
+                    raws[i] = Some(buffer.raw());
+                    sources.push((i, buffer));
+                }
+                None => {}
+            }
+        }
+        let mut reads: Vec<Touch<'_>> = Vec::new();
+        for t in [a.touch(), b.touch()].into_iter().chain(uploaded.iter().map(unowned)) {
+            reads.push(t);
+        }
+        for (_, buf) in &sources {
+            reads.push(Touch::from(*buf));
+        }
+        core.access(&reads, &[c.touch()])?;
+        let recorded = self.record_fused(core, plan, [a, b, c], output, raws);
+        for buf in uploaded {
+            core.hold(buf, true);
+        }
+        recorded
+    }
+}
+
+fn unowned<'x>(buffer: &Arc<Buffer>) -> Touch<'x> {
+    Touch {
+        raw: buffer.raw(),
+        owned: None,
+    }
+}

@@ -1,0 +1,295 @@
+//! The fused epilogue's per-element code, shared by the kernels that store element by element:
+//! `D = act(alpha * deq(acc) + beta * C + bias)` in f32, stored in C's type.
+//!
+//! Vectors: the bias at binding 4 as 32-bit words (f32, or two f16/bf16 per word), the row and
+//! column scales of dequantisation at 5 and 6 as f32. A pass's vectors start at its first row
+//! and column (push constants `row0`, `col0`), so every pass of a problem reads the same vectors.
+//! bf16 results are rounded to nearest even here and stored through an f16-typed array as bits
+//! (no arithmetic touches them there), so no bf16 type is needed.
+
+use super::builder::{BuildResult, ModuleBuilder};
+use super::gemm::Pc;
+use super::{Activation, Axis, Epilogue, BIAS_BINDING};
+use crate::config::ComponentType;
+use rspirv::dr::Operand;
+use rspirv::spirv::{StorageClass, Word};
+
+/// GLSL.std.450 instruction numbers.
+const GLSL_EXP: u32 = 27;
+const GLSL_FABS: u32 = 4;
+
+/// The epilogue's module-level declarations and, once [`Fused::prepare`] ran, its scalars.
+pub(super) struct Fused {
+    ep: Epilogue,
+    result: ComponentType,
+    output: ComponentType,
+    v_bias: Option<Word>,
+    v_scales: Option<[Word; 2]>,
+    glsl: Word,
+    /// (alpha, beta as f32, row0, col0), loaded in the entry block.
+    scalars: Option<(Option<Word>, Option<Word>, Word, Word)>,
+}
+
+/// The SPIR-V scalar type C is stored in and its size: f32, or f16 for f16 and bf16 (bits).
+pub(super) fn store_type(b: &mut ModuleBuilder, output: ComponentType) -> (Word, u32) {
+    match output.size_bytes() {
+        2 => (b.t_scalar(ComponentType::F16), 2),
+        _ => (b.t_scalar(output), 4),
+    }
+}
+
+impl Fused {
+    /// Declares the vector bindings `ep` reads (before the function begins).
+    pub fn declare(b: &mut ModuleBuilder, ep: Epilogue, result: ComponentType) -> Self {
+        let t_u32 = b.t_u32();
+        let t_f32 = b.t_f32();
+        let v_bias = ep.bias.map(|_| b.storage_buffer(t_u32, 4, BIAS_BINDING, true));
+        let v_scales = ep.dequant.then(|| {
+            [
+                b.storage_buffer(t_f32, 4, BIAS_BINDING + 1, true),
+                b.storage_buffer(t_f32, 4, BIAS_BINDING + 2, true),
+            ]
+        });
+        let glsl = b.b.ext_inst_import("GLSL.std.450");
+        Self {
+            ep,
+            result,
+            output: ep.output_type(result),
+            v_bias,
+            v_scales,
+            glsl,
+            scalars: None,
+        }
+    }
+
+    /// Loads alpha, beta (f32 bits: the planner writes f32 for fused epilogues) and the pass's
+    /// first row and column from the push constants.
+    pub fn prepare(&mut self, b: &mut ModuleBuilder, v_pc: Word) -> BuildResult<()> {
+        let t_f32 = b.t_f32();
+        let f32_of = |b: &mut ModuleBuilder, on: bool, which: Pc| -> BuildResult<Option<Word>> {
+            if !on {
+                return Ok(None);
+            }
+            let bits = b.push_constant(v_pc, which as u32)?;
+            Ok(Some(b.b.bitcast(t_f32, None, bits)?))
+        };
+        let alpha = f32_of(b, self.ep.alpha, Pc::Alpha)?;
+        let beta = f32_of(b, self.ep.beta, Pc::Beta)?;
+        let row0 = b.push_constant(v_pc, Pc::Row0 as u32)?;
+        let col0 = b.push_constant(v_pc, Pc::Col0 as u32)?;
+        self.scalars = Some((alpha, beta, row0, col0));
+        Ok(())
+    }
+
+    fn f32c(b: &mut ModuleBuilder, v: f32) -> Word {
+        let t = b.t_f32();
+        b.c_bits(t, v.to_bits())
+    }
+
+    fn glsl(&self, b: &mut ModuleBuilder, op: u32, x: Word) -> BuildResult<Word> {
+        let t = b.t_f32();
+        b.b.ext_inst(t, None, self.glsl, op, [Operand::IdRef(x)])
+    }
+
+    /// `x * sigmoid(z)` as `x * (1 / (1 + exp(-z)))`: a large negative `z` gives `x * 0`.
+    fn times_sigmoid(&self, b: &mut ModuleBuilder, x: Word, z: Word) -> BuildResult<Word> {
+        let t = b.t_f32();
+        let one = Self::f32c(b, 1.0);
+        let nz = b.b.f_negate(t, None, z)?;
+        let e = self.glsl(b, GLSL_EXP, nz)?;
+        let d = b.b.f_add(t, None, one, e)?;
+        let r = b.b.f_div(t, None, one, d)?;
+        b.b.f_mul(t, None, x, r)
+    }
+
+    /// `x * Phi(x)`: `Phi(-|x|) = erfc(|x| / sqrt 2) / 2`, erfc from the Chebyshev fit of
+    /// Numerical Recipes' `erfcc` (fractional error below 1.2e-7).
+    fn gelu_erf(&self, b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+        const C: [f32; 10] = [
+            -1.265_512_2,
+            1.000_023_7,
+            0.374_091_96,
+            0.096_784_18,
+            -0.186_288_06,
+            0.278_868_07,
+            -1.135_204,
+            1.488_515_9,
+            -0.822_152_23,
+            0.170_872_77,
+        ];
+        let (t_f32, t_bool) = (b.t_f32(), b.t_bool());
+        let ax = self.glsl(b, GLSL_FABS, x)?;
+        let inv_sqrt2 = Self::f32c(b, std::f32::consts::FRAC_1_SQRT_2);
+        let z = b.b.f_mul(t_f32, None, ax, inv_sqrt2)?;
+        let (one, half) = (Self::f32c(b, 1.0), Self::f32c(b, 0.5));
+        let hz = b.b.f_mul(t_f32, None, z, half)?;
+        let d = b.b.f_add(t_f32, None, one, hz)?;
+        let t = b.b.f_div(t_f32, None, one, d)?;
+        // Horner from the highest coefficient down to C[1]; then -z^2 + C[0] + t * (...).
+        let mut p = Self::f32c(b, C[9]);
+        for &c in C[1..9].iter().rev() {
+            let pt = b.b.f_mul(t_f32, None, p, t)?;
+            let cc = Self::f32c(b, c);
+            p = b.b.f_add(t_f32, None, pt, cc)?;
+        }
+        let pt = b.b.f_mul(t_f32, None, p, t)?;
+        let c0 = Self::f32c(b, C[0]);
+        let zz = b.b.f_mul(t_f32, None, z, z)?;
+        let e = b.b.f_sub(t_f32, None, c0, zz)?;
+        let e = b.b.f_add(t_f32, None, e, pt)?;
+        let ex = self.glsl(b, GLSL_EXP, e)?;
+        let erfc = b.b.f_mul(t_f32, None, t, ex)?;
+        let low = b.b.f_mul(t_f32, None, erfc, half)?; // Phi(-|x|)
+        let high = b.b.f_sub(t_f32, None, one, low)?;
+        let zero = Self::f32c(b, 0.0);
+        let neg = b.b.f_ord_less_than(t_bool, None, x, zero)?;
+        let phi = b.b.select(t_f32, None, neg, low, high)?;
+        b.b.f_mul(t_f32, None, x, phi)
+    }
+
+    fn activate(&self, b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+        let (t_f32, t_bool) = (b.t_f32(), b.t_bool());
+        match self.ep.activation {
+            Activation::None => Ok(x),
+            Activation::Relu => {
+                // select rather than max: NaN < 0 is false, so NaN stays NaN.
+                let zero = Self::f32c(b, 0.0);
+                let neg = b.b.f_ord_less_than(t_bool, None, x, zero)?;
+                b.b.select(t_f32, None, neg, zero, x)
+            }
+            Activation::Gelu => {
+                // 0.5 (1 + tanh u) = sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).
+                let k0 = 2.0 * (2.0 / std::f32::consts::PI).sqrt();
+                let (c0, c1) = (Self::f32c(b, k0), Self::f32c(b, k0 * 0.044_715));
+                let xx = b.b.f_mul(t_f32, None, x, x)?;
+                let s = b.b.f_mul(t_f32, None, xx, c1)?;
+                let s = b.b.f_add(t_f32, None, s, c0)?;
+                let z = b.b.f_mul(t_f32, None, x, s)?;
+                self.times_sigmoid(b, x, z)
+            }
+            Activation::GeluErf => self.gelu_erf(b, x),
+            Activation::Silu => self.times_sigmoid(b, x, x),
+        }
+    }
+
+    /// Element `index` of the bias vector as f32.
+    fn bias(&self, b: &mut ModuleBuilder, v: Word, t: ComponentType, index: Word) -> BuildResult<Word> {
+        let (t_u32, t_f32) = (b.t_u32(), b.t_f32());
+        let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+        let c0 = b.c_u32(0);
+        if t == ComponentType::F32 {
+            let p = b.b.access_chain(p_u32, None, v, [c0, index])?;
+            let w = b.b.load(t_u32, None, p, None, [])?;
+            return b.b.bitcast(t_f32, None, w);
+        }
+        let word = b.div_u(index, 2)?;
+        let p = b.b.access_chain(p_u32, None, v, [c0, word])?;
+        let w = b.b.load(t_u32, None, p, None, [])?;
+        let odd = b.mod_u(index, 2)?;
+        let shift = b.mul_u(odd, 16)?;
+        let h = b.b.shift_right_logical(t_u32, None, w, shift)?;
+        let mask = b.c_u32(0xffff);
+        let h = b.b.bitwise_and(t_u32, None, h, mask)?;
+        if t == ComponentType::Bf16 {
+            let c16 = b.c_u32(16);
+            let bits = b.b.shift_left_logical(t_u32, None, h, c16)?;
+            return b.b.bitcast(t_f32, None, bits);
+        }
+        const GLSL_UNPACK_HALF_2X16: u32 = 62;
+        let t_vec2 = b.b.type_vector(t_f32, 2);
+        let pair =
+            b.b.ext_inst(t_vec2, None, self.glsl, GLSL_UNPACK_HALF_2X16, [Operand::IdRef(h)])?;
+        b.b.composite_extract(t_f32, None, pair, [0])
+    }
+
+    /// f32 `x` as the value C stores (see [`store_type`]).
+    fn narrow(&self, b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+        let (t_store, _) = store_type(b, self.output);
+        match self.output {
+            ComponentType::F16 => b.b.f_convert(t_store, None, x),
+            ComponentType::Bf16 => {
+                let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
+                let bits = b.b.bitcast(t_u32, None, x)?;
+                let c16 = b.c_u32(16);
+                let top = b.b.shift_right_logical(t_u32, None, bits, c16)?;
+                let c1 = b.c_u32(1);
+                let odd = b.b.bitwise_and(t_u32, None, top, c1)?;
+                let c7fff = b.c_u32(0x7fff);
+                let bias = b.b.i_add(t_u32, None, odd, c7fff)?;
+                let sum = b.b.i_add(t_u32, None, bits, bias)?;
+                let rounded = b.b.shift_right_logical(t_u32, None, sum, c16)?;
+                // NaN keeps a quiet NaN (its payload could round into infinity).
+                let abs_mask = b.c_u32(0x7fff_ffff);
+                let mag = b.b.bitwise_and(t_u32, None, bits, abs_mask)?;
+                let inf = b.c_u32(0x7f80_0000);
+                let nan = b.b.u_greater_than(t_bool, None, mag, inf)?;
+                let qnan = b.c_u32(0x7fc0);
+                let out = b.b.select(t_u32, None, nan, qnan, rounded)?;
+                let t_hvec2 = b.b.type_vector(t_store, 2);
+                let pair = b.b.bitcast(t_hvec2, None, out)?;
+                b.b.composite_extract(t_store, None, pair, [0])
+            }
+            _ => Ok(x),
+        }
+    }
+
+    /// C's stored value at `p` (for beta) as f32.
+    fn widen(&self, b: &mut ModuleBuilder, p: Word) -> BuildResult<Word> {
+        let (t_store, _) = store_type(b, self.output);
+        let t_f32 = b.t_f32();
+        let v = b.b.load(t_store, None, p, None, [])?;
+        match self.output {
+            ComponentType::F16 => b.b.f_convert(t_f32, None, v),
+            ComponentType::Bf16 => {
+                let t_u32 = b.t_u32();
+                let t_hvec2 = b.b.type_vector(t_store, 2);
+                let zero = b.b.constant_null(t_store);
+                let pair = b.b.composite_construct(t_hvec2, None, [v, zero])?;
+                let bits = b.b.bitcast(t_u32, None, pair)?;
+                let c16 = b.c_u32(16);
+                let bits = b.b.shift_left_logical(t_u32, None, bits, c16)?;
+                b.b.bitcast(t_f32, None, bits)
+            }
+            _ => Ok(v),
+        }
+    }
+
+    /// The stored value of an accumulator element `x` (of the result type) at pass-local `row`
+    /// and `col`, C's element at `p_c` (read only with beta). Call only for elements inside C.
+    pub fn element(&self, b: &mut ModuleBuilder, x: Word, (row, col): (Word, Word), p_c: Word) -> BuildResult<Word> {
+        let (alpha, beta, row0, col0) = self.scalars.expect("Fused::prepare ran in the entry block");
+        let (t_u32, t_f32) = (b.t_u32(), b.t_f32());
+        let grow = b.b.i_add(t_u32, None, row0, row)?;
+        let gcol = b.b.i_add(t_u32, None, col0, col)?;
+        let mut v = match self.result {
+            ComponentType::F32 => x,
+            ComponentType::I32 => b.b.convert_s_to_f(t_f32, None, x)?,
+            ComponentType::U32 => b.b.convert_u_to_f(t_f32, None, x)?,
+            _ => b.b.f_convert(t_f32, None, x)?,
+        };
+        if let Some([rs, cs]) = self.v_scales {
+            let p_f32 = b.ptr(StorageClass::StorageBuffer, t_f32);
+            let c0 = b.c_u32(0);
+            for (buf, at) in [(rs, grow), (cs, gcol)] {
+                let p = b.b.access_chain(p_f32, None, buf, [c0, at])?;
+                let s = b.b.load(t_f32, None, p, None, [])?;
+                v = b.b.f_mul(t_f32, None, v, s)?;
+            }
+        }
+        if let Some(a) = alpha {
+            v = b.b.f_mul(t_f32, None, v, a)?;
+        }
+        if let Some(bt) = beta {
+            let old = self.widen(b, p_c)?;
+            let t = b.b.f_mul(t_f32, None, old, bt)?;
+            v = b.b.f_add(t_f32, None, v, t)?;
+        }
+        if let (Some((axis, t)), Some(buf)) = (self.ep.bias, self.v_bias) {
+            let at = if axis == Axis::Row { grow } else { gcol };
+            let bias = self.bias(b, buf, t, at)?;
+            v = b.b.f_add(t_f32, None, v, bias)?;
+        }
+        let v = self.activate(b, v)?;
+        self.narrow(b, v)
+    }
+}
