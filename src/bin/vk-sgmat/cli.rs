@@ -102,6 +102,8 @@ pub enum Command {
         split: String,
         #[command(flatten)]
         batching: BatchArgs,
+        #[command(flatten)]
+        fused: crate::fused::FusedArgs,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

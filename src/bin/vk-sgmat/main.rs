@@ -4,6 +4,7 @@ mod batched;
 mod chart;
 mod check;
 mod cli;
+mod fused;
 mod multi;
 mod progress;
 mod report;

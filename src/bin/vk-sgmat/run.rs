@@ -41,6 +41,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             devices,
             split,
             batching,
+            fused,
             json,
             dev,
         } => {
@@ -61,6 +62,12 @@ pub fn run(cli: Cli) -> Result<bool> {
             if let Some(passed) =
                 crate::batched::gemm_args(&batching, &dev, types, (m, n, k), layouts, single, &options, run)?
             {
+                return Ok(passed);
+            }
+            if !single && (fused.epilogue.is_some() || fused.out.is_some()) {
+                bail!("--epilogue and --out take neither --devices, --scheme nor --c-layout t");
+            }
+            if let Some(passed) = crate::fused::gemm_args(&fused, &dev, types, (m, n, k), layouts, &options, run)? {
                 return Ok(passed);
             }
             if let Some(devices) = devices {

@@ -1,0 +1,250 @@
+//! `vk-sgmat gemm --epilogue ... --out T`: one GEMM with a fused epilogue on random data,
+//! checked element-wise against the f64 reference (`verify::fused`), and with `--repeat` timed
+//! beside the plain GEMM of the same inputs (the epilogue's overhead).
+
+use crate::cli::DeviceArgs;
+use crate::run::{context_with, finish};
+use crate::types::Types;
+use anyhow::{bail, Result};
+use half::{bf16, f16};
+use std::time::{Duration, Instant};
+use vk_sgmat::verify::fused::{compare_fused, FusedRef};
+use vk_sgmat::verify::{random_vec, reference, rows_to_check, Check, Rng};
+use vk_sgmat::{
+    Activation, Axis, ComponentType, Context, DeviceMatrix, Element, Fused, GemmOptions, Layout, MatMut, MatRef,
+};
+
+/// Fused epilogue options of `gemm`.
+#[derive(Debug, clap::Args)]
+pub struct FusedArgs {
+    /// Fused epilogue terms, comma-separated: none, bias-row, bias-col, relu, gelu, gelu-erf,
+    /// silu (e.g. `bias-col,gelu`). i8/u8 inputs are dequantised by random row and column scales.
+    #[arg(long)]
+    pub epilogue: Option<String>,
+    /// Store C as this type (f16, bf16, f32): f32 accumulation cast at the store, or (i8/u8
+    /// inputs) the dequantised result. Default: the result type of --types.
+    #[arg(long)]
+    pub out: Option<String>,
+}
+
+/// The parsed terms: bias axis and activation.
+fn parse(s: &str) -> Result<(Option<Axis>, Activation)> {
+    let (mut bias, mut act) = (None, Activation::None);
+    for t in s.split(',').map(str::trim) {
+        match t {
+            "none" | "" => {}
+            "bias-row" => bias = Some(Axis::Row),
+            "bias-col" => bias = Some(Axis::Col),
+            _ => match Activation::ALL.into_iter().find(|a| a.name() == t) {
+                Some(a) => act = a,
+                None => bail!("--epilogue {t}: use none, bias-row, bias-col, relu, gelu, gelu-erf or silu"),
+            },
+        }
+    }
+    Ok((bias, act))
+}
+
+/// What one fused run measured.
+#[derive(Debug, serde::Serialize)]
+struct FusedReport {
+    device: String,
+    m: usize,
+    n: usize,
+    k: usize,
+    types: String,
+    epilogue: String,
+    seed: u64,
+    check: Check,
+    fused_ms: f64,
+    plain_ms: f64,
+    overhead: f64,
+    tflops: f64,
+}
+
+/// `gemm --epilogue/--out`: whether the check passed, or `None` when neither was given.
+pub fn gemm_args(
+    args: &FusedArgs,
+    dev: &DeviceArgs,
+    types: Types,
+    mnk: (usize, usize, usize),
+    layouts: (Layout, Layout),
+    options: &GemmOptions,
+    (reps, json): (u32, bool),
+) -> Result<Option<bool>> {
+    if args.epilogue.is_none() && args.out.is_none() {
+        return Ok(None);
+    }
+    let (bias, act) = parse(args.epilogue.as_deref().unwrap_or("none"))?;
+    let out = match args.out.as_deref() {
+        Some(s) => ComponentType::parse(s).ok_or_else(|| anyhow::anyhow!("--out {s}: use f16, bf16 or f32"))?,
+        None => types.c,
+    };
+    let ctx = context_with(dev, true)?;
+    let spec = (bias, act, args.epilogue.clone().unwrap_or_else(|| "none".into()));
+    let timed = (reps > 1).then_some(reps);
+    use ComponentType::*;
+    macro_rules! go {
+        ($ta:ty, $tc:ty) => {
+            run::<$ta, $tc>(&ctx, mnk, layouts, options, &spec, timed)?
+        };
+    }
+    let report = match (types.a, types.b, out) {
+        (F16, F16, F16) => go!(f16, f16),
+        (F16, F16, Bf16) => go!(f16, bf16),
+        (F16, F16, F32) => go!(f16, f32),
+        (Bf16, Bf16, Bf16) => go!(bf16, bf16),
+        (Bf16, Bf16, F16) => go!(bf16, f16),
+        (Bf16, Bf16, F32) => go!(bf16, f32),
+        (F32, F32, F32) => go!(f32, f32),
+        (F32, F32, F16) => go!(f32, f16),
+        (F32, F32, Bf16) => go!(f32, bf16),
+        (I8, I8, F16) => go!(i8, f16),
+        (I8, I8, F32) => go!(i8, f32),
+        (U8, U8, F16) => go!(u8, f16),
+        (U8, U8, F32) => go!(u8, f32),
+        (a, b, c) => bail!(
+            "--epilogue/--out with {a},{b} inputs and {c} C: A and B of one type (f16, bf16, f32, i8, u8), C f16, bf16 or f32"
+        ),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let r = &report;
+        println!(
+            "{}: {}x{}x{} {} epilogue {}: {} (worst error {:.3} of its bound, {} of {} checked){}",
+            r.device,
+            r.m,
+            r.n,
+            r.k,
+            r.types,
+            r.epilogue,
+            if r.check.passed { "PASS" } else { "FAIL" },
+            r.check.rel_error,
+            r.check.compared - r.check.mismatches,
+            r.check.compared,
+            if r.fused_ms.is_nan() {
+                String::new()
+            } else {
+                format!(
+                    "; fused {:.4} ms ({:.1} TFLOP/s), plain {:.4} ms: overhead {:+.1}%",
+                    r.fused_ms,
+                    r.tflops,
+                    r.plain_ms,
+                    r.overhead * 100.0
+                )
+            }
+        );
+    }
+    finish(&ctx, report.check.passed).map(Some)
+}
+
+fn run<T: Element, TC: Element>(
+    ctx: &Context,
+    (m, n, k): (usize, usize, usize),
+    (la, lb): (Layout, Layout),
+    options: &GemmOptions,
+    (bias_axis, act, name): &(Option<Axis>, Activation, String),
+    reps: Option<u32>,
+) -> vk_sgmat::Result<FusedReport> {
+    let seed = Rng::fresh_seed();
+    let mut rng = Rng::new(seed);
+    let a: Vec<T> = random_vec(&mut rng, m * k);
+    let b: Vec<T> = random_vec(&mut rng, k * n);
+    let ld = |l: Layout, r: usize, c: usize| if l == Layout::RowMajor { c } else { r };
+    let am = MatRef::stored(&a, m, k, la, ld(la, m, k));
+    let bm = MatRef::stored(&b, k, n, lb, ld(lb, k, n));
+    let c_in: Vec<TC> = (0..m * n).map(|_| TC::from_f64(rng.unit() - 0.5)).collect();
+    let int = matches!(T::TYPE, ComponentType::I8 | ComponentType::U8);
+    let len = |axis| if axis == Axis::Row { m } else { n };
+    let bias: Vec<f32> = bias_axis.map_or(Vec::new(), |ax| {
+        (0..len(ax)).map(|_| (rng.unit() * 2.0 - 1.0) as f32).collect()
+    });
+    // Scales of about 1 / (128 * sqrt(K)) keep dequantised sums near 1.
+    let s = 1.0 / (128.0 * (k as f64).sqrt());
+    let mut scale = |len: usize| -> Vec<f32> { (0..len).map(|_| (s * (0.5 + rng.unit())) as f32).collect() };
+    let (rs, cs) = if int { (scale(m), scale(n)) } else { Default::default() };
+    let da = ctx.upload(am)?;
+    let db = ctx.upload(bm)?;
+    let dbias = match bias_axis {
+        Some(ax) => Some((*ax, ctx.upload(MatRef::new(&bias, 1, bias.len()))?)),
+        None => None,
+    };
+    let dscales = if int {
+        Some((ctx.upload(MatRef::new(&rs, 1, m))?, ctx.upload(MatRef::new(&cs, 1, n))?))
+    } else {
+        None
+    };
+    let mut fused = Fused::new().activation(*act);
+    if let Some((ax, v)) = &dbias {
+        fused = fused.bias(*ax, v);
+    }
+    if let Some((r, c)) = &dscales {
+        fused = fused.scales(r, c);
+    }
+    let mut dc = ctx.upload(MatRef::new(&c_in, m, n))?;
+    ctx.gemm_fused_device(&da, &db, &mut dc, options, &fused)?;
+    let mut out = vec![TC::from_f64(0.0); m * n];
+    ctx.download(&dc, MatMut::new(&mut out, m, n))?;
+    let rows = rows_to_check(m, n, 4096, 64, &mut rng);
+    let (dot, mag) = reference::<T, T, TC>(&am, &bm, None, 1.0, 0.0, &rows);
+    let r = FusedRef {
+        alpha: options.alpha,
+        beta: options.beta,
+        bias: bias_axis.map(|ax| (ax, bias.iter().map(|&x| f64::from(x)).collect())),
+        activation: *act,
+        scales: int.then(|| {
+            let f = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect();
+            (f(&rs), f(&cs))
+        }),
+    };
+    let (mut want, mut magnitude) = (vec![0.0; rows.len() * n], vec![0.0; rows.len() * n]);
+    for (ri, &i) in rows.iter().enumerate() {
+        for j in 0..n {
+            let e = ri * n + j;
+            (want[e], magnitude[e]) = r.apply((i, j), (dot[e], mag[e]), c_in[i * n + j].to_f64());
+        }
+    }
+    let acc = if int { ComponentType::I32 } else { ComponentType::F32 };
+    let check = compare_fused(&out, (n, n), &rows, (&want, &magnitude), acc, k);
+    let mut report = FusedReport {
+        device: ctx.device_info().name.clone(),
+        m,
+        n,
+        k,
+        types: format!("{}:{}", T::TYPE, TC::TYPE),
+        epilogue: name.clone(),
+        seed,
+        check,
+        fused_ms: f64::NAN,
+        plain_ms: f64::NAN,
+        overhead: f64::NAN,
+        tflops: f64::NAN,
+    };
+    let Some(reps) = reps else {
+        return Ok(report);
+    };
+    // The plain GEMM of the same inputs into the accumulator's type: what the epilogue replaces.
+    let timed = |f: &mut dyn FnMut(u32) -> vk_sgmat::Result<Vec<f64>>| -> vk_sgmat::Result<f64> {
+        let warm = Instant::now();
+        while warm.elapsed() < Duration::from_millis(1500) {
+            f(8)?;
+        }
+        Ok(vk_sgmat::median(&mut f(reps)?))
+    };
+    let fused_s = timed(&mut |r| ctx.time_gemm_fused(&da, &db, &mut dc, options, &fused, r))?;
+    let plain_s = if T::TYPE == ComponentType::U8 {
+        let mut c32: DeviceMatrix<u32> = ctx.zeros(m, n)?;
+        timed(&mut |r| ctx.time_gemm_device(&da, &db, &mut c32, options, r))?
+    } else if int {
+        let mut c32: DeviceMatrix<i32> = ctx.zeros(m, n)?;
+        timed(&mut |r| ctx.time_gemm_device(&da, &db, &mut c32, options, r))?
+    } else {
+        let mut c32: DeviceMatrix<f32> = ctx.zeros(m, n)?;
+        timed(&mut |r| ctx.time_gemm_device(&da, &db, &mut c32, options, r))?
+    };
+    report.fused_ms = fused_s * 1e3;
+    report.plain_ms = plain_s * 1e3;
+    report.overhead = fused_s / plain_s - 1.0;
+    report.tflops = 2.0 * (m * n * k) as f64 / fused_s / 1e12;
+    Ok(report)
+}
