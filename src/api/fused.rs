@@ -289,7 +289,7 @@ impl Context {
             )));
         }
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
-        self.plan_fused(a, b, c, types, Batch::ONE, options, terms)
+        self.plan_fused(a, b, c, types, Batch::ONE, options, Some(terms))
     }
 
     /// Records a fused plan on `core`: host vectors uploaded into pooled buffers the stream

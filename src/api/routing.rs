@@ -131,11 +131,12 @@ impl Context {
         batch: Batch,
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
-        self.plan_fused(a, b, c, types, batch, options, Epilogue::default())
+        self.plan_fused(a, b, c, types, batch, options, None)
     }
 
-    /// [`Context::plan`] with a fused epilogue's terms (its `output` is derived here from C's
-    /// type and the accumulator: see [`accumulator`]).
+    /// [`Context::plan`] for a fused GEMM's terms (`Some`, even with no terms: the fused API
+    /// promises f32 accumulation for 16-bit float C), its `output` derived here from C's type
+    /// and the accumulator (see [`accumulator`]); `None` plans a plain GEMM.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn plan_fused(
         &self,
@@ -145,7 +146,7 @@ impl Context {
         [ta, tb, tc]: [ComponentType; 3],
         batch: Batch,
         options: &GemmOptions,
-        fused: Epilogue,
+        fused: Option<Epilogue>,
     ) -> Result<GemmPlan> {
         let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
         if c.layout == Layout::ColMajor {
@@ -156,16 +157,18 @@ impl Context {
                 ..batch
             };
             let t = [tb, ta, tc];
-            let mut plan = self.plan_fused(b.t(), a.t(), c.t(), t, batch, options, fused.transposed())?;
+            let fused = fused.map(Epilogue::transposed);
+            let mut plan = self.plan_fused(b.t(), a.t(), c.t(), t, batch, options, fused)?;
             plan.transposed = true;
             return Ok(plan);
         }
-        let (tr, fused) = if fused.is_fused() {
-            let tr = accumulator(route(ta, tb, options.compute)?.component, tc);
-            let output = (tr != tc).then_some(tc);
-            (tr, Epilogue { output, ..fused })
-        } else {
-            (tc, fused)
+        let (tr, fused) = match fused {
+            Some(fused) => {
+                let tr = accumulator(route(ta, tb, options.compute)?.component, tc);
+                let output = (tr != tc).then_some(tc);
+                (tr, Epilogue { output, ..fused })
+            }
+            None => (tc, Epilogue::default()),
         };
         let (route, config) = self.route_batch([ta, tb, tr], batch.count, options)?;
         if fused.is_fused() && options.scheme.is_some_and(|s| s.scope() != KernelScope::Subgroup) {
