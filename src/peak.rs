@@ -8,7 +8,7 @@ use crate::kernel::peak::{CHAINS, SUBGROUPS};
 use crate::kernel::{generate_peak, PushConstants};
 use crate::memory::{Buffer, BufferKind};
 use crate::plan::Window;
-use crate::record::Access;
+use crate::record::{Access, Recording};
 use crate::timestamps::TimestampPool;
 
 /// One `peak` measurement.
@@ -96,24 +96,15 @@ impl Context {
             rec.fill(input.raw(), input.size(), fill_word(config.component_type));
             rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
             rec.reset_queries(pool.raw, pool.count);
+            let layout = self.pipelines.layout;
+            let dispatch =
+                |rec: &mut Recording<'_>| rec.dispatch(pipeline.raw, layout, &bindings, &push, [workgroups, 1, 1]);
             // Warm-up dispatch (clocks rise), then the timed ones.
-            rec.dispatch(
-                pipeline.raw,
-                self.pipelines.layout,
-                &bindings,
-                &push,
-                [workgroups, 1, 1],
-            )?;
+            dispatch(rec)?;
             for r in 0..reps {
                 rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
                 rec.timestamp(pool.raw, 2 * r);
-                rec.dispatch(
-                    pipeline.raw,
-                    self.pipelines.layout,
-                    &bindings,
-                    &push,
-                    [workgroups, 1, 1],
-                )?;
+                dispatch(rec)?;
                 rec.timestamp(pool.raw, 2 * r + 1);
             }
             Ok(())

@@ -436,11 +436,7 @@ impl Context {
                 )));
             }
         }
-        for m in [&pa, &pb, &pc] {
-            if let Some(buffer) = m.owned {
-                self.check_owned(buffer)?;
-            }
-        }
+        self.check_placed(&[&pa, &pb, &pc])?;
         let batch = Batch {
             count: c.count,
             strides: [sa, sb, sc],

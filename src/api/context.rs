@@ -512,12 +512,17 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
         let (a, b, c) = (placed(a), placed(b), placed(c));
-        for m in [&a, &b, &c] {
-            if let Some(buffer) = m.owned {
-                self.check_owned(buffer)?;
-            }
-        }
+        self.check_placed(&[&a, &b, &c])?;
         self.plan(a, b, c, [TA::TYPE, TB::TYPE, TC::TYPE], Batch::ONE, options)
+    }
+
+    /// Checks that every operand held in vk-sgmat's buffers belongs to this context (the
+    /// caller's own buffers are theirs to vouch for).
+    pub(crate) fn check_placed(&self, operands: &[&Placed<'_>]) -> Result<()> {
+        operands
+            .iter()
+            .filter_map(|m| m.owned)
+            .try_for_each(|buffer| self.check_owned(buffer))
     }
 
     pub(crate) fn check_owned(&self, buffer: &Buffer) -> Result<()> {

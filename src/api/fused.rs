@@ -269,11 +269,7 @@ impl Context {
         fused: &Fused<'_>,
     ) -> Result<GemmPlan> {
         let (a, b, c) = (placed(a), placed(b), placed(c));
-        for m in [&a, &b, &c] {
-            if let Some(buffer) = m.owned {
-                self.check_owned(buffer)?;
-            }
-        }
+        self.check_placed(&[&a, &b, &c])?;
         for v in fused.vectors().into_iter().flatten() {
             if let Source::Device(_, buffer, ..) = v.0 {
                 self.check_owned(buffer)?;
@@ -305,7 +301,7 @@ impl Context {
         let fused = if plan.transposed { fused.transposed() } else { *fused };
         let mut uploaded: Vec<Arc<Buffer>> = Vec::new();
         let mut raws = [None; 3];
-        let mut sources: Vec<(usize, &Arc<Buffer>)> = Vec::new();
+        let mut reads: Vec<Touch<'_>> = vec![a.touch(), b.touch()];
         let vectors = fused.vectors();
         for (i, v) in vectors.iter().enumerate() {
             match v.map(|v| v.0) {
@@ -318,21 +314,15 @@ impl Context {
                     core.access(&[], &[unowned(&buf)])?;
                     core.upload(buf.raw(), 0, bytes.len() as u64, |out| out.copy_from_slice(bytes))?;
                     raws[i] = Some(buf.raw());
+                    reads.push(unowned(&buf));
                     uploaded.push(buf);
                 }
                 Some(Source::Device(_, buffer, ..)) => {
                     raws[i] = Some(buffer.raw());
-                    sources.push((i, buffer));
+                    reads.push(Touch::from(buffer));
                 }
                 None => {}
             }
-        }
-        let mut reads: Vec<Touch<'_>> = Vec::new();
-        for t in [a.touch(), b.touch()].into_iter().chain(uploaded.iter().map(unowned)) {
-            reads.push(t);
-        }
-        for (_, buf) in &sources {
-            reads.push(Touch::from(*buf));
         }
         core.access(&reads, &[c.touch()])?;
         let recorded = self.record_fused(core, plan, [a, b, c], output, raws);

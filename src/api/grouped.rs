@@ -78,11 +78,7 @@ impl Context {
         check_groups(rows, b.count(), (a.rows, a.layout), (c.rows, c.layout))?;
         let (pa, pc) = (placed(a), placed(c));
         let (pb, _, b_stride) = super::batch::entries(b);
-        for m in [&pa, &pb, &pc] {
-            if let Some(buffer) = m.owned {
-                self.check_owned(buffer)?;
-            }
-        }
+        self.check_placed(&[&pa, &pb, &pc])?;
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
         // The groups fill the GPU together: split-K's reduction, a barrier, would serialise them.
         let options = &GemmOptions {

@@ -654,6 +654,12 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         }
     };
     let c_cn_stride = u!(cfg.n);
+    // C's element (row, col) of the pass: `row * ldc + col + c_off`.
+    let c_index = |b: &mut ModuleBuilder, row: Word, col: Word| -> BuildResult<Word> {
+        let gi = b.b.i_mul(t_u32, None, row, ldc)?;
+        let gi = b.b.i_add(t_u32, None, gi, col)?;
+        b.b.i_add(t_u32, None, gi, c_off)
+    };
     // Lane `lane` handles staging words lane, lane + subgroup_size, ...: for each, the word's
     // index and, per result in it, (in bounds, C index, (row, col) in the pass).
     type LaneWord = (Word, Vec<(Word, Word, (Word, Word))>);
@@ -673,10 +679,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                         let ok_r = b.b.u_less_than(t_bool, None, gr, pm)?;
                         let ok_c = b.b.u_less_than(t_bool, None, gc, pn)?;
                         let ok = b.b.logical_and(t_bool, None, ok_r, ok_c)?;
-                        let gi = b.b.i_mul(t_u32, None, gr, ldc)?;
-                        let gi = b.b.i_add(t_u32, None, gi, gc)?;
-                        let gi = b.b.i_add(t_u32, None, gi, c_off)?;
-                        Ok((ok, gi, (gr, gc)))
+                        Ok((ok, c_index(b, gr, gc)?, (gr, gc)))
                     })
                     .collect::<BuildResult<Vec<_>>>()?;
                 let sw = b.b.i_add(t_u32, None, stage_word_base, w)?;
@@ -693,9 +696,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 let row = b.add_u(row_sg, i * cfg.m)?;
                 let col = b.add_u(col_sg, j * cfg.n)?;
                 let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;
-                let gi = b.b.i_mul(t_u32, None, row, ldc)?;
-                let gi = b.b.i_add(t_u32, None, gi, col)?;
-                let gi = b.b.i_add(t_u32, None, gi, c_off)?;
+                let gi = c_index(b, row, col)?;
                 let p = b.b.access_chain(p_sb_res, None, v_c, [c0, gi])?;
                 let cval = if beta.is_some() {
                     Some(b.b.cooperative_matrix_load_khr(t_mat_acc, None, p, c_row_major, Some(ldc), None, [])?)

@@ -223,33 +223,40 @@ fn run<T: Element, TC: Element>(
     let Some(reps) = reps else {
         return Ok(report);
     };
+    let fused_s = timed(reps, &mut |r| {
+        ctx.time_gemm_fused(&da, &db, &mut dc, options, &fused, r)
+    })?;
     // The plain GEMM of the same inputs into the accumulator's type: what the epilogue replaces.
-    let timed = |f: &mut dyn FnMut(u32) -> vk_sgmat::Result<Vec<f64>>| -> vk_sgmat::Result<f64> {
-        let warm = Instant::now();
-        while warm.elapsed() < Duration::from_millis(3000) {
-            f(8)?;
-        }
-        Ok(vk_sgmat::median(&mut f(reps)?))
-    };
-    let fused_s = timed(&mut |r| ctx.time_gemm_fused(&da, &db, &mut dc, options, &fused, r))?;
-    // NVIDIA runs a fresh workgroup-scope pipeline slowly for seconds: warm until steady.
-    let steady = (Duration::from_secs(2), Duration::from_secs(20));
-    let plain_s = if T::TYPE == ComponentType::U8 {
-        let mut c32: DeviceMatrix<u32> = ctx.zeros(m, n)?;
-        ctx.warm_up(&da, &db, &mut c32, options, steady)?;
-        timed(&mut |r| ctx.time_gemm_device(&da, &db, &mut c32, options, r))?
-    } else if int {
-        let mut c32: DeviceMatrix<i32> = ctx.zeros(m, n)?;
-        ctx.warm_up(&da, &db, &mut c32, options, steady)?;
-        timed(&mut |r| ctx.time_gemm_device(&da, &db, &mut c32, options, r))?
-    } else {
-        let mut c32: DeviceMatrix<f32> = ctx.zeros(m, n)?;
-        ctx.warm_up(&da, &db, &mut c32, options, steady)?;
-        timed(&mut |r| ctx.time_gemm_device(&da, &db, &mut c32, options, r))?
+    let plain_s = match T::TYPE {
+        ComponentType::U8 => time_plain::<T, u32>(ctx, (&da, &db), options, reps)?,
+        ComponentType::I8 => time_plain::<T, i32>(ctx, (&da, &db), options, reps)?,
+        _ => time_plain::<T, f32>(ctx, (&da, &db), options, reps)?,
     };
     report.fused_ms = fused_s * 1e3;
     report.plain_ms = plain_s * 1e3;
     report.overhead = fused_s / plain_s - 1.0;
     report.tflops = 2.0 * (m * n * k) as f64 / fused_s / 1e12;
     Ok(report)
+}
+
+/// The median of `reps` timed runs of `f` after three seconds of untimed ones (clocks rise).
+fn timed(reps: u32, f: &mut dyn FnMut(u32) -> vk_sgmat::Result<Vec<f64>>) -> vk_sgmat::Result<f64> {
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_millis(3000) {
+        f(8)?;
+    }
+    Ok(vk_sgmat::median(&mut f(reps)?))
+}
+
+/// [`timed`] for the plain GEMM of `a` and `b` into a new `TC` matrix, first warmed until steady:
+/// NVIDIA runs a fresh workgroup-scope pipeline slowly for seconds.
+fn time_plain<T: Element, TC: Element>(
+    ctx: &Context,
+    (a, b): (&DeviceMatrix<T>, &DeviceMatrix<T>),
+    options: &GemmOptions,
+    reps: u32,
+) -> vk_sgmat::Result<f64> {
+    let mut c: DeviceMatrix<TC> = ctx.zeros(a.rows(), b.cols())?;
+    ctx.warm_up(a, b, &mut c, options, (Duration::from_secs(2), Duration::from_secs(20)))?;
+    timed(reps, &mut |r| ctx.time_gemm_device(a, b, &mut c, options, r))
 }
