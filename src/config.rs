@@ -322,7 +322,8 @@ pub struct CooperativeMatrix2 {
     pub reductions: bool,
     /// `cooperativeMatrixConversions`.
     pub conversions: bool,
-    /// `cooperativeMatrixPerElementOperations`.
+    /// `cooperativeMatrixPerElementOperations` (cleared on an adopted device whose creator did
+    /// not enable it: fused epilogues on workgroup-scope kernels need it).
     pub per_element_operations: bool,
     /// `cooperativeMatrixTensorAddressing`.
     pub tensor_addressing: bool,

@@ -463,15 +463,63 @@ fn fused_kernels_pass_spirv_val() {
             Err(vk_sgmat::Error::Unsupported(_))
         ));
     }
-    let wg = TileScheme::workgroup_for_limits(&cfg(16, 16, 16, F16, F32), &h200, 32, (1, 4), (8, 2), (32, 4)).unwrap();
-    let k = KernelKey {
-        scheme: wg,
-        ..key(
-            cfg(16, 16, 16, F16, F32),
-            fused(None, Activation::Relu, false, None, false),
-        )
+    // The workgroup-scope kernel: float products stored as f32 or f16, every activation and
+    // bias, with and without beta, both tile shapes of its spirv-val test; a bf16 result and a
+    // dequantised product are refused there (subgroup-scope schemes take them).
+    let h200_f32 = cfg(16, 16, 16, F16, F32);
+    let wg = |config: &GPUSubgroupMatrixConfig, sg, fr, k, raster| {
+        TileScheme::workgroup_for_limits(config, &h200, 32, sg, fr, k)
+            .and_then(|s| s.with_raster_group(raster))
+            .unwrap()
     };
-    assert!(matches!(generate(&k), Err(vk_sgmat::Error::InvalidTileScheme(_))));
+    let wg_schemes = [
+        wg(&h200_f32, (1, 4), (8, 2), (32, 4), 0),
+        wg(&h200_f32, (1, 8), (8, 2), (64, 1), 8),
+    ];
+    let mut n_wg = 0;
+    for (i, activation) in Activation::ALL.into_iter().enumerate() {
+        for (j, bias_t) in [F32, F16, Bf16].into_iter().enumerate() {
+            let key = KernelKey {
+                config: h200_f32,
+                scheme: wg_schemes[(i + j) % 2],
+                a_layout: LAYOUTS[i % 2],
+                b_layout: LAYOUTS[j % 2],
+                epilogue: fused(
+                    Some((if i % 2 == 0 { Axis::Row } else { Axis::Col }, bias_t)),
+                    activation,
+                    false,
+                    [Some(F16), None, Some(F32)][j],
+                    (i + j) % 2 == 1,
+                ),
+                loads: Default::default(),
+                probe: Probe::Full,
+            };
+            let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            n_wg += 1;
+        }
+    }
+    assert_eq!(n_wg, 5 * 3);
+    let i8wg = cfg(16, 16, 32, I8, I32);
+    for (config, e) in [
+        (h200_f32, fused(None, Activation::Relu, false, Some(Bf16), false)),
+        (i8wg, fused(None, Activation::None, true, Some(F16), false)),
+    ] {
+        let scheme = wg(
+            &config,
+            (1, 4),
+            (8, 2),
+            (4 * 16 / config.component_type.size_bytes(), 1),
+            0,
+        );
+        let k = KernelKey {
+            scheme,
+            ..key(config, e)
+        };
+        let err = generate(&k).unwrap_err();
+        assert!(matches!(err, vk_sgmat::Error::InvalidTileScheme(_)), "{err}");
+        assert!(err.to_string().contains("subgroup-scope"), "{err}");
+    }
 }
 
 /// The accurate split (each f32 operand as two f16 parts) at every candidate scheme of an H200 and
@@ -596,6 +644,14 @@ fn golden_disassembly() {
             ..Epilogue::NONE
         },
         ..keys[0]
+    });
+    // The same on the workgroup-scope default, with beta (C read per element).
+    keys.push(KernelKey {
+        epilogue: Epilogue {
+            beta: true,
+            ..keys[4].epilogue
+        },
+        ..keys[3]
     });
     let mut mismatches = Vec::new();
     for key in keys {

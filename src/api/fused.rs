@@ -259,8 +259,9 @@ impl Context {
         self.run_blocking(|core| self.enqueue_fused(core, &plan, operands, fused, TC::TYPE))
     }
 
-    /// Checks device operands and the epilogue's vectors, then plans.
-    pub(crate) fn plan_fused_device<TA: Element, TB: Element, TC: Element>(
+    /// The plan [`Context::gemm_fused_device`] would run with these operands (checked as it
+    /// checks them): its kernels, scheme and passes. For inspection and benchmarks.
+    pub fn plan_fused_device<TA: Element, TB: Element, TC: Element>(
         &self,
         a: &impl DeviceOperand<TA>,
         b: &impl DeviceOperand<TB>,

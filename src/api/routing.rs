@@ -54,6 +54,23 @@ impl Context {
         Ok((route, SIMT_CONFIG))
     }
 
+    /// Whether the workgroup-scope kernel can run `fused` for `config` here: the terms it takes
+    /// ([`Epilogue::check_workgroup_scope`]), per-element operations enabled on the device, and
+    /// for a cast, a workgroup-scope matrix of the output type.
+    pub(crate) fn fused_fits_workgroup(&self, config: &GPUSubgroupMatrixConfig, fused: &Epilogue) -> bool {
+        let Some(cm2) = self.device.info().cooperative_matrix2.as_ref() else {
+            return false;
+        };
+        let output = fused.output_type(config.result_type);
+        let cast = GPUSubgroupMatrixConfig {
+            result_type: output,
+            ..*config
+        };
+        fused.check_workgroup_scope(config.result_type).is_ok()
+            && cm2.per_element_operations
+            && (output == config.result_type || !cm2.workgroup_entries(&cast).is_empty())
+    }
+
     /// Whether `scheme`'s shared memory fits with each operand tile stored twice (the accurate
     /// split's high and low parts).
     pub(crate) fn split_fits(&self, scheme: &TileScheme, config: &GPUSubgroupMatrixConfig) -> bool {
@@ -171,9 +188,12 @@ impl Context {
             None => (tc, Epilogue::default()),
         };
         let (route, config) = self.route_batch([ta, tb, tr], batch.count, options)?;
-        if fused.is_fused() && options.scheme.is_some_and(|s| s.scope() != KernelScope::Subgroup) {
+        let fused_on_workgroup = self.fused_fits_workgroup(&config, &fused);
+        if fused.is_fused() && !fused_on_workgroup && options.scheme.is_some_and(|s| s.scope() != KernelScope::Subgroup)
+        {
+            fused.check_workgroup_scope(config.result_type)?;
             return Err(Error::InvalidTileScheme(
-                "fused epilogues run on subgroup-scope schemes; leave the scheme to vk-sgmat or pick one of subgroup scope".into(),
+                "this fused epilogue runs on subgroup-scope schemes here (the device lacks per-element operations on workgroup-scope matrices of its types); leave the scheme to vk-sgmat or pick one of subgroup scope".into(),
             ));
         }
         let simt = route.loads == [Load::Simt; 2];
@@ -193,7 +213,9 @@ impl Context {
             None if simt => simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
                 .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?,
             None if route.loads == [Load::Split; 2] => self.choose_split_scheme(&config, m, n)?,
-            None if fused.is_fused() => self.choose_subgroup_scheme(&config, (m, n), batch.count)?,
+            None if fused.is_fused() && !fused_on_workgroup => {
+                self.choose_subgroup_scheme(&config, (m, n), batch.count)?
+            }
             None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), route.loads, batch.count)?,
         };
         let request = PlanRequest {

@@ -102,7 +102,13 @@ impl Device {
         let pdevs = unsafe { instance.raw().enumerate_physical_devices() }
             .map_err(|r| Error::vk("vkEnumeratePhysicalDevices", r))?;
         let index = pdevs.iter().position(|&p| p == adopted.physical_device).unwrap_or(0);
-        let info = query_device(&instance, adopted.physical_device, index)?;
+        let mut info = query_device(&instance, adopted.physical_device, index)?;
+        if !adopted.enabled_features.nv_per_element_operations {
+            // Optional: without it, fused epilogues keep to subgroup-scope kernels.
+            if let Some(cm2) = info.cooperative_matrix2.as_mut() {
+                cm2.per_element_operations = false;
+            }
+        }
         // SAFETY: plain query.
         let families = unsafe {
             instance

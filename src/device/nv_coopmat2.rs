@@ -45,12 +45,13 @@ impl Default for Features {
 }
 
 impl Features {
-    /// Exactly what the workgroup-scope GEMM kernel uses.
-    pub fn for_kernels() -> Self {
+    /// Exactly what the workgroup-scope GEMM kernel uses; `per_element` for fused epilogues.
+    pub fn for_kernels(per_element: bool) -> Self {
         Self {
             workgroup_scope: vk::TRUE,
             flexible_dimensions: vk::TRUE,
             tensor_addressing: vk::TRUE,
+            per_element_operations: if per_element { vk::TRUE } else { vk::FALSE },
             ..Default::default()
         }
     }

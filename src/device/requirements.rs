@@ -41,6 +41,9 @@ pub struct EnabledFeatures {
     /// `cooperativeMatrixWorkgroupScope`, `cooperativeMatrixFlexibleDimensions` and
     /// `cooperativeMatrixTensorAddressing` (`VK_NV_cooperative_matrix2`).
     pub nv_cooperative_matrix2: bool,
+    /// `cooperativeMatrixPerElementOperations` (`VK_NV_cooperative_matrix2`; optional: fused
+    /// epilogues run on workgroup-scope kernels with it, on subgroup-scope ones without).
+    pub nv_per_element_operations: bool,
     /// `pipelineExecutableInfo` (`VK_KHR_pipeline_executable_properties`; optional, for kernel
     /// statistics).
     pub pipeline_executable_info: bool,
@@ -138,6 +141,11 @@ impl DeviceRequirements {
             cooperative_matrix: info.has_matrix_units(),
             shader_bfloat16: bf16,
             nv_cooperative_matrix2: cm2,
+            nv_per_element_operations: cm2
+                && info
+                    .cooperative_matrix2
+                    .as_ref()
+                    .is_some_and(|c| c.per_element_operations),
             pipeline_executable_info: info.features.pipeline_executable_info,
         };
         let mut extensions = vec![ash::khr::push_descriptor::NAME];
@@ -203,7 +211,9 @@ impl DeviceRequirements {
                 shader_bfloat16_cooperative_matrix: t(true),
                 ..Default::default()
             }),
-            nv_cooperative_matrix2: f.nv_cooperative_matrix2.then(nv_coopmat2::Features::for_kernels),
+            nv_cooperative_matrix2: f
+                .nv_cooperative_matrix2
+                .then(|| nv_coopmat2::Features::for_kernels(f.nv_per_element_operations)),
             pipeline_executable: f.pipeline_executable_info.then(|| {
                 vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true)
             }),

@@ -81,6 +81,11 @@ impl Fused {
         Ok(())
     }
 
+    /// Whether the epilogue reads C (beta).
+    pub fn reads_c(&self) -> bool {
+        self.ep.beta
+    }
+
     fn f32c(b: &mut ModuleBuilder, v: f32) -> Word {
         let t = b.t_f32();
         b.c_bits(t, v.to_bits())
@@ -256,7 +261,20 @@ impl Fused {
 
     /// The stored value of an accumulator element `x` (of the result type) at pass-local `row`
     /// and `col`, C's element at `p_c` (read only with beta). Call only for elements inside C.
-    pub fn element(&self, b: &mut ModuleBuilder, x: Word, (row, col): (Word, Word), p_c: Word) -> BuildResult<Word> {
+    pub fn element(&self, b: &mut ModuleBuilder, x: Word, at: (Word, Word), p_c: Word) -> BuildResult<Word> {
+        let v = self.value(b, x, at, Some(p_c))?;
+        self.narrow(b, v)
+    }
+
+    /// [`Fused::element`] before the rounding to C's type: the f32 result. `p_c` may be `None`
+    /// only without beta.
+    pub fn value(
+        &self,
+        b: &mut ModuleBuilder,
+        x: Word,
+        (row, col): (Word, Word),
+        p_c: Option<Word>,
+    ) -> BuildResult<Word> {
         let (alpha, beta, row0, col0) = self.scalars.expect("Fused::prepare ran in the entry block");
         let (t_u32, t_f32) = (b.t_u32(), b.t_f32());
         let grow = b.b.i_add(t_u32, None, row0, row)?;
@@ -280,7 +298,7 @@ impl Fused {
             v = b.b.f_mul(t_f32, None, v, a)?;
         }
         if let Some(bt) = beta {
-            let old = self.widen(b, p_c)?;
+            let old = self.widen(b, p_c.expect("beta reads C"))?;
             let t = b.b.f_mul(t_f32, None, old, bt)?;
             v = b.b.f_add(t_f32, None, v, t)?;
         }
@@ -289,7 +307,6 @@ impl Fused {
             let bias = self.bias(b, buf, t, at)?;
             v = b.b.f_add(t_f32, None, v, bias)?;
         }
-        let v = self.activate(b, v)?;
-        self.narrow(b, v)
+        self.activate(b, v)
     }
 }

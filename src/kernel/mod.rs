@@ -185,6 +185,23 @@ impl Epilogue {
             )),
         }
     }
+
+    /// Checks that the workgroup-scope kernel can apply these terms to a `result` accumulator:
+    /// float products (f32) stored as f32 or f16, with bias, activations, alpha and beta.
+    /// Dequantised integer products and bf16 results run on subgroup-scope schemes.
+    pub fn check_workgroup_scope(&self, result: ComponentType) -> Result<()> {
+        if !self.is_fused() {
+            return Ok(());
+        }
+        let output = self.output_type(result);
+        if result != ComponentType::F32 || self.dequant || !matches!(output, ComponentType::F32 | ComponentType::F16) {
+            return Err(Error::InvalidTileScheme(format!(
+                "fused epilogues on workgroup-scope schemes take f32 products stored as f32 or f16, not {result} products{} stored as {output}; pick a subgroup-scope scheme",
+                if self.dequant { " dequantised" } else { "" }
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// A diagnostic variant of the GEMM kernel with one part of its main loop removed, timed to see
@@ -488,11 +505,8 @@ pub fn generate(key: &KernelKey) -> Result<Vec<u32>> {
     key.scheme.check(&key.config, &crate::device::DeviceLimits::default())?;
     key.check_loads()?;
     key.epilogue.check(key.config.result_type)?;
-    if key.epilogue.is_fused() && key.scheme.scope() == KernelScope::Workgroup {
-        return Err(Error::InvalidTileScheme(format!(
-            "{}: fused epilogues run on subgroup-scope schemes",
-            key.scheme.name()
-        )));
+    if key.scheme.scope() == KernelScope::Workgroup {
+        key.epilogue.check_workgroup_scope(key.config.result_type)?;
     }
     let words = match key.scheme.scope() {
         _ if key.loads == [Load::Simt; 2] => simt::emit(key),

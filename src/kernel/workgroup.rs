@@ -12,14 +12,20 @@
 //! outside A, B or C return zero and stores outside C are dropped by the hardware's addressing
 //! rather than by kernel code. Same bindings and push
 //! constants as the subgroup-scope kernel.
+//!
+//! A fused epilogue runs on the accumulator through `OpCooperativeMatrixPerElementOpNV`: the
+//! driver calls a function of (row, column, value) for every element, wherever it holds it, so
+//! no staging tile is needed; an f16 C is then one conversion of the whole matrix.
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
+use super::epilogue::{store_type, Fused};
 use super::gemm::{batch_offsets, Pc, PC_MEMBERS};
 use super::raster::raster;
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
+use rspirv::dr::{InsertPoint, Instruction, Operand};
 use rspirv::spirv::{
-    BuiltIn, Capability, FunctionControl, MemoryAccess, Scope, SelectionControl, StorageClass,
+    BuiltIn, Capability, FunctionControl, MemoryAccess, Op, Scope, SelectionControl, StorageClass,
     TensorAddressingOperands, Word,
 };
 
@@ -75,8 +81,18 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let t_uvec3 = mb.t_uvec(3);
     let t_comp = mb.t_scalar(cfg.component_type);
     let t_res = mb.t_scalar(cfg.result_type);
+    let fused = key.epilogue.is_fused();
+    if fused {
+        mb.need(Capability::CooperativeMatrixPerElementOperationsNV);
+    }
+    // C is stored in its own type: the accumulator's, or a fused epilogue's output.
+    let (t_c, cs) = if fused {
+        store_type(&mut mb, key.epilogue.output_type(cfg.result_type))
+    } else {
+        (t_res, rs)
+    };
     // A and B are read, and C written, as arrays of their own element types.
-    for bytes in [es, rs] {
+    for bytes in [es, cs] {
         match bytes {
             1 => mb.need(Capability::StorageBuffer8BitAccess),
             2 => mb.need(Capability::StorageBuffer16BitAccess),
@@ -100,12 +116,19 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_pc = mb.push_constant_block(PC_MEMBERS);
     let v_a = mb.storage_buffer(t_comp, es, 0, true);
     let v_b = mb.storage_buffer(t_comp, es, 1, true);
-    let v_c = mb.storage_buffer(t_res, rs, 2, false);
+    let v_c = mb.storage_buffer(t_c, cs, 2, false);
     let p_sb_comp = mb.ptr(StorageClass::StorageBuffer, t_comp);
-    let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_res);
+    let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_c);
     let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
     let zero_res = mb.c_bits(t_res, 0);
     let zero_comp = mb.c_bits(t_comp, 0);
+
+    let f_element = if fused {
+        let mut ep = Fused::declare(&mut mb, key.epilogue, cfg.result_type);
+        Some(element_function(&mut mb, &mut ep, v_pc, (v_c, t_c))?)
+    } else {
+        None
+    };
 
     // ---- function ---------------------------------------------------------------------------
     let t_fn = mb.b.type_function(t_void, []);
@@ -244,13 +267,26 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let lc = layout(b, t_layout_clamped, &c)?;
     let lc = slice(b, t_layout_clamped, lc, &c, (m0, c_bm), (n0, c_bn))?;
     let mut out = b.b.load(t_mat_acc, None, v_acc, None, [])?;
-    if key.epilogue.alpha {
+    if let Some(f) = f_element {
+        let id = b.b.id();
+        let args = [out, f, m0, n0, c_off].map(Operand::IdRef).to_vec();
+        let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_mat_acc), Some(id), args);
+        b.b.insert_into_block(InsertPoint::End, op)?;
+        out = id;
+        if t_c != t_res {
+            let c_scope = b.c_u32(Scope::Workgroup as u32);
+            let use_acc = b.c_u32(USE_ACCUMULATOR);
+            let t_mat_c = b.b.type_cooperative_matrix_khr(t_c, c_scope, c_bm, c_bn, use_acc);
+            out = b.b.f_convert(t_mat_c, None, out)?;
+        }
+    }
+    if key.epilogue.alpha && !fused {
         let bits = pc(b, Pc::Alpha)?;
         let alpha = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
         let alpha = b.b.composite_construct(t_mat_acc, None, [alpha])?;
         out = mul(b, out, alpha)?;
     }
-    if key.epilogue.beta {
+    if key.epilogue.beta && !fused {
         let bits = pc(b, Pc::Beta)?;
         let beta = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
         let beta = b.b.composite_construct(t_mat_acc, None, [beta])?;
@@ -274,4 +310,52 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, TensorAddressingOperands::NONE, [])?;
     b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
+}
+
+/// `CooperativeMatrixUse::MatrixAccumulatorKHR`.
+const USE_ACCUMULATOR: u32 = 2;
+
+/// The per-element function of a fused epilogue: `(row, col, x, m0, n0, c_off) -> f32`, where
+/// `row` and `col` count from the tile's corner (`m0`, `n0`) and `c_off` is C's first element.
+/// It is called for every element of the tile, past C's edges too: those read the vectors and
+/// C at C's last row or column (in bounds) and are dropped by the clamped store.
+fn element_function(b: &mut ModuleBuilder, ep: &mut Fused, v_pc: Word, (v_c, t_c): (Word, Word)) -> BuildResult<Word> {
+    let (t_u32, t_f32, t_bool) = (b.t_u32(), b.t_f32(), b.t_bool());
+    let t_fn = b.b.type_function(t_f32, [t_u32, t_u32, t_f32, t_u32, t_u32, t_u32]);
+    // Not DontInline: the driver inlines the function into the per-element loop it generates.
+    let f = b.b.begin_function(t_f32, None, FunctionControl::INLINE, t_fn)?;
+    let [row, col] = [b.b.function_parameter(t_u32)?, b.b.function_parameter(t_u32)?];
+    let x = b.b.function_parameter(t_f32)?;
+    let [m0, n0, c_off] = [
+        b.b.function_parameter(t_u32)?,
+        b.b.function_parameter(t_u32)?,
+        b.b.function_parameter(t_u32)?,
+    ];
+    b.b.begin_block(None)?;
+    ep.prepare(b, v_pc)?;
+    let clamped = |b: &mut ModuleBuilder, base: Word, i: Word, dim: Pc| -> BuildResult<Word> {
+        let v = b.b.i_add(t_u32, None, base, i)?;
+        let size = b.push_constant(v_pc, dim as u32)?;
+        let one = b.c_u32(1);
+        let last = b.b.i_sub(t_u32, None, size, one)?;
+        let inside = b.b.u_less_than(t_bool, None, v, last)?;
+        b.b.select(t_u32, None, inside, v, last)
+    };
+    let r = clamped(b, m0, row, Pc::M)?;
+    let c = clamped(b, n0, col, Pc::N)?;
+    let p_c = if ep.reads_c() {
+        let ldc = b.push_constant(v_pc, Pc::Ldc as u32)?;
+        let at = b.b.i_mul(t_u32, None, r, ldc)?;
+        let at = b.b.i_add(t_u32, None, at, c)?;
+        let at = b.b.i_add(t_u32, None, at, c_off)?;
+        let p = b.ptr(StorageClass::StorageBuffer, t_c);
+        let c0 = b.c_u32(0);
+        Some(b.b.access_chain(p, None, v_c, [c0, at])?)
+    } else {
+        None
+    };
+    let v = ep.value(b, x, (r, c), p_c)?;
+    b.b.ret_value(v)?;
+    b.b.end_function()?;
+    Ok(f)
 }

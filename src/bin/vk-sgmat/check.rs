@@ -64,6 +64,7 @@ pub fn check(ctx: &Context, quick: bool, asked: &[Types], all: bool) -> Result<V
             .filter(|t| t.a == ComponentType::F32 && t.b == ComponentType::F32),
     );
     rows.extend(check_batched(ctx, &batched)?);
+    rows.extend(check_fused(ctx, &pairs, &shapes));
     if rows.is_empty() {
         bail!("the device offers no configs");
     }
@@ -123,11 +124,7 @@ fn check_configs(
             None => config.to_string(),
             Some(s) => format!("{config} [{}]", s.name()),
         };
-        let scalars: &[(f64, f64)] = match config.result_type {
-            ComponentType::U32 => &[(1.0, 0.0), (2.0, 1.0)],
-            t if t.is_float() => &[(1.0, 0.0), (0.5, -1.0)],
-            _ => &[(1.0, 0.0), (-2.0, 3.0)],
-        };
+        let scalars = scalar_pairs(config.result_type);
         // The extra workgroup-scope runs take the shapes up to 513x257x1031: the larger ones
         // already run every config's default scheme.
         let shapes = if scheme.is_some() {
@@ -137,7 +134,7 @@ fn check_configs(
         };
         for &shape in shapes {
             for (li, &l) in layouts.iter().enumerate() {
-                for &(alpha, beta) in scalars {
+                for (alpha, beta) in scalars {
                     let options = GemmOptions {
                         alpha,
                         beta,
@@ -237,13 +234,80 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
     Ok(rows)
 }
 
+/// Fused epilogues for the asked type pairs with float or dequantised integer results: every
+/// output type, the shapes above, the layouts, terms and (alpha, beta)
+/// taken in turn, each scheme the default would pick.
+fn check_fused(
+    ctx: &Context,
+    pairs: &[(ComponentType, ComponentType)],
+    shapes: &[(usize, usize, usize)],
+) -> Vec<CheckRow> {
+    use ComponentType::*;
+    const TERMS: [&str; 6] = [
+        "bias-col,gelu",
+        "bias-row,gelu-erf",
+        "silu",
+        "bias-col,relu",
+        "none",
+        "bias-row",
+    ];
+    let mut runs = Vec::new();
+    for &(input, result) in pairs {
+        let outs: &[ComponentType] = match (input, result) {
+            (F16 | Bf16, F32) => &[F16, Bf16, F32],
+            (I8, I32) | (U8, U32) => &[F16, F32],
+            _ => continue,
+        };
+        for (i, &shape) in shapes.iter().enumerate() {
+            for (j, &out) in outs.iter().enumerate() {
+                runs.push((input, out, shape, i + j));
+            }
+        }
+    }
+    let mut progress = Progress::new(runs.len());
+    let mut rows = Vec::new();
+    for (input, out, shape, turn) in runs {
+        let terms = TERMS[turn % TERMS.len()];
+        let l = LAYOUTS[turn % LAYOUTS.len()];
+        let scalars = if turn % 2 == 0 { (1.0, 0.0) } else { (0.5, -1.0) };
+        let options = GemmOptions {
+            alpha: scalars.0,
+            beta: scalars.1,
+            ..Default::default()
+        };
+        let report = crate::fused::parse(terms).and_then(|(bias, act)| {
+            let spec = (bias, act, terms.to_string());
+            crate::fused::run_types(ctx, (input, out), shape, l, &options, &spec, None)
+        });
+        let scheme = report.as_ref().map_or(String::new(), |r| format!(" [{}]", r.scheme));
+        let name = format!("fused {input}->{out} {terms}{scheme}");
+        let r = check_row(name, shape, layout_name(l), scalars, report.map(|r| r.check));
+        let (m, n, k) = shape;
+        let result = if r.passed { "ok" } else { "FAIL" };
+        progress.done(&format!("{} {m}x{n}x{k} {}: {result}", r.config, r.layout));
+        rows.push(r);
+    }
+    progress.finish();
+    rows
+}
+
+/// The (alpha, beta) pairs checked for a result type: plain, then scaled (integers for integer
+/// results, which take only scalars that fit them).
+fn scalar_pairs(result: ComponentType) -> [(f64, f64); 2] {
+    match result {
+        ComponentType::U32 => [(1.0, 0.0), (2.0, 1.0)],
+        t if t.is_float() => [(1.0, 0.0), (0.5, -1.0)],
+        _ => [(1.0, 0.0), (-2.0, 3.0)],
+    }
+}
+
 /// The row of one checked case.
 fn check_row(
     config: String,
     shape: (usize, usize, usize),
     layout: String,
     (alpha, beta): (f64, f64),
-    res: vk_sgmat::Result<Check>,
+    res: Result<Check, impl std::fmt::Display>,
 ) -> CheckRow {
     let (check, error) = match res {
         Ok(c) => (Some(c), None),
@@ -323,7 +387,7 @@ fn check_types(
         );
         for &shape in shapes {
             for (li, &(la, lb)) in LAYOUTS.iter().enumerate() {
-                let scalars = if li % 2 == 0 { (1.0, 0.0) } else { (0.5, -1.0) };
+                let scalars = scalar_pairs(t.c)[li % 2];
                 let options = GemmOptions {
                     alpha: scalars.0,
                     beta: scalars.1,

@@ -150,6 +150,8 @@ pub enum Command {
         split: String,
         #[command(flatten)]
         batching: BatchArgs,
+        #[command(flatten)]
+        fused: crate::fused::FusedArgs,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

@@ -3,7 +3,7 @@
 //! beside the plain GEMM of the same inputs (the epilogue's overhead).
 
 use crate::cli::DeviceArgs;
-use crate::run::{context_with, finish};
+use crate::run::{bench_types, context_with, finish, parse_layout, parse_shapes};
 use crate::types::Types;
 use anyhow::{bail, Result};
 use half::{bf16, f16};
@@ -28,7 +28,7 @@ pub struct FusedArgs {
 }
 
 /// The parsed terms: bias axis and activation.
-fn parse(s: &str) -> Result<(Option<Axis>, Activation)> {
+pub fn parse(s: &str) -> Result<(Option<Axis>, Activation)> {
     let (mut bias, mut act) = (None, Activation::None);
     for t in s.split(',').map(str::trim) {
         match t {
@@ -46,7 +46,7 @@ fn parse(s: &str) -> Result<(Option<Axis>, Activation)> {
 
 /// What one fused run measured.
 #[derive(Debug, serde::Serialize)]
-struct FusedReport {
+pub struct FusedReport {
     device: String,
     m: usize,
     n: usize,
@@ -54,7 +54,9 @@ struct FusedReport {
     types: String,
     epilogue: String,
     seed: u64,
-    check: Check,
+    /// The fused GEMM's tile scheme.
+    pub scheme: String,
+    pub check: Check,
     fused_ms: f64,
     plain_ms: f64,
     overhead: f64,
@@ -82,42 +84,27 @@ pub fn gemm_args(
     let ctx = context_with(dev, true)?;
     let spec = (bias, act, args.epilogue.clone().unwrap_or_else(|| "none".into()));
     let timed = (reps > 1).then_some(reps);
-    use ComponentType::*;
-    macro_rules! go {
-        ($ta:ty, $tc:ty) => {
-            run::<$ta, $tc>(&ctx, mnk, layouts, options, &spec, timed)?
-        };
+    if types.a != types.b {
+        bail!(
+            "--epilogue/--out with {},{} inputs: A and B of one type",
+            types.a,
+            types.b
+        );
     }
-    let report = match (types.a, types.b, out) {
-        (F16, F16, F16) => go!(f16, f16),
-        (F16, F16, Bf16) => go!(f16, bf16),
-        (F16, F16, F32) => go!(f16, f32),
-        (Bf16, Bf16, Bf16) => go!(bf16, bf16),
-        (Bf16, Bf16, F16) => go!(bf16, f16),
-        (Bf16, Bf16, F32) => go!(bf16, f32),
-        (F32, F32, F32) => go!(f32, f32),
-        (F32, F32, F16) => go!(f32, f16),
-        (F32, F32, Bf16) => go!(f32, bf16),
-        (I8, I8, F16) => go!(i8, f16),
-        (I8, I8, F32) => go!(i8, f32),
-        (U8, U8, F16) => go!(u8, f16),
-        (U8, U8, F32) => go!(u8, f32),
-        (a, b, c) => bail!(
-            "--epilogue/--out with {a},{b} inputs and {c} C: A and B of one type (f16, bf16, f32, i8, u8), C f16, bf16 or f32"
-        ),
-    };
+    let report = run_types(&ctx, (types.a, out), mnk, layouts, options, &spec, timed)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         let r = &report;
         println!(
-            "{}: {}x{}x{} {} epilogue {}: {} (worst error {:.3} of its bound, {} of {} checked){}",
+            "{}: {}x{}x{} {} epilogue {} ({}): {} (worst error {:.3} of its bound, {} of {} checked){}",
             r.device,
             r.m,
             r.n,
             r.k,
             r.types,
             r.epilogue,
+            r.scheme,
             if r.check.passed { "PASS" } else { "FAIL" },
             r.check.rel_error,
             r.check.compared - r.check.mismatches,
@@ -136,6 +123,125 @@ pub fn gemm_args(
         );
     }
     finish(&ctx, report.check.passed).map(Some)
+}
+
+/// `bench --epilogue/--out`: for each type pair and shape, the fused GEMM timed beside the plain
+/// one (checked first); whether every check passed, or `None` when neither flag was given.
+pub fn bench_args(
+    args: &FusedArgs,
+    dev: &DeviceArgs,
+    types: &[String],
+    shapes: &[String],
+    layout: &str,
+    (reps, json): (u32, bool),
+) -> Result<Option<bool>> {
+    if args.epilogue.is_none() && args.out.is_none() {
+        return Ok(None);
+    }
+    let terms = args.epilogue.clone().unwrap_or_else(|| "none".into());
+    let (bias, act) = parse(&terms)?;
+    let ctx = context_with(dev, false)?;
+    let layouts = parse_layout(layout)?;
+    let mut shapes = parse_shapes(shapes)?;
+    if shapes.is_empty() {
+        shapes = if ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu {
+            vec![(128, 128, 128)]
+        } else {
+            vec![
+                (1024, 1024, 1024),
+                (4096, 4096, 4096),
+                (8192, 8192, 8192),
+                (4096, 11008, 4096),
+            ]
+        };
+    }
+    let mut reports = Vec::new();
+    for t in bench_types(&ctx, types)? {
+        if t.a != t.b {
+            bail!("--epilogue/--out with {}: A and B of one type", t.name());
+        }
+        let out = match args.out.as_deref() {
+            Some(s) => ComponentType::parse(s).ok_or_else(|| anyhow::anyhow!("--out {s}: use f16, bf16 or f32"))?,
+            // Integer products are dequantised: to f32 unless told.
+            None if !t.c.is_float() => ComponentType::F32,
+            None => t.c,
+        };
+        for &shape in &shapes {
+            let spec = (bias, act, terms.clone());
+            let r = run_types(
+                &ctx,
+                (t.a, out),
+                shape,
+                layouts,
+                &GemmOptions::default(),
+                &spec,
+                Some(reps.max(2)),
+            )?;
+            if !json {
+                if reports.is_empty() {
+                    println!("device: {}", r.device);
+                    println!(
+                        "{:>16} {:>9} {:>14} {:>6} {:>9} {:>9} {:>9} {:>8}  scheme",
+                        "MxNxK", "types", "epilogue", "check", "fused ms", "TFLOP/s", "plain ms", "overhead"
+                    );
+                }
+                println!(
+                    "{:>16} {:>9} {:>14} {:>6} {:>9.4} {:>9.1} {:>9.4} {:>+7.1}%  {}",
+                    format!("{}x{}x{}", r.m, r.n, r.k),
+                    r.types,
+                    r.epilogue,
+                    if r.check.passed { "PASS" } else { "FAIL" },
+                    r.fused_ms,
+                    r.tflops,
+                    r.plain_ms,
+                    r.overhead * 100.0,
+                    r.scheme
+                );
+            }
+            reports.push(r);
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    let passed = reports.iter().all(|r| r.check.passed);
+    finish(&ctx, passed).map(Some)
+}
+
+/// One fused GEMM of A and B of type `input` into C of type `out`: see [`run`].
+pub fn run_types(
+    ctx: &Context,
+    (input, out): (ComponentType, ComponentType),
+    mnk: (usize, usize, usize),
+    layouts: (Layout, Layout),
+    options: &GemmOptions,
+    spec: &(Option<Axis>, Activation, String),
+    timed: Option<u32>,
+) -> Result<FusedReport> {
+    use ComponentType::*;
+    macro_rules! go {
+        ($ta:ty, $tc:ty) => {
+            run::<$ta, $tc>(ctx, mnk, layouts, options, spec, timed)?
+        };
+    }
+    Ok(match (input, out) {
+        (F16, F16) => go!(f16, f16),
+        (F16, Bf16) => go!(f16, bf16),
+        (F16, F32) => go!(f16, f32),
+        (Bf16, Bf16) => go!(bf16, bf16),
+        (Bf16, F16) => go!(bf16, f16),
+        (Bf16, F32) => go!(bf16, f32),
+        (F32, F32) => go!(f32, f32),
+        (F32, F16) => go!(f32, f16),
+        (F32, Bf16) => go!(f32, bf16),
+        (I8, F16) => go!(i8, f16),
+        (I8, F32) => go!(i8, f32),
+        (U8, F16) => go!(u8, f16),
+        (U8, F32) => go!(u8, f32),
+        (a, c) => bail!(
+            "--epilogue/--out with {a} inputs and {c} C: A and B of one type (f16, bf16, f32, i8, u8), C f16, bf16 or f32"
+        ),
+    })
 }
 
 fn run<T: Element, TC: Element>(
@@ -182,6 +288,11 @@ fn run<T: Element, TC: Element>(
         fused = fused.scales(r, c);
     }
     let mut dc = ctx.upload(MatRef::new(&c_in, m, n))?;
+    let scheme = ctx
+        .plan_fused_device(&da, &db, &dc, options, &fused)?
+        .main_kernel()
+        .scheme
+        .name();
     ctx.gemm_fused_device(&da, &db, &mut dc, options, &fused)?;
     let mut out = vec![TC::from_f64(0.0); m * n];
     ctx.download(&dc, MatMut::new(&mut out, m, n))?;
@@ -214,6 +325,7 @@ fn run<T: Element, TC: Element>(
         types: format!("{}:{}", T::TYPE, TC::TYPE),
         epilogue: name.clone(),
         seed,
+        scheme,
         check,
         fused_ms: f64::NAN,
         plain_ms: f64::NAN,
@@ -239,11 +351,18 @@ fn run<T: Element, TC: Element>(
     Ok(report)
 }
 
-/// The median of `reps` timed runs of `f` after three seconds of untimed ones (clocks rise).
+/// The median of `reps` timed runs of `f` after untimed ones: three seconds (clocks rise), then
+/// until two rounds' medians agree within 2% (NVIDIA runs a fresh workgroup-scope pipeline
+/// slowly for seconds), at most 20 s in all.
 fn timed(reps: u32, f: &mut dyn FnMut(u32) -> vk_sgmat::Result<Vec<f64>>) -> vk_sgmat::Result<f64> {
     let warm = Instant::now();
-    while warm.elapsed() < Duration::from_millis(3000) {
-        f(8)?;
+    let mut last = f64::INFINITY;
+    while warm.elapsed() < Duration::from_secs(20) {
+        let now = vk_sgmat::median(&mut f(16)?);
+        if warm.elapsed() > Duration::from_secs(3) && (now - last).abs() <= 0.02 * now {
+            break;
+        }
+        last = now;
     }
     Ok(vk_sgmat::median(&mut f(reps)?))
 }

@@ -89,11 +89,12 @@ pub fn render_info(r: &InfoReport) -> String {
         if let Some(c) = &d.cooperative_matrix2 {
             let _ = writeln!(
                 s,
-                "  VK_NV_cooperative_matrix2: workgroup scope {}, flexible dimensions {}, tensor addressing {}; \
-                 max workgroup {}, max dimension {}, reserved shared memory {} B{}",
+                "  VK_NV_cooperative_matrix2: workgroup scope {}, flexible dimensions {}, tensor addressing {}, \
+                 per-element operations {}; max workgroup {}, max dimension {}, reserved shared memory {} B{}",
                 yes(c.workgroup_scope),
                 yes(c.flexible_dimensions),
                 yes(c.tensor_addressing),
+                yes(c.per_element_operations),
                 c.workgroup_scope_max_workgroup_size,
                 c.flexible_dimensions_max_dimension,
                 c.workgroup_scope_reserved_shared_memory,

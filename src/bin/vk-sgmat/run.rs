@@ -117,12 +117,16 @@ pub fn run(cli: Cli) -> Result<bool> {
             devices,
             split,
             batching,
+            fused,
             json,
             dev,
         } => {
             let compute = parse_mode(&mode)?;
             let run = (reps, json);
             if let Some(passed) = crate::batched::bench_args(&batching, &dev, &types, &shapes, compute, &layout, run)? {
+                return Ok(passed);
+            }
+            if let Some(passed) = crate::fused::bench_args(&fused, &dev, &types, &shapes, &layout, run)? {
                 return Ok(passed);
             }
             if let Some(devices) = devices {
