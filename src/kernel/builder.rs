@@ -6,6 +6,9 @@ use rspirv::dr;
 use rspirv::spirv::{self, Capability, CooperativeMatrixOperands, Scope, StorageClass, Word};
 use std::collections::{HashMap, HashSet};
 
+/// `CooperativeMatrixUse::MatrixAccumulatorKHR`.
+const USE_ACC: u32 = 2;
+
 pub(crate) type BuildResult<T> = Result<T, dr::Error>;
 
 pub(crate) struct ModuleBuilder {
@@ -139,22 +142,32 @@ impl ModuleBuilder {
         scope: Scope,
         (m, n, k): (u32, u32, u32),
     ) -> (Word, Word, Word) {
-        // `CooperativeMatrixUse` values.
+        // `CooperativeMatrixUse` values (the accumulator's: `USE_ACC`).
         const USE_A: u32 = 0;
         const USE_B: u32 = 1;
-        const USE_ACC: u32 = 2;
         let (t_comp, t_res) = (self.t_scalar(cfg.component_type), self.t_scalar(cfg.result_type));
         if cfg.component_type == ComponentType::Bf16 {
             self.need(Capability::BFloat16CooperativeMatrixKHR);
         }
         let c_scope = self.c_u32(scope as u32);
         let (cm, cn, ck) = (self.c_u32(m), self.c_u32(n), self.c_u32(k));
-        let (use_a, use_b, use_acc) = (self.c_u32(USE_A), self.c_u32(USE_B), self.c_u32(USE_ACC));
+        // All three use constants before the types (acc_type finds its one cached), so the
+        // constants' ids, and the golden disassemblies, keep their order.
+        let (use_a, use_b) = (self.c_u32(USE_A), self.c_u32(USE_B));
+        self.c_u32(USE_ACC);
         (
             self.b.type_cooperative_matrix_khr(t_comp, c_scope, cm, ck, use_a),
             self.b.type_cooperative_matrix_khr(t_comp, c_scope, ck, cn, use_b),
-            self.b.type_cooperative_matrix_khr(t_res, c_scope, cm, cn, use_acc),
+            self.acc_type(t_res, scope, (m, n)),
         )
+    }
+
+    /// The accumulator cooperative-matrix type of `m x n` elements of type `elem` at `scope`
+    /// (`CooperativeMatrixUse::MatrixAccumulatorKHR`).
+    pub fn acc_type(&mut self, elem: Word, scope: Scope, (m, n): (u32, u32)) -> Word {
+        let c_scope = self.c_u32(scope as u32);
+        let (cm, cn, use_acc) = (self.c_u32(m), self.c_u32(n), self.c_u32(USE_ACC));
+        self.b.type_cooperative_matrix_khr(elem, c_scope, cm, cn, use_acc)
     }
 
     /// `x * c` on u32.

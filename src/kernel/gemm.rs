@@ -687,15 +687,19 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             })
             .collect()
     };
+    // Fragment (i, j) of the subgroup: its first row and column in the pass, and its value.
+    let fragment = |b: &mut ModuleBuilder, i: u32, j: u32| -> BuildResult<(Word, Word, Word)> {
+        let slot = (i * s.fr_n() + j) as usize;
+        let row = b.add_u(row_sg, i * cfg.m)?;
+        let col = b.add_u(col_sg, j * cfg.n)?;
+        Ok((row, col, b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?))
+    };
     // Interior workgroups: every fragment straight to global memory.
     let direct = |b: &mut ModuleBuilder, l_direct: Word, l_done: Word| -> BuildResult<()> {
         b.b.begin_block(Some(l_direct))?;
         for i in 0..s.fr_m() {
             for j in 0..s.fr_n() {
-                let slot = (i * s.fr_n() + j) as usize;
-                let row = b.add_u(row_sg, i * cfg.m)?;
-                let col = b.add_u(col_sg, j * cfg.n)?;
-                let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;
+                let (row, col, accv) = fragment(b, i, j)?;
                 let gi = c_index(b, row, col)?;
                 let p = b.b.access_chain(p_sb_res, None, v_c, [c0, gi])?;
                 let cval = if beta.is_some() {
@@ -736,10 +740,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let c_stage_stride = u!(cfg.n * rs / host_unit);
     for i in 0..s.fr_m() {
         for j in 0..s.fr_n() {
-            let slot = (i * s.fr_n() + j) as usize;
-            let row = b.add_u(row_sg, i * cfg.m)?;
-            let col = b.add_u(col_sg, j * cfg.n)?;
-            let accv = b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?;
+            let (row, col, accv) = fragment(b, i, j)?;
             // The previous fragment's reads of the staging tile must finish first.
             b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
             let words = lane_words(b, row, col)?;

@@ -113,7 +113,8 @@ impl Epilogue {
     };
 
     /// Whether any per-element term is on (bias, activation, dequantisation, output cast): the
-    /// kernel then stores every fragment through its staging tile.
+    /// subgroup-scope kernel then stores every fragment through its staging tile, the
+    /// workgroup-scope one applies them with a per-element operation.
     pub fn is_fused(&self) -> bool {
         self.bias.is_some() || self.activation != Activation::None || self.dequant || self.output.is_some()
     }

@@ -274,9 +274,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         b.b.insert_into_block(InsertPoint::End, op)?;
         out = id;
         if t_c != t_res {
-            let c_scope = b.c_u32(Scope::Workgroup as u32);
-            let use_acc = b.c_u32(USE_ACCUMULATOR);
-            let t_mat_c = b.b.type_cooperative_matrix_khr(t_c, c_scope, c_bm, c_bn, use_acc);
+            let t_mat_c = b.acc_type(t_c, Scope::Workgroup, (g.bm, g.bn));
             out = b.b.f_convert(t_mat_c, None, out)?;
         }
     }
@@ -311,9 +309,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
 }
-
-/// `CooperativeMatrixUse::MatrixAccumulatorKHR`.
-const USE_ACCUMULATOR: u32 = 2;
 
 /// The per-element function of a fused epilogue: `(row, col, x, m0, n0, c_off) -> f32`, where
 /// `row` and `col` count from the tile's corner (`m0`, `n0`) and `c_off` is C's first element.
