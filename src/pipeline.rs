@@ -14,8 +14,6 @@ use std::sync::{Arc, Mutex};
 /// A compute pipeline for one kernel key.
 pub(crate) struct Pipeline {
     pub raw: vk::Pipeline,
-    /// The driver's statistics of the compiled kernel (name, value), when captured.
-    pub statistics: Vec<(String, String)>,
     device: Arc<Device>,
 }
 
@@ -175,6 +173,25 @@ impl Pipelines {
     }
 
     fn create(&self, key: &KernelKey) -> Result<Pipeline> {
+        let (words, sg) = self.checked_words(key)?;
+        self.build(&words, sg)
+    }
+
+    /// The driver's statistics (name, value) for `key`'s kernel, e.g. registers per invocation;
+    /// empty where the device cannot report them. They come from a pipeline compiled for the
+    /// purpose, so the pipelines that run are compiled exactly as in a program that never asks
+    /// (`CAPTURE_STATISTICS` is a diagnostic flag a driver may compile differently for).
+    pub fn statistics(&self, key: &KernelKey) -> Result<Vec<(String, String)>> {
+        if !self.device.info().features.pipeline_executable_info {
+            return Ok(Vec::new());
+        }
+        let (words, sg) = self.checked_words(key)?;
+        let pipeline = self.build_with(&words, sg, vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR)?;
+        Ok(statistics(&self.device, pipeline.raw))
+    }
+
+    /// `key`'s SPIR-V and subgroup size, once the scheme is checked against the device.
+    fn checked_words(&self, key: &KernelKey) -> Result<(Vec<u32>, u32)> {
         let limits = &self.device.info().limits;
         key.scheme.check_device(&key.config, self.device.info())?;
         let threads = key.scheme.geometry(&key.config).threads;
@@ -194,12 +211,15 @@ impl Pipelines {
                 limits.min_subgroup_size, limits.max_subgroup_size
             )));
         }
-        let words = kernel::generate(key)?;
-        self.build(&words, sg)
+        Ok((kernel::generate(key)?, sg))
     }
 
     /// Creates a pipeline from SPIR-V words, pinning subgroup size `sg` (checked by the caller).
     pub fn build(&self, words: &[u32], sg: u32) -> Result<Pipeline> {
+        self.build_with(words, sg, vk::PipelineCreateFlags::empty())
+    }
+
+    fn build_with(&self, words: &[u32], sg: u32, create_flags: vk::PipelineCreateFlags) -> Result<Pipeline> {
         let limits = &self.device.info().limits;
         let pin = limits.required_subgroup_size_compute;
         let raw = self.device.raw();
@@ -220,14 +240,8 @@ impl Pipelines {
         if pin {
             stage = stage.push_next(&mut required);
         }
-        let capture = self.device.info().features.pipeline_executable_info;
-        let flags = if capture {
-            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
-        } else {
-            vk::PipelineCreateFlags::empty()
-        };
         let info = [vk::ComputePipelineCreateInfo::default()
-            .flags(flags)
+            .flags(create_flags)
             .stage(stage)
             .layout(self.layout)];
         // SAFETY: module, layout and cache are live; the stage chain outlives the call.
@@ -235,14 +249,8 @@ impl Pipelines {
         // SAFETY: the module is no longer needed once the pipeline exists (or failed).
         unsafe { raw.destroy_shader_module(module, None) };
         let pipeline = result.map_err(|(_, r)| Error::vk("vkCreateComputePipelines", r))?[0];
-        let statistics = if capture {
-            statistics(&self.device, pipeline)
-        } else {
-            Vec::new()
-        };
         Ok(Pipeline {
             raw: pipeline,
-            statistics,
             device: self.device.clone(),
         })
     }

@@ -150,10 +150,10 @@ impl Context {
         self.pipelines.len()
     }
 
-    /// The driver's statistics for a kernel (e.g. registers per invocation), creating its
-    /// pipeline if needed; empty where the driver lacks `VK_KHR_pipeline_executable_properties`.
+    /// The driver's statistics for a kernel (e.g. registers per invocation), from a pipeline
+    /// compiled for the purpose (the one that runs is compiled without capture); empty where the driver lacks `VK_KHR_pipeline_executable_properties`.
     pub fn kernel_statistics(&self, key: &KernelKey) -> Result<Vec<(String, String)>> {
-        Ok(self.pipelines.get(key)?.statistics.clone())
+        self.pipelines.statistics(key)
     }
 
     /// Every config the device offers (standard, then extended).
