@@ -230,10 +230,14 @@ fn workgroup_scope_kernels_pass_spirv_val() {
     for config in configs {
         let es = config.component_type.size_bytes();
         // 128x256 tiles, 256 invocations, 128-byte K steps, grouped raster; 128x128 with 128
-        // invocations and four 64-byte K steps per iteration (the H200's default).
-        for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group) in
-            [((1, 8), (8, 2), 128, 1, 8), ((1, 4), (8, 2), 64, 4, 0)]
-        {
+        // invocations and four 64-byte K steps per iteration, every load first (the H200's
+        // default); 128x256 with eight 128-byte steps, each loaded one step ahead, held as two
+        // 128x128 accumulators.
+        for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group, ahead, parts) in [
+            ((1, 8), (8, 2), 128, 1, 8, 0, 1),
+            ((1, 4), (8, 2), 64, 4, 0, 3, 1),
+            ((1, 8), (8, 2), 128, 8, 0, 1, 2),
+        ] {
             let scheme = TileScheme::workgroup_for_limits(
                 &config,
                 &limits(32, 49152),
@@ -243,6 +247,8 @@ fn workgroup_scope_kernels_pass_spirv_val() {
                 (k_bytes / es, stages),
             )
             .and_then(|s| s.with_raster_group(raster_group))
+            .and_then(|s| s.with_lookahead(ahead))
+            .and_then(|s| s.with_n_parts(parts, &config, &limits(32, 49152)))
             .unwrap();
             assert_eq!(scheme.scope(), KernelScope::Workgroup);
             for a_layout in LAYOUTS {
@@ -265,7 +271,7 @@ fn workgroup_scope_kernels_pass_spirv_val() {
             }
         }
     }
-    assert_eq!(n, 4 * 2 * 16);
+    assert_eq!(n, 4 * 3 * 16);
 }
 
 #[test]

@@ -99,8 +99,11 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             _ => {}
         }
     }
-    let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(&cfg, Scope::Workgroup, (g.bm, g.bn, g.bk));
-    let (c_bm, c_bn, c_bk) = (mb.c_u32(g.bm), mb.c_u32(g.bn), mb.c_u32(g.bk));
+    // The tile's N side is held as `parts` accumulators of `pw` columns (one by default).
+    let parts = s.n_parts();
+    let pw = g.bn / parts;
+    let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(&cfg, Scope::Workgroup, (g.bm, pw, g.bk));
+    let (c_bm, c_pw, c_bk) = (mb.c_u32(g.bm), mb.c_u32(pw), mb.c_u32(g.bk));
     let c_two = mb.c_u32(2);
     let c_clamped = mb.c_u32(CLAMP_CONSTANT);
     let c_unclamped = mb.c_u32(CLAMP_UNDEFINED);
@@ -134,7 +137,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let t_fn = mb.b.type_function(t_void, []);
     let f_main = mb.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
     mb.b.begin_block(None)?;
-    let v_acc = mb.b.variable(p_fn_acc, None, StorageClass::Function, None);
+    let v_acc: Vec<Word> = (0..parts)
+        .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
+        .collect();
     let b = &mut mb;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
     let pm = pc(b, Pc::M)?;
@@ -161,6 +166,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let (tx, ty) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), s.raster_group())?;
     let m0 = b.mul_u(ty, g.bm)?;
     let n0 = b.mul_u(tx, g.bn)?;
+    // The first column of each accumulator.
+    let part_n0 = (0..parts)
+        .map(|j| if j == 0 { Ok(n0) } else { b.add_u(n0, j * pw) })
+        .collect::<BuildResult<Vec<Word>>>()?;
 
     let a = Tensor::new(key.a_layout, (pm, pk), lda);
     let bt = Tensor::new(key.b_layout, (pk, pn), ldb);
@@ -203,35 +212,64 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let zero_a = b.b.composite_construct(t_mat_a, None, [zero_comp])?;
     let zero_b = b.b.composite_construct(t_mat_b, None, [zero_comp])?;
     let zero_acc = b.b.composite_construct(t_mat_acc, None, [zero_res])?;
-    b.b.store(v_acc, zero_acc, None, [])?;
+    for &v in &v_acc {
+        b.b.store(v, zero_acc, None, [])?;
+    }
 
-    // The K loop with layouts of type `t_layout`, entered from block `l_pre`; ends in the block
-    // after the loop.
-    let k_loop = |b: &mut ModuleBuilder, t_layout: Word, l_pre: Word, steps: u32| -> BuildResult<()> {
+    // The K loop with layouts of type `t_layout`, entered from block `l_pre`, `steps` K steps per
+    // iteration; ends in the block after the loop. Each step's loads are issued `ahead` steps
+    // before its multiply: `steps - 1` puts all of an iteration's loads first, so the driver may
+    // overlap the later steps' staging with the earlier steps' math; fewer keeps fewer operand
+    // matrices live at once.
+    let k_loop = |b: &mut ModuleBuilder, t_layout: Word, l_pre: Word, (steps, ahead): (u32, u32)| -> BuildResult<()> {
         let la = layout(b, t_layout, &a)?;
         let lb = layout(b, t_layout, &bt)?;
         b.counted_loop(l_pre, (c0, pk, steps * g.bk), |b, kb| {
-            // All of an iteration's loads come before its multiplies, so the driver may overlap
-            // the later steps' staging with the earlier steps' math.
-            let mut pairs = Vec::with_capacity(steps as usize);
-            for step in 0..steps {
+            let load = |b: &mut ModuleBuilder, step: u32| -> BuildResult<(Word, Vec<Word>)> {
                 let k = if step == 0 { kb } else { b.add_u(kb, step * g.bk)? };
                 let sa = slice(b, t_layout, la, &a, (m0, c_bm), (k, c_bk))?;
                 let (ta, xa) = addressing(&a);
                 let ma =
                     b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_a, zero_a, sa, MemoryAccess::NONE, ta, xa)?;
-                let sb = slice(b, t_layout, lb, &bt, (k, c_bk), (n0, c_bn))?;
-                let (tb, xb) = addressing(&bt);
-                let mbm =
-                    b.b.cooperative_matrix_load_tensor_nv(t_mat_b, None, p_b, zero_b, sb, MemoryAccess::NONE, tb, xb)?;
-                pairs.push((ma, mbm));
+                let mut mbs = Vec::with_capacity(parts as usize);
+                for &nj in &part_n0 {
+                    let sb = slice(b, t_layout, lb, &bt, (k, c_bk), (nj, c_pw))?;
+                    let (tb, xb) = addressing(&bt);
+                    mbs.push(b.b.cooperative_matrix_load_tensor_nv(
+                        t_mat_b,
+                        None,
+                        p_b,
+                        zero_b,
+                        sb,
+                        MemoryAccess::NONE,
+                        tb,
+                        xb,
+                    )?);
+                }
+                Ok((ma, mbs))
+            };
+            let mut pending = std::collections::VecDeque::with_capacity(steps as usize);
+            let (mut loaded, mut acc) = (0, Vec::new());
+            for step in 0..steps {
+                while loaded <= (step + ahead).min(steps - 1) {
+                    pending.push_back(load(b, loaded)?);
+                    loaded += 1;
+                }
+                if acc.is_empty() {
+                    for &v in &v_acc {
+                        acc.push(b.b.load(t_mat_acc, None, v, None, [])?);
+                    }
+                }
+                let (ma, mbs) = pending.pop_front().expect("step loaded above");
+                for (x, mbm) in acc.iter_mut().zip(mbs) {
+                    *x =
+                        b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, ma, mbm, *x, operands)?;
+                }
             }
-            let mut acc = b.b.load(t_mat_acc, None, v_acc, None, [])?;
-            for (ma, mbm) in pairs {
-                acc =
-                    b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, ma, mbm, acc, operands)?;
+            for (&v, x) in v_acc.iter().zip(acc) {
+                b.b.store(v, x, None, [])?;
             }
-            b.b.store(v_acc, acc, None, [])
+            Ok(())
         })
     };
 
@@ -248,10 +286,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.b.selection_merge(l_joined, SelectionControl::NONE)?;
     b.b.branch_conditional(interior, l_fast, l_edge, [])?;
     b.b.begin_block(Some(l_fast))?;
-    k_loop(b, t_layout_unclamped, l_fast, s.stages())?;
+    k_loop(b, t_layout_unclamped, l_fast, (s.stages(), s.lookahead()))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_edge))?;
-    k_loop(b, t_layout_clamped, l_edge, 1)?;
+    k_loop(b, t_layout_clamped, l_edge, (1, 0))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_joined))?;
 
@@ -264,48 +302,50 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             b.b.i_mul(t_mat_acc, None, x, y)
         }
     };
-    let lc = layout(b, t_layout_clamped, &c)?;
-    let lc = slice(b, t_layout_clamped, lc, &c, (m0, c_bm), (n0, c_bn))?;
-    let mut out = b.b.load(t_mat_acc, None, v_acc, None, [])?;
-    if let Some(f) = f_element {
-        let id = b.b.id();
-        let args = [out, f, m0, n0, c_off].map(Operand::IdRef).to_vec();
-        let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_mat_acc), Some(id), args);
-        b.b.insert_into_block(InsertPoint::End, op)?;
-        out = id;
-        if t_c != t_res {
-            let t_mat_c = b.acc_type(t_c, Scope::Workgroup, (g.bm, g.bn));
-            out = b.b.f_convert(t_mat_c, None, out)?;
+    let lc_full = layout(b, t_layout_clamped, &c)?;
+    for (&v, &nj) in v_acc.iter().zip(&part_n0) {
+        let lc = slice(b, t_layout_clamped, lc_full, &c, (m0, c_bm), (nj, c_pw))?;
+        let mut out = b.b.load(t_mat_acc, None, v, None, [])?;
+        if let Some(f) = f_element {
+            let id = b.b.id();
+            let args = [out, f, m0, nj, c_off].map(Operand::IdRef).to_vec();
+            let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_mat_acc), Some(id), args);
+            b.b.insert_into_block(InsertPoint::End, op)?;
+            out = id;
+            if t_c != t_res {
+                let t_mat_c = b.acc_type(t_c, Scope::Workgroup, (g.bm, pw));
+                out = b.b.f_convert(t_mat_c, None, out)?;
+            }
         }
+        if key.epilogue.alpha && !fused {
+            let bits = pc(b, Pc::Alpha)?;
+            let alpha = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
+            let alpha = b.b.composite_construct(t_mat_acc, None, [alpha])?;
+            out = mul(b, out, alpha)?;
+        }
+        if key.epilogue.beta && !fused {
+            let bits = pc(b, Pc::Beta)?;
+            let beta = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
+            let beta = b.b.composite_construct(t_mat_acc, None, [beta])?;
+            let cv = b.b.cooperative_matrix_load_tensor_nv(
+                t_mat_acc,
+                None,
+                p_c,
+                zero_acc,
+                lc,
+                MemoryAccess::NONE,
+                TensorAddressingOperands::NONE,
+                [],
+            )?;
+            let t = mul(b, cv, beta)?;
+            out = if is_float {
+                b.b.f_add(t_mat_acc, None, out, t)?
+            } else {
+                b.b.i_add(t_mat_acc, None, out, t)?
+            };
+        }
+        b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, TensorAddressingOperands::NONE, [])?;
     }
-    if key.epilogue.alpha && !fused {
-        let bits = pc(b, Pc::Alpha)?;
-        let alpha = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
-        let alpha = b.b.composite_construct(t_mat_acc, None, [alpha])?;
-        out = mul(b, out, alpha)?;
-    }
-    if key.epilogue.beta && !fused {
-        let bits = pc(b, Pc::Beta)?;
-        let beta = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
-        let beta = b.b.composite_construct(t_mat_acc, None, [beta])?;
-        let cv = b.b.cooperative_matrix_load_tensor_nv(
-            t_mat_acc,
-            None,
-            p_c,
-            zero_acc,
-            lc,
-            MemoryAccess::NONE,
-            TensorAddressingOperands::NONE,
-            [],
-        )?;
-        let t = mul(b, cv, beta)?;
-        out = if is_float {
-            b.b.f_add(t_mat_acc, None, out, t)?
-        } else {
-            b.b.i_add(t_mat_acc, None, out, t)?
-        };
-    }
-    b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, TensorAddressingOperands::NONE, [])?;
     b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
 }

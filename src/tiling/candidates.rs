@@ -121,7 +121,8 @@ pub fn tuning_candidates(
 /// Workgroup-scope schemes (see [`KernelScope::Workgroup`]) the device offers for `config`,
 /// largest workgroup first, then largest tile: tiles of 64 to 256 on a side, for each workgroup
 /// size the device lists, each with (K step, steps per loop iteration) of (64 bytes, 4),
-/// (64 bytes, 2) and (128 bytes, 2): on the H200, 256 bytes of K per iteration in 64-byte steps
+/// (64 bytes, 2), (128 bytes, 2) and (128 bytes, 8, each loaded just before its multiply): on
+/// the H200, 256 bytes of K per iteration in 64-byte steps
 /// measured fastest for every tile (docs/performance.md). A tile keeps at most 512 bytes of
 /// accumulator per invocation (128x256 f32 over 256 invocations): more does not fit in
 /// registers. Empty where the device has no usable `VK_NV_cooperative_matrix2`.
@@ -130,7 +131,22 @@ pub fn workgroup_candidates(
     info: &DeviceInfo,
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
-    workgroup_schemes(config, info, subgroup_size, &[(64, 4), (64, 2), (128, 2)])
+    // Eight 128-byte steps are taken with each step loaded just before its multiply
+    // (ggml-vulkan's loop): the fastest 128x256 tile when both operands are K-contiguous
+    // (`nt`: 236-241 against 229-232 TFLOP/s for the default on the H200), slower in the other
+    // layouts; the autotuner picks.
+    let steps = [(64, 4), (64, 2), (128, 2), (128, 8)];
+    let out: Vec<TileScheme> = workgroup_schemes(config, info, subgroup_size, &steps)
+        .into_iter()
+        .map(|s| {
+            if s.stages() == 8 {
+                s.with_lookahead(0).unwrap_or(s)
+            } else {
+                s
+            }
+        })
+        .collect();
+    out
 }
 
 /// PCI vendor id of NVIDIA.
@@ -257,7 +273,9 @@ pub fn pick_scheme(
 }
 
 /// [`workgroup_candidates`] and more, for `vk-sgmat tune`: K steps of 32 to 128 bytes, 1 to 8 of
-/// them per loop iteration, and grouped raster.
+/// them per loop iteration, loads issued 0 or 1 steps ahead of their multiplies as well as all
+/// first, tiles 256 or more wide held as two accumulators (loads all first or one step ahead),
+/// and grouped raster.
 pub fn workgroup_tuning_candidates(
     config: &GPUSubgroupMatrixConfig,
     info: &DeviceInfo,
@@ -271,7 +289,18 @@ pub fn workgroup_tuning_candidates(
         }
     }
     for s in workgroup_schemes(config, info, subgroup_size, &steps) {
-        for s in std::iter::once(s).chain(s.with_raster_group(8)) {
+        let ahead = (0..s.lookahead().min(2)).filter_map(|a| s.with_lookahead(a).ok());
+        let halves = s
+            .with_n_parts(2, config, &info.limits)
+            .ok()
+            .filter(|h| h.geometry(config).bn >= 256 && h.check_device(config, info).is_ok());
+        let halves_ahead = halves.and_then(|h| h.with_lookahead(1).ok());
+        for s in std::iter::once(s)
+            .chain(s.with_raster_group(8))
+            .chain(ahead)
+            .chain(halves)
+            .chain(halves_ahead)
+        {
             if !out.contains(&s) {
                 out.push(s);
             }
@@ -451,7 +480,8 @@ mod tests {
         // 32-invocation workgroup may take 64x64, not 128x256).
         let threads: Vec<u32> = v.iter().map(|s| s.geometry(&c).threads).collect();
         assert!(threads.windows(2).all(|w| w[0] >= w[1]), "{threads:?}");
-        assert_eq!(threads.iter().filter(|&&t| t == 256).count(), 6 * 3);
+        assert_eq!(threads.iter().filter(|&&t| t == 256).count(), 6 * 4);
+        assert!(v.iter().any(|s| s.name() == "wg_t256_fr8x16_k64_u8_a0"));
         assert!(v.iter().all(|s| {
             let g = s.geometry(&c);
             g.bm * g.bn * 4 <= 512 * g.threads

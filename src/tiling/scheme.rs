@@ -51,6 +51,8 @@ pub struct TileScheme {
     stages: u32,
     raster_group: u32,
     scope: KernelScope,
+    lookahead: u32,
+    n_parts: u32,
 }
 
 /// A scheme's fields as stored in files (the autotune cache); read back only through
@@ -68,6 +70,12 @@ struct SchemeFields {
     raster_group: u32,
     #[serde(default)]
     scope: KernelScope,
+    /// Absent in files written before it existed: those schemes issued every load first.
+    #[serde(default)]
+    lookahead: Option<u32>,
+    /// Absent in older files: one accumulator.
+    #[serde(default)]
+    n_parts: Option<u32>,
 }
 
 impl TryFrom<SchemeFields> for TileScheme {
@@ -85,6 +93,11 @@ impl TryFrom<SchemeFields> for TileScheme {
             stages: f.stages,
             raster_group: f.raster_group,
             scope: f.scope,
+            lookahead: f.lookahead.unwrap_or(match f.scope {
+                KernelScope::Workgroup => f.stages.saturating_sub(1),
+                KernelScope::Subgroup => 0,
+            }),
+            n_parts: f.n_parts.unwrap_or(1),
         };
         s.check_bounds()?;
         Ok(s)
@@ -104,6 +117,8 @@ impl From<TileScheme> for SchemeFields {
             stages: s.stages,
             raster_group: s.raster_group,
             scope: s.scope,
+            lookahead: Some(s.lookahead),
+            n_parts: Some(s.n_parts),
         }
     }
 }
@@ -151,6 +166,8 @@ impl TileScheme {
             stages: 1,
             raster_group: 0,
             scope: KernelScope::Subgroup,
+            lookahead: 0,
+            n_parts: 1,
         };
         s.check(config, limits)?;
         Ok(s)
@@ -195,6 +212,8 @@ impl TileScheme {
             stages,
             raster_group: 0,
             scope: KernelScope::Workgroup,
+            lookahead: stages.saturating_sub(1),
+            n_parts: 1,
         };
         s.check(config, limits)?;
         Ok(s)
@@ -202,7 +221,15 @@ impl TileScheme {
 
     /// The same scheme with `stages` shared-memory buffers, checked again.
     pub fn with_stages(self, stages: u32, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<Self> {
-        let s = Self { stages, ..self };
+        let lookahead = match self.scope {
+            KernelScope::Workgroup => stages.saturating_sub(1),
+            KernelScope::Subgroup => 0,
+        };
+        let s = Self {
+            stages,
+            lookahead,
+            ..self
+        };
         s.check(config, limits)?;
         Ok(s)
     }
@@ -260,6 +287,36 @@ impl TileScheme {
     /// For workgroup scope: K steps per loop iteration (1 to 8), all loads first.
     pub fn stages(&self) -> u32 {
         self.stages
+    }
+
+    /// For workgroup scope: how many K steps ahead of its multiplies an iteration's loads are
+    /// issued, 0 (each step's loads right before its multiply) to `stages - 1` (every load
+    /// first, the default). 0 for subgroup scope.
+    pub fn lookahead(&self) -> u32 {
+        self.lookahead
+    }
+
+    /// The same workgroup-scope scheme with its loads issued `lookahead` K steps ahead of their
+    /// multiplies (see [`TileScheme::lookahead`]); refused for subgroup scope or beyond
+    /// `stages - 1`.
+    pub fn with_lookahead(self, lookahead: u32) -> Result<Self> {
+        let s = Self { lookahead, ..self };
+        s.check_bounds()?;
+        Ok(s)
+    }
+
+    /// For workgroup scope: how many accumulators side by side along N cover the tile (1, 2 or
+    /// 4), each `BN / n_parts` wide, sharing each K step's slice of A. 1 for subgroup scope.
+    pub fn n_parts(&self) -> u32 {
+        self.n_parts
+    }
+
+    /// The same workgroup-scope scheme with its tile held as `n_parts` accumulators along N
+    /// (see [`TileScheme::n_parts`]), checked again for `config` and `limits`.
+    pub fn with_n_parts(self, n_parts: u32, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<Self> {
+        let s = Self { n_parts, ..self };
+        s.check(config, limits)?;
+        Ok(s)
     }
 
     /// Workgroup raster: 0 walks tiles row by row; G > 0 walks groups of G tile rows column by
@@ -377,6 +434,24 @@ impl TileScheme {
         if self.raster_group > MAX_RASTER_GROUP {
             return bad(format!("raster group {} exceeds {MAX_RASTER_GROUP}", self.raster_group));
         }
+        match self.scope {
+            KernelScope::Subgroup if self.lookahead != 0 => {
+                return bad("subgroup-scope schemes have no load lookahead".into())
+            }
+            KernelScope::Subgroup if self.n_parts != 1 => {
+                return bad("subgroup-scope schemes have one accumulator grid, no N parts".into())
+            }
+            KernelScope::Workgroup if ![1, 2, 4].contains(&self.n_parts) => {
+                return bad(format!("N parts must be 1, 2 or 4, not {}", self.n_parts))
+            }
+            KernelScope::Workgroup if self.lookahead >= self.stages => {
+                return bad(format!(
+                    "load lookahead {} must be below the {} K steps per iteration",
+                    self.lookahead, self.stages
+                ))
+            }
+            _ => {}
+        }
         Ok(())
     }
 
@@ -425,6 +500,13 @@ impl TileScheme {
             }
         }
         if self.scope == KernelScope::Workgroup {
+            let part = g.bn / self.n_parts;
+            if g.bn % self.n_parts != 0 || part % config.n != 0 || (part * es) % VECTOR_BYTES != 0 {
+                return bad(format!(
+                    "BN = {} does not split into {} parts of whole {}-column fragments and 16-byte rows",
+                    g.bn, self.n_parts, config.n
+                ));
+            }
             return self.check_threads(&g, limits);
         }
         for (name, rows) in [("A", g.bm), ("B", g.bn)] {
@@ -516,8 +598,9 @@ impl TileScheme {
         }
         let g = self.geometry(config);
         let entries = cm2.workgroup_entries(config);
+        let bn = g.bn / self.n_parts;
         let fits = |&(mg, ng, kg, inv): &(u32, u32, u32, u32)| {
-            inv == g.threads && g.bm % mg == 0 && g.bn % ng == 0 && g.bk % kg == 0
+            inv == g.threads && g.bm % mg == 0 && bn % ng == 0 && g.bk % kg == 0
         };
         if !entries.iter().any(fits) {
             let offered: Vec<String> = entries
@@ -525,9 +608,9 @@ impl TileScheme {
                 .map(|(mg, ng, kg, inv)| format!("multiples of {mg}x{ng}x{kg} with {inv} invocations"))
                 .collect();
             return Err(Error::InvalidTileScheme(format!(
-                "a {}x{}x{} workgroup-scope tile with {} invocations is not offered for {} -> {} (offered: {})",
+                "a {}x{}x{} workgroup-scope matrix with {} invocations is not offered for {} -> {} (offered: {})",
                 g.bm,
-                g.bn,
+                bn,
                 g.bk,
                 g.threads,
                 config.component_type,
@@ -539,7 +622,7 @@ impl TileScheme {
                 }
             )));
         }
-        let largest = g.bm.max(g.bn).max(g.bk);
+        let largest = g.bm.max(bn).max(g.bk);
         if largest > cm2.flexible_dimensions_max_dimension {
             return Err(Error::InvalidTileScheme(format!(
                 "a workgroup-scope matrix dimension of {largest} exceeds the device's {}",
@@ -562,13 +645,24 @@ impl TileScheme {
             // The split into subgroups means nothing to a workgroup-scope kernel: name the
             // workgroup size and the tile in fragments.
             return format!(
-                "wg_t{}_fr{}x{}_k{}{}{}",
+                "wg_t{}_fr{}x{}_k{}{}{}{}{}",
                 self.sg_m * self.sg_n * self.subgroup_size,
                 self.sg_m * self.fr_m,
                 self.sg_n * self.fr_n,
                 self.k_step,
                 if self.stages > 1 {
                     format!("_u{}", self.stages)
+                } else {
+                    String::new()
+                },
+                // Only where it differs from the default, so older names stay valid.
+                if self.lookahead + 1 < self.stages {
+                    format!("_a{}", self.lookahead)
+                } else {
+                    String::new()
+                },
+                if self.n_parts > 1 {
+                    format!("_p{}", self.n_parts)
                 } else {
                     String::new()
                 },

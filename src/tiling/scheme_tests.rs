@@ -75,3 +75,55 @@ fn deserialised_schemes_are_checked() {
         assert!(e.contains(what), "{e}");
     }
 }
+
+/// Load lookahead: the default issues every load first (and keeps the old names); other values
+/// are named, round-trip through files, and are refused where they mean nothing.
+#[test]
+fn workgroup_lookahead_is_named_checked_and_stored() {
+    let c = cfg(16, 16, 16, F16, F32);
+    let l = h200_limits();
+    let s = TileScheme::workgroup_for_limits(&c, &l, 32, (1, 8), (8, 2), (64, 8)).unwrap();
+    assert_eq!((s.stages(), s.lookahead()), (8, 7));
+    assert_eq!(s.name(), "wg_t256_fr8x16_k64_u8");
+    let a1 = s.with_lookahead(1).unwrap();
+    assert_eq!(a1.name(), "wg_t256_fr8x16_k64_u8_a1");
+    let json = serde_json::to_string(&a1).unwrap();
+    assert_eq!(serde_json::from_str::<TileScheme>(&json).unwrap(), a1);
+    // A file from before the field existed: every load first.
+    let old = json.replace(",\"lookahead\":1", "");
+    assert_ne!(old, json);
+    assert_eq!(serde_json::from_str::<TileScheme>(&old).unwrap(), s);
+    let refused = |r: Result<TileScheme>| matches!(r, Err(Error::InvalidTileScheme(_)));
+    assert!(refused(s.with_lookahead(8)));
+    let e = serde_json::from_str::<TileScheme>(&json.replace("\"lookahead\":1", "\"lookahead\":9")).unwrap_err();
+    assert!(e.to_string().contains("lookahead"), "{e}");
+    let sg = TileScheme::new(&c, &l, 32, (1, 2), (2, 2), 32).unwrap();
+    assert_eq!(sg.lookahead(), 0);
+    assert!(refused(sg.with_lookahead(1)));
+    // Changing the steps per iteration resets the lookahead to its default.
+    assert_eq!(a1.with_stages(4, &c, &l).unwrap().lookahead(), 3);
+}
+
+/// N parts: named, stored, and refused where the tile does not split or the scope has none.
+#[test]
+fn workgroup_n_parts_are_named_checked_and_stored() {
+    let c = cfg(16, 16, 16, F16, F32);
+    let l = h200_limits();
+    let s = TileScheme::workgroup_for_limits(&c, &l, 32, (1, 8), (8, 2), (32, 4)).unwrap();
+    assert_eq!(s.n_parts(), 1);
+    let p2 = s.with_n_parts(2, &c, &l).unwrap();
+    assert_eq!(p2.name(), "wg_t256_fr8x16_k32_u4_p2");
+    let json = serde_json::to_string(&p2).unwrap();
+    assert_eq!(serde_json::from_str::<TileScheme>(&json).unwrap(), p2);
+    assert_eq!(
+        serde_json::from_str::<TileScheme>(&json.replace(",\"n_parts\":2", "")).unwrap(),
+        s
+    );
+    let e = |r: Result<TileScheme>| r.unwrap_err().to_string();
+    assert!(e(s.with_n_parts(3, &c, &l)).contains("1, 2 or 4"));
+    // A 16-column tile cannot split into two parts of whole 16-column fragments.
+    let narrow = TileScheme::workgroup_for_limits(&c, &l, 32, (1, 1), (2, 1), (32, 1)).unwrap();
+    assert!(e(narrow.with_n_parts(2, &c, &l)).contains("does not split"));
+    let sg = TileScheme::new(&c, &l, 32, (1, 2), (2, 2), 32).unwrap();
+    assert!(e(sg.with_n_parts(2, &c, &l)).contains("no N parts"));
+}
