@@ -182,10 +182,11 @@ impl Pipelines {
     /// purpose, so the pipelines that run are compiled exactly as in a program that never asks
     /// (`CAPTURE_STATISTICS` is a diagnostic flag a driver may compile differently for).
     pub fn statistics(&self, key: &KernelKey) -> Result<Vec<(String, String)>> {
+        // Checked first, so a key no pipeline could run is an error here as in `get`.
+        let (words, sg) = self.checked_words(key)?;
         if !self.device.info().features.pipeline_executable_info {
             return Ok(Vec::new());
         }
-        let (words, sg) = self.checked_words(key)?;
         let pipeline = self.build_with(&words, sg, vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR)?;
         Ok(statistics(&self.device, pipeline.raw))
     }

@@ -122,10 +122,10 @@ pub fn tuning_candidates(
 /// largest workgroup first, then largest tile: tiles of 64 to 256 on a side, for each workgroup
 /// size the device lists, each with (K step, steps per loop iteration) of (64 bytes, 4),
 /// (64 bytes, 2), (128 bytes, 2) and (128 bytes, 8, each loaded just before its multiply): on
-/// the H200, 256 bytes of K per iteration in 64-byte steps
-/// measured fastest for every tile (docs/performance.md). A tile keeps at most 512 bytes of
-/// accumulator per invocation (128x256 f32 over 256 invocations): more does not fit in
-/// registers. Empty where the device has no usable `VK_NV_cooperative_matrix2`.
+/// the H200, 256 bytes of K per iteration in 64-byte steps measured fastest for every tile
+/// (docs/performance.md). A tile keeps at most 512 bytes of accumulator per invocation (128x256
+/// f32 over 256 invocations): more does not fit in registers. Empty where the device has no
+/// usable `VK_NV_cooperative_matrix2`.
 pub fn workgroup_candidates(
     config: &GPUSubgroupMatrixConfig,
     info: &DeviceInfo,
@@ -136,7 +136,7 @@ pub fn workgroup_candidates(
     // (`nt`: 236-241 against 229-232 TFLOP/s for the default on the H200), slower in the other
     // layouts; the autotuner picks.
     let steps = [(64, 4), (64, 2), (128, 2), (128, 8)];
-    let out: Vec<TileScheme> = workgroup_schemes(config, info, subgroup_size, &steps)
+    workgroup_schemes(config, info, subgroup_size, &steps)
         .into_iter()
         .map(|s| {
             if s.stages() == 8 {
@@ -145,8 +145,7 @@ pub fn workgroup_candidates(
                 s
             }
         })
-        .collect();
-    out
+        .collect()
 }
 
 /// PCI vendor id of NVIDIA.

@@ -93,10 +93,7 @@ impl TryFrom<SchemeFields> for TileScheme {
             stages: f.stages,
             raster_group: f.raster_group,
             scope: f.scope,
-            lookahead: f.lookahead.unwrap_or(match f.scope {
-                KernelScope::Workgroup => f.stages.saturating_sub(1),
-                KernelScope::Subgroup => 0,
-            }),
+            lookahead: f.lookahead.unwrap_or(default_lookahead(f.scope, f.stages)),
             n_parts: f.n_parts.unwrap_or(1),
         };
         s.check_bounds()?;
@@ -136,6 +133,15 @@ pub struct TileGeometry {
     pub threads: u32,
     /// Shared memory in bytes.
     pub shared_bytes: u32,
+}
+
+/// The load lookahead a scheme of `scope` with `stages` takes unless told otherwise: every
+/// load first for workgroup scope, none for subgroup scope (which has no lookahead).
+fn default_lookahead(scope: KernelScope, stages: u32) -> u32 {
+    match scope {
+        KernelScope::Workgroup => stages.saturating_sub(1),
+        KernelScope::Subgroup => 0,
+    }
 }
 
 /// Saturates a size to 32 bits: anything that large is refused by the checks anyway.
@@ -212,7 +218,7 @@ impl TileScheme {
             stages,
             raster_group: 0,
             scope: KernelScope::Workgroup,
-            lookahead: stages.saturating_sub(1),
+            lookahead: default_lookahead(KernelScope::Workgroup, stages),
             n_parts: 1,
         };
         s.check(config, limits)?;
@@ -221,13 +227,9 @@ impl TileScheme {
 
     /// The same scheme with `stages` shared-memory buffers, checked again.
     pub fn with_stages(self, stages: u32, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<Self> {
-        let lookahead = match self.scope {
-            KernelScope::Workgroup => stages.saturating_sub(1),
-            KernelScope::Subgroup => 0,
-        };
         let s = Self {
             stages,
-            lookahead,
+            lookahead: default_lookahead(self.scope, stages),
             ..self
         };
         s.check(config, limits)?;
