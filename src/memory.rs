@@ -63,12 +63,18 @@ pub(crate) struct Buffer {
 }
 
 impl Buffer {
-    pub fn new(device: &Arc<Device>, size: u64, kind: BufferKind) -> Result<Self> {
+    /// A buffer of `size` bytes (at least 16), refused as [`Error::TooLarge`] over `limit`
+    /// (the context's allocation limit, at most the device's maxMemoryAllocationSize).
+    pub fn new(device: &Arc<Device>, size: u64, kind: BufferKind, limit: u64) -> Result<Self> {
         let size = size.max(16);
-        let limit = device.info().limits.max_memory_allocation_size;
-        if limit != 0 && size > limit {
+        let device_limit = match device.info().limits.max_memory_allocation_size {
+            0 => u64::MAX,
+            n => n,
+        };
+        let limit = limit.min(device_limit);
+        if size > limit {
             return Err(Error::TooLarge(format!(
-                "a {} buffer of {size} bytes exceeds the device's maxMemoryAllocationSize of {limit}",
+                "a {} buffer of {size} bytes exceeds the allocation limit of {limit} bytes (maxMemoryAllocationSize, or ContextOptions::limits_override): host GEMMs run larger operands in pieces, but a device matrix must fit one allocation",
                 kind.name()
             )));
         }
@@ -185,17 +191,30 @@ impl Drop for Buffer {
 pub(crate) struct BufferPool {
     device: Arc<Device>,
     free: Mutex<Vec<Buffer>>,
+    /// The context's allocation limit ([`DispatchLimits::max_allocation`](crate::plan::DispatchLimits)).
+    max_allocation: u64,
 }
 
 /// How many idle buffers the pool keeps.
 const POOL_KEEP: usize = 16;
 
 impl BufferPool {
-    pub fn new(device: Arc<Device>) -> Self {
+    pub fn new(device: Arc<Device>, max_allocation: u64) -> Self {
         Self {
             device,
             free: Mutex::new(Vec::new()),
+            max_allocation,
         }
+    }
+
+    /// The largest buffer it allocates.
+    pub fn max_allocation(&self) -> u64 {
+        self.max_allocation
+    }
+
+    /// A new buffer of `size` bytes within the context's allocation limit (not from the pool).
+    pub fn allocate(&self, size: u64, kind: BufferKind) -> Result<Buffer> {
+        Buffer::new(&self.device, size, kind, self.max_allocation)
     }
 
     /// A buffer of at least `size` bytes: the smallest idle one that fits, else a new one (sized to
@@ -213,9 +232,8 @@ impl BufferPool {
         }
         drop(free);
         let rounded = size.checked_next_power_of_two().unwrap_or(size);
-        let limit = self.device.info().limits.max_memory_allocation_size;
-        let size = if limit != 0 && rounded > limit { size } else { rounded };
-        Buffer::new(&self.device, size, kind)
+        let size = if rounded > self.max_allocation { size } else { rounded };
+        self.allocate(size, kind)
     }
 
     /// Returns a buffer for reuse.

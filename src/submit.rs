@@ -207,7 +207,7 @@ struct StagingRing {
 
 impl StagingRing {
     /// `size` bytes of a chunk for the submission that will signal `pending`: (chunk, offset).
-    fn alloc(&mut self, device: &Arc<Device>, size: u64, pending: u64, completed: u64) -> Result<(usize, u64)> {
+    fn alloc(&mut self, pool: &BufferPool, size: u64, pending: u64, completed: u64) -> Result<(usize, u64)> {
         let size = size.next_multiple_of(16);
         if let Some((buffer, used, last)) = self.chunks.get_mut(self.current) {
             if *used + size <= buffer.size() {
@@ -224,9 +224,9 @@ impl StagingRing {
         let i = match free {
             Some(i) => i,
             None => {
-                let bytes = size.max(STAGING_CHUNK);
-                self.chunks
-                    .push((Buffer::new(device, bytes, BufferKind::Upload)?, 0, 0));
+                // Never a chunk over the allocation limit: only an upload that is over it fails.
+                let bytes = size.max(STAGING_CHUNK.min(pool.max_allocation()));
+                self.chunks.push((pool.allocate(bytes, BufferKind::Upload)?, 0, 0));
                 self.chunks.len() - 1
             }
         };
@@ -368,7 +368,7 @@ impl StreamCore {
     pub fn upload(&mut self, dst: vk::Buffer, dst_offset: u64, size: u64, fill: impl FnOnce(&mut [u8])) -> Result<()> {
         let completed = self.timeline.completed()?;
         let pending = self.pending();
-        let (chunk, offset) = self.staging.alloc(&self.device, size, pending, completed)?;
+        let (chunk, offset) = self.staging.alloc(&self.pool, size, pending, completed)?;
         let src = {
             let buffer = &mut self.staging.chunks[chunk].0;
             fill(&mut buffer.mapped_mut()?[offset as usize..(offset + size) as usize]);

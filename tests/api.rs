@@ -200,6 +200,8 @@ fn multi_pass_plans_are_correct() {
         max_groups: [2, 3, 4],
         max_range: 32 << 10,
         offset_alignment: 256,
+        // Vulkan's guaranteed minimum maxMemoryAllocationSize.
+        max_allocation: 1 << 30,
     };
     let ctx = Context::with_options(ContextOptions {
         validation: true,

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_no_validation_messages, context};
+use common::{assert_no_validation_messages, capped_context, context};
 use half::f16;
 use vk_sgmat::plan::DispatchLimits;
 use vk_sgmat::verify::{tolerance, unit_roundoff, Rng};
@@ -407,6 +407,60 @@ fn bad_batches_are_typed_errors() {
     assert_no_validation_messages(ctx);
 }
 
+/// Checks a grouped GEMM's C exactly, group by group: its rows of A and C against its weight.
+fn assert_groups(
+    (a, w, c_in): (&HostBatch<f16>, &HostBatch<f16>, &HostBatch<f32>),
+    c: &[f32],
+    rows: &[usize],
+    (alpha, beta): (f64, f64),
+    what: &str,
+) {
+    let (n, k) = (w.cols, a.cols);
+    let mut first = 0;
+    for (gi, &m) in rows.iter().enumerate() {
+        for r in first..first + m {
+            for j in 0..n {
+                let dot: f64 = (0..k).map(|p| a.at(0, r, p) * w.at(gi, p, j)).sum();
+                let want = alpha * dot + if beta == 0.0 { 0.0 } else { beta * c_in.at(0, r, j) };
+                assert_eq!(f64::from(c[r * n + j]), want, "{what}: group {gi} row {r} col {j}");
+            }
+        }
+        first += m;
+    }
+}
+
+/// Host batches and grouped GEMMs whose operands exceed the allocation limit run in pieces:
+/// runs of entries, then rows and columns of one entry; groups one by one, each cut as a GEMM.
+#[test]
+fn host_batches_and_groups_over_the_allocation_limit_run_in_pieces() {
+    let ctx = capped_context(4096);
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let options = GemmOptions {
+        alpha: 2.0,
+        beta: 0.5,
+        ..Default::default()
+    };
+    // Nine 40x16 f16 A entries take 11.5 KB; a 100x70 entry alone takes 14 KB.
+    for (count, shape, share_b) in [(9, (40, 24, 16), true), (2, (100, 30, 70), false)] {
+        for layouts in [
+            [Layout::RowMajor; 3],
+            [Layout::ColMajor, Layout::ColMajor, Layout::RowMajor],
+        ] {
+            run_host::<f16, f16, f32>(&ctx, &mut rng, count, shape, layouts, share_b, &options, true, 0.0);
+        }
+    }
+    let rows = [70usize, 0, 50, 1];
+    let (total, n, k) = (rows.iter().sum::<usize>(), 23, 37);
+    let a = HostBatch::<f16>::new(&mut rng, 1, (total, k), Layout::RowMajor, 0, false, true);
+    let w = HostBatch::<f16>::new(&mut rng, rows.len(), (k, n), Layout::ColMajor, 1, false, true);
+    let c_in = HostBatch::<f32>::new(&mut rng, 1, (total, n), Layout::RowMajor, 0, false, true);
+    let mut c = c_in.data.clone();
+    ctx.gemm_grouped(a.mat(), w.batch(), MatMut::new(&mut c, total, n), &rows, &options)
+        .unwrap();
+    assert_groups((&a, &w, &c_in), &c, &rows, (2.0, 0.5), "grouped in pieces");
+    assert_no_validation_messages(&ctx);
+}
+
 /// Grouped GEMM: ragged groups (one empty, one of a single row) sharing N and K, each with its
 /// own weight, on host and device matrices; every row compared exactly.
 #[test]
@@ -428,18 +482,7 @@ fn grouped_gemms_match_the_reference() {
         let mut c = c_in.data.clone();
         ctx.gemm_grouped(a.mat(), w.batch(), MatMut::new(&mut c, total, n), &rows, &options)
             .unwrap();
-        // Group by group: its rows of A and C against its weight.
-        let mut first = 0;
-        for (gi, &m) in rows.iter().enumerate() {
-            for r in first..first + m {
-                for j in 0..n {
-                    let dot: f64 = (0..k).map(|p| a.at(0, r, p) * w.at(gi, p, j)).sum();
-                    let want = 2.0 * dot + 0.5 * c_in.at(0, r, j);
-                    assert_eq!(f64::from(c[r * n + j]), want, "group {gi} row {r} col {j} ({lb:?})");
-                }
-            }
-            first += m;
-        }
+        assert_groups((&a, &w, &c_in), &c, &rows, (2.0, 0.5), &format!("host {lb:?}"));
         // The same on a stream, into a poisoned C, B uploaded once.
         let mut s = ctx.stream().unwrap();
         let (da, dw) = (s.upload(a.mat()).unwrap(), ctx.upload_batch(w.batch()).unwrap());
@@ -449,16 +492,7 @@ fn grouped_gemms_match_the_reference() {
         let got = s.download(&dc).unwrap();
         s.submit().unwrap();
         let got = got.wait().unwrap();
-        let mut first = 0;
-        for (gi, &m) in rows.iter().enumerate() {
-            for r in first..first + m {
-                for j in 0..n {
-                    let dot: f64 = (0..k).map(|p| a.at(0, r, p) * w.at(gi, p, j)).sum();
-                    assert_eq!(f64::from(got[r * n + j]), dot, "stream: group {gi} row {r} col {j}");
-                }
-            }
-            first += m;
-        }
+        assert_groups((&a, &w, &c_in), &got, &rows, (1.0, 0.0), "stream");
         // Misuse: sizes that do not add up to A's rows, one size too few, column-major A.
         let mut c2 = vec![0.0f32; total * n];
         let opts = GemmOptions::default();

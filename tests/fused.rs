@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_no_validation_messages, context};
+use common::{assert_no_validation_messages, capped_context, context};
 use half::{bf16, f16};
 use vk_sgmat::plan::DispatchLimits;
 use vk_sgmat::verify::fused::{compare_fused, FusedRef};
@@ -250,6 +250,8 @@ fn passes_cut_by_the_limits_read_their_own_rows_and_columns_of_the_vectors() {
             .limits
             .min_storage_buffer_offset_alignment
             .max(1),
+        // Vulkan's guaranteed minimum maxMemoryAllocationSize.
+        max_allocation: 1 << 30,
     };
     let ctx = Context::with_options(ContextOptions {
         validation: true,
@@ -280,6 +282,66 @@ fn passes_cut_by_the_limits_read_their_own_rows_and_columns_of_the_vectors() {
         run::<f16, f16, f16>(&ctx, c, &GemmOptions::default(), seed);
         run::<i8, i8, f32>(&ctx, c, &GemmOptions::default(), seed + 10);
     }
+    assert_no_validation_messages(&ctx);
+}
+
+/// Host operands over the allocation limit run in blocks of C, each with its rows and columns
+/// of the bias (never in K pieces: the activation does not distribute over a sum). Device
+/// vectors, bound whole, cannot follow the blocks: a typed error.
+#[test]
+fn host_operands_over_the_allocation_limit_run_in_blocks_with_their_vectors() {
+    let ctx = capped_context(4096);
+    let opts = GemmOptions::default();
+    // A 150x30 f16 takes 9.6 KB; C 150x40 f32 24 KB.
+    for (axis, lc, act) in [
+        (Axis::Col, Layout::RowMajor, Activation::Gelu),
+        (Axis::Row, Layout::ColMajor, Activation::Relu),
+    ] {
+        let c = Case {
+            bias: Some((axis, ComponentType::F32)),
+            activation: act,
+            layouts: [Layout::RowMajor, Layout::ColMajor, lc],
+            beta: 0.5,
+            ..case((150, 40, 30))
+        };
+        run::<f16, f16, f32>(&ctx, c, &opts, 77);
+    }
+    // One row of A over the limit would need K pieces.
+    let (m, n, k) = (4, 8, 3000);
+    let (a, b) = (vec![f16::ONE; m * k], vec![f16::ONE; k * n]);
+    let mut c = vec![0.0f32; m * n];
+    let relu = Fused::new().activation(Activation::Relu);
+    let e = ctx
+        .gemm_fused(
+            MatRef::new(&a, m, k),
+            MatRef::new(&b, k, n),
+            MatMut::new(&mut c, m, n),
+            &opts,
+            &relu,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::TooLarge(_)) && e.to_string().contains("fused"),
+        "{e}"
+    );
+    let (m, k) = (150, 30);
+    let a = vec![f16::ONE; m * k];
+    let bias = ctx.upload(MatRef::new(&[1.0f32; 8], 1, n)).unwrap();
+    let mut c = vec![0.0f32; m * n];
+    let e = ctx
+        .gemm_fused(
+            MatRef::new(&a, m, k),
+            MatRef::new(&b[..k * n], k, n),
+            MatMut::new(&mut c, m, n),
+            &opts,
+            &Fused::new().bias(Axis::Col, &bias),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Unsupported(_)) && e.to_string().contains("host slices"),
+        "{e}"
+    );
+    assert!(c.iter().all(|&x| x == 0.0), "a refused GEMM leaves C untouched");
     assert_no_validation_messages(&ctx);
 }
 

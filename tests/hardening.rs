@@ -3,12 +3,12 @@
 
 mod common;
 
-use common::{assert_no_validation_messages, context};
+use common::{assert_no_validation_messages, capped_context, context};
 use half::f16;
 use proptest::prelude::*;
 use vk_sgmat::plan::DispatchLimits;
 use vk_sgmat::tiling::TileScheme;
-use vk_sgmat::verify::{run_random_gemm, Rng};
+use vk_sgmat::verify::{run_random_gemm, run_random_gemm_c, Rng};
 use vk_sgmat::{Context, ContextOptions, Error, GemmOptions, Layout, MatMut, MatRef, MAX_SPLIT_K};
 
 proptest! {
@@ -139,6 +139,10 @@ fn options_out_of_range_are_typed_errors() {
             max_range: device.max_range + 1,
             ..device
         },
+        DispatchLimits {
+            max_allocation: 1000,
+            ..device
+        },
     ];
     for limits in looser {
         let e = Context::with_options(ContextOptions {
@@ -152,4 +156,60 @@ fn options_out_of_range_are_typed_errors() {
         );
     }
     assert_no_validation_messages(ctx);
+}
+
+/// Host operands larger than one allocation run in pieces (issue 14 section 2). A 4 KiB limit
+/// stands in for the H200's 4 GiB: every case below has an operand over it, cut along rows (a
+/// tall A), columns (a wide B), C's longer side, or K (one row of A over the limit, the later
+/// pieces adding to C), in every layout of A, B and C, with alpha and beta; i8 results are exact.
+/// A device matrix over the limit is a typed error.
+#[test]
+fn host_operands_over_the_allocation_limit_run_in_pieces() {
+    let ctx = capped_context(4096);
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let options = GemmOptions {
+        alpha: 3.0,
+        beta: -2.0,
+        ..Default::default()
+    };
+    let layouts = [Layout::RowMajor, Layout::ColMajor];
+    let cases = [
+        ((300, 20, 50), true),
+        ((20, 300, 50), true),
+        ((200, 150, 8), true),
+        ((37, 41, 5000), false),
+    ];
+    for (shape, every_layout) in cases {
+        for la in layouts {
+            for lb in layouts {
+                for lc in layouts {
+                    if !every_layout && lb != lc {
+                        continue; // K pieces take many submissions: fewer layouts.
+                    }
+                    let check =
+                        run_random_gemm_c::<i8, i8, i32>(&ctx, &mut rng, shape, (la, lb, lc), 0, &options, usize::MAX)
+                            .unwrap_or_else(|e| panic!("{shape:?} {la:?} {lb:?} {lc:?}: {e}"));
+                    assert!(check.passed, "{shape:?} {la:?} {lb:?} {lc:?}: {check:?}");
+                }
+            }
+        }
+    }
+    // Floats: K pieces accumulate in an f32 C within the usual bound.
+    let check = run_random_gemm::<f16, f16, f32>(
+        &ctx,
+        &mut rng,
+        (33, 17, 3000),
+        (Layout::RowMajor, Layout::ColMajor),
+        0,
+        &options,
+        usize::MAX,
+    )
+    .unwrap();
+    assert!(check.passed, "f16 K pieces: {check:?}");
+    let e = ctx.zeros::<f32>(64, 64).unwrap_err();
+    assert!(
+        matches!(e, Error::TooLarge(_)) && e.to_string().contains("allocation limit of 4096"),
+        "{e}"
+    );
+    assert_no_validation_messages(&ctx);
 }

@@ -8,10 +8,12 @@ use super::operand::Placed;
 use super::options::GemmOptions;
 use crate::error::{Error, Result};
 use crate::memory::BufferKind;
+use crate::plan::cut::{cut, Piece};
 use crate::plan::{check_shapes, device_ld, disjoint, Batch, GemmPlan};
 use crate::record::{record_plan, Access};
 use crate::submit::StreamCore;
 use crate::tiling::Layout;
+use std::ops::Range;
 
 /// A strided batch of host matrices: `count` entries with `matrix`'s shape, storage order and
 /// leading dimension, entry `i` starting `i * stride` elements into `matrix.data` (a stride of
@@ -53,10 +55,19 @@ impl<'a, T> BatchRef<'a, T> {
     }
 
     /// Entry `i` (of a checked batch).
-    fn entry(&self, i: usize) -> MatRef<'a, T> {
+    pub(crate) fn entry(&self, i: usize) -> MatRef<'a, T> {
         MatRef {
             data: &self.matrix.data[i * self.stride..],
             ..self.matrix
+        }
+    }
+
+    /// The block `rows x cols` of entries `entries` (of a checked batch; no copy).
+    fn piece(&self, entries: Range<usize>, rows: Range<usize>, cols: Range<usize>) -> Self {
+        Self {
+            matrix: self.entry(entries.start).block(rows, cols),
+            count: entries.len(),
+            stride: self.stride,
         }
     }
 }
@@ -95,10 +106,21 @@ impl<'a, T> BatchMut<'a, T> {
     fn as_ref(&self) -> BatchRef<'_, T> {
         BatchRef::strided(self.matrix.as_ref(), self.count, self.stride)
     }
+
+    /// [`BatchRef::piece`], writable.
+    fn piece(&mut self, entries: Range<usize>, rows: Range<usize>, cols: Range<usize>) -> BatchMut<'_, T> {
+        let mut entry = self.matrix.reborrow();
+        entry.data = &mut entry.data[entries.start * self.stride..];
+        BatchMut {
+            matrix: entry.block(rows, cols),
+            count: entries.len(),
+            stride: self.stride,
+        }
+    }
 }
 
 /// Checks a host batch: at least one entry, and entries 0 and `count - 1` inside the slice.
-fn check_batch<T>(name: &'static str, b: &BatchRef<'_, T>) -> Result<()> {
+pub(crate) fn check_batch<T>(name: &'static str, b: &BatchRef<'_, T>) -> Result<()> {
     if b.count == 0 {
         return Err(Error::InvalidOperand(format!(
             "batch {name}: the count must be at least 1"
@@ -278,6 +300,46 @@ impl Context {
             // A column-major C is a row-major C^T = B^T A^T over the same memory.
             return self.gemm_batched(b.t(), a.t(), c.t(), options);
         }
+        // Operands too large for one allocation run in pieces (rows and columns of C, K
+        // where one row is too long), each an ordinary GEMM of the pieces' blocks.
+        let (m, n, k) = (cm.rows, cm.cols, a.matrix.cols);
+        let stored = |rows, cols, layout, es, entries| Stored::new(rows, cols, layout, es, entries).bytes();
+        let entries = |stride: usize, p: &Piece| if stride == 0 { 1 } else { p.entries.len() };
+        let bytes = |p: &Piece| {
+            let (r, cl, kk) = (p.rows.len(), p.cols.len(), p.k.len());
+            [
+                stored(r, kk, a.matrix.layout, size_of::<TA>(), entries(a.stride, p)),
+                stored(kk, cl, b.matrix.layout, size_of::<TB>(), entries(b.stride, p)),
+                stored(r, cl, Layout::RowMajor, size_of::<TC>(), p.entries.len()),
+            ]
+        };
+        let pieces = cut(Piece::whole(c.count, m, n, k), self.limits.max_allocation, true, bytes)?;
+        if let [_] = pieces[..] {
+            return self.batched_whole(a, b, c, options);
+        }
+        for p in pieces {
+            let accumulate = GemmOptions {
+                beta: 1.0,
+                ..options.clone()
+            };
+            self.batched_whole(
+                a.piece(p.entries.clone(), p.rows.clone(), p.k.clone()),
+                b.piece(p.entries.clone(), p.k.clone(), p.cols.clone()),
+                c.piece(p.entries.clone(), p.rows.clone(), p.cols.clone()),
+                if p.accumulates() { &accumulate } else { options },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// [`Context::gemm_batched`] on checked batches, C row-major, in one submission.
+    fn batched_whole<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: BatchRef<'_, TA>,
+        b: BatchRef<'_, TB>,
+        mut c: BatchMut<'_, TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
         // Device copies: each stored entry in vk-sgmat's layout, back to back; a shared operand
         // once.
         let (a_dev, b_dev) = (Stored::of(&a), Stored::of(&b));
@@ -458,12 +520,18 @@ pub(crate) struct Stored {
 
 impl Stored {
     fn of<T>(b: &BatchRef<'_, T>) -> Self {
-        let (outer, inner) = b.matrix.layout.outer_inner(b.matrix.rows, b.matrix.cols);
-        let es = size_of::<T>();
+        let m = &b.matrix;
+        let entries = if b.stride == 0 { 1 } else { b.count };
+        Self::new(m.rows, m.cols, m.layout, size_of::<T>(), entries)
+    }
+
+    /// `entries` stored `rows x cols` entries of `es` bytes.
+    pub(crate) fn new(rows: usize, cols: usize, layout: Layout, es: usize, entries: usize) -> Self {
+        let (outer, inner) = layout.outer_inner(rows, cols);
         Self {
             outer,
             ld: device_ld(inner, es),
-            entries: if b.stride == 0 { 1 } else { b.count },
+            entries,
             es,
         }
     }
@@ -481,7 +549,7 @@ impl Stored {
         self.outer * self.ld * self.es
     }
 
-    fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         (self.entries * self.entry_bytes()) as u64
     }
 

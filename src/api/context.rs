@@ -115,7 +115,7 @@ impl Context {
             .autotune
             .as_deref()
             .map(|path| Mutex::new(TuneCache::open(path, device.info())));
-        let pool = Arc::new(BufferPool::new(device.clone()));
+        let pool = Arc::new(BufferPool::new(device.clone(), limits.max_allocation));
         Ok(Self {
             blocking: Mutex::new(StreamCore::new(&device, &pool, 0, options.gpu_timeout)?),
             pipelines: Pipelines::new(device.clone(), options.pipeline_cache.clone())?,
@@ -547,7 +547,7 @@ impl Context {
         let es = t.size_bytes() as usize;
         let ld = device_ld(layout.outer_inner(rows, cols).1, es);
         let bytes = bytes_of_layout(rows, cols, layout, ld, es);
-        let buffer = Arc::new(Buffer::new(&self.device, bytes, BufferKind::Storage)?);
+        let buffer = Arc::new(self.pool.allocate(bytes, BufferKind::Storage)?);
         let placed = Placed {
             rows,
             cols,

@@ -2,6 +2,7 @@
 //! to each element before it is stored in C's type (see [`crate::kernel::Epilogue`]), so a
 //! linear layer's bias, activation and output cast cost no extra pass over C.
 
+use super::batch::Stored;
 use super::context::Context;
 use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
 use super::operand::{placed, DeviceOperand, Placed};
@@ -11,10 +12,12 @@ use crate::error::{Error, Result};
 use crate::kernel::Epilogue;
 pub use crate::kernel::{Activation, Axis};
 use crate::memory::{Buffer, BufferKind};
+use crate::plan::cut::{cut, Piece};
 use crate::plan::{check_shapes, Batch, GemmPlan};
 use crate::submit::{StreamCore, Touch};
 use crate::tiling::Layout;
 use half::{bf16, f16};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// One vector of a fused epilogue (a bias, or dequantisation scales): host values, uploaded with
@@ -171,6 +174,31 @@ impl<'a> Fused<'a> {
     }
 
     /// The same terms for `C^T = B^T A^T`: row and column vectors trade places.
+    /// The terms for the block `rows x cols` of C: host vectors cut to the block's rows and
+    /// columns. A device vector cannot be cut (it is bound whole): an error.
+    fn piece(&self, rows: &Range<usize>, cols: &Range<usize>) -> Result<Self> {
+        let cut = |v: EpilogueVector<'a>, r: &Range<usize>| {
+            match v.0 {
+            Source::Host(t, bytes) => {
+                let es = t.size_bytes() as usize;
+                Ok(EpilogueVector(Source::Host(t, &bytes[r.start * es..r.end * es])))
+            }
+            Source::Device(..) => Err(Error::Unsupported(
+                "host operands over the allocation limit run in pieces, which need the epilogue's vectors on the host; pass host slices".into(),
+            )),
+        }
+        };
+        let bias = match self.bias {
+            Some((axis, v)) => Some((axis, cut(v, if axis == Axis::Row { rows } else { cols })?)),
+            None => None,
+        };
+        let scales = match self.scales {
+            Some((r, c)) => Some((cut(r, rows)?, cut(c, cols)?)),
+            None => None,
+        };
+        Ok(Self { bias, scales, ..*self })
+    }
+
     pub(crate) fn transposed(self) -> Self {
         Self {
             bias: self.bias.map(|(axis, v)| (axis.flip(), v)),
@@ -221,7 +249,29 @@ impl Context {
         check_matrix("A", &a)?;
         check_matrix("B", &b)?;
         check_matrix("C", &c.as_ref())?;
-        check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
+        let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
+        // Too large for one allocation: blocks of C (never K: the activation does not
+        // distribute over a sum), each with its rows and columns of the vectors.
+        let bytes = |p: &Piece| {
+            let stored = |(rows, cols), layout, es| Stored::new(rows, cols, layout, es, 1).bytes();
+            let (r, cl, kk) = (p.rows.len(), p.cols.len(), p.k.len());
+            [
+                stored((r, kk), a.layout, size_of::<TA>()),
+                stored((kk, cl), b.layout, size_of::<TB>()),
+                stored((r, cl), c.layout, size_of::<TC>()),
+            ]
+        };
+        let pieces = cut(Piece::whole(1, m, n, k), self.limits.max_allocation, false, bytes)?;
+        if pieces.len() > 1 {
+            fused.terms((m, n))?;
+            let mut c = c;
+            for p in pieces {
+                let (a_p, b_p) = (a.block(p.rows.clone(), 0..k), b.block(0..k, p.cols.clone()));
+                let c_p = c.reborrow().block(p.rows.clone(), p.cols.clone());
+                self.gemm_fused(a_p, b_p, c_p, options, &fused.piece(&p.rows, &p.cols)?)?;
+            }
+            return Ok(());
+        }
         let da = self.alloc_matrix::<TA>(a.rows, a.cols, a.layout)?;
         let db = self.alloc_matrix::<TB>(b.rows, b.cols, b.layout)?;
         let dc = self.alloc_matrix::<TC>(c.rows, c.cols, c.layout)?;

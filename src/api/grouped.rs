@@ -4,7 +4,7 @@
 //! and all are recorded without barriers between them, so the GPU runs them concurrently (a
 //! group of 0 rows records nothing; split-K, whose reduction is a barrier, is off unless asked).
 
-use super::batch::{BatchRef, DeviceBatch};
+use super::batch::{check_batch, BatchRef, DeviceBatch, Stored};
 use super::context::Context;
 use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
 use super::operand::{placed, Placed};
@@ -32,7 +32,22 @@ impl Context {
         }
         check_matrix("A", &a)?;
         check_matrix("C", &c.as_ref())?;
+        check_batch("B", &b)?;
         check_shapes((a.rows, a.cols), (b.matrix.rows, b.matrix.cols), (c.rows, c.cols))?;
+        let es = [size_of::<TA>(), size_of::<TB>(), size_of::<TC>()];
+        let (bm, limit) = (&b.matrix, self.limits.max_allocation);
+        let over = [
+            Stored::new(a.rows, a.cols, Layout::RowMajor, es[0], 1),
+            Stored::new(bm.rows, bm.cols, bm.layout, es[1], b.count),
+            Stored::new(c.rows, c.cols, Layout::RowMajor, es[2], 1),
+        ]
+        .iter()
+        .any(|s| s.bytes() > limit);
+        if over {
+            // Too large for one allocation (all of MoE's expert weights often are): a GEMM per
+            // group, each cut into pieces that fit as `gemm_with` cuts any GEMM.
+            return self.groups_one_by_one(a, b, c, rows, options);
+        }
         let da = self.alloc_matrix::<TA>(a.rows, a.cols, Layout::RowMajor)?;
         let (db, stored) = self.alloc_batch(&b)?;
         // Every row of C belongs to a group, so C needs no clearing where beta is 0.
@@ -50,6 +65,30 @@ impl Context {
         })?;
         unpack(staging.mapped()?, dc.ld, c);
         self.pool.give(staging);
+        Ok(())
+    }
+
+    /// [`Context::gemm_grouped`] as one [`Context::gemm_with`] per group (of checked operands).
+    fn groups_one_by_one<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: MatRef<'_, TA>,
+        b: BatchRef<'_, TB>,
+        mut c: MatMut<'_, TC>,
+        rows: &[usize],
+        options: &GemmOptions,
+    ) -> Result<()> {
+        let (n, k) = (c.cols, a.cols);
+        let mut first = 0;
+        for (g, &m) in rows.iter().enumerate() {
+            if m > 0 {
+                let (a_g, c_g) = (
+                    a.block(first..first + m, 0..k),
+                    c.reborrow().block(first..first + m, 0..n),
+                );
+                self.gemm_with(a_g, b.entry(g), c_g, options)?;
+            }
+            first += m;
+        }
         Ok(())
     }
 

@@ -183,6 +183,28 @@ impl<'a, T> MatMut<'a, T> {
         }
     }
 
+    /// The block `rows x cols` of a checked matrix (see [`MatRef::block`]).
+    pub(crate) fn block(self, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> Self {
+        let offset = self.as_ref().index(rows.start, cols.start);
+        Self {
+            data: &mut self.data[offset..],
+            rows: rows.len(),
+            cols: cols.len(),
+            ..self
+        }
+    }
+
+    /// The same matrix, borrowed for a shorter time.
+    pub(crate) fn reborrow(&mut self) -> MatMut<'_, T> {
+        MatMut {
+            data: self.data,
+            rows: self.rows,
+            cols: self.cols,
+            ld: self.ld,
+            layout: self.layout,
+        }
+    }
+
     pub(crate) fn as_ref(&self) -> MatRef<'_, T> {
         MatRef {
             data: self.data,

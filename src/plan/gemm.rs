@@ -319,7 +319,9 @@ impl GemmPlan {
         let wg = total.div_ceil(reduce::THREADS as usize);
         let gx = wg.min(l.max_groups[0] as usize);
         let gy = wg.div_ceil(gx);
-        let fits = scratch_bytes <= l.max_range && gy <= l.max_groups[1] as usize && total <= u32::MAX as usize;
+        let fits = scratch_bytes <= l.max_range.min(l.max_allocation)
+            && gy <= l.max_groups[1] as usize
+            && total <= u32::MAX as usize;
         if passes.len() < 2 || !fits {
             return false;
         }

@@ -2,6 +2,7 @@
 //! windows, push constants, split-K slices and scratch, the kernels it needs). Pure: nothing here
 //! touches Vulkan, so every rule is unit-tested without a device.
 
+pub(crate) mod cut;
 pub mod gemm;
 pub mod passes;
 #[cfg(test)]

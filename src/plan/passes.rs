@@ -175,6 +175,9 @@ pub struct DispatchLimits {
     pub max_range: u64,
     /// minStorageBufferOffsetAlignment in bytes.
     pub offset_alignment: u64,
+    /// maxMemoryAllocationSize in bytes: no buffer vk-sgmat allocates is larger. Host GEMMs
+    /// whose operands are larger run in pieces that fit it (`crate::plan::cut`).
+    pub max_allocation: u64,
 }
 
 impl DispatchLimits {
@@ -184,6 +187,11 @@ impl DispatchLimits {
             max_groups: l.max_workgroup_count,
             max_range: u64::from(l.max_storage_buffer_range),
             offset_alignment: l.min_storage_buffer_offset_alignment.max(1),
+            // 0: the driver did not say (Vulkan 1.1 requires at least 1 GiB to be offered).
+            max_allocation: match l.max_memory_allocation_size {
+                0 => u64::MAX,
+                n => n,
+            },
         }
     }
 }
@@ -203,6 +211,12 @@ impl DispatchLimits {
             return bad(format!(
                 "max_range = {} must be 16..={}",
                 self.max_range, device.max_range
+            ));
+        }
+        if self.max_allocation < 1 << 10 || self.max_allocation > device.max_allocation {
+            return bad(format!(
+                "max_allocation = {} must be 1024..={}",
+                self.max_allocation, device.max_allocation
             ));
         }
         let a = self.offset_alignment;

@@ -68,6 +68,7 @@ fn operand_offsets_shift_every_window() {
         max_groups: [65535; 3],
         max_range: 1 << 30,
         offset_alignment: 256,
+        max_allocation: u64::MAX,
     };
     let at0 = plan(&p, &geom(), &l).unwrap();
     p.offsets = [48, 4096 + 32, 16];
@@ -89,6 +90,7 @@ fn splits_for_workgroup_count() {
         max_groups: [4, 3, 65535],
         max_range: u64::MAX,
         offset_alignment: 64,
+        max_allocation: u64::MAX,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert!(passes.len() > 1);
@@ -104,6 +106,7 @@ fn splits_for_buffer_range_in_every_layout() {
                 max_groups: [65535; 3],
                 max_range: 24 << 10,
                 offset_alignment: 256,
+                max_allocation: u64::MAX,
             };
             let passes = plan(&p, &geom(), &l).unwrap();
             assert!(passes.len() > 1, "{a:?}{b:?}");
@@ -120,6 +123,7 @@ fn k_splits_accumulate() {
         max_groups: [65535; 3],
         max_range: 32 << 10,
         offset_alignment: 16,
+        max_allocation: u64::MAX,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert!(passes.iter().filter(|p| p.accumulate).count() >= 1);
@@ -138,6 +142,7 @@ fn split_k_heuristic_and_plan() {
         max_groups: [65535; 3],
         max_range: u64::MAX,
         offset_alignment: 256,
+        max_allocation: u64::MAX,
     };
     let slice = (p.m * p.ldc * p.c_bytes) as u64;
     let passes = plan_split_k(&p, &geom(), &l, 8, slice).unwrap();
@@ -161,6 +166,7 @@ fn impossible_window_is_an_error() {
         max_groups: [65535; 3],
         max_range: 1 << 20,
         offset_alignment: 16,
+        max_allocation: u64::MAX,
     };
     assert!(matches!(plan(&p, &geom(), &l), Err(Error::TooLarge(_))));
 }
@@ -222,6 +228,7 @@ fn batches_beyond_the_grids_z_or_the_windows_run_in_chunks() {
         max_groups: [65535, 65535, 3],
         max_range: u64::MAX,
         offset_alignment: 64,
+        max_allocation: u64::MAX,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert_eq!(
@@ -237,6 +244,7 @@ fn batches_beyond_the_grids_z_or_the_windows_run_in_chunks() {
         max_groups: [65535; 3],
         max_range: 2 * c_entry + 256,
         offset_alignment: 64,
+        max_allocation: u64::MAX,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert!(passes

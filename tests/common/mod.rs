@@ -88,6 +88,23 @@ pub fn context() -> &'static Context {
     })
 }
 
+/// A context like [`context`] whose allocation limit is cut to `max_allocation` bytes (the
+/// limits override): host operands larger than that run in pieces, as operands over the H200's
+/// 4 GiB maxMemoryAllocationSize do, and any buffer over it is refused.
+pub fn capped_context(max_allocation: u64) -> Context {
+    let device = vk_sgmat::plan::DispatchLimits::from_device(&context().device_info().limits);
+    Context::with_options(ContextOptions {
+        validation: true,
+        poison_outputs: true,
+        limits_override: Some(vk_sgmat::plan::DispatchLimits {
+            max_allocation,
+            ..device
+        }),
+        ..Default::default()
+    })
+    .expect("a context with a smaller allocation limit")
+}
+
 /// Asserts that the validation layer has reported nothing so far.
 pub fn assert_no_validation_messages(ctx: &Context) {
     assert!(ctx.validation_enabled(), "validation layer must be on in tests");
