@@ -8,7 +8,8 @@ use super::operand::Placed;
 use super::options::GemmOptions;
 use crate::error::{Error, Result};
 use crate::memory::BufferKind;
-use crate::plan::cut::{cut, Piece};
+use crate::plan::cut::cut;
+use crate::plan::Piece;
 use crate::plan::{check_shapes, device_ld, disjoint, Batch, GemmPlan};
 use crate::record::{record_plan, Access};
 use crate::submit::StreamCore;
@@ -303,16 +304,11 @@ impl Context {
         // Operands too large for one allocation run in pieces (rows and columns of C, K
         // where one row is too long), each an ordinary GEMM of the pieces' blocks.
         let (m, n, k) = (cm.rows, cm.cols, a.matrix.cols);
-        let stored = |rows, cols, layout, es, entries| Stored::new(rows, cols, layout, es, entries).bytes();
-        let entries = |stride: usize, p: &Piece| if stride == 0 { 1 } else { p.entries.len() };
-        let bytes = |p: &Piece| {
-            let (r, cl, kk) = (p.rows.len(), p.cols.len(), p.k.len());
-            [
-                stored(r, kk, a.matrix.layout, size_of::<TA>(), entries(a.stride, p)),
-                stored(kk, cl, b.matrix.layout, size_of::<TB>(), entries(b.stride, p)),
-                stored(r, cl, Layout::RowMajor, size_of::<TC>(), p.entries.len()),
-            ]
-        };
+        let bytes = piece_bytes(
+            [size_of::<TA>(), size_of::<TB>(), size_of::<TC>()],
+            [a.matrix.layout, b.matrix.layout, Layout::RowMajor],
+            [a.stride == 0, b.stride == 0],
+        );
         let pieces = cut(Piece::whole(c.count, m, n, k), self.limits.max_allocation, true, bytes)?;
         if let [_] = pieces[..] {
             return self.batched_whole(a, b, c, options);
@@ -330,6 +326,39 @@ impl Context {
             )?;
         }
         Ok(())
+    }
+
+    /// The pieces [`Context::gemm_with`] runs a host `m x n x k` GEMM of these types in, A, B
+    /// and C stored `layouts`: one, the whole, where every operand's device copy fits the
+    /// allocation limit ([`DispatchLimits::max_allocation`](crate::plan::DispatchLimits)).
+    pub fn host_pieces<TA: Element, TB: Element, TC: Element>(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        [la, lb, lc]: [Layout; 3],
+    ) -> Result<Vec<Piece>> {
+        check_shapes((m, k), (k, n), (m, n))?;
+        let limit = self.limits.max_allocation;
+        if lc == Layout::ColMajor {
+            // Run as the row-major C^T = B^T A^T: its pieces, turned back.
+            let es = [size_of::<TB>(), size_of::<TA>(), size_of::<TC>()];
+            let bytes = piece_bytes(es, [lb.transposed(), la.transposed(), Layout::RowMajor], [false; 2]);
+            let pieces = cut(Piece::whole(1, n, m, k), limit, true, bytes)?;
+            return Ok(pieces
+                .into_iter()
+                .map(|p| Piece {
+                    rows: p.cols,
+                    cols: p.rows,
+                    ..p
+                })
+                .collect());
+        }
+        let es = [size_of::<TA>(), size_of::<TB>(), size_of::<TC>()];
+        cut(
+            Piece::whole(1, m, n, k),
+            limit,
+            true,
+            piece_bytes(es, [la, lb, lc], [false; 2]),
+        )
     }
 
     /// [`Context::gemm_batched`] on checked batches, C row-major, in one submission.
@@ -506,6 +535,21 @@ impl Context {
         let plan = self.plan(pa, pb, pc, [TA::TYPE, TB::TYPE, TC::TYPE], batch, options)?;
         let operands = plan.bind_order([pa, pb, pc]);
         Ok((plan, operands))
+    }
+}
+
+/// The bytes of a piece's device copies of A, B and C, stored `layouts`: every entry of the
+/// piece, or one of an operand `shared` by all (stride 0).
+pub(crate) fn piece_bytes(es: [usize; 3], layouts: [Layout; 3], shared: [bool; 2]) -> impl Fn(&Piece) -> [u64; 3] {
+    move |p| {
+        let entries = |shared| if shared { 1 } else { p.entries.len() };
+        let stored = |(rows, cols), i: usize, n| Stored::new(rows, cols, layouts[i], es[i], n).bytes();
+        let (r, c, k) = (p.rows.len(), p.cols.len(), p.k.len());
+        [
+            stored((r, k), 0, entries(shared[0])),
+            stored((k, c), 1, entries(shared[1])),
+            stored((r, c), 2, p.entries.len()),
+        ]
     }
 }
 

@@ -2,7 +2,7 @@
 //! to each element before it is stored in C's type (see [`crate::kernel::Epilogue`]), so a
 //! linear layer's bias, activation and output cast cost no extra pass over C.
 
-use super::batch::Stored;
+use super::batch::piece_bytes;
 use super::context::Context;
 use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
 use super::operand::{placed, DeviceOperand, Placed};
@@ -12,7 +12,8 @@ use crate::error::{Error, Result};
 use crate::kernel::Epilogue;
 pub use crate::kernel::{Activation, Axis};
 use crate::memory::{Buffer, BufferKind};
-use crate::plan::cut::{cut, Piece};
+use crate::plan::cut::cut;
+use crate::plan::Piece;
 use crate::plan::{check_shapes, Batch, GemmPlan};
 use crate::submit::{StreamCore, Touch};
 use crate::tiling::Layout;
@@ -252,15 +253,8 @@ impl Context {
         let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
         // Too large for one allocation: blocks of C (never K: the activation does not
         // distribute over a sum), each with its rows and columns of the vectors.
-        let bytes = |p: &Piece| {
-            let stored = |(rows, cols), layout, es| Stored::new(rows, cols, layout, es, 1).bytes();
-            let (r, cl, kk) = (p.rows.len(), p.cols.len(), p.k.len());
-            [
-                stored((r, kk), a.layout, size_of::<TA>()),
-                stored((kk, cl), b.layout, size_of::<TB>()),
-                stored((r, cl), c.layout, size_of::<TC>()),
-            ]
-        };
+        let es = [size_of::<TA>(), size_of::<TB>(), size_of::<TC>()];
+        let bytes = piece_bytes(es, [a.layout, b.layout, c.layout], [false; 2]);
         let pieces = cut(Piece::whole(1, m, n, k), self.limits.max_allocation, false, bytes)?;
         if pieces.len() > 1 {
             fused.terms((m, n))?;

@@ -2,13 +2,14 @@
 //! windows, push constants, split-K slices and scratch, the kernels it needs). Pure: nothing here
 //! touches Vulkan, so every rule is unit-tested without a device.
 
-pub(crate) mod cut;
+pub mod cut;
 pub mod gemm;
 pub mod passes;
 #[cfg(test)]
 mod properties;
 pub mod types;
 
+pub use cut::Piece;
 pub use gemm::{
     check_shapes, device_ld, device_problem, scalar_bits, Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK,
     MAX_DIM,

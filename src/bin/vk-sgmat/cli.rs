@@ -27,6 +27,11 @@ pub struct DeviceArgs {
     /// the winner in this JSON file (keyed by device UUID and driver version).
     #[arg(long)]
     pub autotune: Option<std::path::PathBuf>,
+    /// Allocate no buffer larger than this many bytes (at most the device's
+    /// maxMemoryAllocationSize): `gemm` then runs larger operands as a host GEMM in pieces, as
+    /// it does past the device's own limit. To try the cut on any device.
+    #[arg(long)]
+    pub max_allocation: Option<u64>,
 }
 
 /// Batched and grouped GEMMs, for `gemm` and `bench`.

@@ -7,6 +7,7 @@ use anyhow::{bail, Context as _, Result};
 use std::time::Instant;
 use vk_sgmat::device::{rank_devices, Instance, InstanceOptions};
 use vk_sgmat::kernel::KernelKey;
+use vk_sgmat::plan::DispatchLimits;
 use vk_sgmat::tiling::TileScheme;
 use vk_sgmat::verify::{
     compare, compare_rounded, input_roundoff, random_matrix, random_vec, reference, rows_to_check, Rng,
@@ -290,6 +291,17 @@ pub(crate) fn context_with(dev: &DeviceArgs, poison: bool) -> Result<Context> {
     if let Some(d) = &dev.device {
         options.device = DeviceSelector::parse(d);
     }
+    let ctx = Context::with_options(options.clone())?;
+    let Some(max_allocation) = dev.max_allocation else {
+        return Ok(ctx);
+    };
+    // The override tightens the device's own limits, which only a context can tell.
+    let device = DispatchLimits::from_device(&ctx.device_info().limits);
+    drop(ctx);
+    options.limits_override = Some(DispatchLimits {
+        max_allocation,
+        ..device
+    });
     Ok(Context::with_options(options)?)
 }
 
@@ -447,41 +459,30 @@ fn gemm<TA: Element, TB: Element, TC: Element>(
         Layout::ColMajor => MatRef::col_major(&c_store, m, n),
     };
 
-    // Device-resident operands: the timed loop measures the GEMM, not PCIe.
-    let da = ctx.upload(am)?;
-    let db = ctx.upload(bm)?;
-    let mut dc = ctx.upload(c_ref)?;
-    // The first call creates the pipelines (from the pipeline cache, if one is warm).
-    let first = Instant::now();
-    ctx.gemm_device(&da, &db, &mut dc, options)?;
-    let first_call_ms = first.elapsed().as_secs_f64() * 1e3;
-    // A column-major device matrix downloads as its transpose's row-major storage.
-    let (dr, dcols) = match lc {
-        Layout::RowMajor => (m, n),
-        Layout::ColMajor => (n, m),
-    };
-    let mut stored = vec![TC::from_f64(0.0); m * n];
-    ctx.download(&dc, MatMut::new(&mut stored, dr, dcols))?;
-    let c = match lc {
-        Layout::RowMajor => stored,
-        Layout::ColMajor => transpose_copy(&stored, n, m),
+    let pieces = ctx.host_pieces::<TA, TB, TC>((m, n, k), [la, lb, lc])?.len();
+    let (c, first_call_ms, mut times) = if pieces > 1 {
+        // An operand over the allocation limit cannot be a device matrix: the host call, which
+        // runs in pieces that fit, timed once with its transfers.
+        let mut c_store = c_store;
+        let cm = match lc {
+            Layout::RowMajor => MatMut::new(&mut c_store, m, n),
+            Layout::ColMajor => MatMut::col_major(&mut c_store, m, n),
+        };
+        let t = Instant::now();
+        ctx.gemm_with(am, bm, cm, options)?;
+        let secs = t.elapsed().as_secs_f64();
+        let c = match lc {
+            Layout::RowMajor => c_store,
+            Layout::ColMajor => transpose_copy(&c_store, n, m),
+        };
+        (c, secs * 1e3, vec![secs])
+    } else {
+        device_runs(ctx, (am, bm, c_ref), (m, n, lc), options, repeat)?
     };
     let rows = rows_to_check(m, n, FULL_CHECK, 256, &mut rng);
     let (expected, magnitude) = reference(&am, &bm, Some((&c_in, n)), options.alpha, options.beta, &rows);
     let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
     let check = compare_rounded(&c, n, n, &rows, (&expected, &magnitude), k, input_u);
-
-    // Warm up (GPU clocks rise under load), then time each call to completion.
-    let warm = Instant::now();
-    while warm.elapsed().as_secs_f64() < 0.5 {
-        ctx.gemm_device(&da, &db, &mut dc, options)?;
-    }
-    let mut times = Vec::with_capacity(repeat);
-    for _ in 0..repeat {
-        let t = Instant::now();
-        ctx.gemm_device(&da, &db, &mut dc, options)?;
-        times.push(t.elapsed().as_secs_f64());
-    }
     let median = vk_sgmat::median(&mut times);
     let info = ctx.device_info();
     let g = key.scheme.geometry(&key.config);
@@ -507,11 +508,55 @@ fn gemm<TA: Element, TB: Element, TC: Element>(
         seed,
         rows_checked: rows.len(),
         check,
-        runs: repeat,
+        runs: times.len(),
+        pieces,
         median_ms: median * 1e3,
         tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
         first_call_ms,
     })
+}
+
+/// Runs a GEMM on device-resident copies: once (pipelines created), downloaded (C row-major),
+/// then after a warm-up `repeat` times, each call timed to completion. (C, first call in ms,
+/// the timed calls in seconds.)
+fn device_runs<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    (am, bm, c_ref): (MatRef<'_, TA>, MatRef<'_, TB>, MatRef<'_, TC>),
+    (m, n, lc): (usize, usize, Layout),
+    options: &GemmOptions,
+    repeat: usize,
+) -> Result<(Vec<TC>, f64, Vec<f64>)> {
+    // Device-resident operands: the timed loop measures the GEMM, not PCIe.
+    let da = ctx.upload(am)?;
+    let db = ctx.upload(bm)?;
+    let mut dc = ctx.upload(c_ref)?;
+    // The first call creates the pipelines (from the pipeline cache, if one is warm).
+    let first = Instant::now();
+    ctx.gemm_device(&da, &db, &mut dc, options)?;
+    let first_call_ms = first.elapsed().as_secs_f64() * 1e3;
+    // A column-major device matrix downloads as its transpose's row-major storage.
+    let (dr, dcols) = match lc {
+        Layout::RowMajor => (m, n),
+        Layout::ColMajor => (n, m),
+    };
+    let mut stored = vec![TC::from_f64(0.0); m * n];
+    ctx.download(&dc, MatMut::new(&mut stored, dr, dcols))?;
+    let c = match lc {
+        Layout::RowMajor => stored,
+        Layout::ColMajor => transpose_copy(&stored, n, m),
+    };
+    // Warm up (GPU clocks rise under load), then time each call to completion.
+    let warm = Instant::now();
+    while warm.elapsed().as_secs_f64() < 0.5 {
+        ctx.gemm_device(&da, &db, &mut dc, options)?;
+    }
+    let mut times = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        let t = Instant::now();
+        ctx.gemm_device(&da, &db, &mut dc, options)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    Ok((c, first_call_ms, times))
 }
 
 /// The element types `bench` runs: those asked for (`A:C` or `A,B:C`, comma-separated or
