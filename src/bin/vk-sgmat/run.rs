@@ -459,7 +459,17 @@ fn gemm<TA: Element, TB: Element, TC: Element>(
         Layout::ColMajor => MatRef::col_major(&c_store, m, n),
     };
 
-    let pieces = ctx.host_pieces::<TA, TB, TC>((m, n, k), [la, lb, lc])?.len();
+    let cut = ctx.host_pieces::<TA, TB, TC>((m, n, k), [la, lb, lc])?;
+    let pieces = cut.len();
+    // What runs: the pieces' plans (the whole problem's would bind windows no buffer has).
+    let mut passes = plan.gemm_dispatches().count();
+    if pieces > 1 {
+        passes = 0;
+        for p in &cut {
+            let piece = ctx.plan_gemm::<TA, TB, TC>(p.rows.len(), p.cols.len(), p.k.len(), (la, lb), options)?;
+            passes += piece.gemm_dispatches().count();
+        }
+    }
     let (c, first_call_ms, mut times) = if pieces > 1 {
         // An operand over the allocation limit cannot be a device matrix: the host call, which
         // runs in pieces that fit, timed once with its transfers.
@@ -502,7 +512,7 @@ fn gemm<TA: Element, TB: Element, TC: Element>(
         config: key.config.to_string(),
         scheme: key.scheme.name(),
         tile: format!("{}x{}x{}, {} invocations", g.bm, g.bn, g.bk, g.threads),
-        passes: plan.gemm_dispatches().count(),
+        passes,
         alpha: options.alpha,
         beta: options.beta,
         seed,
