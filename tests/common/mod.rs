@@ -27,7 +27,10 @@ pub fn spirv_tool(name: &str, env: &str) -> PathBuf {
 pub fn spirv_val(words: &[u32], name: &str) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("vk-sgmat-val-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.spv"));
+    // Tests run in parallel threads and may validate modules of one name: a file each.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let unique = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("{name}-{unique}.spv"));
     std::fs::write(&path, bytemuck::cast_slice(words)).unwrap();
     let out = Command::new(spirv_tool("spirv-val", "VK_SGMAT_SPIRV_VAL"))
         .args(["--target-env", "vulkan1.3"])
