@@ -2,8 +2,9 @@
 //! entry against the f64 reference, timed with GPU timestamps, beside the loop of single GEMMs
 //! they replace.
 
+use crate::bench_cmd::bench_types;
 use crate::cli::{BatchArgs, DeviceArgs};
-use crate::run::{bench_types, context_with, finish, parse_layout, parse_shapes};
+use crate::run::{context_with, finish, parse_layout, parse_shapes};
 use crate::types::{with_types, Types};
 use anyhow::{bail, Result};
 use serde::Serialize;

@@ -1,9 +1,10 @@
 //! `vk-sgmat check`: every config's kernels, and every type combination and mode, against the
 //! f64 CPU reference over awkward shapes and all layouts.
 
+use crate::gemm_cmd::FULL_CHECK;
 use crate::progress::Progress;
 use crate::report::CheckRow;
-use crate::run::{layout_name, FULL_CHECK};
+use crate::run::layout_name;
 use crate::types::{with_types, Types};
 use anyhow::{bail, Result};
 use vk_sgmat::tiling::{KernelScope, TileScheme};

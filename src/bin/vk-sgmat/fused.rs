@@ -2,8 +2,9 @@
 //! checked element-wise against the f64 reference (`verify::fused`), and with `--repeat` timed
 //! beside the plain GEMM of the same inputs (the epilogue's overhead).
 
+use crate::bench_cmd::bench_types;
 use crate::cli::DeviceArgs;
-use crate::run::{bench_types, context_with, finish, parse_layout, parse_shapes};
+use crate::run::{context_with, finish, parse_layout, parse_shapes};
 use crate::types::Types;
 use anyhow::{bail, Result};
 use half::{bf16, f16};

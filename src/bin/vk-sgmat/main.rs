@@ -1,10 +1,12 @@
 //! The `vk-sgmat` command: `info`, `gemm`, `bench`, `tune`, `peak`, `check`.
 
 mod batched;
+mod bench_cmd;
 mod chart;
 mod check;
 mod cli;
 mod fused;
+mod gemm_cmd;
 mod multi;
 mod progress;
 mod report;

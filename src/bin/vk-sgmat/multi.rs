@@ -1,7 +1,7 @@
 //! `gemm --devices` and `bench --devices`: one GEMM over several devices, verified against the
 //! f64 reference, and its speedup over one device of the same machine in the same run.
 
-use crate::run::FULL_CHECK;
+use crate::gemm_cmd::FULL_CHECK;
 use crate::types::{with_types, Types};
 use anyhow::{bail, Result};
 use serde::Serialize;

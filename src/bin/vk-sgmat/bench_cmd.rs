@@ -1,0 +1,281 @@
+//! `vk-sgmat bench` and `vk-sgmat tune`: GPU-timed GEMMs over shapes and types, and every
+//! candidate scheme of a config timed and checked.
+
+use crate::report;
+use crate::run::{parse_shapes, tunable_schemes};
+use crate::types::{with_types, Types};
+use anyhow::{bail, Context as _, Result};
+use vk_sgmat::kernel::KernelKey;
+use vk_sgmat::tiling::TileScheme;
+use vk_sgmat::verify::{compare, random_matrix, reference, rows_to_check, Rng};
+use vk_sgmat::{ComputeMode, Context, Element, GPUSubgroupMatrixConfig, GemmOptions, Layout, MatMut, MatRef, Probe};
+
+/// The element types `bench` runs: those asked for (`A:C` or `A,B:C`, comma-separated or
+/// repeated), else every pair the device has configs for.
+pub(crate) fn bench_types(ctx: &Context, asked: &[String]) -> Result<Vec<Types>> {
+    if !asked.is_empty() {
+        // "f16:f32,f16,f32:f32": a piece without ':' is the A of the next one.
+        let mut out = Vec::new();
+        let mut pending = String::new();
+        for piece in asked.iter().flat_map(|t| t.split(',')) {
+            if piece.contains(':') {
+                let full = if pending.is_empty() {
+                    piece.to_string()
+                } else {
+                    format!("{pending},{piece}")
+                };
+                out.push(Types::parse(&full)?);
+                pending.clear();
+            } else if pending.is_empty() {
+                pending = piece.to_string();
+            } else {
+                bail!("--types: {pending},{piece} has no result type");
+            }
+        }
+        if !pending.is_empty() {
+            bail!("--types: {pending} has no result type (e.g. {pending}:f32)");
+        }
+        return Ok(out);
+    }
+    let mut all: Vec<Types> = ctx
+        .configs()
+        .iter()
+        .map(|c| Types::pair(c.component_type, c.result_type))
+        .collect();
+    all.sort();
+    all.dedup();
+    Ok(all)
+}
+
+pub(crate) fn bench(
+    ctx: &Context,
+    (types, shapes): (&[String], &[String]),
+    layouts: (Layout, Layout),
+    compute: ComputeMode,
+    reps: u32,
+    (cublas, peers): (Option<&std::path::Path>, &[report::PeerRow]),
+) -> Result<Vec<report::BenchRow>> {
+    let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
+    let shapes: Vec<(usize, usize, usize)> = if shapes.is_empty() {
+        let squares: &[usize] = if cpu {
+            &[64, 128, 256]
+        } else {
+            &[256, 512, 1024, 2048, 4096, 8192]
+        };
+        let mut v: Vec<_> = squares.iter().map(|&s| (s, s, s)).collect();
+        if !cpu {
+            v.extend([(4096, 11008, 4096), (16, 4096, 4096), (4096, 4096, 256)]);
+        }
+        v
+    } else {
+        parse_shapes(shapes)?
+    };
+    let reference = match cublas {
+        Some(p) => {
+            report::read_cublas(&std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?)?
+        }
+        None => Vec::new(),
+    };
+    let all_types = bench_types(ctx, types)?;
+    let mut progress = crate::progress::Progress::new(all_types.len() * shapes.len());
+    let mut rows = Vec::new();
+    for &t in &all_types {
+        let options = GemmOptions {
+            compute,
+            ..Default::default()
+        };
+        let (_, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
+        let (groups, iters) = if cpu { (4, 64) } else { (2048, 4096) };
+        // The exact kernel has no matrix-unit peak to compare with (0: none).
+        let peak = if config == vk_sgmat::kernel::SIMT_CONFIG {
+            0.0
+        } else {
+            ctx.peak(&config, groups, iters, 3)?.flops / 1e12
+        };
+        let types = t.label(compute);
+        for &shape in &shapes {
+            progress.start(&format!("{types} {}x{}x{}", shape.0, shape.1, shape.2));
+            let median = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
+                ctx, shape, layouts, compute, reps
+            )?);
+            let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
+            progress.done(&format!(
+                "{types} {}x{}x{}: {tflops:.2} TFLOP/s",
+                shape.0, shape.1, shape.2
+            ));
+            let cublas = report::cublas_for(&reference, &types, shape);
+            let types = types.clone();
+            rows.push(report::BenchRow {
+                peers: report::peers_for(peers, &types, shape, tflops),
+                layout: format!("{}{}", layouts.0.letter(), layouts.1.letter()),
+                types,
+                config: config.to_string(),
+                m: shape.0,
+                n: shape.1,
+                k: shape.2,
+                median_ms: median * 1e3,
+                tflops,
+                cublas_tflops: cublas,
+                ratio: cublas.map(|c| tflops / c),
+                peak_tflops: peak,
+                peak_fraction: tflops / peak,
+            });
+        }
+    }
+    progress.finish();
+    Ok(rows)
+}
+
+/// Median GPU seconds of one GEMM on device-resident random data, after a warm-up long enough for
+/// clocks to rise.
+fn bench_point<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    (m, n, k): (usize, usize, usize),
+    (al, bl): (Layout, Layout),
+    compute: ComputeMode,
+    reps: u32,
+) -> Result<f64> {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
+    let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, bl, 0);
+    let da = ctx.upload(MatRef::stored(&a, m, k, al, lda))?;
+    let db = ctx.upload(MatRef::stored(&b, k, n, bl, ldb))?;
+    let mut dc = ctx.zeros::<TC>(m, n)?;
+    let options = GemmOptions {
+        compute,
+        ..Default::default()
+    };
+    // At least a second, then until steady (fresh pipelines run slowly at first on NVIDIA).
+    let warm = (std::time::Duration::from_secs(1), std::time::Duration::from_secs(10));
+    ctx.warm_up(&da, &db, &mut dc, &options, warm)?;
+    Ok(vk_sgmat::median(
+        &mut ctx.time_gemm_device(&da, &db, &mut dc, &options, reps)?,
+    ))
+}
+
+/// Times every candidate scheme of every config for the types, each checked on 16 sampled rows.
+pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    (m, n, k): (usize, usize, usize),
+    layouts: (Layout, Layout),
+    reps: u32,
+    only: Option<(u32, u32, u32)>,
+    filter: &[String],
+    probes: bool,
+) -> Result<Vec<report::TuneRow>> {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (a, lda) = random_matrix::<TA>(&mut rng, m, k, layouts.0, 0);
+    let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, layouts.1, 0);
+    let am = MatRef {
+        data: &a,
+        rows: m,
+        cols: k,
+        layout: layouts.0,
+        ld: lda,
+    };
+    let bm = MatRef {
+        data: &b,
+        rows: k,
+        cols: n,
+        layout: layouts.1,
+        ld: ldb,
+    };
+    let da = ctx.upload(am)?;
+    let db = ctx.upload(bm)?;
+    let mut dc = ctx.zeros::<TC>(m, n)?;
+    let check_rows = rows_to_check(m, n, 0, 16, &mut rng);
+    let (expected, magnitude) = reference::<TA, TB, TC>(&am, &bm, None, 1.0, 0.0, &check_rows);
+    let mut groups: Vec<Vec<report::TuneRow>> = Vec::new();
+    let configs: Vec<_> = ctx
+        .configs()
+        .into_iter()
+        .filter(|c| c.component_type == TA::TYPE && c.result_type == TC::TYPE)
+        .filter(|c| only.is_none_or(|s| s == (c.m, c.n, c.k)))
+        .collect();
+    let per_config: Vec<(GPUSubgroupMatrixConfig, Vec<TileScheme>)> = configs
+        .into_iter()
+        .map(|config| {
+            let schemes: Vec<_> = tunable_schemes(ctx, &config)
+                .into_iter()
+                .filter(|s| filter.is_empty() || filter.iter().any(|f| s.name().contains(f.as_str())))
+                .collect();
+            (config, schemes)
+        })
+        .collect();
+    let mut progress = crate::progress::Progress::new(per_config.iter().map(|(_, s)| s.len()).sum());
+    for (config, schemes) in per_config {
+        for scheme in &schemes {
+            progress.start(&format!("{config} {}", scheme.name()));
+            let options = GemmOptions {
+                shape: Some((config.m, config.n, config.k)),
+                scheme: Some(*scheme),
+                ..Default::default()
+            };
+            ctx.gemm_device(&da, &db, &mut dc, &options)?;
+            let mut c = vec![TC::from_f64(0.0); m * n];
+            ctx.download(&dc, MatMut::new(&mut c, m, n))?;
+            let check = compare(&c, n, n, &check_rows, &expected, &magnitude, k);
+            let g = scheme.geometry(&config);
+            let key = ctx.plan_gemm::<TA, TB, TC>(m, n, k, layouts, &options)?.main_kernel();
+            let mut probe_list = vec![Probe::Full];
+            if probes {
+                probe_list = Probe::PARTS.to_vec();
+                // Sizes above the device's limit are refused by `time_probe` and skipped below.
+                probe_list.extend(
+                    [32, 40, 48]
+                        .map(|kib| kib * 1024)
+                        .into_iter()
+                        .filter(|&b| b > g.shared_bytes)
+                        .map(Probe::SharedAtLeast),
+                );
+            }
+            let warm = (std::time::Duration::from_millis(200), std::time::Duration::from_secs(5));
+            ctx.warm_up(&da, &db, &mut dc, &options, warm)?;
+            let mut group = Vec::new();
+            for probe in probe_list {
+                let mut times = match ctx.time_probe(&da, &db, &mut dc, &options, probe, reps) {
+                    Ok(t) => t,
+                    // A probe that does not apply to this problem (unchecked loads on partial
+                    // tiles) is skipped.
+                    Err(vk_sgmat::Error::Unsupported(_)) if probe != Probe::Full => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                let median = vk_sgmat::median(&mut times);
+                let stats = ctx.kernel_statistics(&KernelKey { probe, ..key })?;
+                let registers = stats
+                    .iter()
+                    .find(|(name, _)| name.to_ascii_lowercase().contains("register"))
+                    .map(|(_, v)| v.clone());
+                group.push(report::TuneRow {
+                    registers,
+                    statistics: stats,
+                    config: config.to_string(),
+                    scheme: scheme.name(),
+                    probe: (probe != Probe::Full).then(|| probe.name()),
+                    tile: format!("{}x{}x{}", g.bm, g.bn, g.bk),
+                    threads: g.threads,
+                    shared_bytes: g.shared_bytes,
+                    median_ms: median * 1e3,
+                    tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
+                    // Probes compute wrong results by design; only the real kernel is checked.
+                    passed: probe != Probe::Full || check.passed,
+                });
+            }
+            progress.done(&format!(
+                "{config} {}: {:.2} TFLOP/s{}",
+                scheme.name(),
+                group.first().map_or(0.0, |r| r.tflops),
+                if group.first().is_some_and(|r| !r.passed) {
+                    ", WRONG RESULT"
+                } else {
+                    ""
+                }
+            ));
+            groups.push(group);
+        }
+    }
+    progress.finish();
+    // Fastest real kernel first; each one's probes stay under it.
+    groups.sort_by(|a, b| b[0].tflops.total_cmp(&a[0].tflops));
+    Ok(groups.into_iter().flatten().collect())
+}

@@ -1,0 +1,214 @@
+//! `vk-sgmat gemm`: one GEMM on random data, checked against the f64 reference and timed, on
+//! device-resident operands, or as one host call in pieces where an operand exceeds the
+//! allocation limit.
+
+use crate::report::GemmReport;
+use crate::types::Types;
+use anyhow::Result;
+use std::time::Instant;
+use vk_sgmat::verify::{compare_rounded, input_roundoff, random_matrix, random_vec, reference, rows_to_check, Rng};
+use vk_sgmat::{Context, Element, GemmOptions, Layout, MatMut, MatRef};
+
+/// The `rows x cols` row-major `data` stored column by column (equally: its transpose, row-major).
+fn transpose_copy<T: Copy>(data: &[T], rows: usize, cols: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(rows * cols);
+    for j in 0..cols {
+        out.extend((0..rows).map(|i| data[i * cols + j]));
+    }
+    out
+}
+
+/// Outputs checked in full up to this many elements; beyond, 256 sampled rows.
+pub const FULL_CHECK: usize = 1 << 26;
+
+pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    (m, n, k): (usize, usize, usize),
+    (la, lb, lc): (Layout, Layout, Layout),
+    options: &GemmOptions,
+    repeat: usize,
+) -> Result<GemmReport> {
+    let seed = Rng::fresh_seed();
+    let mut rng = Rng::new(seed);
+    let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (la, lb), options)?;
+    let key = plan.main_kernel();
+    let (a, lda) = random_matrix::<TA>(&mut rng, m, k, la, 0);
+    let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, lb, 0);
+    // With beta = 0, C starts poisoned (NaN, or 2^31-1 for integers) so unwritten elements fail.
+    let poison = if TC::TYPE.is_float() { f64::NAN } else { 2147483647.0 };
+    let c_in: Vec<TC> = if options.beta != 0.0 {
+        random_vec(&mut rng, m * n)
+    } else {
+        vec![TC::from_f64(poison); m * n]
+    };
+    let am = MatRef::stored(&a, m, k, la, lda);
+    let bm = MatRef::stored(&b, k, n, lb, ldb);
+    // C's storage: row-major `c_in` as is, or its elements stored column by column.
+    let c_view = |data: &[TC]| match lc {
+        Layout::RowMajor => data.to_vec(),
+        Layout::ColMajor => transpose_copy(data, m, n),
+    };
+    let c_store = c_view(&c_in);
+    let c_ref = match lc {
+        Layout::RowMajor => MatRef::new(&c_store, m, n),
+        Layout::ColMajor => MatRef::col_major(&c_store, m, n),
+    };
+
+    let cut = ctx.host_pieces::<TA, TB, TC>((m, n, k), [la, lb, lc])?;
+    let pieces = cut.len();
+    // What runs: the pieces' plans (the whole problem's would bind windows no buffer has).
+    let mut passes = plan.gemm_dispatches().count();
+    if pieces > 1 {
+        passes = 0;
+        for p in &cut {
+            let piece = ctx.plan_gemm::<TA, TB, TC>(p.rows.len(), p.cols.len(), p.k.len(), (la, lb), options)?;
+            passes += piece.gemm_dispatches().count();
+        }
+    }
+    let (c, first_call_ms, mut times) = if pieces > 1 {
+        // An operand over the allocation limit cannot be a device matrix: the host call, which
+        // runs in pieces that fit, timed once with its transfers.
+        let mut c_store = c_store;
+        let cm = match lc {
+            Layout::RowMajor => MatMut::new(&mut c_store, m, n),
+            Layout::ColMajor => MatMut::col_major(&mut c_store, m, n),
+        };
+        let t = Instant::now();
+        ctx.gemm_with(am, bm, cm, options)?;
+        let secs = t.elapsed().as_secs_f64();
+        let c = match lc {
+            Layout::RowMajor => c_store,
+            Layout::ColMajor => transpose_copy(&c_store, n, m),
+        };
+        (c, secs * 1e3, vec![secs])
+    } else {
+        device_runs(ctx, (am, bm, c_ref), (m, n, lc), options, repeat)?
+    };
+    let rows = rows_to_check(m, n, FULL_CHECK, 256, &mut rng);
+    let (expected, magnitude) = reference(&am, &bm, Some((&c_in, n)), options.alpha, options.beta, &rows);
+    let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
+    let check = compare_rounded(&c, n, n, &rows, (&expected, &magnitude), k, input_u);
+    let median = vk_sgmat::median(&mut times);
+    let info = ctx.device_info();
+    let g = key.scheme.geometry(&key.config);
+    Ok(GemmReport {
+        device: info.name.clone(),
+        driver: format!("{} {}", info.driver_name, info.driver_info),
+        m,
+        n,
+        k,
+        types: Types {
+            a: TA::TYPE,
+            b: TB::TYPE,
+            c: TC::TYPE,
+        }
+        .name(),
+        layout: format!("{}{}{}", la.letter(), lb.letter(), lc.letter()),
+        config: key.config.to_string(),
+        scheme: key.scheme.name(),
+        tile: format!("{}x{}x{}, {} invocations", g.bm, g.bn, g.bk, g.threads),
+        passes,
+        alpha: options.alpha,
+        beta: options.beta,
+        seed,
+        rows_checked: rows.len(),
+        check,
+        runs: times.len(),
+        pieces,
+        median_ms: median * 1e3,
+        tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
+        first_call_ms,
+    })
+}
+
+/// Runs a GEMM on device-resident copies: once (pipelines created), downloaded (C row-major),
+/// then after a warm-up `repeat` times, each call timed to completion. (C, first call in ms,
+/// the timed calls in seconds.)
+fn device_runs<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    (am, bm, c_ref): (MatRef<'_, TA>, MatRef<'_, TB>, MatRef<'_, TC>),
+    (m, n, lc): (usize, usize, Layout),
+    options: &GemmOptions,
+    repeat: usize,
+) -> Result<(Vec<TC>, f64, Vec<f64>)> {
+    // Device-resident operands: the timed loop measures the GEMM, not PCIe.
+    let da = ctx.upload(am)?;
+    let db = ctx.upload(bm)?;
+    let mut dc = ctx.upload(c_ref)?;
+    // The first call creates the pipelines (from the pipeline cache, if one is warm).
+    let first = Instant::now();
+    ctx.gemm_device(&da, &db, &mut dc, options)?;
+    let first_call_ms = first.elapsed().as_secs_f64() * 1e3;
+    // A column-major device matrix downloads as its transpose's row-major storage.
+    let (dr, dcols) = match lc {
+        Layout::RowMajor => (m, n),
+        Layout::ColMajor => (n, m),
+    };
+    let mut stored = vec![TC::from_f64(0.0); m * n];
+    ctx.download(&dc, MatMut::new(&mut stored, dr, dcols))?;
+    let c = match lc {
+        Layout::RowMajor => stored,
+        Layout::ColMajor => transpose_copy(&stored, n, m),
+    };
+    // Warm up (GPU clocks rise under load), then time each call to completion.
+    let warm = Instant::now();
+    while warm.elapsed().as_secs_f64() < 0.5 {
+        ctx.gemm_device(&da, &db, &mut dc, options)?;
+    }
+    let mut times = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        let t = Instant::now();
+        ctx.gemm_device(&da, &db, &mut dc, options)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    Ok((c, first_call_ms, times))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::scheme_named;
+    use half::f16;
+    use vk_sgmat::ComponentType;
+    use vk_sgmat::ComputeMode;
+
+    /// `gemm --scheme NAME` runs the scheme `tune` lists under that name, and an unknown name is
+    /// an error naming the config and some valid schemes.
+    #[test]
+    fn gemm_runs_a_scheme_named_like_tune_lists_it() {
+        let ctx =
+            Context::new().expect("a Vulkan device with cooperative matrices (the cargo runner provides lavapipe)");
+        let pair = (ComponentType::F16, ComponentType::F32);
+        let config = ctx.choose_config(pair.0, pair.1, None).unwrap();
+        let info = ctx.device_info();
+        let cpu = info.kind == vk_sgmat::device::DeviceKind::Cpu;
+        let listed = vk_sgmat::tiling::tuning_candidates(&config, &info.limits, ctx.subgroup_size(), cpu);
+        // Not the default for this shape, so the test sees the option take effect.
+        let default = ctx.choose_scheme(&config, 17, 31).unwrap();
+        let want = *listed.iter().find(|s| **s != default).expect("a second scheme");
+        let types = Types::pair(pair.0, pair.1);
+        let scheme = scheme_named(&ctx, types, ComputeMode::default(), None, &want.name()).unwrap();
+        assert_eq!(scheme, want);
+        let options = GemmOptions {
+            scheme: Some(scheme),
+            ..Default::default()
+        };
+        let row_major = (Layout::RowMajor, Layout::RowMajor, Layout::RowMajor);
+        let r = gemm::<f16, f16, f32>(&ctx, (17, 31, 9), row_major, &options, 1).unwrap();
+        assert!(r.check.passed, "{:?}", r.check);
+        assert_eq!(r.scheme, want.name());
+        // f16 x f32 with a column-major C, checked against the reference.
+        let mixed = (Layout::ColMajor, Layout::RowMajor, Layout::ColMajor);
+        let r = gemm::<f16, f32, f32>(&ctx, (23, 9, 41), mixed, &GemmOptions::default(), 1).unwrap();
+        assert!(r.check.passed, "{:?}", r.check);
+        assert_eq!((r.types.as_str(), r.layout.as_str()), ("f16,f32:f32", "tnt"));
+
+        let e = scheme_named(&ctx, types, ComputeMode::default(), None, "sg9x9_nope")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("sg9x9_nope") && e.contains(&config.to_string()) && e.contains(&listed[0].name()),
+            "{e}"
+        );
+    }
+}
