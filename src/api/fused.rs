@@ -2,11 +2,11 @@
 //! to each element before it is stored in C's type (see [`crate::kernel::Epilogue`]), so a
 //! linear layer's bias, activation and output cast cost no extra pass over C.
 
-use super::batch::piece_bytes;
 use super::context::Context;
 use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
 use super::operand::{placed, DeviceOperand, Placed};
 use super::options::GemmOptions;
+use super::stored::piece_bytes;
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::kernel::Epilogue;

@@ -4,11 +4,12 @@
 //! and all are recorded without barriers between them, so the GPU runs them concurrently (a
 //! group of 0 rows records nothing; split-K, whose reduction is a barrier, is off unless asked).
 
-use super::batch::{check_batch, BatchRef, DeviceBatch, Stored};
+use super::batch::{check_batch, BatchRef, DeviceBatch};
 use super::context::Context;
 use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
 use super::operand::{placed, Placed};
 use super::options::GemmOptions;
+use super::stored::Stored;
 use crate::error::{Error, Result};
 use crate::plan::{check_shapes, Batch, GemmPlan};
 use crate::submit::StreamCore;

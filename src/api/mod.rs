@@ -13,6 +13,7 @@ mod matrix;
 mod operand;
 mod options;
 mod routing;
+mod stored;
 
 pub use batch::{BatchMut, BatchOperand, BatchRef, DeviceBatch};
 pub use context::{Context, MAX_SPLIT_K};
