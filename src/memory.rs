@@ -64,14 +64,9 @@ pub(crate) struct Buffer {
 
 impl Buffer {
     /// A buffer of `size` bytes (at least 16), refused as [`Error::TooLarge`] over `limit`
-    /// (the context's allocation limit, at most the device's maxMemoryAllocationSize).
-    pub fn new(device: &Arc<Device>, size: u64, kind: BufferKind, limit: u64) -> Result<Self> {
+    /// (the context's allocation limit: [`BufferPool::allocate`] passes it).
+    fn new(device: &Arc<Device>, size: u64, kind: BufferKind, limit: u64) -> Result<Self> {
         let size = size.max(16);
-        let device_limit = match device.info().limits.max_memory_allocation_size {
-            0 => u64::MAX,
-            n => n,
-        };
-        let limit = limit.min(device_limit);
         if size > limit {
             return Err(Error::TooLarge(format!(
                 "a {} buffer of {size} bytes exceeds the allocation limit of {limit} bytes (maxMemoryAllocationSize, or ContextOptions::limits_override): host GEMMs run larger operands in pieces, but a device matrix must fit one allocation",

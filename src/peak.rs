@@ -6,7 +6,7 @@ use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::peak::{CHAINS, SUBGROUPS};
 use crate::kernel::{generate_peak, PushConstants};
-use crate::memory::{Buffer, BufferKind};
+use crate::memory::BufferKind;
 use crate::plan::Window;
 use crate::record::{Access, Recording};
 use crate::timestamps::TimestampPool;
@@ -74,8 +74,8 @@ impl Context {
         let in_bytes = (u64::from(CHAINS) * u64::from(config.m * config.k) + 2 * u64::from(config.k * config.n)) * es;
         let out_bytes = u64::from(workgroups * SUBGROUPS * CHAINS * config.m * config.n)
             * u64::from(config.result_type.size_bytes());
-        let input = Buffer::new(&self.device, in_bytes, BufferKind::Storage, u64::MAX)?;
-        let output = Buffer::new(&self.device, out_bytes, BufferKind::Storage, u64::MAX)?;
+        let input = self.pool.allocate(in_bytes, BufferKind::Storage)?;
+        let output = self.pool.allocate(out_bytes, BufferKind::Storage)?;
         let reps = reps.max(1);
         let pool = TimestampPool::new(&self.device, 2 * reps)?;
         let push = PushConstants {
@@ -131,7 +131,7 @@ impl Context {
     /// the write path alone, which a GEMM's store of C cannot beat.
     pub fn fill_bandwidth(&self, bytes: u64, reps: u32) -> Result<FillResult> {
         let bytes = bytes.max(4).next_multiple_of(4);
-        let buffer = Buffer::new(&self.device, bytes, BufferKind::Storage, u64::MAX)?;
+        let buffer = self.pool.allocate(bytes, BufferKind::Storage)?;
         let reps = reps.max(1);
         let pool = TimestampPool::new(&self.device, 2 * reps)?;
         self.run_recorded(|rec| {
