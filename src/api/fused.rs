@@ -174,20 +174,17 @@ impl<'a> Fused<'a> {
         Ok(e)
     }
 
-    /// The same terms for `C^T = B^T A^T`: row and column vectors trade places.
     /// The terms for the block `rows x cols` of C: host vectors cut to the block's rows and
     /// columns. A device vector cannot be cut (it is bound whole): an error.
     fn piece(&self, rows: &Range<usize>, cols: &Range<usize>) -> Result<Self> {
-        let cut = |v: EpilogueVector<'a>, r: &Range<usize>| {
-            match v.0 {
+        const DEVICE_VECTOR: &str = "host operands over the allocation limit run in pieces, which need \
+                                     the epilogue's vectors on the host; pass host slices";
+        let cut = |v: EpilogueVector<'a>, r: &Range<usize>| match v.0 {
             Source::Host(t, bytes) => {
                 let es = t.size_bytes() as usize;
                 Ok(EpilogueVector(Source::Host(t, &bytes[r.start * es..r.end * es])))
             }
-            Source::Device(..) => Err(Error::Unsupported(
-                "host operands over the allocation limit run in pieces, which need the epilogue's vectors on the host; pass host slices".into(),
-            )),
-        }
+            Source::Device(..) => Err(Error::Unsupported(DEVICE_VECTOR.into())),
         };
         let bias = match self.bias {
             Some((axis, v)) => Some((axis, cut(v, if axis == Axis::Row { rows } else { cols })?)),
@@ -200,6 +197,7 @@ impl<'a> Fused<'a> {
         Ok(Self { bias, scales, ..*self })
     }
 
+    /// The same terms for `C^T = B^T A^T`: row and column vectors trade places.
     pub(crate) fn transposed(self) -> Self {
         Self {
             bias: self.bias.map(|(axis, v)| (axis.flip(), v)),
