@@ -304,13 +304,12 @@ impl Context {
         }
         // Operands too large for one allocation run in pieces (rows and columns of C, K
         // where one row is too long), each an ordinary GEMM of the pieces' blocks.
-        let (m, n, k) = (cm.rows, cm.cols, a.matrix.cols);
-        let bytes = piece_bytes(
-            [size_of::<TA>(), size_of::<TB>(), size_of::<TC>()],
-            [a.matrix.layout, b.matrix.layout, Layout::RowMajor],
+        let shape = (cm.rows, cm.cols, a.matrix.cols);
+        let pieces = self.cut_host::<TA, TB, TC>(
+            (c.count, shape),
+            [a.matrix.layout, b.matrix.layout],
             [a.stride == 0, b.stride == 0],
-        );
-        let pieces = cut(Piece::whole(c.count, m, n, k), self.limits.max_allocation, true, bytes)?;
+        )?;
         if let [_] = pieces[..] {
             return self.batched_whole(a, b, c, options);
         }
@@ -337,13 +336,10 @@ impl Context {
         (m, n, k): (usize, usize, usize),
         [la, lb, lc]: [Layout; 3],
     ) -> Result<Vec<Piece>> {
-        check_shapes((m, k), (k, n), (m, n))?;
-        let limit = self.limits.max_allocation;
         if lc == Layout::ColMajor {
-            // Run as the row-major C^T = B^T A^T: its pieces, turned back.
-            let es = [size_of::<TB>(), size_of::<TA>(), size_of::<TC>()];
-            let bytes = piece_bytes(es, [lb.transposed(), la.transposed(), Layout::RowMajor], [false; 2]);
-            let pieces = cut(Piece::whole(1, n, m, k), limit, true, bytes)?;
+            // As `gemm_batched` runs it: the row-major C^T = B^T A^T, its pieces turned back.
+            let t = [lb.transposed(), la.transposed(), Layout::RowMajor];
+            let pieces = self.host_pieces::<TB, TA, TC>((n, m, k), t)?;
             return Ok(pieces
                 .into_iter()
                 .map(|p| Piece {
@@ -353,13 +349,21 @@ impl Context {
                 })
                 .collect());
         }
+        check_shapes((m, k), (k, n), (m, n))?;
+        self.cut_host::<TA, TB, TC>((1, (m, n, k)), [la, lb], [false; 2])
+    }
+
+    /// The pieces of `count` host GEMMs of `shape` with A and B stored `layouts` (C row-major),
+    /// an operand `shared` by every entry stored once: `[whole]` where every copy fits.
+    fn cut_host<TA: Element, TB: Element, TC: Element>(
+        &self,
+        (count, (m, n, k)): (usize, (usize, usize, usize)),
+        [la, lb]: [Layout; 2],
+        shared: [bool; 2],
+    ) -> Result<Vec<Piece>> {
         let es = [size_of::<TA>(), size_of::<TB>(), size_of::<TC>()];
-        cut(
-            Piece::whole(1, m, n, k),
-            limit,
-            true,
-            piece_bytes(es, [la, lb, lc], [false; 2]),
-        )
+        let bytes = piece_bytes(es, [la, lb, Layout::RowMajor], shared);
+        cut(Piece::whole(count, m, n, k), self.limits.max_allocation, true, bytes)
     }
 
     /// [`Context::gemm_batched`] on checked batches, C row-major, in one submission.
@@ -455,10 +459,7 @@ impl Context {
             Layout::ColMajor => self.alloc_matrix::<T>(m.rows, stacked, m.layout)?,
         };
         // Every entry stored, a shared one too.
-        let stored = Stored {
-            entries: b.count,
-            ..Stored::of(b)
-        };
+        let stored = Stored::new(m.rows, m.cols, m.layout, size_of::<T>(), b.count);
         Ok((DeviceBatch::from_matrix(storage, b.count)?, stored))
     }
 

@@ -26,10 +26,10 @@ pub(crate) fn piece_bytes(es: [usize; 3], layouts: [Layout; 3], shared: [bool; 2
 /// How a host batch is stored on the device: each stored entry (one if shared) in vk-sgmat's
 /// layout, back to back.
 pub(crate) struct Stored {
-    pub(crate) outer: usize,
+    outer: usize,
     pub(crate) ld: usize,
-    pub(crate) entries: usize,
-    pub(crate) es: usize,
+    entries: usize,
+    es: usize,
 }
 
 impl Stored {
