@@ -110,13 +110,13 @@ fn choose(p: &Piece, sizes: [u64; 3], k_ok: bool, bytes: &impl Fn(&Piece) -> [u6
     if p.entries.len() > 1 {
         return Some(Entries);
     }
-    let [a, b, _] = sizes;
+    // Ties go to the later operand (C, then B).
     let largest = (0..3).max_by_key(|&i| sizes[i]).unwrap_or(2);
     let order = match largest {
         // Cutting C's longer side halves C and one of A or B.
         2 if p.rows.len() >= p.cols.len() => [Rows, Cols, K],
         2 => [Cols, Rows, K],
-        0 if a >= b => [Rows, K, Cols],
+        0 => [Rows, K, Cols],
         _ => [Cols, K, Rows],
     };
     order.into_iter().find(|&along| {
