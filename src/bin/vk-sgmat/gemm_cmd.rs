@@ -18,6 +18,14 @@ fn transpose_copy<T: Copy>(data: &[T], rows: usize, cols: usize) -> Vec<T> {
     out
 }
 
+/// An `m x n` matrix stored `lc` (column-major: its transpose's row-major storage), row-major.
+fn row_major<T: Copy>(stored: Vec<T>, (m, n): (usize, usize), lc: Layout) -> Vec<T> {
+    match lc {
+        Layout::RowMajor => stored,
+        Layout::ColMajor => transpose_copy(&stored, n, m),
+    }
+}
+
 /// Outputs checked in full up to this many elements; beyond, 256 sampled rows.
 pub const FULL_CHECK: usize = 1 << 26;
 
@@ -57,14 +65,16 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
     let cut = ctx.host_pieces::<TA, TB, TC>((m, n, k), [la, lb, lc])?;
     let pieces = cut.len();
     // What runs: the pieces' plans (the whole problem's would bind windows no buffer has).
-    let mut passes = plan.gemm_dispatches().count();
-    if pieces > 1 {
-        passes = 0;
+    let passes = if pieces > 1 {
+        let mut passes = 0;
         for p in &cut {
             let piece = ctx.plan_gemm::<TA, TB, TC>(p.rows.len(), p.cols.len(), p.k.len(), (la, lb), options)?;
             passes += piece.gemm_dispatches().count();
         }
-    }
+        passes
+    } else {
+        plan.gemm_dispatches().count()
+    };
     let (c, first_call_ms, mut times) = if pieces > 1 {
         // An operand over the allocation limit cannot be a device matrix: the host call, which
         // runs in pieces that fit, timed once with its transfers.
@@ -76,11 +86,7 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
         let t = Instant::now();
         ctx.gemm_with(am, bm, cm, options)?;
         let secs = t.elapsed().as_secs_f64();
-        let c = match lc {
-            Layout::RowMajor => c_store,
-            Layout::ColMajor => transpose_copy(&c_store, n, m),
-        };
-        (c, secs * 1e3, vec![secs])
+        (row_major(c_store, (m, n), lc), secs * 1e3, vec![secs])
     } else {
         device_runs(ctx, (am, bm, c_ref), (m, n, lc), options, repeat)?
     };
@@ -146,10 +152,7 @@ fn device_runs<TA: Element, TB: Element, TC: Element>(
     };
     let mut stored = vec![TC::from_f64(0.0); m * n];
     ctx.download(&dc, MatMut::new(&mut stored, dr, dcols))?;
-    let c = match lc {
-        Layout::RowMajor => stored,
-        Layout::ColMajor => transpose_copy(&stored, n, m),
-    };
+    let c = row_major(stored, (m, n), lc);
     // Warm up (GPU clocks rise under load), then time each call to completion.
     let warm = Instant::now();
     while warm.elapsed().as_secs_f64() < 0.5 {
