@@ -103,16 +103,20 @@ impl FusedRef {
 }
 
 /// Checks the listed rows of `c` (row-major, `ldc`) against fused reference values and
-/// magnitudes (from [`FusedRef::apply`]), with an accumulator of type `acc` over `k`.
+/// magnitudes (from [`FusedRef::apply`]), with an accumulator of type `acc` over `k`, for
+/// operands rounded on their way to the matrix units to a type of unit roundoff `input_u` (0
+/// when they are not; see [`super::input_roundoff`]): each product's error is then at most
+/// `(2 input_u + input_u^2) |a||b|`, so the bound on `m` grows by that much.
 pub fn compare_fused<TC: Element>(
     c: &[TC],
     (ldc, n): (usize, usize),
     rows: &[usize],
     (expected, magnitude): (&[f64], &[f64]),
-    acc: ComponentType,
-    k: usize,
+    (acc, k): (ComponentType, usize),
+    input_u: f64,
 ) -> Check {
-    let scale = 1.2 * (tolerance(acc, k) + 8.0 * unit_roundoff(ComponentType::F32));
+    let inputs = 2.0 * input_u + input_u * input_u;
+    let scale = 1.2 * (tolerance(acc, k) + 8.0 * unit_roundoff(ComponentType::F32) + inputs);
     let rel = 4e-6 + 2.0 * unit_roundoff(TC::TYPE);
     let (mut worst, mut mismatches, mut first_bad) = (0.0f64, 0, None);
     for (ri, &r) in rows.iter().enumerate() {

@@ -317,7 +317,8 @@ fn run<T: Element, TC: Element>(
         }
     }
     let acc = if int { ComponentType::I32 } else { ComponentType::F32 };
-    let check = compare_fused(&out, (n, n), &rows, (&want, &magnitude), acc, k);
+    let input_u = vk_sgmat::verify::input_roundoff(T::TYPE, T::TYPE, options.compute)?;
+    let check = compare_fused(&out, (n, n), &rows, (&want, &magnitude), (acc, k), input_u);
     let mut report = FusedReport {
         device: ctx.device_info().name.clone(),
         m,
