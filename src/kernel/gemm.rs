@@ -15,10 +15,12 @@
 //! K tail reads zeros, and everything else is replaced by zero. The loop never relies on robust
 //! buffer access. The epilogue of a workgroup whose tile lies inside C stores fragments straight
 //! to C; a workgroup on the M/N edge sends every fragment through a per-subgroup staging tile in
-//! shared memory and masked scalar stores (decided per workgroup, so barriers stay uniform).
+//! shared memory and masked scalar stores (decided per workgroup, so barriers stay uniform); the
+//! `gemm_store` module emits it).
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
+use super::gemm_store::{self as store, Store};
 use super::raster::raster;
 use super::{KernelKey, Load, Probe};
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
@@ -583,231 +585,22 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     })?;
 
     // ---- epilogue ---------------------------------------------------------------------------
-    let is_float = cfg.result_type.is_float();
-    let scalar = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
-        let bits = pc(b, which)?;
-        b.scalar_from_bits(cfg.result_type, t_res, bits)
-    };
-    // The split's 1/(s_a s_b), applied one factor at a time (their product may leave f32's range).
-    let unscale = match scales {
-        Some([(_, ua), (_, ub)]) => Some([
-            b.b.composite_construct(t_mat_acc, None, [ua])?,
-            b.b.composite_construct(t_mat_acc, None, [ub])?,
-        ]),
-        None => None,
-    };
-    // A fused epilogue applies alpha and beta per element, in f32.
-    let alpha = if key.epilogue.alpha && !fused {
-        let a = scalar(b, Pc::Alpha)?;
-        Some(b.b.composite_construct(t_mat_acc, None, [a])?)
-    } else {
-        None
-    };
-    let beta = if key.epilogue.beta && !fused {
-        let v = scalar(b, Pc::Beta)?;
-        Some(b.b.composite_construct(t_mat_acc, None, [v])?)
-    } else {
-        None
-    };
-    // alpha * acc + beta * c, on whole fragments.
-    let combine = |b: &mut ModuleBuilder, acc: Word, c: Option<Word>| -> BuildResult<Word> {
-        let mul = |b: &mut ModuleBuilder, x: Word, y: Word| {
-            if is_float {
-                b.b.f_mul(t_mat_acc, None, x, y)
-            } else {
-                b.b.i_mul(t_mat_acc, None, x, y)
-            }
-        };
-        let mut v = acc;
-        for u in unscale.iter().flatten() {
-            v = mul(b, v, *u)?;
-        }
-        if let Some(a) = alpha {
-            v = mul(b, v, a)?;
-        }
-        if let (Some(bm), Some(c)) = (beta, c) {
-            let t = mul(b, c, bm)?;
-            v = if is_float {
-                b.b.f_add(t_mat_acc, None, v, t)?
-            } else {
-                b.b.i_add(t_mat_acc, None, v, t)?
-            };
-        }
-        Ok(v)
-    };
-    let row_sg = b.b.i_add(t_u32, None, m0, a_sg_rows)?;
-    let col_sg = b.b.i_add(t_u32, None, n0, b_sg_cols)?;
-    // Staging tiles are addressed in 32-bit words of the host array: one result of 32 bits or
-    // two of 16 bits per word.
-    let per_word = 4 / rs;
-    let frag_words = cfg.m * cfg.n / per_word;
-    let host_comps = host_unit / 4;
-    let c_frag_words = u!(frag_words);
-    let stage_word_base = b.b.i_mul(t_u32, None, sg, c_frag_words)?;
-    let word_ptr = |b: &mut ModuleBuilder, w: Word| -> BuildResult<Word> {
-        if host_comps == 1 {
-            b.b.access_chain(p_wg_u32, None, sh_host, [w])
-        } else {
-            let unit = b.div_u(w, host_comps)?;
-            let comp = b.mod_u(w, host_comps)?;
-            b.b.access_chain(p_wg_u32, None, sh_host, [unit, comp])
-        }
-    };
-    let c_cn_stride = u!(cfg.n);
-    // C's element (row, col) of the pass: `row * ldc + col + c_off`.
-    let c_index = |b: &mut ModuleBuilder, row: Word, col: Word| -> BuildResult<Word> {
-        let gi = b.b.i_mul(t_u32, None, row, ldc)?;
-        let gi = b.b.i_add(t_u32, None, gi, col)?;
-        b.b.i_add(t_u32, None, gi, c_off)
-    };
-    // Lane `lane` handles staging words lane, lane + subgroup_size, ...: for each, the word's
-    // index and, per result in it, (in bounds, C index, (row, col) in the pass).
-    type LaneWord = (Word, Vec<(Word, Word, (Word, Word))>);
-    let lane_words = |b: &mut ModuleBuilder, row: Word, col: Word| -> BuildResult<Vec<LaneWord>> {
-        (0..frag_words / s.subgroup_size())
-            .map(|t| {
-                let c_t = b.c_u32(t * s.subgroup_size());
-                let w = b.b.i_add(t_u32, None, lane, c_t)?;
-                let elems = (0..per_word)
-                    .map(|h| {
-                        let e = b.mul_u(w, per_word)?;
-                        let e = b.add_u(e, h)?;
-                        let r = b.b.u_div(t_u32, None, e, c_cn_stride)?;
-                        let c = b.b.u_mod(t_u32, None, e, c_cn_stride)?;
-                        let gr = b.b.i_add(t_u32, None, row, r)?;
-                        let gc = b.b.i_add(t_u32, None, col, c)?;
-                        let ok_r = b.b.u_less_than(t_bool, None, gr, pm)?;
-                        let ok_c = b.b.u_less_than(t_bool, None, gc, pn)?;
-                        let ok = b.b.logical_and(t_bool, None, ok_r, ok_c)?;
-                        Ok((ok, c_index(b, gr, gc)?, (gr, gc)))
-                    })
-                    .collect::<BuildResult<Vec<_>>>()?;
-                let sw = b.b.i_add(t_u32, None, stage_word_base, w)?;
-                Ok((sw, elems))
-            })
-            .collect()
-    };
-    // Fragment (i, j) of the subgroup: its first row and column in the pass, and its value.
-    let fragment = |b: &mut ModuleBuilder, i: u32, j: u32| -> BuildResult<(Word, Word, Word)> {
-        let slot = (i * s.fr_n() + j) as usize;
-        let row = b.add_u(row_sg, i * cfg.m)?;
-        let col = b.add_u(col_sg, j * cfg.n)?;
-        Ok((row, col, b.b.load(t_mat_acc, None, acc_vars[slot], None, [])?))
-    };
-    // Interior workgroups: every fragment straight to global memory.
-    let direct = |b: &mut ModuleBuilder, l_direct: Word, l_done: Word| -> BuildResult<()> {
-        b.b.begin_block(Some(l_direct))?;
-        for i in 0..s.fr_m() {
-            for j in 0..s.fr_n() {
-                let (row, col, accv) = fragment(b, i, j)?;
-                let gi = c_index(b, row, col)?;
-                let p = b.b.access_chain(p_sb_res, None, v_c, [c0, gi])?;
-                let cval = if beta.is_some() {
-                    Some(b.b.cooperative_matrix_load_khr(t_mat_acc, None, p, c_row_major, Some(ldc), None, [])?)
-                } else {
-                    None
-                };
-                let out = combine(b, accv, cval)?;
-                b.b.cooperative_matrix_store_khr(p, out, c_row_major, Some(ldc), None, [])?;
-            }
-        }
-        b.b.branch(l_done)
-    };
-    let (l_direct, l_staged, l_done) = (b.b.id(), b.b.id(), b.b.id());
-    if fused {
-        // A fused epilogue stores element by element: every workgroup takes the staged path.
-        b.b.branch(l_staged)?;
-    } else {
-        // Whether the whole workgroup tile lies inside C decides the path for every subgroup, so the
-        // barriers of the staged path sit in workgroup-uniform control flow. (Lavapipe silently drops
-        // invocations that reach a subgroup-scope barrier other subgroups of the workgroup skip.)
-        let m_end = b.add_u(m0, g.bm)?;
-        let n_end = b.add_u(n0, g.bn)?;
-        let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
-        let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
-        let wg_interior = b.b.logical_and(t_bool, None, in_m, in_n)?;
-        b.b.selection_merge(l_done, SelectionControl::NONE)?;
-        b.b.branch_conditional(wg_interior, l_direct, l_staged, [])?;
-        direct(b, l_direct, l_done)?;
-    }
-
-    // Edge workgroups: each fragment through the subgroup's staging tile, masked element-wise. The
-    // staging tiles overlay the operand tiles, which other subgroups may still be reading.
-    b.b.begin_block(Some(l_staged))?;
-    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
-    let stage_unit_base = b.mul_u(sg, frag_words * 4 / host_unit)?;
-    let p_stage0 = b.b.access_chain(p_wg_host, None, sh_host, [stage_unit_base])?;
-    let c_stage_stride = u!(cfg.n * rs / host_unit);
-    for i in 0..s.fr_m() {
-        for j in 0..s.fr_n() {
-            let (row, col, accv) = fragment(b, i, j)?;
-            // The previous fragment's reads of the staging tile must finish first.
-            b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
-            let words = lane_words(b, row, col)?;
-            let cval = if beta.is_some() {
-                for (sw, elems) in &words {
-                    let mut vals = Vec::new();
-                    for &(ok, gi, _) in elems {
-                        let safe = b.b.select(t_u32, None, ok, gi, c_off)?;
-                        let p = b.b.access_chain(p_sb_res, None, v_c, [c0, safe])?;
-                        let x = b.b.load(t_res, None, p, None, [])?;
-                        vals.push(b.b.select(t_res, None, ok, x, zero_res)?);
-                    }
-                    let packed = if per_word == 1 {
-                        vals[0]
-                    } else {
-                        b.b.composite_construct(t_res2, None, vals)?
-                    };
-                    let word = b.b.bitcast(t_u32, None, packed)?;
-                    let ps = word_ptr(b, *sw)?;
-                    b.b.store(ps, word, np, [])?;
-                }
-                b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
-                Some(b.b.cooperative_matrix_load_khr(
-                    t_mat_acc,
-                    None,
-                    p_stage0,
-                    c_row_major,
-                    Some(c_stage_stride),
-                    np,
-                    [],
-                )?)
-            } else {
-                None
-            };
-            let out = combine(b, accv, cval)?;
-            b.b.cooperative_matrix_store_khr(p_stage0, out, c_row_major, Some(c_stage_stride), np, [])?;
-            b.b.control_barrier(c_scope_sg, c_scope_sg, c_sem)?;
-            for (sw, elems) in &words {
-                let ps = word_ptr(b, *sw)?;
-                let word = b.b.load(t_u32, None, ps, np, [])?;
-                let vals: Vec<Word> = if per_word == 1 {
-                    vec![b.b.bitcast(t_res, None, word)?]
-                } else {
-                    let pair = b.b.bitcast(t_res2, None, word)?;
-                    (0..per_word)
-                        .map(|h| b.b.composite_extract(t_res, None, pair, [h]))
-                        .collect::<BuildResult<_>>()?
-                };
-                for (&(ok, gi, at), x) in elems.iter().zip(vals) {
-                    let (l_store, l_skip) = (b.b.id(), b.b.id());
-                    b.b.selection_merge(l_skip, SelectionControl::NONE)?;
-                    b.b.branch_conditional(ok, l_store, l_skip, [])?;
-                    b.b.begin_block(Some(l_store))?;
-                    let p = b.b.access_chain(p_sb_out, None, v_c, [c0, gi])?;
-                    let x = match &fuse {
-                        Some(f) => f.element(b, x, at, p)?,
-                        None => x,
-                    };
-                    b.b.store(p, x, None, [])?;
-                    b.b.branch(l_skip)?;
-                    b.b.begin_block(Some(l_skip))?;
-                }
-            }
-        }
-    }
-    b.b.branch(l_done)?;
-    b.b.begin_block(Some(l_done))?;
+    store::emit(
+        b,
+        Store {
+            key,
+            fuse: fuse.as_ref(),
+            scales,
+            v_pc,
+            types: (t_u32, t_bool, t_res, t_res2, t_mat_acc),
+            c: (v_c, p_sb_res, p_sb_out, ldc, c_off, (pm, pn)),
+            tile: (m0, n0, a_sg_rows, b_sg_cols, sg, lane),
+            acc_vars: &acc_vars,
+            staging: (sh_host, host_unit, p_wg_u32, p_wg_host),
+            consts: (c0, c_row_major, zero_res),
+            barriers: (c_scope_wg, c_scope_sg, c_sem),
+        },
+    )?;
     b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
 }

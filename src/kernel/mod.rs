@@ -6,6 +6,7 @@ mod builder;
 mod convert;
 mod epilogue;
 mod gemm;
+mod gemm_store;
 pub mod peak;
 mod raster;
 pub mod reduce;
