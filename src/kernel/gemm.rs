@@ -15,8 +15,8 @@
 //! K tail reads zeros, and everything else is replaced by zero. The loop never relies on robust
 //! buffer access. The epilogue of a workgroup whose tile lies inside C stores fragments straight
 //! to C; a workgroup on the M/N edge sends every fragment through a per-subgroup staging tile in
-//! shared memory and masked scalar stores (decided per workgroup, so barriers stay uniform); the
-//! `gemm_store` module emits it).
+//! shared memory and masked scalar stores (decided per workgroup, so barriers stay uniform). The
+//! `gemm_store` module emits it.
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
