@@ -233,10 +233,14 @@ fn workgroup_scope_kernels_pass_spirv_val() {
         // invocations and four 64-byte K steps per iteration, every load first (the H200's
         // default); 128x256 with eight 128-byte steps, each loaded one step ahead, held as two
         // 128x128 accumulators.
+        // ggml's loop (each step loaded right before its multiply, as an inner loop the driver
+        // unrolls), alone and with two accumulators.
         for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group, ahead, parts) in [
             ((1, 8), (8, 2), 128, 1, 8, 0, 1),
             ((1, 4), (8, 2), 64, 4, 0, 3, 1),
             ((1, 8), (8, 2), 128, 8, 0, 1, 2),
+            ((1, 8), (8, 2), 128, 8, 0, 0, 1),
+            ((1, 8), (8, 2), 128, 8, 8, 0, 2),
         ] {
             let scheme = TileScheme::workgroup_for_limits(
                 &config,
@@ -265,13 +269,16 @@ fn workgroup_scope_kernels_pass_spirv_val() {
                         };
                         let words = generate(&key).unwrap();
                         common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+                        // Only the step-by-step loop of several steps hints an unroll.
+                        let hinted = common::spirv_dis(&words).contains("Unroll");
+                        assert_eq!(hinted, ahead == 0 && stages > 1, "{}", key.name());
                         n += 1;
                     }
                 }
             }
         }
     }
-    assert_eq!(n, 4 * 3 * 16);
+    assert_eq!(n, 4 * 5 * 16);
 }
 
 #[test]
@@ -657,6 +664,19 @@ fn golden_disassembly() {
             beta: true,
             ..keys[4].epilogue
         },
+        ..keys[3]
+    });
+    // The H200's f16 -> f32 default since the step-by-step loop: eight steps per iteration in an
+    // inner loop the driver unrolls, `nt`.
+    keys.push(KernelKey {
+        scheme: keys[3]
+            .scheme
+            .with_stages(8, &cfg(16, 16, 16, F16, F32), &limits(32, 49152))
+            .and_then(|s| s.with_lookahead(0))
+            .unwrap(),
+        a_layout: Layout::RowMajor,
+        b_layout: Layout::ColMajor,
+        epilogue: Epilogue::default(),
         ..keys[3]
     });
     let mut mismatches = Vec::new();

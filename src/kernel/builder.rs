@@ -240,7 +240,18 @@ impl ModuleBuilder {
     pub fn counted_loop_by(
         &mut self,
         entry: Word,
+        range: (Word, Word, Word),
+        body: impl FnOnce(&mut Self, Word) -> BuildResult<()>,
+    ) -> BuildResult<()> {
+        self.counted_loop_ctl(entry, range, spirv::LoopControl::NONE, body)
+    }
+
+    /// [`ModuleBuilder::counted_loop_by`] with a loop-control hint.
+    pub fn counted_loop_ctl(
+        &mut self,
+        entry: Word,
         (start, end, c_step): (Word, Word, Word),
+        control: spirv::LoopControl,
         body: impl FnOnce(&mut Self, Word) -> BuildResult<()>,
     ) -> BuildResult<()> {
         let (t_u32, t_bool) = (self.t_u32(), self.t_bool());
@@ -250,7 +261,7 @@ impl ModuleBuilder {
         self.b.begin_block(Some(l_header))?;
         let i = self.b.phi(t_u32, None, [(start, entry), (next, l_continue)])?;
         let more = self.b.u_less_than(t_bool, None, i, end)?;
-        self.b.loop_merge(l_merge, l_continue, spirv::LoopControl::NONE, [])?;
+        self.b.loop_merge(l_merge, l_continue, control, [])?;
         self.b.branch_conditional(more, l_body, l_merge, [])?;
         self.b.begin_block(Some(l_body))?;
         body(self, i)?;

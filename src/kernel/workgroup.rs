@@ -6,12 +6,12 @@
 //! subgroup-scope kernel has to spell out (see the `gemm` submodule). Column-major operands are
 //! read through a transposing tensor view.
 //!
-//! Bounds: a workgroup whose tile lies inside C, with K a multiple of `stages * BK`, runs a loop
-//! with unclamped layouts, `stages` K steps per iteration. Every other workgroup runs the loop
-//! one step at a time with clamped layouts (the tensor dimensions are the problem's), so reads
-//! outside A, B or C return zero and stores outside C are dropped by the hardware's addressing
-//! rather than by kernel code. Same bindings and push
-//! constants as the subgroup-scope kernel.
+//! Bounds: a workgroup whose tile lies inside C runs a loop with unclamped layouts, `stages` K
+//! steps per iteration, over the largest multiple of `stages * BK` in K, then the rest one step
+//! at a time with clamped layouts. A workgroup on C's edge runs the clamped loop throughout. The
+//! clamped layouts' tensor dimensions are the problem's, so reads outside A, B or C return zero
+//! and stores outside C are dropped by the hardware's addressing rather than by kernel code.
+//! Same bindings and push constants as the subgroup-scope kernel.
 //!
 //! A fused epilogue runs on the accumulator through `OpCooperativeMatrixPerElementOpNV`: the
 //! driver calls a function of (row, column, value) for every element, wherever it holds it, so
@@ -25,7 +25,7 @@ use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::dr::{InsertPoint, Instruction, Operand};
 use rspirv::spirv::{
-    BuiltIn, Capability, FunctionControl, MemoryAccess, Op, Scope, SelectionControl, StorageClass,
+    BuiltIn, Capability, FunctionControl, LoopControl, MemoryAccess, Op, Scope, SelectionControl, StorageClass,
     TensorAddressingOperands, Word,
 };
 
@@ -221,38 +221,68 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     // before its multiply: `steps - 1` puts all of an iteration's loads first, so the driver may
     // overlap the later steps' staging with the earlier steps' math; fewer keeps fewer operand
     // matrices live at once.
-    let k_loop = |b: &mut ModuleBuilder, t_layout: Word, l_pre: Word, (steps, ahead): (u32, u32)| -> BuildResult<()> {
+    let k_loop = |b: &mut ModuleBuilder,
+                  t_layout: Word,
+                  l_pre: Word,
+                  (steps, ahead): (u32, u32),
+                  (k_start, k_end): (Word, Word)|
+     -> BuildResult<()> {
         let la = layout(b, t_layout, &a)?;
         let lb = layout(b, t_layout, &bt)?;
-        b.counted_loop(l_pre, (c0, pk, steps * g.bk), |b, kb| {
-            let load = |b: &mut ModuleBuilder, step: u32| -> BuildResult<(Word, Vec<Word>)> {
+        // One K step's loads: A's slice, and B's for each accumulator.
+        let load = |b: &mut ModuleBuilder, k: Word| -> BuildResult<(Word, Vec<Word>)> {
+            let sa = slice(b, t_layout, la, &a, (m0, c_bm), (k, c_bk))?;
+            let (ta, xa) = addressing(&a);
+            let ma =
+                b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_a, zero_a, sa, MemoryAccess::NONE, ta, xa)?;
+            let mut mbs = Vec::with_capacity(parts as usize);
+            for &nj in &part_n0 {
+                let sb = slice(b, t_layout, lb, &bt, (k, c_bk), (nj, c_pw))?;
+                let (tb, xb) = addressing(&bt);
+                mbs.push(b.b.cooperative_matrix_load_tensor_nv(
+                    t_mat_b,
+                    None,
+                    p_b,
+                    zero_b,
+                    sb,
+                    MemoryAccess::NONE,
+                    tb,
+                    xb,
+                )?);
+            }
+            Ok((ma, mbs))
+        };
+        if ahead == 0 && steps > 1 {
+            // Load, multiply, step by step: an inner loop of `steps` K steps that the driver
+            // unrolls (its hint), not unrolled here. The driver pipelines this form's loads
+            // better: +7% at 4096^3 `nt` on the H200 for the same kernel unrolled by hand.
+            return b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
+                let l_inner = b.b.id();
+                b.b.branch(l_inner)?;
+                b.b.begin_block(Some(l_inner))?;
+                let end = b.add_u(kb, steps * g.bk)?;
+                b.counted_loop_ctl(l_inner, (kb, end, c_bk), LoopControl::UNROLL, |b, k| {
+                    let (ma, mbs) = load(b, k)?;
+                    for (&v, mbm) in v_acc.iter().zip(mbs) {
+                        let x = b.b.load(t_mat_acc, None, v, None, [])?;
+                        let x =
+                            b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, ma, mbm, x, operands)?;
+                        b.b.store(v, x, None, [])?;
+                    }
+                    Ok(())
+                })
+            });
+        }
+        b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
+            let load_step = |b: &mut ModuleBuilder, step: u32| -> BuildResult<(Word, Vec<Word>)> {
                 let k = if step == 0 { kb } else { b.add_u(kb, step * g.bk)? };
-                let sa = slice(b, t_layout, la, &a, (m0, c_bm), (k, c_bk))?;
-                let (ta, xa) = addressing(&a);
-                let ma =
-                    b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_a, zero_a, sa, MemoryAccess::NONE, ta, xa)?;
-                let mut mbs = Vec::with_capacity(parts as usize);
-                for &nj in &part_n0 {
-                    let sb = slice(b, t_layout, lb, &bt, (k, c_bk), (nj, c_pw))?;
-                    let (tb, xb) = addressing(&bt);
-                    mbs.push(b.b.cooperative_matrix_load_tensor_nv(
-                        t_mat_b,
-                        None,
-                        p_b,
-                        zero_b,
-                        sb,
-                        MemoryAccess::NONE,
-                        tb,
-                        xb,
-                    )?);
-                }
-                Ok((ma, mbs))
+                load(b, k)
             };
             let mut pending = std::collections::VecDeque::with_capacity(steps as usize);
             let (mut loaded, mut acc) = (0, Vec::new());
             for step in 0..steps {
                 while loaded <= (step + ahead).min(steps - 1) {
-                    pending.push_back(load(b, loaded)?);
+                    pending.push_back(load_step(b, loaded)?);
                     loaded += 1;
                 }
                 if acc.is_empty() {
@@ -273,23 +303,28 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         })
     };
 
-    // Interior workgroups (and whole K steps) need no clamping; the choice is workgroup-uniform.
+    // Workgroups inside C need no clamping but in K's tail (what a whole number of loop
+    // iterations leaves), which a clamped loop of single steps finishes; workgroups on C's
+    // edge clamp throughout. The choice is workgroup-uniform.
     let m_end = b.add_u(m0, g.bm)?;
     let n_end = b.add_u(n0, g.bn)?;
     let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
     let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
     let k_rem = b.mod_u(pk, s.stages() * g.bk)?;
-    let whole_k = b.b.i_equal(t_bool, None, k_rem, c0)?;
+    let k_main = b.b.i_sub(t_u32, None, pk, k_rem)?;
     let inside = b.b.logical_and(t_bool, None, in_m, in_n)?;
-    let interior = b.b.logical_and(t_bool, None, inside, whole_k)?;
     let (l_fast, l_edge, l_joined) = (b.b.id(), b.b.id(), b.b.id());
     b.b.selection_merge(l_joined, SelectionControl::NONE)?;
-    b.b.branch_conditional(interior, l_fast, l_edge, [])?;
+    b.b.branch_conditional(inside, l_fast, l_edge, [])?;
     b.b.begin_block(Some(l_fast))?;
-    k_loop(b, t_layout_unclamped, l_fast, (s.stages(), s.lookahead()))?;
+    k_loop(b, t_layout_unclamped, l_fast, (s.stages(), s.lookahead()), (c0, k_main))?;
+    let l_tail = b.b.id();
+    b.b.branch(l_tail)?;
+    b.b.begin_block(Some(l_tail))?;
+    k_loop(b, t_layout_clamped, l_tail, (1, 0), (k_main, pk))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_edge))?;
-    k_loop(b, t_layout_clamped, l_edge, (1, 0))?;
+    k_loop(b, t_layout_clamped, l_edge, (1, 0), (c0, pk))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_joined))?;
 

@@ -293,7 +293,9 @@ impl TileScheme {
 
     /// For workgroup scope: how many K steps ahead of its multiplies an iteration's loads are
     /// issued, 0 (each step's loads right before its multiply) to `stages - 1` (every load
-    /// first, the default). 0 for subgroup scope.
+    /// first, the default). At 0 the iteration is emitted as an inner loop of `stages` steps
+    /// with an unroll hint, which the driver pipelines better than the same steps unrolled in
+    /// the kernel. 0 for subgroup scope.
     pub fn lookahead(&self) -> u32 {
         self.lookahead
     }
