@@ -9,6 +9,7 @@ use super::matrix::{
 };
 use super::operand::{placed, DeviceOperand, Placed};
 use super::options::{ContextOptions, GemmOptions};
+use super::schemes::SchemeLists;
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::{AdoptedDevice, Device, DeviceInfo, DeviceKind, Instance, InstanceOptions, ValidationMessages};
 use crate::error::{Error, Result};
@@ -18,10 +19,7 @@ use crate::pipeline::Pipelines;
 use crate::plan::{device_ld, Batch, DispatchLimits, GemmPlan};
 use crate::record::{record_plan, Access, Bindings, Recording};
 use crate::submit::StreamCore;
-use crate::tiling::{
-    candidate_schemes, pick_scheme, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout,
-    TileScheme,
-};
+use crate::tiling::Layout;
 use crate::tune::TuneCache;
 use rustc_hash::FxHashMap;
 use std::marker::PhantomData;
@@ -50,17 +48,8 @@ pub struct Context {
     /// [`Context::choose_scheme`]'s candidates per config, built on first use: checking every
     /// scheme against the device on each call cost more host time (~5 us) than a 64x64x64
     /// GEMM's GPU time.
-    scheme_lists: Mutex<FxHashMap<GPUSubgroupMatrixConfig, Arc<SchemeLists>>>,
+    pub(super) scheme_lists: Mutex<FxHashMap<GPUSubgroupMatrixConfig, Arc<SchemeLists>>>,
     pub(crate) device: Arc<Device>,
-}
-
-/// The schemes [`Context::choose_scheme`] picks from for one config, best first.
-pub(crate) struct SchemeLists {
-    /// The measured-faster workgroup-scope schemes, then the subgroup-scope ones.
-    pub(crate) ordered: Vec<TileScheme>,
-    /// For problems no candidate's grid fills: 2 subgroups of 2x2 fragments (32x64 with 16x16
-    /// fragments), else the smallest subgroup-scope scheme.
-    pub(crate) small: Option<TileScheme>,
 }
 
 impl Context {
@@ -189,50 +178,6 @@ impl Context {
 
     pub(crate) fn is_cpu(&self) -> bool {
         self.device.info().kind == DeviceKind::Cpu
-    }
-
-    /// Tile schemes valid on this device for `config`: the subgroup-scope ones, largest first,
-    /// then the workgroup-scope ones where the device offers `VK_NV_cooperative_matrix2`.
-    pub fn schemes(&self, config: &GPUSubgroupMatrixConfig) -> Vec<TileScheme> {
-        let info = self.device.info();
-        let mut out = candidate_schemes(config, &info.limits, self.subgroup_size(), self.is_cpu());
-        out.extend(workgroup_candidates(config, info, self.subgroup_size()));
-        out
-    }
-
-    /// The default scheme for an `m x n` output: [`pick_scheme`] over the measured-faster
-    /// workgroup-scope schemes of [`preferred_workgroup_schemes`], then the subgroup-scope ones
-    /// of [`candidate_schemes`] (largest grid-filling tile first; a 32x64 tile for small
-    /// problems).
-    pub fn choose_scheme(&self, config: &GPUSubgroupMatrixConfig, m: usize, n: usize) -> Result<TileScheme> {
-        self.choose_batch_scheme(config, (m, n), 1)
-    }
-
-    /// [`Context::choose_scheme`] for a batch of `batch` GEMMs in one grid.
-    pub(crate) fn choose_batch_scheme(
-        &self,
-        config: &GPUSubgroupMatrixConfig,
-        (m, n): (usize, usize),
-        batch: usize,
-    ) -> Result<TileScheme> {
-        let lists = self.scheme_lists(config);
-        pick_scheme(&lists.ordered, lists.small, config, (m, n), batch, self.is_cpu())
-            .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
-    }
-
-    /// [`Context::choose_scheme`]'s candidates for `config`, built once per context.
-    pub(crate) fn scheme_lists(&self, config: &GPUSubgroupMatrixConfig) -> Arc<SchemeLists> {
-        let mut map = self.scheme_lists.lock().unwrap_or_else(|e| e.into_inner());
-        let lists = map.entry(*config).or_insert_with(|| {
-            let info = self.device.info();
-            let sg = self.subgroup_size();
-            let subgroup_scope = candidate_schemes(config, &info.limits, sg, self.is_cpu());
-            let small = small_problem_scheme(&subgroup_scope);
-            let mut ordered = preferred_workgroup_schemes(config, info, sg);
-            ordered.extend(subgroup_scope);
-            Arc::new(SchemeLists { ordered, small })
-        });
-        lists.clone()
     }
 
     /// Runs `f` on the blocking stream, submits what it recorded and waits for it; on an error

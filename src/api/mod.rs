@@ -13,6 +13,7 @@ mod matrix;
 mod operand;
 mod options;
 mod routing;
+mod schemes;
 mod stored;
 
 pub use batch::{BatchMut, BatchOperand, BatchRef, DeviceBatch};

@@ -131,11 +131,11 @@ pub fn workgroup_candidates(
     info: &DeviceInfo,
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
-    // Eight 128-byte steps are taken with each step loaded just before its multiply
-    // (ggml-vulkan's loop): the fastest 128x256 tile when both operands are K-contiguous
-    // (`nt`: 236-241 against 229-232 TFLOP/s for the default on the H200), slower in the other
-    // layouts; the autotuner picks.
-    let steps = [(64, 4), (64, 2), (128, 2), (128, 8)];
+    // Eight steps per iteration are taken step by step (each loaded just before its
+    // multiply, ggml-vulkan's loop, as an inner loop the driver unrolls): eight 64-byte steps
+    // are the fastest 128x128 loop in every layout, eight 128-byte steps the fastest 128x256
+    // one when both operands are K-contiguous (`nt`). H200: perf/h200-nested-loop.txt.
+    let steps = [(64, 4), (64, 2), (128, 2), (128, 8), (64, 8)];
     workgroup_schemes(config, info, subgroup_size, &steps)
         .into_iter()
         .map(|s| {
@@ -153,9 +153,10 @@ pub(crate) const VENDOR_NVIDIA: u32 = 0x10de;
 
 /// The workgroup-scope schemes taken by default, ahead of the subgroup-scope ones: those measured
 /// faster than every subgroup-scope scheme on the H200 (docs/performance.md), largest tile first:
-/// for 16-bit results 256x256 tiles with 256 invocations, then 128x128 with 128; for f32 results
-/// 128x128 with 128 invocations; each in 64-byte K steps, four per loop iteration. Then, for
-/// grids too small for those, 64x64 tiles with 128 invocations and two steps per iteration
+/// for 16-bit results 256x256 tiles with 256 invocations, then 128x128 with 128, each in 64-byte K
+/// steps, four per loop iteration; for f32 results 128x128 with 128 invocations in eight 64-byte
+/// steps taken step by step (3-4% faster than four steps loaded first, in every layout). Then,
+/// for grids too small for those, 64x64 tiles with 128 invocations and two steps per iteration
 /// (1024x1024x1024 f16->f32: 21.3 us, against 25.3 for the best subgroup-scope tile). Only on
 /// NVIDIA, where they were measured; elsewhere the autotuner decides.
 pub fn preferred_workgroup_schemes(
@@ -163,23 +164,51 @@ pub fn preferred_workgroup_schemes(
     info: &DeviceInfo,
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
+    // (tile rows, tile columns, invocations, K step bytes, K steps per loop iteration)
+    let wanted: &[(u32, u32, u32, u32, u32)] = match config.result_type {
+        ComponentType::F16 => &[(256, 256, 256, 64, 4), (128, 128, 128, 64, 4), (64, 64, 128, 64, 2)],
+        ComponentType::F32 => &[(128, 128, 128, 64, 8), (64, 64, 128, 64, 2)],
+        _ => &[],
+    };
+    preferred(config, info, subgroup_size, wanted)
+}
+
+/// The workgroup-scope schemes taken first when A is row-major and B column-major (`nt`: both
+/// K-contiguous, the layout of model weights): for f32 results 128x256 tiles with 256
+/// invocations in eight 128-byte steps taken step by step (ggml-vulkan's tile and loop; on the
+/// H200 7% faster there than the 128x128 default, and slower in the other layouts). Only on
+/// NVIDIA.
+pub fn preferred_k_contiguous_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    let wanted: &[(u32, u32, u32, u32, u32)] = match config.result_type {
+        ComponentType::F32 => &[(128, 256, 256, 128, 8)],
+        _ => &[],
+    };
+    preferred(config, info, subgroup_size, wanted)
+}
+
+/// The candidates matching `wanted` (tile rows, tile columns, invocations, K step bytes, steps
+/// per iteration), in its order; none off NVIDIA or for integer configs.
+fn preferred(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+    wanted: &[(u32, u32, u32, u32, u32)],
+) -> Vec<TileScheme> {
     if info.vendor_id != VENDOR_NVIDIA || !config.component_type.is_float() {
         return Vec::new();
     }
-    // (tile rows, tile columns, invocations, K steps per loop iteration)
-    let wanted: &[(u32, u32, u32, u32)] = match config.result_type {
-        ComponentType::F16 => &[(256, 256, 256, 4), (128, 128, 128, 4), (64, 64, 128, 2)],
-        ComponentType::F32 => &[(128, 128, 128, 4), (64, 64, 128, 2)],
-        _ => &[],
-    };
     let es = config.component_type.size_bytes();
     let candidates = workgroup_candidates(config, info, subgroup_size);
     wanted
         .iter()
-        .filter_map(|&(bm, bn, threads, stages)| {
+        .filter_map(|&(bm, bn, threads, k_bytes, stages)| {
             candidates.iter().copied().find(|s| {
                 let g = s.geometry(config);
-                (g.bm, g.bn, g.threads) == (bm, bn, threads) && g.bk * es == 64 && s.stages() == stages
+                (g.bm, g.bn, g.threads) == (bm, bn, threads) && g.bk * es == k_bytes && s.stages() == stages
             })
         })
         .collect()
@@ -421,8 +450,15 @@ mod tests {
         assert_eq!(pick(512, 512), "sg1x2_fr2x2_k32_s32");
         assert_eq!(pick(16, 4096), "sg1x2_fr2x2_k32_s32");
         assert_eq!(pick(1024, 1024), "wg_t128_fr4x4_k32_u2");
-        assert_eq!(pick(2048, 2048), "wg_t128_fr8x8_k32_u4");
-        assert_eq!(pick(4096, 11008), "wg_t128_fr8x8_k32_u4");
+        assert_eq!(pick(2048, 2048), "wg_t128_fr8x8_k32_u8_a0");
+        assert_eq!(pick(4096, 11008), "wg_t128_fr8x8_k32_u8_a0");
+        // Both operands K-contiguous: ggml's 128x256 tile where its grid fills the GPU.
+        let mut k_contiguous = preferred_k_contiguous_schemes(&c, &info, 32);
+        k_contiguous.extend(all.iter().copied());
+        let pick_nt = |m, n| pick_scheme(&k_contiguous, small, &c, (m, n), 1, false).unwrap().name();
+        assert_eq!(pick_nt(4096, 4096), "wg_t256_fr8x16_k64_u8_a0");
+        assert_eq!(pick_nt(2048, 2048), "wg_t256_fr8x16_k64_u8_a0");
+        assert_eq!(pick_nt(1024, 1024), "wg_t128_fr4x4_k32_u2");
         // Without the extension: the largest subgroup-scope tile whose grid fills the GPU.
         let plain = crate::device::test_device(h200_limits(), None);
         assert!(preferred_workgroup_schemes(&c, &plain, 32).is_empty());
@@ -449,7 +485,13 @@ mod tests {
             .iter()
             .map(|s| s.name())
             .collect();
-        assert_eq!(names, ["wg_t128_fr8x8_k32_u4", "wg_t128_fr4x4_k32_u2"]);
+        assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0", "wg_t128_fr4x4_k32_u2"]);
+        let names: Vec<String> = preferred_k_contiguous_schemes(&c, &info, 32)
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(names, ["wg_t256_fr8x16_k64_u8_a0"]);
+        assert!(preferred_k_contiguous_schemes(&cfg(16, 16, 16, F16, F16), &info, 32).is_empty());
         let names: Vec<String> = preferred_workgroup_schemes(&cfg(16, 16, 16, F16, F16), &info, 32)
             .iter()
             .map(|s| s.name())
@@ -462,6 +504,7 @@ mod tests {
         assert!(preferred_workgroup_schemes(&cfg(16, 16, 32, I8, I32), &info, 32).is_empty());
         info.vendor_id = 0x1002;
         assert!(preferred_workgroup_schemes(&c, &info, 32).is_empty());
+        assert!(preferred_k_contiguous_schemes(&c, &info, 32).is_empty());
     }
 
     #[test]
@@ -479,8 +522,9 @@ mod tests {
         // 32-invocation workgroup may take 64x64, not 128x256).
         let threads: Vec<u32> = v.iter().map(|s| s.geometry(&c).threads).collect();
         assert!(threads.windows(2).all(|w| w[0] >= w[1]), "{threads:?}");
-        assert_eq!(threads.iter().filter(|&&t| t == 256).count(), 6 * 4);
+        assert_eq!(threads.iter().filter(|&&t| t == 256).count(), 6 * 5);
         assert!(v.iter().any(|s| s.name() == "wg_t256_fr8x16_k64_u8_a0"));
+        assert!(v.iter().any(|s| s.name() == "wg_t128_fr8x8_k32_u8_a0"));
         assert!(v.iter().all(|s| {
             let g = s.geometry(&c);
             g.bm * g.bn * 4 <= 512 * g.threads

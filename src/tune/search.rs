@@ -29,7 +29,7 @@ impl Context {
         }
         // Autotuning times single GEMMs: a batch takes the rule, over its whole grid.
         let (Some(cache), 1) = (&self.tune_cache, batch) else {
-            return self.choose_batch_scheme(config, (m, n), batch);
+            return self.choose_layout_scheme(config, (m, n, k), layouts, batch);
         };
         let key = TuneKey::new(config, layouts, (m, n, k));
         let known = lock(cache).get(&key, config, self.device_info());

@@ -105,7 +105,12 @@ fn check_configs(
             .filter(|s| s.scope() == KernelScope::Workgroup)
             .collect();
         let info = ctx.device_info();
-        let preferred = vk_sgmat::tiling::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());
+        let mut preferred = vk_sgmat::tiling::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());
+        preferred.extend(vk_sgmat::tiling::preferred_k_contiguous_schemes(
+            &config,
+            info,
+            ctx.subgroup_size(),
+        ));
         for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
             if !extras.contains(&(config, Some(*s))) {
                 extras.push((config, Some(*s)));
