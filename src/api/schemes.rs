@@ -5,8 +5,8 @@ use super::context::Context;
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::error::{Error, Result};
 use crate::tiling::{
-    candidate_schemes, pick_scheme, preferred_k_contiguous_schemes, preferred_workgroup_schemes, small_problem_scheme,
-    workgroup_candidates, Layout, TileScheme,
+    candidate_schemes, k_suits, pick_scheme, preferred_k_contiguous_schemes, preferred_workgroup_schemes,
+    small_problem_scheme, workgroup_candidates, Layout, TileScheme,
 };
 use std::sync::Arc;
 
@@ -17,8 +17,10 @@ pub(crate) struct SchemeLists {
     /// For problems no candidate's grid fills: 2 subgroups of 2x2 fragments (32x64 with 16x16
     /// fragments), else the smallest subgroup-scope scheme.
     pub(crate) small: Option<TileScheme>,
-    /// The schemes taken ahead of `ordered` when both operands are K-contiguous.
+    /// The schemes measured faster when both operands are K-contiguous, then `ordered`; the
+    /// first `k_lead` are those schemes.
     pub(crate) k_contiguous: Vec<TileScheme>,
+    pub(crate) k_lead: usize,
 }
 
 impl Context {
@@ -51,9 +53,9 @@ impl Context {
 
     /// [`Context::choose_batch_scheme`] for an `m x n x k` GEMM with A and B stored as
     /// `layouts`: a row-major A with a column-major B (both K-contiguous) takes
-    /// [`preferred_k_contiguous_schemes`] first where K is at least four of their loop
-    /// iterations and a whole number of them (their tiles run the one-step edge loop otherwise:
-    /// 4096x4096x256 took 77 TFLOP/s with them, 95 without).
+    /// [`preferred_k_contiguous_schemes`] first where K is at least four of every such
+    /// scheme's loop iterations and a whole number of them (their tiles run the one-step loop
+    /// otherwise: 4096x4096x256 took 77 TFLOP/s with them, 95 without).
     pub(crate) fn choose_layout_scheme(
         &self,
         config: &GPUSubgroupMatrixConfig,
@@ -62,22 +64,9 @@ impl Context {
         batch: usize,
     ) -> Result<TileScheme> {
         let lists = self.scheme_lists(config);
-        let long_k = |s: &&TileScheme| {
-            let per_iteration = (s.stages() * s.geometry(config).bk) as usize;
-            k >= 4 * per_iteration && k % per_iteration == 0
-        };
-        let first: Vec<TileScheme> = if layouts == (Layout::RowMajor, Layout::ColMajor) {
-            lists.k_contiguous.iter().filter(long_k).copied().collect()
-        } else {
-            Vec::new()
-        };
-        let joined;
-        let list = if first.is_empty() {
-            &lists.ordered
-        } else {
-            joined = [first, lists.ordered.clone()].concat();
-            &joined
-        };
+        let lead = &lists.k_contiguous[..lists.k_lead];
+        let k_first = layouts == (Layout::RowMajor, Layout::ColMajor) && k_suits(lead, config, k);
+        let list = if k_first { &lists.k_contiguous } else { &lists.ordered };
         pick_scheme(list, lists.small, config, (m, n), batch, self.is_cpu())
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
     }
@@ -92,11 +81,14 @@ impl Context {
             let small = small_problem_scheme(&subgroup_scope);
             let mut ordered = preferred_workgroup_schemes(config, info, sg);
             ordered.extend(subgroup_scope);
-            let k_contiguous = preferred_k_contiguous_schemes(config, info, sg);
+            let mut k_contiguous = preferred_k_contiguous_schemes(config, info, sg);
+            let k_lead = k_contiguous.len();
+            k_contiguous.extend(&ordered);
             Arc::new(SchemeLists {
                 ordered,
                 small,
                 k_contiguous,
+                k_lead,
             })
         });
         lists.clone()
