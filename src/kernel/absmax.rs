@@ -25,7 +25,7 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
     let t_uvec4 = b.t_uvec(4);
     let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
     let v_wg = b.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
-    let v_pc = b.push_constant_block(super::gemm::PC_MEMBERS);
+    let v_pc = b.push_constant_block(super::push::PC_MEMBERS);
     let v_m = b.storage_buffer(t_uvec4, 16, 0, true);
     let v_out = b.storage_buffer(t_u32, 4, 2, false);
     let c_threads = b.c_u32(THREADS);
@@ -50,8 +50,8 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
     let l_entry = b.b.begin_block(None)?;
     let v_max = b.b.variable(p_fn_u32, None, StorageClass::Function, Some(u0));
-    let pc = |b: &mut ModuleBuilder, i: super::gemm::Pc| b.push_constant(v_pc, i as u32);
-    use super::gemm::Pc;
+    let pc = |b: &mut ModuleBuilder, i: super::push::Pc| b.push_constant(v_pc, i as u32);
+    use super::push::Pc;
     let groups = pc(b, Pc::K)?;
     let (rows, row_vecs, ld, off, word) = (
         pc(b, Pc::M)?,

@@ -8,7 +8,7 @@
 //! (no arithmetic touches them there), so no bf16 type is needed.
 
 use super::builder::{BuildResult, ModuleBuilder};
-use super::gemm::Pc;
+use super::push::Pc;
 use super::{Activation, Axis, Epilogue, BIAS_BINDING};
 use crate::config::ComponentType;
 use rspirv::dr::Operand;

@@ -21,6 +21,7 @@
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::gemm_store::{self as store, Store};
+use super::push::{batch_offsets, Pc, PC_MEMBERS};
 use super::raster::raster;
 use super::{KernelKey, Load, Probe};
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
@@ -30,46 +31,6 @@ use rspirv::spirv::{
 
 const ROW_MAJOR: u32 = 0;
 const COL_MAJOR: u32 = 1;
-
-/// Push-constant member indices (see `PushConstants`).
-#[derive(Copy, Clone)]
-pub(super) enum Pc {
-    M = 0,
-    N,
-    K,
-    LdaVec,
-    LdbVec,
-    Ldc,
-    AOff,
-    BOff,
-    COff,
-    Alpha,
-    Beta,
-    ABatch,
-    BBatch,
-    CBatch,
-    Row0,
-    Col0,
-}
-pub(super) const PC_MEMBERS: u32 = 16;
-
-/// The offsets of A and B (vectors) and C (elements) in the workgroup's batch entry, its z:
-/// `off + z * batch stride`. A grid of one entry has z = 0 and costs three integer ops.
-pub(super) fn batch_offsets(b: &mut ModuleBuilder, v_pc: Word, wg: Word) -> BuildResult<[Word; 3]> {
-    let t_u32 = b.t_u32();
-    let z = b.b.composite_extract(t_u32, None, wg, [2])?;
-    let mut out = [0; 3];
-    for (slot, (off, stride)) in
-        out.iter_mut()
-            .zip([(Pc::AOff, Pc::ABatch), (Pc::BOff, Pc::BBatch), (Pc::COff, Pc::CBatch)])
-    {
-        let off = b.push_constant(v_pc, off as u32)?;
-        let stride = b.push_constant(v_pc, stride as u32)?;
-        let step = b.b.i_mul(t_u32, None, z, stride)?;
-        *slot = b.b.i_add(t_u32, None, off, step)?;
-    }
-    Ok(out)
-}
 
 /// One operand's staging: how its tile lies in global and shared memory.
 struct Operand2d {

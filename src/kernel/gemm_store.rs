@@ -6,7 +6,7 @@
 
 use super::builder::{BuildResult, ModuleBuilder};
 use super::epilogue::Fused;
-use super::gemm::Pc;
+use super::push::Pc;
 use super::KernelKey;
 use rspirv::spirv::{MemoryAccess, SelectionControl, Word};
 

@@ -8,6 +8,7 @@ mod epilogue;
 mod gemm;
 mod gemm_store;
 pub mod peak;
+mod push;
 mod raster;
 pub mod reduce;
 mod simt;

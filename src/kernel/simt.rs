@@ -12,7 +12,7 @@
 
 use super::builder::{BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
-use super::gemm::{batch_offsets, Pc, PC_MEMBERS};
+use super::push::{batch_offsets, Pc, PC_MEMBERS};
 use super::raster::raster;
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};

@@ -19,7 +19,7 @@
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
-use super::gemm::{batch_offsets, Pc, PC_MEMBERS};
+use super::push::{batch_offsets, Pc, PC_MEMBERS};
 use super::raster::raster;
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
