@@ -235,12 +235,16 @@ fn workgroup_scope_kernels_pass_spirv_val() {
         // 128x128 accumulators.
         // ggml's loop (each step loaded right before its multiply, as an inner loop the driver
         // unrolls), alone and with two accumulators.
-        for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group, ahead, parts) in [
-            ((1, 8), (8, 2), 128, 1, 8, 0, 1),
-            ((1, 4), (8, 2), 64, 4, 0, 3, 1),
-            ((1, 8), (8, 2), 128, 8, 0, 1, 2),
-            ((1, 8), (8, 2), 128, 8, 0, 0, 1),
-            ((1, 8), (8, 2), 128, 8, 8, 0, 2),
+        // The last two compute their tiles transposed (B^T A^T): 256x128 (a 128x256 accumulator),
+        // and 128x128 loaded all first.
+        for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group, ahead, parts, transposed) in [
+            ((1, 8), (8, 2), 128, 1, 8, 0, 1, false),
+            ((1, 4), (8, 2), 64, 4, 0, 3, 1, false),
+            ((1, 8), (8, 2), 128, 8, 0, 1, 2, false),
+            ((1, 8), (8, 2), 128, 8, 0, 0, 1, false),
+            ((1, 8), (8, 2), 128, 8, 8, 0, 2, false),
+            ((8, 1), (2, 8), 128, 8, 0, 0, 1, true),
+            ((1, 4), (8, 2), 64, 4, 0, 3, 1, true),
         ] {
             let scheme = TileScheme::workgroup_for_limits(
                 &config,
@@ -253,6 +257,7 @@ fn workgroup_scope_kernels_pass_spirv_val() {
             .and_then(|s| s.with_raster_group(raster_group))
             .and_then(|s| s.with_lookahead(ahead))
             .and_then(|s| s.with_n_parts(parts, &config, &limits(32, 49152)))
+            .and_then(|s| s.with_c_transposed(transposed, &config, &limits(32, 49152)))
             .unwrap();
             assert_eq!(scheme.scope(), KernelScope::Workgroup);
             for a_layout in LAYOUTS {
@@ -270,15 +275,22 @@ fn workgroup_scope_kernels_pass_spirv_val() {
                         let words = generate(&key).unwrap();
                         common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
                         // Only the step-by-step loop of several steps hints an unroll.
-                        let hinted = common::spirv_dis(&words).contains("Unroll");
+                        let text = common::spirv_dis(&words);
+                        let hinted = text.contains("Unroll");
                         assert_eq!(hinted, ahead == 0 && stages > 1, "{}", key.name());
+                        // A transposed tile is stored through the transposing view.
+                        let store = text
+                            .lines()
+                            .find(|l| l.contains("OpCooperativeMatrixStoreTensorNV"))
+                            .unwrap();
+                        assert_eq!(store.contains("TensorView"), transposed, "{}: {store}", key.name());
                         n += 1;
                     }
                 }
             }
         }
     }
-    assert_eq!(n, 4 * 5 * 16);
+    assert_eq!(n, 4 * 7 * 16);
 }
 
 #[test]
@@ -666,18 +678,26 @@ fn golden_disassembly() {
         },
         ..keys[3]
     });
-    // The H200's f16 -> f32 default since the step-by-step loop: eight steps per iteration in an
-    // inner loop the driver unrolls, `nt`.
+    // The H200's f16 -> f32 default: eight steps per iteration in an inner loop the driver
+    // unrolls, the tile computed transposed (B^T A^T, stored through a transposing view), `nt`.
+    let (f16_f32, h200_limits) = (cfg(16, 16, 16, F16, F32), limits(32, 49152));
     keys.push(KernelKey {
         scheme: keys[3]
             .scheme
-            .with_stages(8, &cfg(16, 16, 16, F16, F32), &limits(32, 49152))
+            .with_stages(8, &f16_f32, &h200_limits)
             .and_then(|s| s.with_lookahead(0))
+            .and_then(|s| s.with_c_transposed(true, &f16_f32, &h200_limits))
             .unwrap(),
         a_layout: Layout::RowMajor,
         b_layout: Layout::ColMajor,
         epilogue: Epilogue::default(),
         ..keys[3]
+    });
+    // The fused epilogue with beta on that scheme: the per-element function swaps row and
+    // column back.
+    keys.push(KernelKey {
+        epilogue: keys[5].epilogue,
+        ..keys[6]
     });
     let mut mismatches = Vec::new();
     for key in keys {

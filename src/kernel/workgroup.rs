@@ -99,11 +99,12 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             _ => {}
         }
     }
-    // The tile's N side is held as `parts` accumulators of `pw` columns (one by default).
+    // The tile's N side is held as `parts` accumulators (one by default), each `acc_rows x
+    // acc_cols`: BM x BN / parts, or BN x BM when the tile is computed transposed.
     let parts = s.n_parts();
-    let pw = g.bn / parts;
-    let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(&cfg, Scope::Workgroup, (g.bm, pw, g.bk));
-    let (c_bm, c_pw, c_bk) = (mb.c_u32(g.bm), mb.c_u32(pw), mb.c_u32(g.bk));
+    let (acc_rows, acc_cols) = s.accumulator_shape(&cfg);
+    let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(&cfg, Scope::Workgroup, (acc_rows, acc_cols, g.bk));
+    let (c_rows, c_cols, c_bk) = (mb.c_u32(acc_rows), mb.c_u32(acc_cols), mb.c_u32(g.bk));
     let c_two = mb.c_u32(2);
     let c_clamped = mb.c_u32(CLAMP_CONSTANT);
     let c_unclamped = mb.c_u32(CLAMP_UNDEFINED);
@@ -128,7 +129,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 
     let f_element = if fused {
         let mut ep = Fused::declare(&mut mb, key.epilogue, cfg.result_type);
-        Some(element_function(&mut mb, &mut ep, v_pc, (v_c, t_c))?)
+        Some(element_function(&mut mb, &mut ep, v_pc, (v_c, t_c), s.c_transposed())?)
     } else {
         None
     };
@@ -166,14 +167,28 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let (tx, ty) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), s.raster_group())?;
     let m0 = b.mul_u(ty, g.bm)?;
     let n0 = b.mul_u(tx, g.bn)?;
-    // The first column of each accumulator.
-    let part_n0 = (0..parts)
-        .map(|j| if j == 0 { Ok(n0) } else { b.add_u(n0, j * pw) })
+    // The multiply's left and right operands and its result: A, B and C, or B^T, A^T and C^T
+    // (the same memory, the layouts flipped) when the tile is computed transposed. `row0` is
+    // the accumulators' first row, `col0s` each accumulator's first column.
+    let ((left, p_left, row0), (right, p_right, col0)) = if s.c_transposed() {
+        (
+            (Tensor::new(key.b_layout.transposed(), (pn, pk), ldb), p_b, n0),
+            (Tensor::new(key.a_layout.transposed(), (pk, pm), lda), p_a, m0),
+        )
+    } else {
+        (
+            (Tensor::new(key.a_layout, (pm, pk), lda), p_a, m0),
+            (Tensor::new(key.b_layout, (pk, pn), ldb), p_b, n0),
+        )
+    };
+    let c = if s.c_transposed() {
+        Tensor::new(Layout::ColMajor, (pn, pm), ldc)
+    } else {
+        Tensor::new(Layout::RowMajor, (pm, pn), ldc)
+    };
+    let col0s = (0..parts)
+        .map(|j| if j == 0 { Ok(col0) } else { b.add_u(col0, j * acc_cols) })
         .collect::<BuildResult<Vec<Word>>>()?;
-
-    let a = Tensor::new(key.a_layout, (pm, pk), lda);
-    let bt = Tensor::new(key.b_layout, (pk, pn), ldb);
-    let c = Tensor::new(Layout::RowMajor, (pm, pn), ldc);
     let view = b.b.create_tensor_view_nv(t_view_transpose, None)?;
     // A tensor layout of `t` over the operand, sliced to the matrix at (row0, col0) of the
     // matrix's (not the storage's) coordinates.
@@ -227,22 +242,22 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                   (steps, ahead): (u32, u32),
                   (k_start, k_end): (Word, Word)|
      -> BuildResult<()> {
-        let la = layout(b, t_layout, &a)?;
-        let lb = layout(b, t_layout, &bt)?;
-        // One K step's loads: A's slice, and B's for each accumulator.
+        let la = layout(b, t_layout, &left)?;
+        let lb = layout(b, t_layout, &right)?;
+        // One K step's loads: the left operand's slice, and the right's for each accumulator.
         let load = |b: &mut ModuleBuilder, k: Word| -> BuildResult<(Word, Vec<Word>)> {
-            let sa = slice(b, t_layout, la, &a, (m0, c_bm), (k, c_bk))?;
-            let (ta, xa) = addressing(&a);
+            let sa = slice(b, t_layout, la, &left, (row0, c_rows), (k, c_bk))?;
+            let (ta, xa) = addressing(&left);
             let ma =
-                b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_a, zero_a, sa, MemoryAccess::NONE, ta, xa)?;
+                b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_left, zero_a, sa, MemoryAccess::NONE, ta, xa)?;
             let mut mbs = Vec::with_capacity(parts as usize);
-            for &nj in &part_n0 {
-                let sb = slice(b, t_layout, lb, &bt, (k, c_bk), (nj, c_pw))?;
-                let (tb, xb) = addressing(&bt);
+            for &cj in &col0s {
+                let sb = slice(b, t_layout, lb, &right, (k, c_bk), (cj, c_cols))?;
+                let (tb, xb) = addressing(&right);
                 mbs.push(b.b.cooperative_matrix_load_tensor_nv(
                     t_mat_b,
                     None,
-                    p_b,
+                    p_right,
                     zero_b,
                     sb,
                     MemoryAccess::NONE,
@@ -255,13 +270,17 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         if ahead == 0 && steps > 1 {
             // Load, multiply, step by step: an inner loop of `steps` K steps that the driver
             // unrolls (its hint), not unrolled here. The driver pipelines this form's loads
-            // better: +7% at 4096^3 `nt` on the H200 for the same kernel unrolled by hand.
+            // better: +7% at 4096^3 `nt` on the H200 for the same kernel unrolled by hand. The
+            // inner loop counts its steps from 0, so its trip count is a constant the driver
+            // sees (counting K from `kb` to `kb + steps * BK` was 1.4% slower).
+            let c_steps = b.c_u32(steps);
             return b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
                 let l_inner = b.b.id();
                 b.b.branch(l_inner)?;
                 b.b.begin_block(Some(l_inner))?;
-                let end = b.add_u(kb, steps * g.bk)?;
-                b.counted_loop_ctl(l_inner, (kb, end, c_bk), LoopControl::UNROLL, |b, k| {
+                b.counted_loop_ctl(l_inner, (c0, c_steps, c1), LoopControl::UNROLL, |b, step| {
+                    let dk = b.mul_u(step, g.bk)?;
+                    let k = b.b.i_add(t_u32, None, kb, dk)?;
                     let (ma, mbs) = load(b, k)?;
                     for (&v, mbm) in v_acc.iter().zip(mbs) {
                         let x = b.b.load(t_mat_acc, None, v, None, [])?;
@@ -338,17 +357,17 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         }
     };
     let lc_full = layout(b, t_layout_clamped, &c)?;
-    for (&v, &nj) in v_acc.iter().zip(&part_n0) {
-        let lc = slice(b, t_layout_clamped, lc_full, &c, (m0, c_bm), (nj, c_pw))?;
+    for (&v, &cj) in v_acc.iter().zip(&col0s) {
+        let lc = slice(b, t_layout_clamped, lc_full, &c, (row0, c_rows), (cj, c_cols))?;
         let mut out = b.b.load(t_mat_acc, None, v, None, [])?;
         if let Some(f) = f_element {
             let id = b.b.id();
-            let args = [out, f, m0, nj, c_off].map(Operand::IdRef).to_vec();
+            let args = [out, f, row0, cj, c_off].map(Operand::IdRef).to_vec();
             let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_mat_acc), Some(id), args);
             b.b.insert_into_block(InsertPoint::End, op)?;
             out = id;
             if t_c != t_res {
-                let t_mat_c = b.acc_type(t_c, Scope::Workgroup, (g.bm, pw));
+                let t_mat_c = b.acc_type(t_c, Scope::Workgroup, (acc_rows, acc_cols));
                 out = b.b.f_convert(t_mat_c, None, out)?;
             }
         }
@@ -362,16 +381,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             let bits = pc(b, Pc::Beta)?;
             let beta = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
             let beta = b.b.composite_construct(t_mat_acc, None, [beta])?;
-            let cv = b.b.cooperative_matrix_load_tensor_nv(
-                t_mat_acc,
-                None,
-                p_c,
-                zero_acc,
-                lc,
-                MemoryAccess::NONE,
-                TensorAddressingOperands::NONE,
-                [],
-            )?;
+            let (tc, xc) = addressing(&c);
+            let cv =
+                b.b.cooperative_matrix_load_tensor_nv(t_mat_acc, None, p_c, zero_acc, lc, MemoryAccess::NONE, tc, xc)?;
             let t = mul(b, cv, beta)?;
             out = if is_float {
                 b.b.f_add(t_mat_acc, None, out, t)?
@@ -379,24 +391,32 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 b.b.i_add(t_mat_acc, None, out, t)?
             };
         }
-        b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, TensorAddressingOperands::NONE, [])?;
+        let (tc, xc) = addressing(&c);
+        b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, tc, xc)?;
     }
     b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
 }
 
-/// The per-element function of a fused epilogue: `(row, col, x, m0, n0, c_off) -> f32`, where
-/// `row` and `col` count from the tile's corner (`m0`, `n0`) and `c_off` is C's first element.
+/// The per-element function of a fused epilogue: `(row, col, x, row0, col0, c_off) -> f32`, where
+/// `row` and `col` count from the accumulator's corner (`row0`, `col0`) and `c_off` is C's first
+/// element. The accumulator is C's tile, or its transpose when `transposed`.
 /// It is called for every element of the tile, past C's edges too: those read the vectors and
 /// C at C's last row or column (in bounds) and are dropped by the clamped store.
-fn element_function(b: &mut ModuleBuilder, ep: &mut Fused, v_pc: Word, (v_c, t_c): (Word, Word)) -> BuildResult<Word> {
+fn element_function(
+    b: &mut ModuleBuilder,
+    ep: &mut Fused,
+    v_pc: Word,
+    (v_c, t_c): (Word, Word),
+    transposed: bool,
+) -> BuildResult<Word> {
     let (t_u32, t_f32, t_bool) = (b.t_u32(), b.t_f32(), b.t_bool());
     let t_fn = b.b.type_function(t_f32, [t_u32, t_u32, t_f32, t_u32, t_u32, t_u32]);
     // Not DontInline: the driver inlines the function into the per-element loop it generates.
     let f = b.b.begin_function(t_f32, None, FunctionControl::INLINE, t_fn)?;
     let [row, col] = [b.b.function_parameter(t_u32)?, b.b.function_parameter(t_u32)?];
     let x = b.b.function_parameter(t_f32)?;
-    let [m0, n0, c_off] = [
+    let [row0, col0, c_off] = [
         b.b.function_parameter(t_u32)?,
         b.b.function_parameter(t_u32)?,
         b.b.function_parameter(t_u32)?,
@@ -411,8 +431,13 @@ fn element_function(b: &mut ModuleBuilder, ep: &mut Fused, v_pc: Word, (v_c, t_c
         let inside = b.b.u_less_than(t_bool, None, v, last)?;
         b.b.select(t_u32, None, inside, v, last)
     };
-    let r = clamped(b, m0, row, Pc::M)?;
-    let c = clamped(b, n0, col, Pc::N)?;
+    let (along_m, along_n) = if transposed {
+        ((col0, col), (row0, row))
+    } else {
+        ((row0, row), (col0, col))
+    };
+    let r = clamped(b, along_m.0, along_m.1, Pc::M)?;
+    let c = clamped(b, along_n.0, along_n.1, Pc::N)?;
     let p_c = if ep.reads_c() {
         let ldc = b.push_constant(v_pc, Pc::Ldc as u32)?;
         let at = b.b.i_mul(t_u32, None, r, ldc)?;

@@ -136,26 +136,37 @@ pub fn workgroup_candidates(
     // are the fastest 128x128 loop in every layout, eight 128-byte steps the fastest 128x256
     // one when both operands are K-contiguous (`nt`). H200: perf/h200-nested-loop.txt.
     let steps = [(64, 4), (64, 2), (128, 2), (128, 8), (64, 8)];
-    workgroup_schemes(config, info, subgroup_size, &steps)
-        .into_iter()
-        .map(|s| {
-            if s.stages() == 8 {
-                s.with_lookahead(0).unwrap_or(s)
-            } else {
-                s
-            }
-        })
-        .collect()
+    let mut out = Vec::new();
+    for s in workgroup_schemes(config, info, subgroup_size, &steps) {
+        let s = if s.stages() == 8 {
+            s.with_lookahead(0).unwrap_or(s)
+        } else {
+            s
+        };
+        // Each tile also computed transposed, which NVIDIA's driver stores faster.
+        let transposed = s
+            .with_c_transposed(true, config, &info.limits)
+            .ok()
+            .filter(|t| t.check_device(config, info).is_ok());
+        out.extend(std::iter::once(s).chain(transposed));
+    }
+    out
 }
 
 /// PCI vendor id of NVIDIA.
 pub(crate) const VENDOR_NVIDIA: u32 = 0x10de;
 
+/// A preferred workgroup-scope scheme: (tile rows, tile columns, invocations, K step bytes, K
+/// steps per loop iteration, computed transposed).
+type Wanted = (u32, u32, u32, u32, u32, bool);
+
 /// The workgroup-scope schemes taken by default, ahead of the subgroup-scope ones: those measured
 /// faster than every subgroup-scope scheme on the H200 (docs/performance.md), largest tile first:
 /// for 16-bit results 256x256 tiles with 256 invocations, then 128x128 with 128; for f32 results
 /// 128x128 with 128 invocations; each in eight 64-byte K steps per loop iteration taken step by
-/// step (3-8% faster than four steps loaded first, in every layout measured). Then,
+/// step (3-8% faster than four steps loaded first, in every layout measured). The large tiles
+/// are computed transposed (4096^3 f16->f32 128x128: 3.6-6.5% faster in every layout, 69% at
+/// K = 256; f16->f16 256x256: nn 9.4%, nt 1%); f16's 128x128 is not (nt: 5x slower so). Then,
 /// for grids too small for those, 64x64 tiles with 128 invocations and two steps per iteration
 /// (1024x1024x1024 f16->f32: 21.3 us, against 25.3 for the best subgroup-scope tile). Only on
 /// NVIDIA, where they were measured; elsewhere the autotuner decides.
@@ -164,27 +175,30 @@ pub fn preferred_workgroup_schemes(
     info: &DeviceInfo,
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
-    // (tile rows, tile columns, invocations, K step bytes, K steps per loop iteration)
-    let wanted: &[(u32, u32, u32, u32, u32)] = match config.result_type {
-        ComponentType::F16 => &[(256, 256, 256, 64, 8), (128, 128, 128, 64, 8), (64, 64, 128, 64, 2)],
-        ComponentType::F32 => &[(128, 128, 128, 64, 8), (64, 64, 128, 64, 2)],
+    let wanted: &[Wanted] = match config.result_type {
+        ComponentType::F16 => &[
+            (256, 256, 256, 64, 8, true),
+            (128, 128, 128, 64, 8, false),
+            (64, 64, 128, 64, 2, false),
+        ],
+        ComponentType::F32 => &[(128, 128, 128, 64, 8, true), (64, 64, 128, 64, 2, false)],
         _ => &[],
     };
     preferred(config, info, subgroup_size, wanted)
 }
 
 /// The workgroup-scope schemes taken first when A is row-major and B column-major (`nt`: both
-/// K-contiguous, the layout of model weights): for f32 results 128x256 tiles with 256
-/// invocations in eight 128-byte steps taken step by step (ggml-vulkan's tile and loop; on the
-/// H200 7% faster there than the 128x128 default, and slower in the other layouts). Only on
-/// NVIDIA.
+/// K-contiguous, the layout of model weights): for f32 results 256x128 tiles computed transposed
+/// (a 128x256 accumulator of C^T) with 256 invocations in eight 128-byte steps taken step by step
+/// (ggml-vulkan's accumulator and loop; on the H200 4096^3 281 TFLOP/s against 255 for the
+/// 128x128 default, and slower in the other layouts). Only on NVIDIA.
 pub fn preferred_k_contiguous_schemes(
     config: &GPUSubgroupMatrixConfig,
     info: &DeviceInfo,
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
-    let wanted: &[(u32, u32, u32, u32, u32)] = match config.result_type {
-        ComponentType::F32 => &[(128, 256, 256, 128, 8)],
+    let wanted: &[Wanted] = match config.result_type {
+        ComponentType::F32 => &[(256, 128, 256, 128, 8, true)],
         _ => &[],
     };
     preferred(config, info, subgroup_size, wanted)
@@ -201,13 +215,12 @@ pub fn k_suits(schemes: &[TileScheme], config: &GPUSubgroupMatrixConfig, k: usiz
     })
 }
 
-/// The candidates matching `wanted` (tile rows, tile columns, invocations, K step bytes, steps
-/// per iteration), in its order; none off NVIDIA or for integer configs.
+/// The candidates matching `wanted`, in its order; none off NVIDIA or for integer configs.
 fn preferred(
     config: &GPUSubgroupMatrixConfig,
     info: &DeviceInfo,
     subgroup_size: u32,
-    wanted: &[(u32, u32, u32, u32, u32)],
+    wanted: &[Wanted],
 ) -> Vec<TileScheme> {
     if info.vendor_id != VENDOR_NVIDIA || !config.component_type.is_float() {
         return Vec::new();
@@ -216,10 +229,13 @@ fn preferred(
     let candidates = workgroup_candidates(config, info, subgroup_size);
     wanted
         .iter()
-        .filter_map(|&(bm, bn, threads, k_bytes, stages)| {
+        .filter_map(|&(bm, bn, threads, k_bytes, stages, transposed)| {
             candidates.iter().copied().find(|s| {
                 let g = s.geometry(config);
-                (g.bm, g.bn, g.threads) == (bm, bn, threads) && g.bk * es == k_bytes && s.stages() == stages
+                (g.bm, g.bn, g.threads) == (bm, bn, threads)
+                    && g.bk * es == k_bytes
+                    && s.stages() == stages
+                    && s.c_transposed() == transposed
             })
         })
         .collect()
@@ -461,14 +477,15 @@ mod tests {
         assert_eq!(pick(512, 512), "sg1x2_fr2x2_k32_s32");
         assert_eq!(pick(16, 4096), "sg1x2_fr2x2_k32_s32");
         assert_eq!(pick(1024, 1024), "wg_t128_fr4x4_k32_u2");
-        assert_eq!(pick(2048, 2048), "wg_t128_fr8x8_k32_u8_a0");
-        assert_eq!(pick(4096, 11008), "wg_t128_fr8x8_k32_u8_a0");
-        // Both operands K-contiguous: ggml's 128x256 tile where its grid fills the GPU.
+        assert_eq!(pick(2048, 2048), "wg_t128_fr8x8_k32_u8_a0_ct");
+        assert_eq!(pick(4096, 11008), "wg_t128_fr8x8_k32_u8_a0_ct");
+        // Both operands K-contiguous: ggml's 128x256 accumulator (of C^T) where its grid fills
+        // the GPU.
         let mut k_contiguous = preferred_k_contiguous_schemes(&c, &info, 32);
         k_contiguous.extend(all.iter().copied());
         let pick_nt = |m, n| pick_scheme(&k_contiguous, small, &c, (m, n), 1, false).unwrap().name();
-        assert_eq!(pick_nt(4096, 4096), "wg_t256_fr8x16_k64_u8_a0");
-        assert_eq!(pick_nt(2048, 2048), "wg_t256_fr8x16_k64_u8_a0");
+        assert_eq!(pick_nt(4096, 4096), "wg_t256_fr16x8_k64_u8_a0_ct");
+        assert_eq!(pick_nt(2048, 2048), "wg_t256_fr16x8_k64_u8_a0_ct");
         assert_eq!(pick_nt(1024, 1024), "wg_t128_fr4x4_k32_u2");
         // ...where K is four or more of its 512-wide iterations, and whole ones.
         let lead = preferred_k_contiguous_schemes(&c, &info, 32);
@@ -500,12 +517,12 @@ mod tests {
             .iter()
             .map(|s| s.name())
             .collect();
-        assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0", "wg_t128_fr4x4_k32_u2"]);
+        assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0_ct", "wg_t128_fr4x4_k32_u2"]);
         let names: Vec<String> = preferred_k_contiguous_schemes(&c, &info, 32)
             .iter()
             .map(|s| s.name())
             .collect();
-        assert_eq!(names, ["wg_t256_fr8x16_k64_u8_a0"]);
+        assert_eq!(names, ["wg_t256_fr16x8_k64_u8_a0_ct"]);
         assert!(preferred_k_contiguous_schemes(&cfg(16, 16, 16, F16, F16), &info, 32).is_empty());
         let names: Vec<String> = preferred_workgroup_schemes(&cfg(16, 16, 16, F16, F16), &info, 32)
             .iter()
@@ -514,7 +531,7 @@ mod tests {
         assert_eq!(
             names,
             [
-                "wg_t256_fr16x16_k32_u8_a0",
+                "wg_t256_fr16x16_k32_u8_a0_ct",
                 "wg_t128_fr8x8_k32_u8_a0",
                 "wg_t128_fr4x4_k32_u2"
             ]
@@ -541,8 +558,12 @@ mod tests {
         // 32-invocation workgroup may take 64x64, not 128x256).
         let threads: Vec<u32> = v.iter().map(|s| s.geometry(&c).threads).collect();
         assert!(threads.windows(2).all(|w| w[0] >= w[1]), "{threads:?}");
-        assert_eq!(threads.iter().filter(|&&t| t == 256).count(), 6 * 5);
+        // Six tiles of 256 invocations, five K loops, each also computed transposed.
+        assert_eq!(threads.iter().filter(|&&t| t == 256).count(), 6 * 5 * 2);
+        assert!(v.iter().all(|s| s.c_transposed() == s.name().ends_with("_ct")));
+        assert_eq!(v.iter().filter(|s| s.c_transposed()).count() * 2, v.len());
         assert!(v.iter().any(|s| s.name() == "wg_t256_fr8x16_k64_u8_a0"));
+        assert!(v.iter().any(|s| s.name() == "wg_t256_fr16x8_k64_u8_a0_ct"));
         assert!(v.iter().any(|s| s.name() == "wg_t128_fr8x8_k32_u8_a0"));
         assert!(v.iter().all(|s| {
             let g = s.geometry(&c);

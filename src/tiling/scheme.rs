@@ -53,6 +53,7 @@ pub struct TileScheme {
     scope: KernelScope,
     lookahead: u32,
     n_parts: u32,
+    c_transposed: bool,
 }
 
 /// The derived sizes of a scheme for one config.
@@ -109,6 +110,7 @@ impl TileScheme {
             scope: KernelScope::Subgroup,
             lookahead: 0,
             n_parts: 1,
+            c_transposed: false,
         };
         s.check(config, limits)?;
         Ok(s)
@@ -155,6 +157,7 @@ impl TileScheme {
             scope: KernelScope::Workgroup,
             lookahead: default_lookahead(KernelScope::Workgroup, stages),
             n_parts: 1,
+            c_transposed: false,
         };
         s.check(config, limits)?;
         Ok(s)
@@ -256,6 +259,38 @@ impl TileScheme {
         let s = Self { n_parts, ..self };
         s.check(config, limits)?;
         Ok(s)
+    }
+
+    /// For workgroup scope: whether the kernel computes its tile of C as the transpose
+    /// `(B^T A^T)^T`, the roles of A and B swapped, and stores it through a transposing tensor
+    /// view. Same tile of C, same result; NVIDIA's driver stores an accumulator 4-8% faster that
+    /// way (docs/performance.md). Not with N parts. Always false for subgroup scope.
+    pub fn c_transposed(&self) -> bool {
+        self.c_transposed
+    }
+
+    /// The same workgroup-scope scheme computing and storing its tile transposed (see
+    /// [`TileScheme::c_transposed`]), checked again for `config` and `limits`.
+    pub fn with_c_transposed(
+        self,
+        c_transposed: bool,
+        config: &GPUSubgroupMatrixConfig,
+        limits: &DeviceLimits,
+    ) -> Result<Self> {
+        let s = Self { c_transposed, ..self };
+        s.check(config, limits)?;
+        Ok(s)
+    }
+
+    /// The accumulator's (rows, columns): `(BM, BN / n_parts)`, or `(BN, BM)` when the tile is
+    /// computed transposed.
+    pub fn accumulator_shape(&self, config: &GPUSubgroupMatrixConfig) -> (u32, u32) {
+        let g = self.geometry(config);
+        if self.c_transposed {
+            (g.bn, g.bm)
+        } else {
+            (g.bm, g.bn / self.n_parts.max(1))
+        }
     }
 
     /// Workgroup raster: 0 walks tiles row by row; G > 0 walks groups of G tile rows column by
@@ -383,6 +418,12 @@ impl TileScheme {
             KernelScope::Workgroup if ![1, 2, 4].contains(&self.n_parts) => {
                 return bad(format!("N parts must be 1, 2 or 4, not {}", self.n_parts))
             }
+            KernelScope::Subgroup if self.c_transposed => {
+                return bad("subgroup-scope schemes store C as it is, not transposed".into())
+            }
+            KernelScope::Workgroup if self.c_transposed && self.n_parts != 1 => {
+                return bad("a tile computed transposed is one accumulator, not N parts".into())
+            }
             KernelScope::Workgroup if self.lookahead >= self.stages => {
                 return bad(format!(
                     "load lookahead {} must be below the {} K steps per iteration",
@@ -446,6 +487,12 @@ impl TileScheme {
                     g.bn, self.n_parts, config.n
                 ));
             }
+            if self.c_transposed && (g.bn % config.m != 0 || g.bm % config.n != 0) {
+                return bad(format!(
+                    "the {}x{} tile transposed is not whole {}x{} fragments",
+                    g.bm, g.bn, config.m, config.n
+                ));
+            }
             return self.check_threads(&g, limits);
         }
         for (name, rows) in [("A", g.bm), ("B", g.bn)] {
@@ -501,7 +548,7 @@ impl TileScheme {
             // The split into subgroups means nothing to a workgroup-scope kernel: name the
             // workgroup size and the tile in fragments.
             return format!(
-                "wg_t{}_fr{}x{}_k{}{}{}{}{}",
+                "wg_t{}_fr{}x{}_k{}{}{}{}{}{}",
                 self.sg_m * self.sg_n * self.subgroup_size,
                 self.sg_m * self.fr_m,
                 self.sg_n * self.fr_n,
@@ -526,7 +573,8 @@ impl TileScheme {
                     format!("_g{}", self.raster_group)
                 } else {
                     String::new()
-                }
+                },
+                if self.c_transposed { "_ct" } else { "" }
             );
         }
         format!(

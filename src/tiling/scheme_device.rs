@@ -50,9 +50,9 @@ impl TileScheme {
         }
         let g = self.geometry(config);
         let entries = cm2.workgroup_entries(config);
-        let bn = g.bn / self.n_parts;
+        let (rows, cols) = self.accumulator_shape(config);
         let fits = |&(mg, ng, kg, inv): &(u32, u32, u32, u32)| {
-            inv == g.threads && g.bm % mg == 0 && bn % ng == 0 && g.bk % kg == 0
+            inv == g.threads && rows % mg == 0 && cols % ng == 0 && g.bk % kg == 0
         };
         if !entries.iter().any(fits) {
             let offered: Vec<String> = entries
@@ -61,8 +61,8 @@ impl TileScheme {
                 .collect();
             return Err(Error::InvalidTileScheme(format!(
                 "a {}x{}x{} workgroup-scope matrix with {} invocations is not offered for {} -> {} (offered: {})",
-                g.bm,
-                bn,
+                rows,
+                cols,
                 g.bk,
                 g.threads,
                 config.component_type,
@@ -74,7 +74,7 @@ impl TileScheme {
                 }
             )));
         }
-        let largest = g.bm.max(bn).max(g.bk);
+        let largest = rows.max(cols).max(g.bk);
         if largest > cm2.flexible_dimensions_max_dimension {
             return Err(Error::InvalidTileScheme(format!(
                 "a workgroup-scope matrix dimension of {largest} exceeds the device's {}",

@@ -26,6 +26,9 @@ pub(super) struct SchemeFields {
     /// Absent in older files: one accumulator.
     #[serde(default)]
     n_parts: Option<u32>,
+    /// Absent in older files: C computed as it is.
+    #[serde(default)]
+    c_transposed: bool,
 }
 
 impl TryFrom<SchemeFields> for TileScheme {
@@ -45,6 +48,7 @@ impl TryFrom<SchemeFields> for TileScheme {
             scope: f.scope,
             lookahead: f.lookahead.unwrap_or(default_lookahead(f.scope, f.stages)),
             n_parts: f.n_parts.unwrap_or(1),
+            c_transposed: f.c_transposed,
         };
         s.check_bounds()?;
         Ok(s)
@@ -66,6 +70,7 @@ impl From<TileScheme> for SchemeFields {
             scope: s.scope,
             lookahead: Some(s.lookahead),
             n_parts: Some(s.n_parts),
+            c_transposed: s.c_transposed,
         }
     }
 }
