@@ -322,9 +322,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         })
     };
 
-    // Workgroups inside C need no clamping but in K's tail (what a whole number of loop
-    // iterations leaves), which a clamped loop of single steps finishes; workgroups on C's
-    // edge clamp throughout. The choice is workgroup-uniform.
+    // Workgroups inside C need no clamping but in K's last partial step: after the whole loop
+    // iterations, an unclamped loop of single steps takes the whole steps left (all of K when
+    // K is under one iteration, as in attention's K of 64 to 128), and a clamped one the
+    // partial step. Workgroups on C's edge clamp throughout. The choice is workgroup-uniform.
     let m_end = b.add_u(m0, g.bm)?;
     let n_end = b.add_u(n0, g.bn)?;
     let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
@@ -337,10 +338,21 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.b.branch_conditional(inside, l_fast, l_edge, [])?;
     b.b.begin_block(Some(l_fast))?;
     k_loop(b, t_layout_unclamped, l_fast, (s.stages(), s.lookahead()), (c0, k_main))?;
+    let k_whole = if s.stages() > 1 {
+        let k_part = b.mod_u(pk, g.bk)?;
+        let k_whole = b.b.i_sub(t_u32, None, pk, k_part)?;
+        let l_steps = b.b.id();
+        b.b.branch(l_steps)?;
+        b.b.begin_block(Some(l_steps))?;
+        k_loop(b, t_layout_unclamped, l_steps, (1, 0), (k_main, k_whole))?;
+        k_whole
+    } else {
+        k_main
+    };
     let l_tail = b.b.id();
     b.b.branch(l_tail)?;
     b.b.begin_block(Some(l_tail))?;
-    k_loop(b, t_layout_clamped, l_tail, (1, 0), (k_main, pk))?;
+    k_loop(b, t_layout_clamped, l_tail, (1, 0), (k_whole, pk))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_edge))?;
     k_loop(b, t_layout_clamped, l_edge, (1, 0), (c0, pk))?;

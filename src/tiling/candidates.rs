@@ -330,7 +330,7 @@ pub fn pick_scheme(
 /// [`workgroup_candidates`] and more, for `vk-sgmat tune`: K steps of 32 to 128 bytes, 1 to 8 of
 /// them per loop iteration, loads issued 0 or 1 steps ahead of their multiplies as well as all
 /// first, tiles 256 or more wide held as two accumulators (loads all first or one step ahead),
-/// and grouped raster.
+/// grouped raster, and each single accumulator also computed transposed.
 pub fn workgroup_tuning_candidates(
     config: &GPUSubgroupMatrixConfig,
     info: &DeviceInfo,
@@ -350,12 +350,14 @@ pub fn workgroup_tuning_candidates(
             .ok()
             .filter(|h| h.geometry(config).bn >= 256 && h.check_device(config, info).is_ok());
         let halves_ahead = halves.and_then(|h| h.with_lookahead(1).ok());
-        for s in std::iter::once(s)
-            .chain(s.with_raster_group(8))
-            .chain(ahead)
-            .chain(halves)
-            .chain(halves_ahead)
-        {
+        let singles: Vec<TileScheme> = std::iter::once(s).chain(s.with_raster_group(8)).chain(ahead).collect();
+        // Each single-accumulator variant also computed transposed.
+        let transposed: Vec<TileScheme> = singles
+            .iter()
+            .filter_map(|t| t.with_c_transposed(true, config, &info.limits).ok())
+            .filter(|t| t.check_device(config, info).is_ok())
+            .collect();
+        for s in singles.into_iter().chain(transposed).chain(halves).chain(halves_ahead) {
             if !out.contains(&s) {
                 out.push(s);
             }
