@@ -127,3 +127,37 @@ fn workgroup_n_parts_are_named_checked_and_stored() {
     let sg = TileScheme::new(&c, &l, 32, (1, 2), (2, 2), 32).unwrap();
     assert!(e(sg.with_n_parts(2, &c, &l)).contains("no N parts"));
 }
+
+/// Tiles computed transposed: named, stored (older files read as not transposed), checked
+/// against the device's workgroup-scope shapes as the accumulator they make, and refused with N
+/// parts or at subgroup scope.
+#[test]
+fn workgroup_c_transposed_is_named_checked_and_stored() {
+    let c = cfg(16, 16, 16, F16, F32);
+    let l = h200_limits();
+    let s = TileScheme::workgroup_for_limits(&c, &l, 32, (8, 1), (2, 8), (64, 8))
+        .and_then(|s| s.with_lookahead(0))
+        .unwrap();
+    assert!(!s.c_transposed());
+    assert_eq!(s.accumulator_shape(&c), (256, 128));
+    let t = s.with_c_transposed(true, &c, &l).unwrap();
+    assert_eq!(t.name(), "wg_t256_fr16x8_k64_u8_a0_ct");
+    assert_eq!(t.accumulator_shape(&c), (128, 256));
+    let json = serde_json::to_string(&t).unwrap();
+    assert_eq!(serde_json::from_str::<TileScheme>(&json).unwrap(), t);
+    assert_eq!(
+        serde_json::from_str::<TileScheme>(&json.replace(",\"c_transposed\":true", "")).unwrap(),
+        s
+    );
+    let e = |r: Result<TileScheme>| r.unwrap_err().to_string();
+    let halves = TileScheme::workgroup_for_limits(&c, &l, 32, (1, 8), (8, 2), (32, 4))
+        .and_then(|h| h.with_n_parts(2, &c, &l))
+        .unwrap();
+    assert!(e(halves.with_c_transposed(true, &c, &l)).contains("not N parts"));
+    let sg = TileScheme::new(&c, &l, 32, (1, 2), (2, 2), 32).unwrap();
+    assert!(e(sg.with_c_transposed(true, &c, &l)).contains("not transposed"));
+    // The device's list is checked against the transposed accumulator: 128x256 is offered with
+    // 256 invocations on the H200 model.
+    let info = crate::tiling::test_support::h200_with_cm2();
+    assert!(t.check_device(&c, &info).is_ok());
+}
