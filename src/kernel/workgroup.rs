@@ -4,11 +4,13 @@
 //! and a `BK x BN` slice of B through tensor layouts and multiplies them: the driver chooses how
 //! to stage the slices through shared memory and how to split the work among subgroups, which a
 //! subgroup-scope kernel has to spell out (see the `gemm` submodule). Column-major operands are
-//! read through a transposing tensor view.
+//! read through a transposing tensor view. A scheme with `c_transposed` computes the tile of
+//! C^T instead, `B^T A^T` (each operand read through its flipped layout), and stores it
+//! through that view, which NVIDIA's driver does faster than a direct store.
 //!
 //! Bounds: a workgroup whose tile lies inside C runs a loop with unclamped layouts, `stages` K
-//! steps per iteration, over the largest multiple of `stages * BK` in K, then the rest one step
-//! at a time with clamped layouts. A workgroup on C's edge runs the clamped loop throughout. The
+//! steps per iteration, over the largest multiple of `stages * BK` in K, then K's whole steps
+//! left one at a time unclamped, then a partial last step with clamped layouts. A workgroup on C's edge runs the clamped loop throughout. The
 //! clamped layouts' tensor dimensions are the problem's, so reads outside A, B or C return zero
 //! and stores outside C are dropped by the hardware's addressing rather than by kernel code.
 //! Same bindings and push constants as the subgroup-scope kernel.
