@@ -5,8 +5,8 @@ use super::context::Context;
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::error::{Error, Result};
 use crate::tiling::{
-    candidate_schemes, k_suits, pick_scheme, preferred_k_contiguous_schemes, preferred_workgroup_schemes,
-    small_problem_scheme, workgroup_candidates, Layout, TileScheme,
+    candidate_schemes, lead_suits, pick_scheme, preferred_k_contiguous_schemes, preferred_long_k_schemes,
+    preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout, TileScheme,
 };
 use std::sync::Arc;
 
@@ -17,10 +17,19 @@ pub(crate) struct SchemeLists {
     /// For problems no candidate's grid fills: 2 subgroups of 2x2 fragments (32x64 with 16x16
     /// fragments), else the smallest subgroup-scope scheme.
     pub(crate) small: Option<TileScheme>,
-    /// The schemes measured faster when both operands are K-contiguous, then `ordered`; the
-    /// first `k_lead` are those schemes.
-    pub(crate) k_contiguous: Vec<TileScheme>,
-    pub(crate) k_lead: usize,
+    /// Lists taken instead of `ordered` where their leading schemes suit the problem, first
+    /// match first: the K-contiguous lead, then the long-K lead.
+    pub(crate) leads: Vec<Lead>,
+}
+
+/// Schemes measured faster under a condition, taken first where it holds ([`lead_suits`]).
+pub(crate) struct Lead {
+    /// The leading schemes, then the context's `ordered` list.
+    pub(crate) schemes: Vec<TileScheme>,
+    /// How many of `schemes` lead.
+    pub(crate) lead: usize,
+    /// Only for a row-major A with a column-major B (both K-contiguous).
+    pub(crate) k_contiguous_only: bool,
 }
 
 impl Context {
@@ -33,10 +42,10 @@ impl Context {
         out
     }
 
-    /// The default scheme for an `m x n` output: [`pick_scheme`] over the measured-faster
-    /// workgroup-scope schemes of [`preferred_workgroup_schemes`], then the subgroup-scope ones
-    /// of [`candidate_schemes`] (largest grid-filling tile first; a 32x64 tile for small
-    /// problems).
+    /// The default scheme for an `m x n` output of a long K: [`pick_scheme`] over the
+    /// measured-faster workgroup-scope schemes of [`preferred_long_k_schemes`] and
+    /// [`preferred_workgroup_schemes`], then the subgroup-scope ones of [`candidate_schemes`]
+    /// (largest grid-filling tile first; a 32x64 tile for small problems).
     pub fn choose_scheme(&self, config: &GPUSubgroupMatrixConfig, m: usize, n: usize) -> Result<TileScheme> {
         self.choose_batch_scheme(config, (m, n), 1)
     }
@@ -48,14 +57,17 @@ impl Context {
         (m, n): (usize, usize),
         batch: usize,
     ) -> Result<TileScheme> {
-        self.choose_layout_scheme(config, (m, n, 0), (Layout::RowMajor, Layout::RowMajor), batch)
+        // K unknown: taken as long (a whole number of any loop iteration, many of them).
+        const LONG_K: usize = 1 << 20;
+        self.choose_layout_scheme(config, (m, n, LONG_K), (Layout::RowMajor, Layout::RowMajor), batch)
     }
 
     /// [`Context::choose_batch_scheme`] for an `m x n x k` GEMM with A and B stored as
     /// `layouts`: a row-major A with a column-major B (both K-contiguous) takes
-    /// [`preferred_k_contiguous_schemes`] first where K is at least four of every such
-    /// scheme's loop iterations and a whole number of them (their tiles run the one-step loop
-    /// otherwise: 4096x4096x256 took 77 TFLOP/s with them, 95 without).
+    /// [`preferred_k_contiguous_schemes`] first, and any layout [`preferred_long_k_schemes`],
+    /// where [`lead_suits`]: K at least four of every such scheme's loop iterations and a whole
+    /// number of them (their tiles run the one-step loop otherwise: 4096x4096x256 took 77
+    /// TFLOP/s with them, 95 without), and the problem at least the tile.
     pub(crate) fn choose_layout_scheme(
         &self,
         config: &GPUSubgroupMatrixConfig,
@@ -64,9 +76,12 @@ impl Context {
         batch: usize,
     ) -> Result<TileScheme> {
         let lists = self.scheme_lists(config);
-        let lead = &lists.k_contiguous[..lists.k_lead];
-        let k_first = layouts == (Layout::RowMajor, Layout::ColMajor) && k_suits(lead, config, k);
-        let list = if k_first { &lists.k_contiguous } else { &lists.ordered };
+        let k_contiguous = layouts == (Layout::RowMajor, Layout::ColMajor);
+        let list = lists
+            .leads
+            .iter()
+            .find(|l| (k_contiguous || !l.k_contiguous_only) && lead_suits(&l.schemes[..l.lead], config, (m, n, k)))
+            .map_or(&lists.ordered, |l| &l.schemes);
         pick_scheme(list, lists.small, config, (m, n), batch, self.is_cpu())
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
     }
@@ -81,15 +96,20 @@ impl Context {
             let small = small_problem_scheme(&subgroup_scope);
             let mut ordered = preferred_workgroup_schemes(config, info, sg);
             ordered.extend(subgroup_scope);
-            let mut k_contiguous = preferred_k_contiguous_schemes(config, info, sg);
-            let k_lead = k_contiguous.len();
-            k_contiguous.extend(&ordered);
-            Arc::new(SchemeLists {
-                ordered,
-                small,
-                k_contiguous,
-                k_lead,
-            })
+            let lead = |mut schemes: Vec<TileScheme>, k_contiguous_only| {
+                let lead = schemes.len();
+                schemes.extend(&ordered);
+                Lead {
+                    schemes,
+                    lead,
+                    k_contiguous_only,
+                }
+            };
+            let leads = vec![
+                lead(preferred_k_contiguous_schemes(config, info, sg), true),
+                lead(preferred_long_k_schemes(config, info, sg), false),
+            ];
+            Arc::new(SchemeLists { ordered, small, leads })
         });
         lists.clone()
     }

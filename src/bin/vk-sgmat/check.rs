@@ -111,6 +111,11 @@ fn check_configs(
             info,
             ctx.subgroup_size(),
         ));
+        preferred.extend(vk_sgmat::tiling::preferred_long_k_schemes(
+            &config,
+            info,
+            ctx.subgroup_size(),
+        ));
         for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
             if !extras.contains(&(config, Some(*s))) {
                 extras.push((config, Some(*s)));
