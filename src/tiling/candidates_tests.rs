@@ -194,3 +194,34 @@ fn workgroup_schemes_follow_the_device() {
     assert!(e(TileScheme::workgroup(&cn8, &info, 32, (8, 1), (1, 1), (32, 1))).contains("not offered"));
     assert!(e(TileScheme::workgroup(&c, &info, 32, (1, 8), (32, 2), (32, 1))).contains("exceeds"));
 }
+
+/// i8 -> i32 with both operands K-contiguous: the 256x128 tile computed transposed leads where
+/// the device offers int8 workgroup-scope matrices; other layouts keep the subgroup-scope default.
+#[test]
+fn int8_k_contiguous_lead_follows_the_device() {
+    use crate::config::{MatrixScope, RawComponent};
+    let i8c = cfg(16, 16, 32, I8, I32);
+    let mut info = h200_with_cm2();
+    assert!(preferred_k_contiguous_schemes(&i8c, &info, 32).is_empty());
+    let cm2 = info.cooperative_matrix2.as_mut().unwrap();
+    let mut entry = cm2.flexible[0];
+    entry.m_granularity = 32;
+    entry.n_granularity = 32;
+    entry.k_granularity = 32;
+    entry.a_type = RawComponent::Known(I8);
+    entry.b_type = RawComponent::Known(I8);
+    entry.c_type = RawComponent::Known(I32);
+    entry.result_type = RawComponent::Known(I32);
+    entry.scope = MatrixScope::Workgroup;
+    entry.workgroup_invocations = 256;
+    cm2.flexible.push(entry);
+    let names: Vec<String> = preferred_k_contiguous_schemes(&i8c, &info, 32)
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    assert_eq!(names, ["wg_t256_fr16x8_k128_u8_a0_ct"]);
+    assert!(preferred_workgroup_schemes(&i8c, &info, 32).is_empty());
+    assert!(preferred_k_contiguous_schemes(&cfg(16, 16, 32, U8, U32), &info, 32).is_empty());
+    let lead = preferred_k_contiguous_schemes(&i8c, &info, 32);
+    assert!(lead_suits(&lead, &i8c, (4096, 4096, 4096)) && !lead_suits(&lead, &i8c, (4096, 4096, 2048)));
+}
