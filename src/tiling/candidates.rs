@@ -211,9 +211,14 @@ pub fn preferred_k_contiguous_schemes(
     info: &DeviceInfo,
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
-    let wanted: &[Wanted] = match (config.component_type, config.result_type) {
-        (_, ComponentType::F32) | (ComponentType::I8, ComponentType::I32) => &[(256, 128, 256, 128, 8, true)],
-        _ => &[],
+    // int8 measured on its 16x16x32 config only: on 16x8x32 every workgroup-scope tile ran at
+    // 64-146 TOPS (perf/h200-ct10.txt).
+    let int8_16x16 = (config.component_type, config.result_type, config.m, config.n)
+        == (ComponentType::I8, ComponentType::I32, 16, 16);
+    let wanted: &[Wanted] = if config.result_type == ComponentType::F32 || int8_16x16 {
+        &[(256, 128, 256, 128, 8, true)]
+    } else {
+        &[]
     };
     preferred(config, info, subgroup_size, wanted)
 }

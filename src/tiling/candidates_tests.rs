@@ -222,6 +222,7 @@ fn int8_k_contiguous_lead_follows_the_device() {
     assert_eq!(names, ["wg_t256_fr16x8_k128_u8_a0_ct"]);
     assert!(preferred_workgroup_schemes(&i8c, &info, 32).is_empty());
     assert!(preferred_k_contiguous_schemes(&cfg(16, 16, 32, U8, U32), &info, 32).is_empty());
+    assert!(preferred_k_contiguous_schemes(&cfg(16, 8, 32, I8, I32), &info, 32).is_empty());
     let lead = preferred_k_contiguous_schemes(&i8c, &info, 32);
     assert!(lead_suits(&lead, &i8c, (4096, 4096, 4096)) && !lead_suits(&lead, &i8c, (4096, 4096, 2048)));
 }
