@@ -175,7 +175,9 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
 }
 
 /// `gemm --batch` or `gemm --groups`: whether the checks passed, or `None` for a plain GEMM.
-/// `single`: no --devices, --scheme or column-major C were asked for (neither mode takes them).
+/// `single`: no --devices or column-major C were asked for (neither mode takes them); `scheme`:
+/// a tile scheme by name, which `--batch` takes (the batch and the loop of single GEMMs it is
+/// timed against both run it) and `--groups` does not.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_args(
     args: &BatchArgs,
@@ -183,7 +185,7 @@ pub fn gemm_args(
     types: Types,
     (m, n, k): (usize, usize, usize),
     layouts: (Layout, Layout),
-    single: bool,
+    (single, scheme): (bool, Option<&str>),
     options: &GemmOptions,
     run: (u32, bool),
 ) -> Result<Option<bool>> {
@@ -191,9 +193,19 @@ pub fn gemm_args(
         return Ok(None);
     }
     if !single || (args.batch.is_some() && !args.groups.is_empty()) {
-        bail!("--batch and --groups take neither each other, --devices, --scheme nor --c-layout t");
+        bail!("--batch and --groups take neither each other, --devices nor --c-layout t");
+    }
+    if scheme.is_some() && !args.groups.is_empty() {
+        bail!("--groups takes no --scheme (each group's GEMM picks its own)");
     }
     let ctx = context_with(dev, false)?;
+    let named = scheme
+        .map(|name| crate::run::scheme_named(&ctx, types, options.compute, options.shape, name))
+        .transpose()?;
+    let options = &GemmOptions {
+        scheme: named.or(options.scheme),
+        ..*options
+    };
     let passed = if let Some(count) = args.batch {
         command(
             &ctx,

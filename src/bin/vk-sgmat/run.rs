@@ -54,8 +54,9 @@ pub fn run(cli: Cli) -> Result<bool> {
             };
             let single = devices.is_none() && scheme.is_none() && c_layout == Layout::RowMajor;
             let run = (repeat.max(1) as u32, json);
+            let batchable = (devices.is_none() && c_layout == Layout::RowMajor, scheme.as_deref());
             if let Some(passed) =
-                crate::batched::gemm_args(&batching, &dev, types, (m, n, k), layouts, single, &options, run)?
+                crate::batched::gemm_args(&batching, &dev, types, (m, n, k), layouts, batchable, &options, run)?
             {
                 return Ok(passed);
             }
