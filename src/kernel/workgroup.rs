@@ -10,9 +10,10 @@
 //!
 //! Bounds: a workgroup whose tile lies inside C runs a loop with unclamped layouts, `stages` K
 //! steps per iteration, over the largest multiple of `stages * BK` in K, then K's whole steps
-//! left one at a time unclamped, then a partial last step with clamped layouts. A workgroup on C's edge runs the clamped loop throughout. The
-//! clamped layouts' tensor dimensions are the problem's, so reads outside A, B or C return zero
-//! and stores outside C are dropped by the hardware's addressing rather than by kernel code.
+//! left one at a time unclamped, then a partial last step with clamped layouts. A workgroup on
+//! C's edge runs the clamped loop throughout. The clamped layouts' tensor dimensions are the
+//! problem's, so reads outside A, B or C return zero and stores outside C are dropped by the
+//! hardware's addressing rather than by kernel code.
 //! Same bindings and push constants as the subgroup-scope kernel.
 //!
 //! A fused epilogue runs on the accumulator through `OpCooperativeMatrixPerElementOpNV`: the

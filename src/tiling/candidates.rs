@@ -144,11 +144,7 @@ pub fn workgroup_candidates(
             s
         };
         // Each tile also computed transposed, which NVIDIA's driver stores faster.
-        let transposed = s
-            .with_c_transposed(true, config, &info.limits)
-            .ok()
-            .filter(|t| t.check_device(config, info).is_ok());
-        out.extend(std::iter::once(s).chain(transposed));
+        out.extend(std::iter::once(s).chain(transposed_on(&s, config, info)));
     }
     out
 }
@@ -383,11 +379,7 @@ pub fn workgroup_tuning_candidates(
         let halves_ahead = halves.and_then(|h| h.with_lookahead(1).ok());
         let singles: Vec<TileScheme> = std::iter::once(s).chain(s.with_raster_group(8)).chain(ahead).collect();
         // Each single-accumulator variant also computed transposed.
-        let transposed: Vec<TileScheme> = singles
-            .iter()
-            .filter_map(|t| t.with_c_transposed(true, config, &info.limits).ok())
-            .filter(|t| t.check_device(config, info).is_ok())
-            .collect();
+        let transposed: Vec<TileScheme> = singles.iter().filter_map(|t| transposed_on(t, config, info)).collect();
         for s in singles.into_iter().chain(transposed).chain(halves).chain(halves_ahead) {
             if !out.contains(&s) {
                 out.push(s);
@@ -395,6 +387,13 @@ pub fn workgroup_tuning_candidates(
         }
     }
     out
+}
+
+/// `s` computed transposed, where the device offers its transposed accumulator.
+fn transposed_on(s: &TileScheme, config: &GPUSubgroupMatrixConfig, info: &DeviceInfo) -> Option<TileScheme> {
+    s.with_c_transposed(true, config, &info.limits)
+        .ok()
+        .filter(|t| t.check_device(config, info).is_ok())
 }
 
 /// Workgroup-scope schemes for every listed (K step in bytes, steps per iteration).
