@@ -1,7 +1,9 @@
 //! Unit tests of [`super::TileScheme`]: construction, rejections, bounds, deserialisation.
 
+use super::bounds::*;
 use super::*;
 use crate::config::ComponentType::*;
+use crate::error::Error;
 use crate::tiling::candidate_schemes;
 use crate::tiling::test_support::{cfg, h200_limits};
 
