@@ -28,7 +28,9 @@ impl Drop for Pipeline {
 pub(crate) struct Pipelines {
     map: Mutex<FxHashMap<KernelKey, Arc<Pipeline>>>,
     reduce: Mutex<FxHashMap<(crate::config::ComponentType, kernel::Epilogue, u32), Arc<Pipeline>>>,
-    absmax: Mutex<Option<Arc<Pipeline>>>,
+    /// Passes that use no subgroup operations (the accurate split's largest magnitudes, the
+    /// narrowing copies), by kernel.
+    helpers: Mutex<FxHashMap<Kernel, Arc<Pipeline>>>,
     pub set_layout: vk::DescriptorSetLayout,
     pub layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
@@ -92,7 +94,7 @@ impl Pipelines {
         Ok(Self {
             map: Mutex::new(FxHashMap::default()),
             reduce: Mutex::new(FxHashMap::default()),
-            absmax: Mutex::new(None),
+            helpers: Mutex::new(FxHashMap::default()),
             set_layout,
             layout,
             cache,
@@ -128,21 +130,25 @@ impl Pipelines {
         Ok(map.entry(key).or_insert(pipeline).clone())
     }
 
-    /// The accurate split's largest-magnitude pipeline, created on first use. It uses no subgroup
-    /// operations: any subgroup size the device allows for 256 invocations will do.
-    fn get_absmax(&self) -> Result<Arc<Pipeline>> {
-        let mut slot = self.absmax.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = slot.as_ref() {
+    /// The pipeline of a pass without subgroup operations ([`Kernel::AbsMax`], [`Kernel::Narrow`]),
+    /// created on first use: any subgroup size the device allows for 256 invocations will do.
+    fn get_helper(&self, kernel: Kernel) -> Result<Arc<Pipeline>> {
+        let mut map = self.helpers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = map.get(&kernel) {
             return Ok(p.clone());
         }
+        let words = match kernel {
+            Kernel::Narrow { to } => kernel::generate_narrow(to)?,
+            _ => kernel::generate_absmax()?,
+        };
         let l = &self.device.info().limits;
         let sg = if l.min_subgroup_size <= 32 && 32 <= l.max_subgroup_size {
             32
         } else {
             l.max_subgroup_size.max(l.subgroup_size)
         };
-        let pipeline = Arc::new(self.build(&kernel::generate_absmax()?, sg)?);
-        *slot = Some(pipeline.clone());
+        let pipeline = Arc::new(self.build(&words, sg)?);
+        map.insert(kernel, pipeline.clone());
         Ok(pipeline)
     }
 
@@ -150,7 +156,7 @@ impl Pipelines {
     pub fn kernel(&self, kernel: &Kernel) -> Result<Arc<Pipeline>> {
         match *kernel {
             Kernel::Gemm(ref key) => self.get(key),
-            Kernel::AbsMax => self.get_absmax(),
+            Kernel::AbsMax | Kernel::Narrow { .. } => self.get_helper(*kernel),
             Kernel::Reduce {
                 result_type,
                 epilogue,

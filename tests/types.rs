@@ -75,6 +75,134 @@ fn mixed_f16_and_f32_operands_either_way_round_and_split_k() {
     assert_no_validation_messages(ctx);
 }
 
+/// f32 operands rounded in a pass of their own before the GEMM give, bit for bit, what the same
+/// kernel gives rounding them as it loads (the same rounding to nearest even, the same sums),
+/// and pass the rounded bound: every layout of A, B and C, sizes whose rows end inside a vector,
+/// f32 with f32 and with f16, beta, and forced split-K (its slices' scratch after the copies).
+#[test]
+fn f32_operands_rounded_first_match_rounding_as_loaded_bit_for_bit() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let shapes = [(1, 1, 1), (7, 5, 3), (37, 41, 29), (131, 67, 45), (20, 33, 900)];
+    for (i, &(m, n, k)) in shapes.iter().enumerate() {
+        for (j, l) in [(0, 0, 0), (0, 1, 1), (1, 0, 0), (1, 1, 1)].into_iter().enumerate() {
+            let l = (LAYOUTS[l.0], LAYOUTS[l.1], LAYOUTS[l.2]);
+            let a: Vec<f32> = varied(&mut rng, m * k, 0, 3);
+            let b: Vec<f32> = varied(&mut rng, k * n, 0, 3);
+            let bh: Vec<f16> = b.iter().map(|&x| f16::from_f32(x)).collect();
+            let c0: Vec<f32> = varied(&mut rng, m * n, 0, 1);
+            fn mat<T>(d: &[T], r: usize, c: usize, layout: Layout) -> MatRef<'_, T> {
+                MatRef::stored(d, r, c, layout, if layout == Layout::RowMajor { c } else { r })
+            }
+            let (am, bm, bhm) = (mat(&a, m, k, l.0), mat(&b, k, n, l.1), mat(&bh, k, n, l.1));
+            let base = GemmOptions {
+                beta: if j % 2 == 1 { 0.5 } else { 0.0 },
+                split_k: Some(if i == 4 { 3 } else { 1 }),
+                ..fast()
+            };
+            let scheme = ctx
+                .plan_gemm::<f32, f32, f32>(m, n, k, (l.0, l.1), &base)
+                .unwrap()
+                .scheme;
+            let run = |first: bool, half_b: bool| {
+                let options = GemmOptions {
+                    convert_first: Some(first),
+                    scheme: Some(scheme),
+                    ..base.clone()
+                };
+                let mut c = c0.clone();
+                let cm = MatMut {
+                    data: &mut c,
+                    rows: m,
+                    cols: n,
+                    layout: l.2,
+                    ld: if l.2 == Layout::RowMajor { n } else { m },
+                };
+                let done = if half_b {
+                    ctx.gemm_with(am, bhm, cm, &options)
+                } else {
+                    ctx.gemm_with(am, bm, cm, &options)
+                };
+                done.unwrap_or_else(|e| panic!("{:?} {l:?} first={first}: {e}", (m, n, k)));
+                c
+            };
+            for half_b in [false, true] {
+                let (loaded, first) = (run(false, half_b), run(true, half_b));
+                let same = loaded.iter().zip(&first).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(
+                    same,
+                    "{:?} {l:?} f16 B: {half_b}: rounding first changed the result",
+                    (m, n, k)
+                );
+                assert!(
+                    first.iter().all(|x| x.is_finite()),
+                    "{:?} {l:?}: unwritten elements",
+                    (m, n, k)
+                );
+            }
+            // Against the f64 reference (row-major views of C; the bound of rounded operands).
+            let c = run(true, false);
+            let rows: Vec<usize> = (0..m).collect();
+            let dense = |c: &[f32]| -> Vec<f32> {
+                (0..m * n)
+                    .map(|e| (e / n, e % n))
+                    .map(|(r, cc)| {
+                        if l.2 == Layout::RowMajor {
+                            c[r * n + cc]
+                        } else {
+                            c[cc * m + r]
+                        }
+                    })
+                    .collect()
+            };
+            let old = dense(&c0);
+            let (want, mag) = reference::<f32, f32, f32>(&am, &bm, Some((&old, n)), 1.0, base.beta, &rows);
+            let dense = dense(&c);
+            let u = vk_sgmat::verify::unit_roundoff(ComponentType::F16);
+            let check = compare_rounded(&dense, n, n, &rows, (&want, &mag), k, u);
+            assert!(check.passed, "{:?} {l:?}: {check:?}", (m, n, k));
+        }
+    }
+    assert_no_validation_messages(ctx);
+}
+
+/// Rounding first is a pass of its own in the plan; a batch refuses it with a typed error.
+#[test]
+fn rounding_first_is_planned_as_narrowing_passes_and_refused_for_a_batch() {
+    let ctx = context();
+    let first = GemmOptions {
+        convert_first: Some(true),
+        ..fast()
+    };
+    let plan = ctx
+        .plan_gemm::<f32, f32, f32>(64, 48, 40, (Layout::RowMajor, Layout::ColMajor), &first)
+        .unwrap();
+    let kinds: Vec<_> = plan.dispatches.iter().map(|d| d.kernel).collect();
+    let narrow = vk_sgmat::plan::Kernel::Narrow { to: ComponentType::F16 };
+    assert_eq!(&kinds[..2], &[narrow, narrow], "{kinds:?}");
+    assert_eq!(plan.main_kernel().loads, [vk_sgmat::kernel::Load::Native; 2]);
+    let plan = ctx
+        .plan_gemm::<f32, f32, f32>(64, 48, 40, (Layout::RowMajor, Layout::ColMajor), &fast())
+        .unwrap();
+    assert!(
+        !plan.kernels().contains(&narrow),
+        "CPU drivers convert as they load by default"
+    );
+    let (m, n, k, count) = (9, 10, 11, 3);
+    let a = vec![1.0f32; count * m * k];
+    let b = vec![1.0f32; count * k * n];
+    let mut c = vec![0.0f32; count * m * n];
+    let e = ctx
+        .gemm_batched(
+            vk_sgmat::BatchRef::new(&a, count, m, k),
+            vk_sgmat::BatchRef::new(&b, count, k, n),
+            vk_sgmat::BatchMut::new(&mut c, count, m, n),
+            &first,
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::Unsupported(ref msg) if msg.contains("batch")), "{e}");
+}
+
 /// Inputs spread over ten binary orders of magnitude (within f16's range) stay inside the
 /// rounded bound, which is relative to `sum |a||b|`.
 #[test]

@@ -26,6 +26,15 @@ pub struct GemmOptions {
     /// How f32 operands are multiplied; default [`ComputeMode::Accurate`] (f32-level accuracy).
     /// Ignored for 16-bit and integer operands.
     pub compute: ComputeMode,
+    /// Where f32 operands are rounded on the fast paths ([`ComputeMode::FastF16`],
+    /// [`ComputeMode::FastBf16`], and an f32 operand paired with a 16-bit one): `Some(true)`
+    /// first, each in a pass of its own into scratch memory (2 bytes per element), so the GEMM
+    /// runs the 16-bit kernels, workgroup scope included; `Some(false)` as the GEMM loads them,
+    /// with no extra pass over memory but only subgroup-scope kernels. Default `None`: first
+    /// where the device has workgroup-scope kernels and the problem is large enough for the
+    /// pass to pay (see [`Context::converts_first`](crate::Context::converts_first)), one GEMM
+    /// at a time (a batch converts as it loads). The results are the same either way.
+    pub convert_first: Option<bool>,
 }
 
 impl Default for GemmOptions {
@@ -37,6 +46,7 @@ impl Default for GemmOptions {
             scheme: None,
             split_k: None,
             compute: ComputeMode::default(),
+            convert_first: None,
         }
     }
 }

@@ -11,6 +11,9 @@ use crate::kernel::{Epilogue, Load, SIMT_CONFIG};
 use crate::plan::{check_shapes, device_problem, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK};
 use crate::tiling::{pick_scheme, simt_scheme, KernelScope, Layout, TileScheme};
 
+/// The smallest M and N for which [`Context::converts_first`] rounds f32 operands first.
+const CONVERT_FIRST_MIN: usize = 1024;
+
 impl Context {
     /// How a GEMM of these element types (A, B, C) runs under `options` on this device: the
     /// route (see [`route`](crate::plan::route)) with its fallbacks applied (the accurate split
@@ -69,6 +72,19 @@ impl Context {
         fused.check_workgroup_scope(config.result_type).is_ok()
             && cm2.per_element_operations
             && (output == config.result_type || !cm2.workgroup_entries(&cast).is_empty())
+    }
+
+    /// Whether a GEMM of this size on `config` rounds its f32 operands first by default (see
+    /// [`GemmOptions::convert_first`]): where the device has workgroup-scope kernels for the
+    /// config (which cannot convert as they load) and M and N are large enough for the faster
+    /// GEMM to repay the pass, whose cost per GEMM flop falls as 1/M + 1/N.
+    pub fn converts_first(&self, config: &GPUSubgroupMatrixConfig, (m, n, _k): (usize, usize, usize)) -> bool {
+        let workgroup = self
+            .scheme_lists(config)
+            .ordered
+            .iter()
+            .any(|s| s.scope() == KernelScope::Workgroup);
+        workgroup && !self.is_cpu() && m.min(n) >= CONVERT_FIRST_MIN
     }
 
     /// Whether `scheme`'s shared memory fits with each operand tile stored twice (the accurate
@@ -197,6 +213,20 @@ impl Context {
             ));
         }
         let simt = route.loads == [Load::Simt; 2];
+        let rounds = route.loads.contains(&Load::Round);
+        let convert_first = rounds
+            && match (options.convert_first, options.scheme) {
+                (Some(first), _) => first,
+                (None, _) if batch.count > 1 => false,
+                (None, Some(s)) => s.scope() != KernelScope::Subgroup,
+                (None, None) => self.converts_first(&config, (m, n, k)),
+            };
+        // What the GEMM kernel loads: converted operands arrive as 16-bit ones.
+        let kernel_loads = if convert_first {
+            route.loads.map(|l| if l == Load::Round { Load::Native } else { l })
+        } else {
+            route.loads
+        };
         let scheme = match options.scheme {
             Some(s) => {
                 s.check_device(&config, self.device.info())?;
@@ -216,7 +246,7 @@ impl Context {
             None if fused.is_fused() && !fused_on_workgroup => {
                 self.choose_subgroup_scheme(&config, (m, n), batch.count)?
             }
-            None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), route.loads, batch.count)?,
+            None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), kernel_loads, batch.count)?,
         };
         let request = PlanRequest {
             problem: Problem {
@@ -251,6 +281,7 @@ impl Context {
                 },
             },
             epilogue: fused,
+            convert_first,
         };
         let plan = GemmPlan::new(&request, &self.limits)?;
         self.pipelines.prepare(&plan)?;

@@ -7,6 +7,7 @@ mod convert;
 mod epilogue;
 mod gemm;
 mod gemm_store;
+pub mod narrow;
 pub mod peak;
 mod push;
 mod raster;
@@ -386,7 +387,7 @@ impl KernelKey {
         }
         if self.scheme.scope() != KernelScope::Subgroup {
             return Err(Error::InvalidTileScheme(format!(
-                "{}: operands stored as f32 need a subgroup-scope scheme",
+                "{}: operands stored as f32 need a subgroup-scope scheme, or rounding first (GemmOptions::convert_first)",
                 self.scheme.name()
             )));
         }
@@ -494,6 +495,17 @@ pub fn generate_peak(config: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> Re
 /// Generates the largest-magnitude pass of the accurate split (see [`absmax`]).
 pub fn generate_absmax() -> Result<Vec<u32>> {
     absmax::emit().map_err(|e| Error::Codegen(format!("absmax: {e}")))
+}
+
+/// Generates the pass that rounds an f32 operand to `to` (f16 or bf16) before the GEMM (see
+/// [`narrow`]).
+pub fn generate_narrow(to: ComponentType) -> Result<Vec<u32>> {
+    if !matches!(to, ComponentType::F16 | ComponentType::Bf16) {
+        return Err(Error::Unsupported(format!(
+            "f32 operands narrow to f16 or bf16, not {to}"
+        )));
+    }
+    narrow::emit(to).map_err(|e| Error::Codegen(format!("narrow to {to}: {e}")))
 }
 
 /// Generates the split-K reduction for a result type (see [`reduce`]).

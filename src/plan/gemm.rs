@@ -91,6 +91,12 @@ pub enum Kernel {
     Gemm(KernelKey),
     /// The largest-magnitude pass of the accurate split ([`crate::kernel::absmax`]).
     AbsMax,
+    /// The pass that rounds an f32 operand into scratch before the GEMM
+    /// ([`crate::kernel::narrow`]).
+    Narrow {
+        /// The 16-bit float type it rounds to.
+        to: ComponentType,
+    },
     /// The split-K reduction for a result type and epilogue, at a subgroup size.
     Reduce {
         /// C's type.
@@ -155,6 +161,10 @@ pub struct PlanRequest {
     /// The fused epilogue terms (bias, activation, dequantisation, output cast); its `alpha`
     /// and `beta` flags are ignored (they follow `alpha` and `beta`). Default: none.
     pub epilogue: Epilogue,
+    /// Whether the operands loaded with [`Load::Round`] are rounded first, each in a pass of its
+    /// own into scratch, so the GEMM reads them as 16-bit operands (and may take a scheme of
+    /// workgroup scope). One GEMM at a time: a batch is an error.
+    pub convert_first: bool,
 }
 
 /// A GEMM, planned: what to dispatch, in order, on which windows of which operands.
@@ -185,6 +195,9 @@ impl GemmPlan {
     /// ranges (K chunks after the first accumulate into C), or split-K slices into scratch plus a
     /// reduction where the grid is too small for the GPU.
     pub fn new(req: &PlanRequest, limits: &DispatchLimits) -> Result<Self> {
+        if req.convert_first && req.loads.contains(&Load::Round) {
+            return super::narrow::plan_converted(req, limits);
+        }
         let (p, config, scheme) = (&req.problem, req.config, req.scheme);
         let rt = config.result_type;
         let fused = req.epilogue;

@@ -15,6 +15,7 @@ fn request(m: usize, n: usize, k: usize, alpha: f64, beta: f64, split_k: SplitK)
         beta,
         split_k,
         epilogue: Default::default(),
+        convert_first: false,
     }
 }
 
@@ -236,4 +237,45 @@ fn a_batch_passes_its_strides_and_never_splits_k() {
     split.problem.b_bytes = 4;
     split.problem.batch.strides = [p.m * p.lda * 2, 0, p.m * p.ldc + 4];
     assert!(matches!(GemmPlan::new(&split, &unlimited()), Err(Error::Unsupported(m)) if m.contains("batch")));
+}
+
+#[test]
+fn f32_operands_rounded_first_become_16_bit_copies_in_scratch_before_the_gemm() {
+    // A f32 (row-major, 100 x 50), B f16 (column-major); split-K puts its slices after the copy.
+    let mut req = request(100, 70, 4096, 1.0, 0.0, SplitK::Slices(4));
+    req.problem = device_problem((100, 70, 4096), (Layout::RowMajor, Layout::ColMajor), (4, 2, 4));
+    req.loads = [Load::Round, Load::Native];
+    req.convert_first = true;
+    let limits = unlimited();
+    let plan = GemmPlan::new(&req, &limits).unwrap();
+    let d = &plan.dispatches[0];
+    assert_eq!(d.kernel, Kernel::Narrow { to: F16 });
+    assert_eq!((d.bindings[0].0, d.bindings[2].0), (Operand::A, Operand::Scratch));
+    // 100 rows of 4096 f32 (1024 vectors) into 100 rows of 4096 f16 (512 vectors).
+    assert_eq!(
+        (d.push.m, d.push.n, d.push.ldc, d.push.lda_vec, d.push.ldb_vec),
+        (100, 512, 4096, 1024, 512)
+    );
+    let copy = 100 * 4096 * 2;
+    assert_eq!(d.bindings[2].1.bind_range, copy);
+    let rest = &plan.dispatches[1..];
+    assert!(rest[0].after_previous, "the GEMM waits for the copy");
+    assert!(plan.is_split_k());
+    for g in plan.gemm_dispatches() {
+        let Kernel::Gemm(key) = g.kernel else { unreachable!() };
+        assert_eq!(key.loads, [Load::Native; 2]);
+        assert_eq!(g.bindings[0].0, Operand::Scratch);
+        assert!(g.bindings[0].1.bind_offset + g.bindings[0].1.bind_range <= copy);
+        assert_eq!(g.bindings[1].0, Operand::B);
+        assert!(g.bindings[2].1.bind_offset >= copy.next_multiple_of(limits.offset_alignment.max(16)));
+    }
+    assert!(plan.scratch_bytes > copy);
+    // The caller's problem is what the plan reports.
+    assert_eq!(plan.problem.a_bytes, 4);
+    // A batch converts as it loads: rounding first is refused for it.
+    req.problem.batch = Batch {
+        count: 3,
+        strides: [100 * 4096, 0, 100 * req.problem.ldc],
+    };
+    assert!(matches!(GemmPlan::new(&req, &limits), Err(Error::Unsupported(m)) if m.contains("batch")));
 }

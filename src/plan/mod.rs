@@ -4,6 +4,7 @@
 
 pub mod cut;
 pub mod gemm;
+mod narrow;
 pub mod passes;
 #[cfg(test)]
 mod properties;

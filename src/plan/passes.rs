@@ -244,7 +244,7 @@ fn span(outer0: usize, inner0: usize, outer: usize, inner: usize, ld: usize, es:
     (start as u64, len as u64)
 }
 
-fn window(start: u64, len: u64, limits: &DispatchLimits) -> Window {
+pub(crate) fn window(start: u64, len: u64, limits: &DispatchLimits) -> Window {
     let bind_offset = start - start % limits.offset_alignment;
     Window {
         bind_offset,

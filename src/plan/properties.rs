@@ -50,6 +50,7 @@ proptest! {
         split in 1u32..6,
         f32_operands in (any::<bool>(), any::<bool>()),
         accurate in any::<bool>(),
+        convert_first in any::<bool>(),
     ) {
         let subgroup_size = match subgroup_size {
             0 if limits.subgroup_size == 0 => 32,
@@ -88,7 +89,7 @@ proptest! {
                 } else {
                     [narrow(f32_operands.0), narrow(f32_operands.1)]
                 };
-                check_plan(config, scheme, (m, n, k), (a_layout, b_layout), split, loads)?;
+                check_plan(config, scheme, (m, n, k), (a_layout, b_layout), split, (loads, convert_first))?;
             }
         }
     }
@@ -101,7 +102,7 @@ fn check_plan(
     (m, n, k): (usize, usize, usize),
     layouts: (Layout, Layout),
     split: u32,
-    loads: [Load; 2],
+    (loads, convert_first): ([Load; 2], bool),
 ) -> Result<(), TestCaseError> {
     let ct = config.component_type;
     let sizes = (
@@ -118,11 +119,15 @@ fn check_plan(
         beta: 0.0,
         split_k: SplitK::Slices(split),
         epilogue: Default::default(),
+        convert_first,
     };
     let limits = DispatchLimits::from_device(&h200_limits());
+    let converts = convert_first && loads.contains(&Load::Round);
     let plan = match GemmPlan::new(&request, &limits) {
         // f32 storage needs a subgroup-scope scheme: a typed error otherwise.
-        Err(Error::InvalidTileScheme(_)) if loads != [Load::Native; 2] && scheme.scope() == KernelScope::Workgroup => {
+        Err(Error::InvalidTileScheme(_))
+            if !converts && loads != [Load::Native; 2] && scheme.scope() == KernelScope::Workgroup =>
+        {
             return Ok(())
         }
         // The accurate split runs in one pass or refuses, naming the exact mode.
@@ -132,12 +137,24 @@ fn check_plan(
         }
         other => other.map_err(|e| TestCaseError::fail(e.to_string()))?,
     };
-    // Vectors in push constants count the stored type's 16-byte vectors.
+    // Vectors in push constants count the stored type's 16-byte vectors (a copy's: 16 bits).
     let gemm0 = plan.gemm_dispatches().next().unwrap();
-    prop_assert_eq!(
-        gemm0.push.lda_vec as usize * VECTOR_BYTES as usize,
-        request.problem.lda * sizes.0
-    );
+    if converts {
+        check_converted(&plan, loads)?;
+    } else {
+        prop_assert_eq!(
+            gemm0.push.lda_vec as usize * VECTOR_BYTES as usize,
+            request.problem.lda * sizes.0
+        );
+    }
+    let plan = GemmPlan {
+        dispatches: plan
+            .dispatches
+            .into_iter()
+            .filter(|d| !matches!(d.kernel, Kernel::Narrow { .. }))
+            .collect(),
+        ..plan
+    };
     let g = scheme.geometry(&config);
     let gemm: Vec<_> = plan.gemm_dispatches().collect();
     for d in &gemm {
@@ -164,6 +181,61 @@ fn check_plan(
         prop_assert!(reduces, "split-K ends with its reduction");
     } else {
         prop_assert_eq!(plan.dispatches.len(), 1);
+    }
+    Ok(())
+}
+
+/// Rounding first: one narrowing pass per f32 operand, each writing its own stretch at the start
+/// of scratch; the GEMM reads those stretches as 16-bit operands after a barrier; the GEMM's own
+/// scratch (split-K) lies past them; every scratch window inside the scratch buffer.
+fn check_converted(plan: &GemmPlan, loads: [Load; 2]) -> Result<(), TestCaseError> {
+    let rounded: Vec<Operand> = [Operand::A, Operand::B]
+        .into_iter()
+        .zip(loads)
+        .filter(|(_, l)| *l == Load::Round)
+        .map(|(o, _)| o)
+        .collect();
+    let (narrows, rest) = plan.dispatches.split_at(rounded.len());
+    let mut copies = Vec::new();
+    for (d, &op) in narrows.iter().zip(&rounded) {
+        prop_assert!(matches!(d.kernel, Kernel::Narrow { to: F16 }), "{:?}", d.kernel);
+        prop_assert_eq!(d.bindings[0].0, op);
+        let (dst, w) = d.bindings[2];
+        prop_assert_eq!(dst, Operand::Scratch);
+        prop_assert!(d.push.n as u64 * 16 <= d.push.ldb_vec as u64 * 16 && d.push.ldc <= d.push.n * 8);
+        prop_assert!(w.bind_range >= d.push.m as u64 * d.push.ldb_vec as u64 * 16);
+        copies.push((w.bind_offset, w.bind_offset + w.bind_range));
+    }
+    prop_assert!(
+        copies.windows(2).all(|p| p[0].1 <= p[1].0),
+        "copies overlap: {:?}",
+        copies
+    );
+    let copies_end = copies.last().map_or(0, |c| c.1);
+    prop_assert!(rest[0].after_previous && matches!(rest[0].kernel, Kernel::Gemm(_)));
+    for d in rest {
+        if let Kernel::Gemm(key) = d.kernel {
+            prop_assert_eq!(key.loads, [Load::Native; 2]);
+        }
+        for (j, (op, w)) in d.bindings.iter().enumerate() {
+            prop_assert!(!rounded.contains(op), "the GEMM reads the copy, not the f32 operand");
+            if *op != Operand::Scratch {
+                continue;
+            }
+            prop_assert!(w.bind_offset + w.bind_range <= plan.scratch_bytes);
+            let in_copy = copies
+                .iter()
+                .any(|&(s, e)| w.bind_offset >= s && w.bind_offset + w.bind_range <= e);
+            if j < 2 && matches!(d.kernel, Kernel::Gemm(_)) {
+                prop_assert!(in_copy, "binding {} at {:?} outside the copies {:?}", j, w, copies);
+            } else {
+                prop_assert!(w.bind_offset >= copies_end, "the GEMM's own scratch follows the copies");
+            }
+        }
+    }
+    let gemm0 = plan.gemm_dispatches().next().unwrap();
+    if rounded.first() == Some(&Operand::A) {
+        prop_assert_eq!(gemm0.push.lda_vec, narrows[0].push.ldb_vec);
     }
     Ok(())
 }

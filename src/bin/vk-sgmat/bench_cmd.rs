@@ -51,7 +51,7 @@ pub(crate) fn bench(
     ctx: &Context,
     (types, shapes): (&[String], &[String]),
     layouts: (Layout, Layout),
-    compute: ComputeMode,
+    (compute, convert_first): (ComputeMode, Option<bool>),
     reps: u32,
     (cublas, peers): (Option<&std::path::Path>, &[report::PeerRow]),
 ) -> Result<Vec<report::BenchRow>> {
@@ -82,6 +82,7 @@ pub(crate) fn bench(
     for &t in &all_types {
         let options = GemmOptions {
             compute,
+            convert_first,
             ..Default::default()
         };
         let (_, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
@@ -92,11 +93,15 @@ pub(crate) fn bench(
         } else {
             ctx.peak(&config, groups, iters, 3)?.flops / 1e12
         };
-        let types = t.label(compute);
+        // A forced conversion is part of the row's name: `f32:f32 fast, first`.
+        let types = match convert_first {
+            None => t.label(compute),
+            Some(first) => format!("{}, {}", t.label(compute), if first { "first" } else { "load" }),
+        };
         for &shape in &shapes {
             progress.start(&format!("{types} {}x{}x{}", shape.0, shape.1, shape.2));
             let median = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
-                ctx, shape, layouts, compute, reps
+                ctx, shape, layouts, &options, reps
             )?);
             let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
             progress.done(&format!(
@@ -132,7 +137,7 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     (m, n, k): (usize, usize, usize),
     (al, bl): (Layout, Layout),
-    compute: ComputeMode,
+    options: &GemmOptions,
     reps: u32,
 ) -> Result<f64> {
     let mut rng = Rng::new(Rng::fresh_seed());
@@ -141,15 +146,11 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
     let da = ctx.upload(MatRef::stored(&a, m, k, al, lda))?;
     let db = ctx.upload(MatRef::stored(&b, k, n, bl, ldb))?;
     let mut dc = ctx.zeros::<TC>(m, n)?;
-    let options = GemmOptions {
-        compute,
-        ..Default::default()
-    };
     // At least a second, then until steady (fresh pipelines run slowly at first on NVIDIA).
     let warm = (std::time::Duration::from_secs(1), std::time::Duration::from_secs(10));
-    ctx.warm_up(&da, &db, &mut dc, &options, warm)?;
+    ctx.warm_up(&da, &db, &mut dc, options, warm)?;
     Ok(vk_sgmat::median(
-        &mut ctx.time_gemm_device(&da, &db, &mut dc, &options, reps)?,
+        &mut ctx.time_gemm_device(&da, &db, &mut dc, options, reps)?,
     ))
 }
 

@@ -77,6 +77,10 @@ pub enum Command {
         /// loaded), fast-bf16, exact (plain f32 without the matrix units).
         #[arg(long, default_value = "accurate")]
         mode: String,
+        /// Where f32 operands of the fast paths are rounded: auto (chosen per problem), first (a
+        /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
+        #[arg(long, default_value = "auto")]
+        convert: String,
         /// Layouts of A and B: n = row-major, t = column-major (nn, nt, tn, tt).
         #[arg(long, default_value = "nn")]
         layout: String,
@@ -125,6 +129,10 @@ pub enum Command {
         /// How f32 operands are multiplied (see `gemm --mode`).
         #[arg(long, default_value = "accurate")]
         mode: String,
+        /// Where f32 operands of the fast paths are rounded: auto (chosen per problem), first (a
+        /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
+        #[arg(long, default_value = "auto")]
+        convert: String,
         /// Shapes MxNxK to run (default: squares 256..8192 and 4096x11008x4096, 16x4096x4096,
         /// 4096x4096x256; squares up to 256 on CPU drivers).
         #[arg(long, value_delimiter = ',')]

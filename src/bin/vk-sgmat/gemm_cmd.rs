@@ -114,6 +114,11 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
         scheme: key.scheme.name(),
         tile: format!("{}x{}x{}, {} invocations", g.bm, g.bn, g.bk, g.threads),
         passes,
+        rounded_first: plan
+            .dispatches
+            .iter()
+            .filter(|d| matches!(d.kernel, vk_sgmat::plan::Kernel::Narrow { .. }))
+            .count(),
         alpha: options.alpha,
         beta: options.beta,
         seed,

@@ -147,6 +147,8 @@ pub struct GemmReport {
     pub scheme: String,
     pub tile: String,
     pub passes: usize,
+    /// f32 operands rounded to 16 bits in a pass of their own before the GEMM.
+    pub rounded_first: usize,
     pub alpha: f64,
     pub beta: f64,
     pub seed: u64,
@@ -167,7 +169,7 @@ pub fn render_gemm(r: &GemmReport) -> String {
     let _ = writeln!(s, "device: {} ({})", r.device, r.driver);
     let _ = writeln!(
         s,
-        "gemm {}x{}x{} {} layout {} alpha {} beta {}: config {}, scheme {} ({}), {} pass{}",
+        "gemm {}x{}x{} {} layout {} alpha {} beta {}: config {}, scheme {} ({}), {} pass{}{}",
         r.m,
         r.n,
         r.k,
@@ -179,7 +181,11 @@ pub fn render_gemm(r: &GemmReport) -> String {
         r.scheme,
         r.tile,
         r.passes,
-        if r.passes == 1 { "" } else { "es" }
+        if r.passes == 1 { "" } else { "es" },
+        match r.rounded_first {
+            0 => String::new(),
+            n => format!(" after {n} f32 operand{} rounded first", if n == 1 { "" } else { "s" }),
+        }
     );
     let c = &r.check;
     let what = if r.rows_checked == r.m {

@@ -26,6 +26,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             k,
             types,
             mode,
+            convert,
             layout,
             c_layout,
             shape,
@@ -50,6 +51,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 beta,
                 shape,
                 compute,
+                convert_first: parse_convert(&convert)?,
                 ..Default::default()
             };
             let single = devices.is_none() && scheme.is_none() && c_layout == Layout::RowMajor;
@@ -104,6 +106,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Bench {
             types,
             mode,
+            convert,
             shapes,
             reps,
             cublas,
@@ -149,7 +152,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 &ctx,
                 (&types, &shapes),
                 layouts,
-                compute,
+                (compute, parse_convert(&convert)?),
                 reps,
                 (cublas.as_deref(), &peers),
             )?;
@@ -322,6 +325,16 @@ fn info(json: bool) -> Result<bool> {
         print!("{}", report::render_info(&report));
     }
     Ok(true)
+}
+
+/// `--convert`: None (auto), Some(true) (first), Some(false) (as loaded).
+fn parse_convert(s: &str) -> Result<Option<bool>> {
+    match s {
+        "auto" => Ok(None),
+        "first" => Ok(Some(true)),
+        "load" => Ok(Some(false)),
+        _ => bail!("--convert {s:?}: use auto, first or load"),
+    }
 }
 
 fn parse_mode(s: &str) -> Result<ComputeMode> {

@@ -1,0 +1,99 @@
+//! An f32 operand rounded to nearest even in f16 or bf16, in a pass of its own, into scratch
+//! memory the GEMM then reads as a 16-bit operand. Converting first costs a read and a narrower
+//! write of the operand, and lets the GEMM run the 16-bit kernels, whose loads the driver stages
+//! itself (the workgroup-scope kernel cannot convert as it loads: see docs/performance.md).
+//!
+//! Bindings: 0 = the f32 matrix (16-byte vectors), 2 = the 16-bit copy (16-byte vectors). Push
+//! constants reuse [`super::PushConstants`]: `m` = rows in storage order (outer), `n` = copy
+//! vectors per row, `ldc` = elements per row (inner), `lda_vec` and `a_off_vec` = the source's
+//! leading dimension and first vector, `ldb_vec` and `c_off` = the copy's (in vectors), `k` =
+//! workgroups dispatched (they stride over the copy together). Elements past a row's end in
+//! the copy's last vector are written as zero, whatever the source holds there.
+
+use super::builder::{BuildResult, ModuleBuilder};
+use super::convert::narrow_f32x8;
+use super::push::Pc;
+use crate::config::ComponentType;
+use rspirv::spirv::{BuiltIn, FunctionControl, StorageClass};
+
+/// Invocations per workgroup.
+pub const THREADS: u32 = 256;
+/// Most workgroups per dispatch: enough to keep a large GPU's memory busy.
+pub const MAX_GROUPS: u32 = 8192;
+
+pub(super) fn emit(to: ComponentType) -> BuildResult<Vec<u32>> {
+    let mut mb = ModuleBuilder::new();
+    let b = &mut mb;
+    let t_void = b.t_void();
+    let t_bool = b.t_bool();
+    let t_bvec4 = b.b.type_vector(t_bool, 4);
+    let t_u32 = b.t_u32();
+    let t_uvec3 = b.t_uvec(3);
+    let t_uvec4 = b.t_uvec(4);
+    let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+    let v_wg = b.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
+    let v_pc = b.push_constant_block(super::push::PC_MEMBERS);
+    let v_src = b.storage_buffer(t_uvec4, 16, 0, true);
+    let v_dst = b.storage_buffer(t_uvec4, 16, 2, false);
+    let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
+    let u0 = b.c_u32(0);
+    let zero4 = b.b.constant_composite(t_uvec4, [u0; 4]);
+    let lanes: Vec<[u32; 4]> = vec![[0, 1, 2, 3], [4, 5, 6, 7]];
+    let lanes: Vec<u32> = lanes
+        .into_iter()
+        .map(|l| {
+            let c = l.map(|x| b.c_u32(x));
+            b.b.constant_composite(t_uvec4, c)
+        })
+        .collect();
+
+    let t_fn = b.b.type_function(t_void, []);
+    let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
+    let l_entry = b.b.begin_block(None)?;
+    let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
+    let (rows, row_vecs, inner, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::Ldc)?, pc(b, Pc::K)?);
+    let (src_ld, src_off, dst_ld, dst_off) = (
+        pc(b, Pc::LdaVec)?,
+        pc(b, Pc::AOff)?,
+        pc(b, Pc::LdbVec)?,
+        pc(b, Pc::COff)?,
+    );
+    let lid = b.b.load(t_u32, None, v_local, None, [])?;
+    let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
+    let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
+    let base = b.mul_u(wx, THREADS)?;
+    let gid = b.b.i_add(t_u32, None, base, lid)?;
+    let total = b.b.i_mul(t_u32, None, rows, row_vecs)?;
+    let stride = b.mul_u(groups, THREADS)?;
+    let inner4 = b.b.composite_construct(t_uvec4, None, [inner; 4])?;
+    b.counted_loop_by(l_entry, (gid, total, stride), |b, v| {
+        let r = b.b.u_div(t_u32, None, v, row_vecs)?;
+        let c = b.b.u_mod(t_u32, None, v, row_vecs)?;
+        let row = b.b.i_mul(t_u32, None, r, src_ld)?;
+        let row = b.b.i_add(t_u32, None, row, src_off)?;
+        let first_col = b.mul_u(c, 8)?;
+        let first4 = b.b.composite_construct(t_uvec4, None, [first_col; 4])?;
+        let mut halves = [0; 2];
+        for (h, out) in halves.iter_mut().enumerate() {
+            // Source vector 2c + h holds elements 8c + 4h ..; one that starts past the row's end
+            // may lie outside the binding, so it is not read.
+            let col = b.add_u(first_col, 4 * h as u32)?;
+            let ok = b.b.u_less_than(t_bool, None, col, inner)?;
+            let idx = b.mul_u(c, 2)?;
+            let idx = b.add_u(idx, h as u32)?;
+            let idx = b.b.i_add(t_u32, None, row, idx)?;
+            let x = b.load_vector_or_zero((v_src, src_off), idx, ok, zero4)?;
+            let cols = b.b.i_add(t_uvec4, None, first4, lanes[h])?;
+            let inside = b.b.u_less_than(t_bvec4, None, cols, inner4)?;
+            *out = b.b.select(t_uvec4, None, inside, x, zero4)?;
+        }
+        let packed = narrow_f32x8(b, halves[0], halves[1], to)?;
+        let at = b.b.i_mul(t_u32, None, r, dst_ld)?;
+        let at = b.b.i_add(t_u32, None, at, c)?;
+        let at = b.b.i_add(t_u32, None, at, dst_off)?;
+        let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+        b.b.store(p, packed, None, [])
+    })?;
+    b.end_compute(f, THREADS)?;
+    Ok(mb.finish())
+}
