@@ -139,6 +139,7 @@ impl Pipelines {
         }
         let words = match kernel {
             Kernel::Narrow { to } => kernel::generate_narrow(to)?,
+            Kernel::SplitPlanes => kernel::generate_split_planes()?,
             _ => kernel::generate_absmax()?,
         };
         let l = &self.device.info().limits;
@@ -156,7 +157,7 @@ impl Pipelines {
     pub fn kernel(&self, kernel: &Kernel) -> Result<Arc<Pipeline>> {
         match *kernel {
             Kernel::Gemm(ref key) => self.get(key),
-            Kernel::AbsMax | Kernel::Narrow { .. } => self.get_helper(*kernel),
+            Kernel::AbsMax | Kernel::Narrow { .. } | Kernel::SplitPlanes => self.get_helper(*kernel),
             Kernel::Reduce {
                 result_type,
                 epilogue,

@@ -589,6 +589,73 @@ fn split_kernels_pass_spirv_val() {
     assert!(generate(&key).is_err(), "a split needs f32 accumulators");
 }
 
+/// The passes that convert f32 operands first (rounded to f16 and bf16, split into planes) and
+/// the workgroup-scope kernel over split planes, every layout, computed directly and
+/// transposed, with and without fused terms; a planes key off its rules is a typed error.
+#[test]
+fn converting_passes_and_planes_kernels_pass_spirv_val() {
+    // The sysroot's spirv-val predates SPV_KHR_bfloat16: bf16 is generated, not validated.
+    let words = vk_sgmat::kernel::generate_narrow(F16).unwrap();
+    common::spirv_val(&words, "narrow_f16").unwrap_or_else(|e| panic!("narrow f16: {e}"));
+    assert!(vk_sgmat::kernel::generate_narrow(Bf16).is_ok());
+    assert!(vk_sgmat::kernel::generate_narrow(F32).is_err());
+    let words = vk_sgmat::kernel::generate_split_planes().unwrap();
+    common::spirv_val(&words, "split_planes").unwrap_or_else(|e| panic!("split planes: {e}"));
+    let config = cfg(16, 16, 16, F16, F32);
+    let l = limits(32, 49152);
+    let mut n = 0;
+    for transposed in [false, true] {
+        let scheme = TileScheme::workgroup_for_limits(&config, &l, 32, (8, 1), (1, 8), (32, 8))
+            .and_then(|s| s.with_lookahead(0))
+            .and_then(|s| s.with_c_transposed(transposed, &config, &l))
+            .unwrap();
+        for a_layout in LAYOUTS {
+            for b_layout in LAYOUTS {
+                for epilogue in EPILOGUES {
+                    let key = KernelKey {
+                        config,
+                        scheme,
+                        a_layout,
+                        b_layout,
+                        epilogue,
+                        loads: [Load::Planes; 2],
+                        probe: Probe::Full,
+                    };
+                    let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+                    common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+                    // Three products per step, summed from zero and added to the accumulator.
+                    let text = common::spirv_dis(&words);
+                    assert!(
+                        text.matches("OpCooperativeMatrixMulAddKHR").count() >= 3,
+                        "{}",
+                        key.name()
+                    );
+                    assert!(text.contains("OpFAdd"), "{}", key.name());
+                    n += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(n, 2 * 4 * EPILOGUES.len());
+    let subgroup = candidate_schemes(&config, &l, 32, false)[0];
+    let key = KernelKey {
+        config,
+        scheme: subgroup,
+        a_layout: Layout::RowMajor,
+        b_layout: Layout::RowMajor,
+        epilogue: Epilogue::default(),
+        loads: [Load::Planes; 2],
+        probe: Probe::Full,
+    };
+    assert!(matches!(generate(&key), Err(vk_sgmat::Error::InvalidTileScheme(_))));
+    let key = KernelKey {
+        config: cfg(16, 16, 16, F16, F16),
+        loads: [Load::Planes, Load::Native],
+        ..key
+    };
+    assert!(generate(&key).is_err());
+}
+
 /// Representative kernels reviewed as disassembly: a change to the generator shows as a diff.
 #[test]
 fn golden_disassembly() {

@@ -15,12 +15,13 @@ use rspirv::spirv::{StorageClass, Word};
 /// Biased exponent the scaled largest magnitude gets: `2^14`.
 const TARGET_EXP: u32 = 127 + 14;
 
-/// Per operand, the scale `s` (f32) from its largest magnitude's bits in word `index` of the
-/// scale buffer, and `1/s`. Non-finite or zero maxima scale by 1; exponents clamp to normal f32.
-pub(super) fn scales(b: &mut ModuleBuilder, v_scale: Word, index: u32) -> BuildResult<(Word, Word)> {
+/// Per operand, the scale `s` (f32) from its largest magnitude's bits in word `ci` (an id) of
+/// the scale buffer, and `1/s`. Non-finite or zero maxima scale by 1; exponents clamp to normal
+/// f32.
+pub(super) fn scales(b: &mut ModuleBuilder, v_scale: Word, ci: Word) -> BuildResult<(Word, Word)> {
     let (t_u32, t_bool, t_f32) = (b.t_u32(), b.t_bool(), b.t_f32());
     let p_sb_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
-    let (c0, ci) = (b.c_u32(0), b.c_u32(index));
+    let c0 = b.c_u32(0);
     let p = b.b.access_chain(p_sb_u32, None, v_scale, [c0, ci])?;
     let bits = b.b.load(t_u32, None, p, None, [])?;
     let c23 = b.c_u32(23);

@@ -230,7 +230,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     }
     // The split's scales: (s_a, 1/s_a), (s_b, 1/s_b).
     let scales = match v_scale {
-        Some(v) => Some([super::convert::scales(b, v, 0)?, super::convert::scales(b, v, 1)?]),
+        Some(v) => {
+            let (w0, w1) = (b.c_u32(0), b.c_u32(1));
+            Some([super::convert::scales(b, v, w0)?, super::convert::scales(b, v, w1)?])
+        }
         None => None,
     };
 

@@ -276,6 +276,12 @@ pub enum Load {
     /// from binding 3) and split into two f16 parts `hi + lo` as it is copied to shared memory;
     /// the kernel multiplies `hi*hi + hi*lo + lo*hi` (both operands; an f16 -> f32 config).
     Split,
+    /// The accurate split done first ([`narrow`]'s split pass): stored as f16 `hi` and `lo`
+    /// planes one after the other along K, each padded with zeros to whole K steps, so the
+    /// kernel's K is twice the padded K. The workgroup-scope kernel multiplies `hi*hi + hi*lo +
+    /// lo*hi` per K step like [`Load::Split`] and unscales by the scale words at binding 3
+    /// (both operands; an f16 -> f32 config).
+    Planes,
 }
 
 impl Load {
@@ -283,7 +289,7 @@ impl Load {
     /// the stored element's size to the config's.
     pub fn storage_vectors(self) -> u32 {
         match self {
-            Load::Native | Load::Simt => 1,
+            Load::Native | Load::Simt | Load::Planes => 1,
             Load::Round | Load::Split => 2,
         }
     }
@@ -291,7 +297,7 @@ impl Load {
     /// The type the operand is stored in, for a config whose component type is `component`.
     pub fn storage_type(self, component: ComponentType) -> ComponentType {
         match self {
-            Load::Native => component,
+            Load::Native | Load::Planes => component,
             Load::Round | Load::Simt | Load::Split => ComponentType::F32,
         }
     }
@@ -329,6 +335,7 @@ impl KernelKey {
                 let suffix = match l {
                     Load::Round => "32",
                     Load::Split => "_split",
+                    Load::Planes => "_planes",
                     _ => "_simt",
                 };
                 format!("_{name}{suffix}")
@@ -371,6 +378,21 @@ impl KernelKey {
             return self.check_simt();
         }
         let c = self.config;
+        if self.loads.contains(&Load::Planes) {
+            let f16_f32 = (c.component_type, c.result_type) == (ComponentType::F16, ComponentType::F32);
+            if self.loads != [Load::Planes; 2] || !f16_f32 {
+                return Err(Error::Unsupported(format!(
+                    "split planes take both operands on an f16 -> f32 config, not {c}"
+                )));
+            }
+            if self.scheme.scope() != KernelScope::Workgroup || self.scheme.n_parts() != 1 {
+                return Err(Error::InvalidTileScheme(format!(
+                    "{}: split planes run on a workgroup-scope scheme of one accumulator",
+                    self.scheme.name()
+                )));
+            }
+            return Ok(());
+        }
         if self.loads.contains(&Load::Split)
             && (self.loads != [Load::Split; 2]
                 || (c.component_type, c.result_type) != (ComponentType::F16, ComponentType::F32))
@@ -505,7 +527,13 @@ pub fn generate_narrow(to: ComponentType) -> Result<Vec<u32>> {
             "f32 operands narrow to f16 or bf16, not {to}"
         )));
     }
-    narrow::emit(to).map_err(|e| Error::Codegen(format!("narrow to {to}: {e}")))
+    narrow::emit(narrow::Output::Rounded(to)).map_err(|e| Error::Codegen(format!("narrow to {to}: {e}")))
+}
+
+/// Generates the pass that splits an f32 operand into f16 planes for [`Load::Planes`] (see
+/// [`narrow`]).
+pub fn generate_split_planes() -> Result<Vec<u32>> {
+    narrow::emit(narrow::Output::Planes).map_err(|e| Error::Codegen(format!("split planes: {e}")))
 }
 
 /// Generates the split-K reduction for a result type (see [`reduce`]).

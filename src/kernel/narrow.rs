@@ -1,17 +1,21 @@
-//! An f32 operand rounded to nearest even in f16 or bf16, in a pass of its own, into scratch
-//! memory the GEMM then reads as a 16-bit operand. Converting first costs a read and a narrower
-//! write of the operand, and lets the GEMM run the 16-bit kernels, whose loads the driver stages
-//! itself (the workgroup-scope kernel cannot convert as it loads: see docs/performance.md).
+//! An f32 operand converted for the 16-bit matrix units in a pass of its own, into scratch
+//! memory the GEMM then reads as a 16-bit operand: rounded to nearest even in f16 or bf16, or
+//! split into f16 `hi` and `lo` planes for the accurate mode ([`super::Load::Planes`], with the
+//! scale of [`super::convert::scales`]). Converting first costs a read and a narrower write of
+//! the operand, and lets the GEMM run the workgroup-scope kernel, whose loads the driver stages
+//! itself and which cannot convert as it loads (see docs/performance.md).
 //!
-//! Bindings: 0 = the f32 matrix (16-byte vectors), 2 = the 16-bit copy (16-byte vectors). Push
-//! constants reuse [`super::PushConstants`]: `m` = rows in storage order (outer), `n` = copy
-//! vectors per row, `ldc` = elements per row (inner), `lda_vec` and `a_off_vec` = the source's
-//! leading dimension and first vector, `ldb_vec` and `c_off` = the copy's (in vectors), `k` =
-//! workgroups dispatched (they stride over the copy together). Elements past a row's end in
-//! the copy's last vector are written as zero, whatever the source holds there.
+//! Bindings: 0 = the f32 matrix (16-byte vectors), 2 = the copy (16-byte vectors), 3 = the
+//! scale words (planes only). Push constants reuse [`super::PushConstants`]: `m` = rows of the
+//! copy in storage order, `row0` = rows the source has (later copy rows are zero), `n` = copy
+//! vectors per row, `ldc` = source elements per row (later elements are written as zero,
+//! whatever the source holds there), `lda_vec` and `a_off_vec` = the source's leading
+//! dimension and first vector, `ldb_vec` and `c_off` = the copy's, `b_off_vec` = how far the
+//! `lo` plane lies after the `hi` plane and `col0` = the scale word (planes), all in vectors or
+//! words; `k` = workgroups dispatched (they stride over the copy together).
 
 use super::builder::{BuildResult, ModuleBuilder};
-use super::convert::narrow_f32x8;
+use super::convert::{narrow_f32x8, scales, split_f32x8};
 use super::push::Pc;
 use crate::config::ComponentType;
 use rspirv::spirv::{BuiltIn, FunctionControl, StorageClass};
@@ -21,7 +25,16 @@ pub const THREADS: u32 = 256;
 /// Most workgroups per dispatch: enough to keep a large GPU's memory busy.
 pub const MAX_GROUPS: u32 = 8192;
 
-pub(super) fn emit(to: ComponentType) -> BuildResult<Vec<u32>> {
+/// What the pass writes.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Output {
+    /// The operand rounded to this type (f16 or bf16).
+    Rounded(ComponentType),
+    /// The accurate split's scaled f16 `hi` and `lo` planes.
+    Planes,
+}
+
+pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
     let t_void = b.t_void();
@@ -35,6 +48,10 @@ pub(super) fn emit(to: ComponentType) -> BuildResult<Vec<u32>> {
     let v_pc = b.push_constant_block(super::push::PC_MEMBERS);
     let v_src = b.storage_buffer(t_uvec4, 16, 0, true);
     let v_dst = b.storage_buffer(t_uvec4, 16, 2, false);
+    let (v_scale, to) = match output {
+        Output::Rounded(to) => (None, to),
+        Output::Planes => (Some(b.storage_buffer(t_u32, 4, 3, true)), ComponentType::F16),
+    };
     let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
     let u0 = b.c_u32(0);
     let zero4 = b.b.constant_composite(t_uvec4, [u0; 4]);
@@ -58,6 +75,16 @@ pub(super) fn emit(to: ComponentType) -> BuildResult<Vec<u32>> {
         pc(b, Pc::LdbVec)?,
         pc(b, Pc::COff)?,
     );
+    let src_rows = pc(b, Pc::Row0)?;
+    let planes = match v_scale {
+        Some(v) => {
+            // The word is a push constant, not a literal: one pipeline serves A and B.
+            let word = pc(b, Pc::Col0)?;
+            let (scale, _) = scales(b, v, word)?;
+            Some((scale, pc(b, Pc::BOff)?))
+        }
+        None => None,
+    };
     let lid = b.b.load(t_u32, None, v_local, None, [])?;
     let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
     let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
@@ -73,12 +100,14 @@ pub(super) fn emit(to: ComponentType) -> BuildResult<Vec<u32>> {
         let row = b.b.i_add(t_u32, None, row, src_off)?;
         let first_col = b.mul_u(c, 8)?;
         let first4 = b.b.composite_construct(t_uvec4, None, [first_col; 4])?;
+        let row_ok = b.b.u_less_than(t_bool, None, r, src_rows)?;
         let mut halves = [0; 2];
         for (h, out) in halves.iter_mut().enumerate() {
-            // Source vector 2c + h holds elements 8c + 4h ..; one that starts past the row's end
-            // may lie outside the binding, so it is not read.
+            // Source vector 2c + h holds elements 8c + 4h ..; one that starts past the row's end,
+            // or in a row the source lacks, may lie outside the binding, so it is not read.
             let col = b.add_u(first_col, 4 * h as u32)?;
-            let ok = b.b.u_less_than(t_bool, None, col, inner)?;
+            let in_row = b.b.u_less_than(t_bool, None, col, inner)?;
+            let ok = b.b.logical_and(t_bool, None, in_row, row_ok)?;
             let idx = b.mul_u(c, 2)?;
             let idx = b.add_u(idx, h as u32)?;
             let idx = b.b.i_add(t_u32, None, row, idx)?;
@@ -87,12 +116,24 @@ pub(super) fn emit(to: ComponentType) -> BuildResult<Vec<u32>> {
             let inside = b.b.u_less_than(t_bvec4, None, cols, inner4)?;
             *out = b.b.select(t_uvec4, None, inside, x, zero4)?;
         }
-        let packed = narrow_f32x8(b, halves[0], halves[1], to)?;
         let at = b.b.i_mul(t_u32, None, r, dst_ld)?;
         let at = b.b.i_add(t_u32, None, at, c)?;
         let at = b.b.i_add(t_u32, None, at, dst_off)?;
+        let (first, second) = match planes {
+            Some((scale, lo_off)) => {
+                let (hi, lo) = split_f32x8(b, halves[0], halves[1], scale)?;
+                (hi, Some((lo, lo_off)))
+            }
+            None => (narrow_f32x8(b, halves[0], halves[1], to)?, None),
+        };
         let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-        b.b.store(p, packed, None, [])
+        b.b.store(p, first, None, [])?;
+        if let Some((lo, lo_off)) = second {
+            let at = b.b.i_add(t_u32, None, at, lo_off)?;
+            let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+            b.b.store(p, lo, None, [])?;
+        }
+        Ok(())
     })?;
     b.end_compute(f, THREADS)?;
     Ok(mb.finish())

@@ -24,7 +24,7 @@ use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::push::{batch_offsets, Pc, PC_MEMBERS};
 use super::raster::raster;
-use super::KernelKey;
+use super::{KernelKey, Load};
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::dr::{InsertPoint, Instruction, Operand};
 use rspirv::spirv::{
@@ -124,6 +124,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_a = mb.storage_buffer(t_comp, es, 0, true);
     let v_b = mb.storage_buffer(t_comp, es, 1, true);
     let v_c = mb.storage_buffer(t_c, cs, 2, false);
+    let planes = key.loads == [Load::Planes; 2];
+    let v_scale = planes.then(|| mb.storage_buffer(t_u32, 4, 3, true));
     let p_sb_comp = mb.ptr(StorageClass::StorageBuffer, t_comp);
     let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_c);
     let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
@@ -144,6 +146,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_acc: Vec<Word> = (0..parts)
         .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
         .collect();
+    // Split planes: each loop iteration's partial sums.
+    let v_sum: Vec<Word> = (0..if planes { parts } else { 0 })
+        .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
+        .collect();
     let b = &mut mb;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
     let pm = pc(b, Pc::M)?;
@@ -155,6 +161,19 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let ldb_vec = pc(b, Pc::LdbVec)?;
     let ldb = b.mul_u(ldb_vec, vw)?;
     let ldc = pc(b, Pc::Ldc)?;
+    // Split planes: the operands' K holds the hi plane, then the lo plane; the loop runs over
+    // the first half. Their scales' reciprocals (A's, B's) unscale the result.
+    let (k_half, unscale) = match v_scale {
+        Some(v) => {
+            let half = b.div_u(pk, 2)?;
+            let (w0, w1) = (b.c_u32(0), b.c_u32(1));
+            let (_, ua) = super::convert::scales(b, v, w0)?;
+            let (_, ub) = super::convert::scales(b, v, w1)?;
+            (Some(half), Some([ua, ub]))
+        }
+        None => (None, None),
+    };
+    let k_loop_end = k_half.unwrap_or(pk);
     let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
     let [a_off_vec, b_off_vec, c_off] = batch_offsets(b, v_pc, wg)?;
     let a_off = b.mul_u(a_off_vec, vw)?;
@@ -270,6 +289,45 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             }
             Ok((ma, mbs))
         };
+        // A K step's operands: (left, rights) at k, and with split planes the lo plane's too.
+        let load = |b: &mut ModuleBuilder, k: Word| -> BuildResult<Step> {
+            let hi = load(b, k)?;
+            let lo = match k_half {
+                Some(half) => {
+                    let k_lo = b.b.i_add(t_u32, None, k, half)?;
+                    Some(load(b, k_lo)?)
+                }
+                None => None,
+            };
+            Ok((hi, lo))
+        };
+        // `x` plus the step's product for accumulator `j`: with split planes `lo*hi + hi*lo +
+        // hi*hi`, summed into a partial sum that starts from zero each loop iteration and is
+        // then added to the accumulator in f32 (the matrix units accumulate f32 less carefully
+        // than an add: see docs/performance.md, f32 and mixed types).
+        let multiply = |b: &mut ModuleBuilder, ((ma, mbs), lo): &Step, j: usize, x: Word| -> BuildResult<Word> {
+            let Some((la, lbs)) = lo else {
+                return b
+                    .b
+                    .cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, mbs[j], x, operands);
+            };
+            let t =
+                b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *la, mbs[j], x, operands)?;
+            let t =
+                b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, lbs[j], t, operands)?;
+            b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, mbs[j], t, operands)
+        };
+        // Where an iteration's products go: the partial sums (split planes) or the accumulators.
+        let into = if planes { &v_sum } else { &v_acc };
+        let add_sums = |b: &mut ModuleBuilder| -> BuildResult<()> {
+            for (&v, &t) in v_acc.iter().zip(&v_sum) {
+                let x = b.b.load(t_mat_acc, None, v, None, [])?;
+                let y = b.b.load(t_mat_acc, None, t, None, [])?;
+                let x = b.b.f_add(t_mat_acc, None, x, y)?;
+                b.b.store(v, x, None, [])?;
+            }
+            Ok(())
+        };
         if ahead == 0 && steps > 1 {
             // Load, multiply, step by step: an inner loop of `steps` K steps that the driver
             // unrolls (its hint), not unrolled here. The driver pipelines this form's loads
@@ -278,25 +336,28 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             // sees (counting K from `kb` to `kb + steps * BK` was 1.4% slower).
             let c_steps = b.c_u32(steps);
             return b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
+                for &t in &v_sum {
+                    b.b.store(t, zero_acc, None, [])?;
+                }
                 let l_inner = b.b.id();
                 b.b.branch(l_inner)?;
                 b.b.begin_block(Some(l_inner))?;
                 b.counted_loop_ctl(l_inner, (c0, c_steps, c1), LoopControl::UNROLL, |b, step| {
                     let dk = b.mul_u(step, g.bk)?;
                     let k = b.b.i_add(t_u32, None, kb, dk)?;
-                    let (ma, mbs) = load(b, k)?;
-                    for (&v, mbm) in v_acc.iter().zip(mbs) {
+                    let step = load(b, k)?;
+                    for (j, &v) in into.iter().enumerate() {
                         let x = b.b.load(t_mat_acc, None, v, None, [])?;
-                        let x =
-                            b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, ma, mbm, x, operands)?;
+                        let x = multiply(b, &step, j, x)?;
                         b.b.store(v, x, None, [])?;
                     }
                     Ok(())
-                })
+                })?;
+                add_sums(b)
             });
         }
         b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
-            let load_step = |b: &mut ModuleBuilder, step: u32| -> BuildResult<(Word, Vec<Word>)> {
+            let load_step = |b: &mut ModuleBuilder, step: u32| -> BuildResult<Step> {
                 let k = if step == 0 { kb } else { b.add_u(kb, step * g.bk)? };
                 load(b, k)
             };
@@ -309,19 +370,22 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 }
                 if acc.is_empty() {
                     for &v in &v_acc {
-                        acc.push(b.b.load(t_mat_acc, None, v, None, [])?);
+                        acc.push(if planes {
+                            zero_acc
+                        } else {
+                            b.b.load(t_mat_acc, None, v, None, [])?
+                        });
                     }
                 }
-                let (ma, mbs) = pending.pop_front().expect("step loaded above");
-                for (x, mbm) in acc.iter_mut().zip(mbs) {
-                    *x =
-                        b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, ma, mbm, *x, operands)?;
+                let step = pending.pop_front().expect("step loaded above");
+                for (j, x) in acc.iter_mut().enumerate() {
+                    *x = multiply(b, &step, j, *x)?;
                 }
             }
-            for (&v, x) in v_acc.iter().zip(acc) {
+            for (&v, x) in into.iter().zip(acc) {
                 b.b.store(v, x, None, [])?;
             }
-            Ok(())
+            add_sums(b)
         })
     };
 
@@ -333,8 +397,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let n_end = b.add_u(n0, g.bn)?;
     let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
     let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
-    let k_rem = b.mod_u(pk, s.stages() * g.bk)?;
-    let k_main = b.b.i_sub(t_u32, None, pk, k_rem)?;
+    let k_rem = b.mod_u(k_loop_end, s.stages() * g.bk)?;
+    let k_main = b.b.i_sub(t_u32, None, k_loop_end, k_rem)?;
     let inside = b.b.logical_and(t_bool, None, in_m, in_n)?;
     let (l_fast, l_edge, l_joined) = (b.b.id(), b.b.id(), b.b.id());
     b.b.selection_merge(l_joined, SelectionControl::NONE)?;
@@ -342,8 +406,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.b.begin_block(Some(l_fast))?;
     k_loop(b, t_layout_unclamped, l_fast, (s.stages(), s.lookahead()), (c0, k_main))?;
     let k_whole = if s.stages() > 1 {
-        let k_part = b.mod_u(pk, g.bk)?;
-        let k_whole = b.b.i_sub(t_u32, None, pk, k_part)?;
+        let k_part = b.mod_u(k_loop_end, g.bk)?;
+        let k_whole = b.b.i_sub(t_u32, None, k_loop_end, k_part)?;
         let l_steps = b.b.id();
         b.b.branch(l_steps)?;
         b.b.begin_block(Some(l_steps))?;
@@ -355,10 +419,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let l_tail = b.b.id();
     b.b.branch(l_tail)?;
     b.b.begin_block(Some(l_tail))?;
-    k_loop(b, t_layout_clamped, l_tail, (1, 0), (k_whole, pk))?;
+    k_loop(b, t_layout_clamped, l_tail, (1, 0), (k_whole, k_loop_end))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_edge))?;
-    k_loop(b, t_layout_clamped, l_edge, (1, 0), (c0, pk))?;
+    k_loop(b, t_layout_clamped, l_edge, (1, 0), (c0, k_loop_end))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_joined))?;
 
@@ -375,6 +439,11 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     for (&v, &cj) in v_acc.iter().zip(&col0s) {
         let lc = slice(b, t_layout_clamped, lc_full, &c, (row0, c_rows), (cj, c_cols))?;
         let mut out = b.b.load(t_mat_acc, None, v, None, [])?;
+        // One factor at a time: their product may leave f32's range.
+        for u in unscale.into_iter().flatten() {
+            let u = b.b.composite_construct(t_mat_acc, None, [u])?;
+            out = b.b.f_mul(t_mat_acc, None, out, u)?;
+        }
         if let Some(f) = f_element {
             let id = b.b.id();
             let args = [out, f, row0, cj, c_off].map(Operand::IdRef).to_vec();
@@ -412,6 +481,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
 }
+
+/// One K step's operands: the left matrix and the right ones (one per accumulator), and with
+/// split planes the same from the lo plane.
+type Step = ((Word, Vec<Word>), Option<(Word, Vec<Word>)>);
 
 /// The per-element function of a fused epilogue: `(row, col, x, row0, col0, c_off) -> f32`, where
 /// `row` and `col` count from the accumulator's corner (`row0`, `col0`) and `c_off` is C's first

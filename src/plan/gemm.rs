@@ -97,6 +97,9 @@ pub enum Kernel {
         /// The 16-bit float type it rounds to.
         to: ComponentType,
     },
+    /// The pass that splits an f32 operand into f16 planes in scratch before the GEMM
+    /// ([`Load::Planes`]).
+    SplitPlanes,
     /// The split-K reduction for a result type and epilogue, at a subgroup size.
     Reduce {
         /// C's type.
@@ -197,6 +200,9 @@ impl GemmPlan {
     pub fn new(req: &PlanRequest, limits: &DispatchLimits) -> Result<Self> {
         if req.convert_first && req.loads.contains(&Load::Round) {
             return super::narrow::plan_converted(req, limits);
+        }
+        if req.convert_first && req.loads == [Load::Split; 2] {
+            return super::narrow::plan_planes(req, limits);
         }
         let (p, config, scheme) = (&req.problem, req.config, req.scheme);
         let rt = config.result_type;
@@ -408,35 +414,11 @@ impl GemmPlan {
             bind_range: limits.offset_alignment.max(16),
             start: 0,
         };
-        // Each operand in storage order: rows of its contiguous dimension, in 16-byte vectors.
-        let operand = |which, window: Window, (rows, cols): (usize, usize), layout: Layout, ld: usize, word| {
-            let (outer, inner) = layout.outer_inner(rows, cols);
-            let vectors = outer * (inner * 4).div_ceil(VECTOR_BYTES as usize);
-            let groups = vectors
-                .div_ceil(absmax::THREADS as usize)
-                .min(absmax::MAX_GROUPS as usize) as u32;
-            Dispatch {
-                kernel: Kernel::AbsMax,
-                bindings: [(which, window), (which, window), (Operand::Scratch, words)],
-                aux: None,
-                vectors: [None; 3],
-                push: PushConstants {
-                    m: outer as u32,
-                    n: (inner * 4).div_ceil(VECTOR_BYTES as usize) as u32,
-                    lda_vec: (ld * 4 / VECTOR_BYTES as usize) as u32,
-                    a_off_vec: (window.start / u64::from(VECTOR_BYTES)) as u32,
-                    c_off: word,
-                    k: groups,
-                    ..Default::default()
-                },
-                groups: [groups, 1, 1],
-                after_previous: false,
-            }
-        };
+        let (a, b) = (p.a_layout.outer_inner(p.m, p.k), p.b_layout.outer_inner(p.k, p.n));
         self.dispatches
-            .push(operand(Operand::A, pass.a, (p.m, p.k), p.a_layout, p.lda, 0));
+            .push(absmax_dispatch((Operand::A, pass.a), a, p.lda, (0, words)));
         self.dispatches
-            .push(operand(Operand::B, pass.b, (p.k, p.n), p.b_layout, p.ldb, 1));
+            .push(absmax_dispatch((Operand::B, pass.b), b, p.ldb, (1, words)));
         self.dispatches.push(Dispatch {
             kernel: Kernel::Gemm(kernel),
             bindings: [(Operand::A, pass.a), (Operand::B, pass.b), (Operand::C, pass.c)],
@@ -502,6 +484,38 @@ impl GemmPlan {
             }
         }
         self
+    }
+}
+
+/// The largest-magnitude pass over an f32 operand (`which`, bound at `window`, `outer` rows of
+/// `inner` elements in storage order, leading dimension `ld`) into scale word `word` of the
+/// zeroed `words`.
+pub(super) fn absmax_dispatch(
+    (which, window): (Operand, Window),
+    (outer, inner): (usize, usize),
+    ld: usize,
+    (word, words): (u32, Window),
+) -> Dispatch {
+    let row_vectors = (inner * 4).div_ceil(VECTOR_BYTES as usize);
+    let groups = (outer * row_vectors)
+        .div_ceil(absmax::THREADS as usize)
+        .min(absmax::MAX_GROUPS as usize) as u32;
+    Dispatch {
+        kernel: Kernel::AbsMax,
+        bindings: [(which, window), (which, window), (Operand::Scratch, words)],
+        aux: None,
+        vectors: [None; 3],
+        push: PushConstants {
+            m: outer as u32,
+            n: row_vectors as u32,
+            lda_vec: (ld * 4 / VECTOR_BYTES as usize) as u32,
+            a_off_vec: (window.start / u64::from(VECTOR_BYTES)) as u32,
+            c_off: word,
+            k: groups,
+            ..Default::default()
+        },
+        groups: [groups, 1, 1],
+        after_previous: false,
     }
 }
 

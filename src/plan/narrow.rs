@@ -1,123 +1,262 @@
-//! A GEMM whose f32 operands are rounded first: one narrowing pass per f32 operand writes its
-//! 16-bit copy into scratch ([`crate::kernel::narrow`]), then the GEMM is planned as one of
-//! 16-bit operands on those copies. The copies keep the operand's storage order, with the
-//! leading dimension padded to whole vectors; scratch holds them first (each at an
-//! offset-aligned start), then whatever scratch the GEMM itself needs (split-K slices).
+//! GEMMs whose f32 operands are converted first, each by a pass of its own into scratch
+//! ([`crate::kernel::narrow`]), and then multiplied as 16-bit operands:
+//! - rounded ([`plan_converted`]): the copy keeps the operand's storage order with the leading
+//!   dimension padded to whole vectors, and the GEMM is planned as one of 16-bit operands;
+//! - split for the accurate mode ([`plan_planes`]): after the largest-magnitude passes, `hi` and
+//!   `lo` f16 planes one after the other along K, each padded with zeros to whole K steps, and a
+//!   workgroup-scope GEMM of [`Load::Planes`] over twice the padded K.
+//!
+//! Scratch holds the scale words (planes), then the copies (each at an offset-aligned start),
+//! then whatever scratch the GEMM itself needs (split-K slices).
 
 use super::device_ld;
-use super::gemm::{Dispatch, GemmPlan, Kernel, Operand, PlanRequest};
-use super::passes::{window, DispatchLimits, Window};
+use super::gemm::{absmax_dispatch, Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK};
+use super::passes::{window, DispatchLimits, Problem, Window};
 use crate::error::{Error, Result};
 use crate::kernel::{narrow, Load, PushConstants};
-use crate::tiling::VECTOR_BYTES;
+use crate::tiling::{Layout, VECTOR_BYTES};
+
+const VEC: u64 = VECTOR_BYTES as u64;
+
+/// An f32 operand of the problem as stored: which it is, its window, `outer` rows of `inner`
+/// elements in storage order, its leading dimension, and whether K is its contiguous dimension.
+struct Source {
+    which: Operand,
+    window: Window,
+    outer: usize,
+    inner: usize,
+    ld: usize,
+    k_inner: bool,
+}
+
+impl Source {
+    /// Operand `j` (0: A, 1: B) of `p`, which must be stored as f32 and fit one binding.
+    fn new(p: &Problem, j: usize, limits: &DispatchLimits) -> Result<Self> {
+        let (rows, cols, layout, ld, bytes) = if j == 0 {
+            (p.m, p.k, p.a_layout, p.lda, p.a_bytes)
+        } else {
+            (p.k, p.n, p.b_layout, p.ldb, p.b_bytes)
+        };
+        let name = ["A", "B"][j];
+        if bytes != 4 {
+            return Err(Error::InvalidOperand(format!(
+                "{name} has {bytes}-byte elements; only f32 operands are converted"
+            )));
+        }
+        let (outer, inner) = layout.outer_inner(rows, cols);
+        let len = (outer as u64 - 1) * ld as u64 * 4 + (inner as u64 * 4).next_multiple_of(VEC);
+        let window = window(p.offsets[j], len, limits);
+        if window.bind_range > limits.max_range {
+            return Err(Error::TooLarge(format!(
+                "converting the f32 {name} ({rows}x{cols}) first needs a window of {} bytes, over maxStorageBufferRange ({})",
+                window.bind_range, limits.max_range
+            )));
+        }
+        Ok(Self {
+            which: [Operand::A, Operand::B][j],
+            window,
+            outer,
+            inner,
+            ld,
+            k_inner: (j == 0) == (layout == Layout::RowMajor),
+        })
+    }
+
+    /// A converting dispatch of `kernel` writing `copy` in scratch: `rows` copy rows of
+    /// `row_vecs` vectors at `copy_ld` elements apart, with `extra` push constants set.
+    fn dispatch(
+        &self,
+        kernel: Kernel,
+        copy: Window,
+        (rows, row_vecs, copy_ld): (usize, usize, usize),
+        limits: &DispatchLimits,
+        extra: impl FnOnce(&mut PushConstants),
+    ) -> Dispatch {
+        let groups = (rows * row_vecs)
+            .div_ceil(narrow::THREADS as usize)
+            .min(narrow::MAX_GROUPS.min(limits.max_groups[0]) as usize) as u32;
+        let mut push = PushConstants {
+            m: rows as u32,
+            row0: self.outer as u32,
+            n: row_vecs as u32,
+            k: groups,
+            ldc: self.inner as u32,
+            lda_vec: (self.ld as u64 * 4 / VEC) as u32,
+            a_off_vec: (self.window.start / VEC) as u32,
+            ldb_vec: (copy_ld as u64 * 2 / VEC) as u32,
+            c_off: 0,
+            ..Default::default()
+        };
+        extra(&mut push);
+        Dispatch {
+            kernel,
+            bindings: [
+                (self.which, self.window),
+                (self.which, self.window),
+                (Operand::Scratch, copy),
+            ],
+            aux: None,
+            vectors: [None; 3],
+            push,
+            groups: [groups, 1, 1],
+            after_previous: false,
+        }
+    }
+}
+
+/// Scratch grows by `bytes` from `end` (offset-aligned); the window of the new stretch.
+fn claim(end: &mut u64, bytes: u64, limits: &DispatchLimits) -> Result<Window> {
+    if bytes > limits.max_range {
+        return Err(Error::TooLarge(format!(
+            "a converted operand of {bytes} bytes is over maxStorageBufferRange ({}); convert it as it loads",
+            limits.max_range
+        )));
+    }
+    let w = Window {
+        bind_offset: *end,
+        bind_range: bytes,
+        start: 0,
+    };
+    *end = (*end + bytes).next_multiple_of(limits.offset_alignment.max(VEC));
+    Ok(w)
+}
 
 /// Plans `req` (whose `convert_first` is set and which has an operand loaded with
-/// [`Load::Round`]) as narrowing passes followed by a GEMM of 16-bit operands.
+/// [`Load::Round`]) as rounding passes followed by a GEMM of 16-bit operands.
 pub(super) fn plan_converted(req: &PlanRequest, limits: &DispatchLimits) -> Result<GemmPlan> {
     let p = &req.problem;
+    one_gemm(p)?;
+    let mut staged = *p;
+    let mut narrows = Vec::new();
+    let mut end = 0u64;
+    for (j, &load) in req.loads.iter().enumerate() {
+        if load != Load::Round {
+            continue;
+        }
+        let src = Source::new(p, j, limits)?;
+        let copy_ld = device_ld(src.inner, 2);
+        let copy = claim(&mut end, src.outer as u64 * copy_ld as u64 * 2, limits)?;
+        let kernel = Kernel::Narrow {
+            to: req.config.component_type,
+        };
+        let rows = (src.outer, src.inner.div_ceil(8), copy_ld);
+        narrows.push(src.dispatch(kernel, copy, rows, limits, |_| {}));
+        stage(&mut staged, j, copy_ld, copy.bind_offset);
+    }
+    let inner = PlanRequest {
+        problem: staged,
+        // The copies are 16-bit operands.
+        loads: req.loads.map(|l| if l == Load::Round { Load::Native } else { l }),
+        convert_first: false,
+        ..*req
+    };
+    finish(p, GemmPlan::new(&inner, limits)?, narrows, end, limits)
+}
+
+/// Plans `req` (the accurate split, `convert_first` set) as the two largest-magnitude passes,
+/// a split pass per operand writing its planes, and one workgroup-scope GEMM over them.
+pub(super) fn plan_planes(req: &PlanRequest, limits: &DispatchLimits) -> Result<GemmPlan> {
+    let p = &req.problem;
+    one_gemm(p)?;
+    let bk = req.scheme.geometry(&req.config).bk as usize;
+    let kp = p.k.next_multiple_of(bk);
+    let words = Window {
+        bind_offset: 0,
+        bind_range: limits.offset_alignment.max(VEC),
+        start: 0,
+    };
+    let mut end = words.bind_range;
+    let mut staged = Problem { k: 2 * kp, ..*p };
+    let mut passes = Vec::new();
+    let mut splits = Vec::new();
+    for j in 0..2 {
+        let src = Source::new(p, j, limits)?;
+        passes.push(absmax_dispatch(
+            (src.which, src.window),
+            (src.outer, src.inner),
+            src.ld,
+            (j as u32, words),
+        ));
+        // K along the rows: each copy row is hi (K padded to kp) then lo. K across the rows:
+        // kp rows of hi (those past K zero), then kp rows of lo.
+        let (rows, row_vecs, copy_ld, lo_off) = if src.k_inner {
+            (src.outer, kp / 8, 2 * kp, kp / 8)
+        } else {
+            let ld = device_ld(src.inner, 2);
+            (kp, src.inner.div_ceil(8), ld, kp * ld / 8)
+        };
+        let planes = if src.k_inner { 1 } else { 2 };
+        let copy = claim(&mut end, (planes * rows * copy_ld * 2) as u64, limits)?;
+        let mut d = src.dispatch(Kernel::SplitPlanes, copy, (rows, row_vecs, copy_ld), limits, |push| {
+            push.b_off_vec = lo_off as u32;
+            push.col0 = j as u32;
+        });
+        d.aux = Some((Operand::Scratch, words));
+        d.after_previous = j == 0;
+        splits.push(d);
+        stage(&mut staged, j, copy_ld, copy.bind_offset);
+    }
+    passes.append(&mut splits);
+    let inner = PlanRequest {
+        problem: staged,
+        loads: [Load::Planes; 2],
+        split_k: SplitK::Slices(1),
+        convert_first: false,
+        ..*req
+    };
+    let gemm = GemmPlan::new(&inner, limits)?;
+    if gemm.dispatches.len() != 1 {
+        return Err(Error::TooLarge(format!(
+            "the accurate f32 mode runs a GEMM in one pass, and this one needs {} for the device's limits; use ComputeMode::Exact",
+            gemm.dispatches.len()
+        )));
+    }
+    let mut plan = finish(p, gemm, passes, end, limits)?;
+    plan.dispatches.last_mut().expect("the GEMM").aux = Some((Operand::Scratch, words));
+    plan.zeroed_scratch_bytes = 16;
+    Ok(plan)
+}
+
+/// Conversion first runs one GEMM at a time.
+fn one_gemm(p: &Problem) -> Result<()> {
     if p.batch.count > 1 {
         return Err(Error::Unsupported(format!(
             "converting f32 operands first runs one GEMM at a time, and this is a batch of {}; a batch converts them as it loads them",
             p.batch.count
         )));
     }
-    let to = req.config.component_type;
-    let vec = u64::from(VECTOR_BYTES);
-    let align = limits.offset_alignment.max(vec);
-    let mut staged = *p;
-    let mut loads = req.loads;
-    let mut narrows = Vec::new();
-    let mut end = 0u64;
-    for j in 0..2 {
-        if req.loads[j] != Load::Round {
-            continue;
-        }
-        let (rows, cols, layout, ld, bytes) = if j == 0 {
-            (p.m, p.k, p.a_layout, p.lda, p.a_bytes)
-        } else {
-            (p.k, p.n, p.b_layout, p.ldb, p.b_bytes)
-        };
-        if bytes != 4 {
-            return Err(Error::InvalidOperand(format!(
-                "operand {} has {bytes}-byte elements; only f32 operands are rounded",
-                ["A", "B"][j]
-            )));
-        }
-        let (outer, inner) = layout.outer_inner(rows, cols);
-        let copy_ld = device_ld(inner, 2);
-        let copy_bytes = outer as u64 * copy_ld as u64 * 2;
-        let src_len = (outer as u64 - 1) * ld as u64 * 4 + (inner as u64 * 4).next_multiple_of(vec);
-        let src = window(p.offsets[j], src_len, limits);
-        let row_vecs = inner.div_ceil(8);
-        if src.bind_range > limits.max_range || copy_bytes > limits.max_range {
-            return Err(Error::TooLarge(format!(
-                "converting an f32 operand of {rows}x{cols} first needs a window of {} bytes, over maxStorageBufferRange ({}); convert it as it loads",
-                src.bind_range.max(copy_bytes),
-                limits.max_range
-            )));
-        }
-        let groups = (outer * row_vecs)
-            .div_ceil(narrow::THREADS as usize)
-            .min(narrow::MAX_GROUPS.min(limits.max_groups[0]) as usize) as u32;
-        let which = [Operand::A, Operand::B][j];
-        narrows.push(Dispatch {
-            kernel: Kernel::Narrow { to },
-            bindings: [
-                (which, src),
-                (which, src),
-                (
-                    Operand::Scratch,
-                    Window {
-                        bind_offset: end,
-                        bind_range: copy_bytes,
-                        start: 0,
-                    },
-                ),
-            ],
-            aux: None,
-            vectors: [None; 3],
-            push: PushConstants {
-                m: outer as u32,
-                n: row_vecs as u32,
-                k: groups,
-                ldc: inner as u32,
-                lda_vec: (ld as u64 * 4 / vec) as u32,
-                a_off_vec: (src.start / vec) as u32,
-                ldb_vec: (copy_ld as u64 * 2 / vec) as u32,
-                c_off: 0,
-                ..Default::default()
-            },
-            groups: [groups, 1, 1],
-            after_previous: false,
-        });
-        if j == 0 {
-            (staged.a_bytes, staged.lda) = (2, copy_ld);
-        } else {
-            (staged.b_bytes, staged.ldb) = (2, copy_ld);
-        }
-        staged.offsets[j] = end;
-        loads[j] = Load::Native;
-        end = (end + copy_bytes).next_multiple_of(align);
+    Ok(())
+}
+
+/// Operand `j` of `staged` becomes the 16-bit copy at `offset` in scratch.
+fn stage(staged: &mut Problem, j: usize, copy_ld: usize, offset: u64) {
+    if j == 0 {
+        (staged.a_bytes, staged.lda) = (2, copy_ld);
+    } else {
+        (staged.b_bytes, staged.ldb) = (2, copy_ld);
     }
-    let mut plan = GemmPlan::new(
-        &PlanRequest {
-            problem: staged,
-            loads,
-            convert_first: false,
-            ..*req
-        },
-        limits,
-    )?;
-    let staged_ops: Vec<Operand> = (0..2)
-        .filter(|&j| req.loads[j] == Load::Round)
-        .map(|j| [Operand::A, Operand::B][j])
+    staged.offsets[j] = offset;
+}
+
+/// The plan of the converted problem (`plan`), its copies bound from scratch and its own scratch
+/// moved past them (`end`), after the converting dispatches (`first`); the caller's problem `p`.
+fn finish(
+    p: &Problem,
+    mut plan: GemmPlan,
+    mut first: Vec<Dispatch>,
+    end: u64,
+    limits: &DispatchLimits,
+) -> Result<GemmPlan> {
+    let converted: Vec<Operand> = first
+        .iter()
+        .filter(|d| d.bindings[2].0 == Operand::Scratch && d.kernel != Kernel::AbsMax)
+        .map(|d| d.bindings[0].0)
         .collect();
     for d in &mut plan.dispatches {
         for (op, w) in d.bindings.iter_mut().chain(d.aux.iter_mut()) {
             if *op == Operand::Scratch {
-                // The GEMM's own scratch comes after the copies.
                 w.bind_offset += end;
-            } else if staged_ops.contains(op) {
+            } else if converted.contains(op) {
                 *op = Operand::Scratch;
             }
         }
@@ -130,8 +269,8 @@ pub(super) fn plan_converted(req: &PlanRequest, limits: &DispatchLimits) -> Resu
             plan.scratch_bytes, limits.max_allocation
         )));
     }
-    narrows.append(&mut plan.dispatches);
-    plan.dispatches = narrows;
+    first.append(&mut plan.dispatches);
+    plan.dispatches = first;
     plan.problem = *p;
     Ok(plan)
 }

@@ -123,10 +123,17 @@ fn check_plan(
     };
     let limits = DispatchLimits::from_device(&h200_limits());
     let converts = convert_first && loads.contains(&Load::Round);
+    let planes = convert_first && loads == [Load::Split; 2];
     let plan = match GemmPlan::new(&request, &limits) {
+        // Split planes need a workgroup-scope scheme of one accumulator.
+        Err(Error::InvalidTileScheme(_))
+            if planes && (scheme.scope() != KernelScope::Workgroup || scheme.n_parts() != 1) =>
+        {
+            return Ok(())
+        }
         // f32 storage needs a subgroup-scope scheme: a typed error otherwise.
         Err(Error::InvalidTileScheme(_))
-            if !converts && loads != [Load::Native; 2] && scheme.scope() == KernelScope::Workgroup =>
+            if !converts && !planes && loads != [Load::Native; 2] && scheme.scope() == KernelScope::Workgroup =>
         {
             return Ok(())
         }
@@ -137,6 +144,9 @@ fn check_plan(
         }
         other => other.map_err(|e| TestCaseError::fail(e.to_string()))?,
     };
+    if planes {
+        return check_planes(&plan, &config, scheme, k);
+    }
     // Vectors in push constants count the stored type's 16-byte vectors (a copy's: 16 bits).
     let gemm0 = plan.gemm_dispatches().next().unwrap();
     if converts {
@@ -236,6 +246,45 @@ fn check_converted(plan: &GemmPlan, loads: [Load; 2]) -> Result<(), TestCaseErro
     let gemm0 = plan.gemm_dispatches().next().unwrap();
     if rounded.first() == Some(&Operand::A) {
         prop_assert_eq!(gemm0.push.lda_vec, narrows[0].push.ldb_vec);
+    }
+    Ok(())
+}
+
+/// The accurate split done first: both largest magnitudes, both operands split into planes
+/// after them, and one GEMM over twice K padded to whole steps, reading the planes and the scale
+/// words from scratch.
+fn check_planes(
+    plan: &GemmPlan,
+    config: &GPUSubgroupMatrixConfig,
+    scheme: TileScheme,
+    k: usize,
+) -> Result<(), TestCaseError> {
+    let kinds: Vec<Kernel> = plan.dispatches.iter().map(|d| d.kernel).collect();
+    let ok = matches!(
+        kinds[..],
+        [Kernel::AbsMax, Kernel::AbsMax, Kernel::SplitPlanes, Kernel::SplitPlanes, Kernel::Gemm(key)]
+            if key.loads == [Load::Planes; 2]
+    );
+    prop_assert!(ok, "{:?}", kinds);
+    let gemm = &plan.dispatches[4];
+    let kp = k.next_multiple_of(scheme.geometry(config).bk as usize);
+    prop_assert_eq!(gemm.push.k as usize, 2 * kp);
+    prop_assert!(plan.dispatches[2].after_previous && gemm.after_previous);
+    prop_assert_eq!(plan.zeroed_scratch_bytes, 16);
+    for d in &plan.dispatches {
+        for (op, w) in d.bindings.iter().chain(d.aux.iter()) {
+            if *op == Operand::Scratch {
+                prop_assert!(w.bind_offset + w.bind_range <= plan.scratch_bytes);
+            }
+        }
+    }
+    for j in 0..2 {
+        prop_assert_eq!(gemm.bindings[j].0, Operand::Scratch);
+        prop_assert_eq!(
+            gemm.bindings[j].1.bind_offset,
+            plan.dispatches[2 + j].bindings[2].1.bind_offset
+        );
+        prop_assert!(gemm.bindings[j].1.bind_range <= plan.dispatches[2 + j].bindings[2].1.bind_range);
     }
     Ok(())
 }

@@ -219,6 +219,30 @@ pub fn preferred_k_contiguous_schemes(
     preferred(config, info, subgroup_size, wanted)
 }
 
+/// The workgroup-scope schemes of the accurate split done first ([`crate::kernel::Load::Planes`]),
+/// best first: 128x256 tiles computed transposed over 256 invocations in eight 32-deep K steps
+/// per iteration (H200, 4096^3: 66.5 TFLOP/s at an error of 1.9e-8, against 51-53 for 128x128
+/// tiles and 59.7 at 9.5e-9 for four steps per iteration: each iteration's partial sum grows
+/// with its steps; perf/h200-planes-tiles.txt), then 128x128 ones and 64x64 for small grids.
+/// Only on NVIDIA, for f16 -> f32 configs.
+pub fn preferred_planes_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    let f16_f32 = (config.component_type, config.result_type) == (ComponentType::F16, ComponentType::F32);
+    let wanted: &[Wanted] = if f16_f32 {
+        &[
+            (128, 256, 256, 64, 8, true),
+            (128, 128, 256, 64, 8, true),
+            (64, 64, 128, 64, 2, true),
+        ]
+    } else {
+        &[]
+    };
+    preferred(config, info, subgroup_size, wanted)
+}
+
 /// Whether K suits every scheme of `schemes`: at least four of its loop iterations
 /// (`stages * BK`) and a whole number of them. The K-contiguous schemes are taken first only
 /// then: their tiles otherwise run their K in the one-step tail loop (4096x4096x256 on the H200:

@@ -51,7 +51,7 @@ pub(crate) fn bench(
     ctx: &Context,
     (types, shapes): (&[String], &[String]),
     layouts: (Layout, Layout),
-    (compute, convert_first): (ComputeMode, Option<bool>),
+    (compute, convert_first, scheme): (ComputeMode, Option<bool>, Option<&str>),
     reps: u32,
     (cublas, peers): (Option<&std::path::Path>, &[report::PeerRow]),
 ) -> Result<Vec<report::BenchRow>> {
@@ -85,6 +85,10 @@ pub(crate) fn bench(
             convert_first,
             ..Default::default()
         };
+        let scheme = scheme
+            .map(|name| crate::run::scheme_named(ctx, t, compute, None, name))
+            .transpose()?;
+        let options = GemmOptions { scheme, ..options };
         let (_, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
         let (groups, iters) = if cpu { (4, 64) } else { (2048, 4096) };
         // The exact kernel has no matrix-unit peak to compare with (0: none).
@@ -94,10 +98,13 @@ pub(crate) fn bench(
             ctx.peak(&config, groups, iters, 3)?.flops / 1e12
         };
         // A forced conversion is part of the row's name: `f32:f32 fast, first`.
-        let types = match convert_first {
+        let mut types = match convert_first {
             None => t.label(compute),
             Some(first) => format!("{}, {}", t.label(compute), if first { "first" } else { "load" }),
         };
+        if let Some(s) = scheme {
+            types = format!("{types} {}", s.name());
+        }
         for &shape in &shapes {
             progress.start(&format!("{types} {}x{}x{}", shape.0, shape.1, shape.2));
             let median = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(

@@ -353,7 +353,16 @@ fn check_types(
         ComputeMode::FastBf16,
         ComputeMode::Exact,
     ];
-    let mut runs: Vec<(Types, ComputeMode, Layout)> = Vec::new();
+    // (types, mode, C's layout, f32 operands converted first).
+    let mut runs: Vec<(Types, ComputeMode, Layout, Option<bool>)> = Vec::new();
+    // The accurate split done first runs where a workgroup-scope scheme takes its planes.
+    let first = GemmOptions {
+        convert_first: Some(true),
+        ..Default::default()
+    };
+    let workgroup = ctx
+        .plan_gemm::<f32, f32, f32>(64, 64, 64, (Layout::RowMajor, Layout::RowMajor), &first)
+        .is_ok();
     let mut skipped = Vec::new();
     for &t in typed {
         // Mixed pairs run the 16-bit side's config whatever the mode: one mode suffices.
@@ -364,8 +373,16 @@ fn check_types(
                 ..Default::default()
             };
             let runs_here = ctx.route_for([t.a, t.b, t.c], &options);
+            let f32_side = t.a == ComponentType::F32 || t.b == ComponentType::F32;
+            let converts = f32_side && mode != ComputeMode::Exact && (mode != ComputeMode::Accurate || workgroup);
             match runs_here {
-                Ok(_) => runs.push((t, mode, Layout::RowMajor)),
+                Ok(_) => {
+                    runs.push((t, mode, Layout::RowMajor, None));
+                    // Converted first as well as the default (as loaded at these sizes).
+                    if converts {
+                        runs.push((t, mode, Layout::RowMajor, Some(true)));
+                    }
+                }
                 Err(e) => skipped.push(format!("{} {}: {e}", t.name(), mode.name())),
             }
         }
@@ -386,15 +403,24 @@ fn check_types(
             .collect();
         pairs.sort();
         pairs.dedup();
-        runs.extend(pairs.into_iter().map(|t| (t, ComputeMode::default(), Layout::ColMajor)));
+        runs.extend(
+            pairs
+                .into_iter()
+                .map(|t| (t, ComputeMode::default(), Layout::ColMajor, None)),
+        );
     }
     let mut progress = Progress::new(runs.len() * shapes.len() * LAYOUTS.len());
     let mut rows = Vec::new();
-    for (t, mode, lc) in runs {
+    for (t, mode, lc, convert_first) in runs {
         let name = format!(
-            "{}{}",
+            "{}{}{}",
             t.label(mode),
-            if lc == Layout::ColMajor { ", C column-major" } else { "" }
+            if lc == Layout::ColMajor { ", C column-major" } else { "" },
+            if convert_first == Some(true) {
+                ", converted first"
+            } else {
+                ""
+            }
         );
         for &shape in shapes {
             for (li, &(la, lb)) in LAYOUTS.iter().enumerate() {
@@ -403,6 +429,7 @@ fn check_types(
                     alpha: scalars.0,
                     beta: scalars.1,
                     compute: mode,
+                    convert_first,
                     ..Default::default()
                 };
                 let extra_ld = li % 2 * 3;

@@ -133,6 +133,10 @@ pub enum Command {
         /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
         #[arg(long, default_value = "auto")]
         convert: String,
+        /// Tile scheme by name for every point, as `vk-sgmat tune` lists them (default: chosen
+        /// per problem).
+        #[arg(long)]
+        scheme: Option<String>,
         /// Shapes MxNxK to run (default: squares 256..8192 and 4096x11008x4096, 16x4096x4096,
         /// 4096x4096x256; squares up to 256 on CPU drivers).
         #[arg(long, value_delimiter = ',')]

@@ -107,6 +107,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             types,
             mode,
             convert,
+            scheme,
             shapes,
             reps,
             cublas,
@@ -152,7 +153,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 &ctx,
                 (&types, &shapes),
                 layouts,
-                (compute, parse_convert(&convert)?),
+                (compute, parse_convert(&convert)?, scheme.as_deref()),
                 reps,
                 (cublas.as_deref(), &peers),
             )?;
