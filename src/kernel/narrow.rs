@@ -1,7 +1,7 @@
 //! An f32 operand converted for the 16-bit matrix units in a pass of its own, into scratch
 //! memory the GEMM then reads as a 16-bit operand: rounded to nearest even in f16 or bf16, or
 //! split into f16 `hi` and `lo` planes for the accurate mode ([`super::Load::Planes`], with the
-//! scale of [`super::convert::scales`]). Converting first costs a read and a narrower write of
+//! scale of `convert::scales`). Converting first costs a read and a narrower write of
 //! the operand, and lets the GEMM run the workgroup-scope kernel, whose loads the driver stages
 //! itself and which cannot convert as it loads (see docs/performance.md).
 //!
