@@ -60,30 +60,27 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
         pc(b, Pc::AOff)?,
         pc(b, Pc::COff)?,
     );
+    b.grid_stride_rows(
+        l_entry,
+        (v_local, v_wg, THREADS),
+        (rows, row_vecs, groups),
+        |b, r, c| {
+            let at = b.b.i_mul(t_u32, None, r, ld)?;
+            let at = b.b.i_add(t_u32, None, at, c)?;
+            let at = b.b.i_add(t_u32, None, at, off)?;
+            let p = b.b.access_chain(p_sb_uvec4, None, v_m, [u0, at])?;
+            let x = b.b.load(t_uvec4, None, p, None, [])?;
+            let x = b.b.bitwise_and(t_uvec4, None, x, abs4)?;
+            let mut m = b.b.load(t_u32, None, v_max, None, [])?;
+            for e in 0..4 {
+                let xe = b.b.composite_extract(t_u32, None, x, [e])?;
+                let gt = b.b.u_greater_than(t_bool, None, xe, m)?;
+                m = b.b.select(t_u32, None, gt, xe, m)?;
+            }
+            b.b.store(v_max, m, None, [])
+        },
+    )?;
     let lid = b.b.load(t_u32, None, v_local, None, [])?;
-    let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
-    let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
-    let base = b.mul_u(wx, THREADS)?;
-    let gid = b.b.i_add(t_u32, None, base, lid)?;
-    let total = b.b.i_mul(t_u32, None, rows, row_vecs)?;
-    let stride = b.mul_u(groups, THREADS)?;
-    b.counted_loop_by(l_entry, (gid, total, stride), |b, v| {
-        let r = b.b.u_div(t_u32, None, v, row_vecs)?;
-        let c = b.b.u_mod(t_u32, None, v, row_vecs)?;
-        let at = b.b.i_mul(t_u32, None, r, ld)?;
-        let at = b.b.i_add(t_u32, None, at, c)?;
-        let at = b.b.i_add(t_u32, None, at, off)?;
-        let p = b.b.access_chain(p_sb_uvec4, None, v_m, [u0, at])?;
-        let x = b.b.load(t_uvec4, None, p, None, [])?;
-        let x = b.b.bitwise_and(t_uvec4, None, x, abs4)?;
-        let mut m = b.b.load(t_u32, None, v_max, None, [])?;
-        for e in 0..4 {
-            let xe = b.b.composite_extract(t_u32, None, x, [e])?;
-            let gt = b.b.u_greater_than(t_bool, None, xe, m)?;
-            m = b.b.select(t_u32, None, gt, xe, m)?;
-        }
-        b.b.store(v_max, m, None, [])
-    })?;
     // Tree reduction in shared memory, then one atomic per workgroup.
     let mine = b.b.load(t_u32, None, v_max, None, [])?;
     let p_mine = b.b.access_chain(p_wg_u32, None, v_sh, [lid])?;

@@ -273,6 +273,32 @@ impl ModuleBuilder {
         Ok(())
     }
 
+    /// A grid-stride loop over `rows x row_vecs` items (vectors of a matrix in storage order),
+    /// shared by `groups` workgroups of `threads` invocations: invocation `i` of the grid takes
+    /// items `i`, `i + groups * threads`, ...; `body(row, column)` for each. `v_local` and `v_wg`
+    /// are the LocalInvocationIndex and WorkgroupId inputs; `entry` labels the current block.
+    pub fn grid_stride_rows(
+        &mut self,
+        entry: Word,
+        (v_local, v_wg, threads): (Word, Word, u32),
+        (rows, row_vecs, groups): (Word, Word, Word),
+        body: impl FnOnce(&mut Self, Word, Word) -> BuildResult<()>,
+    ) -> BuildResult<()> {
+        let (t_u32, t_uvec3) = (self.t_u32(), self.t_uvec(3));
+        let lid = self.b.load(t_u32, None, v_local, None, [])?;
+        let wg = self.b.load(t_uvec3, None, v_wg, None, [])?;
+        let wx = self.b.composite_extract(t_u32, None, wg, [0])?;
+        let base = self.mul_u(wx, threads)?;
+        let gid = self.b.i_add(t_u32, None, base, lid)?;
+        let total = self.b.i_mul(t_u32, None, rows, row_vecs)?;
+        let stride = self.mul_u(groups, threads)?;
+        self.counted_loop_by(entry, (gid, total, stride), |b, v| {
+            let r = b.b.u_div(t_u32, None, v, row_vecs)?;
+            let c = b.b.u_mod(t_u32, None, v, row_vecs)?;
+            body(b, r, c)
+        })
+    }
+
     /// Loads member `member` (a u32) of the push-constant block `block`.
     pub fn push_constant(&mut self, block: Word, member: u32) -> BuildResult<Word> {
         let t_u32 = self.t_u32();

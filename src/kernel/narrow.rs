@@ -85,56 +85,52 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
         }
         None => None,
     };
-    let lid = b.b.load(t_u32, None, v_local, None, [])?;
-    let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
-    let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
-    let base = b.mul_u(wx, THREADS)?;
-    let gid = b.b.i_add(t_u32, None, base, lid)?;
-    let total = b.b.i_mul(t_u32, None, rows, row_vecs)?;
-    let stride = b.mul_u(groups, THREADS)?;
     let inner4 = b.b.composite_construct(t_uvec4, None, [inner; 4])?;
-    b.counted_loop_by(l_entry, (gid, total, stride), |b, v| {
-        let r = b.b.u_div(t_u32, None, v, row_vecs)?;
-        let c = b.b.u_mod(t_u32, None, v, row_vecs)?;
-        let row = b.b.i_mul(t_u32, None, r, src_ld)?;
-        let row = b.b.i_add(t_u32, None, row, src_off)?;
-        let first_col = b.mul_u(c, 8)?;
-        let first4 = b.b.composite_construct(t_uvec4, None, [first_col; 4])?;
-        let row_ok = b.b.u_less_than(t_bool, None, r, src_rows)?;
-        let mut halves = [0; 2];
-        for (h, out) in halves.iter_mut().enumerate() {
-            // Source vector 2c + h holds elements 8c + 4h ..; one that starts past the row's end,
-            // or in a row the source lacks, may lie outside the binding, so it is not read.
-            let col = b.add_u(first_col, 4 * h as u32)?;
-            let in_row = b.b.u_less_than(t_bool, None, col, inner)?;
-            let ok = b.b.logical_and(t_bool, None, in_row, row_ok)?;
-            let idx = b.mul_u(c, 2)?;
-            let idx = b.add_u(idx, h as u32)?;
-            let idx = b.b.i_add(t_u32, None, row, idx)?;
-            let x = b.load_vector_or_zero((v_src, src_off), idx, ok, zero4)?;
-            let cols = b.b.i_add(t_uvec4, None, first4, lanes[h])?;
-            let inside = b.b.u_less_than(t_bvec4, None, cols, inner4)?;
-            *out = b.b.select(t_uvec4, None, inside, x, zero4)?;
-        }
-        let at = b.b.i_mul(t_u32, None, r, dst_ld)?;
-        let at = b.b.i_add(t_u32, None, at, c)?;
-        let at = b.b.i_add(t_u32, None, at, dst_off)?;
-        let (first, second) = match planes {
-            Some((scale, lo_off)) => {
-                let (hi, lo) = split_f32x8(b, halves[0], halves[1], scale)?;
-                (hi, Some((lo, lo_off)))
+    b.grid_stride_rows(
+        l_entry,
+        (v_local, v_wg, THREADS),
+        (rows, row_vecs, groups),
+        |b, r, c| {
+            let row = b.b.i_mul(t_u32, None, r, src_ld)?;
+            let row = b.b.i_add(t_u32, None, row, src_off)?;
+            let first_col = b.mul_u(c, 8)?;
+            let first4 = b.b.composite_construct(t_uvec4, None, [first_col; 4])?;
+            let row_ok = b.b.u_less_than(t_bool, None, r, src_rows)?;
+            let mut halves = [0; 2];
+            for (h, out) in halves.iter_mut().enumerate() {
+                // Source vector 2c + h holds elements 8c + 4h ..; one that starts past the row's end,
+                // or in a row the source lacks, may lie outside the binding, so it is not read.
+                let col = b.add_u(first_col, 4 * h as u32)?;
+                let in_row = b.b.u_less_than(t_bool, None, col, inner)?;
+                let ok = b.b.logical_and(t_bool, None, in_row, row_ok)?;
+                let idx = b.mul_u(c, 2)?;
+                let idx = b.add_u(idx, h as u32)?;
+                let idx = b.b.i_add(t_u32, None, row, idx)?;
+                let x = b.load_vector_or_zero((v_src, src_off), idx, ok, zero4)?;
+                let cols = b.b.i_add(t_uvec4, None, first4, lanes[h])?;
+                let inside = b.b.u_less_than(t_bvec4, None, cols, inner4)?;
+                *out = b.b.select(t_uvec4, None, inside, x, zero4)?;
             }
-            None => (narrow_f32x8(b, halves[0], halves[1], to)?, None),
-        };
-        let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-        b.b.store(p, first, None, [])?;
-        if let Some((lo, lo_off)) = second {
-            let at = b.b.i_add(t_u32, None, at, lo_off)?;
+            let at = b.b.i_mul(t_u32, None, r, dst_ld)?;
+            let at = b.b.i_add(t_u32, None, at, c)?;
+            let at = b.b.i_add(t_u32, None, at, dst_off)?;
+            let (first, second) = match planes {
+                Some((scale, lo_off)) => {
+                    let (hi, lo) = split_f32x8(b, halves[0], halves[1], scale)?;
+                    (hi, Some((lo, lo_off)))
+                }
+                None => (narrow_f32x8(b, halves[0], halves[1], to)?, None),
+            };
             let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-            b.b.store(p, lo, None, [])?;
-        }
-        Ok(())
-    })?;
+            b.b.store(p, first, None, [])?;
+            if let Some((lo, lo_off)) = second {
+                let at = b.b.i_add(t_u32, None, at, lo_off)?;
+                let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+                b.b.store(p, lo, None, [])?;
+            }
+            Ok(())
+        },
+    )?;
     b.end_compute(f, THREADS)?;
     Ok(mb.finish())
 }
