@@ -248,6 +248,32 @@ fn multi_pass_plans_are_correct() {
         );
         assert!(check.passed, "i8 {shape:?} {l:?}: {check:?}");
     }
+    // f32 operands converted first: copies in scratch, then the same multi-pass GEMM over them.
+    let first = GemmOptions {
+        compute: vk_sgmat::ComputeMode::FastF16,
+        convert_first: Some(true),
+        beta: 0.5,
+        ..Default::default()
+    };
+    for l in layouts {
+        let (m, n, k) = (60, 100, 40);
+        let plan = ctx.plan_gemm::<f32, f32, f32>(m, n, k, l, &first).unwrap();
+        let narrow = vk_sgmat::plan::Kernel::Narrow {
+            to: vk_sgmat::ComponentType::F16,
+        };
+        assert!(plan.kernels().contains(&narrow), "{l:?}");
+        assert!(plan.gemm_dispatches().count() > 1, "{l:?}: expected a multi-pass plan");
+        let check = run_case::<f32, f32, f32>(&ctx, &mut rng, (m, n, k), l, 3, &first);
+        assert!(check.passed, "f32 converted first {l:?}: {check:?}");
+    }
+    // An f32 operand over one binding's range is not converted first: a typed error that says so.
+    let big = ctx
+        .plan_gemm::<f32, f32, f32>(130, 150, 70, layouts[0], &first)
+        .unwrap_err();
+    assert!(
+        matches!(big, vk_sgmat::Error::TooLarge(ref m) if m.contains("as it loads")),
+        "{big}"
+    );
     // Column-major A with a long K: only chunks along K shrink its window.
     let plan = ctx
         .plan_gemm::<f16, f16, f32>(

@@ -214,6 +214,7 @@ impl Context {
             plan.transposed = true;
             return Ok(plan);
         }
+        let terms = fused;
         let (tr, fused) = match fused {
             Some(fused) => {
                 let tr = accumulator(route(ta, tb, options.compute)?.component, tc);
@@ -307,7 +308,18 @@ impl Context {
             epilogue: fused,
             convert_first,
         };
-        let plan = GemmPlan::new(&request, &self.limits)?;
+        let plan = match GemmPlan::new(&request, &self.limits) {
+            // Chosen by default but over a binding's range or the scratch limit: the operands
+            // are converted as they load instead, which splits into passes that fit.
+            Err(Error::TooLarge(_)) if convert_first && options.convert_first.is_none() => {
+                let as_loaded = GemmOptions {
+                    convert_first: Some(false),
+                    ..options.clone()
+                };
+                return self.plan_fused(a, b, c, [ta, tb, tc], batch, &as_loaded, terms);
+            }
+            other => other?,
+        };
         self.pipelines.prepare(&plan)?;
         Ok(plan)
     }

@@ -48,7 +48,7 @@ impl Source {
         let window = window(p.offsets[j], len, limits);
         if window.bind_range > limits.max_range {
             return Err(Error::TooLarge(format!(
-                "converting the f32 {name} ({rows}x{cols}) first needs a window of {} bytes, over maxStorageBufferRange ({})",
+                "converting the f32 {name} ({rows}x{cols}) first needs a window of {} bytes, over maxStorageBufferRange ({}); convert it as it loads (convert_first: Some(false))",
                 window.bind_range, limits.max_range
             )));
         }
