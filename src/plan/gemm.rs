@@ -3,10 +3,11 @@
 //! [`GemmPlan::new`] is pure, so what a GEMM will do is tested without a device; recording it
 //! (`crate::record`) only resolves kernels to pipelines and operands to buffers.
 
+use super::narrow::absmax_dispatch;
 use super::passes::{choose_split_k, plan, plan_split_k, Batch, DispatchLimits, Pass, Problem, Window};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
-use crate::kernel::{absmax, reduce, Axis, Epilogue, KernelKey, Load, Probe, PushConstants};
+use crate::kernel::{reduce, Axis, Epilogue, KernelKey, Load, Probe, PushConstants};
 use crate::tiling::{Layout, TileScheme, VECTOR_BYTES};
 use serde::Serialize;
 
@@ -484,38 +485,6 @@ impl GemmPlan {
             }
         }
         self
-    }
-}
-
-/// The largest-magnitude pass over an f32 operand (`which`, bound at `window`, `outer` rows of
-/// `inner` elements in storage order, leading dimension `ld`) into scale word `word` of the
-/// zeroed `words`.
-pub(super) fn absmax_dispatch(
-    (which, window): (Operand, Window),
-    (outer, inner): (usize, usize),
-    ld: usize,
-    (word, words): (u32, Window),
-) -> Dispatch {
-    let row_vectors = (inner * 4).div_ceil(VECTOR_BYTES as usize);
-    let groups = (outer * row_vectors)
-        .div_ceil(absmax::THREADS as usize)
-        .min(absmax::MAX_GROUPS as usize) as u32;
-    Dispatch {
-        kernel: Kernel::AbsMax,
-        bindings: [(which, window), (which, window), (Operand::Scratch, words)],
-        aux: None,
-        vectors: [None; 3],
-        push: PushConstants {
-            m: outer as u32,
-            n: row_vectors as u32,
-            lda_vec: (ld * 4 / VECTOR_BYTES as usize) as u32,
-            a_off_vec: (window.start / u64::from(VECTOR_BYTES)) as u32,
-            c_off: word,
-            k: groups,
-            ..Default::default()
-        },
-        groups: [groups, 1, 1],
-        after_previous: false,
     }
 }
 

@@ -10,10 +10,10 @@
 //! then whatever scratch the GEMM itself needs (split-K slices).
 
 use super::device_ld;
-use super::gemm::{absmax_dispatch, Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK};
+use super::gemm::{Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK};
 use super::passes::{window, DispatchLimits, Problem, Window};
 use crate::error::{Error, Result};
-use crate::kernel::{narrow, Load, PushConstants};
+use crate::kernel::{absmax, narrow, Load, PushConstants};
 use crate::tiling::{Layout, VECTOR_BYTES};
 
 const VEC: u64 = VECTOR_BYTES as u64;
@@ -273,4 +273,36 @@ fn finish(
     plan.dispatches = first;
     plan.problem = *p;
     Ok(plan)
+}
+
+/// The largest-magnitude pass over an f32 operand (`which`, bound at `window`, `outer` rows of
+/// `inner` elements in storage order, leading dimension `ld`) into scale word `word` of the
+/// zeroed `words`.
+pub(super) fn absmax_dispatch(
+    (which, window): (Operand, Window),
+    (outer, inner): (usize, usize),
+    ld: usize,
+    (word, words): (u32, Window),
+) -> Dispatch {
+    let row_vectors = (inner * 4).div_ceil(VECTOR_BYTES as usize);
+    let groups = (outer * row_vectors)
+        .div_ceil(absmax::THREADS as usize)
+        .min(absmax::MAX_GROUPS as usize) as u32;
+    Dispatch {
+        kernel: Kernel::AbsMax,
+        bindings: [(which, window), (which, window), (Operand::Scratch, words)],
+        aux: None,
+        vectors: [None; 3],
+        push: PushConstants {
+            m: outer as u32,
+            n: row_vectors as u32,
+            lda_vec: (ld * 4 / VECTOR_BYTES as usize) as u32,
+            a_off_vec: (window.start / u64::from(VECTOR_BYTES)) as u32,
+            c_off: word,
+            k: groups,
+            ..Default::default()
+        },
+        groups: [groups, 1, 1],
+        after_previous: false,
+    }
 }
