@@ -8,11 +8,10 @@ use super::options::GemmOptions;
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::{Epilogue, Load, SIMT_CONFIG};
-use crate::plan::{check_shapes, device_problem, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK};
+use crate::plan::{
+    check_shapes, conversion_pays, device_problem, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK,
+};
 use crate::tiling::{pick_scheme, preferred_planes_schemes, simt_scheme, KernelScope, Layout, TileScheme};
-
-/// The smallest M and N for which [`Context::converts_first`] rounds f32 operands first.
-const CONVERT_FIRST_MIN: usize = 1024;
 
 impl Context {
     /// How a GEMM of these element types (A, B, C) runs under `options` on this device: the
@@ -76,15 +75,15 @@ impl Context {
 
     /// Whether a GEMM of this size on `config` rounds its f32 operands first by default (see
     /// [`GemmOptions::convert_first`]): where the device has workgroup-scope kernels for the
-    /// config (which cannot convert as they load) and M and N are large enough for the faster
-    /// GEMM to repay the pass, whose cost per GEMM flop falls as 1/M + 1/N.
+    /// config (which cannot convert as they load) and the faster GEMM repays the pass
+    /// ([`conversion_pays`]).
     pub fn converts_first(&self, config: &GPUSubgroupMatrixConfig, (m, n, _k): (usize, usize, usize)) -> bool {
         let workgroup = self
             .scheme_lists(config)
             .ordered
             .iter()
             .any(|s| s.scope() == KernelScope::Workgroup);
-        workgroup && !self.is_cpu() && m.min(n) >= CONVERT_FIRST_MIN
+        workgroup && !self.is_cpu() && conversion_pays(m, n)
     }
 
     /// The scheme of the accurate split done first ([`Load::Planes`]): the first of

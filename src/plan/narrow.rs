@@ -217,6 +217,17 @@ pub(super) fn plan_planes(req: &PlanRequest, limits: &DispatchLimits) -> Result<
     Ok(plan)
 }
 
+/// Whether converting f32 operands first pays for an `m x n` result, on a device whose 16-bit
+/// GEMM then takes its workgroup-scope kernel: the pass costs about `k (m + n)` element moves
+/// against the GEMM's `m n k` multiply-adds, so it pays where `1/m + 1/n` is small enough. The
+/// bound, `1/m + 1/n <= 9/4096`, is the H200's (fast f32, TFLOP/s first against as loaded):
+/// 1024^3 88 vs 53 and 512x4096x4096 124 vs 51 convert first; 768^3 40 vs 39, 512^3 17 vs 19
+/// and 128x4096x4096 48 vs 58 do not (perf/h200-convert-first-small.txt).
+pub fn conversion_pays(m: usize, n: usize) -> bool {
+    // In u128: m and n are at most MAX_DIM.
+    4096 * (m as u128 + n as u128) <= 9 * m as u128 * n as u128
+}
+
 /// Conversion first runs one GEMM at a time.
 fn one_gemm(p: &Problem) -> Result<()> {
     if p.batch.count > 1 {
@@ -304,5 +315,20 @@ pub(super) fn absmax_dispatch(
         },
         groups: [groups, 1, 1],
         after_previous: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::conversion_pays;
+
+    #[test]
+    fn conversion_pays_where_it_measured_faster() {
+        for (m, n) in [(1024, 1024), (4096, 4096), (512, 4096), (4096, 512), (8192, 700)] {
+            assert!(conversion_pays(m, n), "{m}x{n}");
+        }
+        for (m, n) in [(768, 768), (512, 512), (128, 4096), (16, 4096), (1, usize::MAX >> 33)] {
+            assert!(!conversion_pays(m, n), "{m}x{n}");
+        }
     }
 }
