@@ -246,7 +246,7 @@ impl Context {
             };
         // What the GEMM kernel loads: converted operands arrive as 16-bit ones.
         let kernel_loads = if convert_first {
-            route.loads.map(|l| if l == Load::Round { Load::Native } else { l })
+            route.loads.map(Load::converted_first)
         } else {
             route.loads
         };

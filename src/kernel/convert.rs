@@ -49,6 +49,12 @@ pub(super) fn scales(b: &mut ModuleBuilder, v_scale: Word, ci: Word) -> BuildRes
     Ok((s, inv))
 }
 
+/// Both operands' `(s, 1/s)` ([`scales`]) from scale words 0 (A) and 1 (B).
+pub(super) fn operand_scales(b: &mut ModuleBuilder, v_scale: Word) -> BuildResult<[(Word, Word); 2]> {
+    let (w0, w1) = (b.c_u32(0), b.c_u32(1));
+    Ok([scales(b, v_scale, w0)?, scales(b, v_scale, w1)?])
+}
+
 /// Eight f32 (two vectors of their bits) times `scale`, split into f16 high and low parts:
 /// (vector of the eight `hi`, vector of the eight `lo`), element order kept.
 pub(super) fn split_f32x8(b: &mut ModuleBuilder, lo: Word, hi: Word, scale: Word) -> BuildResult<(Word, Word)> {

@@ -230,10 +230,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     }
     // The split's scales: (s_a, 1/s_a), (s_b, 1/s_b).
     let scales = match v_scale {
-        Some(v) => {
-            let (w0, w1) = (b.c_u32(0), b.c_u32(1));
-            Some([super::convert::scales(b, v, w0)?, super::convert::scales(b, v, w1)?])
-        }
+        Some(v) => Some(super::convert::operand_scales(b, v)?),
         None => None,
     };
 

@@ -294,6 +294,15 @@ impl Load {
         }
     }
 
+    /// What the GEMM kernel loads once the operand was converted first (see
+    /// [`crate::GemmOptions::convert_first`]): a rounded operand arrives as a 16-bit one.
+    pub fn converted_first(self) -> Self {
+        match self {
+            Load::Round => Load::Native,
+            other => other,
+        }
+    }
+
     /// The type the operand is stored in, for a config whose component type is `component`.
     pub fn storage_type(self, component: ComponentType) -> ComponentType {
         match self {

@@ -55,14 +55,11 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
     let u0 = b.c_u32(0);
     let zero4 = b.b.constant_composite(t_uvec4, [u0; 4]);
-    let lanes: Vec<[u32; 4]> = vec![[0, 1, 2, 3], [4, 5, 6, 7]];
-    let lanes: Vec<u32> = lanes
-        .into_iter()
-        .map(|l| {
-            let c = l.map(|x| b.c_u32(x));
-            b.b.constant_composite(t_uvec4, c)
-        })
-        .collect();
+    // Each element's column within its copy vector, per half: (0..4, 4..8).
+    let lanes = [[0, 1, 2, 3], [4, 5, 6, 7]].map(|l| {
+        let c = l.map(|x| b.c_u32(x));
+        b.b.constant_composite(t_uvec4, c)
+    });
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;

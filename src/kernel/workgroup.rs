@@ -166,9 +166,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let (k_half, unscale) = match v_scale {
         Some(v) => {
             let half = b.div_u(pk, 2)?;
-            let (w0, w1) = (b.c_u32(0), b.c_u32(1));
-            let (_, ua) = super::convert::scales(b, v, w0)?;
-            let (_, ub) = super::convert::scales(b, v, w1)?;
+            let [(_, ua), (_, ub)] = super::convert::operand_scales(b, v)?;
             (Some(half), Some([ua, ub]))
         }
         None => (None, None),

@@ -3,7 +3,7 @@
 //! [`GemmPlan::new`] is pure, so what a GEMM will do is tested without a device; recording it
 //! (`crate::record`) only resolves kernels to pipelines and operands to buffers.
 
-use super::narrow::absmax_dispatch;
+use super::narrow::{absmax_dispatch, scale_words};
 use super::passes::{choose_split_k, plan, plan_split_k, Batch, DispatchLimits, Pass, Problem, Window};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
@@ -165,9 +165,11 @@ pub struct PlanRequest {
     /// The fused epilogue terms (bias, activation, dequantisation, output cast); its `alpha`
     /// and `beta` flags are ignored (they follow `alpha` and `beta`). Default: none.
     pub epilogue: Epilogue,
-    /// Whether the operands loaded with [`Load::Round`] are rounded first, each in a pass of its
-    /// own into scratch, so the GEMM reads them as 16-bit operands (and may take a scheme of
-    /// workgroup scope). One GEMM at a time: a batch is an error.
+    /// Whether f32 operands are converted first, each in a pass of its own into scratch, so the
+    /// GEMM reads them as 16-bit operands: those loaded with [`Load::Round`] rounded (the GEMM
+    /// may then take a scheme of workgroup scope), an accurate split ([`Load::Split`]) into
+    /// planes for a workgroup-scope GEMM ([`Load::Planes`]). One GEMM at a time: a batch is an
+    /// error.
     pub convert_first: bool,
 }
 
@@ -410,11 +412,7 @@ impl GemmPlan {
             )));
         };
         let p = &self.problem;
-        let words = Window {
-            bind_offset: 0,
-            bind_range: limits.offset_alignment.max(16),
-            start: 0,
-        };
+        let words = scale_words(limits);
         let (a, b) = (p.a_layout.outer_inner(p.m, p.k), p.b_layout.outer_inner(p.k, p.n));
         self.dispatches
             .push(absmax_dispatch((Operand::A, pass.a), a, p.lda, (0, words)));

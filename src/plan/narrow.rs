@@ -11,7 +11,7 @@
 
 use super::device_ld;
 use super::gemm::{Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK};
-use super::passes::{window, DispatchLimits, Problem, Window};
+use super::passes::{span, window, DispatchLimits, Problem, Window};
 use crate::error::{Error, Result};
 use crate::kernel::{absmax, narrow, Load, PushConstants};
 use crate::tiling::{Layout, VECTOR_BYTES};
@@ -44,7 +44,7 @@ impl Source {
             )));
         }
         let (outer, inner) = layout.outer_inner(rows, cols);
-        let len = (outer as u64 - 1) * ld as u64 * 4 + (inner as u64 * 4).next_multiple_of(VEC);
+        let (_, len) = span(0, 0, outer, inner, ld, 4, true);
         let window = window(p.offsets[j], len, limits);
         if window.bind_range > limits.max_range {
             return Err(Error::TooLarge(format!(
@@ -146,7 +146,7 @@ pub(super) fn plan_converted(req: &PlanRequest, limits: &DispatchLimits) -> Resu
     let inner = PlanRequest {
         problem: staged,
         // The copies are 16-bit operands.
-        loads: req.loads.map(|l| if l == Load::Round { Load::Native } else { l }),
+        loads: req.loads.map(Load::converted_first),
         convert_first: false,
         ..*req
     };
@@ -160,11 +160,7 @@ pub(super) fn plan_planes(req: &PlanRequest, limits: &DispatchLimits) -> Result<
     one_gemm(p)?;
     let bk = req.scheme.geometry(&req.config).bk as usize;
     let kp = p.k.next_multiple_of(bk);
-    let words = Window {
-        bind_offset: 0,
-        bind_range: limits.offset_alignment.max(VEC),
-        start: 0,
-    };
+    let words = scale_words(limits);
     let mut end = words.bind_range;
     let mut staged = Problem { k: 2 * kp, ..*p };
     let mut passes = Vec::new();
@@ -260,7 +256,7 @@ fn finish(
 ) -> Result<GemmPlan> {
     let converted: Vec<Operand> = first
         .iter()
-        .filter(|d| d.bindings[2].0 == Operand::Scratch && d.kernel != Kernel::AbsMax)
+        .filter(|d| matches!(d.kernel, Kernel::Narrow { .. } | Kernel::SplitPlanes))
         .map(|d| d.bindings[0].0)
         .collect();
     for d in &mut plan.dispatches {
@@ -284,6 +280,16 @@ fn finish(
     plan.dispatches = first;
     plan.problem = *p;
     Ok(plan)
+}
+
+/// The accurate split's scale words at the start of scratch (A's largest magnitude in word 0,
+/// B's in word 1), a window of one offset alignment; the plan zeroes their 16 bytes.
+pub(super) fn scale_words(limits: &DispatchLimits) -> Window {
+    Window {
+        bind_offset: 0,
+        bind_range: limits.offset_alignment.max(VEC),
+        start: 0,
+    }
 }
 
 /// The largest-magnitude pass over an f32 operand (`which`, bound at `window`, `outer` rows of

@@ -233,7 +233,15 @@ impl DispatchLimits {
 /// Bytes a kernel reads or writes from an operand stored `layout` with leading dimension `ld`,
 /// starting at (outer0, inner0), covering `outer x inner` elements (inner rounded up to whole
 /// vectors, as the kernel loads them).
-fn span(outer0: usize, inner0: usize, outer: usize, inner: usize, ld: usize, es: usize, vec: bool) -> (u64, u64) {
+pub(crate) fn span(
+    outer0: usize,
+    inner0: usize,
+    outer: usize,
+    inner: usize,
+    ld: usize,
+    es: usize,
+    vec: bool,
+) -> (u64, u64) {
     let start = (outer0 * ld + inner0) * es;
     let inner_bytes = if vec {
         (inner * es).next_multiple_of(VECTOR_BYTES as usize)
