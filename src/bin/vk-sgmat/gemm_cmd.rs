@@ -6,6 +6,7 @@ use crate::report::GemmReport;
 use crate::types::Types;
 use anyhow::Result;
 use std::time::Instant;
+use vk_sgmat::plan::Kernel;
 use vk_sgmat::verify::{compare_rounded, input_roundoff, random_matrix, random_vec, reference, rows_to_check, Rng};
 use vk_sgmat::{Context, Element, GemmOptions, Layout, MatMut, MatRef};
 
@@ -114,10 +115,10 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
         scheme: key.scheme.name(),
         tile: format!("{}x{}x{}, {} invocations", g.bm, g.bn, g.bk, g.threads),
         passes,
-        rounded_first: plan
+        converted_first: plan
             .dispatches
             .iter()
-            .filter(|d| matches!(d.kernel, vk_sgmat::plan::Kernel::Narrow { .. }))
+            .filter(|d| matches!(d.kernel, Kernel::Narrow { .. } | Kernel::SplitPlanes))
             .count(),
         alpha: options.alpha,
         beta: options.beta,

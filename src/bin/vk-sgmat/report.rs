@@ -147,8 +147,9 @@ pub struct GemmReport {
     pub scheme: String,
     pub tile: String,
     pub passes: usize,
-    /// f32 operands rounded to 16 bits in a pass of their own before the GEMM.
-    pub rounded_first: usize,
+    /// f32 operands converted to 16 bits (rounded, or split into planes) in a pass of their own
+    /// before the GEMM.
+    pub converted_first: usize,
     pub alpha: f64,
     pub beta: f64,
     pub seed: u64,
@@ -182,9 +183,12 @@ pub fn render_gemm(r: &GemmReport) -> String {
         r.tile,
         r.passes,
         if r.passes == 1 { "" } else { "es" },
-        match r.rounded_first {
+        match r.converted_first {
             0 => String::new(),
-            n => format!(" after {n} f32 operand{} rounded first", if n == 1 { "" } else { "s" }),
+            n => format!(
+                " after {n} f32 operand{} converted first",
+                if n == 1 { "" } else { "s" }
+            ),
         }
     );
     let c = &r.check;
