@@ -89,6 +89,23 @@ const EPILOGUES: [Epilogue; 4] = [
     },
 ];
 
+/// Every key of `config` and `scheme` with `loads`: each layout of A and B, each of [`EPILOGUES`].
+fn every_key(config: GPUSubgroupMatrixConfig, scheme: TileScheme, loads: [Load; 2]) -> impl Iterator<Item = KernelKey> {
+    LAYOUTS.into_iter().flat_map(move |a_layout| {
+        LAYOUTS.into_iter().flat_map(move |b_layout| {
+            EPILOGUES.into_iter().map(move |epilogue| KernelKey {
+                config,
+                scheme,
+                a_layout,
+                b_layout,
+                epilogue,
+                loads,
+                probe: Probe::Full,
+            })
+        })
+    })
+}
+
 fn validate_all(configs: &[GPUSubgroupMatrixConfig], limits: &DeviceLimits, cpu: bool, all_schemes: bool) -> usize {
     let mut count = 0;
     let mut bf16_unknown = 0;
@@ -97,38 +114,28 @@ fn validate_all(configs: &[GPUSubgroupMatrixConfig], limits: &DeviceLimits, cpu:
         let schemes = candidate_schemes(config, limits, limits.subgroup_size, cpu);
         assert!(!schemes.is_empty(), "no scheme for {config}");
         let schemes = if all_schemes { schemes } else { schemes[..1].to_vec() };
-        for scheme in schemes {
-            for a_layout in LAYOUTS {
-                for b_layout in LAYOUTS {
-                    for epilogue in EPILOGUES {
-                        let key = KernelKey {
-                            config: *config,
-                            scheme,
-                            a_layout,
-                            b_layout,
-                            epilogue,
-                            loads: Default::default(),
-                            probe: Probe::Full,
-                        };
-                        let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
-                        match common::spirv_val(&words, &key.name()) {
-                            Ok(()) => {}
-                            // Debian trixie's spirv-tools (2025.1, SDK 1.4.309) predates
-                            // SPV_KHR_bfloat16 and stops at its capability. bf16 kernels share
-                            // every other instruction with the f16 ones validated here, and are
-                            // checked on hardware by `vk-sgmat check`. A newer validator must
-                            // accept them.
-                            Err(e)
-                                if config.component_type == Bf16 && e.contains("Invalid capability operand: 5116") =>
-                            {
-                                bf16_unknown += 1;
-                            }
-                            Err(e) => failures.push(format!("{}:\n{e}", key.name())),
-                        }
-                        count += 1;
-                    }
+        for key in schemes
+            .into_iter()
+            .flat_map(|scheme| every_key(*config, scheme, Default::default()))
+        {
+            let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            match common::spirv_val(&words, &key.name()) {
+                Ok(()) => {}
+                // Debian trixie's spirv-tools (2025.1, SDK 1.4.309) predates
+                // SPV_KHR_bfloat16 and stops at its capability. bf16 kernels share
+                // every other instruction with the f16 ones validated here, and are
+                // checked on hardware by `vk-sgmat check`. A newer validator must
+                // accept them.
+                Err(e) if config.component_type == Bf16 && e.contains("Invalid capability operand: 5116") => {
+                    bf16_unknown += 1;
                 }
+                Err(e) => failures.push(format!(
+                    "{}:
+{e}",
+                    key.name()
+                )),
             }
+            count += 1;
         }
     }
     assert!(
@@ -260,33 +267,20 @@ fn workgroup_scope_kernels_pass_spirv_val() {
             .and_then(|s| s.with_c_transposed(transposed, &config, &limits(32, 49152)))
             .unwrap();
             assert_eq!(scheme.scope(), KernelScope::Workgroup);
-            for a_layout in LAYOUTS {
-                for b_layout in LAYOUTS {
-                    for epilogue in EPILOGUES {
-                        let key = KernelKey {
-                            config,
-                            scheme,
-                            a_layout,
-                            b_layout,
-                            epilogue,
-                            loads: Default::default(),
-                            probe: Probe::Full,
-                        };
-                        let words = generate(&key).unwrap();
-                        common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
-                        // Only the step-by-step loop of several steps hints an unroll.
-                        let text = common::spirv_dis(&words);
-                        let hinted = text.contains("Unroll");
-                        assert_eq!(hinted, ahead == 0 && stages > 1, "{}", key.name());
-                        // A transposed tile is stored through the transposing view.
-                        let store = text
-                            .lines()
-                            .find(|l| l.contains("OpCooperativeMatrixStoreTensorNV"))
-                            .unwrap();
-                        assert_eq!(store.contains("TensorView"), transposed, "{}: {store}", key.name());
-                        n += 1;
-                    }
-                }
+            for key in every_key(config, scheme, Default::default()) {
+                let words = generate(&key).unwrap();
+                common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+                // Only the step-by-step loop of several steps hints an unroll.
+                let text = common::spirv_dis(&words);
+                let hinted = text.contains("Unroll");
+                assert_eq!(hinted, ahead == 0 && stages > 1, "{}", key.name());
+                // A transposed tile is stored through the transposing view.
+                let store = text
+                    .lines()
+                    .find(|l| l.contains("OpCooperativeMatrixStoreTensorNV"))
+                    .unwrap();
+                assert_eq!(store.contains("TensorView"), transposed, "{}: {store}", key.name());
+                n += 1;
             }
         }
     }
@@ -348,23 +342,10 @@ fn simt_kernels_pass_spirv_val() {
     let mut n = 0;
     for (sg, cpu) in [(32, false), (8, true), (16, false), (64, false)] {
         let scheme = vk_sgmat::tiling::simt_scheme(&limits(sg, 49152), sg, cpu).expect("a SIMT tile");
-        for a_layout in LAYOUTS {
-            for b_layout in LAYOUTS {
-                for epilogue in EPILOGUES {
-                    let key = KernelKey {
-                        config: SIMT_CONFIG,
-                        scheme,
-                        a_layout,
-                        b_layout,
-                        epilogue,
-                        loads: [Load::Simt; 2],
-                        probe: Probe::Full,
-                    };
-                    let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
-                    common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
-                    n += 1;
-                }
-            }
+        for key in every_key(SIMT_CONFIG, scheme, [Load::Simt; 2]) {
+            let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            n += 1;
         }
     }
     assert_eq!(n, 4 * 4 * EPILOGUES.len());
@@ -609,31 +590,18 @@ fn converting_passes_and_planes_kernels_pass_spirv_val() {
             .and_then(|s| s.with_lookahead(0))
             .and_then(|s| s.with_c_transposed(transposed, &config, &l))
             .unwrap();
-        for a_layout in LAYOUTS {
-            for b_layout in LAYOUTS {
-                for epilogue in EPILOGUES {
-                    let key = KernelKey {
-                        config,
-                        scheme,
-                        a_layout,
-                        b_layout,
-                        epilogue,
-                        loads: [Load::Planes; 2],
-                        probe: Probe::Full,
-                    };
-                    let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
-                    common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
-                    // Three products per step, summed from zero and added to the accumulator.
-                    let text = common::spirv_dis(&words);
-                    assert!(
-                        text.matches("OpCooperativeMatrixMulAddKHR").count() >= 3,
-                        "{}",
-                        key.name()
-                    );
-                    assert!(text.contains("OpFAdd"), "{}", key.name());
-                    n += 1;
-                }
-            }
+        for key in every_key(config, scheme, [Load::Planes; 2]) {
+            let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            // Three products per step, summed from zero and added to the accumulator.
+            let text = common::spirv_dis(&words);
+            assert!(
+                text.matches("OpCooperativeMatrixMulAddKHR").count() >= 3,
+                "{}",
+                key.name()
+            );
+            assert!(text.contains("OpFAdd"), "{}", key.name());
+            n += 1;
         }
     }
     assert_eq!(n, 2 * 4 * EPILOGUES.len());
