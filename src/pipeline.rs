@@ -130,7 +130,8 @@ impl Pipelines {
         Ok(map.entry(key).or_insert(pipeline).clone())
     }
 
-    /// The pipeline of a pass without subgroup operations ([`Kernel::AbsMax`], [`Kernel::Narrow`]),
+    /// The pipeline of a pass without subgroup operations ([`Kernel::AbsMax`], [`Kernel::Narrow`],
+    /// [`Kernel::Transpose`], ...),
     /// created on first use: any subgroup size the device allows for 256 invocations will do.
     fn get_helper(&self, kernel: Kernel) -> Result<Arc<Pipeline>> {
         let mut map = self.helpers.lock().unwrap_or_else(|e| e.into_inner());
@@ -140,6 +141,7 @@ impl Pipelines {
         let words = match kernel {
             Kernel::Narrow { to } => kernel::generate_narrow(to)?,
             Kernel::SplitPlanes => kernel::generate_split_planes()?,
+            Kernel::Transpose { rounds_to } => kernel::generate_transpose(rounds_to)?,
             _ => kernel::generate_absmax()?,
         };
         let l = &self.device.info().limits;
@@ -157,7 +159,9 @@ impl Pipelines {
     pub fn kernel(&self, kernel: &Kernel) -> Result<Arc<Pipeline>> {
         match *kernel {
             Kernel::Gemm(ref key) => self.get(key),
-            Kernel::AbsMax | Kernel::Narrow { .. } | Kernel::SplitPlanes => self.get_helper(*kernel),
+            Kernel::AbsMax | Kernel::Narrow { .. } | Kernel::SplitPlanes | Kernel::Transpose { .. } => {
+                self.get_helper(*kernel)
+            }
             Kernel::Reduce {
                 result_type,
                 epilogue,

@@ -582,6 +582,13 @@ fn converting_passes_and_planes_kernels_pass_spirv_val() {
     assert!(vk_sgmat::kernel::generate_narrow(F32).is_err());
     let words = vk_sgmat::kernel::generate_split_planes().unwrap();
     common::spirv_val(&words, "split_planes").unwrap_or_else(|e| panic!("split planes: {e}"));
+    // The transposing copies: 16-bit as they are, f32 rounded to f16 on the way.
+    for (rounds_to, name) in [(None, "transpose_16"), (Some(F16), "transpose_f32_f16")] {
+        let words = vk_sgmat::kernel::generate_transpose(rounds_to).unwrap();
+        common::spirv_val(&words, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    assert!(vk_sgmat::kernel::generate_transpose(Some(Bf16)).is_ok());
+    assert!(vk_sgmat::kernel::generate_transpose(Some(F32)).is_err());
     let config = cfg(16, 16, 16, F16, F32);
     let l = limits(32, 49152);
     let mut n = 0;

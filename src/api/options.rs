@@ -40,6 +40,17 @@ pub struct GemmOptions {
     /// converts as it loads); the accurate mode splits as it loads. The fast paths' results are
     /// the same either way.
     pub convert_first: Option<bool>,
+    /// Whether operands are first copied into the storage order the workgroup-scope kernel
+    /// reads fastest (A column-major, B row-major: each contiguous along M or N), each in a pass
+    /// of its own into scratch memory (2 bytes per element). Copied are 16-bit operands and f32
+    /// operands converted first (transposed as they are rounded, at no extra cost). `Some(true)`:
+    /// every operand in the other order (an operand that cannot be copied is an error);
+    /// `Some(false)`: none. Default `None`: where the device has workgroup-scope kernels for the
+    /// types and the GEMM takes one, one GEMM at a time, without an explicit `scheme`, and the
+    /// problem is large enough for the copy to pay (see
+    /// [`Context::relayouts`](crate::Context::relayouts)). The result is the same either way up
+    /// to the order of the K sums (bit for bit on the same scheme and split).
+    pub relayout: Option<bool>,
 }
 
 impl Default for GemmOptions {
@@ -52,6 +63,7 @@ impl Default for GemmOptions {
             split_k: None,
             compute: ComputeMode::default(),
             convert_first: None,
+            relayout: None,
         }
     }
 }

@@ -9,7 +9,8 @@ use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::{Epilogue, Load, SIMT_CONFIG};
 use crate::plan::{
-    check_shapes, conversion_pays, device_problem, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK,
+    check_shapes, conversion_pays, device_problem, relayout_pays, route, Batch, GemmPlan, PlanRequest, Problem, Route,
+    SplitK,
 };
 use crate::tiling::{pick_scheme, preferred_planes_schemes, simt_scheme, KernelScope, Layout, TileScheme};
 
@@ -78,12 +79,66 @@ impl Context {
     /// config (which cannot convert as they load) and the faster GEMM repays the pass
     /// ([`conversion_pays`]).
     pub fn converts_first(&self, config: &GPUSubgroupMatrixConfig, (m, n, _k): (usize, usize, usize)) -> bool {
-        let workgroup = self
-            .scheme_lists(config)
+        self.has_workgroup_schemes(config) && !self.is_cpu() && conversion_pays(m, n)
+    }
+
+    /// Which operands of a GEMM of 16-bit operands of this size, stored `layouts`, are copied
+    /// into the other storage order first by default (see [`GemmOptions::relayout`]): where
+    /// the device has workgroup-scope kernels for `config`, it is not a CPU, and
+    /// [`relayout_pays`] holds. An operand converted first from f32 is transposed whenever it
+    /// is in the other order, since its pass runs anyway.
+    pub fn relayouts(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        (m, n, k): (usize, usize, usize),
+        layouts: (Layout, Layout),
+    ) -> [bool; 2] {
+        if self.is_cpu() || !self.has_workgroup_schemes(config) {
+            return [false; 2];
+        }
+        relayout_pays(layouts, (m, n, k))
+    }
+
+    fn has_workgroup_schemes(&self, config: &GPUSubgroupMatrixConfig) -> bool {
+        self.scheme_lists(config)
             .ordered
             .iter()
-            .any(|s| s.scope() == KernelScope::Workgroup);
-        workgroup && !self.is_cpu() && conversion_pays(m, n)
+            .any(|s| s.scope() == KernelScope::Workgroup)
+    }
+
+    /// The operands [`Context::plan_fused`] copies transposed: those stored in the other order
+    /// than A column-major, B row-major that `relayout` (or by default
+    /// [`Context::relayouts`], `free` marking the operands whose converting pass runs anyway)
+    /// picks. `copyable`: which operands the GEMM loads as 16-bit ones.
+    fn relayout_for(
+        &self,
+        options: &GemmOptions,
+        (config, shape, layouts): (&GPUSubgroupMatrixConfig, (usize, usize, usize), (Layout, Layout)),
+        (copyable, free): ([bool; 2], [bool; 2]),
+        batch: usize,
+    ) -> Result<[bool; 2]> {
+        let other = [layouts.0 == Layout::RowMajor, layouts.1 == Layout::ColMajor];
+        match options.relayout {
+            Some(false) => Ok([false; 2]),
+            Some(true) => {
+                for (j, name) in ["A", "B"].into_iter().enumerate() {
+                    if other[j] && !copyable[j] {
+                        return Err(Error::Unsupported(format!(
+                            "relayout: {name} is not a 16-bit operand (nor an f32 one converted first), and only those are copied transposed; use relayout: None or Some(false)"
+                        )));
+                    }
+                }
+                Ok(other)
+            }
+            None if batch > 1 || options.scheme.is_some() => Ok([false; 2]),
+            None => {
+                let pays = self.relayouts(config, shape, layouts);
+                let workgroup = !self.is_cpu() && self.has_workgroup_schemes(config);
+                Ok(std::array::from_fn(|j| {
+                    other[j] && copyable[j] && (pays[j] || (free[j] && workgroup))
+                }))
+            }
+        }
     }
 
     /// The scheme of the accurate split done first ([`Load::Planes`]): the first of
@@ -250,28 +305,47 @@ impl Context {
         } else {
             route.loads
         };
-        let scheme = match options.scheme {
-            Some(s) => {
-                s.check_device(&config, self.device.info())?;
-                if split && !convert_first && !self.split_fits(&s, &config) {
-                    return Err(Error::InvalidTileScheme(format!(
-                        "{}: the accurate split stores each operand tile twice, {} bytes of shared memory where the device has {}",
-                        s.name(),
-                        2 * s.geometry(&config).shared_bytes,
-                        self.device.info().limits.max_shared_memory
-                    )));
+        let copyable = kernel_loads.map(|l| l == Load::Native && config.component_type.size_bytes() == 2);
+        let free = route.loads.map(|l| l == Load::Round && convert_first);
+        let shape = (m, n, k);
+        let mut relayout = self.relayout_for(
+            options,
+            (&config, shape, (a.layout, b.layout)),
+            (copyable, free),
+            batch.count,
+        )?;
+        let choose = |relayout: [bool; 2]| -> Result<TileScheme> {
+            let flip = |l: Layout, f: bool| if f { l.transposed() } else { l };
+            let layouts = (flip(a.layout, relayout[0]), flip(b.layout, relayout[1]));
+            Ok(match options.scheme {
+                Some(s) => {
+                    s.check_device(&config, self.device.info())?;
+                    if split && !convert_first && !self.split_fits(&s, &config) {
+                        return Err(Error::InvalidTileScheme(format!(
+                            "{}: the accurate split stores each operand tile twice, {} bytes of shared memory where the device has {}",
+                            s.name(),
+                            2 * s.geometry(&config).shared_bytes,
+                            self.device.info().limits.max_shared_memory
+                        )));
+                    }
+                    s
                 }
-                s
-            }
-            None if simt => simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
-                .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?,
-            None if split && convert_first => self.choose_planes_scheme(&config, (m, n))?,
-            None if split => self.choose_split_scheme(&config, m, n)?,
-            None if fused.is_fused() && !fused_on_workgroup => {
-                self.choose_subgroup_scheme(&config, (m, n), batch.count)?
-            }
-            None => self.scheme_for(&config, (m, n, k), (a.layout, b.layout), kernel_loads, batch.count)?,
+                None if simt => simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
+                    .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?,
+                None if split && convert_first => self.choose_planes_scheme(&config, (m, n))?,
+                None if split => self.choose_split_scheme(&config, m, n)?,
+                None if fused.is_fused() && !fused_on_workgroup => {
+                    self.choose_subgroup_scheme(&config, (m, n), batch.count)?
+                }
+                None => self.scheme_for(&config, shape, layouts, kernel_loads, batch.count)?,
+            })
         };
+        let mut scheme = choose(relayout)?;
+        // The copy pays only for the workgroup-scope kernel's sake.
+        if options.relayout.is_none() && relayout.contains(&true) && scheme.scope() != KernelScope::Workgroup {
+            relayout = [false; 2];
+            scheme = choose(relayout)?;
+        }
         let request = PlanRequest {
             problem: Problem {
                 m,
@@ -306,13 +380,18 @@ impl Context {
             },
             epilogue: fused,
             convert_first,
+            relayout,
         };
         let plan = match GemmPlan::new(&request, &self.limits) {
-            // Chosen by default but over a binding's range or the scratch limit: the operands
-            // are converted as they load instead, which splits into passes that fit.
-            Err(Error::TooLarge(_)) if convert_first && options.convert_first.is_none() => {
+            // Copies chosen by default but over a binding's range or the scratch limit: the
+            // operands are read where they are instead, which splits into passes that fit.
+            Err(Error::TooLarge(_))
+                if (convert_first && options.convert_first.is_none())
+                    || (relayout.contains(&true) && options.relayout.is_none()) =>
+            {
                 let as_loaded = GemmOptions {
-                    convert_first: Some(false),
+                    convert_first: options.convert_first.or(Some(false)),
+                    relayout: options.relayout.or(Some(false)),
                     ..options.clone()
                 };
                 return self.plan_fused(a, b, c, [ta, tb, tc], batch, &as_loaded, terms);

@@ -13,6 +13,7 @@ mod push;
 mod raster;
 pub mod reduce;
 mod simt;
+pub mod transpose;
 mod workgroup;
 
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
@@ -543,6 +544,19 @@ pub fn generate_narrow(to: ComponentType) -> Result<Vec<u32>> {
 /// [`narrow`]).
 pub fn generate_split_planes() -> Result<Vec<u32>> {
     narrow::emit(narrow::Output::Planes).map_err(|e| Error::Codegen(format!("split planes: {e}")))
+}
+
+/// Generates the pass that copies an operand into the other storage order before the GEMM (see
+/// [`transpose`]): a 16-bit operand bit for bit (`None`), or an f32 operand rounded to `Some(t)`
+/// (f16 or bf16).
+pub fn generate_transpose(rounds_to: Option<ComponentType>) -> Result<Vec<u32>> {
+    if rounds_to.is_some_and(|t| !matches!(t, ComponentType::F16 | ComponentType::Bf16)) {
+        return Err(Error::Unsupported(format!(
+            "f32 operands narrow to f16 or bf16, not {}",
+            rounds_to.expect("checked")
+        )));
+    }
+    transpose::emit(rounds_to).map_err(|e| Error::Codegen(format!("transpose: {e}")))
 }
 
 /// Generates the split-K reduction for a result type (see [`reduce`]).

@@ -101,6 +101,12 @@ pub enum Kernel {
     /// The pass that splits an f32 operand into f16 planes in scratch before the GEMM
     /// ([`Load::Planes`]).
     SplitPlanes,
+    /// The pass that copies an operand into the other storage order in scratch before the
+    /// GEMM ([`crate::kernel::transpose`], [`PlanRequest::relayout`]).
+    Transpose {
+        /// `None`: a 16-bit operand, copied as it is; `Some(t)`: an f32 operand, rounded to `t`.
+        rounds_to: Option<ComponentType>,
+    },
     /// The split-K reduction for a result type and epilogue, at a subgroup size.
     Reduce {
         /// C's type.
@@ -171,6 +177,11 @@ pub struct PlanRequest {
     /// planes for a workgroup-scope GEMM ([`Load::Planes`]). One GEMM at a time: a batch is an
     /// error.
     pub convert_first: bool,
+    /// Operands (A, B) copied first into the other storage order, each in a pass of its own
+    /// into scratch, so the GEMM reads them with their layout flipped: 16-bit operands (loaded
+    /// [`Load::Native`]) and f32 operands converted first (rounded on the way). `scheme` is the
+    /// flipped problem's. One GEMM at a time: a batch is an error.
+    pub relayout: [bool; 2],
 }
 
 /// A GEMM, planned: what to dispatch, in order, on which windows of which operands.
@@ -201,8 +212,11 @@ impl GemmPlan {
     /// ranges (K chunks after the first accumulate into C), or split-K slices into scratch plus a
     /// reduction where the grid is too small for the GPU.
     pub fn new(req: &PlanRequest, limits: &DispatchLimits) -> Result<Self> {
-        if req.convert_first && req.loads.contains(&Load::Round) {
-            return super::narrow::plan_converted(req, limits);
+        if (req.convert_first && req.loads.contains(&Load::Round)) || req.relayout.contains(&true) {
+            if req.convert_first && req.loads == [Load::Split; 2] {
+                return super::narrow::plan_planes(req, limits);
+            }
+            return super::narrow::plan_copied(req, limits);
         }
         if req.convert_first && req.loads == [Load::Split; 2] {
             return super::narrow::plan_planes(req, limits);

@@ -16,6 +16,7 @@ fn request(m: usize, n: usize, k: usize, alpha: f64, beta: f64, split_k: SplitK)
         split_k,
         epilogue: Default::default(),
         convert_first: false,
+        relayout: [false; 2],
     }
 }
 
@@ -278,6 +279,53 @@ fn f32_operands_rounded_first_become_16_bit_copies_in_scratch_before_the_gemm() 
         strides: [100 * 4096, 0, 100 * req.problem.ldc],
     };
     assert!(matches!(GemmPlan::new(&req, &limits), Err(Error::Unsupported(m)) if m.contains("batch")));
+}
+
+#[test]
+fn relaid_operands_become_transposed_copies_the_gemm_reads_in_the_other_layout() {
+    // A f32 row-major 100 x 50, rounded and transposed; B f16 column-major 50 x 70, transposed.
+    let (m, n, k) = (100, 70, 50);
+    let mut req = request(m, n, k, 1.0, 0.0, SplitK::Slices(1));
+    req.problem = device_problem((m, n, k), (Layout::RowMajor, Layout::ColMajor), (4, 2, 4));
+    req.loads = [Load::Round, Load::Native];
+    req.convert_first = true;
+    req.relayout = [true, true];
+    let limits = unlimited();
+    let plan = GemmPlan::new(&req, &limits).unwrap();
+    let kinds: Vec<Kernel> = plan.dispatches.iter().map(|d| d.kernel).collect();
+    let [Kernel::Transpose { rounds_to: Some(F16) }, Kernel::Transpose { rounds_to: None }, Kernel::Gemm(key)] =
+        kinds[..]
+    else {
+        panic!("{kinds:?}")
+    };
+    assert_eq!((key.a_layout, key.b_layout), (Layout::ColMajor, Layout::RowMajor));
+    assert_eq!(key.loads, [Load::Native; 2]);
+    let (ta, tb, g) = (&plan.dispatches[0], &plan.dispatches[1], &plan.dispatches[2]);
+    // A: 100 rows of 50 f32 (ld 52: 13 vectors) into 50 rows of 100 f16 (ld 104: 13 vectors).
+    assert_eq!(
+        (ta.push.m, ta.push.n, ta.push.lda_vec, ta.push.ldb_vec),
+        (100, 50, 13, 13)
+    );
+    assert_eq!(ta.bindings[2].1.bind_range, 50 * 104 * 2);
+    // B: 70 rows of 50 f16 (ld 56: 7 vectors) into 50 rows of 70 f16 (ld 72: 9 vectors).
+    assert_eq!((tb.push.m, tb.push.n, tb.push.lda_vec, tb.push.ldb_vec), (70, 50, 7, 9));
+    assert_eq!(tb.bindings[2].1.bind_range, 50 * 72 * 2);
+    assert!(
+        !tb.after_previous && g.after_previous,
+        "the copies run together, the GEMM after them"
+    );
+    assert_eq!((g.push.lda_vec, g.push.ldb_vec), (13, 9));
+    for j in 0..2 {
+        assert_eq!(g.bindings[j].0, Operand::Scratch);
+        assert_eq!(
+            g.bindings[j].1.bind_offset,
+            plan.dispatches[j].bindings[2].1.bind_offset
+        );
+    }
+    assert!(tb.bindings[2].1.bind_offset >= ta.bindings[2].1.bind_offset + ta.bindings[2].1.bind_range);
+    // An f32 operand converted as it loads has no transposing pass.
+    req.convert_first = false;
+    assert!(matches!(GemmPlan::new(&req, &limits), Err(Error::Unsupported(m)) if m.contains("transposed")));
 }
 
 #[test]

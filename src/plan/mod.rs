@@ -5,7 +5,7 @@
 pub mod cut;
 pub mod gemm;
 mod narrow;
-pub use narrow::conversion_pays;
+pub use narrow::{conversion_pays, relayout_pays};
 pub mod passes;
 #[cfg(test)]
 mod properties;

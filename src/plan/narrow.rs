@@ -1,7 +1,11 @@
-//! GEMMs whose f32 operands are converted first, each by a pass of its own into scratch
-//! ([`crate::kernel::narrow`]), and then multiplied as 16-bit operands:
-//! - rounded ([`plan_converted`]): the copy keeps the operand's storage order with the leading
-//!   dimension padded to whole vectors, and the GEMM is planned as one of 16-bit operands;
+//! GEMMs whose operands are copied first, each by a pass of its own into scratch, and then
+//! multiplied from the copies:
+//! - rounded ([`plan_copied`], [`crate::kernel::narrow`]): an f32 operand's copy keeps its
+//!   storage order with the leading dimension padded to whole vectors, and the GEMM is planned
+//!   as one of 16-bit operands;
+//! - transposed ([`plan_copied`], [`crate::kernel::transpose`]): the copy (of a 16-bit operand,
+//!   or an f32 one rounded on the way) is stored in the other order, and the GEMM is planned
+//!   with that operand's layout flipped ([`PlanRequest::relayout`]);
 //! - split for the accurate mode ([`plan_planes`]): after the largest-magnitude passes, `hi` and
 //!   `lo` f16 planes one after the other along K, each padded with zeros to whole K steps, and a
 //!   workgroup-scope GEMM of [`Load::Planes`] over twice the padded K.
@@ -12,43 +16,52 @@
 use super::device_ld;
 use super::gemm::{Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK};
 use super::passes::{span, window, DispatchLimits, Problem, Window};
+use crate::config::ComponentType;
 use crate::error::{Error, Result};
-use crate::kernel::{absmax, narrow, Load, PushConstants};
+use crate::kernel::{absmax, narrow, transpose, Load, PushConstants};
 use crate::tiling::{Layout, VECTOR_BYTES};
 
 const VEC: u64 = VECTOR_BYTES as u64;
 
-/// An f32 operand of the problem as stored: which it is, its window, `outer` rows of `inner`
-/// elements in storage order, its leading dimension, and whether K is its contiguous dimension.
+/// An operand of the problem as stored: which it is, its window, `outer` rows of `inner`
+/// elements in storage order, its leading dimension, its element size, and whether K is its
+/// contiguous dimension.
 struct Source {
     which: Operand,
     window: Window,
     outer: usize,
     inner: usize,
     ld: usize,
+    bytes: usize,
     k_inner: bool,
 }
 
 impl Source {
-    /// Operand `j` (0: A, 1: B) of `p`, which must be stored as f32 and fit one binding.
-    fn new(p: &Problem, j: usize, limits: &DispatchLimits) -> Result<Self> {
-        let (rows, cols, layout, ld, bytes) = if j == 0 {
+    /// Operand `j` (0: A, 1: B) of `p`, which must be stored with elements of `bytes` (4: f32
+    /// converted, 2: 16-bit transposed) and fit one binding.
+    fn new(p: &Problem, j: usize, bytes: usize, limits: &DispatchLimits) -> Result<Self> {
+        let (rows, cols, layout, ld, stored) = if j == 0 {
             (p.m, p.k, p.a_layout, p.lda, p.a_bytes)
         } else {
             (p.k, p.n, p.b_layout, p.ldb, p.b_bytes)
         };
         let name = ["A", "B"][j];
-        if bytes != 4 {
+        if stored != bytes {
+            let what = if bytes == 4 {
+                "only f32 operands are converted"
+            } else {
+                "only 16-bit operands (or f32 ones converted first) are copied transposed"
+            };
             return Err(Error::InvalidOperand(format!(
-                "{name} has {bytes}-byte elements; only f32 operands are converted"
+                "{name} has {stored}-byte elements; {what}"
             )));
         }
         let (outer, inner) = layout.outer_inner(rows, cols);
-        let (_, len) = span(0, 0, outer, inner, ld, 4, true);
+        let (_, len) = span(0, 0, outer, inner, ld, bytes, true);
         let window = window(p.offsets[j], len, limits);
         if window.bind_range > limits.max_range {
             return Err(Error::TooLarge(format!(
-                "converting the f32 {name} ({rows}x{cols}) first needs a window of {} bytes, over maxStorageBufferRange ({}); convert it as it loads (convert_first: Some(false))",
+                "copying {name} ({rows}x{cols}) first needs a window of {} bytes, over maxStorageBufferRange ({}); read it where it is: convert it as it loads (convert_first: Some(false)), in its own layout (relayout: Some(false))",
                 window.bind_range, limits.max_range
             )));
         }
@@ -58,8 +71,45 @@ impl Source {
             outer,
             inner,
             ld,
+            bytes,
             k_inner: (j == 0) == (layout == Layout::RowMajor),
         })
+    }
+
+    /// A transposing dispatch (rounding to `rounds_to` on the way) writing `copy` in scratch,
+    /// `inner` rows of `outer` elements at `copy_ld` apart.
+    fn transpose(
+        &self,
+        rounds_to: Option<ComponentType>,
+        copy: Window,
+        copy_ld: usize,
+        limits: &DispatchLimits,
+    ) -> Dispatch {
+        let tile = transpose::TILE as usize;
+        let tiles = self.outer.div_ceil(tile) * self.inner.div_ceil(tile);
+        let groups = tiles.min(transpose::MAX_GROUPS.min(limits.max_groups[0]) as usize) as u32;
+        Dispatch {
+            kernel: Kernel::Transpose { rounds_to },
+            bindings: [
+                (self.which, self.window),
+                (self.which, self.window),
+                (Operand::Scratch, copy),
+            ],
+            aux: None,
+            vectors: [None; 3],
+            push: PushConstants {
+                m: self.outer as u32,
+                n: self.inner as u32,
+                k: groups,
+                lda_vec: (self.ld as u64 * self.bytes as u64 / VEC) as u32,
+                a_off_vec: (self.window.start / VEC) as u32,
+                ldb_vec: (copy_ld as u64 * 2 / VEC) as u32,
+                c_off: 0,
+                ..Default::default()
+            },
+            groups: [groups, 1, 1],
+            after_previous: false,
+        }
     }
 
     /// A converting dispatch of `kernel` writing `copy` in scratch: `rows` copy rows of
@@ -108,7 +158,7 @@ impl Source {
 fn claim(end: &mut u64, bytes: u64, limits: &DispatchLimits) -> Result<Window> {
     if bytes > limits.max_range {
         return Err(Error::TooLarge(format!(
-            "a converted operand of {bytes} bytes is over maxStorageBufferRange ({}); convert it as it loads",
+            "an operand copied first would take {bytes} bytes, over maxStorageBufferRange ({}); read it where it is: convert it as it loads (convert_first: Some(false)), in its own layout (relayout: Some(false))",
             limits.max_range
         )));
     }
@@ -122,35 +172,63 @@ fn claim(end: &mut u64, bytes: u64, limits: &DispatchLimits) -> Result<Window> {
 }
 
 /// Plans `req` (whose `convert_first` is set and which has an operand loaded with
-/// [`Load::Round`]) as rounding passes followed by a GEMM of 16-bit operands.
-pub(super) fn plan_converted(req: &PlanRequest, limits: &DispatchLimits) -> Result<GemmPlan> {
+/// [`Load::Round`], or whose `relayout` names an operand) as copying passes followed by a GEMM
+/// of the copies: 16-bit operands, each flipped operand in the other storage order.
+pub(super) fn plan_copied(req: &PlanRequest, limits: &DispatchLimits) -> Result<GemmPlan> {
     let p = &req.problem;
     one_gemm(p)?;
     let mut staged = *p;
-    let mut narrows = Vec::new();
+    let mut copies = Vec::new();
     let mut end = 0u64;
+    let to = req.config.component_type;
     for (j, &load) in req.loads.iter().enumerate() {
-        if load != Load::Round {
+        let converts = req.convert_first && load == Load::Round;
+        let flips = req.relayout[j];
+        if !converts && !flips {
             continue;
         }
-        let src = Source::new(p, j, limits)?;
-        let copy_ld = device_ld(src.inner, 2);
-        let copy = claim(&mut end, src.outer as u64 * copy_ld as u64 * 2, limits)?;
-        let kernel = Kernel::Narrow {
-            to: req.config.component_type,
+        let name = ["A", "B"][j];
+        let rounds_to = match load {
+            Load::Round if converts => Some(to),
+            Load::Native if to.size_bytes() == 2 => None,
+            _ => {
+                return Err(Error::Unsupported(format!(
+                    "{name} is loaded as {load:?} of {to}: only 16-bit operands, and f32 ones converted first, are copied transposed"
+                )))
+            }
         };
-        let rows = (src.outer, src.inner.div_ceil(8), copy_ld);
-        narrows.push(src.dispatch(kernel, copy, rows, limits, |_| {}));
-        stage(&mut staged, j, copy_ld, copy.bind_offset);
+        let src = Source::new(p, j, if converts { 4 } else { 2 }, limits)?;
+        if flips {
+            let copy_ld = device_ld(src.outer, 2);
+            let copy = claim(&mut end, src.inner as u64 * copy_ld as u64 * 2, limits)?;
+            copies.push(src.transpose(rounds_to, copy, copy_ld, limits));
+            stage(&mut staged, j, copy_ld, copy.bind_offset);
+            if j == 0 {
+                staged.a_layout = staged.a_layout.transposed();
+            } else {
+                staged.b_layout = staged.b_layout.transposed();
+            }
+        } else {
+            let copy_ld = device_ld(src.inner, 2);
+            let copy = claim(&mut end, src.outer as u64 * copy_ld as u64 * 2, limits)?;
+            let rows = (src.outer, src.inner.div_ceil(8), copy_ld);
+            copies.push(src.dispatch(Kernel::Narrow { to }, copy, rows, limits, |_| {}));
+            stage(&mut staged, j, copy_ld, copy.bind_offset);
+        }
     }
     let inner = PlanRequest {
         problem: staged,
         // The copies are 16-bit operands.
-        loads: req.loads.map(Load::converted_first),
+        loads: if req.convert_first {
+            req.loads.map(Load::converted_first)
+        } else {
+            req.loads
+        },
         convert_first: false,
+        relayout: [false; 2],
         ..*req
     };
-    finish(p, GemmPlan::new(&inner, limits)?, narrows, end, limits)
+    finish(p, GemmPlan::new(&inner, limits)?, copies, end, limits)
 }
 
 /// Plans `req` (the accurate split, `convert_first` set) as the two largest-magnitude passes,
@@ -158,6 +236,11 @@ pub(super) fn plan_converted(req: &PlanRequest, limits: &DispatchLimits) -> Resu
 pub(super) fn plan_planes(req: &PlanRequest, limits: &DispatchLimits) -> Result<GemmPlan> {
     let p = &req.problem;
     one_gemm(p)?;
+    if req.relayout.contains(&true) {
+        return Err(Error::Unsupported(
+            "the accurate split's planes are laid out along K by their own pass; it takes no relayout".into(),
+        ));
+    }
     let bk = req.scheme.geometry(&req.config).bk as usize;
     let kp = p.k.next_multiple_of(bk);
     let words = scale_words(limits);
@@ -166,7 +249,7 @@ pub(super) fn plan_planes(req: &PlanRequest, limits: &DispatchLimits) -> Result<
     let mut passes = Vec::new();
     let mut splits = Vec::new();
     for j in 0..2 {
-        let src = Source::new(p, j, limits)?;
+        let src = Source::new(p, j, 4, limits)?;
         passes.push(absmax_dispatch(
             (src.which, src.window),
             (src.outer, src.inner),
@@ -198,6 +281,7 @@ pub(super) fn plan_planes(req: &PlanRequest, limits: &DispatchLimits) -> Result<
         loads: [Load::Planes; 2],
         split_k: SplitK::Slices(1),
         convert_first: false,
+        relayout: [false; 2],
         ..*req
     };
     let gemm = GemmPlan::new(&inner, limits)?;
@@ -224,11 +308,28 @@ pub fn conversion_pays(m: usize, n: usize) -> bool {
     4096 * (m as u128 + n as u128) <= 9 * m as u128 * n as u128
 }
 
-/// Conversion first runs one GEMM at a time.
+/// Which operands of an `m x n x k` GEMM stored `(a, b)` are worth copying first into the order
+/// the workgroup-scope kernel reads fastest, A column-major and B row-major (16-bit operands;
+/// see [`PlanRequest::relayout`]). A copy of A costs about `m k` element moves against the
+/// GEMM's `m n k` multiply-adds, so it pays where `n` is large; the gain is the layout's
+/// shortfall (H200, 4096^3 f16 -> f32: `tn` 299, `nt` 285, `nn` and `tt` 268 TFLOP/s,
+/// perf/h200-ct3-peers.txt).
+pub fn relayout_pays((a, b): (Layout, Layout), (m, n, k): (usize, usize, usize)) -> [bool; 2] {
+    let big = |x: usize| x >= 2048;
+    let large = big(m) && big(n) && big(k);
+    match (a, b) {
+        (Layout::RowMajor, Layout::RowMajor) => [large, false],
+        (Layout::ColMajor, Layout::ColMajor) => [false, large],
+        (Layout::RowMajor, Layout::ColMajor) => [large && m >= 8192 && n >= 8192; 2],
+        (Layout::ColMajor, Layout::RowMajor) => [false; 2],
+    }
+}
+
+/// Copying first runs one GEMM at a time.
 fn one_gemm(p: &Problem) -> Result<()> {
     if p.batch.count > 1 {
         return Err(Error::Unsupported(format!(
-            "converting f32 operands first runs one GEMM at a time, and this is a batch of {}; a batch converts them as it loads them",
+            "copying operands first (converting or transposing them) runs one GEMM at a time, and this is a batch of {}; a batch reads them where they are",
             p.batch.count
         )));
     }
@@ -256,7 +357,12 @@ fn finish(
 ) -> Result<GemmPlan> {
     let converted: Vec<Operand> = first
         .iter()
-        .filter(|d| matches!(d.kernel, Kernel::Narrow { .. } | Kernel::SplitPlanes))
+        .filter(|d| {
+            matches!(
+                d.kernel,
+                Kernel::Narrow { .. } | Kernel::SplitPlanes | Kernel::Transpose { .. }
+            )
+        })
         .map(|d| d.bindings[0].0)
         .collect();
     for d in &mut plan.dispatches {
@@ -272,7 +378,7 @@ fn finish(
     plan.scratch_bytes += end;
     if plan.scratch_bytes > limits.max_allocation {
         return Err(Error::TooLarge(format!(
-            "converting f32 operands first needs {} bytes of scratch, over the device's largest allocation ({}); convert them as they load",
+            "copying operands first needs {} bytes of scratch, over the device's largest allocation ({}); read them where they are: convert them as they load (convert_first: Some(false)), in their own layouts (relayout: Some(false))",
             plan.scratch_bytes, limits.max_allocation
         )));
     }

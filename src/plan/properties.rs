@@ -51,6 +51,7 @@ proptest! {
         f32_operands in (any::<bool>(), any::<bool>()),
         accurate in any::<bool>(),
         convert_first in any::<bool>(),
+        relayout in (any::<bool>(), any::<bool>()),
     ) {
         let subgroup_size = match subgroup_size {
             0 if limits.subgroup_size == 0 => 32,
@@ -89,7 +90,8 @@ proptest! {
                 } else {
                     [narrow(f32_operands.0), narrow(f32_operands.1)]
                 };
-                check_plan(config, scheme, (m, n, k), (a_layout, b_layout), split, (loads, convert_first))?;
+                let relayout = [relayout.0, relayout.1];
+                check_plan(config, scheme, (m, n, k), (a_layout, b_layout), split, (loads, convert_first, relayout))?;
             }
         }
     }
@@ -102,7 +104,7 @@ fn check_plan(
     (m, n, k): (usize, usize, usize),
     layouts: (Layout, Layout),
     split: u32,
-    (loads, convert_first): ([Load; 2], bool),
+    (loads, convert_first, relayout): ([Load; 2], bool, [bool; 2]),
 ) -> Result<(), TestCaseError> {
     let ct = config.component_type;
     let sizes = (
@@ -120,11 +122,17 @@ fn check_plan(
         split_k: SplitK::Slices(split),
         epilogue: Default::default(),
         convert_first,
+        relayout,
     };
     let limits = DispatchLimits::from_device(&h200_limits());
-    let converts = convert_first && loads.contains(&Load::Round);
     let planes = convert_first && loads == [Load::Split; 2];
+    // What can be copied transposed: 16-bit operands, and f32 ones converted first.
+    let copyable = loads.map(|l| (l == Load::Native && ct.size_bytes() == 2) || (l == Load::Round && convert_first));
+    let flips = relayout.contains(&true);
+    let converts = (convert_first && loads.contains(&Load::Round)) || (flips && !planes);
     let plan = match GemmPlan::new(&request, &limits) {
+        // Only those, and never the planes (they have their own pass): a typed error.
+        Err(Error::Unsupported(_)) if flips && (planes || (0..2).any(|j| relayout[j] && !copyable[j])) => return Ok(()),
         // Split planes need a workgroup-scope scheme of one accumulator.
         Err(Error::InvalidTileScheme(_))
             if planes && (scheme.scope() != KernelScope::Workgroup || scheme.n_parts() != 1) =>
@@ -133,7 +141,11 @@ fn check_plan(
         }
         // f32 storage needs a subgroup-scope scheme: a typed error otherwise.
         Err(Error::InvalidTileScheme(_))
-            if !converts && !planes && loads != [Load::Native; 2] && scheme.scope() == KernelScope::Workgroup =>
+            if !planes
+                && loads
+                    .iter()
+                    .any(|&l| l != Load::Native && !(l == Load::Round && convert_first))
+                && scheme.scope() == KernelScope::Workgroup =>
         {
             return Ok(())
         }
@@ -150,7 +162,7 @@ fn check_plan(
     // Vectors in push constants count the stored type's 16-byte vectors (a copy's: 16 bits).
     let gemm0 = plan.gemm_dispatches().next().unwrap();
     if converts {
-        check_converted(&plan, loads)?;
+        check_copied(&plan, (loads, convert_first, relayout), layouts)?;
     } else {
         prop_assert_eq!(
             gemm0.push.lda_vec as usize * VECTOR_BYTES as usize,
@@ -161,7 +173,7 @@ fn check_plan(
         dispatches: plan
             .dispatches
             .into_iter()
-            .filter(|d| !matches!(d.kernel, Kernel::Narrow { .. }))
+            .filter(|d| !matches!(d.kernel, Kernel::Narrow { .. } | Kernel::Transpose { .. }))
             .collect(),
         ..plan
     };
@@ -195,25 +207,39 @@ fn check_plan(
     Ok(())
 }
 
-/// Rounding first: one narrowing pass per f32 operand, each writing its own stretch at the start
-/// of scratch; the GEMM reads those stretches as 16-bit operands after a barrier; the GEMM's own
-/// scratch (split-K) lies past them; every scratch window inside the scratch buffer.
-fn check_converted(plan: &GemmPlan, loads: [Load; 2]) -> Result<(), TestCaseError> {
-    let rounded: Vec<Operand> = [Operand::A, Operand::B]
+/// Copying first: one pass per f32 operand converted first or operand flipped, narrowing (same
+/// order) or transposing (the other order, rounding an f32 operand on the way), each writing its
+/// own stretch at the start of scratch; the GEMM reads those stretches as 16-bit operands, the
+/// flipped ones in the other layout, after a barrier; the GEMM's own scratch (split-K) lies past
+/// them; every scratch window inside the scratch buffer.
+fn check_copied(
+    plan: &GemmPlan,
+    (loads, convert_first, relayout): ([Load; 2], bool, [bool; 2]),
+    layouts: (Layout, Layout),
+) -> Result<(), TestCaseError> {
+    let copied: Vec<(usize, Operand)> = [Operand::A, Operand::B]
         .into_iter()
-        .zip(loads)
-        .filter(|(_, l)| *l == Load::Round)
-        .map(|(o, _)| o)
+        .enumerate()
+        .filter(|&(j, _)| relayout[j] || (convert_first && loads[j] == Load::Round))
         .collect();
+    let rounded: Vec<Operand> = copied.iter().map(|c| c.1).collect();
     let (narrows, rest) = plan.dispatches.split_at(rounded.len());
     let mut copies = Vec::new();
-    for (d, &op) in narrows.iter().zip(&rounded) {
-        prop_assert!(matches!(d.kernel, Kernel::Narrow { to: F16 }), "{:?}", d.kernel);
+    for (d, &(j, op)) in narrows.iter().zip(&copied) {
         prop_assert_eq!(d.bindings[0].0, op);
         let (dst, w) = d.bindings[2];
         prop_assert_eq!(dst, Operand::Scratch);
-        prop_assert!(d.push.n as u64 * 16 <= d.push.ldb_vec as u64 * 16 && d.push.ldc <= d.push.n * 8);
-        prop_assert!(w.bind_range >= d.push.m as u64 * d.push.ldb_vec as u64 * 16);
+        let rounds = (loads[j] == Load::Round).then_some(F16);
+        if relayout[j] {
+            prop_assert_eq!(d.kernel, Kernel::Transpose { rounds_to: rounds });
+            // Source rows of `n` elements become copy rows of the source's `m`, padded to vectors.
+            prop_assert!(d.push.m as u64 <= d.push.ldb_vec as u64 * 8);
+            prop_assert!(w.bind_range >= d.push.n as u64 * d.push.ldb_vec as u64 * 16);
+        } else {
+            prop_assert!(matches!(d.kernel, Kernel::Narrow { to: F16 }), "{:?}", d.kernel);
+            prop_assert!(d.push.n as u64 * 16 <= d.push.ldb_vec as u64 * 16 && d.push.ldc <= d.push.n * 8);
+            prop_assert!(w.bind_range >= d.push.m as u64 * d.push.ldb_vec as u64 * 16);
+        }
         copies.push((w.bind_offset, w.bind_offset + w.bind_range));
     }
     prop_assert!(
@@ -223,9 +249,19 @@ fn check_converted(plan: &GemmPlan, loads: [Load; 2]) -> Result<(), TestCaseErro
     );
     let copies_end = copies.last().map_or(0, |c| c.1);
     prop_assert!(rest[0].after_previous && matches!(rest[0].kernel, Kernel::Gemm(_)));
+    let flip = |l: Layout, f: bool| if f { l.transposed() } else { l };
     for d in rest {
         if let Kernel::Gemm(key) = d.kernel {
-            prop_assert_eq!(key.loads, [Load::Native; 2]);
+            let loaded = if convert_first {
+                loads.map(Load::converted_first)
+            } else {
+                loads
+            };
+            prop_assert_eq!(key.loads, loaded);
+            prop_assert_eq!(
+                (key.a_layout, key.b_layout),
+                (flip(layouts.0, relayout[0]), flip(layouts.1, relayout[1]))
+            );
         }
         for (j, (op, w)) in d.bindings.iter().enumerate() {
             prop_assert!(!rounded.contains(op), "the GEMM reads the copy, not the f32 operand");
@@ -246,6 +282,9 @@ fn check_converted(plan: &GemmPlan, loads: [Load; 2]) -> Result<(), TestCaseErro
     let gemm0 = plan.gemm_dispatches().next().unwrap();
     if rounded.first() == Some(&Operand::A) {
         prop_assert_eq!(gemm0.push.lda_vec, narrows[0].push.ldb_vec);
+    }
+    if rounded.last() == Some(&Operand::B) {
+        prop_assert_eq!(gemm0.push.ldb_vec, narrows[rounded.len() - 1].push.ldb_vec);
     }
     Ok(())
 }

@@ -51,7 +51,8 @@ pub(crate) fn bench(
     ctx: &Context,
     (types, shapes): (&[String], &[String]),
     layouts: (Layout, Layout),
-    (compute, convert_first, scheme): (ComputeMode, Option<bool>, Option<&str>),
+    (compute, convert_first, relayout): (ComputeMode, Option<bool>, Option<bool>),
+    scheme: Option<&str>,
     reps: u32,
     (cublas, peers): (Option<&std::path::Path>, &[report::PeerRow]),
 ) -> Result<Vec<report::BenchRow>> {
@@ -83,6 +84,7 @@ pub(crate) fn bench(
         let options = GemmOptions {
             compute,
             convert_first,
+            relayout,
             ..Default::default()
         };
         let scheme = scheme
@@ -102,12 +104,15 @@ pub(crate) fn bench(
             None => t.label(compute),
             Some(first) => format!("{}, {}", t.label(compute), if first { "first" } else { "load" }),
         };
+        if let Some(r) = relayout {
+            types = format!("{types}, {}", if r { "relaid" } else { "in place" });
+        }
         if let Some(s) = scheme {
             types = format!("{types} {}", s.name());
         }
         for &shape in &shapes {
             progress.start(&format!("{types} {}x{}x{}", shape.0, shape.1, shape.2));
-            let median = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
+            let (median, read_as) = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
                 ctx, shape, layouts, &options, reps
             )?);
             let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
@@ -119,7 +124,18 @@ pub(crate) fn bench(
             let types = types.clone();
             rows.push(report::BenchRow {
                 peers: report::peers_for(peers, &types, shape, tflops),
-                layout: format!("{}{}", layouts.0.letter(), layouts.1.letter()),
+                layout: if read_as == layouts {
+                    format!("{}{}", layouts.0.letter(), layouts.1.letter())
+                } else {
+                    // Operands copied transposed first: the layouts the GEMM kernel reads.
+                    format!(
+                        "{}{}>{}{}",
+                        layouts.0.letter(),
+                        layouts.1.letter(),
+                        read_as.0.letter(),
+                        read_as.1.letter()
+                    )
+                },
                 types,
                 config: config.to_string(),
                 m: shape.0,
@@ -146,7 +162,7 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
     (al, bl): (Layout, Layout),
     options: &GemmOptions,
     reps: u32,
-) -> Result<f64> {
+) -> Result<(f64, (Layout, Layout))> {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
     let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, bl, 0);
@@ -156,9 +172,9 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
     // At least a second, then until steady (fresh pipelines run slowly at first on NVIDIA).
     let warm = (std::time::Duration::from_secs(1), std::time::Duration::from_secs(10));
     ctx.warm_up(&da, &db, &mut dc, options, warm)?;
-    Ok(vk_sgmat::median(
-        &mut ctx.time_gemm_device(&da, &db, &mut dc, options, reps)?,
-    ))
+    let key = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (al, bl), options)?.main_kernel();
+    let median = vk_sgmat::median(&mut ctx.time_gemm_device(&da, &db, &mut dc, options, reps)?);
+    Ok((median, (key.a_layout, key.b_layout)))
 }
 
 /// Times every candidate scheme of every config for the types, each checked on 16 sampled rows.

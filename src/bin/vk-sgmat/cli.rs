@@ -81,6 +81,10 @@ pub enum Command {
         /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
         #[arg(long, default_value = "auto")]
         convert: String,
+        /// Whether operands are first copied into the order the workgroup-scope kernel reads
+        /// fastest (A column-major, B row-major): auto (chosen per problem), on or off.
+        #[arg(long, default_value = "auto")]
+        relayout: String,
         /// Layouts of A and B: n = row-major, t = column-major (nn, nt, tn, tt).
         #[arg(long, default_value = "nn")]
         layout: String,
@@ -133,6 +137,10 @@ pub enum Command {
         /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
         #[arg(long, default_value = "auto")]
         convert: String,
+        /// Whether operands are first copied into the order the workgroup-scope kernel reads
+        /// fastest (A column-major, B row-major): auto (chosen per problem), on or off.
+        #[arg(long, default_value = "auto")]
+        relayout: String,
         /// Tile scheme by name for every point, as `vk-sgmat tune` lists them (default: chosen
         /// per problem).
         #[arg(long)]

@@ -118,7 +118,17 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
         converted_first: plan
             .dispatches
             .iter()
-            .filter(|d| matches!(d.kernel, Kernel::Narrow { .. } | Kernel::SplitPlanes))
+            .filter(|d| {
+                matches!(
+                    d.kernel,
+                    Kernel::Narrow { .. } | Kernel::SplitPlanes | Kernel::Transpose { rounds_to: Some(_) }
+                )
+            })
+            .count(),
+        relaid: plan
+            .dispatches
+            .iter()
+            .filter(|d| matches!(d.kernel, Kernel::Transpose { .. }))
             .count(),
         alpha: options.alpha,
         beta: options.beta,

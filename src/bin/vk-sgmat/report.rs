@@ -150,6 +150,8 @@ pub struct GemmReport {
     /// f32 operands converted to 16 bits (rounded, or split into planes) in a pass of their own
     /// before the GEMM.
     pub converted_first: usize,
+    /// Operands copied into the other storage order in a pass of their own before the GEMM.
+    pub relaid: usize,
     pub alpha: f64,
     pub beta: f64,
     pub seed: u64,
@@ -163,6 +165,23 @@ pub struct GemmReport {
     pub tflops: f64,
     /// Wall time of the first call, pipeline creation included.
     pub first_call_ms: f64,
+}
+
+/// " after N f32 operands converted first, M operands copied transposed", or nothing.
+fn copies_first(converted: usize, relaid: usize) -> String {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut parts = Vec::new();
+    if converted > 0 {
+        parts.push(format!("{converted} f32 operand{} converted first", plural(converted)));
+    }
+    if relaid > 0 {
+        parts.push(format!("{relaid} operand{} copied transposed", plural(relaid)));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" after {}", parts.join(", "))
+    }
 }
 
 pub fn render_gemm(r: &GemmReport) -> String {
@@ -183,13 +202,7 @@ pub fn render_gemm(r: &GemmReport) -> String {
         r.tile,
         r.passes,
         if r.passes == 1 { "" } else { "es" },
-        match r.converted_first {
-            0 => String::new(),
-            n => format!(
-                " after {n} f32 operand{} converted first",
-                if n == 1 { "" } else { "s" }
-            ),
-        }
+        copies_first(r.converted_first, r.relaid)
     );
     let c = &r.check;
     let what = if r.rows_checked == r.m {

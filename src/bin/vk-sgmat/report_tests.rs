@@ -28,6 +28,7 @@ fn gemm_report_text() {
         tile: "128x128x32, 256 invocations".into(),
         passes: 1,
         converted_first: 2,
+        relaid: 1,
         alpha: 1.0,
         beta: 0.0,
         seed: 9,
@@ -44,7 +45,10 @@ fn gemm_report_text() {
     assert!(t.contains("all 5 rows"), "{t}");
     assert!(t.contains(": PASS"), "{t}");
     assert!(t.contains("1.25 TFLOP/s"), "{t}");
-    assert!(t.contains("1 pass after 2 f32 operands converted first"), "{t}");
+    assert!(
+        t.contains("1 pass after 2 f32 operands converted first, 1 operand copied transposed"),
+        "{t}"
+    );
     let bad = GemmReport {
         check: Check {
             first_bad: Some((1, 2, 3.0, 4.0)),

@@ -27,6 +27,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             types,
             mode,
             convert,
+            relayout,
             layout,
             c_layout,
             shape,
@@ -52,6 +53,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 shape,
                 compute,
                 convert_first: parse_convert(&convert)?,
+                relayout: parse_relayout(&relayout)?,
                 ..Default::default()
             };
             let single = devices.is_none() && scheme.is_none() && c_layout == Layout::RowMajor;
@@ -107,6 +109,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             types,
             mode,
             convert,
+            relayout,
             scheme,
             shapes,
             reps,
@@ -153,7 +156,8 @@ pub fn run(cli: Cli) -> Result<bool> {
                 &ctx,
                 (&types, &shapes),
                 layouts,
-                (compute, parse_convert(&convert)?, scheme.as_deref()),
+                (compute, parse_convert(&convert)?, parse_relayout(&relayout)?),
+                scheme.as_deref(),
                 reps,
                 (cublas.as_deref(), &peers),
             )?;
@@ -326,6 +330,16 @@ fn info(json: bool) -> Result<bool> {
         print!("{}", report::render_info(&report));
     }
     Ok(true)
+}
+
+/// `--relayout`: None (auto), Some(true) (on), Some(false) (off).
+fn parse_relayout(s: &str) -> Result<Option<bool>> {
+    match s {
+        "auto" => Ok(None),
+        "on" => Ok(Some(true)),
+        "off" => Ok(Some(false)),
+        _ => bail!("--relayout {s:?}: use auto, on or off"),
+    }
 }
 
 /// `--convert`: None (auto), Some(true) (first), Some(false) (as loaded).
