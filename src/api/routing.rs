@@ -85,8 +85,8 @@ impl Context {
     /// Which operands of a GEMM of 16-bit operands of this size, stored `layouts`, are copied
     /// into the other storage order first by default (see [`GemmOptions::relayout`]): where
     /// the device has workgroup-scope kernels for `config`, it is not a CPU, and
-    /// [`relayout_pays`] holds. An operand converted first from f32 is transposed whenever it
-    /// is in the other order, since its pass runs anyway.
+    /// [`relayout_pays`] holds. (A lone operand converted first from f32 is also transposed
+    /// wherever the GEMM takes a workgroup-scope scheme, since its pass runs anyway.)
     pub fn relayouts(
         &self,
         config: &GPUSubgroupMatrixConfig,
@@ -106,10 +106,10 @@ impl Context {
             .any(|s| s.scope() == KernelScope::Workgroup)
     }
 
-    /// The operands [`Context::plan_fused`] copies transposed: those stored in the other order
-    /// than A column-major, B row-major that `relayout` (or by default
-    /// [`Context::relayouts`], `free` marking the operands whose converting pass runs anyway)
-    /// picks. `copyable`: which operands the GEMM loads as 16-bit ones.
+    /// The operands [`Context::plan_fused`] copies transposed: with `relayout` on, those stored
+    /// in the other order than A column-major, B row-major; by default all of those or none, as
+    /// [`Context::relayouts`] says, or a lone one whose converting pass runs anyway (`free`).
+    /// `copyable`: which operands the GEMM loads as 16-bit ones.
     fn relayout_for(
         &self,
         options: &GemmOptions,
@@ -132,11 +132,22 @@ impl Context {
             }
             None if batch > 1 || options.scheme.is_some() => Ok([false; 2]),
             None => {
+                // Only the whole way to A column-major, B row-major pays: one copy alone from
+                // `nt` gives `nn` or `tt`, the slowest orders.
+                if (0..2).any(|j| other[j] && !copyable[j]) {
+                    return Ok([false; 2]);
+                }
                 let pays = self.relayouts(config, shape, layouts);
                 let workgroup = !self.is_cpu() && self.has_workgroup_schemes(config);
-                Ok(std::array::from_fn(|j| {
-                    other[j] && copyable[j] && (pays[j] || (free[j] && workgroup))
-                }))
+                // A converting pass runs anyway and transposes at about its cost: one such
+                // copy pays wherever the GEMM runs the workgroup-scope kernel (f32 fast 4096^3
+                // nn 243.1 -> 261.2 TFLOP/s, tt 236.0 -> 262.8), two did not (nt 257.4 -> 253.8).
+                let one_free = other.iter().filter(|&&o| o).count() == 1 && (0..2).all(|j| !other[j] || free[j]);
+                Ok(if pays == other || (one_free && workgroup) {
+                    other
+                } else {
+                    [false; 2]
+                })
             }
         }
     }

@@ -310,17 +310,19 @@ pub fn conversion_pays(m: usize, n: usize) -> bool {
 
 /// Which operands of an `m x n x k` GEMM stored `(a, b)` are worth copying first into the order
 /// the workgroup-scope kernel reads fastest, A column-major and B row-major (16-bit operands;
-/// see [`PlanRequest::relayout`]). A copy of A costs about `m k` element moves against the
-/// GEMM's `m n k` multiply-adds, so it pays where `n` is large; the gain is the layout's
-/// shortfall (H200, 4096^3 f16 -> f32: `tn` 299, `nt` 285, `nn` and `tt` 268 TFLOP/s,
-/// perf/h200-ct3-peers.txt).
+/// see [`PlanRequest::relayout`]). The copy costs a pass over the operand and a barrier; the
+/// gain is the layout's shortfall. Measured on the H200, f16 -> f32, TFLOP/s in place against
+/// relaid (perf/h200-relayout-1.txt): `nn` 4096^3 261.5 -> 279.0, 8192^3 279.5 -> 290.9, but
+/// 2048^3 275.7 -> 256.1 and 4096x4096x256 163.3 -> 159.1; `tt` likewise (259.3 -> 279.7,
+/// 267.9 -> 293.9); `nt`, whose two copies must both be made, 282.5 -> 265.7 at 4096^3 and
+/// 283.0 -> 288.9 at 8192^3. So one copy where no dimension is under 4096, two where none is
+/// under 8192.
 pub fn relayout_pays((a, b): (Layout, Layout), (m, n, k): (usize, usize, usize)) -> [bool; 2] {
-    let big = |x: usize| x >= 2048;
-    let large = big(m) && big(n) && big(k);
+    let least = m.min(n).min(k);
     match (a, b) {
-        (Layout::RowMajor, Layout::RowMajor) => [large, false],
-        (Layout::ColMajor, Layout::ColMajor) => [false, large],
-        (Layout::RowMajor, Layout::ColMajor) => [large && m >= 8192 && n >= 8192; 2],
+        (Layout::RowMajor, Layout::RowMajor) => [least >= 4096, false],
+        (Layout::ColMajor, Layout::ColMajor) => [false, least >= 4096],
+        (Layout::RowMajor, Layout::ColMajor) => [least >= 8192; 2],
         (Layout::ColMajor, Layout::RowMajor) => [false; 2],
     }
 }
@@ -432,7 +434,21 @@ pub(super) fn absmax_dispatch(
 
 #[cfg(test)]
 mod tests {
-    use super::conversion_pays;
+    use super::{conversion_pays, relayout_pays};
+    use crate::tiling::Layout::{ColMajor as T, RowMajor as N};
+
+    #[test]
+    fn relayout_pays_where_it_measured_faster() {
+        assert_eq!(relayout_pays((N, N), (4096, 4096, 4096)), [true, false]);
+        assert_eq!(relayout_pays((T, T), (8192, 8192, 8192)), [false, true]);
+        assert_eq!(relayout_pays((N, T), (8192, 8192, 8192)), [true, true]);
+        assert_eq!(relayout_pays((N, T), (4096, 4096, 4096)), [false, false]);
+        assert_eq!(relayout_pays((T, N), (8192, 8192, 8192)), [false, false]);
+        for shape in [(2048, 2048, 2048), (4096, 4096, 256), (16, 4096, 4096)] {
+            assert_eq!(relayout_pays((N, N), shape), [false, false], "{shape:?}");
+            assert_eq!(relayout_pays((T, T), shape), [false, false], "{shape:?}");
+        }
+    }
 
     #[test]
     fn conversion_pays_where_it_measured_faster() {

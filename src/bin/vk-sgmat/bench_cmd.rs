@@ -120,10 +120,12 @@ pub(crate) fn bench(
                 "{types} {}x{}x{}: {tflops:.2} TFLOP/s",
                 shape.0, shape.1, shape.2
             ));
-            let cublas = report::cublas_for(&reference, &types, shape);
+            // Peers are matched on the types alone: forced options are ours to vary.
+            let label = t.label(compute);
+            let cublas = report::cublas_for(&reference, &label, shape);
             let types = types.clone();
             rows.push(report::BenchRow {
-                peers: report::peers_for(peers, &types, shape, tflops),
+                peers: report::peers_for(peers, &label, shape, tflops),
                 layout: if read_as == layouts {
                     format!("{}{}", layouts.0.letter(), layouts.1.letter())
                 } else {

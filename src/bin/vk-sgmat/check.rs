@@ -85,8 +85,10 @@ fn check_configs(
     // schemes taken by default (the shapes here are mostly too small to pick them) and the
     // largest and the smallest workgroup-scope scheme, where the device offers them.
     // Defaults first: a driver slow to compile some workgroup-scope pipelines (seconds each on
-    // the H200) must not keep a time-limited run from checking them.
-    let mut runs: Vec<(GPUSubgroupMatrixConfig, Option<TileScheme>)> = Vec::new();
+    // the H200) must not keep a time-limited run from checking them. Once per 16-bit pair,
+    // operands copied transposed first (`relayout`), which the default takes only at sizes
+    // larger than these. (config, scheme, relayout).
+    let mut runs: Vec<(GPUSubgroupMatrixConfig, Option<TileScheme>, bool)> = Vec::new();
     let mut extras = Vec::new();
     let mut pairs_seen = Vec::new();
     for config in ctx.configs() {
@@ -94,9 +96,12 @@ fn check_configs(
         if !pairs.contains(&pair) {
             continue;
         }
-        runs.push((config, None));
+        runs.push((config, None, false));
         if pairs_seen.contains(&pair) {
             continue;
+        }
+        if config.component_type.size_bytes() == 2 {
+            extras.push((config, None, true));
         }
         pairs_seen.push(pair);
         let wg: Vec<TileScheme> = ctx
@@ -117,8 +122,8 @@ fn check_configs(
             ctx.subgroup_size(),
         ));
         for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
-            if !extras.contains(&(config, Some(*s))) {
-                extras.push((config, Some(*s)));
+            if !extras.contains(&(config, Some(*s), false)) {
+                extras.push((config, Some(*s), false));
             }
         }
     }
@@ -126,19 +131,20 @@ fn check_configs(
     let cases: usize = runs
         .iter()
         // Two (alpha, beta) pairs per case, as below.
-        .map(|(_, s)| if s.is_some() { shapes.len().min(9) } else { shapes.len() } * layouts.len() * 2)
+        .map(|(_, s, r)| if s.is_some() || *r { shapes.len().min(9) } else { shapes.len() } * layouts.len() * 2)
         .sum();
     let mut progress = Progress::new(cases);
-    for (config, scheme) in runs {
+    for (config, scheme, relaid) in runs {
         let pair = (config.component_type, config.result_type);
         let name = match scheme {
+            None if relaid => format!("{config}, relaid"),
             None => config.to_string(),
             Some(s) => format!("{config} [{}]", s.name()),
         };
         let scalars = scalar_pairs(config.result_type);
         // The extra workgroup-scope runs take the shapes up to 513x257x1031: the larger ones
         // already run every config's default scheme.
-        let shapes = if scheme.is_some() {
+        let shapes = if scheme.is_some() || relaid {
             &shapes[..shapes.len().min(9)]
         } else {
             shapes
@@ -151,6 +157,7 @@ fn check_configs(
                         beta,
                         shape: Some((config.m, config.n, config.k)),
                         scheme,
+                        relayout: relaid.then_some(true),
                         ..Default::default()
                     };
                     // Padded leading dimensions on every other layout.
