@@ -140,7 +140,7 @@ impl Pipelines {
         }
         let words = match kernel {
             Kernel::Narrow { to } => kernel::generate_narrow(to)?,
-            Kernel::SplitPlanes => kernel::generate_split_planes()?,
+            Kernel::SplitPlanes { transposed } => kernel::generate_split_planes(transposed)?,
             Kernel::Transpose { rounds_to } => kernel::generate_transpose(rounds_to)?,
             _ => kernel::generate_absmax()?,
         };
@@ -159,7 +159,7 @@ impl Pipelines {
     pub fn kernel(&self, kernel: &Kernel) -> Result<Arc<Pipeline>> {
         match *kernel {
             Kernel::Gemm(ref key) => self.get(key),
-            Kernel::AbsMax | Kernel::Narrow { .. } | Kernel::SplitPlanes | Kernel::Transpose { .. } => {
+            Kernel::AbsMax | Kernel::Narrow { .. } | Kernel::SplitPlanes { .. } | Kernel::Transpose { .. } => {
                 self.get_helper(*kernel)
             }
             Kernel::Reduce {

@@ -580,8 +580,10 @@ fn converting_passes_and_planes_kernels_pass_spirv_val() {
     common::spirv_val(&words, "narrow_f16").unwrap_or_else(|e| panic!("narrow f16: {e}"));
     assert!(vk_sgmat::kernel::generate_narrow(Bf16).is_ok());
     assert!(vk_sgmat::kernel::generate_narrow(F32).is_err());
-    let words = vk_sgmat::kernel::generate_split_planes().unwrap();
-    common::spirv_val(&words, "split_planes").unwrap_or_else(|e| panic!("split planes: {e}"));
+    for transposed in [false, true] {
+        let words = vk_sgmat::kernel::generate_split_planes(transposed).unwrap();
+        common::spirv_val(&words, "split_planes").unwrap_or_else(|e| panic!("split planes {transposed}: {e}"));
+    }
     // The transposing copies: 16-bit as they are, f32 rounded to f16 on the way.
     for (rounds_to, name) in [(None, "transpose_16"), (Some(F16), "transpose_f32_f16")] {
         let words = vk_sgmat::kernel::generate_transpose(rounds_to).unwrap();

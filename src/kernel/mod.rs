@@ -540,10 +540,15 @@ pub fn generate_narrow(to: ComponentType) -> Result<Vec<u32>> {
     narrow::emit(narrow::Output::Rounded(to)).map_err(|e| Error::Codegen(format!("narrow to {to}: {e}")))
 }
 
-/// Generates the pass that splits an f32 operand into f16 planes for [`Load::Planes`] (see
-/// [`narrow`]).
-pub fn generate_split_planes() -> Result<Vec<u32>> {
-    narrow::emit(narrow::Output::Planes).map_err(|e| Error::Codegen(format!("split planes: {e}")))
+/// Generates the pass that splits an f32 operand into f16 planes for [`Load::Planes`]: in the
+/// operand's storage order ([`narrow`]), or `transposed` into the other ([`transpose`]).
+pub fn generate_split_planes(transposed: bool) -> Result<Vec<u32>> {
+    let words = if transposed {
+        transpose::emit(transpose::Output::Planes)
+    } else {
+        narrow::emit(narrow::Output::Planes)
+    };
+    words.map_err(|e| Error::Codegen(format!("split planes: {e}")))
 }
 
 /// Generates the pass that copies an operand into the other storage order before the GEMM (see
@@ -556,7 +561,8 @@ pub fn generate_transpose(rounds_to: Option<ComponentType>) -> Result<Vec<u32>> 
             rounds_to.expect("checked")
         )));
     }
-    transpose::emit(rounds_to).map_err(|e| Error::Codegen(format!("transpose: {e}")))
+    let output = rounds_to.map_or(transpose::Output::Copy16, transpose::Output::Rounded);
+    transpose::emit(output).map_err(|e| Error::Codegen(format!("transpose: {e}")))
 }
 
 /// Generates the split-K reduction for a result type (see [`reduce`]).

@@ -1,6 +1,7 @@
 //! An operand copied into the other storage order in a pass of its own, into scratch memory the
 //! GEMM then reads in that order: a 16-bit operand as it is, an f32 operand rounded to f16 or
-//! bf16 on the way (the converting pass of [`super::narrow`], transposed). On NVIDIA's
+//! bf16 on the way, or split into the accurate mode's f16 `hi` and `lo` planes (the converting
+//! passes of [`super::narrow`], transposed). On NVIDIA's
 //! workgroup-scope kernel the layout with A column-major and B row-major (each operand
 //! contiguous along M or N) runs 5-11% faster than the others (docs/performance.md), which
 //! repays a copy of an operand where the GEMM is large against it.
@@ -11,13 +12,16 @@
 //! row's padding up to its leading dimension is zero (the GEMM's K may run along it); copy rows
 //! past the source's row length (its padding) are not written.
 //!
-//! Bindings: 0 = the source (16-byte vectors), 2 = the copy (16-byte vectors). Push constants
-//! reuse [`super::PushConstants`]: `m` and `n` = the source's rows and elements per row in
-//! storage order, `lda_vec` and `a_off_vec` = its leading dimension and first vector,
-//! `ldb_vec` and `c_off` = the copy's, in vectors; `k` = workgroups dispatched.
+//! Bindings: 0 = the source (16-byte vectors), 2 = the copy (16-byte vectors), 3 = the scale
+//! words (planes only). Push constants reuse [`super::PushConstants`]: `m` and `n` = the
+//! source's rows and elements per row in storage order, `ldc` = the copy's rows (at least `n`;
+//! those past it are zero), `lda_vec` and `a_off_vec` = the source's leading dimension and
+//! first vector, `ldb_vec` and `c_off` = the copy's, in vectors; `k` = workgroups dispatched;
+//! planes: `b_off_vec` = how far the `lo` plane lies after the `hi` plane, in vectors, and
+//! `col0` = the scale word.
 
 use super::builder::{BuildResult, ModuleBuilder};
-use super::convert::narrow_f32x8;
+use super::convert::{narrow_f32x8, scales, split_f32x8};
 use super::push::Pc;
 use crate::config::ComponentType;
 use rspirv::spirv::{BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass};
@@ -29,11 +33,21 @@ pub const TILE: u32 = 64;
 /// Most workgroups per dispatch: enough to keep a large GPU's memory busy.
 pub const MAX_GROUPS: u32 = 8192;
 
-/// Emits the pass: `rounds_to` is `None` for a 16-bit source copied bit for bit, `Some(t)` for
-/// an f32 source rounded to `t` (f16 or bf16).
-pub(super) fn emit(rounds_to: Option<ComponentType>) -> BuildResult<Vec<u32>> {
+/// What the pass writes.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Output {
+    /// A 16-bit source, bit for bit.
+    Copy16,
+    /// An f32 source rounded to this type (f16 or bf16).
+    Rounded(ComponentType),
+    /// An f32 source split into the accurate mode's scaled f16 `hi` and `lo` planes.
+    Planes,
+}
+
+/// Emits the pass writing `output`.
+pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     // Elements per source vector.
-    let per_vec = if rounds_to.is_some() { 4 } else { 8 };
+    let per_vec = if matches!(output, Output::Copy16) { 8 } else { 4 };
     let src_vecs = TILE / per_vec;
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
@@ -47,6 +61,7 @@ pub(super) fn emit(rounds_to: Option<ComponentType>) -> BuildResult<Vec<u32>> {
     let v_pc = b.push_constant_block(super::push::PC_MEMBERS);
     let v_src = b.storage_buffer(t_uvec4, 16, 0, true);
     let v_dst = b.storage_buffer(t_uvec4, 16, 2, false);
+    let v_scale = matches!(output, Output::Planes).then(|| b.storage_buffer(t_u32, 4, 3, true));
     // One u32 per element (a 16-bit element in its low half): 16 KiB, the least any Vulkan
     // device offers, with each row rotated by its index instead of padded (no bank conflicts
     // beyond two-way either way round).
@@ -69,17 +84,27 @@ pub(super) fn emit(rounds_to: Option<ComponentType>) -> BuildResult<Vec<u32>> {
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
     let l_entry = b.b.begin_block(None)?;
     let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
-    let (outer, inner, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
+    let (outer, inner, rows_out, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::Ldc)?, pc(b, Pc::K)?);
     let (src_ld, src_off, dst_ld, dst_off) = (
         pc(b, Pc::LdaVec)?,
         pc(b, Pc::AOff)?,
         pc(b, Pc::LdbVec)?,
         pc(b, Pc::COff)?,
     );
+    let planes = match v_scale {
+        Some(v) => {
+            // The word is a push constant, not a literal: one pipeline serves A and B.
+            let word = pc(b, Pc::Col0)?;
+            let (scale, _) = scales(b, v, word)?;
+            Some((scale, pc(b, Pc::BOff)?))
+        }
+        None => None,
+    };
     let lid = b.b.load(t_u32, None, v_local, None, [])?;
     let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
     let first = b.b.composite_extract(t_u32, None, wg, [0])?;
-    let tiles_x = b.add_u(inner, TILE - 1)?;
+    // Tiles cover the copy's rows, the source's columns and any zero rows after them.
+    let tiles_x = b.add_u(rows_out, TILE - 1)?;
     let tiles_x = b.div_u(tiles_x, TILE)?;
     let tiles_y = b.add_u(outer, TILE - 1)?;
     let tiles_y = b.div_u(tiles_y, TILE)?;
@@ -142,7 +167,7 @@ pub(super) fn emit(rounds_to: Option<ComponentType>) -> BuildResult<Vec<u32>> {
             let row = b.b.i_add(t_u32, None, c0, cl)?;
             let rl = b.mul_u(rv, 8)?;
             let col = b.b.i_add(t_u32, None, r0, rl)?;
-            let row_ok = b.b.u_less_than(t_bool, None, row, inner)?;
+            let row_ok = b.b.u_less_than(t_bool, None, row, rows_out)?;
             let col_ok = b.b.u_less_than(t_bool, None, col, outer)?;
             let ok = b.b.logical_and(t_bool, None, row_ok, col_ok)?;
             let (l_store, l_next) = (b.b.id(), b.b.id());
@@ -155,26 +180,36 @@ pub(super) fn emit(rounds_to: Option<ComponentType>) -> BuildResult<Vec<u32>> {
                 let p = slot(b, cl, r)?;
                 *w = b.b.load(t_u32, None, p, np, [])?;
             }
-            let packed = match rounds_to {
-                Some(to) => {
-                    let lo = b.b.composite_construct(t_uvec4, None, [w[0], w[1], w[2], w[3]])?;
-                    let hi = b.b.composite_construct(t_uvec4, None, [w[4], w[5], w[6], w[7]])?;
-                    narrow_f32x8(b, lo, hi, to)?
+            let quad = |b: &mut ModuleBuilder, w: &[u32]| b.b.composite_construct(t_uvec4, None, w.iter().copied());
+            let (first, second) = match (output, planes) {
+                (Output::Planes, Some((scale, lo_off))) => {
+                    let (lo, hi) = (quad(b, &w[..4])?, quad(b, &w[4..])?);
+                    let (hi_plane, lo_plane) = split_f32x8(b, lo, hi, scale)?;
+                    (hi_plane, Some((lo_plane, lo_off)))
                 }
-                None => {
+                (Output::Rounded(to), _) => {
+                    let (lo, hi) = (quad(b, &w[..4])?, quad(b, &w[4..])?);
+                    (narrow_f32x8(b, lo, hi, to)?, None)
+                }
+                _ => {
                     let mut words = [0; 4];
                     for (j, word) in words.iter_mut().enumerate() {
                         let high = b.b.shift_left_logical(t_u32, None, w[2 * j + 1], c16)?;
                         *word = b.b.bitwise_or(t_u32, None, w[2 * j], high)?;
                     }
-                    b.b.composite_construct(t_uvec4, None, words)?
+                    (quad(b, &words)?, None)
                 }
             };
             let at = b.b.i_mul(t_u32, None, row, dst_ld)?;
             let at = b.b.i_add(t_u32, None, at, dst_base)?;
             let at = b.b.i_add(t_u32, None, at, rv)?;
             let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-            b.b.store(p, packed, None, [])?;
+            b.b.store(p, first, None, [])?;
+            if let Some((lo, lo_off)) = second {
+                let at = b.b.i_add(t_u32, None, at, lo_off)?;
+                let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+                b.b.store(p, lo, None, [])?;
+            }
             b.b.branch(l_next)?;
             b.b.begin_block(Some(l_next))?;
         }

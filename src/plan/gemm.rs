@@ -100,7 +100,11 @@ pub enum Kernel {
     },
     /// The pass that splits an f32 operand into f16 planes in scratch before the GEMM
     /// ([`Load::Planes`]).
-    SplitPlanes,
+    SplitPlanes {
+        /// Whether the planes are stored in the other order than the operand
+        /// ([`crate::kernel::transpose`]).
+        transposed: bool,
+    },
     /// The pass that copies an operand into the other storage order in scratch before the
     /// GEMM ([`crate::kernel::transpose`], [`PlanRequest::relayout`]).
     Transpose {

@@ -334,7 +334,7 @@ fn the_accurate_split_done_first_writes_padded_planes_for_one_workgroup_scope_ge
     let config = cfg(16, 16, 16, F16, F32);
     let scheme = TileScheme::workgroup_for_limits(&config, &h200_limits(), 32, (8, 1), (1, 8), (32, 8)).unwrap();
     let (m, n, k) = (100, 70, 50);
-    // A row-major (K along its rows), B row-major (K across its rows).
+    // A row-major (K along its rows: split transposed), B row-major (K across its rows).
     let mut req = request(m, n, k, 2.0, 0.5, SplitK::Slices(4));
     req.problem = device_problem((m, n, k), (Layout::RowMajor, Layout::RowMajor), (4, 4, 4));
     req.config = config;
@@ -343,20 +343,23 @@ fn the_accurate_split_done_first_writes_padded_planes_for_one_workgroup_scope_ge
     req.convert_first = true;
     let plan = GemmPlan::new(&req, &limits).unwrap();
     let kinds: Vec<Kernel> = plan.dispatches.iter().map(|d| d.kernel).collect();
-    let [Kernel::AbsMax, Kernel::AbsMax, Kernel::SplitPlanes, Kernel::SplitPlanes, Kernel::Gemm(key)] = kinds[..]
+    let [Kernel::AbsMax, Kernel::AbsMax, Kernel::SplitPlanes { transposed: true }, Kernel::SplitPlanes { transposed: false }, Kernel::Gemm(key)] =
+        kinds[..]
     else {
         panic!("{kinds:?}")
     };
     assert_eq!(key.loads, [Load::Planes; 2]);
+    assert_eq!((key.a_layout, key.b_layout), (Layout::ColMajor, Layout::RowMajor));
     assert_eq!(plan.zeroed_scratch_bytes, 16);
     let kp = 64; // K = 50 padded to whole 32-deep steps
     let [_, _, sa, sb, gemm] = &plan.dispatches[..] else {
         unreachable!()
     };
-    // A: 100 rows of hi (64) then lo (64); the lo plane 8 vectors along each row.
+    // A: 100 rows of 50 into 64 rows of hi (the 14 past K zero), then 64 of lo; rows of 100
+    // padded to 104 elements.
     assert_eq!(
-        (sa.push.m, sa.push.row0, sa.push.n, sa.push.ldb_vec, sa.push.b_off_vec),
-        (100, 100, 8, 16, 8)
+        (sa.push.m, sa.push.n, sa.push.ldc, sa.push.ldb_vec, sa.push.b_off_vec),
+        (100, 50, kp as u32, 13, (kp * 104 / 8) as u32)
     );
     // B: 64 rows of hi (the 14 past K zero), then 64 of lo; rows of 70 padded to 72 elements.
     assert_eq!(
@@ -366,11 +369,11 @@ fn the_accurate_split_done_first_writes_padded_planes_for_one_workgroup_scope_ge
     assert_eq!(sb.push.b_off_vec, (kp * 72 / 8) as u32);
     assert_eq!((sa.push.col0, sb.push.col0), (0, 1), "each operand's scale word");
     assert!(sa.after_previous && !sb.after_previous && gemm.after_previous);
-    assert_eq!(sa.bindings[2].1.bind_range, 100 * 2 * kp as u64 * 2);
+    assert_eq!(sa.bindings[2].1.bind_range, 2 * kp as u64 * 104 * 2);
     assert_eq!(sb.bindings[2].1.bind_range, 2 * kp as u64 * 72 * 2);
     // The GEMM: K of both planes, in one pass, no split-K, reading the planes and the words.
     assert_eq!(gemm.push.k, 2 * kp as u32);
-    assert_eq!(gemm.push.lda_vec, 16);
+    assert_eq!(gemm.push.lda_vec, 13);
     assert_eq!(
         (gemm.bindings[0].0, gemm.bindings[1].0),
         (Operand::Scratch, Operand::Scratch)

@@ -16,7 +16,6 @@
 use super::device_ld;
 use super::gemm::{Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK};
 use super::passes::{span, window, DispatchLimits, Problem, Window};
-use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::kernel::{absmax, narrow, transpose, Load, PushConstants};
 use crate::tiling::{Layout, VECTOR_BYTES};
@@ -76,20 +75,34 @@ impl Source {
         })
     }
 
-    /// A transposing dispatch (rounding to `rounds_to` on the way) writing `copy` in scratch,
-    /// `inner` rows of `outer` elements at `copy_ld` apart.
+    /// A transposing dispatch of `kernel` writing `copy` in scratch: `copy_rows` rows (the
+    /// source's `inner`, then zeros) of `outer` elements at `copy_ld` apart, with `extra` push
+    /// constants set.
     fn transpose(
         &self,
-        rounds_to: Option<ComponentType>,
+        kernel: Kernel,
         copy: Window,
-        copy_ld: usize,
+        (copy_rows, copy_ld): (usize, usize),
         limits: &DispatchLimits,
+        extra: impl FnOnce(&mut PushConstants),
     ) -> Dispatch {
         let tile = transpose::TILE as usize;
-        let tiles = self.outer.div_ceil(tile) * self.inner.div_ceil(tile);
+        let tiles = self.outer.div_ceil(tile) * copy_rows.div_ceil(tile);
         let groups = tiles.min(transpose::MAX_GROUPS.min(limits.max_groups[0]) as usize) as u32;
+        let mut push = PushConstants {
+            m: self.outer as u32,
+            n: self.inner as u32,
+            ldc: copy_rows as u32,
+            k: groups,
+            lda_vec: (self.ld as u64 * self.bytes as u64 / VEC) as u32,
+            a_off_vec: (self.window.start / VEC) as u32,
+            ldb_vec: (copy_ld as u64 * 2 / VEC) as u32,
+            c_off: 0,
+            ..Default::default()
+        };
+        extra(&mut push);
         Dispatch {
-            kernel: Kernel::Transpose { rounds_to },
+            kernel,
             bindings: [
                 (self.which, self.window),
                 (self.which, self.window),
@@ -97,16 +110,7 @@ impl Source {
             ],
             aux: None,
             vectors: [None; 3],
-            push: PushConstants {
-                m: self.outer as u32,
-                n: self.inner as u32,
-                k: groups,
-                lda_vec: (self.ld as u64 * self.bytes as u64 / VEC) as u32,
-                a_off_vec: (self.window.start / VEC) as u32,
-                ldb_vec: (copy_ld as u64 * 2 / VEC) as u32,
-                c_off: 0,
-                ..Default::default()
-            },
+            push,
             groups: [groups, 1, 1],
             after_previous: false,
         }
@@ -201,13 +205,10 @@ pub(super) fn plan_copied(req: &PlanRequest, limits: &DispatchLimits) -> Result<
         if flips {
             let copy_ld = device_ld(src.outer, 2);
             let copy = claim(&mut end, src.inner as u64 * copy_ld as u64 * 2, limits)?;
-            copies.push(src.transpose(rounds_to, copy, copy_ld, limits));
+            let kernel = Kernel::Transpose { rounds_to };
+            copies.push(src.transpose(kernel, copy, (src.inner, copy_ld), limits, |_| {}));
             stage(&mut staged, j, copy_ld, copy.bind_offset);
-            if j == 0 {
-                staged.a_layout = staged.a_layout.transposed();
-            } else {
-                staged.b_layout = staged.b_layout.transposed();
-            }
+            flip(&mut staged, j);
         } else {
             let copy_ld = device_ld(src.inner, 2);
             let copy = claim(&mut end, src.outer as u64 * copy_ld as u64 * 2, limits)?;
@@ -238,7 +239,7 @@ pub(super) fn plan_planes(req: &PlanRequest, limits: &DispatchLimits) -> Result<
     one_gemm(p)?;
     if req.relayout.contains(&true) {
         return Err(Error::Unsupported(
-            "the accurate split's planes are laid out along K by their own pass; it takes no relayout".into(),
+            "the accurate split's planes are always written A column-major, B row-major by their own pass; relayout does not apply".into(),
         ));
     }
     let bk = req.scheme.geometry(&req.config).bk as usize;
@@ -256,24 +257,31 @@ pub(super) fn plan_planes(req: &PlanRequest, limits: &DispatchLimits) -> Result<
             src.ld,
             (j as u32, words),
         ));
-        // K along the rows: each copy row is hi (K padded to kp) then lo. K across the rows:
-        // kp rows of hi (those past K zero), then kp rows of lo.
-        let (rows, row_vecs, copy_ld, lo_off) = if src.k_inner {
-            (src.outer, kp / 8, 2 * kp, kp / 8)
-        } else {
-            let ld = device_ld(src.inner, 2);
-            (kp, src.inner.div_ceil(8), ld, kp * ld / 8)
-        };
-        let planes = if src.k_inner { 1 } else { 2 };
-        let copy = claim(&mut end, (planes * rows * copy_ld * 2) as u64, limits)?;
-        let mut d = src.dispatch(Kernel::SplitPlanes, copy, (rows, row_vecs, copy_ld), limits, |push| {
+        // kp rows of hi along K (those past K zero), then kp rows of lo: an operand with K along
+        // its rows is split transposed, so the GEMM reads A column-major and B row-major, the
+        // order its workgroup-scope kernel reads fastest (H200, 4096^3: 89.2 TFLOP/s against
+        // 67.2 for planes split in A's order, nn; perf/h200-relayout-5.txt).
+        let transposed = src.k_inner;
+        let kernel = Kernel::SplitPlanes { transposed };
+        let copy_ld = device_ld(if transposed { src.outer } else { src.inner }, 2);
+        let lo_off = kp * copy_ld / 8;
+        let copy = claim(&mut end, (2 * kp * copy_ld * 2) as u64, limits)?;
+        let scale_push = |push: &mut PushConstants| {
             push.b_off_vec = lo_off as u32;
             push.col0 = j as u32;
-        });
+        };
+        let mut d = if transposed {
+            src.transpose(kernel, copy, (kp, copy_ld), limits, scale_push)
+        } else {
+            src.dispatch(kernel, copy, (kp, src.inner.div_ceil(8), copy_ld), limits, scale_push)
+        };
         d.aux = Some((Operand::Scratch, words));
         d.after_previous = j == 0;
         splits.push(d);
         stage(&mut staged, j, copy_ld, copy.bind_offset);
+        if transposed {
+            flip(&mut staged, j);
+        }
     }
     passes.append(&mut splits);
     let inner = PlanRequest {
@@ -348,6 +356,15 @@ fn stage(staged: &mut Problem, j: usize, copy_ld: usize, offset: u64) {
     staged.offsets[j] = offset;
 }
 
+/// Operand `j` of `staged` is read in the other storage order.
+fn flip(staged: &mut Problem, j: usize) {
+    if j == 0 {
+        staged.a_layout = staged.a_layout.transposed();
+    } else {
+        staged.b_layout = staged.b_layout.transposed();
+    }
+}
+
 /// The plan of the converted problem (`plan`), its copies bound from scratch and its own scratch
 /// moved past them (`end`), after the converting dispatches (`first`); the caller's problem `p`.
 fn finish(
@@ -362,7 +379,7 @@ fn finish(
         .filter(|d| {
             matches!(
                 d.kernel,
-                Kernel::Narrow { .. } | Kernel::SplitPlanes | Kernel::Transpose { .. }
+                Kernel::Narrow { .. } | Kernel::SplitPlanes { .. } | Kernel::Transpose { .. }
             )
         })
         .map(|d| d.bindings[0].0)

@@ -301,8 +301,8 @@ fn check_planes(
     let kinds: Vec<Kernel> = plan.dispatches.iter().map(|d| d.kernel).collect();
     let ok = matches!(
         kinds[..],
-        [Kernel::AbsMax, Kernel::AbsMax, Kernel::SplitPlanes, Kernel::SplitPlanes, Kernel::Gemm(key)]
-            if key.loads == [Load::Planes; 2]
+        [Kernel::AbsMax, Kernel::AbsMax, Kernel::SplitPlanes { .. }, Kernel::SplitPlanes { .. }, Kernel::Gemm(key)]
+            if key.loads == [Load::Planes; 2] && (key.a_layout, key.b_layout) == (Layout::ColMajor, Layout::RowMajor)
     );
     prop_assert!(ok, "{:?}", kinds);
     let gemm = &plan.dispatches[4];
