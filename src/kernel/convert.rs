@@ -9,6 +9,7 @@
 //! `2^-22` relative) accumulate in f32, and the epilogue multiplies by `1/(s_a s_b)` (exact).
 
 use super::builder::{BuildResult, ModuleBuilder};
+use super::push::Pc;
 use crate::config::ComponentType;
 use rspirv::spirv::{StorageClass, Word};
 
@@ -132,4 +133,48 @@ pub(super) fn narrow_f32x8(b: &mut ModuleBuilder, lo: Word, hi: Word, to: Compon
         *out = b.b.bitcast(t_uvec2, None, h)?;
     }
     b.b.vector_shuffle(t_uvec4, None, halves[0], halves[1], [0, 1, 2, 3])
+}
+
+/// A planes pass's split ([`split_f32x8`]) where its scale words are bound (`v_scale`): the
+/// scale from the word push constant `Col0` names (a push constant, not a literal, so one
+/// pipeline serves A and B) and how far the `lo` plane lies after the `hi` plane (`BOff`, in
+/// vectors).
+pub(super) fn plane_scale(
+    b: &mut ModuleBuilder,
+    v_pc: Word,
+    v_scale: Option<Word>,
+) -> BuildResult<Option<(Word, Word)>> {
+    let Some(v) = v_scale else { return Ok(None) };
+    let word = b.push_constant(v_pc, Pc::Col0 as u32)?;
+    let (scale, _) = scales(b, v, word)?;
+    Ok(Some((scale, b.push_constant(v_pc, Pc::BOff as u32)?)))
+}
+
+/// Eight f32 (two vectors of their bits) stored at vector `at` of the copy `v_dst`: rounded to
+/// `to`, or with `planes` ([`plane_scale`]) split, `hi` at `at` and `lo` its offset after.
+pub(super) fn store_converted(
+    b: &mut ModuleBuilder,
+    (v_dst, at): (Word, Word),
+    (lo, hi): (Word, Word),
+    to: ComponentType,
+    planes: Option<(Word, Word)>,
+) -> BuildResult<()> {
+    let (t_u32, t_uvec4) = (b.t_u32(), b.t_uvec(4));
+    let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
+    let u0 = b.c_u32(0);
+    let (first, second) = match planes {
+        Some((scale, lo_off)) => {
+            let (hi_plane, lo_plane) = split_f32x8(b, lo, hi, scale)?;
+            (hi_plane, Some((lo_plane, lo_off)))
+        }
+        None => (narrow_f32x8(b, lo, hi, to)?, None),
+    };
+    let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+    b.b.store(p, first, None, [])?;
+    if let Some((lo_plane, lo_off)) = second {
+        let at = b.b.i_add(t_u32, None, at, lo_off)?;
+        let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+        b.b.store(p, lo_plane, None, [])?;
+    }
+    Ok(())
 }

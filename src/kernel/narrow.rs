@@ -15,10 +15,10 @@
 //! words; `k` = workgroups dispatched (they stride over the copy together).
 
 use super::builder::{BuildResult, ModuleBuilder};
-use super::convert::{narrow_f32x8, scales, split_f32x8};
+use super::convert::{plane_scale, store_converted};
 use super::push::Pc;
 use crate::config::ComponentType;
-use rspirv::spirv::{BuiltIn, FunctionControl, StorageClass};
+use rspirv::spirv::{BuiltIn, FunctionControl};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
@@ -52,7 +52,6 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
         Output::Rounded(to) => (None, to),
         Output::Planes => (Some(b.storage_buffer(t_u32, 4, 3, true)), ComponentType::F16),
     };
-    let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
     let u0 = b.c_u32(0);
     let zero4 = b.b.constant_composite(t_uvec4, [u0; 4]);
     // Each element's column within its copy vector, per half: (0..4, 4..8).
@@ -73,15 +72,7 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
         pc(b, Pc::COff)?,
     );
     let src_rows = pc(b, Pc::Row0)?;
-    let planes = match v_scale {
-        Some(v) => {
-            // The word is a push constant, not a literal: one pipeline serves A and B.
-            let word = pc(b, Pc::Col0)?;
-            let (scale, _) = scales(b, v, word)?;
-            Some((scale, pc(b, Pc::BOff)?))
-        }
-        None => None,
-    };
+    let planes = plane_scale(b, v_pc, v_scale)?;
     let inner4 = b.b.composite_construct(t_uvec4, None, [inner; 4])?;
     b.grid_stride_rows(
         l_entry,
@@ -111,21 +102,7 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
             let at = b.b.i_mul(t_u32, None, r, dst_ld)?;
             let at = b.b.i_add(t_u32, None, at, c)?;
             let at = b.b.i_add(t_u32, None, at, dst_off)?;
-            let (first, second) = match planes {
-                Some((scale, lo_off)) => {
-                    let (hi, lo) = split_f32x8(b, halves[0], halves[1], scale)?;
-                    (hi, Some((lo, lo_off)))
-                }
-                None => (narrow_f32x8(b, halves[0], halves[1], to)?, None),
-            };
-            let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-            b.b.store(p, first, None, [])?;
-            if let Some((lo, lo_off)) = second {
-                let at = b.b.i_add(t_u32, None, at, lo_off)?;
-                let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-                b.b.store(p, lo, None, [])?;
-            }
-            Ok(())
+            store_converted(b, (v_dst, at), (halves[0], halves[1]), to, planes)
         },
     )?;
     b.end_compute(f, THREADS)?;

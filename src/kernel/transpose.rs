@@ -21,7 +21,7 @@
 //! `col0` = the scale word.
 
 use super::builder::{BuildResult, ModuleBuilder};
-use super::convert::{narrow_f32x8, scales, split_f32x8};
+use super::convert::{plane_scale, store_converted};
 use super::push::Pc;
 use crate::config::ComponentType;
 use rspirv::spirv::{BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass};
@@ -91,15 +91,7 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
         pc(b, Pc::LdbVec)?,
         pc(b, Pc::COff)?,
     );
-    let planes = match v_scale {
-        Some(v) => {
-            // The word is a push constant, not a literal: one pipeline serves A and B.
-            let word = pc(b, Pc::Col0)?;
-            let (scale, _) = scales(b, v, word)?;
-            Some((scale, pc(b, Pc::BOff)?))
-        }
-        None => None,
-    };
+    let planes = plane_scale(b, v_pc, v_scale)?;
     let lid = b.b.load(t_u32, None, v_local, None, [])?;
     let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
     let first = b.b.composite_extract(t_u32, None, wg, [0])?;
@@ -181,34 +173,28 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
                 *w = b.b.load(t_u32, None, p, np, [])?;
             }
             let quad = |b: &mut ModuleBuilder, w: &[u32]| b.b.composite_construct(t_uvec4, None, w.iter().copied());
-            let (first, second) = match (output, planes) {
-                (Output::Planes, Some((scale, lo_off))) => {
-                    let (lo, hi) = (quad(b, &w[..4])?, quad(b, &w[4..])?);
-                    let (hi_plane, lo_plane) = split_f32x8(b, lo, hi, scale)?;
-                    (hi_plane, Some((lo_plane, lo_off)))
-                }
-                (Output::Rounded(to), _) => {
-                    let (lo, hi) = (quad(b, &w[..4])?, quad(b, &w[4..])?);
-                    (narrow_f32x8(b, lo, hi, to)?, None)
-                }
-                _ => {
+            let at = b.b.i_mul(t_u32, None, row, dst_ld)?;
+            let at = b.b.i_add(t_u32, None, at, dst_base)?;
+            let at = b.b.i_add(t_u32, None, at, rv)?;
+            match output {
+                Output::Copy16 => {
                     let mut words = [0; 4];
                     for (j, word) in words.iter_mut().enumerate() {
                         let high = b.b.shift_left_logical(t_u32, None, w[2 * j + 1], c16)?;
                         *word = b.b.bitwise_or(t_u32, None, w[2 * j], high)?;
                     }
-                    (quad(b, &words)?, None)
+                    let packed = quad(b, &words)?;
+                    let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+                    b.b.store(p, packed, None, [])?;
                 }
-            };
-            let at = b.b.i_mul(t_u32, None, row, dst_ld)?;
-            let at = b.b.i_add(t_u32, None, at, dst_base)?;
-            let at = b.b.i_add(t_u32, None, at, rv)?;
-            let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-            b.b.store(p, first, None, [])?;
-            if let Some((lo, lo_off)) = second {
-                let at = b.b.i_add(t_u32, None, at, lo_off)?;
-                let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-                b.b.store(p, lo, None, [])?;
+                Output::Rounded(_) | Output::Planes => {
+                    let to = match output {
+                        Output::Rounded(to) => to,
+                        _ => ComponentType::F16,
+                    };
+                    let halves = (quad(b, &w[..4])?, quad(b, &w[4..])?);
+                    store_converted(b, (v_dst, at), halves, to, planes)?;
+                }
             }
             b.b.branch(l_next)?;
             b.b.begin_block(Some(l_next))?;

@@ -101,6 +101,11 @@ impl Source {
             ..Default::default()
         };
         extra(&mut push);
+        self.copying(kernel, copy, push, groups)
+    }
+
+    /// A dispatch of `kernel`, `groups` workgroups, reading this operand and writing `copy`.
+    fn copying(&self, kernel: Kernel, copy: Window, push: PushConstants, groups: u32) -> Dispatch {
         Dispatch {
             kernel,
             bindings: [
@@ -142,19 +147,7 @@ impl Source {
             ..Default::default()
         };
         extra(&mut push);
-        Dispatch {
-            kernel,
-            bindings: [
-                (self.which, self.window),
-                (self.which, self.window),
-                (Operand::Scratch, copy),
-            ],
-            aux: None,
-            vectors: [None; 3],
-            push,
-            groups: [groups, 1, 1],
-            after_previous: false,
-        }
+        self.copying(kernel, copy, push, groups)
     }
 }
 
