@@ -216,14 +216,11 @@ impl GemmPlan {
     /// ranges (K chunks after the first accumulate into C), or split-K slices into scratch plus a
     /// reduction where the grid is too small for the GPU.
     pub fn new(req: &PlanRequest, limits: &DispatchLimits) -> Result<Self> {
-        if (req.convert_first && req.loads.contains(&Load::Round)) || req.relayout.contains(&true) {
-            if req.convert_first && req.loads == [Load::Split; 2] {
-                return super::narrow::plan_planes(req, limits);
-            }
-            return super::narrow::plan_copied(req, limits);
-        }
         if req.convert_first && req.loads == [Load::Split; 2] {
             return super::narrow::plan_planes(req, limits);
+        }
+        if (req.convert_first && req.loads.contains(&Load::Round)) || req.relayout.contains(&true) {
+            return super::narrow::plan_copied(req, limits);
         }
         let (p, config, scheme) = (&req.problem, req.config, req.scheme);
         let rt = config.result_type;
