@@ -266,6 +266,33 @@ fn multi_pass_plans_are_correct() {
         let check = run_case::<f32, f32, f32>(&ctx, &mut rng, (m, n, k), l, 3, &first);
         assert!(check.passed, "f32 converted first {l:?}: {check:?}");
     }
+    // Operands copied transposed first by two workgroups (each loops over several 64x64 tiles,
+    // a barrier per tile), then the multi-pass GEMM over the copies.
+    let relaid = GemmOptions {
+        relayout: Some(true),
+        alpha: -1.5,
+        ..Default::default()
+    };
+    for l in layouts {
+        let (m, n, k) = (150, 90, 70);
+        let plan = ctx.plan_gemm::<f16, f16, f32>(m, n, k, l, &relaid).unwrap();
+        let copies = plan
+            .dispatches
+            .iter()
+            .filter(|d| matches!(d.kernel, vk_sgmat::plan::Kernel::Transpose { .. }))
+            .count();
+        let wrong = usize::from(l.0 == Layout::RowMajor) + usize::from(l.1 == Layout::ColMajor);
+        assert_eq!(copies, wrong, "{l:?}");
+        assert!(plan.gemm_dispatches().count() > 1, "{l:?}: expected a multi-pass plan");
+        let check = run_case::<f16, f16, f32>(&ctx, &mut rng, (m, n, k), l, 3, &relaid);
+        assert!(check.passed, "relaid {l:?}: {check:?}");
+        let fast = GemmOptions {
+            relayout: Some(true),
+            ..first.clone()
+        };
+        let check = run_case::<f32, f32, f32>(&ctx, &mut rng, (60, 100, 40), l, 1, &fast);
+        assert!(check.passed, "f32 converted first and relaid {l:?}: {check:?}");
+    }
     // An f32 operand over one binding's range is not converted first: a typed error that says so.
     let big = ctx
         .plan_gemm::<f32, f32, f32>(130, 150, 70, layouts[0], &first)
