@@ -79,7 +79,7 @@ impl Context {
     /// config (which cannot convert as they load) and the faster GEMM repays the pass
     /// ([`conversion_pays`]).
     pub fn converts_first(&self, config: &GPUSubgroupMatrixConfig, (m, n, _k): (usize, usize, usize)) -> bool {
-        self.has_workgroup_schemes(config) && !self.is_cpu() && conversion_pays(m, n)
+        self.takes_workgroup_scope(config) && conversion_pays(m, n)
     }
 
     /// Which operands of a GEMM of 16-bit operands of this size, stored `layouts`, are copied
@@ -93,17 +93,21 @@ impl Context {
         (m, n, k): (usize, usize, usize),
         layouts: (Layout, Layout),
     ) -> [bool; 2] {
-        if self.is_cpu() || !self.has_workgroup_schemes(config) {
+        if !self.takes_workgroup_scope(config) {
             return [false; 2];
         }
         relayout_pays(layouts, (m, n, k))
     }
 
-    fn has_workgroup_schemes(&self, config: &GPUSubgroupMatrixConfig) -> bool {
-        self.scheme_lists(config)
-            .ordered
-            .iter()
-            .any(|s| s.scope() == KernelScope::Workgroup)
+    /// Whether the copies first pay off here at all: the device has workgroup-scope schemes for
+    /// `config` (which read 16-bit operands only, and the fast order fastest) and is not a CPU.
+    fn takes_workgroup_scope(&self, config: &GPUSubgroupMatrixConfig) -> bool {
+        !self.is_cpu()
+            && self
+                .scheme_lists(config)
+                .ordered
+                .iter()
+                .any(|s| s.scope() == KernelScope::Workgroup)
     }
 
     /// The operands [`Context::plan_fused`] copies transposed: with `relayout` on, those stored
@@ -134,16 +138,14 @@ impl Context {
             None => {
                 // Only the whole way to A column-major, B row-major pays: one copy alone from
                 // `nt` gives `nn` or `tt`, the slowest orders.
-                if (0..2).any(|j| other[j] && !copyable[j]) {
+                if !self.takes_workgroup_scope(config) || (0..2).any(|j| other[j] && !copyable[j]) {
                     return Ok([false; 2]);
                 }
-                let pays = self.relayouts(config, shape, layouts);
-                let workgroup = !self.is_cpu() && self.has_workgroup_schemes(config);
                 // A converting pass runs anyway and transposes at about its cost: one such
                 // copy pays wherever the GEMM runs the workgroup-scope kernel (f32 fast 4096^3
                 // nn 243.1 -> 261.2 TFLOP/s, tt 236.0 -> 262.8), two did not (nt 257.4 -> 253.8).
                 let one_free = other.iter().filter(|&&o| o).count() == 1 && (0..2).all(|j| !other[j] || free[j]);
-                Ok(if pays == other || (one_free && workgroup) {
+                Ok(if relayout_pays(layouts, shape) == other || one_free {
                     other
                 } else {
                     [false; 2]

@@ -187,13 +187,14 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
                     let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
                     b.b.store(p, packed, None, [])?;
                 }
-                Output::Rounded(_) | Output::Planes => {
-                    let to = match output {
-                        Output::Rounded(to) => to,
-                        _ => ComponentType::F16,
-                    };
+                Output::Rounded(to) => {
                     let halves = (quad(b, &w[..4])?, quad(b, &w[4..])?);
-                    store_converted(b, (v_dst, at), halves, to, planes)?;
+                    store_converted(b, (v_dst, at), halves, to, None)?;
+                }
+                Output::Planes => {
+                    // The planes are f16 (the type is not used: they are split, not rounded).
+                    let halves = (quad(b, &w[..4])?, quad(b, &w[4..])?);
+                    store_converted(b, (v_dst, at), halves, ComponentType::F16, planes)?;
                 }
             }
             b.b.branch(l_next)?;

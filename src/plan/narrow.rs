@@ -195,19 +195,23 @@ pub(super) fn plan_copied(req: &PlanRequest, limits: &DispatchLimits) -> Result<
             }
         };
         let src = Source::new(p, j, if converts { 4 } else { 2 }, limits)?;
-        if flips {
-            let copy_ld = device_ld(src.outer, 2);
-            let copy = claim(&mut end, src.inner as u64 * copy_ld as u64 * 2, limits)?;
-            let kernel = Kernel::Transpose { rounds_to };
-            copies.push(src.transpose(kernel, copy, (src.inner, copy_ld), limits, |_| {}));
-            stage(&mut staged, j, copy_ld, copy.bind_offset);
-            flip(&mut staged, j);
+        // A transposed copy has the source's `inner` rows of `outer`; a rounded one its shape.
+        let (rows, cols) = if flips {
+            (src.inner, src.outer)
         } else {
-            let copy_ld = device_ld(src.inner, 2);
-            let copy = claim(&mut end, src.outer as u64 * copy_ld as u64 * 2, limits)?;
-            let rows = (src.outer, src.inner.div_ceil(8), copy_ld);
-            copies.push(src.dispatch(Kernel::Narrow { to }, copy, rows, limits, |_| {}));
-            stage(&mut staged, j, copy_ld, copy.bind_offset);
+            (src.outer, src.inner)
+        };
+        let copy_ld = device_ld(cols, 2);
+        let copy = claim(&mut end, (rows * copy_ld * 2) as u64, limits)?;
+        copies.push(if flips {
+            src.transpose(Kernel::Transpose { rounds_to }, copy, (rows, copy_ld), limits, |_| {})
+        } else {
+            let rows = (rows, cols.div_ceil(8), copy_ld);
+            src.dispatch(Kernel::Narrow { to }, copy, rows, limits, |_| {})
+        });
+        stage(&mut staged, j, copy_ld, copy.bind_offset);
+        if flips {
+            flip(&mut staged, j);
         }
     }
     let inner = PlanRequest {
