@@ -16,7 +16,7 @@
 
 use super::builder::{BuildResult, ModuleBuilder};
 use super::convert::{plane_scale, store_converted};
-use super::push::Pc;
+use super::push::{copy_windows, Pc};
 use crate::config::ComponentType;
 use rspirv::spirv::{BuiltIn, FunctionControl};
 
@@ -65,12 +65,7 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     let l_entry = b.b.begin_block(None)?;
     let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
     let (rows, row_vecs, inner, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::Ldc)?, pc(b, Pc::K)?);
-    let (src_ld, src_off, dst_ld, dst_off) = (
-        pc(b, Pc::LdaVec)?,
-        pc(b, Pc::AOff)?,
-        pc(b, Pc::LdbVec)?,
-        pc(b, Pc::COff)?,
-    );
+    let [src_ld, src_off, dst_ld, dst_off] = copy_windows(b, v_pc)?;
     let src_rows = pc(b, Pc::Row0)?;
     let planes = plane_scale(b, v_pc, v_scale)?;
     let inner4 = b.b.composite_construct(t_uvec4, None, [inner; 4])?;

@@ -44,3 +44,15 @@ pub(super) fn batch_offsets(b: &mut ModuleBuilder, v_pc: Word, wg: Word) -> Buil
     }
     Ok(out)
 }
+
+/// A copying pass's (the converting and transposing passes') source and copy: the source's
+/// leading dimension and first vector, then the copy's, all in vectors (`LdaVec`, `AOff`,
+/// `LdbVec`, `COff`).
+pub(super) fn copy_windows(b: &mut ModuleBuilder, v_pc: Word) -> BuildResult<[Word; 4]> {
+    Ok([
+        b.push_constant(v_pc, Pc::LdaVec as u32)?,
+        b.push_constant(v_pc, Pc::AOff as u32)?,
+        b.push_constant(v_pc, Pc::LdbVec as u32)?,
+        b.push_constant(v_pc, Pc::COff as u32)?,
+    ])
+}
