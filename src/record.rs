@@ -28,19 +28,11 @@ impl Access {
         stage: vk::PipelineStageFlags::TRANSFER,
         access: vk::AccessFlags::TRANSFER_WRITE,
     };
-    pub const TRANSFER_READ: Self = Self {
-        stage: vk::PipelineStageFlags::TRANSFER,
-        access: vk::AccessFlags::TRANSFER_READ,
-    };
     pub const SHADER_READ_WRITE: Self = Self {
         stage: vk::PipelineStageFlags::COMPUTE_SHADER,
         access: vk::AccessFlags::from_raw(
             vk::AccessFlags::SHADER_READ.as_raw() | vk::AccessFlags::SHADER_WRITE.as_raw(),
         ),
-    };
-    pub const SHADER_WRITE: Self = Self {
-        stage: vk::PipelineStageFlags::COMPUTE_SHADER,
-        access: vk::AccessFlags::SHADER_WRITE,
     };
     pub const HOST_READ: Self = Self {
         stage: vk::PipelineStageFlags::HOST,

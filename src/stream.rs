@@ -129,8 +129,23 @@ impl<'c> Stream<'c> {
         c: &mut DeviceBatch<TC>,
         options: &GemmOptions,
     ) -> Result<()> {
-        let (plan, operands) = self.ctx.plan_batch(a, b, c, options)?;
+        let (plan, operands) = self.ctx.plan_batch(a, b, c, options, None)?;
         self.ctx.enqueue_plan(&mut self.core, &plan, operands, TC::TYPE)
+    }
+
+    /// Enqueues a batched GEMM with a fused epilogue
+    /// ([`Context::gemm_batched_fused_device`]); host vectors in `fused` are copied now.
+    /// Checked now, as [`Stream::gemm`].
+    pub fn gemm_batched_fused<TA: Element, TB: Element, TC: Element>(
+        &mut self,
+        a: &impl BatchOperand<TA>,
+        b: &impl BatchOperand<TB>,
+        c: &mut DeviceBatch<TC>,
+        options: &GemmOptions,
+        fused: &crate::Fused<'_>,
+    ) -> Result<()> {
+        let (plan, operands) = self.ctx.plan_batch(a, b, c, options, Some(fused))?;
+        self.ctx.enqueue_fused(&mut self.core, &plan, operands, fused, TC::TYPE)
     }
 
     /// Enqueues a grouped GEMM ([`Context::gemm_grouped_device`]): every group's GEMM, with no

@@ -146,6 +146,14 @@ pub(crate) struct Touch<'a> {
     pub owned: Option<&'a Arc<Buffer>>,
 }
 
+impl Touch<'_> {
+    /// A buffer the stream orders but does not keep alive (the caller's, or a pooled one the
+    /// stream holds by other means).
+    pub fn unowned(raw: vk::Buffer) -> Self {
+        Self { raw, owned: None }
+    }
+}
+
 impl<'a> From<&'a Arc<Buffer>> for Touch<'a> {
     fn from(b: &'a Arc<Buffer>) -> Self {
         Self {

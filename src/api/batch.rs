@@ -2,18 +2,19 @@
 //! (attention's heads; a stride of 0 shares one operand, e.g. a weight, across the batch).
 //! Host views ([`BatchRef`], [`BatchMut`]), device batches ([`DeviceBatch`]), and the calls.
 
-use super::context::{bindings, Context};
-use super::matrix::{check_matrix, poison_pattern, unpack, DeviceMatrix, Element, MatMut, MatRef};
+use super::context::Context;
+use super::fused::Fused;
+use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
 use super::operand::Placed;
 use super::options::GemmOptions;
 use super::stored::{piece_bytes, Stored};
 use crate::error::{Error, Result};
-use crate::memory::BufferKind;
+use crate::memory::{Buffer, BufferKind};
 use crate::plan::cut::cut;
 use crate::plan::Piece;
 use crate::plan::{check_shapes, disjoint, Batch, GemmPlan};
-use crate::record::{record_plan, Access};
-use crate::submit::StreamCore;
+use crate::record::Access;
+use crate::submit::{StreamCore, Touch};
 use crate::tiling::Layout;
 use std::ops::Range;
 
@@ -273,8 +274,21 @@ impl Context {
         &self,
         a: BatchRef<'_, TA>,
         b: BatchRef<'_, TB>,
+        c: BatchMut<'_, TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        self.batched(a, b, c, options, None)
+    }
+
+    /// [`Context::gemm_batched`], with a fused epilogue's terms where `fused` is `Some` (its
+    /// vectors shared by every entry).
+    pub(crate) fn batched<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: BatchRef<'_, TA>,
+        b: BatchRef<'_, TB>,
         mut c: BatchMut<'_, TC>,
         options: &GemmOptions,
+        fused: Option<Fused<'_>>,
     ) -> Result<()> {
         check_batch("A", &a)?;
         check_batch("B", &b)?;
@@ -300,29 +314,37 @@ impl Context {
         )?;
         if cm.layout == Layout::ColMajor {
             // A column-major C is a row-major C^T = B^T A^T over the same memory.
-            return self.gemm_batched(b.t(), a.t(), c.t(), options);
+            return self.batched(b.t(), a.t(), c.t(), options, fused.map(Fused::transposed));
+        }
+        if let Some(f) = &fused {
+            // Checked whole, before any piece runs.
+            self.fused_terms(f, (cm.rows, cm.cols), [TA::TYPE, TB::TYPE, TC::TYPE])?;
         }
         // Operands too large for one allocation run in pieces (rows and columns of C, K
-        // where one row is too long), each an ordinary GEMM of the pieces' blocks.
+        // where one row is too long and no activation needs the whole sum), each an ordinary
+        // GEMM of the pieces' blocks.
         let shape = (cm.rows, cm.cols, a.matrix.cols);
         let pieces = self.cut_host::<TA, TB, TC>(
             (c.count, shape),
             [a.matrix.layout, b.matrix.layout],
             [a.stride == 0, b.stride == 0],
+            fused.is_none(),
         )?;
         if let [_] = pieces[..] {
-            return self.batched_whole(a, b, c, options);
+            return self.batched_whole(a, b, c, options, fused.as_ref());
         }
         for p in pieces {
             let accumulate = GemmOptions {
                 beta: 1.0,
                 ..options.clone()
             };
+            let fused = fused.map(|f| f.piece(&p.rows, &p.cols)).transpose()?;
             self.batched_whole(
                 a.piece(p.entries.clone(), p.rows.clone(), p.k.clone()),
                 b.piece(p.entries.clone(), p.k.clone(), p.cols.clone()),
                 c.piece(p.entries.clone(), p.rows.clone(), p.cols.clone()),
                 if p.accumulates() { &accumulate } else { options },
+                fused.as_ref(),
             )?;
         }
         Ok(())
@@ -350,29 +372,32 @@ impl Context {
                 .collect());
         }
         check_shapes((m, k), (k, n), (m, n))?;
-        self.cut_host::<TA, TB, TC>((1, (m, n, k)), [la, lb], [false; 2])
+        self.cut_host::<TA, TB, TC>((1, (m, n, k)), [la, lb], [false; 2], true)
     }
 
     /// The pieces of `count` host GEMMs of `shape` with A and B stored `layouts` (C row-major),
-    /// an operand `shared` by every entry stored once: `[whole]` where every copy fits.
+    /// an operand `shared` by every entry stored once, K cut only where `k_ok`: `[whole]` where
+    /// every copy fits.
     fn cut_host<TA: Element, TB: Element, TC: Element>(
         &self,
         (count, (m, n, k)): (usize, (usize, usize, usize)),
         [la, lb]: [Layout; 2],
         shared: [bool; 2],
+        k_ok: bool,
     ) -> Result<Vec<Piece>> {
         let es = [size_of::<TA>(), size_of::<TB>(), size_of::<TC>()];
         let bytes = piece_bytes(es, [la, lb, Layout::RowMajor], shared);
-        cut(Piece::whole(count, m, n, k), self.limits.max_allocation, true, bytes)
+        cut(Piece::whole(count, m, n, k), self.limits.max_allocation, k_ok, bytes)
     }
 
-    /// [`Context::gemm_batched`] on checked batches, C row-major, in one submission.
+    /// [`Context::batched`] on checked batches, C row-major, in one submission.
     fn batched_whole<TA: Element, TB: Element, TC: Element>(
         &self,
         a: BatchRef<'_, TA>,
         b: BatchRef<'_, TB>,
         mut c: BatchMut<'_, TC>,
         options: &GemmOptions,
+        fused: Option<&Fused<'_>>,
     ) -> Result<()> {
         // Device copies: each stored entry in vk-sgmat's layout, back to back; a shared operand
         // once.
@@ -383,28 +408,38 @@ impl Context {
             strides: [a_dev.stride(), b_dev.stride(), c_dev.stride()],
         };
         let (pa, pb, pc) = (a_dev.placed(&a), b_dev.placed(&b), c_dev.placed(&c.as_ref()));
-        let plan = self.plan(pa, pb, pc, [TA::TYPE, TB::TYPE, TC::TYPE], batch, options)?;
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let terms = fused
+            .map(|f| self.fused_terms(f, (pc.rows, pc.cols), types))
+            .transpose()?;
+        let plan = self.plan_fused(pa, pb, pc, types, batch, options, terms)?;
 
         // Everything is validated; now move data and run, in one submission.
         let bytes = [a_dev.bytes(), b_dev.bytes(), c_dev.bytes()];
         let take = |bytes| self.pool.take(bytes, BufferKind::Storage);
         let (a_buf, b_buf, c_buf) = (take(bytes[0])?, take(bytes[1])?, take(bytes[2])?);
         let down = self.pool.take(bytes[2], BufferKind::Readback)?;
-        let scratch = self.scratch(&plan)?;
+        let at = |p: Placed<'_>, buf: &Buffer| Placed {
+            raw: buf.raw(),
+            offset: 0,
+            owned: None,
+            ..p
+        };
+        let operands = plan.bind_order([at(pa, &a_buf), at(pb, &b_buf), at(pc, &c_buf)]);
         let result = self.run_blocking(|core| {
+            let written = [&a_buf, &b_buf, &c_buf].map(|b| b.raw());
+            core.access(&[], &written.map(Touch::unowned))?;
             core.upload(a_buf.raw(), 0, bytes[0], |out| a_dev.pack(&a, out))?;
             core.upload(b_buf.raw(), 0, bytes[1], |out| b_dev.pack(&b, out))?;
             if plan.reads_c {
                 core.upload(c_buf.raw(), 0, bytes[2], |out| c_dev.pack(&c.as_ref(), out))?;
             }
-            let mut rec = core.recording()?;
-            if !plan.reads_c && self.options.poison_outputs {
-                rec.fill(c_buf.raw(), bytes[2], poison_pattern(TC::TYPE));
+            match fused {
+                Some(f) => self.enqueue_fused(core, &plan, operands, f, TC::TYPE)?,
+                None => self.enqueue_plan(core, &plan, operands, TC::TYPE)?,
             }
-            rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
-            let buffers = bindings([a_buf.raw(), b_buf.raw(), c_buf.raw()], scratch.as_ref());
-            record_plan(&mut rec, &self.pipelines, &plan, &buffers)?;
-            rec.barrier(Access::SHADER_WRITE, Access::TRANSFER_READ);
+            core.access(&[Touch::unowned(c_buf.raw())], &[])?;
+            let mut rec = core.recording()?;
             rec.copy(c_buf.raw(), down.raw(), bytes[2]);
             rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
             Ok(())
@@ -424,7 +459,7 @@ impl Context {
                 unpack(src, c_dev.ld, out);
             }
         }
-        for buf in [a_buf, b_buf, c_buf, down].into_iter().chain(scratch) {
+        for buf in [a_buf, b_buf, c_buf, down] {
             self.pool.give(buf);
         }
         result
@@ -493,7 +528,7 @@ impl Context {
         c: &mut DeviceBatch<TC>,
         options: &GemmOptions,
     ) -> Result<()> {
-        let (plan, operands) = self.plan_batch(a, b, c, options)?;
+        let (plan, operands) = self.plan_batch(a, b, c, options, None)?;
         self.run_blocking(|core| self.enqueue_plan(core, &plan, operands, TC::TYPE))
     }
 
@@ -506,17 +541,18 @@ impl Context {
         c: &DeviceBatch<TC>,
         options: &GemmOptions,
     ) -> Result<GemmPlan> {
-        Ok(self.plan_batch(a, b, c, options)?.0)
+        Ok(self.plan_batch(a, b, c, options, None)?.0)
     }
 
-    /// Checks device batches (counts, ownership) and plans their GEMM; the operands in the
-    /// plan's binding order.
+    /// Checks device batches (counts, ownership) and plans their GEMM, with `fused`'s terms
+    /// where given; the operands in the plan's binding order.
     pub(crate) fn plan_batch<'o, TA: Element, TB: Element, TC: Element>(
         &self,
         a: &'o impl BatchOperand<TA>,
         b: &'o impl BatchOperand<TB>,
         c: &'o DeviceBatch<TC>,
         options: &GemmOptions,
+        fused: Option<&Fused<'_>>,
     ) -> Result<(GemmPlan, [Placed<'o>; 3])> {
         let ((pa, na, sa), (pb, nb, sb)) = (a.entries(), b.entries());
         let (pc, _, sc) = entries(c);
@@ -534,7 +570,11 @@ impl Context {
             count: c.count,
             strides: [sa, sb, sc],
         };
-        let plan = self.plan(pa, pb, pc, [TA::TYPE, TB::TYPE, TC::TYPE], batch, options)?;
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let terms = fused
+            .map(|f| self.fused_terms(f, (c.rows, c.cols), types))
+            .transpose()?;
+        let plan = self.plan_fused(pa, pb, pc, types, batch, options, terms)?;
         let operands = plan.bind_order([pa, pb, pc]);
         Ok((plan, operands))
     }

@@ -176,7 +176,7 @@ impl<'a> Fused<'a> {
 
     /// The terms for the block `rows x cols` of C: host vectors cut to the block's rows and
     /// columns. A device vector cannot be cut (it is bound whole): an error.
-    fn piece(&self, rows: &Range<usize>, cols: &Range<usize>) -> Result<Self> {
+    pub(crate) fn piece(&self, rows: &Range<usize>, cols: &Range<usize>) -> Result<Self> {
         const DEVICE_VECTOR: &str = "host operands over the allocation limit run in pieces, which need \
                                      the epilogue's vectors on the host; pass host slices";
         let cut = |v: EpilogueVector<'a>, r: &Range<usize>| match v.0 {
@@ -313,22 +313,32 @@ impl Context {
     ) -> Result<GemmPlan> {
         let (a, b, c) = (placed(a), placed(b), placed(c));
         self.check_placed(&[&a, &b, &c])?;
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let terms = self.fused_terms(fused, (c.rows, c.cols), types)?;
+        self.plan_fused(a, b, c, types, Batch::ONE, options, Some(terms))
+    }
+
+    /// The kernel's terms of `fused` for an `m x n` C (of every entry, in a batch), checked:
+    /// device vectors are this context's, lengths fit C, and dequantisation scales go with 8-bit
+    /// inputs and only with them.
+    pub(crate) fn fused_terms(
+        &self,
+        fused: &Fused<'_>,
+        (m, n): (usize, usize),
+        [ta, tb, tc]: [ComponentType; 3],
+    ) -> Result<Epilogue> {
         for v in fused.vectors().into_iter().flatten() {
             if let Source::Device(_, buffer, ..) = v.0 {
                 self.check_owned(buffer)?;
             }
         }
-        let terms = fused.terms((c.rows, c.cols))?;
-        if terms.dequant != matches!(TA::TYPE, ComponentType::I8 | ComponentType::U8) {
+        let terms = fused.terms((m, n))?;
+        if terms.dequant != matches!(ta, ComponentType::I8 | ComponentType::U8) {
             return Err(Error::Unsupported(format!(
-                "{} x {} -> {}: dequantisation scales go with i8 or u8 inputs (and a float C), and only with them",
-                TA::TYPE,
-                TB::TYPE,
-                TC::TYPE
+                "{ta} x {tb} -> {tc}: dequantisation scales go with i8 or u8 inputs (and a float C), and only with them"
             )));
         }
-        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
-        self.plan_fused(a, b, c, types, Batch::ONE, options, Some(terms))
+        Ok(terms)
     }
 
     /// Records a fused plan on `core`: host vectors uploaded into pooled buffers the stream
@@ -377,8 +387,5 @@ impl Context {
 }
 
 fn unowned<'x>(buffer: &Arc<Buffer>) -> Touch<'x> {
-    Touch {
-        raw: buffer.raw(),
-        owned: None,
-    }
+    Touch::unowned(buffer.raw())
 }

@@ -5,6 +5,7 @@
 #[cfg(feature = "ndarray")]
 mod arrays;
 mod batch;
+mod batch_fused;
 mod context;
 mod fused;
 mod grouped;

@@ -91,9 +91,39 @@ impl Context {
         options: &GemmOptions,
         reps: u32,
     ) -> Result<Vec<f64>> {
-        let (plan, operands) = self.plan_batch(a, b, c, options)?;
+        self.time_batch(a, b, c, options, None, reps)
+    }
+
+    /// [`Context::time_gemm_batched`] with a fused epilogue
+    /// ([`Context::gemm_batched_fused_device`]) whose vectors are device matrices.
+    pub fn time_gemm_batched_fused<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &impl BatchOperand<TA>,
+        b: &impl BatchOperand<TB>,
+        c: &mut DeviceBatch<TC>,
+        options: &GemmOptions,
+        fused: &crate::Fused<'_>,
+        reps: u32,
+    ) -> Result<Vec<f64>> {
+        self.time_batch(a, b, c, options, Some(fused), reps)
+    }
+
+    fn time_batch<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &impl BatchOperand<TA>,
+        b: &impl BatchOperand<TB>,
+        c: &mut DeviceBatch<TC>,
+        options: &GemmOptions,
+        fused: Option<&crate::Fused<'_>>,
+        reps: u32,
+    ) -> Result<Vec<f64>> {
+        let (plan, operands) = self.plan_batch(a, b, c, options, fused)?;
+        let vectors = match fused {
+            Some(f) => f.device_buffers(plan.transposed)?,
+            None => [None; 3],
+        };
         match operands.map(|p| p.owned) {
-            [Some(a), Some(b), Some(c)] => self.time_plan(&plan, [a, b, c], reps),
+            [Some(a), Some(b), Some(c)] => self.time_plan_with(&plan, [a, b, c], vectors, reps),
             _ => Err(Error::InvalidOperand("timing takes vk-sgmat's own matrices".into())),
         }
     }

@@ -11,8 +11,12 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 use vk_sgmat::device::DeviceKind;
+use vk_sgmat::verify::fused::{compare_fused, FusedRef};
 use vk_sgmat::verify::{compare_rounded, input_roundoff, random_vec, reference, rows_to_check, Check, Rng};
-use vk_sgmat::{BatchRef, ComputeMode, Context, DeviceBatch, DeviceMatrix, Element, GemmOptions, Layout, MatRef};
+use vk_sgmat::{
+    Activation, Axis, BatchRef, ComponentType, ComputeMode, Context, DeviceBatch, DeviceMatrix, Element, Fused,
+    GemmOptions, Layout, MatRef,
+};
 
 /// Entries checked in full (or on sampled rows) per run: the first, the last and a few between.
 const CHECKED_ENTRIES: usize = 6;
@@ -26,6 +30,8 @@ pub struct BatchedReport {
     pub n: usize,
     pub k: usize,
     pub types: String,
+    /// The fused epilogue's terms (`--epilogue`), `none`, or `-` for a plain GEMM.
+    pub epilogue: String,
     pub layout: String,
     /// Whether every entry multiplies the same B.
     pub shared_b: bool,
@@ -57,6 +63,39 @@ fn view<T>(data: &[T], rows: usize, cols: usize, layout: Layout) -> MatRef<'_, T
     }
 }
 
+/// A batch's fused epilogue (`--epilogue`, `--out`): its bias axis, activation and label.
+#[derive(Clone, Debug)]
+pub struct Terms {
+    pub bias: Option<Axis>,
+    pub activation: Activation,
+    pub label: String,
+}
+
+/// The types a batch runs with `--epilogue`/`--out` (C of the `--out` type), and its terms;
+/// `types` and `None` where neither flag was given.
+pub fn fused_terms(args: &crate::fused::FusedArgs, types: Types) -> Result<(Types, Option<Terms>)> {
+    if args.epilogue.is_none() && args.out.is_none() {
+        return Ok((types, None));
+    }
+    let label = args.epilogue.clone().unwrap_or_else(|| "none".into());
+    let (bias, activation) = crate::fused::parse(&label)?;
+    let c = match args.out.as_deref() {
+        Some(s) => ComponentType::parse(s).ok_or_else(|| anyhow::anyhow!("--out {s}: use f16, bf16 or f32"))?,
+        None => types.c,
+    };
+    if !types.a.is_float() || !c.is_float() {
+        bail!(
+            "--batch with --epilogue/--out runs float inputs and results here (the library dequantises i8 batches too)"
+        );
+    }
+    let terms = Terms {
+        bias,
+        activation,
+        label,
+    };
+    Ok((Types { c, ..types }, Some(terms)))
+}
+
 /// B on the device: one matrix every entry shares, or one per entry.
 enum B<T: Element> {
     Shared(DeviceMatrix<T>),
@@ -73,6 +112,7 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
     shared_b: bool,
     (la, lb): (Layout, Layout),
     options: &GemmOptions,
+    terms: Option<&Terms>,
     reps: Option<u32>,
 ) -> vk_sgmat::Result<BatchedReport> {
     let seed = Rng::fresh_seed();
@@ -91,9 +131,29 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
     } else {
         B::Own(ctx.upload_batch(b_batch)?)
     };
-    let time = |c: &mut DeviceBatch<TC>, reps| match &db {
-        B::Shared(w) => ctx.time_gemm_batched(&da, w, c, options, reps),
-        B::Own(bb) => ctx.time_gemm_batched(&da, bb, c, options, reps),
+    // The bias, shared by every entry, on the device (timing binds device vectors).
+    let bias_len = match terms.and_then(|t| t.bias) {
+        Some(Axis::Row) => m,
+        Some(Axis::Col) => n,
+        None => 0,
+    };
+    let bias: Vec<f32> = (0..bias_len).map(|_| (4.0 * rng.unit() - 2.0) as f32).collect();
+    let bias_dev = terms
+        .and_then(|t| t.bias)
+        .map(|_| ctx.upload(MatRef::new(&bias, 1, bias_len)))
+        .transpose()?;
+    let fused = terms.map(|t| {
+        let f = Fused::new().activation(t.activation);
+        match (t.bias, &bias_dev) {
+            (Some(axis), Some(v)) => f.bias(axis, v),
+            _ => f,
+        }
+    });
+    let time = |c: &mut DeviceBatch<TC>, reps| match (&db, &fused) {
+        (B::Shared(w), None) => ctx.time_gemm_batched(&da, w, c, options, reps),
+        (B::Own(bb), None) => ctx.time_gemm_batched(&da, bb, c, options, reps),
+        (B::Shared(w), Some(f)) => ctx.time_gemm_batched_fused(&da, w, c, options, f, reps),
+        (B::Own(bb), Some(f)) => ctx.time_gemm_batched_fused(&da, bb, c, options, f, reps),
     };
     // One run, then the check: alpha * A B + beta * C_in for sampled entries and rows.
     time(&mut dc, 1)?;
@@ -118,14 +178,36 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
         };
         let rows = rows_to_check(m, n, 4096, 64, &mut rng);
         let c0 = &c_in[i * entry(m, n)..];
-        let (want, mag) = reference(&ai, &bi, Some((c0, n)), options.alpha, options.beta, &rows);
-        let got = compare_rounded(&out[i * entry(m, n)..], n, n, &rows, (&want, &mag), k, input_u);
+        let got = &out[i * entry(m, n)..];
+        let got = match terms {
+            None => {
+                let (want, mag) = reference(&ai, &bi, Some((c0, n)), options.alpha, options.beta, &rows);
+                compare_rounded(got, n, n, &rows, (&want, &mag), k, input_u)
+            }
+            Some(t) => {
+                let r = FusedRef {
+                    alpha: options.alpha,
+                    beta: options.beta,
+                    bias: t.bias.map(|axis| (axis, bias.iter().map(|&x| f64::from(x)).collect())),
+                    activation: t.activation,
+                    scales: None,
+                };
+                let (mut want, mut mag) = reference(&ai, &bi, None::<(&[TC], usize)>, 1.0, 0.0, &rows);
+                for (x, (w, g)) in want.iter_mut().zip(mag.iter_mut()).enumerate() {
+                    let (i, j) = (rows[x / n], x % n);
+                    (*w, *g) = r.apply((i, j), (*w, *g), c0[i * n + j].to_f64());
+                }
+                compare_fused(got, (n, n), &rows, (&want, &mag), (ComponentType::F32, k), input_u)
+            }
+        };
         check = worse(check, got);
     }
     let check = check.expect("at least one entry is checked");
-    let plan = match &db {
-        B::Shared(w) => ctx.plan_gemm_batched(&da, w, &dc, options)?,
-        B::Own(bb) => ctx.plan_gemm_batched(&da, bb, &dc, options)?,
+    let plan = match (&db, &fused) {
+        (B::Shared(w), None) => ctx.plan_gemm_batched(&da, w, &dc, options)?,
+        (B::Own(bb), None) => ctx.plan_gemm_batched(&da, bb, &dc, options)?,
+        (B::Shared(w), Some(f)) => ctx.plan_gemm_batched_fused(&da, w, &dc, options, f)?,
+        (B::Own(bb), Some(f)) => ctx.plan_gemm_batched_fused(&da, bb, &dc, options, f)?,
     };
     let mut report = BatchedReport {
         device: ctx.device_info().name.clone(),
@@ -139,6 +221,7 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
             c: TC::TYPE,
         }
         .name(),
+        epilogue: terms.map_or("-".into(), |t| t.label.clone()),
         layout: format!("{}{}", la.letter(), lb.letter()),
         shared_b,
         scheme: plan.main_kernel().scheme.name(),
@@ -162,7 +245,10 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
     let a1 = ctx.upload(view(&a, m, k, la))?;
     let b1 = ctx.upload(view(&b, k, n, lb))?;
     let mut c1 = ctx.zeros::<TC>(m, n)?;
-    let single = |c: &mut DeviceMatrix<TC>, reps| ctx.time_gemm_device(&a1, &b1, c, options, reps);
+    let single = |c: &mut DeviceMatrix<TC>, reps| match &fused {
+        None => ctx.time_gemm_device(&a1, &b1, c, options, reps),
+        Some(f) => ctx.time_gemm_fused(&a1, &b1, c, options, f, reps),
+    };
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_millis(300) {
         single(&mut c1, 8)?;
@@ -181,6 +267,7 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_args(
     args: &BatchArgs,
+    fused: &crate::fused::FusedArgs,
     dev: &DeviceArgs,
     types: Types,
     (m, n, k): (usize, usize, usize),
@@ -198,6 +285,10 @@ pub fn gemm_args(
     if scheme.is_some() && !args.groups.is_empty() {
         bail!("--groups takes no --scheme (each group's GEMM picks its own)");
     }
+    let fused_given = fused.epilogue.is_some() || fused.out.is_some();
+    if fused_given && !args.groups.is_empty() {
+        bail!("--epilogue and --out go with single GEMMs and --batch; a grouped GEMM stores its accumulator's type");
+    }
     let ctx = context_with(dev, false)?;
     let named = scheme
         .map(|name| crate::run::scheme_named(&ctx, types, options.compute, options.shape, name))
@@ -214,7 +305,7 @@ pub fn gemm_args(
             count,
             args.shared_b,
             layouts,
-            options,
+            (options, fused),
             run,
         )?
     } else {
@@ -229,7 +320,7 @@ pub fn gemm_args(
 
 /// `bench --batch` or `bench --groups`, as [`gemm_args`].
 pub fn bench_args(
-    args: &BatchArgs,
+    (args, fused): (&BatchArgs, &crate::fused::FusedArgs),
     dev: &DeviceArgs,
     types: &[String],
     shapes: &[String],
@@ -254,8 +345,22 @@ pub fn bench_args(
                 shapes.truncate(1);
             }
         }
-        command(&ctx, &types, &shapes, count, args.shared_b, layouts, &options, run)?
+        command(
+            &ctx,
+            &types,
+            &shapes,
+            count,
+            args.shared_b,
+            layouts,
+            (&options, fused),
+            run,
+        )?
     } else {
+        if fused.epilogue.is_some() || fused.out.is_some() {
+            bail!(
+                "--epilogue and --out go with single GEMMs and --batch; a grouped GEMM stores its accumulator's type"
+            );
+        }
         let (n, k) = match shapes.as_slice() {
             [] => (14336, 4096),
             [(_, n, k)] => (*n, *k),
@@ -275,11 +380,12 @@ pub fn command(
     count: usize,
     shared_b: bool,
     layouts: (Layout, Layout),
-    options: &GemmOptions,
+    (options, fused): (&GemmOptions, &crate::fused::FusedArgs),
     (reps, json): (u32, bool),
 ) -> Result<bool> {
     let mut reports = Vec::new();
     for &t in types {
+        let (t, terms) = fused_terms(fused, t)?;
         for &shape in shapes {
             let r = with_types!(t, |TA, TB, TC| run::<TA, TB, TC>(
                 ctx,
@@ -288,6 +394,7 @@ pub fn command(
                 shared_b,
                 layouts,
                 options,
+                terms.as_ref(),
                 Some(reps)
             )?);
             if !json {
@@ -308,22 +415,24 @@ fn render(r: &BatchedReport, header: bool) -> String {
         let _ = writeln!(s, "device: {}", r.device);
         let _ = writeln!(
             s,
-            "{:>6} {:>18} {:>9} {:>6} {:>7} {:>10} {:>9} {:>10} {:>8} {:>10}  scheme",
-            "batch", "MxNxK", "types", "layout", "B", "check", "ms", "TFLOP/s", "loop ms", "vs loop"
+            "{:>6} {:>18} {:>9} {:>12} {:>6} {:>7} {:>10} {:>9} {:>10} {:>8} {:>10}  scheme",
+            "batch", "MxNxK", "types", "epilogue", "layout", "B", "check", "ms", "TFLOP/s", "loop ms", "vs loop"
         );
     }
     let _ = writeln!(
         s,
-        "{:>6} {:>18} {:>9} {:>6} {:>7} {:>10} {:>9.4} {:>10.2} {:>8.3} {:>9.2}x  {}",
+        "{:>6} {:>18} {:>9} {:>12} {:>6} {:>7} {:>10} {:>9.4} {:>10.2} {:>8.3} {:>9.2}x  {}",
         r.batch,
         format!("{}x{}x{}", r.m, r.n, r.k),
         r.types,
+        r.epilogue,
         r.layout,
         if r.shared_b { "shared" } else { "own" },
-        if r.check.passed {
-            format!("{:.1e}", r.check.rel_error)
-        } else {
-            "FAILED".into()
+        match (r.check.passed, r.epilogue.as_str()) {
+            (false, _) => "FAILED".into(),
+            // The fused check's figure is the worst error as a fraction of its bound.
+            (true, "-") => format!("{:.1e}", r.check.rel_error),
+            (true, _) => format!("{:.2}/bound", r.check.rel_error),
         },
         r.median_ms,
         r.tflops,

@@ -191,7 +191,7 @@ fn check_configs(
 /// layout, with B per entry and shared, a batch of one, odd shapes, and alpha/beta.
 fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
     let cases = [(1, (1, 1, 1)), (5, (7, 5, 3)), (3, (127, 129, 65)), (7, (17, 31, 9))];
-    let mut progress = Progress::new(types.len() * (cases.len() * LAYOUTS.len() * 2 + 2));
+    let mut progress = Progress::new(types.len() * (cases.len() * LAYOUTS.len() * 2 + 4));
     let mut rows = Vec::new();
     for &t in types {
         for (count, shape) in cases {
@@ -204,7 +204,7 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
                         ..Default::default()
                     };
                     let res = with_types!(t, |TA, TB, TC| crate::batched::run::<TA, TB, TC>(
-                        ctx, shape, count, shared_b, l, &options, None
+                        ctx, shape, count, shared_b, l, &options, None, None
                     ))
                     .map(|r| r.check);
                     let b = if shared_b { ", B shared" } else { "" };
@@ -216,6 +216,49 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
                     rows.push(r);
                 }
             }
+        }
+    }
+    // Fused: bias and activation on every entry, f16 inputs stored as f16 from f32 sums.
+    let terms = crate::batched::Terms {
+        bias: Some(vk_sgmat::Axis::Col),
+        activation: vk_sgmat::Activation::Gelu,
+        label: "bias-col,gelu".into(),
+    };
+    for &t in types.iter().filter(|t| t.a.is_float() && t.c.is_float()) {
+        let t = if t.a == ComponentType::F16 && t.b == ComponentType::F16 {
+            Types {
+                c: ComponentType::F16,
+                ..t
+            }
+        } else {
+            t
+        };
+        for (count, shape, l) in [(3, (127, 129, 65), LAYOUTS[0]), (4, (17, 31, 9), LAYOUTS[3])] {
+            let options = GemmOptions {
+                alpha: 2.0,
+                beta: 1.0,
+                ..Default::default()
+            };
+            let res = with_types!(t, |TA, TB, TC| crate::batched::run::<TA, TB, TC>(
+                ctx,
+                shape,
+                count,
+                false,
+                l,
+                &options,
+                Some(&terms),
+                None
+            ))
+            .map(|r| r.check);
+            let name = format!("batch {count} {} {}", t.name(), terms.label);
+            let r = check_row(name, shape, layout_name(l), (2.0, 1.0), res);
+            progress.done(&format!(
+                "{} {}: {}",
+                r.config,
+                r.layout,
+                if r.passed { "ok" } else { "FAIL" }
+            ));
+            rows.push(r);
         }
     }
     // Grouped: ragged groups, one empty and one of a single row, B in either layout.

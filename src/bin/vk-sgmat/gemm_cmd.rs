@@ -218,7 +218,8 @@ mod tests {
         assert_eq!(r.scheme, want.name());
         // `gemm --batch N --scheme NAME`: the batch runs it too, and is checked.
         let layouts = (Layout::RowMajor, Layout::ColMajor);
-        let r = crate::batched::run::<f16, f16, f32>(&ctx, (17, 31, 9), 3, false, layouts, &options, None).unwrap();
+        let r =
+            crate::batched::run::<f16, f16, f32>(&ctx, (17, 31, 9), 3, false, layouts, &options, None, None).unwrap();
         assert!(r.check.passed, "{:?}", r.check);
         assert_eq!(r.scheme, want.name());
         // f16 x f32 with a column-major C, checked against the reference.

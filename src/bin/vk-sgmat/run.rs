@@ -59,9 +59,17 @@ pub fn run(cli: Cli) -> Result<bool> {
             let single = devices.is_none() && scheme.is_none() && c_layout == Layout::RowMajor;
             let run = (repeat.max(1) as u32, json);
             let batchable = (devices.is_none() && c_layout == Layout::RowMajor, scheme.as_deref());
-            if let Some(passed) =
-                crate::batched::gemm_args(&batching, &dev, types, (m, n, k), layouts, batchable, &options, run)?
-            {
+            if let Some(passed) = crate::batched::gemm_args(
+                &batching,
+                &fused,
+                &dev,
+                types,
+                (m, n, k),
+                layouts,
+                batchable,
+                &options,
+                run,
+            )? {
                 return Ok(passed);
             }
             if !single && (fused.epilogue.is_some() || fused.out.is_some()) {
@@ -126,7 +134,9 @@ pub fn run(cli: Cli) -> Result<bool> {
         } => {
             let compute = parse_mode(&mode)?;
             let run = (reps, json);
-            if let Some(passed) = crate::batched::bench_args(&batching, &dev, &types, &shapes, compute, &layout, run)? {
+            if let Some(passed) =
+                crate::batched::bench_args((&batching, &fused), &dev, &types, &shapes, compute, &layout, run)?
+            {
                 return Ok(passed);
             }
             if let Some(passed) = crate::fused::bench_args(&fused, &dev, &types, &shapes, &layout, run)? {
