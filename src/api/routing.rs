@@ -355,7 +355,10 @@ impl Context {
                 None if fused.is_fused() && !fused_on_workgroup => {
                     self.choose_subgroup_scheme(&config, (m, n), batch.count)?
                 }
-                None => self.scheme_for(&config, shape, layouts, kernel_loads, batch.count)?,
+                None => {
+                    let narrow_c = tc.size_bytes() == 2;
+                    self.scheme_for(&config, shape, layouts, kernel_loads, (batch.count, narrow_c))?
+                }
             })
         };
         let mut scheme = choose(relayout)?;

@@ -6,7 +6,8 @@ use crate::config::GPUSubgroupMatrixConfig;
 use crate::error::{Error, Result};
 use crate::tiling::{
     candidate_schemes, lead_suits, pick_scheme, preferred_k_contiguous_schemes, preferred_long_k_schemes,
-    preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout, TileScheme,
+    preferred_short_k_schemes, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout,
+    TileScheme, SHORT_K,
 };
 use std::sync::Arc;
 
@@ -20,6 +21,9 @@ pub(crate) struct SchemeLists {
     /// Lists taken instead of `ordered` where their leading schemes suit the problem, first
     /// match first: the K-contiguous lead, then the long-K lead.
     pub(crate) leads: Vec<Lead>,
+    /// Taken instead of `ordered` for a 16-bit C, a K of at most [`SHORT_K`] and row-major A
+    /// and B, where its leading tile fits the problem.
+    pub(crate) short_k: Lead,
 }
 
 /// Schemes measured faster under a condition, taken first where it holds ([`lead_suits`]).
@@ -59,7 +63,8 @@ impl Context {
     ) -> Result<TileScheme> {
         // K unknown: taken as long (a whole number of any loop iteration, many of them).
         const LONG_K: usize = 1 << 20;
-        self.choose_layout_scheme(config, (m, n, LONG_K), (Layout::RowMajor, Layout::RowMajor), batch)
+        let layouts = (Layout::RowMajor, Layout::RowMajor);
+        self.choose_layout_scheme(config, (m, n, LONG_K), layouts, (batch, false))
     }
 
     /// [`Context::choose_batch_scheme`] for an `m x n x k` GEMM with A and B stored as
@@ -67,20 +72,34 @@ impl Context {
     /// [`preferred_k_contiguous_schemes`] first, and any layout [`preferred_long_k_schemes`],
     /// where [`lead_suits`]: K at least four of every such scheme's loop iterations and a whole
     /// number of them (their tiles run the one-step loop otherwise: 4096x4096x256 took 77
-    /// TFLOP/s with them, 95 without), and the problem at least the tile.
+    /// TFLOP/s with them, 95 without), and the problem at least the tile. A C stored in a
+    /// 16-bit type (`narrow_c`) with a K of at most [`SHORT_K`] and row-major A and B takes
+    /// [`preferred_short_k_schemes`] first.
     pub(crate) fn choose_layout_scheme(
         &self,
         config: &GPUSubgroupMatrixConfig,
         (m, n, k): (usize, usize, usize),
         layouts: (Layout, Layout),
-        batch: usize,
+        (batch, narrow_c): (usize, bool),
     ) -> Result<TileScheme> {
         let lists = self.scheme_lists(config);
         let k_contiguous = layouts == (Layout::RowMajor, Layout::ColMajor);
-        let list = lists
-            .leads
-            .iter()
-            .find(|l| (k_contiguous || !l.k_contiguous_only) && lead_suits(&l.schemes[..l.lead], config, (m, n, k)))
+        let within = |l: &Lead| {
+            l.lead > 0
+                && l.schemes[..l.lead].iter().all(|s| {
+                    let g = s.geometry(config);
+                    g.bm as usize <= m && g.bn as usize <= n
+                })
+        };
+        // Measured in `nn` only, and slower in `nt` (preferred_short_k_schemes).
+        let row_major = layouts == (Layout::RowMajor, Layout::RowMajor);
+        let short = (narrow_c && row_major && k <= SHORT_K && within(&lists.short_k)).then_some(&lists.short_k);
+        let list = short
+            .or_else(|| {
+                lists.leads.iter().find(|l| {
+                    (k_contiguous || !l.k_contiguous_only) && lead_suits(&l.schemes[..l.lead], config, (m, n, k))
+                })
+            })
             .map_or(&lists.ordered, |l| &l.schemes);
         pick_scheme(list, lists.small, config, (m, n), batch, self.is_cpu())
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
@@ -109,7 +128,13 @@ impl Context {
                 lead(preferred_k_contiguous_schemes(config, info, sg), true),
                 lead(preferred_long_k_schemes(config, info, sg), false),
             ];
-            Arc::new(SchemeLists { ordered, small, leads })
+            let short_k = lead(preferred_short_k_schemes(config, info, sg), false);
+            Arc::new(SchemeLists {
+                ordered,
+                small,
+                leads,
+                short_k,
+            })
         });
         lists.clone()
     }

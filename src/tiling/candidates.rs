@@ -195,6 +195,25 @@ pub fn preferred_long_k_schemes(
     preferred(config, info, subgroup_size, wanted)
 }
 
+/// The workgroup-scope schemes taken first where C is stored in a 16-bit type, K is at most
+/// [`SHORT_K`] and A and B are row-major (attention's `P V`, batched): 64x64 tiles computed
+/// transposed, with 128 invocations and two 64-byte steps. There the store of a 16-bit C
+/// dominates, and more, smaller tiles store it faster: on the H200, 32 x 1024x1024x128 f32 sums
+/// cast to f16 0.093 ms against 0.108 for 128x128 (f16 sums: 0.090 against 0.102), 256 x
+/// 1024x1024x128 0.651 against 0.690. With B column-major (`nt`) they are slower (32 x
+/// 2048x2048x128: 0.384 against 0.355), and an f32 C is not helped (32768x1024x128: 99.9 TFLOP/s
+/// against 107.5). Only on NVIDIA. (docs/perf/h200-bfused-2.txt, h200-bfused-3.txt)
+pub fn preferred_short_k_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    preferred(config, info, subgroup_size, &[(64, 64, 128, 64, 2, true)])
+}
+
+/// The longest K for which a 16-bit C takes [`preferred_short_k_schemes`] first.
+pub const SHORT_K: usize = 128;
+
 /// The workgroup-scope schemes taken first when A is row-major and B column-major (`nt`: both
 /// K-contiguous, the layout of model weights): for f32 results 256x128 tiles computed transposed
 /// (a 128x256 accumulator of C^T) with 256 invocations in eight 128-byte steps taken step by step

@@ -124,12 +124,21 @@ fn measured_workgroup_schemes_lead_on_nvidia_only() {
         .map(|s| s.name())
         .collect();
     assert_eq!(names, ["wg_t256_fr16x16_k32_u8_a0_ct"]);
+    // A 16-bit C at short K: the 64x64 tile, whichever the accumulator.
+    for config in [c, cfg(16, 16, 16, F16, F16)] {
+        let names: Vec<String> = preferred_short_k_schemes(&config, &info, 32)
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(names, ["wg_t128_fr4x4_k32_u2_ct"]);
+    }
     // Integer configs keep the subgroup-scope default (a tie on the H200).
     assert!(preferred_workgroup_schemes(&cfg(16, 16, 32, I8, I32), &info, 32).is_empty());
     info.vendor_id = 0x1002;
     assert!(preferred_workgroup_schemes(&c, &info, 32).is_empty());
     assert!(preferred_k_contiguous_schemes(&c, &info, 32).is_empty());
     assert!(preferred_long_k_schemes(&cfg(16, 16, 16, F16, F16), &info, 32).is_empty());
+    assert!(preferred_short_k_schemes(&c, &info, 32).is_empty());
 }
 
 #[test]

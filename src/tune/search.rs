@@ -15,21 +15,22 @@ impl Context {
     /// The scheme for a problem: the autotuner's (see
     /// [`ContextOptions::autotune`](crate::ContextOptions::autotune)) when it is on, else
     /// [`Context::choose_scheme`]'s. Operands converted as loaded take the heuristic's
-    /// subgroup-scope scheme (the workgroup-scope kernel does not convert).
+    /// subgroup-scope scheme (the workgroup-scope kernel does not convert). `narrow_c`: C is
+    /// stored in a 16-bit type.
     pub(crate) fn scheme_for(
         &self,
         config: &GPUSubgroupMatrixConfig,
         (m, n, k): (usize, usize, usize),
         layouts: (Layout, Layout),
         loads: [Load; 2],
-        batch: usize,
+        (batch, narrow_c): (usize, bool),
     ) -> Result<TileScheme> {
         if loads != [Load::Native; 2] {
             return self.choose_subgroup_scheme(config, (m, n), batch);
         }
         // Autotuning times single GEMMs: a batch takes the rule, over its whole grid.
         let (Some(cache), 1) = (&self.tune_cache, batch) else {
-            return self.choose_layout_scheme(config, (m, n, k), layouts, batch);
+            return self.choose_layout_scheme(config, (m, n, k), layouts, (batch, narrow_c));
         };
         let key = TuneKey::new(config, layouts, (m, n, k));
         let known = lock(cache).get(&key, config, self.device_info());
