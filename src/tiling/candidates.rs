@@ -200,7 +200,7 @@ pub fn preferred_long_k_schemes(
 /// transposed, with 128 invocations and two 64-byte steps. There the store of a 16-bit C
 /// dominates, and more, smaller tiles store it faster: on the H200, 32 x 1024x1024x128 f32 sums
 /// cast to f16 0.093 ms against 0.108 for 128x128 (f16 sums: 0.090 against 0.102), 256 x
-/// 1024x1024x128 0.651 against 0.690. With B column-major (`nt`) they are slower (32 x
+/// 1024x1024x128 0.651 against 0.690 (two calls). With B column-major (`nt`) they are slower (32 x
 /// 2048x2048x128: 0.384 against 0.355), and an f32 C is not helped (32768x1024x128: 99.9 TFLOP/s
 /// against 107.5). Only on NVIDIA. (docs/perf/h200-bfused-2.txt, h200-bfused-3.txt)
 pub fn preferred_short_k_schemes(
