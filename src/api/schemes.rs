@@ -5,7 +5,7 @@ use super::context::Context;
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::error::{Error, Result};
 use crate::tiling::{
-    candidate_schemes, lead_suits, pick_scheme, preferred_k_contiguous_schemes, preferred_long_k_schemes,
+    candidate_schemes, lead_fits, lead_suits, pick_scheme, preferred_k_contiguous_schemes, preferred_long_k_schemes,
     preferred_short_k_schemes, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout,
     TileScheme, SHORT_K,
 };
@@ -84,16 +84,12 @@ impl Context {
     ) -> Result<TileScheme> {
         let lists = self.scheme_lists(config);
         let k_contiguous = layouts == (Layout::RowMajor, Layout::ColMajor);
-        let within = |l: &Lead| {
-            l.lead > 0
-                && l.schemes[..l.lead].iter().all(|s| {
-                    let g = s.geometry(config);
-                    g.bm as usize <= m && g.bn as usize <= n
-                })
-        };
         // Measured in `nn` only, and slower in `nt` (preferred_short_k_schemes).
         let row_major = layouts == (Layout::RowMajor, Layout::RowMajor);
-        let short = (narrow_c && row_major && k <= SHORT_K && within(&lists.short_k)).then_some(&lists.short_k);
+        let short_k = &lists.short_k;
+        let short =
+            (narrow_c && row_major && k <= SHORT_K && lead_fits(&short_k.schemes[..short_k.lead], config, (m, n)))
+                .then_some(short_k);
         let list = short
             .or_else(|| {
                 lists.leads.iter().find(|l| {

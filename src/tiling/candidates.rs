@@ -277,8 +277,13 @@ pub fn k_suits(schemes: &[TileScheme], config: &GPUSubgroupMatrixConfig, k: usiz
 /// them ([`k_suits`]) and every tile lies within the problem (a 256-wide tile on N = 128 wastes
 /// half of itself: 65536x128x2048 f16->f16 ran at half the 128x128 tile's speed).
 pub fn lead_suits(lead: &[TileScheme], config: &GPUSubgroupMatrixConfig, (m, n, k): (usize, usize, usize)) -> bool {
+    lead_fits(lead, config, (m, n)) && k_suits(lead, config, k)
+}
+
+/// Whether a list of schemes taken first has schemes and every one's tile lies within an
+/// `m x n` problem.
+pub fn lead_fits(lead: &[TileScheme], config: &GPUSubgroupMatrixConfig, (m, n): (usize, usize)) -> bool {
     !lead.is_empty()
-        && k_suits(lead, config, k)
         && lead.iter().all(|s| {
             let g = s.geometry(config);
             g.bm as usize <= m && g.bn as usize <= n

@@ -79,10 +79,7 @@ pub fn fused_terms(args: &crate::fused::FusedArgs, types: Types) -> Result<(Type
     }
     let label = args.epilogue.clone().unwrap_or_else(|| "none".into());
     let (bias, activation) = crate::fused::parse(&label)?;
-    let c = match args.out.as_deref() {
-        Some(s) => ComponentType::parse(s).ok_or_else(|| anyhow::anyhow!("--out {s}: use f16, bf16 or f32"))?,
-        None => types.c,
-    };
+    let c = args.out_type(types.c)?;
     if !types.a.is_float() || !c.is_float() {
         bail!(
             "--batch with --epilogue/--out runs float inputs and results here (the library dequantises i8 batches too)"

@@ -252,13 +252,7 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
             .map(|r| r.check);
             let name = format!("batch {count} {} {}", t.name(), terms.label);
             let r = check_row(name, shape, layout_name(l), (2.0, 1.0), res);
-            progress.done(&format!(
-                "{} {}: {}",
-                r.config,
-                r.layout,
-                if r.passed { "ok" } else { "FAIL" }
-            ));
-            rows.push(r);
+            keep(&mut progress, &mut rows, r);
         }
     }
     // Grouped: ragged groups, one empty and one of a single row, B in either layout.
@@ -282,13 +276,7 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
             let name = format!("grouped {groups:?} {}", t.name());
             let total = groups.iter().sum();
             let r = check_row(name, (total, 23, 37), format!("n{}", lb.letter()), (2.0, 1.0), res);
-            progress.done(&format!(
-                "{} {}: {}",
-                r.config,
-                r.layout,
-                if r.passed { "ok" } else { "FAIL" }
-            ));
-            rows.push(r);
+            keep(&mut progress, &mut rows, r);
         }
     }
     progress.finish();
@@ -360,6 +348,13 @@ fn scalar_pairs(result: ComponentType) -> [(f64, f64); 2] {
         t if t.is_float() => [(1.0, 0.0), (0.5, -1.0)],
         _ => [(1.0, 0.0), (-2.0, 3.0)],
     }
+}
+
+/// Reports `r` on the progress line by its config and layout, and keeps it.
+fn keep(progress: &mut Progress, rows: &mut Vec<CheckRow>, r: CheckRow) {
+    let result = if r.passed { "ok" } else { "FAIL" };
+    progress.done(&format!("{} {}: {result}", r.config, r.layout));
+    rows.push(r);
 }
 
 /// The row of one checked case.

@@ -28,6 +28,16 @@ pub struct FusedArgs {
     pub out: Option<String>,
 }
 
+impl FusedArgs {
+    /// C's type from `--out`, or `default` where it was not given.
+    pub fn out_type(&self, default: ComponentType) -> Result<ComponentType> {
+        match self.out.as_deref() {
+            Some(s) => ComponentType::parse(s).ok_or_else(|| anyhow::anyhow!("--out {s}: use f16, bf16 or f32")),
+            None => Ok(default),
+        }
+    }
+}
+
 /// The parsed terms: bias axis and activation.
 pub fn parse(s: &str) -> Result<(Option<Axis>, Activation)> {
     let (mut bias, mut act) = (None, Activation::None);
@@ -78,10 +88,7 @@ pub fn gemm_args(
         return Ok(None);
     }
     let (bias, act) = parse(args.epilogue.as_deref().unwrap_or("none"))?;
-    let out = match args.out.as_deref() {
-        Some(s) => ComponentType::parse(s).ok_or_else(|| anyhow::anyhow!("--out {s}: use f16, bf16 or f32"))?,
-        None => types.c,
-    };
+    let out = args.out_type(types.c)?;
     let ctx = context_with(dev, true)?;
     let spec = (bias, act, args.epilogue.clone().unwrap_or_else(|| "none".into()));
     let timed = (reps > 1).then_some(reps);
@@ -161,12 +168,8 @@ pub fn bench_args(
         if t.a != t.b {
             bail!("--epilogue/--out with {}: A and B of one type", t.name());
         }
-        let out = match args.out.as_deref() {
-            Some(s) => ComponentType::parse(s).ok_or_else(|| anyhow::anyhow!("--out {s}: use f16, bf16 or f32"))?,
-            // Integer products are dequantised: to f32 unless told.
-            None if !t.c.is_float() => ComponentType::F32,
-            None => t.c,
-        };
+        // Integer products are dequantised: to f32 unless told.
+        let out = args.out_type(if t.c.is_float() { t.c } else { ComponentType::F32 })?;
         for &shape in &shapes {
             let spec = (bias, act, terms.clone());
             let r = run_types(
