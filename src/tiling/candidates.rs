@@ -160,9 +160,11 @@ type Wanted = (u32, u32, u32, u32, u32, bool);
 /// faster than every subgroup-scope scheme on the H200 (docs/performance.md): 128x128 tiles with
 /// 128 invocations in eight 64-byte K steps per loop iteration taken step by step (3-8% faster
 /// than four steps loaded first, in every layout measured), then, for grids too small for those,
-/// 64x64 tiles with 128 invocations and two steps per iteration (1024x1024x1024 f16->f32: 21.3
-/// us, against 25.3 for the best subgroup-scope tile). Each is computed transposed: 4096^3
-/// f16->f32 128x128 3.6-6.5% faster in every layout, 69% at K = 256; 1024^3 64x64 11-14%.
+/// 64x64 tiles with 128 invocations and two 128-byte steps per iteration (1024x1024x1024
+/// f16->f32: 16.1 us in `nn` and `nt`, against 19.4 and 21.5 for 64-byte steps and 18.3 for
+/// ggml-vulkan in the same call, docs/perf/h200-small-1.txt; 25.3 for the best subgroup-scope
+/// tile). Each is computed transposed: 4096^3 f16->f32 128x128 3.6-6.5% faster in every layout,
+/// 69% at K = 256; 1024^3 64x64 11-14%.
 /// f16 results take [`preferred_long_k_schemes`] first where those suit. Only on NVIDIA, where
 /// they were measured; elsewhere the autotuner decides.
 pub fn preferred_workgroup_schemes(
@@ -171,7 +173,7 @@ pub fn preferred_workgroup_schemes(
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
     let wanted: &[Wanted] = match config.result_type {
-        ComponentType::F16 | ComponentType::F32 => &[(128, 128, 128, 64, 8, true), (64, 64, 128, 64, 2, true)],
+        ComponentType::F16 | ComponentType::F32 => &[(128, 128, 128, 64, 8, true), (64, 64, 128, 128, 2, true)],
         _ => &[],
     };
     preferred(config, info, subgroup_size, wanted)

@@ -57,7 +57,7 @@ fn default_scheme_fills_the_gpu_or_takes_the_small_tile() {
     assert_eq!(pick(64, 64), "sg1x2_fr2x2_k32_s32");
     assert_eq!(pick(512, 512), "sg1x2_fr2x2_k32_s32");
     assert_eq!(pick(16, 4096), "sg1x2_fr2x2_k32_s32");
-    assert_eq!(pick(1024, 1024), "wg_t128_fr4x4_k32_u2_ct");
+    assert_eq!(pick(1024, 1024), "wg_t128_fr4x4_k64_u2_ct");
     assert_eq!(pick(2048, 2048), "wg_t128_fr8x8_k32_u8_a0_ct");
     assert_eq!(pick(4096, 11008), "wg_t128_fr8x8_k32_u8_a0_ct");
     // Both operands K-contiguous: ggml's 128x256 accumulator (of C^T) where its grid fills
@@ -67,7 +67,7 @@ fn default_scheme_fills_the_gpu_or_takes_the_small_tile() {
     let pick_nt = |m, n| pick_scheme(&k_contiguous, small, &c, (m, n), 1, false).unwrap().name();
     assert_eq!(pick_nt(4096, 4096), "wg_t256_fr16x8_k64_u8_a0_ct");
     assert_eq!(pick_nt(2048, 2048), "wg_t256_fr16x8_k64_u8_a0_ct");
-    assert_eq!(pick_nt(1024, 1024), "wg_t128_fr4x4_k32_u2_ct");
+    assert_eq!(pick_nt(1024, 1024), "wg_t128_fr4x4_k64_u2_ct");
     // ...where K is four or more of its 512-wide iterations, and whole ones, and the problem
     // covers the 256x128 tile.
     let lead = preferred_k_contiguous_schemes(&c, &info, 32);
@@ -107,7 +107,7 @@ fn measured_workgroup_schemes_lead_on_nvidia_only() {
         .iter()
         .map(|s| s.name())
         .collect();
-    assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0_ct", "wg_t128_fr4x4_k32_u2_ct"]);
+    assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0_ct", "wg_t128_fr4x4_k64_u2_ct"]);
     let names: Vec<String> = preferred_k_contiguous_schemes(&c, &info, 32)
         .iter()
         .map(|s| s.name())
@@ -118,7 +118,7 @@ fn measured_workgroup_schemes_lead_on_nvidia_only() {
         .iter()
         .map(|s| s.name())
         .collect();
-    assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0_ct", "wg_t128_fr4x4_k32_u2_ct"]);
+    assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0_ct", "wg_t128_fr4x4_k64_u2_ct"]);
     let names: Vec<String> = preferred_long_k_schemes(&cfg(16, 16, 16, F16, F16), &info, 32)
         .iter()
         .map(|s| s.name())

@@ -8,7 +8,7 @@ use anyhow::{bail, Context as _, Result};
 use vk_sgmat::kernel::KernelKey;
 use vk_sgmat::tiling::TileScheme;
 use vk_sgmat::verify::{compare, random_matrix, reference, rows_to_check, Rng};
-use vk_sgmat::{ComputeMode, Context, Element, GPUSubgroupMatrixConfig, GemmOptions, Layout, MatMut, MatRef, Probe};
+use vk_sgmat::{Context, Element, GPUSubgroupMatrixConfig, GemmOptions, Layout, MatMut, MatRef, Probe};
 
 /// The element types `bench` runs: those asked for (`A:C` or `A,B:C`, comma-separated or
 /// repeated), else every pair the device has configs for.
@@ -51,7 +51,7 @@ pub(crate) fn bench(
     ctx: &Context,
     (types, shapes): (&[String], &[String]),
     layouts: (Layout, Layout),
-    (compute, convert_first, relayout): (ComputeMode, Option<bool>, Option<bool>),
+    forced: &GemmOptions,
     scheme: Option<&str>,
     reps: u32,
     (cublas, peers): (Option<&std::path::Path>, &[report::PeerRow]),
@@ -81,12 +81,8 @@ pub(crate) fn bench(
     let mut progress = crate::progress::Progress::new(all_types.len() * shapes.len());
     let mut rows = Vec::new();
     for &t in &all_types {
-        let options = GemmOptions {
-            compute,
-            convert_first,
-            relayout,
-            ..Default::default()
-        };
+        let (compute, convert_first, relayout) = (forced.compute, forced.convert_first, forced.relayout);
+        let options = forced.clone();
         let scheme = scheme
             .map(|name| crate::run::scheme_named(ctx, t, compute, None, name))
             .transpose()?;
@@ -110,9 +106,12 @@ pub(crate) fn bench(
         if let Some(s) = scheme {
             types = format!("{types} {}", s.name());
         }
+        if let Some(n) = forced.split_k {
+            types = format!("{types}, split {n}");
+        }
         for &shape in &shapes {
             progress.start(&format!("{types} {}x{}x{}", shape.0, shape.1, shape.2));
-            let (median, read_as) = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
+            let (median, (read_as, kernel)) = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
                 ctx, shape, layouts, &options, reps
             )?);
             let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
@@ -139,6 +138,7 @@ pub(crate) fn bench(
                     )
                 },
                 types,
+                kernel,
                 config: config.to_string(),
                 m: shape.0,
                 n: shape.1,
@@ -164,7 +164,7 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
     (al, bl): (Layout, Layout),
     options: &GemmOptions,
     reps: u32,
-) -> Result<(f64, (Layout, Layout))> {
+) -> Result<(f64, ((Layout, Layout), String))> {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
     let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, bl, 0);
@@ -174,9 +174,14 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
     // At least a second, then until steady (fresh pipelines run slowly at first on NVIDIA).
     let warm = (std::time::Duration::from_secs(1), std::time::Duration::from_secs(10));
     ctx.warm_up(&da, &db, &mut dc, options, warm)?;
-    let key = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (al, bl), options)?.main_kernel();
+    let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (al, bl), options)?;
+    let key = plan.main_kernel();
+    let kernel = match plan.is_split_k() {
+        true => format!("{} x{}", key.scheme.name(), plan.gemm_dispatches().count()),
+        false => key.scheme.name(),
+    };
     let median = vk_sgmat::median(&mut ctx.time_gemm_device(&da, &db, &mut dc, options, reps)?);
-    Ok((median, (key.a_layout, key.b_layout)))
+    Ok((median, ((key.a_layout, key.b_layout), kernel)))
 }
 
 /// Times every candidate scheme of every config for the types, each checked on 16 sampled rows.

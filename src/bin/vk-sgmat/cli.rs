@@ -85,6 +85,10 @@ pub enum Command {
         /// fastest (A column-major, B row-major): auto (chosen per problem), on or off.
         #[arg(long, default_value = "auto")]
         relayout: String,
+        /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
+        /// (off) to 64.
+        #[arg(long, default_value = "auto")]
+        split_k: String,
         /// Layouts of A and B: n = row-major, t = column-major (nn, nt, tn, tt).
         #[arg(long, default_value = "nn")]
         layout: String,
@@ -141,6 +145,10 @@ pub enum Command {
         /// fastest (A column-major, B row-major): auto (chosen per problem), on or off.
         #[arg(long, default_value = "auto")]
         relayout: String,
+        /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
+        /// (off) to 64.
+        #[arg(long, default_value = "auto")]
+        split_k: String,
         /// Tile scheme by name for every point, as `vk-sgmat tune` lists them (default: chosen
         /// per problem).
         #[arg(long)]

@@ -328,6 +328,8 @@ pub struct BenchRow {
     pub peak_fraction: f64,
     /// Each peer's figure for the point, and our throughput over it.
     pub peers: Vec<PeerFigure>,
+    /// The GEMM kernel's tile scheme, with `xN` for N split-K dispatches.
+    pub kernel: String,
 }
 
 /// A peer's throughput at one bench point.
@@ -435,7 +437,7 @@ pub fn render_bench(device: &str, rows: &[BenchRow]) -> String {
     for p in &peers {
         let _ = write!(head, " {:>12} {:>7}", truncate(p, 12), "ratio");
     }
-    let _ = writeln!(s, "{head} {:>9} {:>9}", "peak", "of peak");
+    let _ = writeln!(s, "{head} {:>9} {:>9}  kernel", "peak", "of peak");
     for r in rows {
         let mut line = format!(
             "{:<9} {:<3} {:<20} {:>18} {:>10.4} {:>9} {:>9} {:>7}",
@@ -459,10 +461,11 @@ pub fn render_bench(device: &str, rows: &[BenchRow]) -> String {
             }
         }
         if r.peak_tflops > 0.0 {
-            let _ = writeln!(s, "{line} {:>9} {:>8.0}%", rate(r.peak_tflops), r.peak_fraction * 100.0);
+            let _ = write!(line, " {:>9} {:>8.0}%", rate(r.peak_tflops), r.peak_fraction * 100.0);
         } else {
-            let _ = writeln!(s, "{line} {:>9} {:>9}", "-", "-");
+            let _ = write!(line, " {:>9} {:>9}", "-", "-");
         }
+        let _ = writeln!(s, "{line}  {}", r.kernel);
     }
     s
 }

@@ -100,6 +100,7 @@ fn bench_rows() -> Vec<BenchRow> {
             ratio: Some(s as f64 / 2048.0),
             peak_tflops: 600.0,
             peak_fraction: s as f64 / 3072.0,
+            kernel: format!("wg_t128_fr4x4_k32_u2_ct x{}", s / 256),
         })
         .collect()
 }
@@ -137,6 +138,7 @@ fn chart_rows() -> Vec<BenchRow> {
         ratio: Some(t / c),
         peak_tflops: 623.0,
         peak_fraction: t / 623.0,
+        kernel: "wg_t128_fr8x8_k32_u8_a0_ct".into(),
     };
     f32_rows
         .into_iter()
@@ -153,6 +155,8 @@ fn bench_table_and_chart() {
         t.contains("512x512x512") && t.contains("400.0") && t.contains("0.25"),
         "{t}"
     );
+    // Each row names its kernel, and split-K's dispatch count.
+    assert!(t.lines().last().unwrap().ends_with("wg_t128_fr4x4_k32_u2_ct x2"), "{t}");
     let svg = crate::chart::render_svg("GPU <1>", &chart_rows()).unwrap();
     if let Ok(path) = std::env::var("VK_SGMAT_CHART_OUT") {
         std::fs::write(path, &svg).unwrap(); // to look at the picture

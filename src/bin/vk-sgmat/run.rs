@@ -28,6 +28,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             mode,
             convert,
             relayout,
+            split_k,
             layout,
             c_layout,
             shape,
@@ -54,6 +55,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 compute,
                 convert_first: parse_convert(&convert)?,
                 relayout: parse_relayout(&relayout)?,
+                split_k: parse_split_k(&split_k)?,
                 ..Default::default()
             };
             let single = devices.is_none() && scheme.is_none() && c_layout == Layout::RowMajor;
@@ -118,6 +120,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             mode,
             convert,
             relayout,
+            split_k,
             scheme,
             shapes,
             reps,
@@ -161,12 +164,18 @@ pub fn run(cli: Cli) -> Result<bool> {
                 let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
                 peers.extend(report::read_peers(&text)?);
             }
-            let compute = parse_mode(&mode)?;
+            let forced = GemmOptions {
+                compute: parse_mode(&mode)?,
+                convert_first: parse_convert(&convert)?,
+                relayout: parse_relayout(&relayout)?,
+                split_k: parse_split_k(&split_k)?,
+                ..Default::default()
+            };
             let rows = bench(
                 &ctx,
                 (&types, &shapes),
                 layouts,
-                (compute, parse_convert(&convert)?, parse_relayout(&relayout)?),
+                &forced,
                 scheme.as_deref(),
                 reps,
                 (cublas.as_deref(), &peers),
@@ -340,6 +349,17 @@ fn info(json: bool) -> Result<bool> {
         print!("{}", report::render_info(&report));
     }
     Ok(true)
+}
+
+/// `--split-k`: None (auto) or a count of K slices (the library checks its range).
+fn parse_split_k(s: &str) -> Result<Option<u32>> {
+    match s {
+        "auto" => Ok(None),
+        _ => match s.parse() {
+            Ok(n) => Ok(Some(n)),
+            Err(_) => bail!("--split-k {s:?}: use auto or a number of K slices (1 = off)"),
+        },
+    }
 }
 
 /// `--relayout`: None (auto), Some(true) (on), Some(false) (off).
