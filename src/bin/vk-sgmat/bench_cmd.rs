@@ -111,7 +111,11 @@ pub(crate) fn bench(
         }
         for &shape in &shapes {
             progress.start(&format!("{types} {}x{}x{}", shape.0, shape.1, shape.2));
-            let (median, (read_as, kernel)) = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
+            let Point {
+                median,
+                read_as,
+                kernel,
+            } = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
                 ctx, shape, layouts, &options, reps
             )?);
             let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
@@ -156,6 +160,14 @@ pub(crate) fn bench(
     Ok(rows)
 }
 
+/// What one bench point measured: the median GPU seconds of one GEMM, the layouts its kernel
+/// read A and B in, and the kernel's name.
+struct Point {
+    median: f64,
+    read_as: (Layout, Layout),
+    kernel: String,
+}
+
 /// Median GPU seconds of one GEMM on device-resident random data, after a warm-up long enough for
 /// clocks to rise.
 fn bench_point<TA: Element, TB: Element, TC: Element>(
@@ -164,7 +176,7 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
     (al, bl): (Layout, Layout),
     options: &GemmOptions,
     reps: u32,
-) -> Result<(f64, ((Layout, Layout), String))> {
+) -> Result<Point> {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
     let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, bl, 0);
@@ -181,7 +193,11 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
         false => key.scheme.name(),
     };
     let median = vk_sgmat::median(&mut ctx.time_gemm_device(&da, &db, &mut dc, options, reps)?);
-    Ok((median, ((key.a_layout, key.b_layout), kernel)))
+    Ok(Point {
+        median,
+        read_as: (key.a_layout, key.b_layout),
+        kernel,
+    })
 }
 
 /// Times every candidate scheme of every config for the types, each checked on 16 sampled rows.
