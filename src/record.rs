@@ -115,6 +115,22 @@ impl<'a> Recording<'a> {
         unsafe { self.device.raw().cmd_reset_query_pool(self.cmd, pool, 0, count) };
     }
 
+    /// Writes `words` at the start of `buffer` from the command buffer itself (no staging),
+    /// in the pieces of at most 64 KiB that `vkCmdUpdateBuffer` takes.
+    pub fn update(&mut self, buffer: vk::Buffer, words: &[u32]) {
+        const MAX_WORDS: usize = 65536 / 4;
+        for (i, piece) in words.chunks(MAX_WORDS).enumerate() {
+            let offset = (i * MAX_WORDS * 4) as u64;
+            // SAFETY: recording state; the buffer is a transfer destination of at least
+            // `4 * words.len()` bytes, live for the submission; offsets and sizes are multiples of 4.
+            unsafe {
+                self.device
+                    .raw()
+                    .cmd_update_buffer(self.cmd, buffer, offset, bytemuck::cast_slice(piece))
+            };
+        }
+    }
+
     /// Fills `size` bytes (a multiple of 4) with a 32-bit pattern.
     pub fn fill(&mut self, buffer: vk::Buffer, size: u64, pattern: u32) {
         self.fill_at(buffer, 0, size, pattern);
@@ -254,6 +270,10 @@ pub(crate) fn record_plan(
 ) -> Result<()> {
     if plan.zeroed_scratch_bytes > 0 {
         rec.fill_at(buffers.get(Operand::Scratch)?, 0, plan.zeroed_scratch_bytes, 0);
+        rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
+    }
+    if !plan.scratch_words.is_empty() {
+        rec.update(buffers.get(Operand::Scratch)?, &plan.scratch_words);
         rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
     }
     for d in &plan.dispatches {

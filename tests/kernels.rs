@@ -101,6 +101,7 @@ fn every_key(config: GPUSubgroupMatrixConfig, scheme: TileScheme, loads: [Load; 
                 epilogue,
                 loads,
                 probe: Probe::Full,
+                grouped: false,
             })
         })
     })
@@ -177,6 +178,7 @@ fn every_h200_scheme_passes_spirv_val() {
                         epilogue: Epilogue::default(),
                         loads: Default::default(),
                         probe: Probe::Full,
+                        grouped: false,
                     };
                     let words = generate(&key).unwrap();
                     common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -213,6 +215,7 @@ fn double_buffered_and_tuning_kernels_pass_spirv_val() {
                     Default::default()
                 },
                 probe: Probe::Full,
+                grouped: false,
             };
             let words = generate(&key).unwrap();
             common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -223,7 +226,7 @@ fn double_buffered_and_tuning_kernels_pass_spirv_val() {
 }
 
 /// Workgroup-scope (VK_NV_cooperative_matrix2) kernels of the H200's tile shapes, every type
-/// spirv-val knows, layout and epilogue. Lavapipe cannot run them (it lacks workgroup scope and
+/// spirv-val knows, layout and epilogue, each also grouped. Lavapipe cannot run them (it lacks workgroup scope and
 /// tensor addressing): `vk-sgmat check` covers them on the H200.
 #[test]
 fn workgroup_scope_kernels_pass_spirv_val() {
@@ -280,6 +283,10 @@ fn workgroup_scope_kernels_pass_spirv_val() {
                     .find(|l| l.contains("OpCooperativeMatrixStoreTensorNV"))
                     .unwrap();
                 assert_eq!(store.contains("TensorView"), transposed, "{}: {store}", key.name());
+                // The same kernel for a grouped GEMM in one dispatch (its tile table at binding 3).
+                let grouped = KernelKey { grouped: true, ..key };
+                let words = generate(&grouped).unwrap();
+                common::spirv_val(&words, &grouped.name()).unwrap_or_else(|e| panic!("{}: {e}", grouped.name()));
                 n += 1;
             }
         }
@@ -304,6 +311,7 @@ fn probe_kernels_pass_spirv_val() {
                 epilogue: Epilogue::default(),
                 loads: Default::default(),
                 probe,
+                grouped: false,
             };
             let words = generate(&key).unwrap();
             common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -359,6 +367,7 @@ fn simt_kernels_pass_spirv_val() {
         epilogue: Epilogue::default(),
         loads: [Load::Simt, Load::Native],
         probe: Probe::Full,
+        grouped: false,
     };
     assert!(generate(&key).is_err());
     key.loads = [Load::Simt; 2];
@@ -413,6 +422,7 @@ fn fused_kernels_pass_spirv_val() {
                     epilogue: fused(Some((axis, bias_t)), activation, false, output, j != 1),
                     loads: Default::default(),
                     probe: Probe::Full,
+                    grouped: false,
                 });
             }
         }
@@ -429,6 +439,7 @@ fn fused_kernels_pass_spirv_val() {
             epilogue: fused(Some((Axis::Col, F32)), Activation::Silu, true, Some(output), true),
             loads: Default::default(),
             probe: Probe::Full,
+            grouped: false,
         });
     }
     let simt = vk_sgmat::tiling::simt_scheme(&h200, 32, false).unwrap();
@@ -440,6 +451,7 @@ fn fused_kernels_pass_spirv_val() {
         epilogue: fused(Some((Axis::Row, F16)), Activation::GeluErf, false, Some(F16), true),
         loads: [Load::Simt; 2],
         probe: Probe::Full,
+        grouped: false,
     });
     assert_eq!(n, 3 * 5 * 3 + 3 + 1);
     // Refused: dequantising floats, an f16 accumulator cast to f32, an i32 product with a bias
@@ -452,6 +464,7 @@ fn fused_kernels_pass_spirv_val() {
         epilogue,
         loads: Default::default(),
         probe: Probe::Full,
+        grouped: false,
     };
     for (config, e) in [
         (cfg(8, 8, 8, F16, F32), fused(None, Activation::None, true, None, false)),
@@ -499,6 +512,7 @@ fn fused_kernels_pass_spirv_val() {
                 ),
                 loads: Default::default(),
                 probe: Probe::Full,
+                grouped: false,
             };
             let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
             common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -547,6 +561,7 @@ fn split_kernels_pass_spirv_val() {
                 epilogue: EPILOGUES[i % EPILOGUES.len()],
                 loads: [Load::Split; 2],
                 probe: Probe::Full,
+                grouped: false,
             };
             let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
             common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -566,6 +581,7 @@ fn split_kernels_pass_spirv_val() {
         epilogue: Epilogue::default(),
         loads: [Load::Split; 2],
         probe: Probe::Full,
+        grouped: false,
     };
     assert!(generate(&key).is_err(), "a split needs f32 accumulators");
 }
@@ -623,6 +639,7 @@ fn converting_passes_and_planes_kernels_pass_spirv_val() {
         epilogue: Epilogue::default(),
         loads: [Load::Planes; 2],
         probe: Probe::Full,
+        grouped: false,
     };
     assert!(matches!(generate(&key), Err(vk_sgmat::Error::InvalidTileScheme(_))));
     let key = KernelKey {
@@ -680,6 +697,7 @@ fn golden_disassembly() {
             epilogue,
             loads: Default::default(),
             probe: Probe::Full,
+            grouped: false,
         })
         .collect();
     // The H200's workgroup-scope default for f16 -> f32, with a transposed A and beta.
@@ -703,6 +721,7 @@ fn golden_disassembly() {
         },
         loads: Default::default(),
         probe: Probe::Full,
+        grouped: false,
     });
     // A fused epilogue: f16 -> f32 products, a column bias, GELU, stored as f16.
     keys.push(KernelKey {

@@ -184,6 +184,7 @@ fn check_vendor(
                         epilogue,
                         loads: Default::default(),
                         probe: Probe::Full,
+                        grouped: false,
                     };
                     let words = generate(&key).unwrap_or_else(|e| panic!("{name}: {e}"));
                     match common::spirv_val(&words, &key.name()) {

@@ -1,8 +1,11 @@
 //! Grouped GEMM (mixture of experts): G groups that share N and K, group `g` multiplying its
 //! `rows[g]` rows of A (the groups' rows concatenated, as routed tokens are) by its own weight
-//! `B[g]` into the same rows of C. Each group is planned as its own GEMM over windows of A and C
-//! and all are recorded without barriers between them, so the GPU runs them concurrently (a
-//! group of 0 rows records nothing; split-K, whose reduction is a barrier, is off unless asked).
+//! `B[g]` into the same rows of C. The groups run as one dispatch whose grid rows are the
+//! groups' tile rows, read from a table ([`crate::plan::GemmPlan::grouped`]). Where that cannot
+//! be (operands converted first, the accurate split), each group is planned as its own GEMM
+//! over windows of A and C and all are recorded without barriers between them, so the GPU runs
+//! them concurrently (a group of 0 rows records nothing; split-K, whose reduction is a barrier,
+//! is off unless asked).
 
 use super::batch::{check_batch, BatchRef, DeviceBatch};
 use super::context::Context;
@@ -106,7 +109,26 @@ impl Context {
         self.run_blocking(|core| self.enqueue_groups(core, &plans, (a, b, c)))
     }
 
-    /// Checks the groups and plans each non-empty one, with its operands.
+    /// What [`Context::gemm_grouped_device`] would record, as plain data: one plan whose
+    /// dispatch covers every group (see [`GemmPlan::grouped`]), or one plan per non-empty group
+    /// where the groups cannot run as one dispatch.
+    pub fn plan_gemm_grouped<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceBatch<TB>,
+        c: &DeviceMatrix<TC>,
+        rows: &[usize],
+        options: &GemmOptions,
+    ) -> Result<Vec<GemmPlan>> {
+        Ok(self
+            .plan_groups(a, b, c, rows, options)?
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect())
+    }
+
+    /// Checks the groups and plans them, with their operands: one plan for all, or one per
+    /// non-empty group.
     pub(crate) fn plan_groups<'o, TA: Element, TB: Element, TC: Element>(
         &self,
         a: &'o DeviceMatrix<TA>,
@@ -125,6 +147,17 @@ impl Context {
             split_k: options.split_k.or(Some(1)),
             ..options.clone()
         };
+        // One dispatch for every group where their rows plan as one GEMM that can run grouped
+        // (copying A first would make it several).
+        let whole = GemmOptions {
+            relayout: options.relayout.or(Some(false)),
+            ..options.clone()
+        };
+        let one = self.plan(pa, pb, pc, types, Batch::ONE, &whole).ok();
+        if let Some(plan) = one.and_then(|p| p.grouped(rows, b_stride, &self.limits)) {
+            let operands = plan.bind_order([pa, pb, pc]);
+            return Ok(vec![(plan, operands)]);
+        }
         let mut plans = Vec::new();
         let mut first = 0usize;
         for (g, &m) in rows.iter().enumerate() {

@@ -21,8 +21,8 @@
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::gemm_store::{self as store, Store};
-use super::push::{batch_offsets, Pc, PC_MEMBERS};
-use super::raster::raster;
+use super::push::{Pc, PC_MEMBERS};
+use super::raster::{tile, Tile};
 use super::{KernelKey, Load, Probe};
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
 use rspirv::spirv::{
@@ -92,6 +92,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
     let v_c = mb.storage_buffer(t_out, os, 2, false);
     let v_scale = split.then(|| mb.storage_buffer(t_u32, 4, 3, true));
+    let v_groups = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, cfg.result_type));
 
     // Shared arrays. Each operand's tile is stored in its global layout: rows of the contiguous
@@ -213,18 +214,22 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     }
     let tid = b.b.load(t_u32, None, v_local_index, None, [])?;
     let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
-    let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
-    let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
     let sg = b.b.load(t_u32, None, v_subgroup, None, [])?;
     let lane = b.b.load(t_u32, None, v_lane, None, [])?;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
-    let pm = pc(b, Pc::M)?;
     let pn = pc(b, Pc::N)?;
     let pk = pc(b, Pc::K)?;
     let lda = pc(b, Pc::LdaVec)?;
     let ldb = pc(b, Pc::LdbVec)?;
     let ldc = pc(b, Pc::Ldc)?;
-    let [a_off, b_off, c_off] = batch_offsets(b, v_pc, wg)?;
+    let pm = pc(b, Pc::M)?;
+    let at = (g.bm, g.bn);
+    let Tile {
+        offsets: [a_off, b_off, c_off],
+        pm,
+        m0,
+        n0,
+    } = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
     if let Some(f) = fuse.as_mut() {
         f.prepare(b, v_pc)?;
     }
@@ -234,11 +239,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         None => None,
     };
 
-    let c_bm = u!(g.bm);
-    let c_bn = u!(g.bn);
-    let (wg_x, wg_y) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), s.raster_group())?;
-    let m0 = b.b.i_mul(t_u32, None, wg_y, c_bm)?;
-    let n0 = b.b.i_mul(t_u32, None, wg_x, c_bn)?;
     let c_sgn = u!(s.sg_n());
     let sg_m = b.b.u_div(t_u32, None, sg, c_sgn)?;
     let sg_n = b.b.u_mod(t_u32, None, sg, c_sgn)?;
@@ -383,6 +383,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         Ok(())
     };
     // Fragment offsets in shared units: a per-subgroup base plus compile-time constants.
+    let c_bm = u!(g.bm);
+    let c_bn = u!(g.bn);
     let a_sg_rows = b.b.i_mul(t_u32, None, sg_m, c_bm)?;
     let c_sgm = u!(s.sg_m());
     let a_sg_rows = b.b.u_div(t_u32, None, a_sg_rows, c_sgm)?; // sg_m * fr_m * cm

@@ -330,6 +330,10 @@ pub struct KernelKey {
     pub loads: [Load; 2],
     /// [`Probe::Full`] except in diagnostic timing.
     pub probe: Probe,
+    /// A grouped GEMM in one dispatch: each workgroup row reads its tile's group, first row
+    /// and the group's end from a table of three words per tile row at binding 3, and the
+    /// group's B at its batch stride (see [`crate::plan::GemmPlan::grouped`]).
+    pub grouped: bool,
 }
 
 impl KernelKey {
@@ -352,7 +356,7 @@ impl KernelKey {
             })
             .collect();
         format!(
-            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}{}{}",
+            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}{}{}{}",
             c.m,
             c.n,
             c.k,
@@ -372,7 +376,8 @@ impl KernelKey {
             match self.probe {
                 Probe::Full => String::new(),
                 p => format!("_probe_{}", p.name()),
-            }
+            },
+            if self.grouped { "_grouped" } else { "" }
         )
     }
 }
@@ -381,6 +386,13 @@ impl KernelKey {
     /// Checks that the key's conversions exist: f32 storage narrows to a 16-bit float config, in
     /// the subgroup-scope kernel.
     pub fn check_loads(&self) -> Result<()> {
+        if self.grouped && self.loads.iter().any(|l| matches!(l, Load::Split | Load::Planes)) {
+            // Both read scale words at binding 3, where a grouped kernel reads its tile table.
+            return Err(Error::Unsupported(
+                "a grouped GEMM in one dispatch takes 16-bit, rounded or exact (SIMT) operands, not the accurate split"
+                    .into(),
+            ));
+        }
         if self.loads == [Load::Native; 2] {
             return Ok(());
         }
@@ -512,7 +524,7 @@ pub struct PushConstants {
 }
 
 /// Number of storage-buffer bindings: A, B, C at bindings 0, 1, 2 of set 0; at 3 the scale
-/// words of [`Load::Split`] kernels; at 4, 5 and 6 a fused epilogue's bias, row scales and
+/// words of [`Load::Split`] kernels or a grouped kernel's tile table ([`KernelKey::grouped`]); at 4, 5 and 6 a fused epilogue's bias, row scales and
 /// column scales (each bound only for the kernels that read it).
 pub const BINDINGS: u32 = 7;
 

@@ -27,11 +27,11 @@ pub(super) enum Pc {
 }
 pub(super) const PC_MEMBERS: u32 = 16;
 
-/// The offsets of A and B (vectors) and C (elements) in the workgroup's batch entry, its z:
-/// `off + z * batch stride`. A grid of one entry has z = 0 and costs three integer ops.
-pub(super) fn batch_offsets(b: &mut ModuleBuilder, v_pc: Word, wg: Word) -> BuildResult<[Word; 3]> {
+/// The offsets of A and B (vectors) and C (elements) in batch entry `z` (the workgroup's z, or
+/// a grouped GEMM's group): `off + z * batch stride`. A grid of one entry has z = 0 and costs
+/// three integer ops.
+pub(super) fn batch_offsets(b: &mut ModuleBuilder, v_pc: Word, z: Word) -> BuildResult<[Word; 3]> {
     let t_u32 = b.t_u32();
-    let z = b.b.composite_extract(t_u32, None, wg, [2])?;
     let mut out = [0; 3];
     for (slot, (off, stride)) in
         out.iter_mut()

@@ -1,6 +1,7 @@
-//! Workgroup -> tile order.
+//! Workgroup -> tile order, and where the workgroup's tile lies.
 
 use super::builder::{BuildResult, ModuleBuilder};
+use super::push::batch_offsets;
 use rspirv::spirv::Word;
 
 /// The tile (x along N, y along M) a workgroup computes. With `group` > 0, groups of that many
@@ -35,4 +36,60 @@ pub(super) fn raster(
     let ty = b.b.i_add(t_u32, None, first_row, ty)?;
     let tx = b.b.u_div(t_u32, None, in_group, rows)?;
     Ok((tx, ty))
+}
+
+/// Where a workgroup's tile lies: the offsets of its batch entry's (or group's) A and B (in
+/// vectors) and C (in elements), the rows its problem ends at (M, or the group's end row),
+/// and the tile's first row and column.
+pub(super) struct Tile {
+    pub offsets: [Word; 3],
+    pub pm: Word,
+    pub m0: Word,
+    pub n0: Word,
+}
+
+/// The tile of workgroup `wg` (its id) in a problem of `pm` x `pn` with `bm` x `bn` tiles. With
+/// `groups` (a grouped kernel's tile table, three words per tile row: group, first row, the
+/// group's end row), workgroup row y computes tile row y of the table: the group stands in for
+/// the batch entry (A and C have no batch stride there, B one weight per group) and its end
+/// row for M, so a tile never reads or writes past its group. The raster is row by row there.
+pub(super) fn tile(
+    b: &mut ModuleBuilder,
+    (v_pc, wg): (Word, Word),
+    (pm, pn): (Word, Word),
+    (bm, bn): (u32, u32),
+    raster_group: u32,
+    groups: Option<Word>,
+) -> BuildResult<Tile> {
+    let t_u32 = b.t_u32();
+    let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
+    let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
+    let Some(v_groups) = groups else {
+        let z = b.b.composite_extract(t_u32, None, wg, [2])?;
+        let offsets = batch_offsets(b, v_pc, z)?;
+        let (tx, ty) = raster(b, (wg_x, wg_y), (pm, pn), (bm, bn), raster_group)?;
+        return Ok(Tile {
+            offsets,
+            pm,
+            m0: b.mul_u(ty, bm)?,
+            n0: b.mul_u(tx, bn)?,
+        });
+    };
+    let p_word = b.ptr(rspirv::spirv::StorageClass::StorageBuffer, t_u32);
+    let c0 = b.c_u32(0);
+    let first = b.mul_u(wg_y, 3)?;
+    let word = |b: &mut ModuleBuilder, i: u32| -> BuildResult<Word> {
+        let at = b.add_u(first, i)?;
+        let p = b.b.access_chain(p_word, None, v_groups, [c0, at])?;
+        b.b.load(t_u32, None, p, None, [])
+    };
+    let group = word(b, 0)?;
+    let m0 = word(b, 1)?;
+    let end = word(b, 2)?;
+    Ok(Tile {
+        offsets: batch_offsets(b, v_pc, group)?,
+        pm: end,
+        m0,
+        n0: b.mul_u(wg_x, bn)?,
+    })
 }

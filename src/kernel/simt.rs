@@ -12,8 +12,8 @@
 
 use super::builder::{BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
-use super::push::{batch_offsets, Pc, PC_MEMBERS};
-use super::raster::raster;
+use super::push::{Pc, PC_MEMBERS};
+use super::raster::{tile, Tile};
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::spirv::{
@@ -50,6 +50,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         (t_f32, 4)
     };
     let v_c = mb.storage_buffer(t_out, os, 2, false);
+    let v_groups = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, key.config.result_type));
 
     // K-major shared slices, in vectors: row pitch of a `[k][x]` slice is x / 4 + 1.
@@ -86,15 +87,16 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 
     let tid = b.b.load(t_u32, None, v_local_index, None, [])?;
     let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
-    let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
-    let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
     let (pm, pn, pk) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
     let (lda, ldb, ldc) = (pc(b, Pc::LdaVec)?, pc(b, Pc::LdbVec)?, pc(b, Pc::Ldc)?);
-    let [a_off, b_off, c_off] = batch_offsets(b, v_pc, wg)?;
-    let (wg_x, wg_y) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), key.scheme.raster_group())?;
-    let m0 = b.mul_u(wg_y, g.bm)?;
-    let n0 = b.mul_u(wg_x, g.bn)?;
+    let at = (g.bm, g.bn);
+    let Tile {
+        offsets: [a_off, b_off, c_off],
+        pm,
+        m0,
+        n0,
+    } = tile(b, (v_pc, wg), (pm, pn), at, key.scheme.raster_group(), v_groups)?;
     let tr = b.div_u(tid, gn)?;
     let tc = b.mod_u(tid, gn)?;
 

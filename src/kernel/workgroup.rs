@@ -22,8 +22,8 @@
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
-use super::push::{batch_offsets, Pc, PC_MEMBERS};
-use super::raster::raster;
+use super::push::{Pc, PC_MEMBERS};
+use super::raster::{tile, Tile};
 use super::{KernelKey, Load};
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::dr::{InsertPoint, Instruction, Operand};
@@ -126,6 +126,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_c = mb.storage_buffer(t_c, cs, 2, false);
     let planes = key.loads == [Load::Planes; 2];
     let v_scale = planes.then(|| mb.storage_buffer(t_u32, 4, 3, true));
+    let v_groups = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
     let p_sb_comp = mb.ptr(StorageClass::StorageBuffer, t_comp);
     let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_c);
     let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
@@ -173,7 +174,13 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
     let k_loop_end = k_half.unwrap_or(pk);
     let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
-    let [a_off_vec, b_off_vec, c_off] = batch_offsets(b, v_pc, wg)?;
+    let at = (g.bm, g.bn);
+    let Tile {
+        offsets: [a_off_vec, b_off_vec, c_off],
+        pm,
+        m0,
+        n0,
+    } = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
     let a_off = b.mul_u(a_off_vec, vw)?;
     let b_off = b.mul_u(b_off_vec, vw)?;
     // Tensor loads and stores start at a 16-byte aligned element: the planner keeps every
@@ -182,11 +189,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let p_b = b.b.access_chain(p_sb_comp, None, v_b, [c0, b_off])?;
     let p_c = b.b.access_chain(p_sb_res, None, v_c, [c0, c_off])?;
 
-    let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
-    let wg_y = b.b.composite_extract(t_u32, None, wg, [1])?;
-    let (tx, ty) = raster(b, (wg_x, wg_y), (pm, pn), (g.bm, g.bn), s.raster_group())?;
-    let m0 = b.mul_u(ty, g.bm)?;
-    let n0 = b.mul_u(tx, g.bn)?;
     // The multiply's left and right operands and its result: A, B and C, or B^T, A^T and C^T
     // (the same memory, the layouts flipped) when the tile is computed transposed. `row0` is
     // the accumulators' first row, `col0s` each accumulator's first column.

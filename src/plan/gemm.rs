@@ -129,7 +129,8 @@ pub struct Dispatch {
     pub kernel: Kernel,
     /// Bindings 0, 1 and 2: which buffer, and which window of it.
     pub bindings: [(Operand, Window); 3],
-    /// Binding 3, for kernels that read it (the accurate split's scale words).
+    /// Binding 3, for kernels that read it (the accurate split's scale words, a grouped
+    /// kernel's tile table).
     pub aux: Option<(Operand, Window)>,
     /// Bindings 4, 5 and 6, for kernels with a fused epilogue that reads them (bias, row
     /// scales, column scales: each whole, from the start of its buffer).
@@ -204,6 +205,8 @@ pub struct GemmPlan {
     /// Bytes at the start of scratch that must be zero before the first dispatch (the recorder
     /// fills them; the accurate split's scale words).
     pub zeroed_scratch_bytes: u64,
+    /// Words the recorder writes at the start of scratch first (a grouped GEMM's tile table).
+    pub scratch_words: Vec<u32>,
     /// Whether the result depends on C's old value; if not, C is only written.
     pub reads_c: bool,
     /// Whether the plan computes `C^T = B^T A^T` because C is column-major: then its
@@ -248,6 +251,7 @@ impl GemmPlan {
             epilogue: Epilogue { alpha, beta, ..fused },
             loads: req.loads,
             probe: Probe::Full,
+            grouped: false,
         };
         let epilogue = Epilogue {
             alpha: req.alpha != 1.0,
@@ -272,6 +276,7 @@ impl GemmPlan {
             dispatches: Vec::new(),
             scratch_bytes: 0,
             zeroed_scratch_bytes: 0,
+            scratch_words: Vec::new(),
             reads_c: epilogue.beta,
             transposed: false,
         };
@@ -596,4 +601,4 @@ fn fused_vectors(p: &Problem, e: &Epilogue, limits: &DispatchLimits) -> Result<[
 
 #[cfg(test)]
 #[path = "gemm_tests.rs"]
-mod tests;
+pub(in crate::plan) mod tests;

@@ -3,7 +3,7 @@ use super::*;
 use crate::config::ComponentType::*;
 use crate::tiling::test_support::{cfg, h200_limits};
 
-fn request(m: usize, n: usize, k: usize, alpha: f64, beta: f64, split_k: SplitK) -> PlanRequest {
+pub(in crate::plan) fn request(m: usize, n: usize, k: usize, alpha: f64, beta: f64, split_k: SplitK) -> PlanRequest {
     let config = cfg(16, 16, 16, F16, F32);
     let scheme = TileScheme::new(&config, &h200_limits(), 32, (1, 2), (2, 2), 32).unwrap();
     PlanRequest {
@@ -20,7 +20,7 @@ fn request(m: usize, n: usize, k: usize, alpha: f64, beta: f64, split_k: SplitK)
     }
 }
 
-fn unlimited() -> DispatchLimits {
+pub(in crate::plan) fn unlimited() -> DispatchLimits {
     DispatchLimits::from_device(&h200_limits())
 }
 

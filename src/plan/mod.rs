@@ -4,6 +4,7 @@
 
 pub mod cut;
 pub mod gemm;
+mod grouped;
 mod narrow;
 pub use narrow::{conversion_pays, relayout_pays};
 pub mod passes;

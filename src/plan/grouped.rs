@@ -1,0 +1,142 @@
+//! A grouped GEMM (mixture of experts) as one dispatch: the groups' rows planned as one GEMM,
+//! then its grid's rows replaced by a table of tile rows, each naming its group. Pure.
+
+use super::gemm::{GemmPlan, Kernel, Operand};
+use super::passes::{DispatchLimits, Window};
+use crate::tiling::VECTOR_BYTES;
+
+/// Words per tile row in the table: the group, the tile's first row, the group's end row.
+const WORDS: usize = 3;
+
+impl GemmPlan {
+    /// This plan, of the groups' rows as one GEMM with group 0's weight as B (row-major A and
+    /// C of `sum(rows)` rows, `Batch::ONE`), as a grouped GEMM in one dispatch: the grid's rows
+    /// become the groups' tile rows, `ceil(rows[g] / tile rows)` for group `g` (none for an
+    /// empty group), listed in a table the recorder writes to scratch; the kernel takes its
+    /// group's weight `b_stride` elements after the one before and stops at the group's last
+    /// row. One scheme and one pipeline serve every group, and the GPU sees one grid.
+    ///
+    /// `None` where this plan is not one GEMM dispatch of a kernel that can run grouped (split-K,
+    /// operands converted or copied first, the accurate split), or the table or B's window
+    /// would exceed the device's limits: the caller then plans each group on its own.
+    pub fn grouped(mut self, rows: &[usize], b_stride: usize, limits: &DispatchLimits) -> Option<GemmPlan> {
+        let p = self.problem;
+        let single = self.dispatches.len() == 1 && self.scratch_bytes == 0 && !self.transposed;
+        if !single || p.batch.count != 1 || rows.iter().sum::<usize>() != p.m || rows.is_empty() {
+            return None;
+        }
+        let d = &mut self.dispatches[0];
+        let Kernel::Gemm(key) = d.kernel else {
+            return None;
+        };
+        let key = crate::kernel::KernelKey { grouped: true, ..key };
+        if d.aux.is_some() || d.groups[2] != 1 || key.check_loads().is_err() {
+            return None;
+        }
+        let bm = self.scheme.geometry(&self.config).bm as usize;
+        let mut table = Vec::new();
+        let mut first = 0usize;
+        for (g, &m) in rows.iter().enumerate() {
+            let end = u32::try_from(first + m).ok()?;
+            for row in (first..first + m).step_by(bm) {
+                table.extend([u32::try_from(g).ok()?, row as u32, end]);
+            }
+            first += m;
+        }
+        let tile_rows = u32::try_from(table.len() / WORDS).ok()?;
+        if tile_rows > limits.max_groups[1] {
+            return None;
+        }
+        // B's window grows from group 0's weight to the last group's.
+        let stride_bytes = b_stride.checked_mul(p.b_bytes)?;
+        let (b_op, b_window) = d.bindings[1];
+        let more = (stride_bytes as u64).checked_mul(rows.len() as u64 - 1)?;
+        let bind_range = b_window.bind_range.checked_add(more)?;
+        if stride_bytes % VECTOR_BYTES as usize != 0 || bind_range > limits.max_range {
+            return None;
+        }
+        d.bindings[1] = (b_op, Window { bind_range, ..b_window });
+        let table_bytes = (table.len() * 4) as u64;
+        d.aux = Some((
+            Operand::Scratch,
+            Window {
+                bind_offset: 0,
+                bind_range: table_bytes,
+                start: 0,
+            },
+        ));
+        d.kernel = Kernel::Gemm(key);
+        d.groups[1] = tile_rows;
+        d.push.a_batch_vec = 0;
+        d.push.b_batch_vec = u32::try_from(stride_bytes / VECTOR_BYTES as usize).ok()?;
+        d.push.c_batch = 0;
+        self.scratch_bytes = table_bytes.next_multiple_of(VECTOR_BYTES as u64);
+        self.scratch_words = table;
+        Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::gemm::tests::{request, unlimited};
+    use super::super::gemm::{GemmPlan, Kernel, Operand, SplitK};
+
+    /// 32x64 tiles (`request`'s scheme), f16 A and B: groups of 70, 0, 32, 1 rows.
+    fn grouped(rows: &[usize], split_k: SplitK) -> Option<GemmPlan> {
+        let m = rows.iter().sum();
+        let plan = GemmPlan::new(&request(m, 100, 40, 1.0, 0.0, split_k), &unlimited()).unwrap();
+        plan.grouped(rows, 40 * 104, &unlimited())
+    }
+
+    #[test]
+    fn groups_become_tile_rows_of_one_dispatch() {
+        let rows = [70, 0, 32, 1];
+        let whole = GemmPlan::new(&request(103, 100, 40, 1.0, 0.0, SplitK::Slices(1)), &unlimited()).unwrap();
+        let p = grouped(&rows, SplitK::Slices(1)).unwrap();
+        assert_eq!(p.dispatches.len(), 1);
+        let d = &p.dispatches[0];
+        let Kernel::Gemm(key) = d.kernel else {
+            panic!("{:?}", d.kernel)
+        };
+        assert!(key.grouped && key.name().ends_with("_grouped"), "{}", key.name());
+        // Group 0: rows 0, 32, 64 (ending at 70); group 1 none; group 2 row 70 (to 102); group
+        // 3 row 102 (to 103).
+        #[rustfmt::skip]
+        assert_eq!(p.scratch_words, [0, 0, 70, 0, 32, 70, 0, 64, 70, 2, 70, 102, 3, 102, 103]);
+        assert_eq!(d.groups, [2, 5, 1]);
+        assert_eq!(p.scratch_bytes, 64);
+        let (op, table) = d.aux.unwrap();
+        assert_eq!((op, table.bind_offset, table.bind_range), (Operand::Scratch, 0, 60));
+        // B's window reaches the last group's weight, 40 x 104 f16 elements per group.
+        let (b0, b) = (whole.dispatches[0].bindings[1].1, d.bindings[1].1);
+        assert_eq!(b.bind_range, b0.bind_range + 3 * 40 * 104 * 2);
+        assert_eq!(
+            (d.push.a_batch_vec, d.push.b_batch_vec, d.push.c_batch),
+            (0, 40 * 104 * 2 / 16, 0)
+        );
+        assert_eq!(
+            (d.push.m, d.bindings[0], d.bindings[2]),
+            (103, whole.dispatches[0].bindings[0], whole.dispatches[0].bindings[2])
+        );
+    }
+
+    #[test]
+    fn what_cannot_run_grouped_is_left_to_the_caller() {
+        // Split-K's slices and reduction are more than one dispatch.
+        assert!(grouped(&[2, 3], SplitK::Slices(2)).is_none());
+        // Rows that do not add up to the plan's M.
+        let plan = GemmPlan::new(&request(10, 100, 40, 1.0, 0.0, SplitK::Slices(1)), &unlimited()).unwrap();
+        assert!(plan.clone().grouped(&[4, 5], 40 * 104, &unlimited()).is_none());
+        assert!(plan.clone().grouped(&[], 40 * 104, &unlimited()).is_none());
+        // A weight stride of part of a vector, more tile rows than the grid takes, a window
+        // past the device's range.
+        assert!(plan.clone().grouped(&[4, 6], 41, &unlimited()).is_none());
+        let mut small = unlimited();
+        small.max_groups[1] = 1;
+        assert!(plan.clone().grouped(&[4, 6], 40 * 104, &small).is_none());
+        let mut short = unlimited();
+        short.max_range = 40 * 104 * 2;
+        assert!(plan.clone().grouped(&[4, 6], 40 * 104, &short).is_none());
+        assert!(plan.grouped(&[4, 6], 40 * 104, &unlimited()).is_some());
+    }
+}
