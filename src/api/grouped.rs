@@ -153,7 +153,22 @@ impl Context {
             relayout: options.relayout.or(Some(false)),
             ..options.clone()
         };
-        let one = self.plan(pa, pb, pc, types, Batch::ONE, &whole).ok();
+        let mut one = self.plan(pa, pb, pc, types, Batch::ONE, &whole).ok();
+        if let Some(p) = one
+            .as_ref()
+            .filter(|p| options.scheme.is_none() && pads_groups(p, (pa.layout, pb.layout)))
+        {
+            // The K-contiguous lead's 256-row tiles pad every group's last tile row, and tiles
+            // on an edge run clamped: 8 experts of an MoE layer in `nt` took 3.50 ms with
+            // them, 2.65 with the 128x128 tile (H200, docs/perf/h200-edge-1.txt).
+            let (config, q) = (p.config, p.problem);
+            // Layouts that take neither that lead nor the short-K one.
+            let others = (Layout::ColMajor, Layout::ColMajor);
+            let scheme = Some(self.choose_layout_scheme(&config, (q.m, q.n, q.k), others, (1, false))?);
+            one = self
+                .plan(pa, pb, pc, types, Batch::ONE, &GemmOptions { scheme, ..whole })
+                .ok();
+        }
         if let Some(plan) = one.and_then(|p| p.grouped(rows, b_stride, &self.limits)) {
             let operands = plan.bind_order([pa, pb, pc]);
             return Ok(vec![(plan, operands)]);
@@ -199,6 +214,16 @@ impl Context {
         }
         Ok(())
     }
+}
+
+/// Whether `plan`, of a grouped GEMM's rows as one GEMM with f32 results and A and B stored
+/// `layouts`, took the K-contiguous lead
+/// ([`crate::tiling::candidates::preferred_k_contiguous_schemes`]), whose tiles are taller than
+/// the default's 128 rows.
+fn pads_groups(plan: &GemmPlan, layouts: (Layout, Layout)) -> bool {
+    let k_contiguous = layouts == (Layout::RowMajor, Layout::ColMajor);
+    let f32_result = plan.config.result_type == crate::config::ComponentType::F32;
+    k_contiguous && f32_result && plan.scheme.geometry(&plan.config).bm > 128
 }
 
 /// Checks a grouped GEMM's row counts against A and C (row-major, `sum(rows)` rows each) and

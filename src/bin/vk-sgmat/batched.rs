@@ -259,8 +259,8 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
 
 /// `gemm --batch` or `gemm --groups`: whether the checks passed, or `None` for a plain GEMM.
 /// `single`: no --devices or column-major C were asked for (neither mode takes them); `scheme`:
-/// a tile scheme by name, which `--batch` takes (the batch and the loop of single GEMMs it is
-/// timed against both run it) and `--groups` does not.
+/// a tile scheme by name (`--batch`: the batch and the loop of single GEMMs it is timed against
+/// both run it; `--groups`: the one dispatch of every group, where the groups run as one).
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_args(
     args: &BatchArgs,
@@ -278,9 +278,6 @@ pub fn gemm_args(
     }
     if !single || (args.batch.is_some() && !args.groups.is_empty()) {
         bail!("--batch and --groups take neither each other, --devices nor --c-layout t");
-    }
-    if scheme.is_some() && !args.groups.is_empty() {
-        bail!("--groups takes no --scheme (each group's GEMM picks its own)");
     }
     let fused_given = fused.epilogue.is_some() || fused.out.is_some();
     if fused_given && !args.groups.is_empty() {
@@ -454,6 +451,8 @@ pub struct GroupedReport {
     /// Median GPU time of all groups (one submission, no barrier between groups).
     pub median_ms: f64,
     pub tflops: f64,
+    /// One grouped dispatch's tile scheme, or how many GEMMs the groups ran as.
+    pub kernel: String,
 }
 
 /// Runs a grouped GEMM (rows per group, shared N and K, a weight per group stored `lb`) on
@@ -476,6 +475,11 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
     let da = ctx.upload(MatRef::new(&a, total, k))?;
     let dw = ctx.upload_batch(w_batch)?;
     let mut dc = ctx.upload(MatRef::new(&c_in, total, n))?;
+    let plans = ctx.plan_gemm_grouped(&da, &dw, &dc, rows, options)?;
+    let kernel = match plans.as_slice() {
+        [one] if one.main_kernel().grouped => format!("one dispatch, {}", one.scheme.name()),
+        _ => format!("{} GEMMs", plans.len()),
+    };
     ctx.gemm_grouped_device(&da, &dw, &mut dc, rows, options)?;
     let mut out = vec![TC::from_f64(0.0); total * n];
     ctx.download(&dc, vk_sgmat::MatMut::new(&mut out, total, n))?;
@@ -515,6 +519,7 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
         check: worst.ok_or(vk_sgmat::Error::ZeroSize { m: 0, n, k })?,
         median_ms: f64::NAN,
         tflops: f64::NAN,
+        kernel,
     };
     if let Some(reps) = reps {
         let span = |dc: &mut DeviceMatrix<TC>| {
@@ -560,7 +565,7 @@ pub fn grouped_command(
                 println!("device: {}", r.device);
             }
             println!(
-                "grouped {:?} x {}x{} {} B {}: check {} ({:.1e}), {:.4} ms, {:.2} TFLOP/s",
+                "grouped {:?} x {}x{} {} B {}: check {} ({:.1e}), {:.4} ms, {:.2} TFLOP/s ({})",
                 r.groups,
                 r.n,
                 r.k,
@@ -569,7 +574,8 @@ pub fn grouped_command(
                 if r.check.passed { "ok" } else { "FAILED" },
                 r.check.rel_error,
                 r.median_ms,
-                r.tflops
+                r.tflops,
+                r.kernel
             );
         }
         reports.push(r);
