@@ -129,8 +129,7 @@ pub struct Dispatch {
     pub kernel: Kernel,
     /// Bindings 0, 1 and 2: which buffer, and which window of it.
     pub bindings: [(Operand, Window); 3],
-    /// Binding 3, for kernels that read it (the accurate split's scale words, a grouped
-    /// kernel's tile table).
+    /// Binding 3, for kernels that read it (split scale words, a grouped kernel's tile table).
     pub aux: Option<(Operand, Window)>,
     /// Bindings 4, 5 and 6, for kernels with a fused epilogue that reads them (bias, row
     /// scales, column scales: each whole, from the start of its buffer).
