@@ -82,11 +82,7 @@ impl Context {
             m: iterations,
             ..Default::default()
         };
-        let whole = |size: u64| Window {
-            bind_offset: 0,
-            bind_range: size,
-            start: 0,
-        };
+        let whole = Window::from_start;
         let bindings = [
             (0, input.raw(), whole(input.size())),
             (1, input.raw(), whole(input.size())),

@@ -22,7 +22,7 @@ use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::gemm_store::{self as store, Store};
 use super::push::{Pc, PC_MEMBERS};
-use super::raster::{tile, Tile};
+use super::raster::{group_table, tile, Tile};
 use super::{KernelKey, Load, Probe};
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
 use rspirv::spirv::{
@@ -92,7 +92,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
     let v_c = mb.storage_buffer(t_out, os, 2, false);
     let v_scale = split.then(|| mb.storage_buffer(t_u32, 4, 3, true));
-    let v_groups = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
+    let v_groups = group_table(&mut mb, key.grouped);
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, cfg.result_type));
 
     // Shared arrays. Each operand's tile is stored in its global layout: rows of the contiguous

@@ -330,9 +330,8 @@ pub struct KernelKey {
     pub loads: [Load; 2],
     /// [`Probe::Full`] except in diagnostic timing.
     pub probe: Probe,
-    /// A grouped GEMM in one dispatch: each workgroup row reads its tile's group, first row
-    /// and the group's end from a table of three words per tile row at binding 3, and the
-    /// group's B at its batch stride (see [`crate::plan::GemmPlan::grouped`]).
+    /// A grouped GEMM in one dispatch: each workgroup row reads its group from a table at
+    /// binding 3 (see [`crate::plan::GemmPlan::grouped`]).
     pub grouped: bool,
 }
 
@@ -387,11 +386,10 @@ impl KernelKey {
     /// the subgroup-scope kernel.
     pub fn check_loads(&self) -> Result<()> {
         if self.grouped && self.loads.iter().any(|l| matches!(l, Load::Split | Load::Planes)) {
-            // Both read scale words at binding 3, where a grouped kernel reads its tile table.
-            return Err(Error::Unsupported(
-                "a grouped GEMM in one dispatch takes 16-bit, rounded or exact (SIMT) operands, not the accurate split"
-                    .into(),
-            ));
+            let why = "its tile table is at binding 3, where the accurate split reads scale words";
+            return Err(Error::Unsupported(format!(
+                "a grouped GEMM in one dispatch takes no accurate split: {why}"
+            )));
         }
         if self.loads == [Load::Native; 2] {
             return Ok(());
@@ -524,8 +522,9 @@ pub struct PushConstants {
 }
 
 /// Number of storage-buffer bindings: A, B, C at bindings 0, 1, 2 of set 0; at 3 the scale
-/// words of [`Load::Split`] kernels or a grouped kernel's tile table ([`KernelKey::grouped`]); at 4, 5 and 6 a fused epilogue's bias, row scales and
-/// column scales (each bound only for the kernels that read it).
+/// words of [`Load::Split`] kernels or a grouped kernel's tile table ([`KernelKey::grouped`]);
+/// at 4, 5 and 6 a fused epilogue's bias, row scales and column scales (each bound only for the
+/// kernels that read it).
 pub const BINDINGS: u32 = 7;
 
 /// The binding of a fused epilogue's bias vector (then row and column scales).

@@ -38,6 +38,13 @@ pub(super) fn raster(
     Ok((tx, ty))
 }
 
+/// A grouped kernel's tile table ([`tile`]), declared at binding 3 (where the accurate split's
+/// scale words go, which a grouped kernel never reads); `None` for other kernels.
+pub(super) fn group_table(b: &mut ModuleBuilder, grouped: bool) -> Option<Word> {
+    let t_u32 = b.t_u32();
+    grouped.then(|| b.storage_buffer(t_u32, 4, 3, true))
+}
+
 /// Where a workgroup's tile lies: the offsets of its batch entry's (or group's) A and B (in
 /// vectors) and C (in elements), the rows its problem ends at (M, or the group's end row),
 /// and the tile's first row and column.

@@ -13,7 +13,7 @@
 use super::builder::{BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::push::{Pc, PC_MEMBERS};
-use super::raster::{tile, Tile};
+use super::raster::{group_table, tile, Tile};
 use super::KernelKey;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::spirv::{
@@ -50,7 +50,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         (t_f32, 4)
     };
     let v_c = mb.storage_buffer(t_out, os, 2, false);
-    let v_groups = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
+    let v_groups = group_table(&mut mb, key.grouped);
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, key.config.result_type));
 
     // K-major shared slices, in vectors: row pitch of a `[k][x]` slice is x / 4 + 1.

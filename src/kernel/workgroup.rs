@@ -23,7 +23,7 @@
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::push::{Pc, PC_MEMBERS};
-use super::raster::{tile, Tile};
+use super::raster::{group_table, tile, Tile};
 use super::{KernelKey, Load};
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::dr::{InsertPoint, Instruction, Operand};
@@ -126,7 +126,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_c = mb.storage_buffer(t_c, cs, 2, false);
     let planes = key.loads == [Load::Planes; 2];
     let v_scale = planes.then(|| mb.storage_buffer(t_u32, 4, 3, true));
-    let v_groups = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
+    let v_groups = group_table(&mut mb, key.grouped);
     let p_sb_comp = mb.ptr(StorageClass::StorageBuffer, t_comp);
     let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_c);
     let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);

@@ -379,11 +379,7 @@ impl GemmPlan {
                 vectors: [None; 3],
             });
         }
-        let whole = Window {
-            bind_offset: 0,
-            bind_range: scratch_bytes,
-            start: 0,
-        };
+        let whole = Window::from_start(scratch_bytes);
         self.dispatches.push(Dispatch {
             kernel: reduce,
             bindings: [(Operand::Scratch, whole), (Operand::Scratch, whole), (Operand::C, c)],
@@ -576,12 +572,7 @@ fn fused_vectors(p: &Problem, e: &Epilogue, limits: &DispatchLimits) -> Result<[
                 limits.max_range
             )));
         }
-        let window = Window {
-            bind_offset: 0,
-            bind_range: range,
-            start: 0,
-        };
-        Ok(Some((which, window)))
+        Ok(Some((which, Window::from_start(range))))
     };
     let bias = match e.bias {
         Some((axis, t)) => {

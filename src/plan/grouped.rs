@@ -57,14 +57,7 @@ impl GemmPlan {
         }
         d.bindings[1] = (b_op, Window { bind_range, ..b_window });
         let table_bytes = (table.len() * 4) as u64;
-        d.aux = Some((
-            Operand::Scratch,
-            Window {
-                bind_offset: 0,
-                bind_range: table_bytes,
-                start: 0,
-            },
-        ));
+        d.aux = Some((Operand::Scratch, Window::from_start(table_bytes)));
         d.kernel = Kernel::Gemm(key);
         d.groups[1] = tile_rows;
         d.push.a_batch_vec = 0;

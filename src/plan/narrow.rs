@@ -407,11 +407,7 @@ fn finish(
 /// The accurate split's scale words at the start of scratch (A's largest magnitude in word 0,
 /// B's in word 1), a window of one offset alignment; the plan zeroes their 16 bytes.
 pub(super) fn scale_words(limits: &DispatchLimits) -> Window {
-    Window {
-        bind_offset: 0,
-        bind_range: limits.offset_alignment.max(VEC),
-        start: 0,
-    }
+    Window::from_start(limits.offset_alignment.max(VEC))
 }
 
 /// The largest-magnitude pass over an f32 operand (`which`, bound at `window`, `outer` rows of

@@ -135,6 +135,17 @@ pub struct Window {
     pub start: u64,
 }
 
+impl Window {
+    /// The first `range` bytes of a buffer, its data starting there.
+    pub fn from_start(range: u64) -> Self {
+        Self {
+            bind_offset: 0,
+            bind_range: range,
+            start: 0,
+        }
+    }
+}
+
 /// One dispatch: the sub-GEMM C[m0.., n0..] (+)= A[m0.., k0..] * B[k0.., n0..].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Pass {

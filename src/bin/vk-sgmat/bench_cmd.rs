@@ -80,13 +80,15 @@ pub(crate) fn bench(
     let all_types = bench_types(ctx, types)?;
     let mut progress = crate::progress::Progress::new(all_types.len() * shapes.len());
     let mut rows = Vec::new();
+    let (compute, convert_first, relayout) = (forced.compute, forced.convert_first, forced.relayout);
     for &t in &all_types {
-        let (compute, convert_first, relayout) = (forced.compute, forced.convert_first, forced.relayout);
-        let options = forced.clone();
         let scheme = scheme
             .map(|name| crate::run::scheme_named(ctx, t, compute, None, name))
             .transpose()?;
-        let options = GemmOptions { scheme, ..options };
+        let options = GemmOptions {
+            scheme,
+            ..forced.clone()
+        };
         let (_, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
         let (groups, iters) = if cpu { (4, 64) } else { (2048, 4096) };
         // The exact kernel has no matrix-unit peak to compare with (0: none).
