@@ -158,8 +158,24 @@ impl<'c> Stream<'c> {
         rows: &[usize],
         options: &GemmOptions,
     ) -> Result<()> {
-        let plans = self.ctx.plan_groups(a, b, c, rows, options)?;
-        self.ctx.enqueue_groups(&mut self.core, &plans, (a, b, c))
+        let plans = self.ctx.plan_groups(a, b, c, rows, options, None)?;
+        self.ctx.enqueue_groups(&mut self.core, &plans, (a, b, c), None)
+    }
+
+    /// Enqueues a grouped GEMM with a fused epilogue
+    /// ([`Context::gemm_grouped_fused_device`]); host vectors in `fused` are copied now.
+    /// Checked now.
+    pub fn gemm_grouped_fused<TA: Element, TB: Element, TC: Element>(
+        &mut self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceBatch<TB>,
+        c: &mut DeviceMatrix<TC>,
+        rows: &[usize],
+        options: &GemmOptions,
+        fused: &crate::Fused<'_>,
+    ) -> Result<()> {
+        let plans = self.ctx.plan_groups(a, b, c, rows, options, Some(fused))?;
+        self.ctx.enqueue_groups(&mut self.core, &plans, (a, b, c), Some(fused))
     }
 
     /// Enqueues the download of a device matrix; its data is read with [`Download::wait`] after

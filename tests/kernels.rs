@@ -392,9 +392,13 @@ fn fused_kernels_pass_spirv_val() {
         output,
     };
     let mut n = 0;
+    // Every key also grouped (the subgroup-scope and SIMT kernels read a column vector at the
+    // tile's group).
     let mut check = |key: KernelKey| {
-        let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
-        common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+        for key in [key, KernelKey { grouped: true, ..key }] {
+            let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+        }
         n += 1;
     };
     for (config, l, cpu) in [
@@ -514,12 +518,15 @@ fn fused_kernels_pass_spirv_val() {
                 probe: Probe::Full,
                 grouped: false,
             };
-            let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
-            common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
-            n_wg += 1;
+            // Each also grouped: a column vector read at the tile's group (its table at 3).
+            for key in [key, KernelKey { grouped: true, ..key }] {
+                let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+                common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+                n_wg += 1;
+            }
         }
     }
-    assert_eq!(n_wg, 5 * 3);
+    assert_eq!(n_wg, 5 * 3 * 2);
     let i8wg = cfg(16, 16, 32, I8, I32);
     for (config, e) in [
         (h200_f32, fused(None, Activation::Relu, false, Some(Bf16), false)),

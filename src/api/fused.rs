@@ -347,11 +347,26 @@ impl Context {
         &self,
         core: &mut StreamCore,
         plan: &GemmPlan,
+        operands: [Placed<'_>; 3],
+        fused: &Fused<'_>,
+        output: ComponentType,
+    ) -> Result<()> {
+        self.enqueue_fused_plans(core, &[(plan, operands)], operands, fused, output)
+    }
+
+    /// [`Context::enqueue_fused`] for several plans (all transposed or none) that read the same
+    /// vectors: one upload of each, one ordering point after whatever wrote `touched` (A, B,
+    /// C), then the plans with no barrier between them.
+    pub(crate) fn enqueue_fused_plans(
+        &self,
+        core: &mut StreamCore,
+        plans: &[(&GemmPlan, [Placed<'_>; 3])],
         [a, b, c]: [Placed<'_>; 3],
         fused: &Fused<'_>,
         output: ComponentType,
     ) -> Result<()> {
-        let fused = if plan.transposed { fused.transposed() } else { *fused };
+        let transposed = plans.first().is_some_and(|(p, _)| p.transposed);
+        let fused = if transposed { fused.transposed() } else { *fused };
         let mut uploaded: Vec<Arc<Buffer>> = Vec::new();
         let mut raws = [None; 3];
         let mut reads: Vec<Touch<'_>> = vec![a.touch(), b.touch()];
@@ -378,7 +393,9 @@ impl Context {
             }
         }
         core.access(&reads, &[c.touch()])?;
-        let recorded = self.record_fused(core, plan, [a, b, c], output, raws);
+        let recorded = plans
+            .iter()
+            .try_for_each(|(plan, operands)| self.record_fused(core, plan, *operands, output, raws));
         for buf in uploaded {
             core.hold(buf, true);
         }

@@ -9,6 +9,7 @@
 
 use super::batch::{check_batch, BatchRef, DeviceBatch};
 use super::context::Context;
+use super::fused::Fused;
 use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
 use super::operand::{placed, Placed};
 use super::options::GemmOptions;
@@ -30,7 +31,23 @@ impl Context {
         rows: &[usize],
         options: &GemmOptions,
     ) -> Result<()> {
+        self.grouped_host(a, b, c, rows, options, None)
+    }
+
+    /// [`Context::gemm_grouped`], with a fused epilogue where `fused` is given.
+    pub(crate) fn grouped_host<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: MatRef<'_, TA>,
+        b: BatchRef<'_, TB>,
+        c: MatMut<'_, TC>,
+        rows: &[usize],
+        options: &GemmOptions,
+        fused: Option<&Fused<'_>>,
+    ) -> Result<()> {
         check_groups(rows, b.count, (a.rows, a.layout), (c.rows, c.layout))?;
+        if let Some(f) = fused {
+            f.terms(group_vectors(rows, c.cols)?)?;
+        }
         if a.rows == 0 {
             return Ok(()); // every group is empty
         }
@@ -50,13 +67,13 @@ impl Context {
         if over {
             // Too large for one allocation (all of MoE's expert weights often are): a GEMM per
             // group, each cut into pieces that fit as `gemm_with` cuts any GEMM.
-            return self.groups_one_by_one(a, b, c, rows, options);
+            return self.groups_one_by_one(a, b, c, rows, options, fused);
         }
         let da = self.alloc_matrix::<TA>(a.rows, a.cols, Layout::RowMajor)?;
         let (db, stored) = self.alloc_batch(&b)?;
         // Every row of C belongs to a group, so C needs no clearing where beta is 0.
         let dc = self.alloc_matrix::<TC>(c.rows, c.cols, Layout::RowMajor)?;
-        let plans = self.plan_groups(&da, &db, &dc, rows, options)?;
+        let plans = self.plan_groups(&da, &db, &dc, rows, options, fused)?;
         // Everything is validated; now move data and run, in one submission.
         let staging = self.run_blocking(|core| {
             self.enqueue_upload(core, &a, &da)?;
@@ -64,7 +81,7 @@ impl Context {
             if options.beta != 0.0 {
                 self.enqueue_upload(core, &c.as_ref(), &dc)?;
             }
-            self.enqueue_groups(core, &plans, (&da, &db, &dc))?;
+            self.enqueue_groups(core, &plans, (&da, &db, &dc), fused)?;
             self.enqueue_download(core, &dc)
         })?;
         unpack(staging.mapped()?, dc.ld, c);
@@ -72,7 +89,8 @@ impl Context {
         Ok(())
     }
 
-    /// [`Context::gemm_grouped`] as one [`Context::gemm_with`] per group (of checked operands).
+    /// [`Context::gemm_grouped`] as one [`Context::gemm_with`] (or [`Context::gemm_fused`],
+    /// with its rows and columns of the vectors) per group, of checked operands.
     fn groups_one_by_one<TA: Element, TB: Element, TC: Element>(
         &self,
         a: MatRef<'_, TA>,
@@ -80,6 +98,7 @@ impl Context {
         mut c: MatMut<'_, TC>,
         rows: &[usize],
         options: &GemmOptions,
+        fused: Option<&Fused<'_>>,
     ) -> Result<()> {
         let (n, k) = (c.cols, a.cols);
         let mut first = 0;
@@ -89,7 +108,13 @@ impl Context {
                     a.block(first..first + m, 0..k),
                     c.reborrow().block(first..first + m, 0..n),
                 );
-                self.gemm_with(a_g, b.entry(g), c_g, options)?;
+                match fused {
+                    Some(f) => {
+                        let f = f.piece(&(first..first + m), &(g * n..(g + 1) * n))?;
+                        self.gemm_fused(a_g, b.entry(g), c_g, options, &f)?
+                    }
+                    None => self.gemm_with(a_g, b.entry(g), c_g, options)?,
+                }
             }
             first += m;
         }
@@ -105,8 +130,8 @@ impl Context {
         rows: &[usize],
         options: &GemmOptions,
     ) -> Result<()> {
-        let plans = self.plan_groups(a, b, c, rows, options)?;
-        self.run_blocking(|core| self.enqueue_groups(core, &plans, (a, b, c)))
+        let plans = self.plan_groups(a, b, c, rows, options, None)?;
+        self.run_blocking(|core| self.enqueue_groups(core, &plans, (a, b, c), None))
     }
 
     /// What [`Context::gemm_grouped_device`] would record, as plain data: one plan whose
@@ -121,14 +146,14 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<Vec<GemmPlan>> {
         Ok(self
-            .plan_groups(a, b, c, rows, options)?
+            .plan_groups(a, b, c, rows, options, None)?
             .into_iter()
             .map(|(p, _)| p)
             .collect())
     }
 
-    /// Checks the groups and plans them, with their operands: one plan for all, or one per
-    /// non-empty group.
+    /// Checks the groups (and a fused epilogue's vectors: see [`group_vectors`]) and plans them,
+    /// with their operands: one plan for all, or one per non-empty group.
     pub(crate) fn plan_groups<'o, TA: Element, TB: Element, TC: Element>(
         &self,
         a: &'o DeviceMatrix<TA>,
@@ -136,12 +161,18 @@ impl Context {
         c: &'o DeviceMatrix<TC>,
         rows: &[usize],
         options: &GemmOptions,
+        fused: Option<&Fused<'_>>,
     ) -> Result<Vec<(GemmPlan, [Placed<'o>; 3])>> {
         check_groups(rows, b.count(), (a.rows, a.layout), (c.rows, c.layout))?;
         let (pa, pc) = (placed(a), placed(c));
         let (pb, _, b_stride) = super::batch::entries(b);
         self.check_placed(&[&pa, &pb, &pc])?;
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let terms = match fused {
+            Some(f) => Some(self.fused_terms(f, group_vectors(rows, c.cols)?, types)?),
+            None => None,
+        };
+        let plan = |a, b, c, options: &GemmOptions| self.plan_fused(a, b, c, types, Batch::ONE, options, terms);
         // The groups fill the GPU together: split-K's reduction, a barrier, would serialise them.
         let options = &GemmOptions {
             split_k: options.split_k.or(Some(1)),
@@ -153,7 +184,7 @@ impl Context {
             relayout: options.relayout.or(Some(false)),
             ..options.clone()
         };
-        let mut one = self.plan(pa, pb, pc, types, Batch::ONE, &whole).ok();
+        let mut one = plan(pa, pb, pc, &whole).ok();
         if let Some(p) = one
             .as_ref()
             .filter(|p| options.scheme.is_none() && pads_groups(p, (pa.layout, pb.layout)))
@@ -165,9 +196,7 @@ impl Context {
             // Layouts that take neither that lead nor the short-K one.
             let others = (Layout::ColMajor, Layout::ColMajor);
             let scheme = Some(self.choose_layout_scheme(&config, (q.m, q.n, q.k), others, (1, false))?);
-            one = self
-                .plan(pa, pb, pc, types, Batch::ONE, &GemmOptions { scheme, ..whole })
-                .ok();
+            one = plan(pa, pb, pc, &GemmOptions { scheme, ..whole }).ok();
         }
         if let Some(plan) = one.and_then(|p| p.grouped(rows, b_stride, &self.limits)) {
             let operands = plan.bind_order([pa, pb, pc]);
@@ -191,7 +220,10 @@ impl Context {
                 offset: pb.offset + (g * b_stride * size_of::<TB>()) as u64,
                 ..pb
             };
-            let plan = self.plan(ga, gb, gc, types, Batch::ONE, options)?;
+            let mut plan = plan(ga, gb, gc, options)?;
+            if terms.is_some() {
+                plan = plan.group_vectors((first, g), (a.rows, rows.len()), &self.limits)?;
+            }
             let operands = plan.bind_order([ga, gb, gc]);
             plans.push((plan, operands));
             first += m;
@@ -200,19 +232,18 @@ impl Context {
     }
 
     /// Records every group's plan on `core` after one ordering point for the whole of A, B and
-    /// C: no barriers between the groups (they write disjoint rows of C).
+    /// C (and a fused epilogue's vectors): no barriers between the groups (they write disjoint
+    /// rows of C).
     pub(crate) fn enqueue_groups<TA: Element, TB: Element, TC: Element>(
         &self,
         core: &mut StreamCore,
         plans: &[(GemmPlan, [Placed<'_>; 3])],
         (a, b, c): (&DeviceMatrix<TA>, &DeviceBatch<TB>, &DeviceMatrix<TC>),
+        fused: Option<&Fused<'_>>,
     ) -> Result<()> {
-        let [a, b, c] = [placed(a), placed(b.matrix()), placed(c)];
-        core.access(&[a.touch(), b.touch()], &[c.touch()])?;
-        for (plan, operands) in plans {
-            self.record_on(core, plan, *operands, TC::TYPE)?;
-        }
-        Ok(())
+        let whole = [placed(a), placed(b.matrix()), placed(c)];
+        let plans: Vec<_> = plans.iter().map(|(p, operands)| (p, *operands)).collect();
+        self.enqueue_fused_plans(core, &plans, whole, fused.unwrap_or(&Fused::new()), TC::TYPE)
     }
 }
 
@@ -224,6 +255,17 @@ fn pads_groups(plan: &GemmPlan, layouts: (Layout, Layout)) -> bool {
     let k_contiguous = layouts == (Layout::RowMajor, Layout::ColMajor);
     let f32_result = plan.config.result_type == crate::config::ComponentType::F32;
     k_contiguous && f32_result && plan.scheme.geometry(&plan.config).bm > 128
+}
+
+/// The lengths a grouped GEMM's fused-epilogue vectors take, as `(rows, columns)` of a C they
+/// fit: row vectors (a row bias, row scales) run over every group's rows (`sum(rows)` values,
+/// one per token); column vectors (a column bias, column scales) hold each group's own `n`
+/// values, group after group (`rows.len() * n`: each expert's bias or channel scales).
+fn group_vectors(rows: &[usize], n: usize) -> Result<(usize, usize)> {
+    let cols = n
+        .checked_mul(rows.len())
+        .ok_or_else(|| Error::TooLarge("the groups' column vectors overflow".into()))?;
+    Ok((rows.iter().sum(), cols))
 }
 
 /// Checks a grouped GEMM's row counts against A and C (row-major, `sum(rows)` rows each) and

@@ -28,6 +28,16 @@ pub(super) struct Fused {
     glsl: Word,
     /// (alpha, beta as f32, row0, col0), loaded in the entry block.
     scalars: Option<(Option<Word>, Option<Word>, Word, Word)>,
+    /// A grouped kernel's first element of its group's column vectors (`group * N`).
+    col_base: Option<Word>,
+}
+
+impl Epilogue {
+    /// Whether the terms read a vector along C's columns (a column bias or column scales):
+    /// a grouped kernel then reads its group's N values of it.
+    pub fn reads_columns(&self) -> bool {
+        self.dequant || matches!(self.bias, Some((Axis::Col, _)))
+    }
 }
 
 /// The SPIR-V scalar type C is stored in and its size: f32, or f16 for f16 and bf16 (bits).
@@ -59,7 +69,24 @@ impl Fused {
             v_scales,
             glsl,
             scalars: None,
+            col_base: None,
         }
+    }
+
+    /// Whether the epilogue reads a vector along C's columns.
+    pub fn reads_columns(&self) -> bool {
+        self.ep.reads_columns()
+    }
+
+    /// In a grouped kernel, `group`'s column vectors: each group (weight) has N values of its
+    /// own, group `g`'s from element `g * N`, while row vectors run over all groups' rows.
+    pub fn set_group(&mut self, b: &mut ModuleBuilder, v_pc: Word, group: Option<Word>) -> BuildResult<()> {
+        if let (Some(g), true) = (group, self.reads_columns()) {
+            let n = b.push_constant(v_pc, Pc::N as u32)?;
+            let t_u32 = b.t_u32();
+            self.col_base = Some(b.b.i_mul(t_u32, None, g, n)?);
+        }
+        Ok(())
     }
 
     /// Loads alpha, beta (f32 bits: the planner writes f32 for fused epilogues) and the pass's
@@ -279,6 +306,10 @@ impl Fused {
         let (t_u32, t_f32) = (b.t_u32(), b.t_f32());
         let grow = b.b.i_add(t_u32, None, row0, row)?;
         let gcol = b.b.i_add(t_u32, None, col0, col)?;
+        let gcol = match self.col_base {
+            Some(base) => b.b.i_add(t_u32, None, gcol, base)?,
+            None => gcol,
+        };
         let mut v = match self.result {
             ComponentType::F32 => x,
             ComponentType::I32 => b.b.convert_s_to_f(t_f32, None, x)?,

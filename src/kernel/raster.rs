@@ -47,12 +47,13 @@ pub(super) fn group_table(b: &mut ModuleBuilder, grouped: bool) -> Option<Word> 
 
 /// Where a workgroup's tile lies: the offsets of its batch entry's (or group's) A and B (in
 /// vectors) and C (in elements), the rows its problem ends at (M, or the group's end row),
-/// and the tile's first row and column.
+/// the tile's first row and column, and a grouped kernel's group.
 pub(super) struct Tile {
     pub offsets: [Word; 3],
     pub pm: Word,
     pub m0: Word,
     pub n0: Word,
+    pub group: Option<Word>,
 }
 
 /// The tile of workgroup `wg` (its id) in a problem of `pm` x `pn` with `bm` x `bn` tiles. With
@@ -80,6 +81,7 @@ pub(super) fn tile(
             pm,
             m0: b.mul_u(ty, bm)?,
             n0: b.mul_u(tx, bn)?,
+            group: None,
         });
     };
     let p_word = b.ptr(rspirv::spirv::StorageClass::StorageBuffer, t_u32);
@@ -98,5 +100,6 @@ pub(super) fn tile(
         pm: end,
         m0,
         n0: b.mul_u(wg_x, bn)?,
+        group: Some(group),
     })
 }

@@ -96,6 +96,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         pm,
         m0,
         n0,
+        group,
     } = tile(b, (v_pc, wg), (pm, pn), at, key.scheme.raster_group(), v_groups)?;
     let tr = b.div_u(tid, gn)?;
     let tc = b.mod_u(tid, gn)?;
@@ -232,6 +233,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
     if let Some(f) = fuse.as_mut() {
         f.prepare(b, v_pc)?;
+        f.set_group(b, v_pc, group)?;
     }
     let p_sb_out = b.ptr(StorageClass::StorageBuffer, t_out);
     let alpha = if key.epilogue.alpha && !fused {

@@ -135,7 +135,14 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 
     let f_element = if fused {
         let mut ep = Fused::declare(&mut mb, key.epilogue, cfg.result_type);
-        Some(element_function(&mut mb, &mut ep, v_pc, (v_c, t_c), s.c_transposed())?)
+        let grouped = key.grouped && ep.reads_columns();
+        Some(element_function(
+            &mut mb,
+            &mut ep,
+            v_pc,
+            (v_c, t_c),
+            (s.c_transposed(), grouped),
+        )?)
     } else {
         None
     };
@@ -180,6 +187,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         pm,
         m0,
         n0,
+        group,
     } = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
     let a_off = b.mul_u(a_off_vec, vw)?;
     let b_off = b.mul_u(b_off_vec, vw)?;
@@ -446,7 +454,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         }
         if let Some(f) = f_element {
             let id = b.b.id();
-            let args = [out, f, row0, cj, c_off].map(Operand::IdRef).to_vec();
+            let mut args = [out, f, row0, cj, c_off].map(Operand::IdRef).to_vec();
+            if key.grouped && key.epilogue.reads_columns() {
+                args.extend(group.map(Operand::IdRef));
+            }
             let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_mat_acc), Some(id), args);
             b.b.insert_into_block(InsertPoint::End, op)?;
             out = id;
@@ -488,7 +499,8 @@ type Step = ((Word, Vec<Word>), Option<(Word, Vec<Word>)>);
 
 /// The per-element function of a fused epilogue: `(row, col, x, row0, col0, c_off) -> f32`, where
 /// `row` and `col` count from the accumulator's corner (`row0`, `col0`) and `c_off` is C's first
-/// element. The accumulator is C's tile, or its transpose when `transposed`.
+/// element. The accumulator is C's tile, or its transpose when `transposed`. With `grouped`,
+/// a last parameter names the tile's group, whose column vectors it reads.
 /// It is called for every element of the tile, past C's edges too: those read the vectors and
 /// C at C's last row or column (in bounds) and are dropped by the clamped store.
 fn element_function(
@@ -496,10 +508,14 @@ fn element_function(
     ep: &mut Fused,
     v_pc: Word,
     (v_c, t_c): (Word, Word),
-    transposed: bool,
+    (transposed, grouped): (bool, bool),
 ) -> BuildResult<Word> {
     let (t_u32, t_f32, t_bool) = (b.t_u32(), b.t_f32(), b.t_bool());
-    let t_fn = b.b.type_function(t_f32, [t_u32, t_u32, t_f32, t_u32, t_u32, t_u32]);
+    let mut params = vec![t_u32, t_u32, t_f32, t_u32, t_u32, t_u32];
+    if grouped {
+        params.push(t_u32);
+    }
+    let t_fn = b.b.type_function(t_f32, params);
     // Not DontInline: the driver inlines the function into the per-element loop it generates.
     let f = b.b.begin_function(t_f32, None, FunctionControl::INLINE, t_fn)?;
     let [row, col] = [b.b.function_parameter(t_u32)?, b.b.function_parameter(t_u32)?];
@@ -509,8 +525,10 @@ fn element_function(
         b.b.function_parameter(t_u32)?,
         b.b.function_parameter(t_u32)?,
     ];
+    let group = grouped.then(|| b.b.function_parameter(t_u32)).transpose()?;
     b.b.begin_block(None)?;
     ep.prepare(b, v_pc)?;
+    ep.set_group(b, v_pc, group)?;
     let clamped = |b: &mut ModuleBuilder, base: Word, i: Word, dim: Pc| -> BuildResult<Word> {
         let v = b.b.i_add(t_u32, None, base, i)?;
         let size = b.push_constant(v_pc, dim as u32)?;

@@ -563,7 +563,11 @@ fn pass_push(p: &Problem, pass: &Pass, alpha_bits: u32, beta_bits: u32) -> PushC
 
 /// The windows of a fused epilogue's vectors (bindings 4, 5, 6): the bias (M or N elements of
 /// its type, rounded up to whole 32-bit words) and the f32 row and column scales.
-fn fused_vectors(p: &Problem, e: &Epilogue, limits: &DispatchLimits) -> Result<[Option<(Operand, Window)>; 3]> {
+pub(super) fn fused_vectors(
+    p: &Problem,
+    e: &Epilogue,
+    limits: &DispatchLimits,
+) -> Result<[Option<(Operand, Window)>; 3]> {
     let whole = |which: Operand, len: usize, bytes: usize| -> Result<Option<(Operand, Window)>> {
         let range = (len as u64 * bytes as u64).next_multiple_of(4);
         if range > limits.max_range {

@@ -1,8 +1,9 @@
 //! A grouped GEMM (mixture of experts) as one dispatch: the groups' rows planned as one GEMM,
 //! then its grid's rows replaced by a table of tile rows, each naming its group. Pure.
 
-use super::gemm::{GemmPlan, Kernel, Operand};
-use super::passes::{DispatchLimits, Window};
+use super::gemm::{fused_vectors, GemmPlan, Kernel, Operand};
+use super::passes::{DispatchLimits, Problem, Window};
+use crate::error::{Error, Result};
 use crate::tiling::VECTOR_BYTES;
 
 /// Words per tile row in the table: the group, the tile's first row, the group's end row.
@@ -33,6 +34,13 @@ impl GemmPlan {
         if d.aux.is_some() || d.groups[2] != 1 || key.check_loads().is_err() {
             return None;
         }
+        // A fused epilogue's column vectors hold N values per group (the kernel reads its
+        // group's); row vectors already run over every group's rows.
+        let all = Problem {
+            n: p.n.checked_mul(rows.len())?,
+            ..p
+        };
+        d.vectors = fused_vectors(&all, &key.epilogue, limits).ok()?;
         let bm = self.scheme.geometry(&self.config).bm as usize;
         let mut table = Vec::new();
         let mut first = 0usize;
@@ -66,6 +74,42 @@ impl GemmPlan {
         self.scratch_bytes = table_bytes.next_multiple_of(VECTOR_BYTES as u64);
         self.scratch_words = table;
         Some(self)
+    }
+
+    /// This plan, of group `g`'s rows of a grouped GEMM (C's rows from `first`) planned on its
+    /// own, reading the grouped GEMM's fused-epilogue vectors whole (`total` rows, `groups`
+    /// groups of N columns): its row vectors from row `first`, its column vectors from the
+    /// group's `g * N`-th value, as one grouped dispatch reads them.
+    pub fn group_vectors(
+        mut self,
+        (first, g): (usize, usize),
+        (total, groups): (usize, usize),
+        limits: &DispatchLimits,
+    ) -> Result<GemmPlan> {
+        let n = self.problem.n;
+        let all = Problem {
+            m: total,
+            n: n.checked_mul(groups)
+                .ok_or_else(|| Error::TooLarge("the groups' columns overflow".into()))?,
+            ..self.problem
+        };
+        let word = |x: usize| {
+            u32::try_from(x).map_err(|_| Error::TooLarge(format!("epilogue vector offset {x} exceeds 32 bits")))
+        };
+        for d in &mut self.dispatches {
+            let Kernel::Gemm(key) = d.kernel else {
+                continue;
+            };
+            if d.vectors.iter().all(Option::is_none) {
+                continue;
+            }
+            d.push.row0 = word(d.push.row0 as usize + first)?;
+            if key.epilogue.reads_columns() {
+                d.push.col0 = word(d.push.col0 as usize + g * n)?;
+            }
+            d.vectors = fused_vectors(&all, &key.epilogue, limits)?;
+        }
+        Ok(self)
     }
 }
 
@@ -131,5 +175,54 @@ mod tests {
         short.max_range = 40 * 104 * 2;
         assert!(plan.clone().grouped(&[4, 6], 40 * 104, &short).is_none());
         assert!(plan.grouped(&[4, 6], 40 * 104, &unlimited()).is_some());
+    }
+
+    /// A fused request: a column bias of f16 and dequantisation (row and column scales).
+    fn fused_request(m: usize) -> crate::plan::PlanRequest {
+        use crate::kernel::{Axis, Epilogue};
+        let mut req = request(m, 100, 40, 1.0, 0.0, SplitK::Slices(1));
+        req.epilogue = Epilogue {
+            bias: Some((Axis::Col, crate::config::ComponentType::F16)),
+            ..Epilogue::NONE
+        };
+        req
+    }
+
+    #[test]
+    fn a_grouped_dispatch_binds_every_groups_column_vectors() {
+        let rows = [70, 0, 32, 1];
+        let plan = GemmPlan::new(&fused_request(103), &unlimited()).unwrap();
+        let (op, one) = plan.dispatches[0].vectors[0].unwrap();
+        assert_eq!((op, one.bind_range), (Operand::Bias, 200), "N f16 values alone");
+        let p = plan.grouped(&rows, 40 * 104, &unlimited()).unwrap();
+        let d = &p.dispatches[0];
+        assert_eq!(d.vectors[0].unwrap().1.bind_range, 4 * 200, "N values per group");
+        assert_eq!((d.push.row0, d.push.col0), (0, 0));
+    }
+
+    #[test]
+    fn a_groups_own_plan_reads_its_rows_and_columns_of_the_vectors() {
+        use crate::kernel::{Axis, Epilogue};
+        let plan = GemmPlan::new(&fused_request(32), &unlimited()).unwrap();
+        let p = plan.clone().group_vectors((70, 2), (103, 4), &unlimited()).unwrap();
+        let d = &p.dispatches[0];
+        assert_eq!((d.push.row0, d.push.col0), (70, 200), "row 70, group 2's first column");
+        assert_eq!(d.vectors[0].unwrap().1.bind_range, 4 * 200);
+        // A row bias moves along rows only, over every group's rows.
+        let mut req = fused_request(32);
+        req.epilogue = Epilogue {
+            bias: Some((Axis::Row, crate::config::ComponentType::F32)),
+            ..Epilogue::NONE
+        };
+        let p = GemmPlan::new(&req, &unlimited())
+            .unwrap()
+            .group_vectors((70, 2), (103, 4), &unlimited())
+            .unwrap();
+        let d = &p.dispatches[0];
+        assert_eq!((d.push.row0, d.push.col0), (70, 0));
+        assert_eq!(d.vectors[0].unwrap().1.bind_range, 103 * 4);
+        // Offsets past 32 bits are refused, not wrapped.
+        let far = plan.group_vectors((1 << 32, 0), (1 << 33, 1), &unlimited());
+        assert!(matches!(far, Err(crate::Error::TooLarge(_))), "{far:?}");
     }
 }

@@ -48,7 +48,7 @@ pub struct BatchedReport {
 }
 
 /// The worse of two checks: a failure over a pass, else the larger error.
-fn worse(kept: Option<Check>, got: Check) -> Option<Check> {
+pub fn worse(kept: Option<Check>, got: Check) -> Option<Check> {
     match kept {
         Some(c) if !c.passed || (got.passed && got.rel_error <= c.rel_error) => Some(c),
         _ => Some(got),
@@ -56,7 +56,7 @@ fn worse(kept: Option<Check>, got: Check) -> Option<Check> {
 }
 
 /// A dense `rows x cols` matrix stored `layout`.
-fn view<T>(data: &[T], rows: usize, cols: usize, layout: Layout) -> MatRef<'_, T> {
+pub fn view<T>(data: &[T], rows: usize, cols: usize, layout: Layout) -> MatRef<'_, T> {
     match layout {
         Layout::RowMajor => MatRef::new(data, rows, cols),
         Layout::ColMajor => MatRef::col_major(data, rows, cols),
@@ -82,7 +82,7 @@ pub fn fused_terms(args: &crate::fused::FusedArgs, types: Types) -> Result<(Type
     let c = args.out_type(types.c)?;
     if !types.a.is_float() || !c.is_float() {
         bail!(
-            "--batch with --epilogue/--out runs float inputs and results here (the library dequantises i8 batches too)"
+            "--batch and --groups with --epilogue/--out run float inputs and results here (the library dequantises 8-bit ones too)"
         );
     }
     let terms = Terms {
@@ -279,10 +279,6 @@ pub fn gemm_args(
     if !single || (args.batch.is_some() && !args.groups.is_empty()) {
         bail!("--batch and --groups take neither each other, --devices nor --c-layout t");
     }
-    let fused_given = fused.epilogue.is_some() || fused.out.is_some();
-    if fused_given && !args.groups.is_empty() {
-        bail!("--epilogue and --out go with single GEMMs and --batch; a grouped GEMM stores its accumulator's type");
-    }
     let ctx = context_with(dev, false)?;
     let named = scheme
         .map(|name| crate::run::scheme_named(&ctx, types, options.compute, options.shape, name))
@@ -307,7 +303,7 @@ pub fn gemm_args(
         if sum != m || layouts.0 != Layout::RowMajor {
             bail!("--groups: the groups' rows ({sum}) must sum to M ({m}), and A is row-major");
         }
-        grouped_command(&ctx, &[types], &args.groups, (n, k), layouts.1, options, run)?
+        crate::grouped::command(&ctx, &[types], &args.groups, (n, k), layouts.1, (options, fused), run)?
     };
     finish(&ctx, passed).map(Some)
 }
@@ -350,17 +346,12 @@ pub fn bench_args(
             run,
         )?
     } else {
-        if fused.epilogue.is_some() || fused.out.is_some() {
-            bail!(
-                "--epilogue and --out go with single GEMMs and --batch; a grouped GEMM stores its accumulator's type"
-            );
-        }
         let (n, k) = match shapes.as_slice() {
             [] => (14336, 4096),
             [(_, n, k)] => (*n, *k),
             _ => bail!("--groups takes one --shapes MxNxK (N and K)"),
         };
-        grouped_command(&ctx, &types, &args.groups, (n, k), layouts.1, &options, run)?
+        crate::grouped::command(&ctx, &types, &args.groups, (n, k), layouts.1, (&options, fused), run)?
     };
     finish(&ctx, passed).map(Some)
 }
@@ -435,153 +426,4 @@ fn render(r: &BatchedReport, header: bool) -> String {
         r.scheme
     );
     s
-}
-
-/// One grouped GEMM, checked and timed.
-#[derive(Serialize)]
-pub struct GroupedReport {
-    pub device: String,
-    pub groups: Vec<usize>,
-    pub n: usize,
-    pub k: usize,
-    pub types: String,
-    pub b_layout: String,
-    pub seed: u64,
-    pub check: Check,
-    /// Median GPU time of all groups (one submission, no barrier between groups).
-    pub median_ms: f64,
-    pub tflops: f64,
-    /// One grouped dispatch's tile scheme, or how many GEMMs the groups ran as.
-    pub kernel: String,
-}
-
-/// Runs a grouped GEMM (rows per group, shared N and K, a weight per group stored `lb`) on
-/// random data, checks sampled rows of every group, and with `reps` times it.
-pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
-    ctx: &Context,
-    rows: &[usize],
-    (n, k): (usize, usize),
-    lb: Layout,
-    options: &GemmOptions,
-    reps: Option<u32>,
-) -> vk_sgmat::Result<GroupedReport> {
-    let seed = Rng::fresh_seed();
-    let mut rng = Rng::new(seed);
-    let total: usize = rows.iter().sum();
-    let a = random_vec::<TA>(&mut rng, total * k);
-    let w = random_vec::<TB>(&mut rng, rows.len() * k * n);
-    let c_in: Vec<TC> = random_vec(&mut rng, total * n);
-    let w_batch = BatchRef::strided(view(&w, k, n, lb), rows.len(), k * n);
-    let da = ctx.upload(MatRef::new(&a, total, k))?;
-    let dw = ctx.upload_batch(w_batch)?;
-    let mut dc = ctx.upload(MatRef::new(&c_in, total, n))?;
-    let plans = ctx.plan_gemm_grouped(&da, &dw, &dc, rows, options)?;
-    let kernel = match plans.as_slice() {
-        [one] if one.main_kernel().grouped => format!("one dispatch, {}", one.scheme.name()),
-        _ => format!("{} GEMMs", plans.len()),
-    };
-    ctx.gemm_grouped_device(&da, &dw, &mut dc, rows, options)?;
-    let mut out = vec![TC::from_f64(0.0); total * n];
-    ctx.download(&dc, vk_sgmat::MatMut::new(&mut out, total, n))?;
-    let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
-    let (mut first, mut worst): (usize, Option<Check>) = (0, None);
-    for (g, &m) in rows.iter().enumerate() {
-        if m > 0 {
-            let ag = MatRef::new(&a[first * k..], m, k);
-            let wg = view(&w[g * k * n..], k, n, lb);
-            let sample = rows_to_check(m, n, 4096, 32, &mut rng);
-            let (want, mag) = reference(
-                &ag,
-                &wg,
-                Some((&c_in[first * n..], n)),
-                options.alpha,
-                options.beta,
-                &sample,
-            );
-            let got = compare_rounded(&out[first * n..], n, n, &sample, (&want, &mag), k, input_u);
-            worst = worse(worst, got);
-        }
-        first += m;
-    }
-    let mut report = GroupedReport {
-        device: ctx.device_info().name.clone(),
-        groups: rows.to_vec(),
-        n,
-        k,
-        types: Types {
-            a: TA::TYPE,
-            b: TB::TYPE,
-            c: TC::TYPE,
-        }
-        .name(),
-        b_layout: lb.letter().to_string(),
-        seed,
-        check: worst.ok_or(vk_sgmat::Error::ZeroSize { m: 0, n, k })?,
-        median_ms: f64::NAN,
-        tflops: f64::NAN,
-        kernel,
-    };
-    if let Some(reps) = reps {
-        let span = |dc: &mut DeviceMatrix<TC>| {
-            ctx.time_stream(|s| s.gemm_grouped(&da, &dw, dc, rows, options).map(|()| 1))
-                .map(|t| t.gpu_span_s)
-        };
-        let warm = Instant::now();
-        while warm.elapsed() < Duration::from_millis(1500) {
-            span(&mut dc)?;
-        }
-        let mut times = (0..reps.max(1))
-            .map(|_| span(&mut dc))
-            .collect::<vk_sgmat::Result<Vec<f64>>>()?;
-        let median = vk_sgmat::median(&mut times);
-        report.median_ms = median * 1e3;
-        report.tflops = 2.0 * (total * n * k) as f64 / median / 1e12;
-    }
-    Ok(report)
-}
-
-/// `gemm --groups` and `bench --groups`: every type's grouped GEMM; whether each check passed.
-pub fn grouped_command(
-    ctx: &Context,
-    types: &[Types],
-    rows: &[usize],
-    (n, k): (usize, usize),
-    lb: Layout,
-    options: &GemmOptions,
-    (reps, json): (u32, bool),
-) -> Result<bool> {
-    let mut reports = Vec::new();
-    for &t in types {
-        let r = with_types!(t, |TA, TB, TC| run_grouped::<TA, TB, TC>(
-            ctx,
-            rows,
-            (n, k),
-            lb,
-            options,
-            Some(reps)
-        )?);
-        if !json {
-            if reports.is_empty() {
-                println!("device: {}", r.device);
-            }
-            println!(
-                "grouped {:?} x {}x{} {} B {}: check {} ({:.1e}), {:.4} ms, {:.2} TFLOP/s ({})",
-                r.groups,
-                r.n,
-                r.k,
-                r.types,
-                r.b_layout,
-                if r.check.passed { "ok" } else { "FAILED" },
-                r.check.rel_error,
-                r.median_ms,
-                r.tflops,
-                r.kernel
-            );
-        }
-        reports.push(r);
-    }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&reports)?);
-    }
-    Ok(reports.iter().all(|r| r.check.passed))
 }

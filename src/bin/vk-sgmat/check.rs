@@ -191,7 +191,7 @@ fn check_configs(
 /// layout, with B per entry and shared, a batch of one, odd shapes, and alpha/beta.
 fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
     let cases = [(1, (1, 1, 1)), (5, (7, 5, 3)), (3, (127, 129, 65)), (7, (17, 31, 9))];
-    let mut progress = Progress::new(types.len() * (cases.len() * LAYOUTS.len() * 2 + 4));
+    let mut progress = Progress::new(types.len() * (cases.len() * LAYOUTS.len() * 2 + 5));
     let mut rows = Vec::new();
     for &t in types {
         for (count, shape) in cases {
@@ -264,12 +264,12 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
                 beta: 1.0,
                 ..Default::default()
             };
-            let res = with_types!(t, |TA, TB, TC| crate::batched::run_grouped::<TA, TB, TC>(
+            let res = with_types!(t, |TA, TB, TC| crate::grouped::run_grouped::<TA, TB, TC>(
                 ctx,
                 &groups,
                 (23, 37),
                 lb,
-                &options,
+                (&options, None),
                 None
             ))
             .map(|r| r.check);
@@ -278,6 +278,35 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
             let r = check_row(name, (total, 23, 37), format!("n{}", lb.letter()), (2.0, 1.0), res);
             keep(&mut progress, &mut rows, r);
         }
+    }
+    // Grouped and fused: each group's own column bias, GELU, f32 sums stored as f16 where the
+    // inputs are f16.
+    for &t in types.iter().filter(|t| t.a.is_float() && t.c.is_float()) {
+        let t = if t.a == ComponentType::F16 && t.b == ComponentType::F16 {
+            Types {
+                c: ComponentType::F16,
+                ..t
+            }
+        } else {
+            t
+        };
+        let options = GemmOptions {
+            alpha: 2.0,
+            beta: 1.0,
+            ..Default::default()
+        };
+        let res = with_types!(t, |TA, TB, TC| crate::grouped::run_grouped::<TA, TB, TC>(
+            ctx,
+            &groups,
+            (23, 37),
+            Layout::ColMajor,
+            (&options, Some(&terms)),
+            None
+        ))
+        .map(|r| r.check);
+        let name = format!("grouped {groups:?} {} {}", t.name(), terms.label);
+        let r = check_row(name, (groups.iter().sum(), 23, 37), "nt".into(), (2.0, 1.0), res);
+        keep(&mut progress, &mut rows, r);
     }
     progress.finish();
     Ok(rows)

@@ -7,6 +7,7 @@ mod check;
 mod cli;
 mod fused;
 mod gemm_cmd;
+mod grouped;
 mod multi;
 mod progress;
 mod report;

@@ -1,0 +1,212 @@
+//! `gemm --groups M1,M2,...` and `bench --groups`: a grouped GEMM (mixture of experts) on random
+//! data, optionally with a fused epilogue (`--epilogue`, `--out`: each group's own column bias,
+//! a row bias over every group's rows), checked on sampled rows of every group against the f64
+//! reference and timed with GPU timestamps.
+
+use crate::batched::{fused_terms, view, worse, Terms};
+use crate::types::{with_types, Types};
+use anyhow::Result;
+use serde::Serialize;
+use std::time::{Duration, Instant};
+use vk_sgmat::verify::fused::{compare_fused, FusedRef};
+use vk_sgmat::verify::{compare_rounded, input_roundoff, random_vec, reference, rows_to_check, Check, Rng};
+use vk_sgmat::{Axis, BatchRef, ComponentType, Context, DeviceMatrix, Element, Fused, GemmOptions, Layout, MatRef};
+
+/// One grouped GEMM, checked and timed.
+#[derive(Serialize)]
+pub struct GroupedReport {
+    pub device: String,
+    pub groups: Vec<usize>,
+    pub n: usize,
+    pub k: usize,
+    pub types: String,
+    /// The fused epilogue's terms (`--epilogue`), `none`, or `-` for a plain GEMM.
+    pub epilogue: String,
+    pub b_layout: String,
+    pub seed: u64,
+    pub check: Check,
+    /// Median GPU time of all groups (one submission, no barrier between groups).
+    pub median_ms: f64,
+    pub tflops: f64,
+    /// One grouped dispatch's tile scheme, or how many GEMMs the groups ran as.
+    pub kernel: String,
+}
+
+/// Runs a grouped GEMM (rows per group, shared N and K, a weight per group stored `lb`) on
+/// random data, with `terms` fused (a row bias of `sum(rows)` values, or a column bias of N per
+/// group), checks sampled rows of every group, and with `reps` times it.
+pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    rows: &[usize],
+    (n, k): (usize, usize),
+    lb: Layout,
+    (options, terms): (&GemmOptions, Option<&Terms>),
+    reps: Option<u32>,
+) -> vk_sgmat::Result<GroupedReport> {
+    let seed = Rng::fresh_seed();
+    let mut rng = Rng::new(seed);
+    let total: usize = rows.iter().sum();
+    let a = random_vec::<TA>(&mut rng, total * k);
+    let w = random_vec::<TB>(&mut rng, rows.len() * k * n);
+    let c_in: Vec<TC> = random_vec(&mut rng, total * n);
+    let w_batch = BatchRef::strided(view(&w, k, n, lb), rows.len(), k * n);
+    let da = ctx.upload(MatRef::new(&a, total, k))?;
+    let dw = ctx.upload_batch(w_batch)?;
+    let mut dc = ctx.upload(MatRef::new(&c_in, total, n))?;
+    // The bias on the device (timing binds device vectors).
+    let bias_len = match terms.and_then(|t| t.bias) {
+        Some(Axis::Row) => total,
+        Some(Axis::Col) => rows.len() * n,
+        None => 0,
+    };
+    let bias: Vec<f32> = (0..bias_len).map(|_| (4.0 * rng.unit() - 2.0) as f32).collect();
+    let bias_dev = (bias_len > 0)
+        .then(|| ctx.upload(MatRef::new(&bias, 1, bias_len)))
+        .transpose()?;
+    let fused = terms.map(|t| {
+        let f = Fused::new().activation(t.activation);
+        match (t.bias, &bias_dev) {
+            (Some(axis), Some(v)) => f.bias(axis, v),
+            _ => f,
+        }
+    });
+    let plans = match &fused {
+        None => ctx.plan_gemm_grouped(&da, &dw, &dc, rows, options)?,
+        Some(f) => ctx.plan_gemm_grouped_fused(&da, &dw, &dc, rows, options, f)?,
+    };
+    let kernel = match plans.as_slice() {
+        [one] if one.main_kernel().grouped => format!("one dispatch, {}", one.scheme.name()),
+        _ => format!("{} GEMMs", plans.len()),
+    };
+    let enqueue = |s: &mut vk_sgmat::Stream<'_>, dc: &mut DeviceMatrix<TC>| match &fused {
+        None => s.gemm_grouped(&da, &dw, dc, rows, options),
+        Some(f) => s.gemm_grouped_fused(&da, &dw, dc, rows, options, f),
+    };
+    ctx.time_stream(|s| enqueue(s, &mut dc).map(|()| 1))?;
+    let mut out = vec![TC::from_f64(0.0); total * n];
+    ctx.download(&dc, vk_sgmat::MatMut::new(&mut out, total, n))?;
+    let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
+    let (mut first, mut worst): (usize, Option<Check>) = (0, None);
+    for (g, &m) in rows.iter().enumerate() {
+        if m > 0 {
+            let ag = MatRef::new(&a[first * k..], m, k);
+            let wg = view(&w[g * k * n..], k, n, lb);
+            let sample = rows_to_check(m, n, 4096, 32, &mut rng);
+            let c0 = &c_in[first * n..];
+            let got = match terms {
+                None => {
+                    let (want, mag) = reference(&ag, &wg, Some((c0, n)), options.alpha, options.beta, &sample);
+                    compare_rounded(&out[first * n..], n, n, &sample, (&want, &mag), k, input_u)
+                }
+                Some(t) => {
+                    // The group's rows of a row bias, its own N values of a column bias.
+                    let part = match t.bias {
+                        Some(Axis::Row) => first..first + m,
+                        _ => g * n..(g + 1) * n,
+                    };
+                    let r = FusedRef {
+                        alpha: options.alpha,
+                        beta: options.beta,
+                        bias: t
+                            .bias
+                            .map(|axis| (axis, bias[part].iter().map(|&x| f64::from(x)).collect())),
+                        activation: t.activation,
+                        scales: None,
+                    };
+                    let (mut want, mut mag) = reference(&ag, &wg, None::<(&[TC], usize)>, 1.0, 0.0, &sample);
+                    for (x, (v, g)) in want.iter_mut().zip(mag.iter_mut()).enumerate() {
+                        let (i, j) = (sample[x / n], x % n);
+                        (*v, *g) = r.apply((i, j), (*v, *g), c0[i * n + j].to_f64());
+                    }
+                    let acc = (ComponentType::F32, k);
+                    compare_fused(&out[first * n..], (n, n), &sample, (&want, &mag), acc, input_u)
+                }
+            };
+            worst = worse(worst, got);
+        }
+        first += m;
+    }
+    let mut report = GroupedReport {
+        device: ctx.device_info().name.clone(),
+        groups: rows.to_vec(),
+        n,
+        k,
+        types: Types {
+            a: TA::TYPE,
+            b: TB::TYPE,
+            c: TC::TYPE,
+        }
+        .name(),
+        epilogue: terms.map_or("-".into(), |t| t.label.clone()),
+        b_layout: lb.letter().to_string(),
+        seed,
+        check: worst.ok_or(vk_sgmat::Error::ZeroSize { m: 0, n, k })?,
+        median_ms: f64::NAN,
+        tflops: f64::NAN,
+        kernel,
+    };
+    if let Some(reps) = reps {
+        let span = |dc: &mut DeviceMatrix<TC>| ctx.time_stream(|s| enqueue(s, dc).map(|()| 1)).map(|t| t.gpu_span_s);
+        let warm = Instant::now();
+        while warm.elapsed() < Duration::from_millis(1500) {
+            span(&mut dc)?;
+        }
+        let mut times = (0..reps.max(1))
+            .map(|_| span(&mut dc))
+            .collect::<vk_sgmat::Result<Vec<f64>>>()?;
+        let median = vk_sgmat::median(&mut times);
+        report.median_ms = median * 1e3;
+        report.tflops = 2.0 * (total * n * k) as f64 / median / 1e12;
+    }
+    Ok(report)
+}
+
+/// `gemm --groups` and `bench --groups`: every type's grouped GEMM (with `--epilogue`/`--out`
+/// fused); whether each check passed.
+pub fn command(
+    ctx: &Context,
+    types: &[Types],
+    rows: &[usize],
+    (n, k): (usize, usize),
+    lb: Layout,
+    (options, fused): (&GemmOptions, &crate::fused::FusedArgs),
+    (reps, json): (u32, bool),
+) -> Result<bool> {
+    let mut reports = Vec::new();
+    for &t in types {
+        let (t, terms) = fused_terms(fused, t)?;
+        let r = with_types!(t, |TA, TB, TC| run_grouped::<TA, TB, TC>(
+            ctx,
+            rows,
+            (n, k),
+            lb,
+            (options, terms.as_ref()),
+            Some(reps)
+        )?);
+        if !json {
+            if reports.is_empty() {
+                println!("device: {}", r.device);
+            }
+            let check = match (r.check.passed, r.epilogue.as_str()) {
+                (false, _) => "FAILED".to_string(),
+                (true, "-") => format!("ok ({:.1e})", r.check.rel_error),
+                // The fused check's figure is the worst error as a fraction of its bound.
+                (true, _) => format!("ok ({:.2}/bound)", r.check.rel_error),
+            };
+            let epilogue = if r.epilogue == "-" {
+                String::new()
+            } else {
+                format!(" epilogue {}", r.epilogue)
+            };
+            println!(
+                "grouped {:?} x {}x{} {} B {}{epilogue}: check {check}, {:.4} ms, {:.2} TFLOP/s ({})",
+                r.groups, r.n, r.k, r.types, r.b_layout, r.median_ms, r.tflops, r.kernel
+            );
+        }
+        reports.push(r);
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    Ok(reports.iter().all(|r| r.check.passed))
+}
