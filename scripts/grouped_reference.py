@@ -8,6 +8,10 @@ Prints JSON lines: {"peer": .., "types": .., "groups": [..], "n": .., "k": .., "
 
 Usage: python3 scripts/grouped_reference.py [--groups 1200,900,700,500,400,200,60,36]
                                             [--n 14336] [--k 4096] [--types f16:f32,f16:f16]
+                                            [--epilogue bias-col,silu]
+With --epilogue, each expert's GEMM is torch.addmm with the expert's own bias (bias-col) followed
+by the activation (relu, gelu, gelu-erf, silu), stored in the output type: what
+`vk-sgmat bench --groups --epilogue ...` fuses into its one dispatch.
 Weights are timed stored as K x N (nn) and as N x K multiplied through the transposed view (nt,
 how nn.Linear holds them); each line says which. f16:f32 uses torch.mm(.., out_dtype=float32)."""
 import argparse
@@ -26,7 +30,14 @@ def main():
     p.add_argument("--n", type=int, default=14336)
     p.add_argument("--k", type=int, default=4096)
     p.add_argument("--types", default="f16:f32,f16:f16")
+    p.add_argument("--epilogue", default="")
     args = p.parse_args()
+    terms = [t for t in args.epilogue.split(",") if t and t != "none"]
+    bias_col = "bias-col" in terms
+    acts = {"relu": torch.nn.functional.relu, "silu": torch.nn.functional.silu,
+            "gelu": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+            "gelu-erf": torch.nn.functional.gelu}
+    act = next((acts[t] for t in terms if t in acts), None)
     rows = [int(x) for x in args.groups.split(",")]
     total, n, k = sum(rows), args.n, args.k
     flops = 2.0 * total * n * k
@@ -42,18 +53,26 @@ def main():
             else:
                 w = [torch.randn(n, k, device=dev).to(inp).t() for _ in rows]
 
+            bias = [torch.randn(n, device=dev).to(inp) for _ in rows]
+
             def loop():
-                for s, m, wg in zip(starts, rows, w):
+                for s, m, wg, bg in zip(starts, rows, w, bias):
                     if m == 0:
                         continue
-                    if out == inp:
+                    if terms:
+                        y = torch.addmm(bg, a[s:s + m], wg) if bias_col else torch.mm(a[s:s + m], wg)
+                        c[s:s + m] = act(y) if act else y
+                    elif out == inp:
                         torch.mm(a[s:s + m], wg, out=c[s:s + m])
                     else:
                         c[s:s + m] = torch.mm(a[s:s + m], wg, out_dtype=out)
 
             ms = time_op(loop)
             print(json.dumps({"peer": "torch.mm loop", "types": types, "groups": rows, "n": n, "k": k,
-                              "layout": layout, "median_ms": ms, "tflops": flops / ms / 1e9}), flush=True)
+                              "layout": layout, "epilogue": args.epilogue or "-", "median_ms": ms,
+                              "tflops": flops / ms / 1e9}), flush=True)
+    if terms:
+        return
     grouped = getattr(torch, "_grouped_mm", None)
     if grouped is None:
         print(json.dumps({"peer": "torch._grouped_mm", "na": "not in this PyTorch"}))

@@ -247,14 +247,16 @@ impl Context {
     }
 }
 
-/// Whether `plan`, of a grouped GEMM's rows as one GEMM with f32 results and A and B stored
-/// `layouts`, took the K-contiguous lead
+/// Whether `plan`, of a grouped GEMM's rows as one GEMM with f32 or integer results and A and B
+/// stored `layouts`, took the K-contiguous lead
 /// ([`crate::tiling::candidates::preferred_k_contiguous_schemes`]), whose tiles are taller than
-/// the default's 128 rows.
+/// the default's 128 rows. (i8 `nt` MoE layer, H200: 3.24 ms on the lead's 256-row tile, 1.95
+/// on the subgroup-scope default; docs/perf/h200-grouped-4.txt.)
 fn pads_groups(plan: &GemmPlan, layouts: (Layout, Layout)) -> bool {
+    use crate::config::ComponentType::{F32, I32, U32};
     let k_contiguous = layouts == (Layout::RowMajor, Layout::ColMajor);
-    let f32_result = plan.config.result_type == crate::config::ComponentType::F32;
-    k_contiguous && f32_result && plan.scheme.geometry(&plan.config).bm > 128
+    let padded_result = matches!(plan.config.result_type, F32 | I32 | U32);
+    k_contiguous && padded_result && plan.scheme.geometry(&plan.config).bm > 128
 }
 
 /// The lengths a grouped GEMM's fused-epilogue vectors take, as `(rows, columns)` of a C they

@@ -71,18 +71,20 @@ pub struct Terms {
     pub label: String,
 }
 
-/// The types a batch runs with `--epilogue`/`--out` (C of the `--out` type), and its terms;
-/// `types` and `None` where neither flag was given.
-pub fn fused_terms(args: &crate::fused::FusedArgs, types: Types) -> Result<(Types, Option<Terms>)> {
+/// The types a batch (`dequant`: or a grouped GEMM, which also dequantises 8-bit inputs) runs
+/// with `--epilogue`/`--out` (C of the `--out` type), and its terms; `types` and `None` where
+/// neither flag was given.
+pub fn fused_terms(args: &crate::fused::FusedArgs, types: Types, dequant: bool) -> Result<(Types, Option<Terms>)> {
     if args.epilogue.is_none() && args.out.is_none() {
         return Ok((types, None));
     }
     let label = args.epilogue.clone().unwrap_or_else(|| "none".into());
     let (bias, activation) = crate::fused::parse(&label)?;
-    let c = args.out_type(types.c)?;
-    if !types.a.is_float() || !c.is_float() {
+    let int = matches!(types.a, ComponentType::I8 | ComponentType::U8);
+    let c = args.out_type(if int { ComponentType::F32 } else { types.c })?;
+    if !(types.a.is_float() || (int && dequant)) || !c.is_float() {
         bail!(
-            "--batch and --groups with --epilogue/--out run float inputs and results here (the library dequantises 8-bit ones too)"
+            "--batch with --epilogue/--out runs float inputs and results here (--groups and the library dequantise 8-bit ones too)"
         );
     }
     let terms = Terms {
@@ -370,7 +372,7 @@ pub fn command(
 ) -> Result<bool> {
     let mut reports = Vec::new();
     for &t in types {
-        let (t, terms) = fused_terms(fused, t)?;
+        let (t, terms) = fused_terms(fused, t, false)?;
         for &shape in shapes {
             let r = with_types!(t, |TA, TB, TC| run::<TA, TB, TC>(
                 ctx,

@@ -1,11 +1,13 @@
 //! `gemm --groups M1,M2,...` and `bench --groups`: a grouped GEMM (mixture of experts) on random
 //! data, optionally with a fused epilogue (`--epilogue`, `--out`: each group's own column bias,
-//! a row bias over every group's rows), checked on sampled rows of every group against the f64
+//! a row bias over every group's rows; 8-bit inputs dequantised by random per-row scales and
+//! each group's own column scales), checked on sampled rows of every group against the f64
 //! reference and timed with GPU timestamps.
 
 use crate::batched::{fused_terms, view, worse, Terms};
 use crate::types::{with_types, Types};
-use anyhow::Result;
+use anyhow::{bail, Result};
+use half::{bf16, f16};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 use vk_sgmat::verify::fused::{compare_fused, FusedRef};
@@ -63,12 +65,28 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
     let bias_dev = (bias_len > 0)
         .then(|| ctx.upload(MatRef::new(&bias, 1, bias_len)))
         .transpose()?;
+    // Dequantisation scales (8-bit inputs): per row, and N per group.
+    let int = matches!(TA::TYPE, ComponentType::I8 | ComponentType::U8);
+    let scales = (int && terms.is_some()).then(|| {
+        let mut v = |len: usize| -> Vec<f32> { (0..len).map(|_| (0.001 + 0.03 * rng.unit()) as f32).collect() };
+        (v(total), v(rows.len() * n))
+    });
+    let scales_dev = match &scales {
+        Some((r, c)) => Some((
+            ctx.upload(MatRef::new(r, 1, r.len()))?,
+            ctx.upload(MatRef::new(c, 1, c.len()))?,
+        )),
+        None => None,
+    };
     let fused = terms.map(|t| {
-        let f = Fused::new().activation(t.activation);
-        match (t.bias, &bias_dev) {
-            (Some(axis), Some(v)) => f.bias(axis, v),
-            _ => f,
+        let mut f = Fused::new().activation(t.activation);
+        if let (Some(axis), Some(v)) = (t.bias, &bias_dev) {
+            f = f.bias(axis, v);
         }
+        if let Some((r, c)) = &scales_dev {
+            f = f.scales(r, c);
+        }
+        f
     });
     let plans = match &fused {
         None => ctx.plan_gemm_grouped(&da, &dw, &dc, rows, options)?,
@@ -104,21 +122,22 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
                         Some(Axis::Row) => first..first + m,
                         _ => g * n..(g + 1) * n,
                     };
+                    let f64s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
                     let r = FusedRef {
                         alpha: options.alpha,
                         beta: options.beta,
-                        bias: t
-                            .bias
-                            .map(|axis| (axis, bias[part].iter().map(|&x| f64::from(x)).collect())),
+                        bias: t.bias.map(|axis| (axis, f64s(&bias[part]))),
                         activation: t.activation,
-                        scales: None,
+                        scales: scales
+                            .as_ref()
+                            .map(|(r, c)| (f64s(&r[first..first + m]), f64s(&c[g * n..(g + 1) * n]))),
                     };
                     let (mut want, mut mag) = reference(&ag, &wg, None::<(&[TC], usize)>, 1.0, 0.0, &sample);
                     for (x, (v, g)) in want.iter_mut().zip(mag.iter_mut()).enumerate() {
                         let (i, j) = (sample[x / n], x % n);
                         (*v, *g) = r.apply((i, j), (*v, *g), c0[i * n + j].to_f64());
                     }
-                    let acc = (ComponentType::F32, k);
+                    let acc = (if int { ComponentType::I32 } else { ComponentType::F32 }, k);
                     compare_fused(&out[first * n..], (n, n), &sample, (&want, &mag), acc, input_u)
                 }
             };
@@ -172,17 +191,31 @@ pub fn command(
     (options, fused): (&GemmOptions, &crate::fused::FusedArgs),
     (reps, json): (u32, bool),
 ) -> Result<bool> {
+    use ComponentType::*;
     let mut reports = Vec::new();
     for &t in types {
-        let (t, terms) = fused_terms(fused, t)?;
-        let r = with_types!(t, |TA, TB, TC| run_grouped::<TA, TB, TC>(
-            ctx,
-            rows,
-            (n, k),
-            lb,
-            (options, terms.as_ref()),
-            Some(reps)
-        )?);
+        let (t, terms) = fused_terms(fused, t, true)?;
+        let args = (options, terms.as_ref());
+        // Output casts the plain types list has not: 8-bit inputs dequantised into a float C,
+        // bf16 stores.
+        let r = match (t.a, t.b, t.c) {
+            (F16, F16, Bf16) => run_grouped::<f16, f16, bf16>(ctx, rows, (n, k), lb, args, Some(reps))?,
+            (Bf16, Bf16, Bf16) => run_grouped::<bf16, bf16, bf16>(ctx, rows, (n, k), lb, args, Some(reps))?,
+            (Bf16, Bf16, F16) => run_grouped::<bf16, bf16, f16>(ctx, rows, (n, k), lb, args, Some(reps))?,
+            (I8, I8, F16) => run_grouped::<i8, i8, f16>(ctx, rows, (n, k), lb, args, Some(reps))?,
+            (I8, I8, F32) => run_grouped::<i8, i8, f32>(ctx, rows, (n, k), lb, args, Some(reps))?,
+            (U8, U8, F16) => run_grouped::<u8, u8, f16>(ctx, rows, (n, k), lb, args, Some(reps))?,
+            (U8, U8, F32) => run_grouped::<u8, u8, f32>(ctx, rows, (n, k), lb, args, Some(reps))?,
+            (I8 | U8, _, c) if terms.is_some() => bail!("--groups dequantises 8-bit inputs into f16 or f32, not {c}"),
+            _ => with_types!(t, |TA, TB, TC| run_grouped::<TA, TB, TC>(
+                ctx,
+                rows,
+                (n, k),
+                lb,
+                args,
+                Some(reps)
+            )?),
+        };
         if !json {
             if reports.is_empty() {
                 println!("device: {}", r.device);
