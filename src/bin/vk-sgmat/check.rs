@@ -187,6 +187,20 @@ fn check_configs(
     Ok(rows)
 }
 
+/// The float types of `types` as fused checks run them: f16 inputs stored as f16 from f32 sums.
+fn fused_types(types: &[Types]) -> impl Iterator<Item = Types> + '_ {
+    types.iter().filter(|t| t.a.is_float() && t.c.is_float()).map(|&t| {
+        if t.a == ComponentType::F16 && t.b == ComponentType::F16 {
+            Types {
+                c: ComponentType::F16,
+                ..t
+            }
+        } else {
+            t
+        }
+    })
+}
+
 /// Strided batches of each type (one config each: the batch adds only offsets), in every
 /// layout, with B per entry and shared, a batch of one, odd shapes, and alpha/beta.
 fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
@@ -224,15 +238,7 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
         activation: vk_sgmat::Activation::Gelu,
         label: "bias-col,gelu".into(),
     };
-    for &t in types.iter().filter(|t| t.a.is_float() && t.c.is_float()) {
-        let t = if t.a == ComponentType::F16 && t.b == ComponentType::F16 {
-            Types {
-                c: ComponentType::F16,
-                ..t
-            }
-        } else {
-            t
-        };
+    for t in fused_types(types) {
         for (count, shape, l) in [(3, (127, 129, 65), LAYOUTS[0]), (4, (17, 31, 9), LAYOUTS[3])] {
             let options = GemmOptions {
                 alpha: 2.0,
@@ -281,15 +287,7 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
     }
     // Grouped and fused: each group's own column bias, GELU, f32 sums stored as f16 where the
     // inputs are f16.
-    for &t in types.iter().filter(|t| t.a.is_float() && t.c.is_float()) {
-        let t = if t.a == ComponentType::F16 && t.b == ComponentType::F16 {
-            Types {
-                c: ComponentType::F16,
-                ..t
-            }
-        } else {
-            t
-        };
+    for t in fused_types(types) {
         let options = GemmOptions {
             alpha: 2.0,
             beta: 1.0,
