@@ -73,25 +73,11 @@ impl Fused {
         }
     }
 
-    /// Whether the epilogue reads a vector along C's columns.
-    pub fn reads_columns(&self) -> bool {
-        self.ep.reads_columns()
-    }
-
-    /// In a grouped kernel, `group`'s column vectors: each group (weight) has N values of its
-    /// own, group `g`'s from element `g * N`, while row vectors run over all groups' rows.
-    pub fn set_group(&mut self, b: &mut ModuleBuilder, v_pc: Word, group: Option<Word>) -> BuildResult<()> {
-        if let (Some(g), true) = (group, self.reads_columns()) {
-            let n = b.push_constant(v_pc, Pc::N as u32)?;
-            let t_u32 = b.t_u32();
-            self.col_base = Some(b.b.i_mul(t_u32, None, g, n)?);
-        }
-        Ok(())
-    }
-
     /// Loads alpha, beta (f32 bits: the planner writes f32 for fused epilogues) and the pass's
-    /// first row and column from the push constants.
-    pub fn prepare(&mut self, b: &mut ModuleBuilder, v_pc: Word) -> BuildResult<()> {
+    /// first row and column from the push constants. In a grouped kernel (`group` given) the
+    /// column vectors are the group's: each group (weight) has N values of its own, group `g`'s
+    /// from element `g * N`, while row vectors run over all groups' rows.
+    pub fn prepare(&mut self, b: &mut ModuleBuilder, v_pc: Word, group: Option<Word>) -> BuildResult<()> {
         let t_f32 = b.t_f32();
         let f32_of = |b: &mut ModuleBuilder, on: bool, which: Pc| -> BuildResult<Option<Word>> {
             if !on {
@@ -105,6 +91,11 @@ impl Fused {
         let row0 = b.push_constant(v_pc, Pc::Row0 as u32)?;
         let col0 = b.push_constant(v_pc, Pc::Col0 as u32)?;
         self.scalars = Some((alpha, beta, row0, col0));
+        if let (Some(g), true) = (group, self.ep.reads_columns()) {
+            let n = b.push_constant(v_pc, Pc::N as u32)?;
+            let t_u32 = b.t_u32();
+            self.col_base = Some(b.b.i_mul(t_u32, None, g, n)?);
+        }
         Ok(())
     }
 

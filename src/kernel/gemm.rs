@@ -232,8 +232,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         group,
     } = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
     if let Some(f) = fuse.as_mut() {
-        f.prepare(b, v_pc)?;
-        f.set_group(b, v_pc, group)?;
+        f.prepare(b, v_pc, group)?;
     }
     // The split's scales: (s_a, 1/s_a), (s_b, 1/s_b).
     let scales = match v_scale {

@@ -232,8 +232,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         b.b.bitcast(t_f32, None, bits)
     };
     if let Some(f) = fuse.as_mut() {
-        f.prepare(b, v_pc)?;
-        f.set_group(b, v_pc, group)?;
+        f.prepare(b, v_pc, group)?;
     }
     let p_sb_out = b.ptr(StorageClass::StorageBuffer, t_out);
     let alpha = if key.epilogue.alpha && !fused {

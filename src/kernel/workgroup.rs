@@ -133,15 +133,16 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let zero_res = mb.c_bits(t_res, 0);
     let zero_comp = mb.c_bits(t_comp, 0);
 
+    // A grouped kernel passes its group to the per-element function where it reads columns.
+    let group_cols = key.grouped && key.epilogue.reads_columns();
     let f_element = if fused {
         let mut ep = Fused::declare(&mut mb, key.epilogue, cfg.result_type);
-        let grouped = key.grouped && ep.reads_columns();
         Some(element_function(
             &mut mb,
             &mut ep,
             v_pc,
             (v_c, t_c),
-            (s.c_transposed(), grouped),
+            (s.c_transposed(), group_cols),
         )?)
     } else {
         None
@@ -455,7 +456,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         if let Some(f) = f_element {
             let id = b.b.id();
             let mut args = [out, f, row0, cj, c_off].map(Operand::IdRef).to_vec();
-            if key.grouped && key.epilogue.reads_columns() {
+            if group_cols {
                 args.extend(group.map(Operand::IdRef));
             }
             let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_mat_acc), Some(id), args);
@@ -527,8 +528,7 @@ fn element_function(
     ];
     let group = grouped.then(|| b.b.function_parameter(t_u32)).transpose()?;
     b.b.begin_block(None)?;
-    ep.prepare(b, v_pc)?;
-    ep.set_group(b, v_pc, group)?;
+    ep.prepare(b, v_pc, group)?;
     let clamped = |b: &mut ModuleBuilder, base: Word, i: Word, dim: Pc| -> BuildResult<Word> {
         let v = b.b.i_add(t_u32, None, base, i)?;
         let size = b.push_constant(v_pc, dim as u32)?;

@@ -261,49 +261,32 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
             keep(&mut progress, &mut rows, r);
         }
     }
-    // Grouped: ragged groups, one empty and one of a single row, B in either layout.
+    // Grouped: ragged groups, one empty and one of a single row, B in either layout; then
+    // fused: each group's own column bias, GELU, f32 sums stored as f16 where the inputs are f16.
     let groups = [7, 0, 13, 1, 29];
-    for &t in types {
-        for lb in [Layout::RowMajor, Layout::ColMajor] {
-            let options = GemmOptions {
-                alpha: 2.0,
-                beta: 1.0,
-                ..Default::default()
-            };
-            let res = with_types!(t, |TA, TB, TC| crate::grouped::run_grouped::<TA, TB, TC>(
-                ctx,
-                &groups,
-                (23, 37),
-                lb,
-                (&options, None),
-                None
-            ))
-            .map(|r| r.check);
-            let name = format!("grouped {groups:?} {}", t.name());
-            let total = groups.iter().sum();
-            let r = check_row(name, (total, 23, 37), format!("n{}", lb.letter()), (2.0, 1.0), res);
-            keep(&mut progress, &mut rows, r);
-        }
-    }
-    // Grouped and fused: each group's own column bias, GELU, f32 sums stored as f16 where the
-    // inputs are f16.
-    for t in fused_types(types) {
-        let options = GemmOptions {
-            alpha: 2.0,
-            beta: 1.0,
-            ..Default::default()
-        };
+    let options = GemmOptions {
+        alpha: 2.0,
+        beta: 1.0,
+        ..Default::default()
+    };
+    let plain = types
+        .iter()
+        .flat_map(|&t| [Layout::RowMajor, Layout::ColMajor].map(|lb| (t, lb, None)));
+    let fused = fused_types(types).map(|t| (t, Layout::ColMajor, Some(&terms)));
+    for (t, lb, terms) in plain.chain(fused) {
         let res = with_types!(t, |TA, TB, TC| crate::grouped::run_grouped::<TA, TB, TC>(
             ctx,
             &groups,
             (23, 37),
-            Layout::ColMajor,
-            (&options, Some(&terms)),
+            lb,
+            (&options, terms),
             None
         ))
         .map(|r| r.check);
-        let name = format!("grouped {groups:?} {} {}", t.name(), terms.label);
-        let r = check_row(name, (groups.iter().sum(), 23, 37), "nt".into(), (2.0, 1.0), res);
+        let label = terms.map_or(String::new(), |f| format!(" {}", f.label));
+        let name = format!("grouped {groups:?} {}{label}", t.name());
+        let total = groups.iter().sum();
+        let r = check_row(name, (total, 23, 37), format!("n{}", lb.letter()), (2.0, 1.0), res);
         keep(&mut progress, &mut rows, r);
     }
     progress.finish();
