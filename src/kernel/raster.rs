@@ -103,3 +103,46 @@ pub(super) fn tile(
         group: Some(group),
     })
 }
+
+/// A tile that would cross C's last row or column, moved back inside C where C holds a whole
+/// tile: `fits` (C holds one), the moved tile's first row and column, and how many of its
+/// first rows and columns it shares with the neighbours that own them (zero where it did not
+/// move). A moved tile reads only elements inside the operands, so it needs no clamped loads,
+/// which NVIDIA's driver runs far slower; its store skips the shared rows and columns.
+pub(super) struct Moved {
+    pub fits: Word,
+    pub m0: Word,
+    pub n0: Word,
+    pub skip_m: Word,
+    pub skip_n: Word,
+}
+
+pub(super) fn move_inside(
+    b: &mut ModuleBuilder,
+    (m0, n0): (Word, Word),
+    (pm, pn): (Word, Word),
+    (bm, bn): (u32, u32),
+) -> BuildResult<Moved> {
+    let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
+    let (c_bm, c_bn) = (b.c_u32(bm), b.c_u32(bn));
+    let fits_m = b.b.u_greater_than_equal(t_bool, None, pm, c_bm)?;
+    let fits_n = b.b.u_greater_than_equal(t_bool, None, pn, c_bn)?;
+    let fits = b.b.logical_and(t_bool, None, fits_m, fits_n)?;
+    let one = |b: &mut ModuleBuilder, x0: Word, size: Word, c_bt: Word| -> BuildResult<(Word, Word)> {
+        // Wraps where the tile does not fit; `fits` guards its use.
+        let last = b.b.i_sub(t_u32, None, size, c_bt)?;
+        let past = b.b.u_greater_than(t_bool, None, x0, last)?;
+        let moves = b.b.logical_and(t_bool, None, fits, past)?;
+        let start = b.b.select(t_u32, None, moves, last, x0)?;
+        Ok((start, b.b.i_sub(t_u32, None, x0, start)?))
+    };
+    let (m_start, skip_m) = one(b, m0, pm, c_bm)?;
+    let (n_start, skip_n) = one(b, n0, pn, c_bn)?;
+    Ok(Moved {
+        fits,
+        m0: m_start,
+        n0: n_start,
+        skip_m,
+        skip_n,
+    })
+}
