@@ -10,11 +10,8 @@
 //!
 //! Bounds: a workgroup whose tile lies inside C runs a loop with unclamped layouts, `stages` K
 //! steps per iteration, over the largest multiple of `stages * BK` in K, then K's whole steps
-//! left one at a time unclamped, then a partial last step with clamped layouts. A tile that
-//! would cross C's last row or column moves back inside C where C holds a whole tile, and runs
-//! the same loops; it reads and writes C through a view clipped to the rows and columns it owns
-//! (the others belong to its neighbour). A workgroup whose tile is still on C's edge (C smaller
-//! than a tile) runs the clamped loop throughout. The clamped layouts' tensor dimensions are the
+//! left one at a time unclamped, then a partial last step with clamped layouts. A workgroup on
+//! C's edge runs the clamped loop throughout. The clamped layouts' tensor dimensions are the
 //! problem's, so reads outside A, B or C return zero and stores outside C are dropped by the
 //! hardware's addressing rather than by kernel code.
 //! Same bindings and push constants as the subgroup-scope kernel.
@@ -26,7 +23,7 @@
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::push::{Pc, PC_MEMBERS};
-use super::raster::{group_table, move_inside, tile, Moved, Tile};
+use super::raster::{group_table, tile, Tile};
 use super::{KernelKey, Load};
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::dr::{InsertPoint, Instruction, Operand};
@@ -138,11 +135,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 
     // A grouped kernel passes its group to the per-element function where it reads columns.
     let group_cols = key.grouped && key.epilogue.reads_columns();
-    // One that reads C gets the rows and columns a moved tile skips (see `move_inside`).
-    let mut reads_c = false;
     let f_element = if fused {
         let mut ep = Fused::declare(&mut mb, key.epilogue, cfg.result_type);
-        reads_c = ep.reads_c();
         Some(element_function(
             &mut mb,
             &mut ep,
@@ -196,7 +190,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         n0,
         group,
     } = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
-    let moved = move_inside(b, (m0, n0), (pm, pn), at)?;
     let a_off = b.mul_u(a_off_vec, vw)?;
     let b_off = b.mul_u(b_off_vec, vw)?;
     // Tensor loads and stores start at a 16-byte aligned element: the planner keeps every
@@ -206,16 +199,17 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let p_c = b.b.access_chain(p_sb_res, None, v_c, [c0, c_off])?;
 
     // The multiply's left and right operands and its result: A, B and C, or B^T, A^T and C^T
-    // (the same memory, the layouts flipped) when the tile is computed transposed.
-    let ((left, p_left), (right, p_right)) = if s.c_transposed() {
+    // (the same memory, the layouts flipped) when the tile is computed transposed. `row0` is
+    // the accumulators' first row, `col0s` each accumulator's first column.
+    let ((left, p_left, row0), (right, p_right, col0)) = if s.c_transposed() {
         (
-            (Tensor::new(key.b_layout.transposed(), (pn, pk), ldb), p_b),
-            (Tensor::new(key.a_layout.transposed(), (pk, pm), lda), p_a),
+            (Tensor::new(key.b_layout.transposed(), (pn, pk), ldb), p_b, n0),
+            (Tensor::new(key.a_layout.transposed(), (pk, pm), lda), p_a, m0),
         )
     } else {
         (
-            (Tensor::new(key.a_layout, (pm, pk), lda), p_a),
-            (Tensor::new(key.b_layout, (pk, pn), ldb), p_b),
+            (Tensor::new(key.a_layout, (pm, pk), lda), p_a, m0),
+            (Tensor::new(key.b_layout, (pk, pn), ldb), p_b, n0),
         )
     };
     let c = if s.c_transposed() {
@@ -223,31 +217,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     } else {
         Tensor::new(Layout::RowMajor, (pm, pn), ldc)
     };
-    // Where the accumulators lie: the first row, each one's first column, and how many of the
-    // first rows and columns a moved tile leaves to its neighbours. The tile's own place keeps
-    // its starts visibly multiples of the tile: the driver's loads along a contiguous
-    // dimension are 4x slower at a start it cannot prove aligned.
-    let origin = |b: &mut ModuleBuilder, (m0, n0): (Word, Word)| -> BuildResult<Origin> {
-        let (row0, col0) = if s.c_transposed() { (n0, m0) } else { (m0, n0) };
-        let col0s = (0..parts)
-            .map(|j| if j == 0 { Ok(col0) } else { b.add_u(col0, j * acc_cols) })
-            .collect::<BuildResult<Vec<Word>>>()?;
-        Ok(Origin { row0, col0s })
-    };
-    let own = origin(b, (m0, n0))?;
-    let Moved {
-        fits,
-        m0: m_moved,
-        n0: n_moved,
-        skip_m,
-        skip_n,
-    } = moved;
-    let moved_to = origin(b, (m_moved, n_moved))?;
-    let skip = if s.c_transposed() {
-        (skip_n, skip_m)
-    } else {
-        (skip_m, skip_n)
-    };
+    let col0s = (0..parts)
+        .map(|j| if j == 0 { Ok(col0) } else { b.add_u(col0, j * acc_cols) })
+        .collect::<BuildResult<Vec<Word>>>()?;
     let view = b.b.create_tensor_view_nv(t_view_transpose, None)?;
     // A tensor layout of `t` over the operand, sliced to the matrix at (row0, col0) of the
     // matrix's (not the storage's) coordinates.
@@ -282,7 +254,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     };
 
     let operands = mul_add_operands(&cfg);
-    // Values for elements a load skips: a moved tile's clipped load of C leaves them zero.
+    // Values for elements a load skips (none here: no clipping); zero for clarity.
     let zero_a = b.b.composite_construct(t_mat_a, None, [zero_comp])?;
     let zero_b = b.b.composite_construct(t_mat_b, None, [zero_comp])?;
     let zero_acc = b.b.composite_construct(t_mat_acc, None, [zero_res])?;
@@ -298,12 +270,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let k_loop = |b: &mut ModuleBuilder,
                   t_layout: Word,
                   l_pre: Word,
-                  at: &Origin,
                   (steps, ahead): (u32, u32),
                   (k_start, k_end): (Word, Word)|
      -> BuildResult<()> {
-        let Origin { row0, col0s } = at;
-        let row0 = *row0;
         let la = layout(b, t_layout, &left)?;
         let lb = layout(b, t_layout, &right)?;
         // One K step's loads: the left operand's slice, and the right's for each accumulator.
@@ -313,7 +282,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             let ma =
                 b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_left, zero_a, sa, MemoryAccess::NONE, ta, xa)?;
             let mut mbs = Vec::with_capacity(parts as usize);
-            for &cj in col0s {
+            for &cj in &col0s {
                 let sb = slice(b, t_layout, lb, &right, (k, c_bk), (cj, c_cols))?;
                 let (tb, xb) = addressing(&right);
                 mbs.push(b.b.cooperative_matrix_load_tensor_nv(
@@ -432,58 +401,37 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     // Workgroups inside C need no clamping but in K's last partial step: after the whole loop
     // iterations, an unclamped loop of single steps takes the whole steps left (all of K when
     // K is under one iteration, as in attention's K of 64 to 128), and a clamped one the
-    // partial step. So do tiles moved inside C, from where they moved to. Workgroups on the
-    // edge of a C smaller than a tile clamp throughout. The choice is workgroup-uniform.
+    // partial step. Workgroups on C's edge clamp throughout. The choice is workgroup-uniform.
     let m_end = b.add_u(m0, g.bm)?;
     let n_end = b.add_u(n0, g.bn)?;
     let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
     let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
     let k_rem = b.mod_u(k_loop_end, s.stages() * g.bk)?;
     let k_main = b.b.i_sub(t_u32, None, k_loop_end, k_rem)?;
-    let (k_part, k_whole) = if s.stages() > 1 {
-        let k_part = b.mod_u(k_loop_end, g.bk)?;
-        (Some(k_part), b.b.i_sub(t_u32, None, k_loop_end, k_part)?)
-    } else {
-        (None, k_main)
-    };
     let inside = b.b.logical_and(t_bool, None, in_m, in_n)?;
-    let unclamped = |b: &mut ModuleBuilder, l_entry: Word, at: &Origin| -> BuildResult<()> {
-        k_loop(
-            b,
-            t_layout_unclamped,
-            l_entry,
-            at,
-            (s.stages(), s.lookahead()),
-            (c0, k_main),
-        )?;
-        if k_part.is_some() {
-            let l_steps = b.b.id();
-            b.b.branch(l_steps)?;
-            b.b.begin_block(Some(l_steps))?;
-            k_loop(b, t_layout_unclamped, l_steps, at, (1, 0), (k_main, k_whole))?;
-        }
-        let l_tail = b.b.id();
-        b.b.branch(l_tail)?;
-        b.b.begin_block(Some(l_tail))?;
-        k_loop(b, t_layout_clamped, l_tail, at, (1, 0), (k_whole, k_loop_end))
-    };
-    let (l_fast, l_other, l_joined) = (b.b.id(), b.b.id(), b.b.id());
+    let (l_fast, l_edge, l_joined) = (b.b.id(), b.b.id(), b.b.id());
     b.b.selection_merge(l_joined, SelectionControl::NONE)?;
-    b.b.branch_conditional(inside, l_fast, l_other, [])?;
+    b.b.branch_conditional(inside, l_fast, l_edge, [])?;
     b.b.begin_block(Some(l_fast))?;
-    unclamped(b, l_fast, &own)?;
+    k_loop(b, t_layout_unclamped, l_fast, (s.stages(), s.lookahead()), (c0, k_main))?;
+    let k_whole = if s.stages() > 1 {
+        let k_part = b.mod_u(k_loop_end, g.bk)?;
+        let k_whole = b.b.i_sub(t_u32, None, k_loop_end, k_part)?;
+        let l_steps = b.b.id();
+        b.b.branch(l_steps)?;
+        b.b.begin_block(Some(l_steps))?;
+        k_loop(b, t_layout_unclamped, l_steps, (1, 0), (k_main, k_whole))?;
+        k_whole
+    } else {
+        k_main
+    };
+    let l_tail = b.b.id();
+    b.b.branch(l_tail)?;
+    b.b.begin_block(Some(l_tail))?;
+    k_loop(b, t_layout_clamped, l_tail, (1, 0), (k_whole, k_loop_end))?;
     b.b.branch(l_joined)?;
-    b.b.begin_block(Some(l_other))?;
-    let (l_moved, l_edge, l_other_end) = (b.b.id(), b.b.id(), b.b.id());
-    b.b.selection_merge(l_other_end, SelectionControl::NONE)?;
-    b.b.branch_conditional(fits, l_moved, l_edge, [])?;
-    b.b.begin_block(Some(l_moved))?;
-    unclamped(b, l_moved, &moved_to)?;
-    b.b.branch(l_other_end)?;
     b.b.begin_block(Some(l_edge))?;
-    k_loop(b, t_layout_clamped, l_edge, &own, (1, 0), (c0, k_loop_end))?;
-    b.b.branch(l_other_end)?;
-    b.b.begin_block(Some(l_other_end))?;
+    k_loop(b, t_layout_clamped, l_edge, (1, 0), (c0, k_loop_end))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_joined))?;
 
@@ -497,156 +445,53 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         }
     };
     let lc_full = layout(b, t_layout_clamped, &c)?;
-    // A moved tile reads and writes C through a view clipped to what it owns: the transpose
-    // when the tile is computed transposed, else the identity.
-    let t_view_c = if c.transposed {
-        t_view_transpose
-    } else {
-        b.b.type_tensor_view_nv(c_two, c_false, [c0, c1])
-    };
-    let (skip_rows, skip_cols) = skip;
-    let shifted_store = std::env::var("VK_SGMAT_EXP").is_ok_and(|v| v == "2");
-    // The epilogue of every accumulator, at the tile's own place or (`moved`) where it moved to.
-    let epilogue = |b: &mut ModuleBuilder, moved: bool| -> BuildResult<()> {
-        let Origin { row0, col0s } = if moved { &moved_to } else { &own };
-        let row0 = *row0;
-        let own_rows = b.b.i_sub(t_u32, None, c_rows, skip_rows)?;
-        // EXPERIMENT: C's tensor from the tile's own corner; the moved tile's shared rows and
-        // columns lie at negative coordinates, which a clamped store drops.
-        let (p_c, lc_full, c_t) = if moved && shifted_store {
-            let (om, on) = (m0, n0);
-            let at = b.b.i_mul(t_u32, None, om, ldc)?;
-            let at = b.b.i_add(t_u32, None, at, on)?;
-            let at = b.b.i_add(t_u32, None, at, c_off)?;
-            let p = b.b.access_chain(p_sb_res, None, v_c, [c0, at])?;
-            let rows = b.b.i_sub(t_u32, None, pm, om)?;
-            let cols = b.b.i_sub(t_u32, None, pn, on)?;
-            let t = if s.c_transposed() {
-                Tensor::new(Layout::ColMajor, (cols, rows), ldc)
-            } else {
-                Tensor::new(Layout::RowMajor, (rows, cols), ldc)
-            };
-            let l = layout(b, t_layout_clamped, &t)?;
-            (p, l, t)
-        } else {
-            (p_c, lc_full, Tensor { ..c })
-        };
-        let c = &c_t;
-        for (j, (&v, &cj)) in v_acc.iter().zip(col0s).enumerate() {
-            // Of the columns the tile skips, those in accumulator j.
-            let skip_j = if !moved {
-                c0
-            } else if j == 0 {
-                skip_cols
-            } else {
-                let before = b.c_u32(j as u32 * acc_cols);
-                let past = b.b.u_greater_than(t_bool, None, skip_cols, before)?;
-                let left = b.b.i_sub(t_u32, None, skip_cols, before)?;
-                let left = b.b.select(t_u32, None, past, left, c0)?;
-                let over = b.b.u_greater_than(t_bool, None, left, c_cols)?;
-                b.b.select(t_u32, None, over, c_cols, left)?
-            };
-            let (lc, c_view) = if moved && shifted_store {
-                let r = b.b.i_sub(t_u32, None, c0, skip_rows)?;
-                let jc = b.c_u32(j as u32 * acc_cols);
-                let cc = b.b.i_sub(t_u32, None, jc, skip_cols)?;
-                (
-                    slice(b, t_layout_clamped, lc_full, c, (r, c_rows), (cc, c_cols))?,
-                    addressing(c),
-                )
-            } else if moved {
-                let own_cols = b.b.i_sub(t_u32, None, c_cols, skip_j)?;
-                let r = b.b.i_add(t_u32, None, row0, skip_rows)?;
-                let cc = b.b.i_add(t_u32, None, cj, skip_j)?;
-                let lc = slice(b, t_layout_clamped, lc_full, c, (r, own_rows), (cc, own_cols))?;
-                let vc = b.b.create_tensor_view_nv(t_view_c, None)?;
-                let vc =
-                    b.b.tensor_view_set_clip_nv(t_view_c, None, vc, skip_rows, own_rows, skip_j, own_cols)?;
-                (lc, (TensorAddressingOperands::TENSOR_VIEW, vec![Operand::IdRef(vc)]))
-            } else {
-                (
-                    slice(b, t_layout_clamped, lc_full, c, (row0, c_rows), (cj, c_cols))?,
-                    addressing(c),
-                )
-            };
-            let c_view = || c_view.clone();
-            let mut out = b.b.load(t_mat_acc, None, v, None, [])?;
-            // One factor at a time: their product may leave f32's range.
-            for u in unscale.into_iter().flatten() {
-                let u = b.b.composite_construct(t_mat_acc, None, [u])?;
-                out = b.b.f_mul(t_mat_acc, None, out, u)?;
-            }
-            if let Some(f) = f_element {
-                let id = b.b.id();
-                let mut args = [out, f, row0, cj, c_off].map(Operand::IdRef).to_vec();
-                if group_cols {
-                    args.extend(group.map(Operand::IdRef));
-                }
-                if reads_c {
-                    let skip_rows = if moved { skip_rows } else { c0 };
-                    args.extend([skip_rows, skip_j].map(Operand::IdRef));
-                }
-                let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_mat_acc), Some(id), args);
-                b.b.insert_into_block(InsertPoint::End, op)?;
-                out = id;
-                if t_c != t_res {
-                    let t_mat_c = b.acc_type(t_c, Scope::Workgroup, (acc_rows, acc_cols));
-                    out = b.b.f_convert(t_mat_c, None, out)?;
-                }
-            }
-            if key.epilogue.alpha && !fused {
-                let bits = pc(b, Pc::Alpha)?;
-                let alpha = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
-                let alpha = b.b.composite_construct(t_mat_acc, None, [alpha])?;
-                out = mul(b, out, alpha)?;
-            }
-            if key.epilogue.beta && !fused {
-                let bits = pc(b, Pc::Beta)?;
-                let beta = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
-                let beta = b.b.composite_construct(t_mat_acc, None, [beta])?;
-                let (tc, xc) = c_view();
-                let cv = b.b.cooperative_matrix_load_tensor_nv(
-                    t_mat_acc,
-                    None,
-                    p_c,
-                    zero_acc,
-                    lc,
-                    MemoryAccess::NONE,
-                    tc,
-                    xc,
-                )?;
-                let t = mul(b, cv, beta)?;
-                out = if is_float {
-                    b.b.f_add(t_mat_acc, None, out, t)?
-                } else {
-                    b.b.i_add(t_mat_acc, None, out, t)?
-                };
-            }
-            let (tc, xc) = c_view();
-            b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, tc, xc)?;
+    for (&v, &cj) in v_acc.iter().zip(&col0s) {
+        let lc = slice(b, t_layout_clamped, lc_full, &c, (row0, c_rows), (cj, c_cols))?;
+        let mut out = b.b.load(t_mat_acc, None, v, None, [])?;
+        // One factor at a time: their product may leave f32's range.
+        for u in unscale.into_iter().flatten() {
+            let u = b.b.composite_construct(t_mat_acc, None, [u])?;
+            out = b.b.f_mul(t_mat_acc, None, out, u)?;
         }
-        Ok(())
-    };
-    let moved = b.b.bitwise_or(t_u32, None, skip_rows, skip_cols)?;
-    let moved = b.b.i_not_equal(t_bool, None, moved, c0)?;
-    let (l_moved, l_still, l_stored) = (b.b.id(), b.b.id(), b.b.id());
-    b.b.selection_merge(l_stored, SelectionControl::NONE)?;
-    b.b.branch_conditional(moved, l_moved, l_still, [])?;
-    b.b.begin_block(Some(l_moved))?;
-    epilogue(b, true)?;
-    b.b.branch(l_stored)?;
-    b.b.begin_block(Some(l_still))?;
-    epilogue(b, false)?;
-    b.b.branch(l_stored)?;
-    b.b.begin_block(Some(l_stored))?;
+        if let Some(f) = f_element {
+            let id = b.b.id();
+            let mut args = [out, f, row0, cj, c_off].map(Operand::IdRef).to_vec();
+            if group_cols {
+                args.extend(group.map(Operand::IdRef));
+            }
+            let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_mat_acc), Some(id), args);
+            b.b.insert_into_block(InsertPoint::End, op)?;
+            out = id;
+            if t_c != t_res {
+                let t_mat_c = b.acc_type(t_c, Scope::Workgroup, (acc_rows, acc_cols));
+                out = b.b.f_convert(t_mat_c, None, out)?;
+            }
+        }
+        if key.epilogue.alpha && !fused {
+            let bits = pc(b, Pc::Alpha)?;
+            let alpha = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
+            let alpha = b.b.composite_construct(t_mat_acc, None, [alpha])?;
+            out = mul(b, out, alpha)?;
+        }
+        if key.epilogue.beta && !fused {
+            let bits = pc(b, Pc::Beta)?;
+            let beta = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
+            let beta = b.b.composite_construct(t_mat_acc, None, [beta])?;
+            let (tc, xc) = addressing(&c);
+            let cv =
+                b.b.cooperative_matrix_load_tensor_nv(t_mat_acc, None, p_c, zero_acc, lc, MemoryAccess::NONE, tc, xc)?;
+            let t = mul(b, cv, beta)?;
+            out = if is_float {
+                b.b.f_add(t_mat_acc, None, out, t)?
+            } else {
+                b.b.i_add(t_mat_acc, None, out, t)?
+            };
+        }
+        let (tc, xc) = addressing(&c);
+        b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, tc, xc)?;
+    }
     b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
-}
-
-/// Where a workgroup's accumulators lie: the first row, and each one's first column.
-struct Origin {
-    row0: Word,
-    col0s: Vec<Word>,
 }
 
 /// One K step's operands: the left matrix and the right ones (one per accumulator), and with
@@ -656,9 +501,7 @@ type Step = ((Word, Vec<Word>), Option<(Word, Vec<Word>)>);
 /// The per-element function of a fused epilogue: `(row, col, x, row0, col0, c_off) -> f32`, where
 /// `row` and `col` count from the accumulator's corner (`row0`, `col0`) and `c_off` is C's first
 /// element. The accumulator is C's tile, or its transpose when `transposed`. With `grouped`,
-/// a parameter names the tile's group, whose column vectors it reads. Where it reads C, two last
-/// parameters name the rows and columns a moved tile skips (`move_inside`): it reads C at the
-/// first row and column the tile owns for those, not where a neighbour may be writing.
+/// a last parameter names the tile's group, whose column vectors it reads.
 /// It is called for every element of the tile, past C's edges too: those read the vectors and
 /// C at C's last row or column (in bounds) and are dropped by the clamped store.
 fn element_function(
@@ -673,13 +516,10 @@ fn element_function(
     if grouped {
         params.push(t_u32);
     }
-    if ep.reads_c() {
-        params.extend([t_u32, t_u32]);
-    }
     let t_fn = b.b.type_function(t_f32, params);
     // Not DontInline: the driver inlines the function into the per-element loop it generates.
     let f = b.b.begin_function(t_f32, None, FunctionControl::INLINE, t_fn)?;
-    let [mut row, mut col] = [b.b.function_parameter(t_u32)?, b.b.function_parameter(t_u32)?];
+    let [row, col] = [b.b.function_parameter(t_u32)?, b.b.function_parameter(t_u32)?];
     let x = b.b.function_parameter(t_f32)?;
     let [row0, col0, c_off] = [
         b.b.function_parameter(t_u32)?,
@@ -687,18 +527,7 @@ fn element_function(
         b.b.function_parameter(t_u32)?,
     ];
     let group = grouped.then(|| b.b.function_parameter(t_u32)).transpose()?;
-    let skipped = if ep.reads_c() {
-        Some([b.b.function_parameter(t_u32)?, b.b.function_parameter(t_u32)?])
-    } else {
-        None
-    };
     b.b.begin_block(None)?;
-    if let Some([skip_rows, skip_cols]) = skipped {
-        for (i, skip) in [(&mut row, skip_rows), (&mut col, skip_cols)] {
-            let before = b.b.u_less_than(t_bool, None, *i, skip)?;
-            *i = b.b.select(t_u32, None, before, skip, *i)?;
-        }
-    }
     ep.prepare(b, v_pc, group)?;
     let clamped = |b: &mut ModuleBuilder, base: Word, i: Word, dim: Pc| -> BuildResult<Word> {
         let v = b.b.i_add(t_u32, None, base, i)?;
