@@ -85,8 +85,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let t_comp = mb.t_scalar(cfg.component_type);
     let t_res = mb.t_scalar(cfg.result_type);
     let fused = key.epilogue.is_fused();
-    // Fused epilogues run per element, and so do edge tiles' stores.
-    mb.need(Capability::CooperativeMatrixPerElementOperationsNV);
+    if fused {
+        mb.need(Capability::CooperativeMatrixPerElementOperationsNV);
+    }
     // C is stored in its own type: the accumulator's, or a fused epilogue's output.
     let (t_c, cs) = if fused {
         store_type(&mut mb, key.epilogue.output_type(cfg.result_type))
@@ -146,7 +147,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     } else {
         None
     };
-    let f_scatter = scatter_function(&mut mb, v_pc, (v_c, t_c), s.c_transposed())?;
 
     // ---- function ---------------------------------------------------------------------------
     let t_fn = mb.b.type_function(t_void, []);
@@ -487,27 +487,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 b.b.i_add(t_mat_acc, None, out, t)?
             };
         }
-        // A tile inside C stores its matrix whole; one on C's edge stores element by element
-        // (the per-element function writes what lies inside C), which NVIDIA's driver does far
-        // faster than a tensor store that runs past C.
-        let (l_whole, l_scatter, l_stored) = (b.b.id(), b.b.id(), b.b.id());
-        b.b.selection_merge(l_stored, SelectionControl::NONE)?;
-        b.b.branch_conditional(inside, l_whole, l_scatter, [])?;
-        b.b.begin_block(Some(l_whole))?;
         let (tc, xc) = addressing(&c);
         b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, tc, xc)?;
-        b.b.branch(l_stored)?;
-        b.b.begin_block(Some(l_scatter))?;
-        let t_out = if t_c != t_res && fused {
-            b.acc_type(t_c, Scope::Workgroup, (acc_rows, acc_cols))
-        } else {
-            t_mat_acc
-        };
-        let args = [out, f_scatter, row0, cj, c_off, pm, pn].map(Operand::IdRef).to_vec();
-        let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_out), Some(b.b.id()), args);
-        b.b.insert_into_block(InsertPoint::End, op)?;
-        b.b.branch(l_stored)?;
-        b.b.begin_block(Some(l_stored))?;
     }
     b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())
@@ -576,55 +557,6 @@ fn element_function(
     };
     let v = ep.value(b, x, (r, c), p_c)?;
     b.b.ret_value(v)?;
-    b.b.end_function()?;
-    Ok(f)
-}
-
-/// The per-element store of a tile on C's edge: `(row, col, x, row0, col0, c_off, m, n) -> x`
-/// writes `x` to C where the element lies inside the tile's problem (`m x n`: a grouped
-/// kernel's m is its group's end) and returns it. The accumulator is C's tile, or its
-/// transpose when `transposed`.
-fn scatter_function(
-    b: &mut ModuleBuilder,
-    v_pc: Word,
-    (v_c, t_c): (Word, Word),
-    transposed: bool,
-) -> BuildResult<Word> {
-    let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
-    let t_fn =
-        b.b.type_function(t_c, [t_u32, t_u32, t_c, t_u32, t_u32, t_u32, t_u32, t_u32]);
-    let f = b.b.begin_function(t_c, None, FunctionControl::INLINE, t_fn)?;
-    let [row, col] = [b.b.function_parameter(t_u32)?, b.b.function_parameter(t_u32)?];
-    let x = b.b.function_parameter(t_c)?;
-    let [row0, col0, c_off, pm, pn] = [
-        b.b.function_parameter(t_u32)?,
-        b.b.function_parameter(t_u32)?,
-        b.b.function_parameter(t_u32)?,
-        b.b.function_parameter(t_u32)?,
-        b.b.function_parameter(t_u32)?,
-    ];
-    b.b.begin_block(None)?;
-    let r = b.b.i_add(t_u32, None, row0, row)?;
-    let c = b.b.i_add(t_u32, None, col0, col)?;
-    let (r, c) = if transposed { (c, r) } else { (r, c) };
-    let in_m = b.b.u_less_than(t_bool, None, r, pm)?;
-    let in_n = b.b.u_less_than(t_bool, None, c, pn)?;
-    let inside = b.b.logical_and(t_bool, None, in_m, in_n)?;
-    let (l_store, l_done) = (b.b.id(), b.b.id());
-    b.b.selection_merge(l_done, SelectionControl::NONE)?;
-    b.b.branch_conditional(inside, l_store, l_done, [])?;
-    b.b.begin_block(Some(l_store))?;
-    let ldc = b.push_constant(v_pc, Pc::Ldc as u32)?;
-    let at = b.b.i_mul(t_u32, None, r, ldc)?;
-    let at = b.b.i_add(t_u32, None, at, c)?;
-    let at = b.b.i_add(t_u32, None, at, c_off)?;
-    let p = b.ptr(StorageClass::StorageBuffer, t_c);
-    let c0 = b.c_u32(0);
-    let p = b.b.access_chain(p, None, v_c, [c0, at])?;
-    b.b.store(p, x, None, [])?;
-    b.b.branch(l_done)?;
-    b.b.begin_block(Some(l_done))?;
-    b.b.ret_value(x)?;
     b.b.end_function()?;
     Ok(f)
 }
