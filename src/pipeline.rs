@@ -142,6 +142,7 @@ impl Pipelines {
             Kernel::Narrow { to } => kernel::generate_narrow(to)?,
             Kernel::SplitPlanes { transposed } => kernel::generate_split_planes(transposed)?,
             Kernel::Transpose { rounds_to } => kernel::generate_transpose(rounds_to)?,
+            Kernel::GroupTable => kernel::generate_group_table()?,
             _ => kernel::generate_absmax()?,
         };
         let l = &self.device.info().limits;
@@ -159,9 +160,11 @@ impl Pipelines {
     pub fn kernel(&self, kernel: &Kernel) -> Result<Arc<Pipeline>> {
         match *kernel {
             Kernel::Gemm(ref key) => self.get(key),
-            Kernel::AbsMax | Kernel::Narrow { .. } | Kernel::SplitPlanes { .. } | Kernel::Transpose { .. } => {
-                self.get_helper(*kernel)
-            }
+            Kernel::AbsMax
+            | Kernel::Narrow { .. }
+            | Kernel::SplitPlanes { .. }
+            | Kernel::Transpose { .. }
+            | Kernel::GroupTable => self.get_helper(*kernel),
             Kernel::Reduce {
                 result_type,
                 epilogue,

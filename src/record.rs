@@ -237,8 +237,9 @@ pub(crate) struct Bindings {
     pub c: vk::Buffer,
     /// Needed when the plan has scratch ([`GemmPlan::scratch_bytes`]).
     pub scratch: Option<vk::Buffer>,
-    /// A fused epilogue's bias, row scales and column scales, where it reads them.
-    pub vectors: [Option<vk::Buffer>; 3],
+    /// A fused epilogue's bias, row scales and column scales, where it reads them, then a
+    /// grouped GEMM's counts on the device, where it has them.
+    pub vectors: [Option<vk::Buffer>; 4],
 }
 
 impl Bindings {
@@ -250,7 +251,7 @@ impl Bindings {
             Operand::Scratch => self
                 .scratch
                 .ok_or_else(|| Error::InvalidOperand("the plan needs a scratch buffer and none was bound".into())),
-            Operand::Bias | Operand::RowScales | Operand::ColScales => {
+            Operand::Bias | Operand::RowScales | Operand::ColScales | Operand::Counts => {
                 let i = operand as usize - Operand::Bias as usize;
                 self.vectors[i].ok_or_else(|| {
                     Error::InvalidOperand(format!("the plan's epilogue reads {operand:?} and none was given"))

@@ -6,18 +6,11 @@
 
 mod common;
 
-use common::{assert_no_validation_messages, context};
+use common::{assert_no_validation_messages, context, ints};
 use half::f16;
 use vk_sgmat::plan::{GemmPlan, Kernel};
 use vk_sgmat::verify::Rng;
 use vk_sgmat::{BatchRef, ComputeMode, Context, Element, GemmOptions, Layout, MatMut, MatRef};
-
-/// Integers in -2..=2.
-fn ints<T: Element>(rng: &mut Rng, len: usize) -> Vec<T> {
-    (0..len)
-        .map(|_| T::from_f64((rng.next_u64() % 5) as f64 - 2.0))
-        .collect()
-}
 
 /// Whether the plans are one dispatch of a grouped kernel.
 fn one_grouped_dispatch(plans: &[GemmPlan]) -> bool {

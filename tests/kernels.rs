@@ -578,6 +578,9 @@ fn split_kernels_pass_spirv_val() {
     assert!(n >= 2, "{n}");
     let words = vk_sgmat::kernel::generate_absmax().unwrap();
     common::spirv_val(&words, "absmax").unwrap_or_else(|e| panic!("absmax: {e}"));
+    // The pass that builds a grouped GEMM's tile table from counts on the device.
+    let words = vk_sgmat::kernel::generate_group_table().unwrap();
+    common::spirv_val(&words, "group_table").unwrap_or_else(|e| panic!("group table: {e}"));
     let l = limits(32, 49152);
     let f16_out = cfg(16, 16, 16, F16, F16);
     let key = KernelKey {

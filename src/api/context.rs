@@ -356,22 +356,23 @@ impl Context {
         operands: [Placed<'_>; 3],
         result_type: ComponentType,
     ) -> Result<()> {
-        self.record_fused(core, plan, operands, result_type, [None; 3])
+        self.record_fused(core, plan, operands, result_type, [None; 4])
     }
 
     /// [`Context::record_on`] with a fused epilogue's vector buffers (bias, row scales, column
-    /// scales), already ordered by the caller.
+    /// scales) and a grouped GEMM's counts on the device, already ordered by the caller.
     pub(crate) fn record_fused(
         &self,
         core: &mut StreamCore,
         plan: &GemmPlan,
         [a, b, c]: [Placed<'_>; 3],
         result_type: ComponentType,
-        vectors: [Option<ash::vk::Buffer>; 3],
+        vectors: [Option<ash::vk::Buffer>; 4],
     ) -> Result<()> {
         let scratch = self.scratch(plan)?.map(Arc::new);
         let mut rec = core.recording()?;
-        if !plan.reads_c && self.options.poison_outputs {
+        // Rows past the device counts' sum are not the GEMM's to write, so not poisoned either.
+        if !plan.reads_c && self.options.poison_outputs && !plan.counts_on_device() {
             let p = &plan.problem;
             let (count, stride) = (p.batch.count, p.batch.strides[2]);
             let fill = |rec: &mut Recording<'_>, offset: u64, rows: usize| {
@@ -420,8 +421,9 @@ impl Context {
             core.access(&[operands[0].into(), operands[1].into()], &[operands[2].into()])?;
             let mut rec = core.recording()?;
             before(&mut rec);
+            let [bias, rows, cols] = vectors;
             let buffers = Bindings {
-                vectors,
+                vectors: [bias, rows, cols, None],
                 ..bindings(operands.map(|b| b.raw()), scratch.as_ref())
             };
             for r in 0..reps {
@@ -553,6 +555,6 @@ pub(crate) fn bindings([a, b, c]: [ash::vk::Buffer; 3], scratch: Option<&Buffer>
         b,
         c,
         scratch: scratch.map(Buffer::raw),
-        vectors: [None; 3],
+        vectors: [None; 4],
     }
 }

@@ -351,7 +351,7 @@ impl Context {
         fused: &Fused<'_>,
         output: ComponentType,
     ) -> Result<()> {
-        self.enqueue_fused_plans(core, &[(plan, operands)], operands, fused, output)
+        self.enqueue_fused_plans(core, &[(plan, operands)], operands, fused, (output, None))
     }
 
     /// [`Context::enqueue_fused`] for several plans (all transposed or none) that read the same
@@ -363,13 +363,14 @@ impl Context {
         plans: &[(&GemmPlan, [Placed<'_>; 3])],
         [a, b, c]: [Placed<'_>; 3],
         fused: &Fused<'_>,
-        output: ComponentType,
+        (output, counts): (ComponentType, Option<Placed<'_>>),
     ) -> Result<()> {
         let transposed = plans.first().is_some_and(|(p, _)| p.transposed);
         let fused = if transposed { fused.transposed() } else { *fused };
         let mut uploaded: Vec<Arc<Buffer>> = Vec::new();
-        let mut raws = [None; 3];
+        let mut raws = [None, None, None, counts.map(|p| p.raw)];
         let mut reads: Vec<Touch<'_>> = vec![a.touch(), b.touch()];
+        reads.extend(counts.map(|p| p.touch()));
         let vectors = fused.vectors();
         for (i, v) in vectors.iter().enumerate() {
             match v.map(|v| v.0) {

@@ -178,26 +178,7 @@ impl Context {
             split_k: options.split_k.or(Some(1)),
             ..options.clone()
         };
-        // One dispatch for every group where their rows plan as one GEMM that can run grouped
-        // (copying A first would make it several).
-        let whole = GemmOptions {
-            relayout: options.relayout.or(Some(false)),
-            ..options.clone()
-        };
-        let mut one = plan(pa, pb, pc, &whole).ok();
-        if let Some(p) = one
-            .as_ref()
-            .filter(|p| options.scheme.is_none() && pads_groups(p, (pa.layout, pb.layout)))
-        {
-            // The K-contiguous lead's 256-row tiles pad every group's last tile row, and tiles
-            // on an edge run clamped: 8 experts of an MoE layer in `nt` took 3.50 ms with
-            // them, 2.65 with the 128x128 tile (H200, docs/perf/h200-edge-1.txt).
-            let (config, q) = (p.config, p.problem);
-            // Layouts that take neither that lead nor the short-K one.
-            let others = (Layout::ColMajor, Layout::ColMajor);
-            let scheme = Some(self.choose_layout_scheme(&config, (q.m, q.n, q.k), others, (1, false))?);
-            one = plan(pa, pb, pc, &GemmOptions { scheme, ..whole }).ok();
-        }
+        let one = self.plan_rows_as_one([pa, pb, pc], types, options, terms).ok();
         if let Some(plan) = one.and_then(|p| p.grouped(rows, b_stride, &self.limits)) {
             let operands = plan.bind_order([pa, pb, pc]);
             return Ok(vec![(plan, operands)]);
@@ -231,6 +212,38 @@ impl Context {
         Ok(plans)
     }
 
+    /// A grouped GEMM's rows (A and C, `placed`, with group 0's weight as B) planned as one
+    /// GEMM that [`GemmPlan::grouped`] or [`GemmPlan::grouped_counted`] can make one grid of:
+    /// split-K off unless asked (its reduction, a barrier, would serialise the groups), A and B
+    /// read in place unless asked (a copy first would make it several dispatches), and the
+    /// 128-row tile where the K-contiguous lead's taller ones would pad every group.
+    pub(crate) fn plan_rows_as_one(
+        &self,
+        [pa, pb, pc]: [Placed<'_>; 3],
+        types: [crate::ComponentType; 3],
+        options: &GemmOptions,
+        terms: Option<crate::kernel::Epilogue>,
+    ) -> Result<GemmPlan> {
+        let whole = GemmOptions {
+            split_k: options.split_k.or(Some(1)),
+            relayout: options.relayout.or(Some(false)),
+            ..options.clone()
+        };
+        let plan = |options: &GemmOptions| self.plan_fused(pa, pb, pc, types, Batch::ONE, options, terms);
+        let one = plan(&whole)?;
+        if options.scheme.is_some() || !pads_groups(&one, (pa.layout, pb.layout)) {
+            return Ok(one);
+        }
+        // The K-contiguous lead's 256-row tiles pad every group's last tile row, and tiles on
+        // an edge run clamped: 8 experts of an MoE layer in `nt` took 3.50 ms with them, 2.65
+        // with the 128x128 tile (H200, docs/perf/h200-edge-1.txt).
+        let (config, q) = (one.config, one.problem);
+        // Layouts that take neither that lead nor the short-K one.
+        let others = (Layout::ColMajor, Layout::ColMajor);
+        let scheme = Some(self.choose_layout_scheme(&config, (q.m, q.n, q.k), others, (1, false))?);
+        plan(&GemmOptions { scheme, ..whole })
+    }
+
     /// Records every group's plan on `core` after one ordering point for the whole of A, B and
     /// C (and a fused epilogue's vectors): no barriers between the groups (they write disjoint
     /// rows of C).
@@ -243,7 +256,7 @@ impl Context {
     ) -> Result<()> {
         let whole = [placed(a), placed(b.matrix()), placed(c)];
         let plans: Vec<_> = plans.iter().map(|(p, operands)| (p, *operands)).collect();
-        self.enqueue_fused_plans(core, &plans, whole, fused.unwrap_or(&Fused::new()), TC::TYPE)
+        self.enqueue_fused_plans(core, &plans, whole, fused.unwrap_or(&Fused::new()), (TC::TYPE, None))
     }
 }
 

@@ -9,6 +9,7 @@ mod batch_fused;
 mod context;
 mod fused;
 mod grouped;
+mod grouped_counted;
 mod grouped_fused;
 mod interop;
 mod matrix;

@@ -223,6 +223,14 @@ impl ModuleBuilder {
         v
     }
 
+    /// The label of the block being built (the `entry` a loop that starts here takes).
+    pub fn current_label(&self) -> Word {
+        let (f, blk) = (self.b.selected_function(), self.b.selected_block());
+        f.zip(blk)
+            .and_then(|(f, blk)| self.b.module_ref().functions[f].blocks[blk].label_id())
+            .expect("called inside a block")
+    }
+
     /// A structured loop `for (i = start; i < end; i += step) body(i)` on u32, entered from the
     /// current block, whose label is `entry`. `body` starts in the loop's body block and may add
     /// blocks of its own; the block after the loop is open when this returns.

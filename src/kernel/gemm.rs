@@ -22,7 +22,7 @@ use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::gemm_store::{self as store, Store};
 use super::push::{Pc, PC_MEMBERS};
-use super::raster::{group_table, tile, Tile};
+use super::raster::{group_table, skip_empty, tile, Tile};
 use super::{KernelKey, Load, Probe};
 use crate::tiling::{shared_unit, Layout, VECTOR_BYTES};
 use rspirv::spirv::{
@@ -184,7 +184,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     // ---- function ---------------------------------------------------------------------------
     let t_fn = mb.b.type_function(t_void, []);
     let f_main = mb.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = mb.b.begin_block(None)?;
+    mb.b.begin_block(None)?;
 
     // Function-scope variables must open the first block.
     let n_frag = (s.fr_m() * s.fr_n()) as usize;
@@ -224,13 +224,16 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let ldc = pc(b, Pc::Ldc)?;
     let pm = pc(b, Pc::M)?;
     let at = (g.bm, g.bn);
+    let here = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
+    skip_empty(b, &here)?;
+    let l_entry = b.current_label();
     let Tile {
         offsets: [a_off, b_off, c_off],
         pm,
         m0,
         n0,
         group,
-    } = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
+    } = here;
     if let Some(f) = fuse.as_mut() {
         f.prepare(b, v_pc, group)?;
     }

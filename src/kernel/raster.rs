@@ -103,3 +103,22 @@ pub(super) fn tile(
         group: Some(group),
     })
 }
+
+/// A grouped kernel's workgroup returns at once where its table row is empty (first row at or
+/// past the group's end: the unused rows of a table built on the device,
+/// [`super::group_table`]). Every value is the workgroup's, so the return is uniform. The block
+/// after it is open when this returns; other kernels emit nothing.
+pub(super) fn skip_empty(b: &mut ModuleBuilder, tile: &Tile) -> BuildResult<()> {
+    if tile.group.is_none() {
+        return Ok(());
+    }
+    let t_bool = b.t_bool();
+    let empty = b.b.u_greater_than_equal(t_bool, None, tile.m0, tile.pm)?;
+    let (l_return, l_go) = (b.b.id(), b.b.id());
+    b.b.selection_merge(l_go, rspirv::spirv::SelectionControl::NONE)?;
+    b.b.branch_conditional(empty, l_return, l_go, [])?;
+    b.b.begin_block(Some(l_return))?;
+    b.b.ret()?;
+    b.b.begin_block(Some(l_go))?;
+    Ok(())
+}

@@ -23,7 +23,7 @@
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::push::{Pc, PC_MEMBERS};
-use super::raster::{group_table, tile, Tile};
+use super::raster::{group_table, skip_empty, tile, Tile};
 use super::{KernelKey, Load};
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::dr::{InsertPoint, Instruction, Operand};
@@ -183,13 +183,15 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let k_loop_end = k_half.unwrap_or(pk);
     let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
     let at = (g.bm, g.bn);
+    let here = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
+    skip_empty(b, &here)?;
     let Tile {
         offsets: [a_off_vec, b_off_vec, c_off],
         pm,
         m0,
         n0,
         group,
-    } = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
+    } = here;
     let a_off = b.mul_u(a_off_vec, vw)?;
     let b_off = b.mul_u(b_off_vec, vw)?;
     // Tensor loads and stores start at a 16-byte aligned element: the planner keeps every

@@ -83,6 +83,8 @@ pub enum Operand {
     RowScales,
     /// A fused epilogue's column scales.
     ColScales,
+    /// A grouped GEMM's group sizes on the device ([`GemmPlan::grouped_counted`]).
+    Counts,
 }
 
 /// A kernel a plan dispatches; the recorder turns it into a pipeline.
@@ -111,6 +113,9 @@ pub enum Kernel {
         /// `None`: a 16-bit operand, copied as it is; `Some(t)`: an f32 operand, rounded to `t`.
         rounds_to: Option<ComponentType>,
     },
+    /// The pass that builds a grouped GEMM's tile table from counts on the device
+    /// ([`crate::kernel::group_table`]).
+    GroupTable,
     /// The split-K reduction for a result type and epilogue, at a subgroup size.
     Reduce {
         /// C's type.

@@ -1,13 +1,25 @@
 //! A grouped GEMM (mixture of experts) as one dispatch: the groups' rows planned as one GEMM,
 //! then its grid's rows replaced by a table of tile rows, each naming its group. Pure.
 
-use super::gemm::{fused_vectors, GemmPlan, Kernel, Operand};
-use super::passes::{DispatchLimits, Problem, Window};
+use super::gemm::{fused_vectors, Dispatch, GemmPlan, Kernel, Operand};
+use super::passes::{window, DispatchLimits, Problem, Window};
 use crate::error::{Error, Result};
+use crate::kernel::PushConstants;
 use crate::tiling::VECTOR_BYTES;
+use serde::Serialize;
 
 /// Words per tile row in the table: the group, the tile's first row, the group's end row.
 const WORDS: usize = 3;
+
+/// Where a grouped GEMM's group sizes lie on the device: u32 values from `offset` bytes into
+/// their buffer, one every `stride` words.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceCounts {
+    /// Bytes from the buffer's start to the first count (a multiple of 4).
+    pub offset: u64,
+    /// Words from one count to the next (1: contiguous).
+    pub stride: usize,
+}
 
 impl GemmPlan {
     /// This plan, of the groups' rows as one GEMM with group 0's weight as B (row-major A and
@@ -21,26 +33,9 @@ impl GemmPlan {
     /// operands converted or copied first, the accurate split), or the table or B's window
     /// would exceed the device's limits: the caller then plans each group on its own.
     pub fn grouped(mut self, rows: &[usize], b_stride: usize, limits: &DispatchLimits) -> Option<GemmPlan> {
-        let p = self.problem;
-        let single = self.dispatches.len() == 1 && self.scratch_bytes == 0 && !self.transposed;
-        if !single || p.batch.count != 1 || rows.iter().sum::<usize>() != p.m || rows.is_empty() {
+        if rows.iter().sum::<usize>() != self.problem.m || rows.is_empty() {
             return None;
         }
-        let d = &mut self.dispatches[0];
-        let Kernel::Gemm(key) = d.kernel else {
-            return None;
-        };
-        let key = crate::kernel::KernelKey { grouped: true, ..key };
-        if d.aux.is_some() || d.groups[2] != 1 || key.check_loads().is_err() {
-            return None;
-        }
-        // A fused epilogue's column vectors hold N values per group (the kernel reads its
-        // group's); row vectors already run over every group's rows.
-        let all = Problem {
-            n: p.n.checked_mul(rows.len())?,
-            ..p
-        };
-        d.vectors = fused_vectors(&all, &key.epilogue, limits).ok()?;
         let bm = self.scheme.geometry(&self.config).bm as usize;
         let mut table = Vec::new();
         let mut first = 0usize;
@@ -51,29 +46,150 @@ impl GemmPlan {
             }
             first += m;
         }
-        let tile_rows = u32::try_from(table.len() / WORDS).ok()?;
-        if tile_rows > limits.max_groups[1] {
-            return None;
-        }
-        // B's window grows from group 0's weight to the last group's.
-        let stride_bytes = b_stride.checked_mul(p.b_bytes)?;
-        let (b_op, b_window) = d.bindings[1];
-        let more = (stride_bytes as u64).checked_mul(rows.len() as u64 - 1)?;
-        let bind_range = b_window.bind_range.checked_add(more)?;
-        if stride_bytes % VECTOR_BYTES as usize != 0 || bind_range > limits.max_range {
-            return None;
-        }
-        d.bindings[1] = (b_op, Window { bind_range, ..b_window });
-        let table_bytes = (table.len() * 4) as u64;
-        d.aux = Some((Operand::Scratch, Window::from_start(table_bytes)));
-        d.kernel = Kernel::Gemm(key);
-        d.groups[1] = tile_rows;
-        d.push.a_batch_vec = 0;
-        d.push.b_batch_vec = u32::try_from(stride_bytes / VECTOR_BYTES as usize).ok()?;
-        d.push.c_batch = 0;
-        self.scratch_bytes = table_bytes.next_multiple_of(VECTOR_BYTES as u64);
+        self.one_grid(rows.len(), table.len() / WORDS, b_stride, limits).ok()?;
         self.scratch_words = table;
         Some(self)
+    }
+
+    /// This plan, of `groups` groups' rows as one GEMM (as [`GemmPlan::grouped`] takes it), as a
+    /// grouped GEMM whose group sizes the device holds (`counts`: u32 values, e.g. an MoE
+    /// router's tokens per expert): a first pass ([`Kernel::GroupTable`]) builds the tile table
+    /// in scratch from them, and the GEMM's grid has the rows any counts can need,
+    /// `ceil(M / tile rows) + groups - 1`; those the counts leave unused return at once. Counts
+    /// summing to less than M leave C's last rows as they were; to more than M, all of C (the
+    /// table pass makes every row empty). An error says why where the groups cannot run as one
+    /// dispatch, since with the counts on the device there is no other way.
+    pub fn grouped_counted(
+        mut self,
+        groups: usize,
+        counts: DeviceCounts,
+        b_stride: usize,
+        limits: &DispatchLimits,
+    ) -> Result<GemmPlan> {
+        let p = self.problem;
+        if groups == 0 || counts.stride == 0 || counts.offset % 4 != 0 {
+            return Err(Error::InvalidOperand(format!(
+                "{groups} group sizes {} words apart at byte {}: at least one group, u32 counts at a multiple of 4 bytes",
+                counts.stride, counts.offset
+            )));
+        }
+        let bm = self.scheme.geometry(&self.config).bm as usize;
+        let table_rows = p.m.div_ceil(bm) + groups - 1;
+        self.one_grid(groups, table_rows, b_stride, limits).map_err(|why| {
+            Error::Unsupported(format!(
+                "group sizes on the device need the groups as one dispatch, and {why}; pass the sizes from the host"
+            ))
+        })?;
+        let span = (groups - 1)
+            .checked_mul(counts.stride)
+            .and_then(|w| w.checked_add(1))
+            .and_then(|w| w.checked_mul(4))
+            .ok_or_else(|| Error::TooLarge("the counts' span overflows".into()))?;
+        let words = window(counts.offset, span as u64, limits);
+        let word = |x: u64| u32::try_from(x).map_err(|_| Error::TooLarge(format!("{x} exceeds 32 bits")));
+        if words.bind_range > limits.max_range {
+            return Err(Error::TooLarge(format!(
+                "the counts span {} bytes, more than maxStorageBufferRange ({})",
+                words.bind_range, limits.max_range
+            )));
+        }
+        let table = Window::from_start(self.scratch_bytes);
+        let build = Dispatch {
+            kernel: Kernel::GroupTable,
+            bindings: [
+                (Operand::Counts, words),
+                (Operand::Scratch, table),
+                (Operand::Scratch, table),
+            ],
+            aux: None,
+            vectors: [None; 3],
+            push: PushConstants {
+                m: word(p.m as u64)?,
+                n: word(groups as u64)?,
+                k: word(table_rows as u64)?,
+                ldc: bm as u32,
+                lda_vec: word(counts.stride as u64)?,
+                a_off_vec: word(words.start / 4)?,
+                ..Default::default()
+            },
+            groups: [1, 1, 1],
+            after_previous: false,
+        };
+        self.dispatches[0].after_previous = true;
+        self.dispatches.insert(0, build);
+        Ok(self)
+    }
+
+    /// Whether a pass builds the plan's tile table from counts on the device
+    /// ([`GemmPlan::grouped_counted`]).
+    pub fn counts_on_device(&self) -> bool {
+        self.dispatches.iter().any(|d| d.kernel == Kernel::GroupTable)
+    }
+
+    /// Makes this plan's one GEMM dispatch the grouped kernel over `tile_rows` rows of a table
+    /// at the start of scratch, `groups` weights `b_stride` elements apart; why not, where it
+    /// cannot be.
+    fn one_grid(
+        &mut self,
+        groups: usize,
+        tile_rows: usize,
+        b_stride: usize,
+        limits: &DispatchLimits,
+    ) -> std::result::Result<(), String> {
+        let p = self.problem;
+        let single = self.dispatches.len() == 1 && self.scratch_bytes == 0 && !self.transposed;
+        if !single || p.batch.count != 1 {
+            return Err(format!(
+                "this GEMM runs as {} dispatches (split-K, operands converted or copied first, C column-major or a batch)",
+                self.dispatches.len().max(2)
+            ));
+        }
+        let d = &mut self.dispatches[0];
+        let Kernel::Gemm(key) = d.kernel else {
+            return Err(format!("its kernel is {:?}", d.kernel));
+        };
+        let key = crate::kernel::KernelKey { grouped: true, ..key };
+        if d.aux.is_some() || d.groups[2] != 1 {
+            return Err("its kernel reads scale words or runs a batch".into());
+        }
+        key.check_loads().map_err(|e| e.to_string())?;
+        // A fused epilogue's column vectors hold N values per group (the kernel reads its
+        // group's); row vectors already run over every group's rows.
+        let all = Problem {
+            n: p.n.checked_mul(groups).ok_or("the groups' columns overflow")?,
+            ..p
+        };
+        d.vectors = fused_vectors(&all, &key.epilogue, limits).map_err(|e| e.to_string())?;
+        let rows = u32::try_from(tile_rows).ok().filter(|&r| r <= limits.max_groups[1]);
+        let Some(rows) = rows else {
+            return Err(format!(
+                "its {tile_rows} tile rows exceed the grid's {} rows",
+                limits.max_groups[1]
+            ));
+        };
+        // B's window grows from group 0's weight to the last group's.
+        let (b_op, b_window) = d.bindings[1];
+        let stride_bytes = b_stride.checked_mul(p.b_bytes).ok_or("the weights' stride overflows")?;
+        let range = (stride_bytes as u64)
+            .checked_mul(groups as u64 - 1)
+            .and_then(|more| b_window.bind_range.checked_add(more))
+            .filter(|&r| r <= limits.max_range && stride_bytes % VECTOR_BYTES as usize == 0);
+        let (Some(bind_range), Ok(b_batch_vec)) = (range, u32::try_from(stride_bytes / VECTOR_BYTES as usize)) else {
+            return Err(format!(
+                "the weights, {stride_bytes} bytes apart, are not whole 16-byte vectors apart within maxStorageBufferRange ({})",
+                limits.max_range
+            ));
+        };
+        d.bindings[1] = (b_op, Window { bind_range, ..b_window });
+        let table_bytes = (tile_rows * WORDS * 4) as u64;
+        d.aux = Some((Operand::Scratch, Window::from_start(table_bytes)));
+        d.kernel = Kernel::Gemm(key);
+        d.groups[1] = rows;
+        d.push.a_batch_vec = 0;
+        d.push.b_batch_vec = b_batch_vec;
+        d.push.c_batch = 0;
+        self.scratch_bytes = table_bytes.next_multiple_of(VECTOR_BYTES as u64);
+        Ok(())
     }
 
     /// This plan, of group `g`'s rows of a grouped GEMM (C's rows from `first`) planned on its
@@ -117,6 +233,7 @@ impl GemmPlan {
 mod tests {
     use super::super::gemm::tests::{request, unlimited};
     use super::super::gemm::{GemmPlan, Kernel, Operand, SplitK};
+    use super::super::passes::Window;
 
     /// 32x64 tiles (`request`'s scheme), f16 A and B: groups of 70, 0, 32, 1 rows.
     fn grouped(rows: &[usize], split_k: SplitK) -> Option<GemmPlan> {
@@ -175,6 +292,45 @@ mod tests {
         short.max_range = 40 * 104 * 2;
         assert!(plan.clone().grouped(&[4, 6], 40 * 104, &short).is_none());
         assert!(plan.grouped(&[4, 6], 40 * 104, &unlimited()).is_some());
+    }
+
+    #[test]
+    fn counts_on_the_device_take_a_table_pass_and_a_grid_for_any_counts() {
+        use super::DeviceCounts;
+        let plan = GemmPlan::new(&request(103, 100, 40, 1.0, 0.0, SplitK::Slices(1)), &unlimited()).unwrap();
+        let counts = DeviceCounts { offset: 48, stride: 4 };
+        let p = plan.clone().grouped_counted(4, counts, 40 * 104, &unlimited()).unwrap();
+        assert!(p.counts_on_device() && p.scratch_words.is_empty());
+        let [table, gemm] = &p.dispatches[..] else {
+            panic!("{:?}", p.dispatches)
+        };
+        assert_eq!(
+            (table.kernel, table.groups, table.after_previous),
+            (Kernel::GroupTable, [1, 1, 1], false)
+        );
+        // 32-row tiles: ceil(103 / 32) + 4 - 1 rows cover any counts that sum to at most 103.
+        assert_eq!(gemm.groups[1], 7);
+        assert!(gemm.after_previous && matches!(gemm.kernel, Kernel::Gemm(key) if key.grouped));
+        let (push, (op, words)) = (table.push, table.bindings[0]);
+        assert_eq!((push.m, push.n, push.k, push.ldc, push.lda_vec), (103, 4, 7, 32, 4));
+        // Counts 3 x 4 words apart from byte 48: a window of 13 words there.
+        assert_eq!(
+            (op, words.bind_offset + words.start, words.bind_range),
+            (Operand::Counts, 48, 52)
+        );
+        assert_eq!(push.a_off_vec as u64 * 4, words.start);
+        assert_eq!(
+            table.bindings[2],
+            (Operand::Scratch, Window::from_start(p.scratch_bytes))
+        );
+        assert_eq!(gemm.aux.unwrap().1.bind_range, 7 * 12);
+        // What cannot run as one dispatch is an error, as are no groups and unaligned counts.
+        let split = GemmPlan::new(&request(103, 100, 400, 1.0, 0.0, SplitK::Slices(2)), &unlimited()).unwrap();
+        let e = split.grouped_counted(4, counts, 400 * 104, &unlimited());
+        assert!(matches!(e, Err(crate::Error::Unsupported(_))), "{e:?}");
+        assert!(plan.clone().grouped_counted(0, counts, 40 * 104, &unlimited()).is_err());
+        let odd = DeviceCounts { offset: 2, stride: 1 };
+        assert!(plan.grouped_counted(4, odd, 40 * 104, &unlimited()).is_err());
     }
 
     /// A fused request: a column bias of f16 and dequantisation (row and column scales).

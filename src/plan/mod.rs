@@ -5,6 +5,7 @@
 pub mod cut;
 pub mod gemm;
 mod grouped;
+pub use grouped::DeviceCounts;
 mod narrow;
 pub use narrow::{conversion_pays, relayout_pays};
 pub mod passes;

@@ -108,6 +108,14 @@ pub fn capped_context(max_allocation: u64) -> Context {
     .expect("a context with a smaller allocation limit")
 }
 
+/// `len` integers in -2..=2: products of them sum exactly in every type, so results compare
+/// element by element with an f64 reference.
+pub fn ints<T: Element>(rng: &mut Rng, len: usize) -> Vec<T> {
+    (0..len)
+        .map(|_| T::from_f64((rng.next_u64() % 5) as f64 - 2.0))
+        .collect()
+}
+
 /// Asserts that the validation layer has reported nothing so far.
 pub fn assert_no_validation_messages(ctx: &Context) {
     assert!(ctx.validation_enabled(), "validation layer must be on in tests");

@@ -305,7 +305,15 @@ pub fn gemm_args(
         if sum != m || layouts.0 != Layout::RowMajor {
             bail!("--groups: the groups' rows ({sum}) must sum to M ({m}), and A is row-major");
         }
-        crate::grouped::command(&ctx, &[types], &args.groups, (n, k), layouts.1, (options, fused), run)?
+        crate::grouped::command(
+            &ctx,
+            &[types],
+            &args.groups,
+            (n, k),
+            layouts.1,
+            (options, fused, args.counts_on_device),
+            run,
+        )?
     };
     finish(&ctx, passed).map(Some)
 }
@@ -353,7 +361,15 @@ pub fn bench_args(
             [(_, n, k)] => (*n, *k),
             _ => bail!("--groups takes one --shapes MxNxK (N and K)"),
         };
-        crate::grouped::command(&ctx, &types, &args.groups, (n, k), layouts.1, (&options, fused), run)?
+        crate::grouped::command(
+            &ctx,
+            &types,
+            &args.groups,
+            (n, k),
+            layouts.1,
+            (&options, fused, args.counts_on_device),
+            run,
+        )?
     };
     finish(&ctx, passed).map(Some)
 }

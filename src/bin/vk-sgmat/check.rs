@@ -269,21 +269,26 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
         beta: 1.0,
         ..Default::default()
     };
+    // Each also with the sizes as counts on the device (`gemm_grouped_counted`).
     let plain = types
         .iter()
         .flat_map(|&t| [Layout::RowMajor, Layout::ColMajor].map(|lb| (t, lb, None)));
     let fused = fused_types(types).map(|t| (t, Layout::ColMajor, Some(&terms)));
-    for (t, lb, terms) in plain.chain(fused) {
+    let both = plain
+        .chain(fused)
+        .flat_map(|(t, lb, f)| [false, true].map(|c| (t, lb, f, c)));
+    for (t, lb, terms, counted) in both {
         let res = with_types!(t, |TA, TB, TC| crate::grouped::run_grouped::<TA, TB, TC>(
             ctx,
             &groups,
             (23, 37),
             lb,
-            (&options, terms),
+            (&options, terms, counted),
             None
         ))
         .map(|r| r.check);
         let label = terms.map_or(String::new(), |f| format!(" {}", f.label));
+        let label = if counted { format!("{label} counted") } else { label };
         let name = format!("grouped {groups:?} {}{label}", t.name());
         let total = groups.iter().sum();
         let r = check_row(name, (total, 23, 37), format!("n{}", lb.letter()), (2.0, 1.0), res);

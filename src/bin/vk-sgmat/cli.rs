@@ -50,6 +50,10 @@ pub struct BatchArgs {
     /// N x K from one --shapes MxNxK, else 14336 x 4096.
     #[arg(long, value_delimiter = ',')]
     pub groups: Vec<usize>,
+    /// With --groups: the group sizes go to the device as u32 counts and the GEMM reads them
+    /// there (`gemm_grouped_counted`: a pass builds the tile table, as a router's counts would).
+    #[arg(long)]
+    pub counts_on_device: bool,
 }
 
 /// The subcommands.

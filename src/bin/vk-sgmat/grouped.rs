@@ -1,8 +1,9 @@
 //! `gemm --groups M1,M2,...` and `bench --groups`: a grouped GEMM (mixture of experts) on random
 //! data, optionally with a fused epilogue (`--epilogue`, `--out`: each group's own column bias,
 //! a row bias over every group's rows; 8-bit inputs dequantised by random per-row scales and
-//! each group's own column scales), checked on sampled rows of every group against the f64
-//! reference and timed with GPU timestamps.
+//! each group's own column scales), with the group sizes on the device (`--counts-on-device`)
+//! or the host, checked on sampled rows of every group against the f64 reference and timed
+//! with GPU timestamps.
 
 use crate::batched::{fused_terms, view, worse, Terms};
 use crate::types::{with_types, Types};
@@ -36,13 +37,14 @@ pub struct GroupedReport {
 
 /// Runs a grouped GEMM (rows per group, shared N and K, a weight per group stored `lb`) on
 /// random data, with `terms` fused (a row bias of `sum(rows)` values, or a column bias of N per
-/// group), checks sampled rows of every group, and with `reps` times it.
+/// group), the sizes on the device where `counted`, checks sampled rows of every group, and
+/// with `reps` times it.
 pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     rows: &[usize],
     (n, k): (usize, usize),
     lb: Layout,
-    (options, terms): (&GemmOptions, Option<&Terms>),
+    (options, terms, counted): (&GemmOptions, Option<&Terms>, bool),
     reps: Option<u32>,
 ) -> vk_sgmat::Result<GroupedReport> {
     let seed = Rng::fresh_seed();
@@ -88,17 +90,22 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
         }
         f
     });
-    let plans = match &fused {
-        None => ctx.plan_gemm_grouped(&da, &dw, &dc, rows, options)?,
-        Some(f) => ctx.plan_gemm_grouped_fused(&da, &dw, &dc, rows, options, f)?,
+    let sizes: Vec<u32> = rows.iter().map(|&m| m as u32).collect();
+    let counts = ctx.upload(MatRef::new(&sizes, 1, sizes.len()))?;
+    let plans = match (&fused, counted) {
+        (_, true) => vec![ctx.plan_gemm_grouped_counted(&da, &dw, &dc, &counts, options, fused.as_ref())?],
+        (None, false) => ctx.plan_gemm_grouped(&da, &dw, &dc, rows, options)?,
+        (Some(f), false) => ctx.plan_gemm_grouped_fused(&da, &dw, &dc, rows, options, f)?,
     };
     let kernel = match plans.as_slice() {
+        [one] if one.counts_on_device() => format!("table pass + one dispatch, {}", one.scheme.name()),
         [one] if one.main_kernel().grouped => format!("one dispatch, {}", one.scheme.name()),
         _ => format!("{} GEMMs", plans.len()),
     };
-    let enqueue = |s: &mut vk_sgmat::Stream<'_>, dc: &mut DeviceMatrix<TC>| match &fused {
-        None => s.gemm_grouped(&da, &dw, dc, rows, options),
-        Some(f) => s.gemm_grouped_fused(&da, &dw, dc, rows, options, f),
+    let enqueue = |s: &mut vk_sgmat::Stream<'_>, dc: &mut DeviceMatrix<TC>| match (&fused, counted) {
+        (_, true) => s.gemm_grouped_counted(&da, &dw, dc, &counts, options, fused.as_ref()),
+        (None, false) => s.gemm_grouped(&da, &dw, dc, rows, options),
+        (Some(f), false) => s.gemm_grouped_fused(&da, &dw, dc, rows, options, f),
     };
     ctx.time_stream(|s| enqueue(s, &mut dc).map(|()| 1))?;
     let mut out = vec![TC::from_f64(0.0); total * n];
@@ -188,14 +195,14 @@ pub fn command(
     rows: &[usize],
     (n, k): (usize, usize),
     lb: Layout,
-    (options, fused): (&GemmOptions, &crate::fused::FusedArgs),
+    (options, fused, counted): (&GemmOptions, &crate::fused::FusedArgs, bool),
     (reps, json): (u32, bool),
 ) -> Result<bool> {
     use ComponentType::*;
     let mut reports = Vec::new();
     for &t in types {
         let (t, terms) = fused_terms(fused, t, true)?;
-        let args = (options, terms.as_ref());
+        let args = (options, terms.as_ref(), counted);
         // Output casts the plain types list has not: 8-bit inputs dequantised into a float C,
         // bf16 stores.
         let r = match (t.a, t.b, t.c) {

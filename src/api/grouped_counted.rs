@@ -1,0 +1,166 @@
+//! Grouped GEMMs whose group sizes the device holds: a mixture-of-experts router that counts
+//! its tokens per expert on the GPU hands the counts to the grouped GEMM without a trip to the
+//! host and back. A first pass builds the tile table from them
+//! ([`crate::plan::GemmPlan::grouped_counted`]); the GEMM runs as the one dispatch a grouped
+//! GEMM with host sizes takes.
+
+use super::batch::{entries, DeviceBatch};
+use super::context::Context;
+use super::fused::Fused;
+use super::matrix::{DeviceMatrix, Element};
+use super::operand::{placed, DeviceOperand, Placed};
+use super::options::GemmOptions;
+use crate::error::{Error, Result};
+use crate::memory::BufferKind;
+use crate::plan::{DeviceCounts, GemmPlan};
+use crate::record::Access;
+use crate::stream::Stream;
+use crate::submit::StreamCore;
+use crate::tiling::Layout;
+
+impl Context {
+    /// [`Context::gemm_grouped_device`] (or, with `fused`, [`Context::gemm_grouped_fused_device`])
+    /// with the group sizes on the device: `counts` holds one u32 per weight of B, in one row or one
+    /// column. Group `g` takes the `counts[g]` rows of A and C after the groups before it.
+    /// Counts adding up to fewer rows than A's leave C's last rows as they were. This call
+    /// waits, then reads the counts back: counts adding up to more rows than A's are an error,
+    /// and C is then as it was (no group ran). Rows of C past the counts are never poisoned
+    /// ([`crate::ContextOptions::poison_outputs`]).
+    pub fn gemm_grouped_counted<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceBatch<TB>,
+        c: &mut DeviceMatrix<TC>,
+        counts: &impl DeviceOperand<u32>,
+        options: &GemmOptions,
+        fused: Option<&Fused<'_>>,
+    ) -> Result<()> {
+        let (plan, operands, where_) = self.plan_counted(a, b, c, counts, options, fused)?;
+        let pc = placed(counts);
+        let span = (where_.stride * (b.count() - 1) + 1) * 4;
+        let staging = self.pool.take(span as u64, BufferKind::Readback)?;
+        let ran = self.run_blocking(|core| {
+            self.enqueue_counted(core, (&plan, operands), (a, b, c), pc, fused)?;
+            core.access(&[pc.touch()], &[])?;
+            let mut rec = core.recording()?;
+            rec.copy_region(pc.raw, pc.offset, staging.raw(), 0, span as u64);
+            rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
+            Ok(())
+        });
+        let read = ran.and_then(|()| {
+            let words: &[u32] = bytemuck::cast_slice(&staging.mapped()?[..span]);
+            Ok(words.iter().step_by(where_.stride).map(|&x| u64::from(x)).sum::<u64>())
+        });
+        self.pool.give(staging);
+        let total = read?;
+        if total > a.rows as u64 {
+            return Err(Error::ShapeMismatch(format!(
+                "the device counts add up to {total} rows and A has {}: no group ran, C is as it was",
+                a.rows
+            )));
+        }
+        Ok(())
+    }
+
+    /// What [`Context::gemm_grouped_counted`] would record, as plain data: the table pass, then
+    /// the one grouped dispatch.
+    pub fn plan_gemm_grouped_counted<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceBatch<TB>,
+        c: &DeviceMatrix<TC>,
+        counts: &impl DeviceOperand<u32>,
+        options: &GemmOptions,
+        fused: Option<&Fused<'_>>,
+    ) -> Result<GemmPlan> {
+        Ok(self.plan_counted(a, b, c, counts, options, fused)?.0)
+    }
+
+    /// Checks the operands and the counts (B's count of u32 values in one row or column) and
+    /// plans: the plan, its operands in bind order, and where the counts lie.
+    fn plan_counted<'o, TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &'o DeviceMatrix<TA>,
+        b: &'o DeviceBatch<TB>,
+        c: &'o DeviceMatrix<TC>,
+        counts: &impl DeviceOperand<u32>,
+        options: &GemmOptions,
+        fused: Option<&Fused<'_>>,
+    ) -> Result<(GemmPlan, [Placed<'o>; 3], DeviceCounts)> {
+        let groups = b.count();
+        let pk = placed(counts);
+        let stride = match (pk.rows, pk.cols, pk.layout) {
+            (1, _, Layout::RowMajor) | (_, 1, Layout::ColMajor) => 1,
+            (1, _, Layout::ColMajor) | (_, 1, Layout::RowMajor) => pk.ld,
+            _ => 0,
+        };
+        if stride == 0 || pk.rows * pk.cols != groups {
+            return Err(Error::ShapeMismatch(format!(
+                "counts of {}x{} for {groups} weights: one u32 per weight, in one row or one column",
+                pk.rows, pk.cols
+            )));
+        }
+        if a.layout != Layout::RowMajor || c.layout != Layout::RowMajor || a.rows != c.rows {
+            return Err(Error::InvalidOperand(format!(
+                "grouped GEMM takes row-major A and C of as many rows (A has {}, C {}): each group's rows follow the one before",
+                a.rows, c.rows
+            )));
+        }
+        let (pa, pc) = (placed(a), placed(c));
+        let (pb, _, b_stride) = entries(b);
+        self.check_placed(&[&pa, &pb, &pc, &pk])?;
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let terms = match fused {
+            Some(f) => {
+                let cols = c.cols.checked_mul(groups);
+                let cols = cols.ok_or_else(|| Error::TooLarge("the groups' column vectors overflow".into()))?;
+                Some(self.fused_terms(f, (a.rows, cols), types)?)
+            }
+            None => None,
+        };
+        let plan = self.plan_rows_as_one([pa, pb, pc], types, options, terms)?;
+        let where_ = DeviceCounts {
+            offset: pk.offset,
+            stride,
+        };
+        let plan = plan.grouped_counted(groups, where_, b_stride, &self.limits)?;
+        let operands = plan.bind_order([pa, pb, pc]);
+        Ok((plan, operands, where_))
+    }
+
+    /// Records a counted grouped GEMM on `core` after one ordering point for A, B, C, the
+    /// counts and a fused epilogue's vectors.
+    fn enqueue_counted<TA: Element, TB: Element, TC: Element>(
+        &self,
+        core: &mut StreamCore,
+        (plan, operands): (&GemmPlan, [Placed<'_>; 3]),
+        (a, b, c): (&DeviceMatrix<TA>, &DeviceBatch<TB>, &DeviceMatrix<TC>),
+        counts: Placed<'_>,
+        fused: Option<&Fused<'_>>,
+    ) -> Result<()> {
+        let whole = [placed(a), placed(b.matrix()), placed(c)];
+        let fused = fused.copied().unwrap_or_default();
+        self.enqueue_fused_plans(core, &[(plan, operands)], whole, &fused, (TC::TYPE, Some(counts)))
+    }
+}
+
+impl Stream<'_> {
+    /// Enqueues a grouped GEMM whose group sizes the device holds
+    /// ([`Context::gemm_grouped_counted`], which says what the counts mean). Checked now; the
+    /// counts are read when the stream runs, after whatever the stream ordered before. Counts
+    /// adding up to more rows than A's run no group (C stays as it was), and nothing reports
+    /// it here: the blocking call reads them back.
+    pub fn gemm_grouped_counted<TA: Element, TB: Element, TC: Element>(
+        &mut self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceBatch<TB>,
+        c: &mut DeviceMatrix<TC>,
+        counts: &impl DeviceOperand<u32>,
+        options: &GemmOptions,
+        fused: Option<&Fused<'_>>,
+    ) -> Result<()> {
+        let ctx = self.context();
+        let (plan, operands, _) = ctx.plan_counted(a, b, c, counts, options, fused)?;
+        ctx.enqueue_counted(&mut self.core, (&plan, operands), (a, b, c), placed(counts), fused)
+    }
+}

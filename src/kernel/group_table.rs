@@ -1,0 +1,122 @@
+//! A grouped GEMM's tile table, built on the device from group sizes the device holds (a
+//! mixture-of-experts router's per-expert token counts), so no count comes back to the host
+//! before the GEMM runs ([`crate::plan::GemmPlan::grouped_counted`]).
+//!
+//! Bindings: 0 = the counts (u32), 2 = the table: three words per tile row (group, first row,
+//! the group's end row), as [`crate::plan::GemmPlan::grouped`] writes it from the host. Push
+//! constants reuse [`super::PushConstants`]: `m` = rows of A and C, `n` = groups, `k` = the
+//! table's rows (the GEMM grid's rows, an upper bound on the tile rows any counts need),
+//! `ldc` = the GEMM's tile rows, `lda_vec` = words from one count to the next, `a_off_vec` =
+//! the first count's word in the binding.
+//!
+//! One workgroup. Every invocation walks every count (an MoE layer has tens to hundreds of
+//! groups: cheap next to a GEMM) and writes every `THREADS`-th tile row of each group, then of
+//! the unused rows at the end, which it marks empty (first row = end row = M: the GEMM's
+//! workgroup returns at once). Counts that add up to more than M make every row empty, so the
+//! GEMM writes nothing rather than a part of what was asked (the blocking call reports it).
+
+use super::builder::{BuildResult, ModuleBuilder};
+use super::push::{Pc, PC_MEMBERS};
+use rspirv::spirv::{BuiltIn, FunctionControl, SelectionControl, StorageClass, Word};
+
+/// Invocations of the one workgroup.
+pub const THREADS: u32 = 256;
+
+pub(super) fn emit() -> BuildResult<Vec<u32>> {
+    let mut mb = ModuleBuilder::new();
+    let b = &mut mb;
+    let t_void = b.t_void();
+    let t_bool = b.t_bool();
+    let t_u32 = b.t_u32();
+    let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+    let v_pc = b.push_constant_block(PC_MEMBERS);
+    let v_counts = b.storage_buffer(t_u32, 4, 0, true);
+    let v_table = b.storage_buffer(t_u32, 4, 2, false);
+    let p_sb_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+    let p_fn_u32 = b.ptr(StorageClass::Function, t_u32);
+    let (c0, c1) = (b.c_u32(0), b.c_u32(1));
+
+    let t_fn = b.b.type_function(t_void, []);
+    let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
+    let l_entry = b.b.begin_block(None)?;
+    let var = |b: &mut ModuleBuilder| b.b.variable(p_fn_u32, None, StorageClass::Function, Some(c0));
+    let (v_sum, v_over, v_first, v_t0) = (var(b), var(b), var(b), var(b));
+    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
+    let (pm, groups, rows, bm) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?, pc(b, Pc::Ldc)?);
+    let (stride, off) = (pc(b, Pc::LdaVec)?, pc(b, Pc::AOff)?);
+    let lid = b.b.load(t_u32, None, v_local, None, [])?;
+    let count = |b: &mut ModuleBuilder, g: Word| -> BuildResult<Word> {
+        let at = b.b.i_mul(t_u32, None, g, stride)?;
+        let at = b.b.i_add(t_u32, None, at, off)?;
+        let p = b.b.access_chain(p_sb_u32, None, v_counts, [c0, at])?;
+        b.b.load(t_u32, None, p, None, [])
+    };
+    let write = |b: &mut ModuleBuilder, row: Word, words: [Word; 3]| -> BuildResult<()> {
+        let base = b.mul_u(row, 3)?;
+        for (i, w) in (0..).zip(words) {
+            let at = b.add_u(base, i)?;
+            let p = b.b.access_chain(p_sb_u32, None, v_table, [c0, at])?;
+            b.b.store(p, w, None, [])?;
+        }
+        Ok(())
+    };
+
+    // Pass 1: whether the counts fit M. The sum never passes M (a count that would is flagged,
+    // not added), so nothing wraps whatever the counts hold.
+    b.counted_loop(l_entry, (c0, groups, 1), |b, g| {
+        let c = count(b, g)?;
+        let sum = b.b.load(t_u32, None, v_sum, None, [])?;
+        let room = b.b.i_sub(t_u32, None, pm, sum)?;
+        let over = b.b.u_greater_than(t_bool, None, c, room)?;
+        let added = b.b.i_add(t_u32, None, sum, c)?;
+        let sum = b.b.select(t_u32, None, over, sum, added)?;
+        b.b.store(v_sum, sum, None, [])?;
+        let flag = b.b.load(t_u32, None, v_over, None, [])?;
+        let flag = b.b.select(t_u32, None, over, c1, flag)?;
+        b.b.store(v_over, flag, None, [])
+    })?;
+    let flag = b.b.load(t_u32, None, v_over, None, [])?;
+    let over = b.b.i_not_equal(t_bool, None, flag, c0)?;
+
+    // Pass 2: each group's tile rows, `ceil(count / BM)` of them, from its first row on.
+    let here = b.current_label();
+    b.counted_loop(here, (c0, groups, 1), |b, g| {
+        let c = count(b, g)?;
+        let c = b.b.select(t_u32, None, over, c0, c)?;
+        let first = b.b.load(t_u32, None, v_first, None, [])?;
+        let t0 = b.b.load(t_u32, None, v_t0, None, [])?;
+        let bm_less = b.b.i_sub(t_u32, None, bm, c1)?;
+        let tiles = b.b.i_add(t_u32, None, c, bm_less)?;
+        let tiles = b.b.u_div(t_u32, None, tiles, bm)?;
+        let end = b.b.i_add(t_u32, None, first, c)?;
+        let here = b.current_label();
+        let c_threads = b.c_u32(THREADS);
+        b.counted_loop_by(here, (lid, tiles, c_threads), |b, t| {
+            let row = b.b.i_add(t_u32, None, t0, t)?;
+            // Counts that fit M need at most `k` rows (the planner's bound); checked anyway, so
+            // no write can leave the table.
+            let inside = b.b.u_less_than(t_bool, None, row, rows)?;
+            let (l_write, l_skip) = (b.b.id(), b.b.id());
+            b.b.selection_merge(l_skip, SelectionControl::NONE)?;
+            b.b.branch_conditional(inside, l_write, l_skip, [])?;
+            b.b.begin_block(Some(l_write))?;
+            let step = b.b.i_mul(t_u32, None, t, bm)?;
+            let start = b.b.i_add(t_u32, None, first, step)?;
+            write(b, row, [g, start, end])?;
+            b.b.branch(l_skip)?;
+            b.b.begin_block(Some(l_skip))?;
+            Ok(())
+        })?;
+        b.b.store(v_first, end, None, [])?;
+        let t1 = b.b.i_add(t_u32, None, t0, tiles)?;
+        b.b.store(v_t0, t1, None, [])
+    })?;
+
+    // Pass 3: the rows no group took, empty.
+    let t0 = b.b.load(t_u32, None, v_t0, None, [])?;
+    let start = b.b.i_add(t_u32, None, t0, lid)?;
+    let here = b.current_label();
+    b.counted_loop(here, (start, rows, THREADS), |b, row| write(b, row, [c0, pm, pm]))?;
+    b.end_compute(f, THREADS)?;
+    Ok(mb.finish())
+}
