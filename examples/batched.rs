@@ -1,5 +1,6 @@
 //! Batched and grouped GEMM: attention scores for every head in one dispatch, a weight shared by
-//! a batch, and a mixture-of-experts layer; each checked against a CPU product.
+//! a batch, and a mixture-of-experts layer (its sizes from the host, then counted on the device);
+//! each checked against a CPU product.
 
 use half::f16;
 use vk_sgmat::{BatchMut, BatchRef, Context, GemmOptions, MatMut, MatRef};
@@ -53,5 +54,20 @@ fn main() -> anyhow::Result<()> {
         .sum();
     assert_eq!(y[27 * d_out + 9], want);
     println!("experts {rows:?}: checked");
+
+    // The same layer with the tokens per expert counted on the GPU (as a router would): the
+    // grouped GEMM reads the counts there, with no trip through the host.
+    let counts: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+    let counts = ctx.upload(MatRef::new(&counts, 1, counts.len()))?;
+    let (dx, dw) = (
+        ctx.upload(MatRef::new(&x, tokens, d_in))?,
+        ctx.upload_batch(BatchRef::new(&w, rows.len(), d_in, d_out))?,
+    );
+    let mut dy = ctx.zeros::<f32>(tokens, d_out)?;
+    ctx.gemm_grouped_counted(&dx, &dw, &mut dy, &counts, &options, None)?;
+    let mut y2 = vec![0.0f32; tokens * d_out];
+    ctx.download(&dy, MatMut::new(&mut y2, tokens, d_out))?;
+    assert_eq!(y2, y);
+    println!("experts counted on the device: the same result");
     Ok(())
 }

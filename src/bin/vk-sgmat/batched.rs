@@ -275,6 +275,9 @@ pub fn gemm_args(
     options: &GemmOptions,
     run: (u32, bool),
 ) -> Result<Option<bool>> {
+    if args.counts_on_device && args.groups.is_empty() {
+        bail!("--counts-on-device gives a grouped GEMM's sizes (--groups) to the device; there are no groups");
+    }
     if args.batch.is_none() && args.groups.is_empty() {
         return Ok(None);
     }
@@ -328,6 +331,9 @@ pub fn bench_args(
     layout: &str,
     run: (u32, bool),
 ) -> Result<Option<bool>> {
+    if args.counts_on_device && args.groups.is_empty() {
+        bail!("--counts-on-device gives a grouped GEMM's sizes (--groups) to the device; there are no groups");
+    }
     if args.batch.is_none() && args.groups.is_empty() {
         return Ok(None);
     }
