@@ -37,7 +37,8 @@ impl Context {
     ) -> Result<()> {
         let (plan, operands, where_) = self.plan_counted(a, b, c, counts, options, fused)?;
         let pc = placed(counts);
-        let span = (where_.stride * (b.count() - 1) + 1) * 4;
+        // The plan checked that it does not overflow.
+        let span = where_.span(b.count()).unwrap_or(0);
         let staging = self.pool.take(span as u64, BufferKind::Readback)?;
         let ran = self.run_blocking(|core| {
             self.enqueue_counted(core, (&plan, operands), (a, b, c), pc, fused)?;

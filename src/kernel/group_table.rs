@@ -22,7 +22,12 @@ use rspirv::spirv::{BuiltIn, FunctionControl, SelectionControl, StorageClass, Wo
 /// Invocations of the one workgroup.
 pub const THREADS: u32 = 256;
 
-pub(super) fn emit() -> BuildResult<Vec<u32>> {
+/// Generates the pass (exported as `generate_group_table`, beside the other passes' generators).
+pub fn generate() -> crate::error::Result<Vec<u32>> {
+    emit().map_err(|e| crate::error::Error::Codegen(format!("group table: {e}")))
+}
+
+fn emit() -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
     let t_void = b.t_void();

@@ -8,6 +8,7 @@ mod epilogue;
 mod gemm;
 mod gemm_store;
 pub mod group_table;
+pub use group_table::generate as generate_group_table;
 pub mod narrow;
 pub mod peak;
 mod push;
@@ -575,12 +576,6 @@ pub fn generate_transpose(rounds_to: Option<ComponentType>) -> Result<Vec<u32>> 
     }
     let output = rounds_to.map_or(transpose::Output::Copy16, transpose::Output::Rounded);
     transpose::emit(output).map_err(|e| Error::Codegen(format!("transpose: {e}")))
-}
-
-/// Generates the pass that builds a grouped GEMM's tile table from counts on the device (see
-/// [`group_table`]).
-pub fn generate_group_table() -> Result<Vec<u32>> {
-    group_table::emit().map_err(|e| Error::Codegen(format!("group table: {e}")))
 }
 
 /// Generates the split-K reduction for a result type (see [`reduce`]).

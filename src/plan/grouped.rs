@@ -21,6 +21,17 @@ pub struct DeviceCounts {
     pub stride: usize,
 }
 
+impl DeviceCounts {
+    /// Bytes from the first of `groups` counts to the end of the last; `None` on overflow.
+    pub fn span(&self, groups: usize) -> Option<usize> {
+        groups
+            .checked_sub(1)?
+            .checked_mul(self.stride)?
+            .checked_add(1)?
+            .checked_mul(4)
+    }
+}
+
 impl GemmPlan {
     /// This plan, of the groups' rows as one GEMM with group 0's weight as B (row-major A and
     /// C of `sum(rows)` rows, `Batch::ONE`), as a grouped GEMM in one dispatch: the grid's rows
@@ -80,10 +91,8 @@ impl GemmPlan {
                 "group sizes on the device need the groups as one dispatch, and {why}; pass the sizes from the host"
             ))
         })?;
-        let span = (groups - 1)
-            .checked_mul(counts.stride)
-            .and_then(|w| w.checked_add(1))
-            .and_then(|w| w.checked_mul(4))
+        let span = counts
+            .span(groups)
             .ok_or_else(|| Error::TooLarge("the counts' span overflows".into()))?;
         let words = window(counts.offset, span as u64, limits);
         let word = |x: u64| u32::try_from(x).map_err(|_| Error::TooLarge(format!("{x} exceeds 32 bits")));
@@ -140,8 +149,8 @@ impl GemmPlan {
         let single = self.dispatches.len() == 1 && self.scratch_bytes == 0 && !self.transposed;
         if !single || p.batch.count != 1 {
             return Err(format!(
-                "this GEMM runs as {} dispatches (split-K, operands converted or copied first, C column-major or a batch)",
-                self.dispatches.len().max(2)
+                "this GEMM is not one plain dispatch ({} dispatches; split-K, operands converted or copied first, C column-major and a batch make it otherwise)",
+                self.dispatches.len()
             ));
         }
         let d = &mut self.dispatches[0];
