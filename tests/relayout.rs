@@ -11,8 +11,16 @@ use vk_sgmat::verify::{random_matrix, run_random_gemm_c, Rng};
 use vk_sgmat::{ComponentType, ComputeMode, Element, Error, GemmOptions, Layout, MatMut, MatRef};
 
 const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
-/// 1, primes, sizes across the copy's 64-element tiles, rows that end inside a vector.
-const SHAPES: [(usize, usize, usize); 5] = [(1, 1, 1), (7, 5, 3), (65, 131, 67), (131, 67, 45), (20, 33, 300)];
+/// 1, primes, sizes across the copy's tiles (64 source columns by 256 rows), rows that end
+/// inside a vector.
+const SHAPES: [(usize, usize, usize); 6] = [
+    (1, 1, 1),
+    (7, 5, 3),
+    (65, 131, 67),
+    (131, 67, 45),
+    (20, 33, 300),
+    (263, 9, 71),
+];
 
 /// The two runs of one case: `relayout` off and on, the same scheme, split and inputs.
 fn both<TA: Element, TB: Element>(

@@ -6,9 +6,14 @@
 //! contiguous along M or N) runs 5-11% faster than the others (docs/performance.md), which
 //! repays a copy of an operand where the GEMM is large against it.
 //!
-//! Each workgroup moves 64 x 64 tiles through shared memory, in a grid-stride loop over the
-//! tiles: it reads a tile's rows as 16-byte vectors, and writes its columns as the copy's rows,
-//! 16-byte vectors of 16-bit elements. Source rows past the last are read as zero, so a copy
+//! Each invocation transposes an 8 x 8 block in its registers: it reads the block's eight
+//! source rows (16-byte vectors) and writes its eight columns as the copy's rows (16-byte
+//! vectors of 16-bit elements). A workgroup's 256 invocations cover 256 source rows by 64
+//! elements, eight invocations along each source row so that every load instruction reads whole
+//! 128-byte lines, and it walks such tiles in a grid-stride loop. No shared memory and no
+//! barrier: each invocation keeps eight (16-bit) or sixteen (f32) loads in flight, where the
+//! shared-memory transpose this replaced kept two and capped the pass at 2.1-2.8 TB/s on the
+//! H200 (docs/performance.md). Source rows past the last are read as zero, so a copy
 //! row's padding up to its leading dimension is zero (the GEMM's K may run along it); copy rows
 //! past the source's row length (its padding) are not written.
 //!
@@ -24,12 +29,18 @@ use super::builder::{BuildResult, ModuleBuilder};
 use super::convert::{plane_scale, store_converted};
 use super::push::{copy_windows, Pc};
 use crate::config::ComponentType;
-use rspirv::spirv::{BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass};
+use rspirv::spirv::{BuiltIn, FunctionControl, SelectionControl, StorageClass};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
-/// The tile's edge, in elements.
-pub const TILE: u32 = 64;
+/// The block one invocation transposes, in elements on a side.
+const BLOCK: u32 = 8;
+/// Invocations along a source row: 8 x 8 elements = 128 bytes of 16-bit elements.
+const ACROSS: u32 = 8;
+/// A workgroup's tile: source elements per row (copy rows).
+pub const TILE_COLS: u32 = ACROSS * BLOCK;
+/// A workgroup's tile: source rows (copy elements per row).
+pub const TILE_ROWS: u32 = THREADS / ACROSS * BLOCK;
 /// Most workgroups per dispatch: enough to keep a large GPU's memory busy.
 pub const MAX_GROUPS: u32 = 8192;
 
@@ -48,7 +59,6 @@ pub(super) enum Output {
 pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     // Elements per source vector.
     let per_vec = if matches!(output, Output::Copy16) { 8 } else { 4 };
-    let src_vecs = TILE / per_vec;
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
     let t_void = b.t_void();
@@ -62,23 +72,10 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     let v_src = b.storage_buffer(t_uvec4, 16, 0, true);
     let v_dst = b.storage_buffer(t_uvec4, 16, 2, false);
     let v_scale = matches!(output, Output::Planes).then(|| b.storage_buffer(t_u32, 4, 3, true));
-    // One u32 per element (a 16-bit element in its low half): 16 KiB, the least any Vulkan
-    // device offers, with each row rotated by its index instead of padded (no bank conflicts
-    // beyond two-way either way round).
-    let c_len = b.c_u32(TILE * TILE);
-    let t_sh = b.b.type_array(t_u32, c_len);
-    let p_sh = b.ptr(StorageClass::Workgroup, t_sh);
-    let v_sh = b.b.variable(p_sh, None, StorageClass::Workgroup, None);
-    b.interface.push(v_sh);
-    let p_wg_u32 = b.ptr(StorageClass::Workgroup, t_u32);
     let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
     let u0 = b.c_u32(0);
     let zero4 = b.b.constant_null(t_uvec4);
-    let c_scope_wg = b.c_u32(Scope::Workgroup as u32);
-    let c_sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
-    // Shared accesses the barriers order (the Vulkan memory model's non-private ones).
-    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
-    let (c16, low16, last) = (b.c_u32(16), b.c_u32(0xffff), b.c_u32(TILE - 1));
+    let (c16, low16) = (b.c_u32(16), b.c_u32(0xffff));
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
@@ -90,93 +87,81 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     let lid = b.b.load(t_u32, None, v_local, None, [])?;
     let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
     let first = b.b.composite_extract(t_u32, None, wg, [0])?;
+    // This invocation's block within the tile: column block `across`, row block `down`.
+    let across = b.mod_u(lid, ACROSS)?;
+    let down = b.div_u(lid, ACROSS)?;
+    let block_col = b.mul_u(across, BLOCK)?;
+    let block_row = b.mul_u(down, BLOCK)?;
     // Tiles cover the copy's rows, the source's columns and any zero rows after them.
-    let tiles_x = b.add_u(rows_out, TILE - 1)?;
-    let tiles_x = b.div_u(tiles_x, TILE)?;
-    let tiles_y = b.add_u(outer, TILE - 1)?;
-    let tiles_y = b.div_u(tiles_y, TILE)?;
+    let tiles_x = b.add_u(rows_out, TILE_COLS - 1)?;
+    let tiles_x = b.div_u(tiles_x, TILE_COLS)?;
+    let tiles_y = b.add_u(outer, TILE_ROWS - 1)?;
+    let tiles_y = b.div_u(tiles_y, TILE_ROWS)?;
     let tiles = b.b.i_mul(t_u32, None, tiles_x, tiles_y)?;
-    // Element (row `r`, column `c`) of the tile as the copy stores it: copy row `c`.
-    let slot = |b: &mut ModuleBuilder, c: u32, r: u32| -> BuildResult<u32> {
-        let t_u32 = b.t_u32();
-        let rot = b.b.i_add(t_u32, None, r, c)?;
-        let rot = b.b.bitwise_and(t_u32, None, rot, last)?;
-        let row = b.mul_u(c, TILE)?;
-        let i = b.b.i_add(t_u32, None, row, rot)?;
-        b.b.access_chain(p_wg_u32, None, v_sh, [i])
-    };
-    // The workgroup's tiles, in turn; the trip count is the workgroup's, so barriers are
-    // reached uniformly.
     b.counted_loop_by(l_entry, (first, tiles, groups), |b, t| {
         let ty = b.b.u_div(t_u32, None, t, tiles_x)?;
         let tx = b.b.u_mod(t_u32, None, t, tiles_x)?;
-        let r0 = b.mul_u(ty, TILE)?;
-        let c0 = b.mul_u(tx, TILE)?;
-        let c0_vec = b.mul_u(tx, src_vecs)?;
+        let r0 = b.mul_u(ty, TILE_ROWS)?;
+        let r0 = b.b.i_add(t_u32, None, r0, block_row)?;
+        let c0 = b.mul_u(tx, TILE_COLS)?;
+        let c0 = b.b.i_add(t_u32, None, c0, block_col)?;
+        let c0_vec = b.div_u(c0, per_vec)?;
         let src_base = b.b.i_add(t_u32, None, src_off, c0_vec)?;
-        for i in 0..TILE * src_vecs / THREADS {
-            let v = b.add_u(lid, i * THREADS)?;
-            let rl = b.div_u(v, src_vecs)?;
-            let cv = b.mod_u(v, src_vecs)?;
-            let r = b.b.i_add(t_u32, None, r0, rl)?;
-            let cl = b.mul_u(cv, per_vec)?;
-            let c = b.b.i_add(t_u32, None, c0, cl)?;
+        // The block's rows, each as `BLOCK / per_vec` vectors, every load issued first.
+        let mut rows = Vec::with_capacity(BLOCK as usize);
+        for i in 0..BLOCK {
+            let r = b.add_u(r0, i)?;
             let r_ok = b.b.u_less_than(t_bool, None, r, outer)?;
-            let c_ok = b.b.u_less_than(t_bool, None, c, inner)?;
-            let ok = b.b.logical_and(t_bool, None, r_ok, c_ok)?;
-            let idx = b.b.i_mul(t_u32, None, r, src_ld)?;
-            let idx = b.b.i_add(t_u32, None, idx, src_base)?;
-            let idx = b.b.i_add(t_u32, None, idx, cv)?;
-            let x = b.load_vector_or_zero((v_src, src_off), idx, ok, zero4)?;
-            for l in 0..per_vec {
-                let e = if per_vec == 4 {
-                    b.b.composite_extract(t_u32, None, x, [l])?
-                } else {
-                    let w = b.b.composite_extract(t_u32, None, x, [l / 2])?;
-                    if l % 2 == 0 {
-                        b.b.bitwise_and(t_u32, None, w, low16)?
-                    } else {
-                        b.b.shift_right_logical(t_u32, None, w, c16)?
-                    }
-                };
-                let col = b.add_u(cl, l)?;
-                let p = slot(b, col, rl)?;
-                b.b.store(p, e, np, [])?;
+            let at = b.b.i_mul(t_u32, None, r, src_ld)?;
+            let at = b.b.i_add(t_u32, None, at, src_base)?;
+            let mut vecs = Vec::new();
+            for v in 0..BLOCK / per_vec {
+                let c = b.add_u(c0, v * per_vec)?;
+                let c_ok = b.b.u_less_than(t_bool, None, c, inner)?;
+                let ok = b.b.logical_and(t_bool, None, r_ok, c_ok)?;
+                let idx = b.add_u(at, v)?;
+                vecs.push(b.load_vector_or_zero((v_src, src_off), idx, ok, zero4)?);
             }
+            rows.push(vecs);
         }
-        b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
-        let r0_vec = b.mul_u(ty, TILE / 8)?;
+        // Element `j` of block row `i`, in a u32 (a 16-bit one in its low half).
+        let element = |b: &mut ModuleBuilder, i: usize, j: u32| -> BuildResult<u32> {
+            let t_u32 = b.t_u32();
+            if per_vec == 4 {
+                return b.b.composite_extract(t_u32, None, rows[i][(j / 4) as usize], [j % 4]);
+            }
+            let w = b.b.composite_extract(t_u32, None, rows[i][0], [j / 2])?;
+            if j % 2 == 0 {
+                b.b.bitwise_and(t_u32, None, w, low16)
+            } else {
+                b.b.shift_right_logical(t_u32, None, w, c16)
+            }
+        };
+        let r0_vec = b.div_u(r0, 8)?;
         let dst_base = b.b.i_add(t_u32, None, dst_off, r0_vec)?;
-        for i in 0..TILE * (TILE / 8) / THREADS {
-            let v = b.add_u(lid, i * THREADS)?;
-            let cl = b.div_u(v, TILE / 8)?;
-            let rv = b.mod_u(v, TILE / 8)?;
-            let row = b.b.i_add(t_u32, None, c0, cl)?;
-            let rl = b.mul_u(rv, 8)?;
-            let col = b.b.i_add(t_u32, None, r0, rl)?;
+        let col_ok = b.b.u_less_than(t_bool, None, r0, outer)?;
+        // Block column `j` is copy row `c0 + j`: one 16-byte vector of it.
+        for j in 0..BLOCK {
+            let row = b.add_u(c0, j)?;
             let row_ok = b.b.u_less_than(t_bool, None, row, rows_out)?;
-            let col_ok = b.b.u_less_than(t_bool, None, col, outer)?;
             let ok = b.b.logical_and(t_bool, None, row_ok, col_ok)?;
             let (l_store, l_next) = (b.b.id(), b.b.id());
             b.b.selection_merge(l_next, SelectionControl::NONE)?;
             b.b.branch_conditional(ok, l_store, l_next, [])?;
             b.b.begin_block(Some(l_store))?;
             let mut w = [0; 8];
-            for (l, w) in w.iter_mut().enumerate() {
-                let r = b.add_u(rl, l as u32)?;
-                let p = slot(b, cl, r)?;
-                *w = b.b.load(t_u32, None, p, np, [])?;
+            for (i, w) in w.iter_mut().enumerate() {
+                *w = element(b, i, j)?;
             }
             let quad = |b: &mut ModuleBuilder, w: &[u32]| b.b.composite_construct(t_uvec4, None, w.iter().copied());
             let at = b.b.i_mul(t_u32, None, row, dst_ld)?;
             let at = b.b.i_add(t_u32, None, at, dst_base)?;
-            let at = b.b.i_add(t_u32, None, at, rv)?;
             match output {
                 Output::Copy16 => {
                     let mut words = [0; 4];
-                    for (j, word) in words.iter_mut().enumerate() {
-                        let high = b.b.shift_left_logical(t_u32, None, w[2 * j + 1], c16)?;
-                        *word = b.b.bitwise_or(t_u32, None, w[2 * j], high)?;
+                    for (k, word) in words.iter_mut().enumerate() {
+                        let high = b.b.shift_left_logical(t_u32, None, w[2 * k + 1], c16)?;
+                        *word = b.b.bitwise_or(t_u32, None, w[2 * k], high)?;
                     }
                     let packed = quad(b, &words)?;
                     let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
@@ -195,8 +180,6 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
             b.b.branch(l_next)?;
             b.b.begin_block(Some(l_next))?;
         }
-        // The next tile overwrites shared memory.
-        b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
         Ok(())
     })?;
     b.end_compute(f, THREADS)?;

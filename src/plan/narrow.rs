@@ -86,8 +86,8 @@ impl Source {
         limits: &DispatchLimits,
         extra: impl FnOnce(&mut PushConstants),
     ) -> Dispatch {
-        let tile = transpose::TILE as usize;
-        let tiles = self.outer.div_ceil(tile) * copy_rows.div_ceil(tile);
+        let tiles =
+            self.outer.div_ceil(transpose::TILE_ROWS as usize) * copy_rows.div_ceil(transpose::TILE_COLS as usize);
         let groups = tiles.min(transpose::MAX_GROUPS.min(limits.max_groups[0]) as usize) as u32;
         let mut push = PushConstants {
             m: self.outer as u32,
