@@ -320,14 +320,15 @@ pub fn conversion_pays(m: usize, n: usize) -> bool {
 /// relaid (perf/h200-relayout-1.txt): `nn` 4096^3 261.5 -> 279.0, 8192^3 279.5 -> 290.9, but
 /// 2048^3 275.7 -> 256.1 and 4096x4096x256 163.3 -> 159.1; `tt` likewise (259.3 -> 279.7,
 /// 267.9 -> 293.9); `nt`, whose two copies must both be made, 282.5 -> 265.7 at 4096^3 and
-/// 283.0 -> 288.9 at 8192^3. With the copy in registers (perf/h200-relayout-8.txt) one copy
-/// also pays at 4096x4096x2048 (`nn` 256.0 -> 271.9), and two still only at 8192^3 (4096^3
-/// `nt` 279.6 -> 271.2). So one copy where M and N are 4096 or more and K 2048 or more (a
-/// copy costs against the GEMM as 1/N for A and 1/M for B; a short K leaves the barrier's fixed
-/// cost), two where no dimension is under 8192.
+/// 283.0 -> 288.9 at 8192^3. With the copy in registers (perf/h200-relayout-8.txt, -10.txt)
+/// one copy also pays at K = 1024 to 2048 (4096x4096x1024 `nn` 252.5 -> 266.0, `tt` 250.9 ->
+/// 262.7; 8192x8192x1024 `tt` +10%), at K = 512 only in `nn` (+3.5%, `tt` +0-1%), and two
+/// still only at 8192^3 (4096^3 `nt` 279.6 -> 271.2). So one copy where M and N are 4096 or
+/// more and K 1024 or more (a copy costs against the GEMM as 1/N for A and 1/M for B; a short
+/// K leaves the barrier's fixed cost), two where no dimension is under 8192.
 pub fn relayout_pays((a, b): (Layout, Layout), (m, n, k): (usize, usize, usize)) -> [bool; 2] {
     let least = m.min(n).min(k);
-    let one = m.min(n) >= 4096 && k >= 2048;
+    let one = m.min(n) >= 4096 && k >= 1024;
     match (a, b) {
         (Layout::RowMajor, Layout::RowMajor) => [one, false],
         (Layout::ColMajor, Layout::ColMajor) => [false, one],
@@ -459,7 +460,8 @@ mod tests {
         assert_eq!(relayout_pays((N, T), (4096, 4096, 4096)), [false, false]);
         assert_eq!(relayout_pays((N, N), (4096, 4096, 2048)), [true, false]);
         assert_eq!(relayout_pays((T, T), (4096, 11008, 2048)), [false, true]);
-        assert_eq!(relayout_pays((N, N), (4096, 4096, 1024)), [false, false]);
+        assert_eq!(relayout_pays((N, N), (4096, 4096, 1024)), [true, false]);
+        assert_eq!(relayout_pays((N, N), (4096, 4096, 512)), [false, false]);
         assert_eq!(relayout_pays((N, N), (2048, 4096, 4096)), [false, false]);
         assert_eq!(relayout_pays((T, N), (8192, 8192, 8192)), [false, false]);
         for shape in [(2048, 2048, 2048), (4096, 4096, 256), (16, 4096, 4096)] {
