@@ -220,18 +220,21 @@ pub const SHORT_K: usize = 128;
 /// K-contiguous, the layout of model weights): for f32 results 256x128 tiles computed transposed
 /// (a 128x256 accumulator of C^T) with 256 invocations in eight 128-byte steps taken step by step
 /// (ggml-vulkan's accumulator and loop; on the H200 4096^3 281 TFLOP/s against 255 for the
-/// 128x128 default, and slower in the other layouts). For i8 -> i32 the same tile and loop
-/// (128-byte steps of 128 elements): 4096^3 535 TOPS against 302 for the subgroup-scope default,
-/// 0.66 of cuBLAS's int8 TN kernel in the same call. Only on NVIDIA.
+/// 128x128 default, and slower in the other layouts). For i8 -> i32 and u8 -> u32 the same tile
+/// and loop (128-byte steps of 128 elements): 4096^3 535 TOPS against 302 for the
+/// subgroup-scope default, 0.66 of cuBLAS's int8 TN kernel in the same call. Only on NVIDIA.
 pub fn preferred_k_contiguous_schemes(
     config: &GPUSubgroupMatrixConfig,
     info: &DeviceInfo,
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
     // int8 measured on its 16x16x32 config only: on 16x8x32 every workgroup-scope tile ran at
-    // 64-146 TOPS (perf/h200-ct10.txt).
-    let int8_16x16 = (config.component_type, config.result_type, config.m, config.n)
-        == (ComponentType::I8, ComponentType::I32, 16, 16);
+    // 64-146 TOPS (perf/h200-ct10.txt). u8 runs as fast (533.7 TOPS against 311.3 for the
+    // subgroup-scope default; perf/h200-int8-layouts-1.txt).
+    let int8_16x16 = matches!(
+        (config.component_type, config.result_type, config.m, config.n),
+        (ComponentType::I8, ComponentType::I32, 16, 16) | (ComponentType::U8, ComponentType::U32, 16, 16)
+    );
     let wanted: &[Wanted] = if config.result_type == ComponentType::F32 || int8_16x16 {
         &[(256, 128, 256, 128, 8, true)]
     } else {

@@ -204,8 +204,9 @@ fn workgroup_schemes_follow_the_device() {
     assert!(e(TileScheme::workgroup(&c, &info, 32, (1, 8), (32, 2), (32, 1))).contains("exceeds"));
 }
 
-/// i8 -> i32 with both operands K-contiguous: the 256x128 tile computed transposed leads where
-/// the device offers int8 workgroup-scope matrices; other layouts keep the subgroup-scope default.
+/// i8 -> i32 and u8 -> u32 with both operands K-contiguous: the 256x128 tile computed
+/// transposed leads where the device offers their workgroup-scope matrices; other layouts keep
+/// the subgroup-scope default.
 #[test]
 fn int8_k_contiguous_lead_follows_the_device() {
     use crate::config::{MatrixScope, RawComponent};
@@ -230,7 +231,19 @@ fn int8_k_contiguous_lead_follows_the_device() {
         .collect();
     assert_eq!(names, ["wg_t256_fr16x8_k128_u8_a0_ct"]);
     assert!(preferred_workgroup_schemes(&i8c, &info, 32).is_empty());
-    assert!(preferred_k_contiguous_schemes(&cfg(16, 16, 32, U8, U32), &info, 32).is_empty());
+    let u8c = cfg(16, 16, 32, U8, U32);
+    assert!(preferred_k_contiguous_schemes(&u8c, &info, 32).is_empty());
+    let cm2 = info.cooperative_matrix2.as_mut().unwrap();
+    for t in [&mut entry.a_type, &mut entry.b_type] {
+        *t = RawComponent::Known(U8);
+    }
+    (entry.c_type, entry.result_type) = (RawComponent::Known(U32), RawComponent::Known(U32));
+    cm2.flexible.push(entry);
+    let names: Vec<String> = preferred_k_contiguous_schemes(&u8c, &info, 32)
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    assert_eq!(names, ["wg_t256_fr16x8_k128_u8_a0_ct"]);
     assert!(preferred_k_contiguous_schemes(&cfg(16, 8, 32, I8, I32), &info, 32).is_empty());
     let lead = preferred_k_contiguous_schemes(&i8c, &info, 32);
     assert!(lead_suits(&lead, &i8c, (4096, 4096, 4096)) && !lead_suits(&lead, &i8c, (4096, 4096, 2048)));
