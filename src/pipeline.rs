@@ -141,7 +141,7 @@ impl Pipelines {
         let words = match kernel {
             Kernel::Narrow { to } => kernel::generate_narrow(to)?,
             Kernel::SplitPlanes { transposed } => kernel::generate_split_planes(transposed)?,
-            Kernel::Transpose { rounds_to } => kernel::generate_transpose(rounds_to)?,
+            Kernel::Transpose { rounds_to, bytes } => kernel::generate_transpose(rounds_to, bytes)?,
             Kernel::GroupTable => kernel::generate_group_table()?,
             _ => kernel::generate_absmax()?,
         };

@@ -610,13 +610,23 @@ fn converting_passes_and_planes_kernels_pass_spirv_val() {
         let words = vk_sgmat::kernel::generate_split_planes(transposed).unwrap();
         common::spirv_val(&words, "split_planes").unwrap_or_else(|e| panic!("split planes {transposed}: {e}"));
     }
-    // The transposing copies: 16-bit as they are, f32 rounded to f16 on the way.
-    for (rounds_to, name) in [(None, "transpose_16"), (Some(F16), "transpose_f32_f16")] {
-        let words = vk_sgmat::kernel::generate_transpose(rounds_to).unwrap();
+    // The transposing copies: 16-bit and 8-bit as they are, f32 rounded to f16 on the way.
+    for (rounds_to, bytes, name) in [
+        (None, 2, "transpose_16"),
+        (None, 1, "transpose_8"),
+        (Some(F16), 2, "transpose_f32_f16"),
+    ] {
+        let words = vk_sgmat::kernel::generate_transpose(rounds_to, bytes).unwrap();
         common::spirv_val(&words, name).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
-    assert!(vk_sgmat::kernel::generate_transpose(Some(Bf16)).is_ok());
-    assert!(vk_sgmat::kernel::generate_transpose(Some(F32)).is_err());
+    assert!(vk_sgmat::kernel::generate_transpose(Some(Bf16), 2).is_ok());
+    for (rounds_to, bytes) in [(Some(F32), 2), (Some(F16), 1), (None, 4), (None, 0)] {
+        let e = vk_sgmat::kernel::generate_transpose(rounds_to, bytes).unwrap_err();
+        assert!(
+            matches!(e, vk_sgmat::Error::Unsupported(_)),
+            "{rounds_to:?} {bytes}: {e}"
+        );
+    }
     let config = cfg(16, 16, 16, F16, F32);
     let l = limits(32, 49152);
     let mut n = 0;

@@ -1,6 +1,8 @@
 //! Operands copied into the other storage order first ([`GemmOptions::relayout`]): the copy is
 //! exact, so the GEMM gives bit for bit what the same scheme gives reading them in place, and it
-//! passes the f64 reference in every layout of A, B and C; the plan it makes; its typed errors.
+//! passes the f64 reference in every layout of A, B and C; 16-bit operands toward A
+//! column-major, B row-major, 8-bit ones toward A row-major, B column-major; the plan it makes;
+//! its typed errors.
 
 mod common;
 
@@ -23,18 +25,18 @@ const SHAPES: [(usize, usize, usize); 6] = [
 ];
 
 /// The two runs of one case: `relayout` off and on, the same scheme, split and inputs.
-fn both<TA: Element, TB: Element>(
+fn both<TA: Element, TB: Element, TC: Element>(
     rng: &mut Rng,
     (m, n, k): (usize, usize, usize),
     (la, lb, lc): (Layout, Layout, Layout),
     base: &GemmOptions,
-) -> [Vec<f32>; 2] {
+) -> [Vec<TC>; 2] {
     let ctx = context();
     let (a, lda) = random_matrix::<TA>(rng, m, k, la, 3);
     let (b, ldb) = random_matrix::<TB>(rng, k, n, lb, 0);
-    let (c0, ldc) = random_matrix::<f32>(rng, m, n, lc, 1);
+    let (c0, ldc) = random_matrix::<TC>(rng, m, n, lc, 1);
     let scheme = ctx
-        .plan_gemm::<TA, TB, f32>(m, n, k, (la, lb), base)
+        .plan_gemm::<TA, TB, TC>(m, n, k, (la, lb), base)
         .unwrap_or_else(|e| panic!("{:?} {la:?} {lb:?}: {e}", (m, n, k)))
         .scheme;
     [false, true].map(|relayout| {
@@ -85,14 +87,14 @@ fn relaid_operands_give_the_results_of_reading_them_in_place_bit_for_bit() {
                 ..base.clone()
             };
             let runs = [
-                ("f16 x f16", both::<f16, f16>(&mut rng, shape, l, &base)),
+                ("f16 x f16", both::<f16, f16, f32>(&mut rng, shape, l, &base)),
                 (
                     "f32 x f32 rounded first",
-                    both::<f32, f32>(&mut rng, shape, l, &f32_first),
+                    both::<f32, f32, f32>(&mut rng, shape, l, &f32_first),
                 ),
                 (
                     "f16 x f32 rounded first",
-                    both::<f16, f32>(&mut rng, shape, l, &f32_first),
+                    both::<f16, f32, f32>(&mut rng, shape, l, &f32_first),
                 ),
             ];
             for (what, [in_place, relaid]) in runs {
@@ -106,6 +108,38 @@ fn relaid_operands_give_the_results_of_reading_them_in_place_bit_for_bit() {
         }
     }
     assert_no_validation_messages(context());
+}
+
+/// 8-bit operands copied toward A row-major, B column-major: the same scheme gives the same
+/// integers either way, and both match the f64 reference exactly, in every layout of A, B and C
+/// with beta and split-K.
+#[test]
+fn relaid_int8_operands_give_the_exact_results_of_reading_them_in_place() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    for (i, &shape) in SHAPES.iter().chain(&[(300, 17, 529), (5, 531, 33)]).enumerate() {
+        for l in 0..8 {
+            let l = (LAYOUTS[l & 1], LAYOUTS[(l >> 1) & 1], LAYOUTS[l >> 2]);
+            let base = GemmOptions {
+                beta: if i % 2 == 1 { 2.0 } else { 0.0 },
+                split_k: Some(if i == 4 { 3 } else { 1 }),
+                ..Default::default()
+            };
+            let [in_place, relaid] = both::<i8, i8, i32>(&mut rng, shape, l, &base);
+            assert_eq!(in_place, relaid, "i8 {shape:?} {l:?}: the copy changed the result");
+            let [in_place, relaid] = both::<u8, u8, u32>(&mut rng, shape, l, &base);
+            assert_eq!(in_place, relaid, "u8 {shape:?} {l:?}: the copy changed the result");
+            let on = GemmOptions {
+                relayout: Some(true),
+                ..base
+            };
+            let check = run_random_gemm_c::<i8, i8, i32>(ctx, &mut rng, shape, l, 2, &on, usize::MAX).unwrap();
+            assert!(check.passed, "i8 {shape:?} {l:?}: {check:?}");
+            let check = run_random_gemm_c::<u8, u8, u32>(ctx, &mut rng, shape, l, 1, &on, usize::MAX).unwrap();
+            assert!(check.passed, "u8 {shape:?} {l:?}: {check:?}");
+        }
+    }
+    assert_no_validation_messages(ctx);
 }
 
 /// Against the f64 reference, fresh inputs, C poisoned where it is not read: every layout of A,
@@ -156,7 +190,13 @@ fn relayout_is_planned_as_transposing_passes_and_refused_where_it_cannot_run() {
         let copies = plan
             .dispatches
             .iter()
-            .filter(|d| d.kernel == Kernel::Transpose { rounds_to: None })
+            .filter(|d| {
+                d.kernel
+                    == Kernel::Transpose {
+                        rounds_to: None,
+                        bytes: 2,
+                    }
+            })
             .count();
         assert_eq!(copies, flips.iter().filter(|&&f| f).count(), "{la:?} {lb:?}");
         let key = plan.main_kernel();
@@ -185,14 +225,48 @@ fn relayout_is_planned_as_transposing_passes_and_refused_where_it_cannot_run() {
     assert_eq!(
         kinds[0],
         Kernel::Transpose {
-            rounds_to: Some(ComponentType::F16)
+            rounds_to: Some(ComponentType::F16),
+            bytes: 2,
         },
         "{kinds:?}"
     );
     assert_eq!(kinds.len(), 2, "{kinds:?}");
-    // 8-bit operands have no transposing pass; f32 operands converted as they load neither.
-    let e = ctx.plan_gemm::<i8, i8, i32>(64, 48, 40, (rm, rm), &on).unwrap_err();
-    assert!(matches!(e, Error::Unsupported(ref m) if m.contains("16-bit")), "{e}");
+    // 8-bit operands go the other way, toward A row-major, B column-major (both contiguous
+    // along K): nn copies B, tt A, tn both, nt neither.
+    for ((la, lb), flips) in [
+        ((rm, rm), [false, true]),
+        ((cm, cm), [true, false]),
+        ((cm, rm), [true, true]),
+        ((rm, cm), [false, false]),
+    ] {
+        let plans = [
+            ctx.plan_gemm::<i8, i8, i32>(64, 48, 40, (la, lb), &on).unwrap(),
+            ctx.plan_gemm::<u8, u8, u32>(64, 48, 40, (la, lb), &on).unwrap(),
+        ];
+        for plan in plans {
+            let copies: Vec<Kernel> = plan
+                .dispatches
+                .iter()
+                .map(|d| d.kernel)
+                .filter(|k| matches!(k, Kernel::Transpose { .. }))
+                .collect();
+            let want = flips.iter().filter(|&&f| f).count();
+            assert_eq!(
+                copies,
+                vec![
+                    Kernel::Transpose {
+                        rounds_to: None,
+                        bytes: 1
+                    };
+                    want
+                ],
+                "{la:?} {lb:?}"
+            );
+            let key = plan.main_kernel();
+            assert_eq!((key.a_layout, key.b_layout), (rm, cm), "{la:?} {lb:?}");
+        }
+    }
+    // f32 operands converted as they load have no transposing pass.
     let loaded = GemmOptions {
         compute: ComputeMode::FastF16,
         convert_first: Some(false),

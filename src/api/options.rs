@@ -42,17 +42,19 @@ pub struct GemmOptions {
     /// the same either way.
     pub convert_first: Option<bool>,
     /// Whether operands are first copied into the storage order the workgroup-scope kernel
-    /// reads fastest (A column-major, B row-major: each contiguous along M or N), each in a pass
-    /// of its own into scratch memory (2 bytes per element). Copied are 16-bit operands and f32
-    /// operands converted first (transposed as they are rounded, at no extra cost). `Some(true)`:
-    /// every operand in the other order (an operand that cannot be copied is an error);
-    /// `Some(false)`: none. Default `None`: where the device has workgroup-scope kernels for the
-    /// types and the GEMM takes one, one GEMM at a time, without an explicit `scheme`, and the
-    /// problem is large enough for the copy to pay (see
+    /// reads fastest ([`fast_order`](crate::plan::fast_order): for 16-bit floats A column-major,
+    /// B row-major, each contiguous along M or N; for 8-bit integers A row-major, B
+    /// column-major, both contiguous along K), each in a pass of its own into scratch memory (2
+    /// or 1 bytes per element). Copied are 16-bit and 8-bit operands and f32 operands converted
+    /// first (transposed as they are rounded, at no extra cost). `Some(true)`: every operand in
+    /// the other order (an operand that cannot be copied is an error); `Some(false)`: none.
+    /// Default `None`: where the device has workgroup-scope kernels for the types and the GEMM
+    /// takes one (an 8-bit A also for the subgroup-scope kernel), one GEMM at a time, without
+    /// an explicit `scheme`, and the problem is large enough for the copy to pay (see
     /// [`Context::relayouts`](crate::Context::relayouts)). The result is the same either way up
-    /// to the order of the K sums (bit for bit on the same scheme and split). The accurate
-    /// split's planes ([`ComputeMode::Accurate`] converted first) are always written in that
-    /// order by their own pass, whatever this says.
+    /// to the order of the K sums (bit for bit on the same scheme and split; integers exactly).
+    /// The accurate split's planes ([`ComputeMode::Accurate`] converted first) are always
+    /// written A column-major, B row-major by their own pass, whatever this says.
     pub relayout: Option<bool>,
 }
 

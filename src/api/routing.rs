@@ -9,8 +9,8 @@ use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::{Epilogue, Load, SIMT_CONFIG};
 use crate::plan::{
-    check_shapes, conversion_pays, device_problem, relayout_pays, route, Batch, GemmPlan, PlanRequest, Problem, Route,
-    SplitK,
+    check_shapes, conversion_pays, device_problem, fast_order, relayout_pays, route, Batch, GemmPlan, PlanRequest,
+    Problem, Route, SplitK,
 };
 use crate::tiling::{pick_scheme, preferred_planes_schemes, simt_scheme, KernelScope, Layout, TileScheme};
 
@@ -82,9 +82,9 @@ impl Context {
         self.takes_workgroup_scope(config) && conversion_pays(m, n)
     }
 
-    /// Which operands of a GEMM of 16-bit operands of this size, stored `layouts`, are copied
-    /// into the other storage order first by default (see [`GemmOptions::relayout`]): where
-    /// the device has workgroup-scope kernels for `config`, it is not a CPU, and
+    /// Which operands of a GEMM of 16-bit or 8-bit operands of this size, stored `layouts`, are
+    /// copied into the other storage order first by default (see [`GemmOptions::relayout`]):
+    /// where the device has workgroup-scope kernels for `config`, it is not a CPU, and
     /// [`relayout_pays`] holds. (A lone operand converted first from f32 is also transposed
     /// wherever the GEMM takes a workgroup-scope scheme, since its pass runs anyway.)
     pub fn relayouts(
@@ -96,24 +96,27 @@ impl Context {
         if !self.takes_workgroup_scope(config) {
             return [false; 2];
         }
-        relayout_pays(layouts, (m, n, k))
+        relayout_pays(config.component_type, layouts, (m, n, k))
     }
 
     /// Whether the copies first pay off here at all: the device has workgroup-scope schemes for
-    /// `config` (which read 16-bit operands only, and the fast order fastest) and is not a CPU.
+    /// `config`, by default or taken first where they suit (which read [`fast_order`] fastest),
+    /// and is not a CPU.
     fn takes_workgroup_scope(&self, config: &GPUSubgroupMatrixConfig) -> bool {
+        let lists = self.scheme_lists(config);
+        let leads = lists.leads.iter().flat_map(|l| &l.schemes[..l.lead]);
         !self.is_cpu()
-            && self
-                .scheme_lists(config)
+            && lists
                 .ordered
                 .iter()
+                .chain(leads)
                 .any(|s| s.scope() == KernelScope::Workgroup)
     }
 
     /// The operands [`Context::plan_fused`] copies transposed: with `relayout` on, those stored
-    /// in the other order than A column-major, B row-major; by default all of those or none, as
+    /// in the other order than [`fast_order`]'s; by default all of those or none, as
     /// [`Context::relayouts`] says, or a lone one whose converting pass runs anyway (`free`).
-    /// `copyable`: which operands the GEMM loads as 16-bit ones.
+    /// `copyable`: which operands the GEMM loads as 16-bit or 8-bit ones.
     fn relayout_for(
         &self,
         options: &GemmOptions,
@@ -121,14 +124,15 @@ impl Context {
         (copyable, free): ([bool; 2], [bool; 2]),
         batch: usize,
     ) -> Result<[bool; 2]> {
-        let other = [layouts.0 == Layout::RowMajor, layouts.1 == Layout::ColMajor];
+        let fast = fast_order(config.component_type);
+        let other = [layouts.0 != fast.0, layouts.1 != fast.1];
         match options.relayout {
             Some(false) => Ok([false; 2]),
             Some(true) => {
                 for (j, name) in ["A", "B"].into_iter().enumerate() {
                     if other[j] && !copyable[j] {
                         return Err(Error::Unsupported(format!(
-                            "relayout: {name} is not a 16-bit operand (nor an f32 one converted first), and only those are copied transposed; use relayout: None or Some(false)"
+                            "relayout: {name} is not a 16-bit or 8-bit operand (nor an f32 one converted first), and only those are copied transposed; use relayout: None or Some(false)"
                         )));
                     }
                 }
@@ -136,8 +140,8 @@ impl Context {
             }
             None if batch > 1 || options.scheme.is_some() => Ok([false; 2]),
             None => {
-                // Only the whole way to A column-major, B row-major pays: one copy alone from
-                // `nt` gives `nn` or `tt`, the slowest orders.
+                // For 16-bit operands only the whole way to the fast order pays: one copy alone
+                // from `nt` gives `nn` or `tt`, no faster.
                 if !self.takes_workgroup_scope(config) || (0..2).any(|j| other[j] && !copyable[j]) {
                     return Ok([false; 2]);
                 }
@@ -145,8 +149,13 @@ impl Context {
                 // copy pays wherever the GEMM runs the workgroup-scope kernel (f32 fast 4096^3
                 // nn 243.1 -> 261.2 TFLOP/s, tt 236.0 -> 262.8), two did not (nt 257.4 -> 253.8).
                 let one_free = other.iter().filter(|&&o| o).count() == 1 && (0..2).all(|j| !other[j] || free[j]);
-                Ok(if relayout_pays(layouts, shape) == other || one_free {
+                let pays = relayout_pays(config.component_type, layouts, shape);
+                Ok(if pays == other || one_free {
                     other
+                } else if config.component_type.size_bytes() == 1 {
+                    // Each 8-bit copy pays on its own: the subgroup-scope kernel too reads A
+                    // faster row-major.
+                    pays
                 } else {
                     [false; 2]
                 })
@@ -318,7 +327,7 @@ impl Context {
         } else {
             route.loads
         };
-        let copyable = kernel_loads.map(|l| l == Load::Native && config.component_type.size_bytes() == 2);
+        let copyable = kernel_loads.map(|l| l == Load::Native && matches!(config.component_type.size_bytes(), 1 | 2));
         let free = route.loads.map(|l| l == Load::Round && convert_first);
         let shape = (m, n, k);
         // The accurate split's planes are written in the fast order by their own pass.
@@ -362,9 +371,11 @@ impl Context {
             })
         };
         let mut scheme = choose(relayout)?;
-        // The copy pays only for the workgroup-scope kernel's sake.
+        // The copy pays only for the workgroup-scope kernel's sake, but for an 8-bit A, which
+        // the subgroup-scope kernel also reads faster row-major (see `relayout_pays`).
         if options.relayout.is_none() && relayout.contains(&true) && scheme.scope() != KernelScope::Workgroup {
-            relayout = [false; 2];
+            let a_anyway = relayout[0] && config.component_type.size_bytes() == 1;
+            relayout = [a_anyway, false];
             scheme = choose(relayout)?;
         }
         let request = PlanRequest {

@@ -565,16 +565,24 @@ pub fn generate_split_planes(transposed: bool) -> Result<Vec<u32>> {
 }
 
 /// Generates the pass that copies an operand into the other storage order before the GEMM (see
-/// [`transpose`]): a 16-bit operand bit for bit (`None`), or an f32 operand rounded to `Some(t)`
-/// (f16 or bf16).
-pub fn generate_transpose(rounds_to: Option<ComponentType>) -> Result<Vec<u32>> {
-    if rounds_to.is_some_and(|t| !matches!(t, ComponentType::F16 | ComponentType::Bf16)) {
-        return Err(Error::Unsupported(format!(
-            "f32 operands narrow to f16 or bf16, not {}",
-            rounds_to.expect("checked")
-        )));
-    }
-    let output = rounds_to.map_or(transpose::Output::Copy16, transpose::Output::Rounded);
+/// [`transpose`]): an operand of `bytes`-byte elements (2 or 1) bit for bit (`rounds_to`
+/// `None`), or an f32 operand rounded to `Some(t)` (f16 or bf16; `bytes` 2).
+pub fn generate_transpose(rounds_to: Option<ComponentType>, bytes: u8) -> Result<Vec<u32>> {
+    let output = match (rounds_to, bytes) {
+        (None, 2) => transpose::Output::Copy16,
+        (None, 1) => transpose::Output::Copy8,
+        (Some(t @ (ComponentType::F16 | ComponentType::Bf16)), 2) => transpose::Output::Rounded(t),
+        (Some(t), _) => {
+            return Err(Error::Unsupported(format!(
+                "f32 operands narrow to f16 or bf16 (2 bytes), not {t} ({bytes} bytes)"
+            )))
+        }
+        (None, _) => {
+            return Err(Error::Unsupported(format!(
+                "operands of {bytes}-byte elements are not copied transposed: 16-bit and 8-bit ones are"
+            )))
+        }
+    };
     transpose::emit(output).map_err(|e| Error::Codegen(format!("transpose: {e}")))
 }
 

@@ -6,13 +6,18 @@
 //! contiguous along M or N) runs 5-11% faster than the others (docs/performance.md), which
 //! repays a copy of an operand where the GEMM is large against it.
 //!
-//! Each invocation transposes an 8 x 8 block in its registers: it reads the block's eight
-//! source rows (16-byte vectors) and writes its eight columns as the copy's rows (16-byte
-//! vectors of 16-bit elements). A workgroup's 256 invocations cover 256 source rows by 64
+//! An 8-bit integer operand is copied as it is too, into the order NVIDIA's int8 kernel reads
+//! fastest, which is the other one: A row-major, B column-major (4096^3 i8 on the H200: 534
+//! TOPS there, 155-298 in the other layouts).
+//!
+//! Each invocation transposes a square block in its registers: it reads the block's source rows
+//! (16-byte vectors) and writes its columns as the copy's rows (one 16-byte vector each). A
+//! block is 8 x 8 for 16-bit copies and 16 x 16 for 8-bit ones, so that a copy row's part is
+//! one vector either way. A workgroup's 256 invocations cover 32 blocks of source rows by 8 of
 //! elements, eight invocations along each source row so that every load instruction reads whole
 //! 128-byte lines, and it walks such tiles in a grid-stride loop. No shared memory and no
-//! barrier: each invocation keeps eight (16-bit) or sixteen (f32) loads in flight, where the
-//! shared-memory transpose this replaced kept two and capped the pass at 2.1-2.8 TB/s on the
+//! barrier: each invocation keeps eight (16-bit), sixteen (f32 or 8-bit) loads in flight, where
+//! the shared-memory transpose this replaced kept two and capped the pass at 2.1-2.8 TB/s on the
 //! H200 (docs/performance.md). Source rows past the last are read as zero, so a copy
 //! row's padding up to its leading dimension is zero (the GEMM's K may run along it); copy rows
 //! past the source's row length (its padding) are not written.
@@ -33,32 +38,64 @@ use rspirv::spirv::{BuiltIn, FunctionControl, SelectionControl, StorageClass};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
-/// The block one invocation transposes, in elements on a side.
-const BLOCK: u32 = 8;
-/// Invocations along a source row: 8 x 8 elements = 128 bytes of 16-bit elements.
+/// Invocations along a source row: each load instruction reads whole 128-byte lines (eight
+/// 16-byte vectors; two lines for f32 sources).
 const ACROSS: u32 = 8;
-/// A workgroup's tile: source elements per row (copy rows).
-pub const TILE_COLS: u32 = ACROSS * BLOCK;
-/// A workgroup's tile: source rows (copy elements per row).
-pub const TILE_ROWS: u32 = THREADS / ACROSS * BLOCK;
 /// Most workgroups per dispatch: enough to keep a large GPU's memory busy.
 pub const MAX_GROUPS: u32 = 8192;
+/// Bytes per vector, loaded and stored.
+const VEC_BYTES: u32 = 16;
+
+/// The block one invocation transposes, in elements on a side, for a copy of `copy_bytes`-byte
+/// elements: one 16-byte vector of a copy row.
+const fn block(copy_bytes: u32) -> u32 {
+    VEC_BYTES / copy_bytes
+}
+
+/// A workgroup's tile for a copy of `copy_bytes`-byte elements (1 or 2): source rows (copy
+/// elements per row), then source elements per row (copy rows).
+pub const fn tile(copy_bytes: u32) -> (u32, u32) {
+    (THREADS / ACROSS * block(copy_bytes), ACROSS * block(copy_bytes))
+}
 
 /// What the pass writes.
 #[derive(Copy, Clone, Debug)]
 pub(super) enum Output {
     /// A 16-bit source, bit for bit.
     Copy16,
+    /// An 8-bit source, bit for bit.
+    Copy8,
     /// An f32 source rounded to this type (f16 or bf16).
     Rounded(ComponentType),
     /// An f32 source split into the accurate mode's scaled f16 `hi` and `lo` planes.
     Planes,
 }
 
+impl Output {
+    /// Bytes per source element.
+    fn source_bytes(self) -> u32 {
+        match self {
+            Output::Copy16 => 2,
+            Output::Copy8 => 1,
+            Output::Rounded(_) | Output::Planes => 4,
+        }
+    }
+
+    /// Bytes per copy element.
+    fn copy_bytes(self) -> u32 {
+        match self {
+            Output::Copy8 => 1,
+            _ => 2,
+        }
+    }
+}
+
 /// Emits the pass writing `output`.
 pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
-    // Elements per source vector.
-    let per_vec = if matches!(output, Output::Copy16) { 8 } else { 4 };
+    // Elements on a block's side, per source vector, and per copy vector (a block's column).
+    let side = block(output.copy_bytes());
+    let per_vec = VEC_BYTES / output.source_bytes();
+    let (tile_rows, tile_cols) = tile(output.copy_bytes());
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
     let t_void = b.t_void();
@@ -76,6 +113,7 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     let u0 = b.c_u32(0);
     let zero4 = b.b.constant_null(t_uvec4);
     let (c16, low16) = (b.c_u32(16), b.c_u32(0xffff));
+    let low8 = b.c_u32(0xff);
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
@@ -90,32 +128,32 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     // This invocation's block within the tile: column block `across`, row block `down`.
     let across = b.mod_u(lid, ACROSS)?;
     let down = b.div_u(lid, ACROSS)?;
-    let block_col = b.mul_u(across, BLOCK)?;
-    let block_row = b.mul_u(down, BLOCK)?;
+    let block_col = b.mul_u(across, side)?;
+    let block_row = b.mul_u(down, side)?;
     // Tiles cover the copy's rows, the source's columns and any zero rows after them.
-    let tiles_x = b.add_u(rows_out, TILE_COLS - 1)?;
-    let tiles_x = b.div_u(tiles_x, TILE_COLS)?;
-    let tiles_y = b.add_u(outer, TILE_ROWS - 1)?;
-    let tiles_y = b.div_u(tiles_y, TILE_ROWS)?;
+    let tiles_x = b.add_u(rows_out, tile_cols - 1)?;
+    let tiles_x = b.div_u(tiles_x, tile_cols)?;
+    let tiles_y = b.add_u(outer, tile_rows - 1)?;
+    let tiles_y = b.div_u(tiles_y, tile_rows)?;
     let tiles = b.b.i_mul(t_u32, None, tiles_x, tiles_y)?;
     b.counted_loop_by(l_entry, (first, tiles, groups), |b, t| {
         let ty = b.b.u_div(t_u32, None, t, tiles_x)?;
         let tx = b.b.u_mod(t_u32, None, t, tiles_x)?;
-        let r0 = b.mul_u(ty, TILE_ROWS)?;
+        let r0 = b.mul_u(ty, tile_rows)?;
         let r0 = b.b.i_add(t_u32, None, r0, block_row)?;
-        let c0 = b.mul_u(tx, TILE_COLS)?;
+        let c0 = b.mul_u(tx, tile_cols)?;
         let c0 = b.b.i_add(t_u32, None, c0, block_col)?;
         let c0_vec = b.div_u(c0, per_vec)?;
         let src_base = b.b.i_add(t_u32, None, src_off, c0_vec)?;
-        // The block's rows, each as `BLOCK / per_vec` vectors, every load issued first.
-        let mut rows = Vec::with_capacity(BLOCK as usize);
-        for i in 0..BLOCK {
+        // The block's rows, each as `side / per_vec` vectors, every load issued first.
+        let mut rows = Vec::with_capacity(side as usize);
+        for i in 0..side {
             let r = b.add_u(r0, i)?;
             let r_ok = b.b.u_less_than(t_bool, None, r, outer)?;
             let at = b.b.i_mul(t_u32, None, r, src_ld)?;
             let at = b.b.i_add(t_u32, None, at, src_base)?;
             let mut vecs = Vec::new();
-            for v in 0..BLOCK / per_vec {
+            for v in 0..side / per_vec {
                 let c = b.add_u(c0, v * per_vec)?;
                 let c_ok = b.b.u_less_than(t_bool, None, c, inner)?;
                 let ok = b.b.logical_and(t_bool, None, r_ok, c_ok)?;
@@ -124,24 +162,32 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
             }
             rows.push(vecs);
         }
-        // Element `j` of block row `i`, in a u32 (a 16-bit one in its low half).
+        // Element `j` of block row `i`, in a u32 (a 16- or 8-bit one in its low bits).
         let element = |b: &mut ModuleBuilder, i: usize, j: u32| -> BuildResult<u32> {
             let t_u32 = b.t_u32();
-            if per_vec == 4 {
-                return b.b.composite_extract(t_u32, None, rows[i][(j / 4) as usize], [j % 4]);
-            }
-            let w = b.b.composite_extract(t_u32, None, rows[i][0], [j / 2])?;
-            if j % 2 == 0 {
-                b.b.bitwise_and(t_u32, None, w, low16)
+            let per_word = per_vec / 4;
+            let w =
+                b.b.composite_extract(t_u32, None, rows[i][(j / per_vec) as usize], [j % per_vec / per_word])?;
+            let bits = 32 / per_word * (j % per_word);
+            let w = if bits == 0 {
+                w
             } else {
-                b.b.shift_right_logical(t_u32, None, w, c16)
+                let shift = b.c_u32(bits);
+                b.b.shift_right_logical(t_u32, None, w, shift)?
+            };
+            match per_word {
+                1 => Ok(w),
+                2 if bits == 0 => b.b.bitwise_and(t_u32, None, w, low16),
+                4 if bits < 24 => b.b.bitwise_and(t_u32, None, w, low8),
+                _ => Ok(w),
             }
         };
-        let r0_vec = b.div_u(r0, 8)?;
+        // The block's first row is the first element of a copy vector.
+        let r0_vec = b.div_u(r0, side)?;
         let dst_base = b.b.i_add(t_u32, None, dst_off, r0_vec)?;
         let col_ok = b.b.u_less_than(t_bool, None, r0, outer)?;
         // Block column `j` is copy row `c0 + j`: one 16-byte vector of it.
-        for j in 0..BLOCK {
+        for j in 0..side {
             let row = b.add_u(c0, j)?;
             let row_ok = b.b.u_less_than(t_bool, None, row, rows_out)?;
             let ok = b.b.logical_and(t_bool, None, row_ok, col_ok)?;
@@ -149,7 +195,7 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
             b.b.selection_merge(l_next, SelectionControl::NONE)?;
             b.b.branch_conditional(ok, l_store, l_next, [])?;
             b.b.begin_block(Some(l_store))?;
-            let mut w = [0; 8];
+            let mut w = vec![0; side as usize];
             for (i, w) in w.iter_mut().enumerate() {
                 *w = element(b, i, j)?;
             }
@@ -162,6 +208,21 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
                     for (k, word) in words.iter_mut().enumerate() {
                         let high = b.b.shift_left_logical(t_u32, None, w[2 * k + 1], c16)?;
                         *word = b.b.bitwise_or(t_u32, None, w[2 * k], high)?;
+                    }
+                    let packed = quad(b, &words)?;
+                    let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+                    b.b.store(p, packed, None, [])?;
+                }
+                Output::Copy8 => {
+                    let mut words = [0; 4];
+                    for (k, word) in words.iter_mut().enumerate() {
+                        let mut acc = w[4 * k];
+                        for byte in 1..4 {
+                            let shift = b.c_u32(8 * byte as u32);
+                            let high = b.b.shift_left_logical(t_u32, None, w[4 * k + byte], shift)?;
+                            acc = b.b.bitwise_or(t_u32, None, acc, high)?;
+                        }
+                        *word = acc;
                     }
                     let packed = quad(b, &words)?;
                     let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;

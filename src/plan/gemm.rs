@@ -110,8 +110,10 @@ pub enum Kernel {
     /// The pass that copies an operand into the other storage order in scratch before the
     /// GEMM ([`crate::kernel::transpose`], [`PlanRequest::relayout`]).
     Transpose {
-        /// `None`: a 16-bit operand, copied as it is; `Some(t)`: an f32 operand, rounded to `t`.
+        /// `None`: an operand copied as it is; `Some(t)`: an f32 operand, rounded to `t`.
         rounds_to: Option<ComponentType>,
+        /// Bytes per element of the copy: 2 (16-bit operands, rounded f32 ones) or 1 (8-bit).
+        bytes: u8,
     },
     /// The pass that builds a grouped GEMM's tile table from counts on the device
     /// ([`crate::kernel::group_table`]).

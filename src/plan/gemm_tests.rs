@@ -293,8 +293,13 @@ fn relaid_operands_become_transposed_copies_the_gemm_reads_in_the_other_layout()
     let limits = unlimited();
     let plan = GemmPlan::new(&req, &limits).unwrap();
     let kinds: Vec<Kernel> = plan.dispatches.iter().map(|d| d.kernel).collect();
-    let [Kernel::Transpose { rounds_to: Some(F16) }, Kernel::Transpose { rounds_to: None }, Kernel::Gemm(key)] =
-        kinds[..]
+    let [Kernel::Transpose {
+        rounds_to: Some(F16),
+        bytes: 2,
+    }, Kernel::Transpose {
+        rounds_to: None,
+        bytes: 2,
+    }, Kernel::Gemm(key)] = kinds[..]
     else {
         panic!("{kinds:?}")
     };

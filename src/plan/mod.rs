@@ -7,7 +7,7 @@ pub mod gemm;
 mod grouped;
 pub use grouped::DeviceCounts;
 mod narrow;
-pub use narrow::{conversion_pays, relayout_pays};
+pub use narrow::{conversion_pays, fast_order, relayout_pays, Int8Relayout, INT8_RELAYOUT};
 pub mod passes;
 #[cfg(test)]
 mod properties;

@@ -3,9 +3,9 @@
 //! - rounded ([`plan_copied`], [`crate::kernel::narrow`]): an f32 operand's copy keeps its
 //!   storage order with the leading dimension padded to whole vectors, and the GEMM is planned
 //!   as one of 16-bit operands;
-//! - transposed ([`plan_copied`], [`crate::kernel::transpose`]): the copy (of a 16-bit operand,
-//!   or an f32 one rounded on the way) is stored in the other order, and the GEMM is planned
-//!   with that operand's layout flipped ([`PlanRequest::relayout`]);
+//! - transposed ([`plan_copied`], [`crate::kernel::transpose`]): the copy (of a 16-bit or 8-bit
+//!   operand, or an f32 one rounded on the way) is stored in the other order, and the GEMM is
+//!   planned with that operand's layout flipped ([`PlanRequest::relayout`]);
 //! - split for the accurate mode ([`plan_planes`]): after the largest-magnitude passes, `hi` and
 //!   `lo` f16 planes one after the other along K, each padded with zeros to whole K steps, and a
 //!   workgroup-scope GEMM of [`Load::Planes`] over twice the padded K.
@@ -16,6 +16,7 @@
 use super::device_ld;
 use super::gemm::{Dispatch, GemmPlan, Kernel, Operand, PlanRequest, SplitK};
 use super::passes::{span, window, DispatchLimits, Problem, Window};
+use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::kernel::{absmax, narrow, transpose, Load, PushConstants};
 use crate::tiling::{Layout, VECTOR_BYTES};
@@ -37,7 +38,7 @@ struct Source {
 
 impl Source {
     /// Operand `j` (0: A, 1: B) of `p`, which must be stored with elements of `bytes` (4: f32
-    /// converted, 2: 16-bit transposed) and fit one binding.
+    /// converted, 2 or 1: transposed as it is) and fit one binding.
     fn new(p: &Problem, j: usize, bytes: usize, limits: &DispatchLimits) -> Result<Self> {
         let (rows, cols, layout, ld, stored) = if j == 0 {
             (p.m, p.k, p.a_layout, p.lda, p.a_bytes)
@@ -49,7 +50,7 @@ impl Source {
             let what = if bytes == 4 {
                 "only f32 operands are converted"
             } else {
-                "only 16-bit operands (or f32 ones converted first) are copied transposed"
+                "only 16-bit and 8-bit operands (or f32 ones converted first) are copied transposed"
             };
             return Err(Error::InvalidOperand(format!(
                 "{name} has {stored}-byte elements; {what}"
@@ -76,18 +77,18 @@ impl Source {
     }
 
     /// A transposing dispatch of `kernel` writing `copy` in scratch: `copy_rows` rows (the
-    /// source's `inner`, then zeros) of `outer` elements at `copy_ld` apart, with `extra` push
-    /// constants set.
+    /// source's `inner`, then zeros) of `outer` elements of `copy_bytes` bytes at `copy_ld`
+    /// apart, with `extra` push constants set.
     fn transpose(
         &self,
         kernel: Kernel,
         copy: Window,
-        (copy_rows, copy_ld): (usize, usize),
+        (copy_rows, copy_ld, copy_bytes): (usize, usize, usize),
         limits: &DispatchLimits,
         extra: impl FnOnce(&mut PushConstants),
     ) -> Dispatch {
-        let tiles =
-            self.outer.div_ceil(transpose::TILE_ROWS as usize) * copy_rows.div_ceil(transpose::TILE_COLS as usize);
+        let (tile_rows, tile_cols) = transpose::tile(copy_bytes as u32);
+        let tiles = self.outer.div_ceil(tile_rows as usize) * copy_rows.div_ceil(tile_cols as usize);
         let groups = tiles.min(transpose::MAX_GROUPS.min(limits.max_groups[0]) as usize) as u32;
         let mut push = PushConstants {
             m: self.outer as u32,
@@ -96,7 +97,7 @@ impl Source {
             k: groups,
             lda_vec: (self.ld as u64 * self.bytes as u64 / VEC) as u32,
             a_off_vec: (self.window.start / VEC) as u32,
-            ldb_vec: (copy_ld as u64 * 2 / VEC) as u32,
+            ldb_vec: (copy_ld as u64 * copy_bytes as u64 / VEC) as u32,
             c_off: 0,
             ..Default::default()
         };
@@ -187,29 +188,35 @@ pub(super) fn plan_copied(req: &PlanRequest, limits: &DispatchLimits) -> Result<
         let name = ["A", "B"][j];
         let rounds_to = match load {
             Load::Round if converts => Some(to),
-            Load::Native if to.size_bytes() == 2 => None,
+            Load::Native if matches!(to.size_bytes(), 1 | 2) => None,
             _ => {
                 return Err(Error::Unsupported(format!(
-                    "{name} is loaded as {load:?} of {to}: only 16-bit operands, and f32 ones converted first, are copied transposed"
+                    "{name} is loaded as {load:?} of {to}: only 16-bit and 8-bit operands, and f32 ones converted first, are copied transposed"
                 )))
             }
         };
-        let src = Source::new(p, j, if converts { 4 } else { 2 }, limits)?;
+        // The copy's elements: the 16-bit type rounded to, or the operand's own.
+        let bytes = to.size_bytes() as usize;
+        let src = Source::new(p, j, if converts { 4 } else { bytes }, limits)?;
         // A transposed copy has the source's `inner` rows of `outer`; a rounded one its shape.
         let (rows, cols) = if flips {
             (src.inner, src.outer)
         } else {
             (src.outer, src.inner)
         };
-        let copy_ld = device_ld(cols, 2);
-        let copy = claim(&mut end, (rows * copy_ld * 2) as u64, limits)?;
+        let copy_ld = device_ld(cols, bytes);
+        let copy = claim(&mut end, (rows * copy_ld * bytes) as u64, limits)?;
         copies.push(if flips {
-            src.transpose(Kernel::Transpose { rounds_to }, copy, (rows, copy_ld), limits, |_| {})
+            let kernel = Kernel::Transpose {
+                rounds_to,
+                bytes: bytes as u8,
+            };
+            src.transpose(kernel, copy, (rows, copy_ld, bytes), limits, |_| {})
         } else {
             let rows = (rows, cols.div_ceil(8), copy_ld);
             src.dispatch(Kernel::Narrow { to }, copy, rows, limits, |_| {})
         });
-        stage(&mut staged, j, copy_ld, copy.bind_offset);
+        stage(&mut staged, j, (copy_ld, bytes), copy.bind_offset);
         if flips {
             flip(&mut staged, j);
         }
@@ -268,14 +275,14 @@ pub(super) fn plan_planes(req: &PlanRequest, limits: &DispatchLimits) -> Result<
             push.col0 = j as u32;
         };
         let mut d = if transposed {
-            src.transpose(kernel, copy, (kp, copy_ld), limits, scale_push)
+            src.transpose(kernel, copy, (kp, copy_ld, 2), limits, scale_push)
         } else {
             src.dispatch(kernel, copy, (kp, src.inner.div_ceil(8), copy_ld), limits, scale_push)
         };
         d.aux = Some((Operand::Scratch, words));
         d.after_previous = j == 0;
         splits.push(d);
-        stage(&mut staged, j, copy_ld, copy.bind_offset);
+        stage(&mut staged, j, (copy_ld, 2), copy.bind_offset);
         if transposed {
             flip(&mut staged, j);
         }
@@ -313,27 +320,83 @@ pub fn conversion_pays(m: usize, n: usize) -> bool {
     4096 * (m as u128 + n as u128) <= 9 * m as u128 * n as u128
 }
 
-/// Which operands of an `m x n x k` GEMM stored `(a, b)` are worth copying first into the order
-/// the workgroup-scope kernel reads fastest, A column-major and B row-major (16-bit operands;
-/// see [`PlanRequest::relayout`]). The copy costs a pass over the operand and a barrier; the
-/// gain is the layout's shortfall. Measured on the H200, f16 -> f32, TFLOP/s in place against
-/// relaid (perf/h200-relayout-1.txt): `nn` 4096^3 261.5 -> 279.0, 8192^3 279.5 -> 290.9, but
-/// 2048^3 275.7 -> 256.1 and 4096x4096x256 163.3 -> 159.1; `tt` likewise (259.3 -> 279.7,
-/// 267.9 -> 293.9); `nt`, whose two copies must both be made, 282.5 -> 265.7 at 4096^3 and
-/// 283.0 -> 288.9 at 8192^3. With the copy in registers (perf/h200-relayout-8.txt, -10.txt)
-/// one copy also pays at K = 1024 to 2048 (4096x4096x1024 `nn` 252.5 -> 266.0, `tt` 250.9 ->
-/// 262.7; 8192x8192x1024 `tt` +10%), at K = 512 only in `nn` (+3.5%, `tt` +0-1%), and two
-/// still only at 8192^3 (4096^3 `nt` 279.6 -> 271.2). So one copy where M and N are 4096 or
-/// more and K 1024 or more (a copy costs against the GEMM as 1/N for A and 1/M for B; a short
-/// K leaves the barrier's fixed cost), two where no dimension is under 8192.
-pub fn relayout_pays((a, b): (Layout, Layout), (m, n, k): (usize, usize, usize)) -> [bool; 2] {
+/// The storage orders of A and B that NVIDIA's workgroup-scope kernel reads fastest, into which
+/// operands are copied first ([`PlanRequest::relayout`]): for 16-bit floats A column-major and
+/// B row-major, each contiguous along M or N (4096^3 f16->f32 on the H200: `tn` 291-294
+/// TFLOP/s, the others 259-283); for 8-bit integers the other way round, A row-major and B
+/// column-major, both contiguous along K (4096^3 i8->i32: `nt` 534 TOPS, `nn` 298, `tt` 284,
+/// `tn` 176; u8 alike; perf/h200-int8-layouts-1.txt).
+pub fn fast_order(component: ComponentType) -> (Layout, Layout) {
+    if component.size_bytes() == 1 {
+        (Layout::RowMajor, Layout::ColMajor)
+    } else {
+        (Layout::ColMajor, Layout::RowMajor)
+    }
+}
+
+/// Where an 8-bit operand's copy pays (see [`relayout_pays`]): K at least `k`, and N at least
+/// `a_from` for a copy of A (it costs against the GEMM as 1/N), M at least `b_from` for one of B.
+pub const INT8_RELAYOUT: Int8Relayout = Int8Relayout {
+    k: 1024,
+    a_from: 512,
+    b_from: 1024,
+};
+
+/// The bounds of [`INT8_RELAYOUT`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Int8Relayout {
+    /// The least K.
+    pub k: usize,
+    /// The least N for a copy of A.
+    pub a_from: usize,
+    /// The least M for a copy of B.
+    pub b_from: usize,
+}
+
+/// Which operands of an `m x n x k` GEMM of `component` operands stored `(a, b)` are worth
+/// copying first into [`fast_order`]. A copy costs a pass over the operand and a barrier; the
+/// gain is the layout's shortfall.
+///
+/// 16-bit operands: measured on the H200, f16 -> f32, TFLOP/s in place against relaid
+/// (perf/h200-relayout-1.txt): `nn` 4096^3 261.5 -> 279.0, 8192^3 279.5 -> 290.9, but 2048^3
+/// 275.7 -> 256.1 and 4096x4096x256 163.3 -> 159.1; `tt` likewise (259.3 -> 279.7, 267.9 ->
+/// 293.9); `nt`, whose two copies must both be made, 282.5 -> 265.7 at 4096^3 and 283.0 ->
+/// 288.9 at 8192^3. With the copy in registers (perf/h200-relayout-8.txt, -10.txt) one copy
+/// also pays at K = 1024 to 2048 (4096x4096x1024 `nn` 252.5 -> 266.0, `tt` 250.9 -> 262.7;
+/// 8192x8192x1024 `tt` +10%), at K = 512 only in `nn` (+3.5%, `tt` +0-1%), and two still only
+/// at 8192^3 (4096^3 `nt` 279.6 -> 271.2). So one copy where M and N are 4096 or more and K
+/// 1024 or more (a copy costs against the GEMM as 1/N for A and 1/M for B; a short K leaves the
+/// barrier's fixed cost), two where no dimension is under 8192.
+///
+/// 8-bit operands, each on its own ([`INT8_RELAYOUT`]; i8 -> i32 on the H200, TOPS in place
+/// against relaid, perf/h200-int8-relayout-1.txt, -2.txt, -3.txt): the workgroup-scope kernel
+/// reads the other orders at 0.3-0.56 of `nt`, so 4096^3 `nn` 295 -> 508, `tt` 174 -> 511, `tn`
+/// 155 -> 491, 1024x4096x4096 `nn` 277 -> 436, 4096x1024x4096 `tt` 171 -> 457. The
+/// subgroup-scope kernel (grids too small for the other, or K not a whole number of its
+/// iterations) also reads A faster row-major: 4096x4096x4000 `tt` 173 -> 292, 4096x512x4096
+/// 122 -> 144, 1024x1024x4096 `tn` 80 -> 105 (A alone); at N = 256 it gains 1%. B column-major
+/// it reads faster only on some tiles (1024x1024x4096 `nn` 119 -> 157, but 512x4096x4096 150 ->
+/// 135 and 4096x4096x4000 294 -> 287), so B's copy is dropped where the GEMM does not take the
+/// workgroup-scope kernel (which needs K of at least 4096).
+pub fn relayout_pays(
+    component: ComponentType,
+    (a, b): (Layout, Layout),
+    (m, n, k): (usize, usize, usize),
+) -> [bool; 2] {
+    let fast = fast_order(component);
+    let other = [a != fast.0, b != fast.1];
+    if component.size_bytes() == 1 {
+        let r = INT8_RELAYOUT;
+        return [
+            other[0] && n >= r.a_from && k >= r.k,
+            other[1] && m >= r.b_from && k >= r.k,
+        ];
+    }
     let least = m.min(n).min(k);
     let one = m.min(n) >= 4096 && k >= 1024;
-    match (a, b) {
-        (Layout::RowMajor, Layout::RowMajor) => [one, false],
-        (Layout::ColMajor, Layout::ColMajor) => [false, one],
-        (Layout::RowMajor, Layout::ColMajor) => [least >= 8192; 2],
-        (Layout::ColMajor, Layout::RowMajor) => [false; 2],
+    match other {
+        [true, true] => [least >= 8192; 2],
+        [a, b] => [a && one, b && one],
     }
 }
 
@@ -348,12 +411,13 @@ fn one_gemm(p: &Problem) -> Result<()> {
     Ok(())
 }
 
-/// Operand `j` of `staged` becomes the 16-bit copy at `offset` in scratch.
-fn stage(staged: &mut Problem, j: usize, copy_ld: usize, offset: u64) {
+/// Operand `j` of `staged` becomes the copy at `offset` in scratch, `copy_ld` elements of
+/// `bytes` bytes apart.
+fn stage(staged: &mut Problem, j: usize, (copy_ld, bytes): (usize, usize), offset: u64) {
     if j == 0 {
-        (staged.a_bytes, staged.lda) = (2, copy_ld);
+        (staged.a_bytes, staged.lda) = (bytes, copy_ld);
     } else {
-        (staged.b_bytes, staged.ldb) = (2, copy_ld);
+        (staged.b_bytes, staged.ldb) = (bytes, copy_ld);
     }
     staged.offsets[j] = offset;
 }
@@ -449,24 +513,53 @@ pub(super) fn absmax_dispatch(
 
 #[cfg(test)]
 mod tests {
-    use super::{conversion_pays, relayout_pays};
+    use super::{conversion_pays, fast_order, relayout_pays, INT8_RELAYOUT};
+    use crate::config::ComponentType::{Bf16, F16, I8, U8};
     use crate::tiling::Layout::{ColMajor as T, RowMajor as N};
 
     #[test]
     fn relayout_pays_where_it_measured_faster() {
-        assert_eq!(relayout_pays((N, N), (4096, 4096, 4096)), [true, false]);
-        assert_eq!(relayout_pays((T, T), (8192, 8192, 8192)), [false, true]);
-        assert_eq!(relayout_pays((N, T), (8192, 8192, 8192)), [true, true]);
-        assert_eq!(relayout_pays((N, T), (4096, 4096, 4096)), [false, false]);
-        assert_eq!(relayout_pays((N, N), (4096, 4096, 2048)), [true, false]);
-        assert_eq!(relayout_pays((T, T), (4096, 11008, 2048)), [false, true]);
-        assert_eq!(relayout_pays((N, N), (4096, 4096, 1024)), [true, false]);
-        assert_eq!(relayout_pays((N, N), (4096, 4096, 512)), [false, false]);
-        assert_eq!(relayout_pays((N, N), (2048, 4096, 4096)), [false, false]);
-        assert_eq!(relayout_pays((T, N), (8192, 8192, 8192)), [false, false]);
-        for shape in [(2048, 2048, 2048), (4096, 4096, 256), (16, 4096, 4096)] {
-            assert_eq!(relayout_pays((N, N), shape), [false, false], "{shape:?}");
-            assert_eq!(relayout_pays((T, T), shape), [false, false], "{shape:?}");
+        for f in [F16, Bf16] {
+            assert_eq!(fast_order(f), (T, N));
+            let pays = |l, shape| relayout_pays(f, l, shape);
+            assert_eq!(pays((N, N), (4096, 4096, 4096)), [true, false]);
+            assert_eq!(pays((T, T), (8192, 8192, 8192)), [false, true]);
+            assert_eq!(pays((N, T), (8192, 8192, 8192)), [true, true]);
+            assert_eq!(pays((N, T), (4096, 4096, 4096)), [false, false]);
+            assert_eq!(pays((N, N), (4096, 4096, 2048)), [true, false]);
+            assert_eq!(pays((T, T), (4096, 11008, 2048)), [false, true]);
+            assert_eq!(pays((N, N), (4096, 4096, 1024)), [true, false]);
+            assert_eq!(pays((N, N), (4096, 4096, 512)), [false, false]);
+            assert_eq!(pays((N, N), (2048, 4096, 4096)), [false, false]);
+            assert_eq!(pays((T, N), (8192, 8192, 8192)), [false, false]);
+            for shape in [(2048, 2048, 2048), (4096, 4096, 256), (16, 4096, 4096)] {
+                assert_eq!(pays((N, N), shape), [false, false], "{shape:?}");
+                assert_eq!(pays((T, T), shape), [false, false], "{shape:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn int8_operands_are_copied_toward_k_contiguous_each_where_it_measured_faster() {
+        let r = INT8_RELAYOUT;
+        for i in [I8, U8] {
+            assert_eq!(fast_order(i), (N, T));
+            let pays = |l, shape| relayout_pays(i, l, shape);
+            assert_eq!(pays((N, T), (8192, 8192, 8192)), [false, false]);
+            assert_eq!(pays((N, N), (4096, 4096, 4096)), [false, true]);
+            assert_eq!(pays((T, T), (4096, 4096, 4096)), [true, false]);
+            assert_eq!(pays((T, N), (4096, 4096, 4096)), [true, true]);
+            assert_eq!(pays((N, N), (1024, 4096, 4096)), [false, true]);
+            assert_eq!(pays((N, N), (512, 4096, 4096)), [false, false]);
+            assert_eq!(pays((T, T), (4096, 512, 4096)), [true, false]);
+            assert_eq!(pays((T, T), (4096, 256, 4096)), [false, false]);
+            assert_eq!(pays((T, T), (4096, 4096, 4000)), [true, false]);
+            assert_eq!(pays((T, N), (512, 512, 4096)), [true, false]);
+            // A's copy costs against N, B's against M; K is bounded where it was measured.
+            assert_eq!(pays((T, N), (r.b_from, r.a_from - 1, r.k)), [false, true]);
+            assert_eq!(pays((T, N), (r.b_from - 1, r.a_from, r.k)), [true, false]);
+            assert_eq!(pays((T, N), (8192, 8192, r.k - 1)), [false, false]);
+            assert_eq!(pays((T, N), (16, 16, 8192)), [false, false]);
         }
     }
 

@@ -126,8 +126,9 @@ fn check_plan(
     };
     let limits = DispatchLimits::from_device(&h200_limits());
     let planes = convert_first && loads == [Load::Split; 2];
-    // What can be copied transposed: 16-bit operands, and f32 ones converted first.
-    let copyable = loads.map(|l| (l == Load::Native && ct.size_bytes() == 2) || (l == Load::Round && convert_first));
+    // What can be copied transposed: 16-bit and 8-bit operands, and f32 ones converted first.
+    let copyable =
+        loads.map(|l| (l == Load::Native && matches!(ct.size_bytes(), 1 | 2)) || (l == Load::Round && convert_first));
     let flips = relayout.contains(&true);
     let converts = (convert_first && loads.contains(&Load::Round)) || (flips && !planes);
     let plan = match GemmPlan::new(&request, &limits) {
@@ -231,9 +232,18 @@ fn check_copied(
         prop_assert_eq!(dst, Operand::Scratch);
         let rounds = (loads[j] == Load::Round).then_some(F16);
         if relayout[j] {
-            prop_assert_eq!(d.kernel, Kernel::Transpose { rounds_to: rounds });
+            // The copy's elements: rounded to f16, or the operand's own.
+            let stored = [plan.problem.a_bytes, plan.problem.b_bytes][j] as u8;
+            let bytes = if rounds.is_some() { 2 } else { stored };
+            prop_assert_eq!(
+                d.kernel,
+                Kernel::Transpose {
+                    rounds_to: rounds,
+                    bytes
+                }
+            );
             // Source rows of `n` elements become copy rows of the source's `m`, padded to vectors.
-            prop_assert!(d.push.m as u64 <= d.push.ldb_vec as u64 * 8);
+            prop_assert!(d.push.m as u64 <= d.push.ldb_vec as u64 * 16 / bytes as u64);
             prop_assert!(w.bind_range >= d.push.n as u64 * d.push.ldb_vec as u64 * 16);
         } else {
             prop_assert!(matches!(d.kernel, Kernel::Narrow { to: F16 }), "{:?}", d.kernel);

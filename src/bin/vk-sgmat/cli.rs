@@ -86,7 +86,8 @@ pub enum Command {
         #[arg(long, default_value = "auto")]
         convert: String,
         /// Whether operands are first copied into the order the workgroup-scope kernel reads
-        /// fastest (A column-major, B row-major): auto (chosen per problem), on or off.
+        /// fastest (16-bit: A column-major, B row-major; 8-bit: A row-major, B column-major):
+        /// auto (chosen per problem), on or off.
         #[arg(long, default_value = "auto")]
         relayout: String,
         /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
@@ -146,7 +147,8 @@ pub enum Command {
         #[arg(long, default_value = "auto")]
         convert: String,
         /// Whether operands are first copied into the order the workgroup-scope kernel reads
-        /// fastest (A column-major, B row-major): auto (chosen per problem), on or off.
+        /// fastest (16-bit: A column-major, B row-major; 8-bit: A row-major, B column-major):
+        /// auto (chosen per problem), on or off.
         #[arg(long, default_value = "auto")]
         relayout: String,
         /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1

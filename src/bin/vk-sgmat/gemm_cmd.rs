@@ -121,7 +121,7 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
             .filter(|d| {
                 matches!(
                     d.kernel,
-                    Kernel::Narrow { .. } | Kernel::SplitPlanes { .. } | Kernel::Transpose { rounds_to: Some(_) }
+                    Kernel::Narrow { .. } | Kernel::SplitPlanes { .. } | Kernel::Transpose { rounds_to: Some(_), .. }
                 )
             })
             .count(),
