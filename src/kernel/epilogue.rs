@@ -1,4 +1,5 @@
-//! The fused epilogue's per-element code, shared by the kernels that store element by element:
+//! The fused epilogue: which terms a kernel applies ([`Epilogue`], [`Axis`], [`Activation`]) and
+//! their per-element code, shared by the kernels that store element by element:
 //! `D = act(alpha * deq(acc) + beta * C + bias)` in f32, stored in C's type.
 //!
 //! Vectors: the bias at binding 4 as 32-bit words (f32, or two f16/bf16 per word), the row and
@@ -9,10 +10,200 @@
 
 use super::builder::{BuildResult, ModuleBuilder};
 use super::push::Pc;
-use super::{Activation, Axis, Epilogue, BIAS_BINDING};
+use super::BIAS_BINDING;
 use crate::config::ComponentType;
+use crate::error::{Error, Result};
 use rspirv::dr::Operand;
 use rspirv::spirv::{StorageClass, Word};
+use serde::Serialize;
+
+/// Which epilogue terms a kernel applies:
+/// `D = act(alpha * deq(A*B) + beta * C + bias)`, stored in C's type. Terms that are off cost
+/// nothing; with `beta` off, C is never read (so it may hold anything, NaN included). The terms
+/// past alpha and beta (the fused ones, see [`Epilogue::is_fused`]) run per element in f32.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Epilogue {
+    /// Multiply the product by alpha (off means alpha = 1).
+    pub alpha: bool,
+    /// Add beta * C (off means beta = 0).
+    pub beta: bool,
+    /// Add a bias vector along this axis, of this element type (binding 4: f32, f16 or bf16).
+    pub bias: Option<(Axis, ComponentType)>,
+    /// The activation applied last.
+    pub activation: Activation,
+    /// Dequantise an integer product: `acc * row_scale[i] * col_scale[j]` (f32 scales at
+    /// bindings 5 and 6), before alpha.
+    pub dequant: bool,
+    /// The type C is stored in, where it differs from the config's result type (output cast).
+    pub output: Option<ComponentType>,
+}
+
+/// Which index a bias vector follows: `bias[i]` per row of C, or `bias[j]` per column.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Axis {
+    /// One value per row of C (length M).
+    Row,
+    /// One value per column of C (length N).
+    Col,
+}
+
+impl Axis {
+    /// The other axis: a row bias of C is a column bias of C^T.
+    pub fn flip(self) -> Self {
+        match self {
+            Axis::Row => Axis::Col,
+            Axis::Col => Axis::Row,
+        }
+    }
+}
+
+/// An element-wise activation, applied in f32 after bias. IEEE behaviour: NaN stays NaN;
+/// `+inf` maps to `+inf` (ReLU, GELU, SiLU); `-inf` maps to 0 under ReLU and to NaN under GELU
+/// and SiLU (as `x * sigmoid(x)` and `x * Phi(x)` evaluate in IEEE arithmetic, and as PyTorch
+/// computes them); large finite negative inputs give -0.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activation {
+    /// None.
+    #[default]
+    None,
+    /// `max(x, 0)`; NaN stays NaN.
+    Relu,
+    /// GELU, tanh approximation: `x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3))`.
+    Gelu,
+    /// GELU, exact: `x * Phi(x)`, with Phi from an erfc approximation of relative error below
+    /// 1.2e-7.
+    GeluErf,
+    /// SiLU (swish): `x * sigmoid(x)`.
+    Silu,
+}
+
+impl Activation {
+    /// Every activation.
+    pub const ALL: [Activation; 5] = [
+        Activation::None,
+        Activation::Relu,
+        Activation::Gelu,
+        Activation::GeluErf,
+        Activation::Silu,
+    ];
+
+    /// The CLI name (`none`, `relu`, `gelu`, `gelu-erf`, `silu`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::None => "none",
+            Activation::Relu => "relu",
+            Activation::Gelu => "gelu",
+            Activation::GeluErf => "gelu-erf",
+            Activation::Silu => "silu",
+        }
+    }
+}
+
+impl Epilogue {
+    /// No terms: `C = A*B`.
+    pub const NONE: Epilogue = Epilogue {
+        alpha: false,
+        beta: false,
+        bias: None,
+        activation: Activation::None,
+        dequant: false,
+        output: None,
+    };
+
+    /// Whether any per-element term is on (bias, activation, dequantisation, output cast): the
+    /// subgroup-scope kernel then stores every fragment through its staging tile, the
+    /// workgroup-scope one applies them with a per-element operation.
+    pub fn is_fused(&self) -> bool {
+        self.bias.is_some() || self.activation != Activation::None || self.dequant || self.output.is_some()
+    }
+
+    /// The kernel-name suffix of the fused terms (`_biascf16_gelu_deq_of16`), empty without them.
+    pub fn fused_suffix(&self) -> String {
+        let mut out = String::new();
+        if let Some((axis, t)) = self.bias {
+            out += &format!("_bias{}{t}", if axis == Axis::Row { "r" } else { "c" });
+        }
+        if self.activation != Activation::None {
+            out += &format!("_{}", self.activation.name().replace('-', ""));
+        }
+        if self.dequant {
+            out += "_deq";
+        }
+        if let Some(t) = self.output {
+            out += &format!("_o{t}");
+        }
+        out
+    }
+
+    /// The type C is stored in, for a config whose result type is `result`.
+    pub fn output_type(&self, result: ComponentType) -> ComponentType {
+        self.output.unwrap_or(result)
+    }
+
+    /// The same epilogue for `C^T = B^T A^T`: row and column vectors trade places.
+    pub fn transposed(mut self) -> Self {
+        if let Some((axis, t)) = self.bias {
+            self.bias = Some((axis.flip(), t));
+        }
+        self
+    }
+
+    /// Checks that the generator can apply these terms to a `result` accumulator: an output
+    /// cast from f32 to f16 or bf16, or from i32/u32 (dequantised) to f32, f16 or bf16;
+    /// dequantisation of integer results only; bias and activations on float results or
+    /// dequantised ones; bias vectors of f32, f16 or bf16.
+    pub fn check(&self, result: ComponentType) -> Result<()> {
+        use ComponentType::*;
+        if !self.is_fused() {
+            return Ok(()); // alpha and beta alone: every result type
+        }
+        let bad = |why: String| Err(Error::Unsupported(format!("fused epilogue: {why}")));
+        let int = matches!(result, I32 | U32);
+        if let Some((_, t)) = self.bias {
+            if !matches!(t, F32 | F16 | Bf16) {
+                return bad(format!("a bias of {t}: bias vectors are f32, f16 or bf16"));
+            }
+        }
+        if self.dequant && !int {
+            return bad(format!(
+                "dequantisation scales integer products (i32 or u32 accumulators), not {result}"
+            ));
+        }
+        if int && !self.dequant && self.is_fused() {
+            return bad(format!(
+                "{result} products take bias, activations and output casts only when dequantised (row and column scales)"
+            ));
+        }
+        match (result, self.output) {
+            (_, None) if !int => Ok(()),
+            (F32, Some(F16 | Bf16 | F32)) => Ok(()),
+            (I32 | U32, Some(F32 | F16 | Bf16)) => Ok(()),
+            (r, o) => bad(format!(
+                "{r} accumulators stored as {}: output casts go from f32 to f16 or bf16, and from dequantised i32/u32 to f32, f16 or bf16",
+                o.map_or("themselves".to_string(), |o| o.to_string())
+            )),
+        }
+    }
+
+    /// Checks that the workgroup-scope kernel can apply these terms to a `result` accumulator:
+    /// float products (f32) stored as f32 or f16, with bias, activations, alpha and beta.
+    /// Dequantised integer products and bf16 results run on subgroup-scope schemes.
+    pub fn check_workgroup_scope(&self, result: ComponentType) -> Result<()> {
+        if !self.is_fused() {
+            return Ok(());
+        }
+        let output = self.output_type(result);
+        if result != ComponentType::F32 || self.dequant || !matches!(output, ComponentType::F32 | ComponentType::F16) {
+            return Err(Error::InvalidTileScheme(format!(
+                "fused epilogues on workgroup-scope schemes take f32 products stored as f32 or f16, not {result} products{} stored as {output}; pick a subgroup-scope scheme",
+                if self.dequant { " dequantised" } else { "" }
+            )));
+        }
+        Ok(())
+    }
+}
 
 /// GLSL.std.450 instruction numbers.
 const GLSL_EXP: u32 = 27;

@@ -5,6 +5,7 @@
 pub mod cut;
 pub mod gemm;
 mod grouped;
+mod input;
 pub use grouped::DeviceCounts;
 mod narrow;
 pub use narrow::{conversion_pays, fast_order, relayout_pays, Int8Relayout, INT8_RELAYOUT};
