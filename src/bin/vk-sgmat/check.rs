@@ -85,9 +85,9 @@ fn check_configs(
     // schemes taken by default (the shapes here are mostly too small to pick them) and the
     // largest and the smallest workgroup-scope scheme, where the device offers them.
     // Defaults first: a driver slow to compile some workgroup-scope pipelines (seconds each on
-    // the H200) must not keep a time-limited run from checking them. Once per 16-bit pair,
-    // operands copied transposed first (`relayout`), which the default takes only at sizes
-    // larger than these. (config, scheme, relayout).
+    // the H200) must not keep a time-limited run from checking them. Once per 16-bit and 8-bit
+    // pair, operands copied transposed first (`relayout`), which the default takes only at
+    // sizes larger than these. (config, scheme, relayout).
     let mut runs: Vec<(GPUSubgroupMatrixConfig, Option<TileScheme>, bool)> = Vec::new();
     let mut extras = Vec::new();
     let mut pairs_seen = Vec::new();
@@ -100,7 +100,7 @@ fn check_configs(
         if pairs_seen.contains(&pair) {
             continue;
         }
-        if config.component_type.size_bytes() == 2 {
+        if matches!(config.component_type.size_bytes(), 1 | 2) {
             extras.push((config, None, true));
         }
         pairs_seen.push(pair);
