@@ -5,9 +5,9 @@ use super::context::Context;
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::error::{Error, Result};
 use crate::tiling::{
-    candidate_schemes, lead_fits, lead_suits, pick_scheme, preferred_k_contiguous_schemes, preferred_long_k_schemes,
-    preferred_short_k_schemes, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout,
-    TileScheme, SHORT_K,
+    candidate_schemes, lead_fits, lead_suits, pick_scheme, preferred_k_contiguous_schemes,
+    preferred_k_contiguous_short_schemes, preferred_long_k_schemes, preferred_short_k_schemes,
+    preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout, TileScheme, SHORT_K,
 };
 use std::sync::Arc;
 
@@ -69,10 +69,11 @@ impl Context {
 
     /// [`Context::choose_batch_scheme`] for an `m x n x k` GEMM with A and B stored as
     /// `layouts`: a row-major A with a column-major B (both K-contiguous) takes
-    /// [`preferred_k_contiguous_schemes`] first, and any layout [`preferred_long_k_schemes`],
-    /// where [`lead_suits`]: K at least four of every such scheme's loop iterations and a whole
-    /// number of them (their tiles run the one-step loop otherwise: 4096x4096x256 took 77
-    /// TFLOP/s with them, 95 without), and the problem at least the tile. A C stored in a
+    /// [`preferred_k_contiguous_schemes`] first, else (int8, a shorter K)
+    /// [`preferred_k_contiguous_short_schemes`], and any layout [`preferred_long_k_schemes`],
+    /// where [`lead_suits`]: K at least four of every such scheme's loop iterations and, for
+    /// 16-bit operands, a whole number of them (their tiles run the one-step loop otherwise:
+    /// 4096x4096x256 took 77 TFLOP/s with them, 95 without), and the problem at least the tile. A C stored in a
     /// 16-bit type (`narrow_c`) with a K of at most [`SHORT_K`] and row-major A and B takes
     /// [`preferred_short_k_schemes`] first.
     pub(crate) fn choose_layout_scheme(
@@ -122,6 +123,7 @@ impl Context {
             };
             let leads = vec![
                 lead(preferred_k_contiguous_schemes(config, info, sg), true),
+                lead(preferred_k_contiguous_short_schemes(config, info, sg), true),
                 lead(preferred_long_k_schemes(config, info, sg), false),
             ];
             let short_k = lead(preferred_short_k_schemes(config, info, sg), false);

@@ -377,7 +377,7 @@ pub struct Int8Relayout {
 /// 122 -> 144, 1024x1024x4096 `tn` 80 -> 105 (A alone); at N = 256 it gains 1%. B column-major
 /// it reads faster only on some tiles (1024x1024x4096 `nn` 119 -> 157, but 512x4096x4096 150 ->
 /// 135 and 4096x4096x4000 294 -> 287), so B's copy is dropped where the GEMM does not take the
-/// workgroup-scope kernel (which needs K of at least 4096).
+/// workgroup-scope kernel (which needs K of at least 2048 for int8).
 pub fn relayout_pays(
     component: ComponentType,
     (a, b): (Layout, Layout),

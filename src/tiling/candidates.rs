@@ -228,19 +228,46 @@ pub fn preferred_k_contiguous_schemes(
     info: &DeviceInfo,
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
-    // int8 measured on its 16x16x32 config only: on 16x8x32 every workgroup-scope tile ran at
-    // 64-146 TOPS (perf/h200-ct10.txt). u8 runs as fast (533.7 TOPS against 311.3 for the
-    // subgroup-scope default; perf/h200-int8-layouts-1.txt).
-    let int8_16x16 = matches!(
-        (config.component_type, config.result_type, config.m, config.n),
-        (ComponentType::I8, ComponentType::I32, 16, 16) | (ComponentType::U8, ComponentType::U32, 16, 16)
-    );
-    let wanted: &[Wanted] = if config.result_type == ComponentType::F32 || int8_16x16 {
+    // u8 runs as fast as i8 (533.7 TOPS against 311.3 for the subgroup-scope default;
+    // perf/h200-int8-layouts-1.txt).
+    let int8_16x16 = int8_16x16(config);
+    let wanted: &[Wanted] = if int8_16x16 {
+        // Then 64x64 tiles where the 256x128 ones are too few to fill the GPU (1024x1024x4096:
+        // 321.5 TOPS against 289.3, and 188.5 for the subgroup-scope default).
+        &[(256, 128, 256, 128, 8, true), (64, 64, 128, 128, 2, true)]
+    } else if config.result_type == ComponentType::F32 {
         &[(256, 128, 256, 128, 8, true)]
     } else {
         &[]
     };
     preferred(config, info, subgroup_size, wanted)
+}
+
+/// The workgroup-scope schemes taken first for int8 with both operands K-contiguous where K is
+/// too short for [`preferred_k_contiguous_schemes`] (under four of their 1024-deep iterations):
+/// 128x128 tiles computed transposed with 128 invocations in eight 64-byte steps, then 64x64
+/// ones for small grids. H200, 4096x4096x4000 i8 `nt`: 454.1 TOPS against 426.0 for the 256x128
+/// tile and 308.3 for the subgroup-scope default (perf/h200-int8-k-1.txt). Only on NVIDIA.
+pub fn preferred_k_contiguous_short_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    let wanted: &[Wanted] = if int8_16x16(config) {
+        &[(128, 128, 128, 64, 8, true), (64, 64, 128, 128, 2, true)]
+    } else {
+        &[]
+    };
+    preferred(config, info, subgroup_size, wanted)
+}
+
+/// i8 -> i32 or u8 -> u32 on 16x16 fragments, the int8 configs whose workgroup-scope tiles were
+/// measured fast (on 16x8x32 every one ran at 64-146 TOPS, perf/h200-ct10.txt).
+fn int8_16x16(config: &GPUSubgroupMatrixConfig) -> bool {
+    matches!(
+        (config.component_type, config.result_type, config.m, config.n),
+        (ComponentType::I8, ComponentType::I32, 16, 16) | (ComponentType::U8, ComponentType::U32, 16, 16)
+    )
 }
 
 /// The workgroup-scope schemes of the accurate split done first ([`crate::kernel::Load::Planes`]),
@@ -268,13 +295,17 @@ pub fn preferred_planes_schemes(
 }
 
 /// Whether K suits every scheme of `schemes`: at least four of its loop iterations
-/// (`stages * BK`) and a whole number of them. The K-contiguous schemes are taken first only
-/// then: their tiles otherwise run their K in the one-step tail loop (4096x4096x256 on the H200:
-/// 77 TFLOP/s with them, 95 without).
+/// (`stages * BK`) and, for 16-bit operands, a whole number of them. The K-contiguous schemes
+/// are taken first only then: their tiles otherwise run their K in the one-step tail loop
+/// (4096x4096x256 on the H200: 77 TFLOP/s with them, 95 without; at 4096x4096x4000 f16 `nt` the
+/// 128x128 default still wins, 258.2 against 251.7). 8-bit operands need no whole number:
+/// 4096x4096x11008 i8 `nt` ran at 548.7 TOPS on the 256x128 tile, 315.9 on the subgroup-scope
+/// default (perf/h200-int8-k-1.txt).
 pub fn k_suits(schemes: &[TileScheme], config: &GPUSubgroupMatrixConfig, k: usize) -> bool {
+    let whole = config.component_type.size_bytes() != 1;
     schemes.iter().all(|s| {
         let per_iteration = (s.stages() * s.geometry(config).bk) as usize;
-        k >= 4 * per_iteration && k % per_iteration == 0
+        k >= 4 * per_iteration && (!whole || k % per_iteration == 0)
     })
 }
 

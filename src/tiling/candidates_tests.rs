@@ -247,4 +247,38 @@ fn int8_k_contiguous_lead_follows_the_device() {
     assert!(preferred_k_contiguous_schemes(&cfg(16, 8, 32, I8, I32), &info, 32).is_empty());
     let lead = preferred_k_contiguous_schemes(&i8c, &info, 32);
     assert!(lead_suits(&lead, &i8c, (4096, 4096, 4096)) && !lead_suits(&lead, &i8c, (4096, 4096, 2048)));
+    // int8 needs no whole number of iterations (16-bit operands do: see the f32 lead's test).
+    assert!(lead_suits(&lead, &i8c, (4096, 4096, 11008)) && !lead_suits(&lead, &i8c, (4096, 4096, 4000)));
+    assert!(
+        preferred_k_contiguous_short_schemes(&i8c, &info, 32).is_empty(),
+        "no 128-invocation entry yet"
+    );
+    assert!(preferred_k_contiguous_short_schemes(&cfg(16, 16, 16, F16, F32), &info, 32).is_empty());
+
+    // With 128-invocation int8 matrices: 64x64 tiles after the 256x128 ones for small grids,
+    // and for K too short for those, 128x128 then 64x64.
+    let cm2 = info.cooperative_matrix2.as_mut().unwrap();
+    for t in [I8, U8] {
+        let c = if t == I8 { I32 } else { U32 };
+        (entry.a_type, entry.b_type) = (RawComponent::Known(t), RawComponent::Known(t));
+        (entry.c_type, entry.result_type) = (RawComponent::Known(c), RawComponent::Known(c));
+        entry.workgroup_invocations = 128;
+        cm2.flexible.push(entry);
+    }
+    for c in [i8c, u8c] {
+        let names = |v: Vec<TileScheme>| v.iter().map(|s| s.name()).collect::<Vec<_>>();
+        let lead = preferred_k_contiguous_schemes(&c, &info, 32);
+        assert_eq!(
+            names(lead.clone()),
+            ["wg_t256_fr16x8_k128_u8_a0_ct", "wg_t128_fr4x4_k128_u2_ct"]
+        );
+        let short = preferred_k_contiguous_short_schemes(&c, &info, 32);
+        assert_eq!(
+            names(short.clone()),
+            ["wg_t128_fr8x8_k64_u8_a0_ct", "wg_t128_fr4x4_k128_u2_ct"]
+        );
+        assert!(lead_suits(&lead, &c, (1024, 1024, 4096)) && !lead_suits(&lead, &c, (128, 4096, 4096)));
+        assert!(lead_suits(&short, &c, (4096, 4096, 4000)) && lead_suits(&short, &c, (4096, 4096, 2048)));
+        assert!(!lead_suits(&short, &c, (4096, 4096, 2047)));
+    }
 }
