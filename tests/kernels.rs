@@ -620,6 +620,10 @@ fn converting_passes_and_planes_kernels_pass_spirv_val() {
         common::spirv_val(&words, name).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
     assert!(vk_sgmat::kernel::generate_transpose(Some(Bf16), 2).is_ok());
+    // Tiles: 256 source rows by 64 elements of 16-bit ones, 512 by 128 of bytes; no size panics.
+    use vk_sgmat::kernel::transpose::tile;
+    assert_eq!((tile(2), tile(1)), ((256, 64), (512, 128)));
+    assert_eq!((tile(0), tile(4)), (tile(2), tile(2)));
     for (rounds_to, bytes) in [(Some(F32), 2), (Some(F16), 1), (None, 4), (None, 0)] {
         let e = vk_sgmat::kernel::generate_transpose(rounds_to, bytes).unwrap_err();
         assert!(

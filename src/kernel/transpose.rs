@@ -47,12 +47,16 @@ pub const MAX_GROUPS: u32 = 8192;
 const VEC_BYTES: u32 = 16;
 
 /// The block one invocation transposes, in elements on a side, for a copy of `copy_bytes`-byte
-/// elements: one 16-byte vector of a copy row.
+/// elements (1, else 2): one 16-byte vector of a copy row.
 const fn block(copy_bytes: u32) -> u32 {
-    VEC_BYTES / copy_bytes
+    if copy_bytes == 1 {
+        VEC_BYTES
+    } else {
+        VEC_BYTES / 2
+    }
 }
 
-/// A workgroup's tile for a copy of `copy_bytes`-byte elements (1 or 2): source rows (copy
+/// A workgroup's tile for a copy of `copy_bytes`-byte elements (1, else 2): source rows (copy
 /// elements per row), then source elements per row (copy rows).
 pub const fn tile(copy_bytes: u32) -> (u32, u32) {
     (THREADS / ACROSS * block(copy_bytes), ACROSS * block(copy_bytes))
