@@ -72,8 +72,9 @@ impl Context {
     /// [`preferred_k_contiguous_schemes`] first, else (int8, a shorter K)
     /// [`preferred_k_contiguous_short_schemes`], and any layout [`preferred_long_k_schemes`],
     /// where [`lead_suits`]: K at least four of every such scheme's loop iterations and, for
-    /// 16-bit operands, a whole number of them (their tiles run the one-step loop otherwise:
-    /// 4096x4096x256 took 77 TFLOP/s with them, 95 without), and the problem at least the tile. A C stored in a
+    /// 16-bit operands, a whole number of them or at least eight (their tiles run the one-step
+    /// loop otherwise: 4096x4096x256 took 77 TFLOP/s with them, 95 without), and the problem at
+    /// least the tile. A C stored in a
     /// 16-bit type (`narrow_c`) with a K of at most [`SHORT_K`] and row-major A and B takes
     /// [`preferred_short_k_schemes`] first.
     pub(crate) fn choose_layout_scheme(

@@ -295,17 +295,21 @@ pub fn preferred_planes_schemes(
 }
 
 /// Whether K suits every scheme of `schemes`: at least four of its loop iterations
-/// (`stages * BK`) and, for 16-bit operands, a whole number of them. The K-contiguous schemes
-/// are taken first only then: their tiles otherwise run their K in the one-step tail loop
-/// (4096x4096x256 on the H200: 77 TFLOP/s with them, 95 without; at 4096x4096x4000 f16 `nt` the
-/// 128x128 default still wins, 258.2 against 251.7). 8-bit operands need no whole number:
-/// 4096x4096x11008 i8 `nt` ran at 548.7 TOPS on the 256x128 tile, 315.9 on the subgroup-scope
-/// default (perf/h200-int8-k-1.txt).
+/// (`stages * BK`) and, for 16-bit operands, a whole number of them or at least eight. The
+/// schemes taken first are taken only then: their tiles otherwise run their K in the one-step
+/// tail loop (4096x4096x256 on the H200: 77 TFLOP/s with them, 95 without), and for f16 a tail
+/// costs more than the lead gains on a short K (4096x4096x4000 `nt`, 7.8 iterations: the
+/// 128x128 default 258.2 against 251.7 for the 256x128 lead), but not from eight iterations
+/// (4096x4096x5000 253.1 against 239.2, 4096x4096x11008 290.1 against 257.5;
+/// perf/h200-f16-k-1.txt). 8-bit operands need no whole number: i8 `nt` 4096x4096x11008 548.7
+/// TOPS on the 256x128 lead against 315.9 for the subgroup-scope default, 4096x4096x4000 454.1
+/// on the 128x128 tile against 308.3 (perf/h200-int8-k-1.txt).
 pub fn k_suits(schemes: &[TileScheme], config: &GPUSubgroupMatrixConfig, k: usize) -> bool {
-    let whole = config.component_type.size_bytes() != 1;
+    let bytes = config.component_type.size_bytes();
     schemes.iter().all(|s| {
         let per_iteration = (s.stages() * s.geometry(config).bk) as usize;
-        k >= 4 * per_iteration && (!whole || k % per_iteration == 0)
+        let tail_ok = bytes == 1 || k >= 8 * per_iteration || k % per_iteration == 0;
+        k >= 4 * per_iteration && tail_ok
     })
 }
 

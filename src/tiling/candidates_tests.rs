@@ -68,11 +68,12 @@ fn default_scheme_fills_the_gpu_or_takes_the_small_tile() {
     assert_eq!(pick_nt(4096, 4096), "wg_t256_fr16x8_k64_u8_a0_ct");
     assert_eq!(pick_nt(2048, 2048), "wg_t256_fr16x8_k64_u8_a0_ct");
     assert_eq!(pick_nt(1024, 1024), "wg_t128_fr4x4_k64_u2_ct");
-    // ...where K is four or more of its 512-wide iterations, and whole ones, and the problem
-    // covers the 256x128 tile.
+    // ...where K is four or more of its 512-wide iterations, and whole ones or eight or more,
+    // and the problem covers the 256x128 tile.
     let lead = preferred_k_contiguous_schemes(&c, &info, 32);
     assert!(k_suits(&lead, &c, 2048) && k_suits(&lead, &c, 4096));
     assert!(!k_suits(&lead, &c, 256) && !k_suits(&lead, &c, 1536) && !k_suits(&lead, &c, 4000));
+    assert!(k_suits(&lead, &c, 5000) && k_suits(&lead, &c, 11008) && !k_suits(&lead, &c, 4095));
     assert!(lead_suits(&lead, &c, (256, 128, 2048)) && !lead_suits(&lead, &c, (128, 4096, 4096)));
     assert!(!lead_suits(&[], &c, (4096, 4096, 4096)));
     // f16 results: the 256x256 tile leads only where K is long and M and N cover it.
@@ -247,8 +248,10 @@ fn int8_k_contiguous_lead_follows_the_device() {
     assert!(preferred_k_contiguous_schemes(&cfg(16, 8, 32, I8, I32), &info, 32).is_empty());
     let lead = preferred_k_contiguous_schemes(&i8c, &info, 32);
     assert!(lead_suits(&lead, &i8c, (4096, 4096, 4096)) && !lead_suits(&lead, &i8c, (4096, 4096, 2048)));
-    // int8 needs no whole number of iterations (16-bit operands do: see the f32 lead's test).
+    // int8 needs no whole number of iterations (16-bit operands do under eight: see the f32
+    // lead's test).
     assert!(lead_suits(&lead, &i8c, (4096, 4096, 11008)) && !lead_suits(&lead, &i8c, (4096, 4096, 4000)));
+    assert!(lead_suits(&lead, &i8c, (4096, 4096, 5000)));
     assert!(
         preferred_k_contiguous_short_schemes(&i8c, &info, 32).is_empty(),
         "no 128-invocation entry yet"
