@@ -116,8 +116,6 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
     let u0 = b.c_u32(0);
     let zero4 = b.b.constant_null(t_uvec4);
-    let (c16, low16) = (b.c_u32(16), b.c_u32(0xffff));
-    let low8 = b.c_u32(0xff);
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
@@ -172,18 +170,20 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
             let per_word = per_vec / 4;
             let w =
                 b.b.composite_extract(t_u32, None, rows[i][(j / per_vec) as usize], [j % per_vec / per_word])?;
-            let bits = 32 / per_word * (j % per_word);
+            let width = 32 / per_word;
+            let bits = width * (j % per_word);
             let w = if bits == 0 {
                 w
             } else {
                 let shift = b.c_u32(bits);
                 b.b.shift_right_logical(t_u32, None, w, shift)?
             };
-            match per_word {
-                1 => Ok(w),
-                2 if bits == 0 => b.b.bitwise_and(t_u32, None, w, low16),
-                4 if bits < 24 => b.b.bitwise_and(t_u32, None, w, low8),
-                _ => Ok(w),
+            // Masked unless it was the word's top field.
+            if bits + width < 32 {
+                let mask = b.c_u32((1 << width) - 1);
+                b.b.bitwise_and(t_u32, None, w, mask)
+            } else {
+                Ok(w)
             }
         };
         // The block's first row is the first element of a copy vector.
@@ -207,23 +207,15 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
             let at = b.b.i_mul(t_u32, None, row, dst_ld)?;
             let at = b.b.i_add(t_u32, None, at, dst_base)?;
             match output {
-                Output::Copy16 => {
+                Output::Copy16 | Output::Copy8 => {
+                    // The elements packed back into words, lowest first, as the source had them.
+                    let per_word = 4 / output.copy_bytes() as usize;
                     let mut words = [0; 4];
                     for (k, word) in words.iter_mut().enumerate() {
-                        let high = b.b.shift_left_logical(t_u32, None, w[2 * k + 1], c16)?;
-                        *word = b.b.bitwise_or(t_u32, None, w[2 * k], high)?;
-                    }
-                    let packed = quad(b, &words)?;
-                    let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-                    b.b.store(p, packed, None, [])?;
-                }
-                Output::Copy8 => {
-                    let mut words = [0; 4];
-                    for (k, word) in words.iter_mut().enumerate() {
-                        let mut acc = w[4 * k];
-                        for byte in 1..4 {
-                            let shift = b.c_u32(8 * byte as u32);
-                            let high = b.b.shift_left_logical(t_u32, None, w[4 * k + byte], shift)?;
+                        let mut acc = w[per_word * k];
+                        for e in 1..per_word {
+                            let shift = b.c_u32((32 / per_word * e) as u32);
+                            let high = b.b.shift_left_logical(t_u32, None, w[per_word * k + e], shift)?;
                             acc = b.b.bitwise_or(t_u32, None, acc, high)?;
                         }
                         *word = acc;
