@@ -9,8 +9,8 @@ use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::{Epilogue, Load, SIMT_CONFIG};
 use crate::plan::{
-    check_shapes, conversion_pays, device_problem, fast_order, relayout_pays, route, Batch, GemmPlan, PlanRequest,
-    Problem, Route, SplitK,
+    check_shapes, conversion_pays, device_problem, fast_order, relayout_pays, relayout_without_workgroup, route, Batch,
+    GemmPlan, PlanRequest, Problem, Route, SplitK,
 };
 use crate::tiling::{pick_scheme, preferred_planes_schemes, simt_scheme, KernelScope, Layout, TileScheme};
 
@@ -114,8 +114,9 @@ impl Context {
     }
 
     /// The operands [`Context::plan_fused`] copies transposed: with `relayout` on, those stored
-    /// in the other order than [`fast_order`]'s; by default all of those or none, as
-    /// [`Context::relayouts`] says, or a lone one whose converting pass runs anyway (`free`).
+    /// in the other order than [`fast_order`]'s; by default those [`Context::relayouts`] names
+    /// (16-bit ones all or none, 8-bit ones each on its own), or a lone one whose converting
+    /// pass runs anyway (`free`).
     /// `copyable`: which operands the GEMM loads as 16-bit or 8-bit ones.
     fn relayout_for(
         &self,
@@ -140,8 +141,6 @@ impl Context {
             }
             None if batch > 1 || options.scheme.is_some() => Ok([false; 2]),
             None => {
-                // For 16-bit operands only the whole way to the fast order pays: one copy alone
-                // from `nt` gives `nn` or `tt`, no faster.
                 if !self.takes_workgroup_scope(config) || (0..2).any(|j| other[j] && !copyable[j]) {
                     return Ok([false; 2]);
                 }
@@ -149,15 +148,12 @@ impl Context {
                 // copy pays wherever the GEMM runs the workgroup-scope kernel (f32 fast 4096^3
                 // nn 243.1 -> 261.2 TFLOP/s, tt 236.0 -> 262.8), two did not (nt 257.4 -> 253.8).
                 let one_free = other.iter().filter(|&&o| o).count() == 1 && (0..2).all(|j| !other[j] || free[j]);
-                let pays = relayout_pays(config.component_type, layouts, shape);
-                Ok(if pays == other || one_free {
+                // `relayout_pays` decides the rest: 16-bit copies all or none (one alone from `nt`
+                // gives `nn` or `tt`, no faster), 8-bit ones each on its own.
+                Ok(if one_free {
                     other
-                } else if config.component_type.size_bytes() == 1 {
-                    // Each 8-bit copy pays on its own: the subgroup-scope kernel too reads A
-                    // faster row-major.
-                    pays
                 } else {
-                    [false; 2]
+                    relayout_pays(config.component_type, layouts, shape)
                 })
             }
         }
@@ -371,11 +367,9 @@ impl Context {
             })
         };
         let mut scheme = choose(relayout)?;
-        // The copy pays only for the workgroup-scope kernel's sake, but for an 8-bit A, which
-        // the subgroup-scope kernel also reads faster row-major (see `relayout_pays`).
+        // Most copies pay only for the workgroup-scope kernel's sake.
         if options.relayout.is_none() && relayout.contains(&true) && scheme.scope() != KernelScope::Workgroup {
-            let a_anyway = relayout[0] && config.component_type.size_bytes() == 1;
-            relayout = [a_anyway, false];
+            relayout = relayout_without_workgroup(config.component_type, relayout);
             scheme = choose(relayout)?;
         }
         let request = PlanRequest {

@@ -400,6 +400,13 @@ pub fn relayout_pays(
     }
 }
 
+/// Which of the copies `relayout` (as [`relayout_pays`] chose them) still pay where the GEMM
+/// then does not take the workgroup-scope kernel: only an 8-bit A's, which the subgroup-scope
+/// kernel also reads faster row-major (see [`relayout_pays`]).
+pub fn relayout_without_workgroup(component: ComponentType, relayout: [bool; 2]) -> [bool; 2] {
+    [relayout[0] && component.size_bytes() == 1, false]
+}
+
 /// Copying first runs one GEMM at a time.
 fn one_gemm(p: &Problem) -> Result<()> {
     if p.batch.count > 1 {
@@ -513,7 +520,7 @@ pub(super) fn absmax_dispatch(
 
 #[cfg(test)]
 mod tests {
-    use super::{conversion_pays, fast_order, relayout_pays, INT8_RELAYOUT};
+    use super::{conversion_pays, fast_order, relayout_pays, relayout_without_workgroup, INT8_RELAYOUT};
     use crate::config::ComponentType::{Bf16, F16, I8, U8};
     use crate::tiling::Layout::{ColMajor as T, RowMajor as N};
 
@@ -560,6 +567,13 @@ mod tests {
             assert_eq!(pays((T, N), (r.b_from - 1, r.a_from, r.k)), [true, false]);
             assert_eq!(pays((T, N), (8192, 8192, r.k - 1)), [false, false]);
             assert_eq!(pays((T, N), (16, 16, 8192)), [false, false]);
+            // Without the workgroup-scope kernel only A's copy stays.
+            assert_eq!(relayout_without_workgroup(i, [true, true]), [true, false]);
+            assert_eq!(relayout_without_workgroup(i, [false, true]), [false, false]);
+        }
+        for f in [F16, Bf16] {
+            assert_eq!(relayout_without_workgroup(f, [true, true]), [false, false]);
+            assert_eq!(relayout_without_workgroup(f, [true, false]), [false, false]);
         }
     }
 
