@@ -230,8 +230,7 @@ pub fn preferred_k_contiguous_schemes(
 ) -> Vec<TileScheme> {
     // u8 runs as fast as i8 (533.7 TOPS against 311.3 for the subgroup-scope default;
     // perf/h200-int8-layouts-1.txt).
-    let int8_16x16 = int8_16x16(config);
-    let wanted: &[Wanted] = if int8_16x16 {
+    let wanted: &[Wanted] = if int8_16x16(config) {
         // Then 64x64 tiles where the 256x128 ones are too few to fill the GPU (1024x1024x4096:
         // 321.5 TOPS against 289.3, and 188.5 for the subgroup-scope default).
         &[(256, 128, 256, 128, 8, true), (64, 64, 128, 128, 2, true)]

@@ -226,11 +226,11 @@ fn int8_k_contiguous_lead_follows_the_device() {
     entry.scope = MatrixScope::Workgroup;
     entry.workgroup_invocations = 256;
     cm2.flexible.push(entry);
-    let names: Vec<String> = preferred_k_contiguous_schemes(&i8c, &info, 32)
-        .iter()
-        .map(|s| s.name())
-        .collect();
-    assert_eq!(names, ["wg_t256_fr16x8_k128_u8_a0_ct"]);
+    let names = |v: Vec<TileScheme>| v.iter().map(|s| s.name()).collect::<Vec<_>>();
+    assert_eq!(
+        names(preferred_k_contiguous_schemes(&i8c, &info, 32)),
+        ["wg_t256_fr16x8_k128_u8_a0_ct"]
+    );
     assert!(preferred_workgroup_schemes(&i8c, &info, 32).is_empty());
     let u8c = cfg(16, 16, 32, U8, U32);
     assert!(preferred_k_contiguous_schemes(&u8c, &info, 32).is_empty());
@@ -240,11 +240,10 @@ fn int8_k_contiguous_lead_follows_the_device() {
     }
     (entry.c_type, entry.result_type) = (RawComponent::Known(U32), RawComponent::Known(U32));
     cm2.flexible.push(entry);
-    let names: Vec<String> = preferred_k_contiguous_schemes(&u8c, &info, 32)
-        .iter()
-        .map(|s| s.name())
-        .collect();
-    assert_eq!(names, ["wg_t256_fr16x8_k128_u8_a0_ct"]);
+    assert_eq!(
+        names(preferred_k_contiguous_schemes(&u8c, &info, 32)),
+        ["wg_t256_fr16x8_k128_u8_a0_ct"]
+    );
     assert!(preferred_k_contiguous_schemes(&cfg(16, 8, 32, I8, I32), &info, 32).is_empty());
     let lead = preferred_k_contiguous_schemes(&i8c, &info, 32);
     assert!(lead_suits(&lead, &i8c, (4096, 4096, 4096)) && !lead_suits(&lead, &i8c, (4096, 4096, 2048)));
@@ -269,7 +268,6 @@ fn int8_k_contiguous_lead_follows_the_device() {
         cm2.flexible.push(entry);
     }
     for c in [i8c, u8c] {
-        let names = |v: Vec<TileScheme>| v.iter().map(|s| s.name()).collect::<Vec<_>>();
         let lead = preferred_k_contiguous_schemes(&c, &info, 32);
         assert_eq!(
             names(lead.clone()),
