@@ -72,7 +72,7 @@ pub mod verify;
 pub use api::{
     default_context, gemm, Activation, Axis, BatchMut, BatchOperand, BatchRef, BufferMatrix, Context, ContextOptions,
     DeviceBatch, DeviceMatrix, DeviceOperand, Element, EpilogueVector, Fused, GemmOptions, MatMut, MatRef,
-    RecordedGemm, MAX_SPLIT_K,
+    PinnedMatrix, RecordedGemm, MAX_SPLIT_K,
 };
 pub use config::{ComponentType, GPUSubgroupMatrixConfig};
 pub use device::DeviceSelector;

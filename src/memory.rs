@@ -1,6 +1,7 @@
 //! GPU buffers over gpu-allocator. A [`Buffer`] owns its `VkBuffer` and its allocation and frees
 //! both on drop (gpu-allocator's `Allocation` does not free itself). [`BufferPool`] keeps released
-//! buffers for reuse so repeated GEMMs do not allocate.
+//! buffers for reuse so repeated GEMMs do not allocate. [`HostMemory`] is host memory that
+//! devices import ([`Buffer::import`]) so their copy engines read and write it in place.
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -19,6 +20,8 @@ pub(crate) enum BufferKind {
     Upload,
     /// Host-visible destination of downloads.
     Readback,
+    /// [`HostMemory`] imported with `VK_EXT_external_memory_host` (copy source and destination).
+    Imported,
 }
 
 impl BufferKind {
@@ -31,6 +34,7 @@ impl BufferKind {
             }
             Self::Upload => vk::BufferUsageFlags::TRANSFER_SRC,
             Self::Readback => vk::BufferUsageFlags::TRANSFER_DST,
+            Self::Imported => vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
         }
     }
 
@@ -39,6 +43,7 @@ impl BufferKind {
             Self::Storage => MemoryLocation::GpuOnly,
             Self::Upload => MemoryLocation::CpuToGpu,
             Self::Readback => MemoryLocation::GpuToCpu,
+            Self::Imported => MemoryLocation::Unknown,
         }
     }
 
@@ -47,6 +52,7 @@ impl BufferKind {
             Self::Storage => "matrix storage",
             Self::Upload => "upload staging",
             Self::Readback => "readback staging",
+            Self::Imported => "imported host memory",
         }
     }
 }
@@ -56,6 +62,8 @@ pub(crate) struct Buffer {
     /// The submissions that last used it, where it is shared between streams.
     uses: Mutex<Uses>,
     allocation: Option<Allocation>,
+    /// An import's memory, and the host memory behind it (freed after the import).
+    imported: Option<(vk::DeviceMemory, Arc<HostMemory>)>,
     raw: vk::Buffer,
     size: u64,
     kind: BufferKind,
@@ -111,6 +119,7 @@ impl Buffer {
         let buffer = Self {
             uses: Mutex::new(Uses::default()),
             allocation: Some(allocation),
+            imported: None,
             raw,
             size,
             kind,
@@ -179,6 +188,141 @@ impl Drop for Buffer {
         // SAFETY: every submission that uses a buffer holds it (an Arc, or by the blocking call
         // that waits) until the GPU is done with it; the allocation was freed above.
         unsafe { self.device.raw().destroy_buffer(self.raw, None) };
+        if let Some((memory, host)) = self.imported.take() {
+            // SAFETY: the buffer bound to it is gone; the host memory outlives the import.
+            unsafe { self.device.raw().free_memory(memory, None) };
+            drop(host);
+        }
+    }
+}
+
+/// Zeroed host memory aligned for import by every device of a set (start and length both
+/// multiples of the alignment). Only raw pointers to it are handed out:
+/// [`PinnedMatrix`](crate::PinnedMatrix) borrows it as slices, the GPU reads and writes it
+/// through imports, and the two never overlap in time (every call that uses an import waits
+/// for it before it returns).
+pub(crate) struct HostMemory {
+    ptr: std::ptr::NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+// SAFETY: plain memory with no thread affinity; access is ordered by the borrows of its owner.
+unsafe impl Send for HostMemory {}
+// SAFETY: as above.
+unsafe impl Sync for HostMemory {}
+
+impl HostMemory {
+    /// At least `bytes` bytes (rounded up to `align`, a power of two), zeroed.
+    pub fn new(bytes: usize, align: usize) -> Result<Self> {
+        let too_large = || Error::TooLarge(format!("{bytes} bytes of host memory aligned to {align}"));
+        let len = bytes.max(1).checked_next_multiple_of(align).ok_or_else(too_large)?;
+        let layout = std::alloc::Layout::from_size_align(len, align).map_err(|_| too_large())?;
+        // SAFETY: the layout's size is not zero.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = std::ptr::NonNull::new(ptr).ok_or_else(|| Error::Allocation {
+            what: "pinned host memory",
+            message: format!("the system allocator refused {len} bytes"),
+        })?;
+        Ok(Self { ptr, layout })
+    }
+
+    /// The first byte.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The length in bytes (a multiple of [`HostMemory::align`]).
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// The alignment of the start and the length.
+    pub fn align(&self) -> usize {
+        self.layout.align()
+    }
+}
+
+impl Drop for HostMemory {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; every import holding it is gone.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+impl Buffer {
+    /// `host` imported into `device` as a buffer its copy engines read and write in place, or
+    /// `None` where the device cannot import it (no `VK_EXT_external_memory_host`, an alignment
+    /// or size it does not take, no memory type for it): then callers stage through copies.
+    pub fn import(device: &Arc<Device>, host: &Arc<HostMemory>, limit: u64) -> Result<Option<Self>> {
+        let Some(hi) = device.host_import() else {
+            return Ok(None);
+        };
+        let size = host.len() as u64;
+        if host.align() as u64 % hi.alignment != 0 || size % hi.alignment != 0 || size > limit {
+            return Ok(None);
+        }
+        let handle = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
+        let mut props = vk::MemoryHostPointerPropertiesEXT::default();
+        // SAFETY: the pointer is to live host memory aligned as the device requires.
+        let queried = unsafe {
+            (hi.loader.fp().get_memory_host_pointer_properties_ext)(
+                device.raw().handle(),
+                handle,
+                host.ptr() as *const std::ffi::c_void,
+                &mut props,
+            )
+        };
+        if queried != vk::Result::SUCCESS {
+            return Ok(None);
+        }
+        let raw_device = device.raw();
+        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(BufferKind::Imported.usage())
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut external);
+        // SAFETY: valid create info on a live device.
+        let raw = unsafe { raw_device.create_buffer(&info, None) }.map_err(|r| Error::vk("vkCreateBuffer", r))?;
+        // SAFETY: `raw` was just created on this device.
+        let requirements = unsafe { raw_device.get_buffer_memory_requirements(raw) };
+        let types = requirements.memory_type_bits & props.memory_type_bits;
+        let destroy = || {
+            // SAFETY: unused and unbound.
+            unsafe { raw_device.destroy_buffer(raw, None) };
+        };
+        if types == 0 || requirements.size > size {
+            destroy();
+            return Ok(None);
+        }
+        let mut import = vk::ImportMemoryHostPointerInfoEXT::default()
+            .handle_type(handle)
+            .host_pointer(host.ptr().cast());
+        let alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(size)
+            .memory_type_index(types.trailing_zeros())
+            .push_next(&mut import);
+        // SAFETY: the host memory outlives the allocation (the buffer keeps it until after
+        // freeing it); size and pointer are aligned as the device requires.
+        let memory = match unsafe { raw_device.allocate_memory(&alloc, None) } {
+            Ok(m) => m,
+            Err(_) => {
+                destroy();
+                return Ok(None);
+            }
+        };
+        let buffer = Self {
+            uses: Mutex::new(Uses::default()),
+            allocation: None,
+            imported: Some((memory, host.clone())),
+            raw,
+            size,
+            kind: BufferKind::Imported,
+            device: device.clone(),
+        };
+        // SAFETY: the memory is new, large enough and of a type the buffer takes.
+        unsafe { raw_device.bind_buffer_memory(raw, memory, 0) }.map_err(|r| Error::vk("vkBindBufferMemory", r))?;
+        Ok(Some(buffer))
     }
 }
 

@@ -99,6 +99,15 @@ impl<'a> Recording<'a> {
         unsafe { self.device.raw().cmd_copy_buffer(self.cmd, src, dst, &region) };
     }
 
+    /// Copies `regions` from `src` to `dst`.
+    pub fn copy_regions(&mut self, src: vk::Buffer, dst: vk::Buffer, regions: &[vk::BufferCopy]) {
+        if regions.is_empty() {
+            return;
+        }
+        // SAFETY: both buffers are live for the submission and hold every region.
+        unsafe { self.device.raw().cmd_copy_buffer(self.cmd, src, dst, regions) };
+    }
+
     /// Writes a timestamp after all prior commands complete.
     pub fn timestamp(&mut self, pool: vk::QueryPool, index: u32) {
         // SAFETY: the pool has more than `index` queries and was reset in this command buffer.

@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use vk_sgmat::verify::{reference, Rng};
 use vk_sgmat::{
-    Context, ContextOptions, DeviceSet, Element, Error, GemmOptions, Layout, MatMut, MatRef, MultiContext, Role,
-    SplitKind,
+    Context, ContextOptions, DeviceSet, Element, Error, GemmOptions, Layout, MatMut, MatRef, MultiContext,
+    PinnedMatrix, Role, SplitKind,
 };
 
 /// Four contexts on the device, validation on and outputs poisoned; shared by the tests
@@ -141,6 +141,104 @@ fn alpha_beta_and_column_major_c_over_every_cut() {
     no_messages();
 }
 
+/// A pinned `rows x cols` matrix of `mc` stored `layout`, filled with small integers; and its
+/// elements as a plain vector, for the reference.
+fn pinned_ints<T: Element>(
+    mc: &MultiContext,
+    rng: &mut Rng,
+    (rows, cols): (usize, usize),
+    layout: Layout,
+) -> (PinnedMatrix<T>, Vec<T>) {
+    let mut p = mc.pinned_matrix::<T>(rows, cols, layout).unwrap();
+    assert!(
+        p.data().iter().all(|x| x.to_f64() == 0.0),
+        "a pinned matrix starts zeroed"
+    );
+    let values = small_ints::<T>(rng, rows, cols);
+    p.data_mut().copy_from_slice(&values);
+    (p, values)
+}
+
+#[test]
+fn pinned_operands_are_copied_in_place_over_every_cut() {
+    let mc = multi(2, &[1.0, 3.0]);
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let options = GemmOptions {
+        alpha: 2.0,
+        beta: -0.5,
+        ..Default::default()
+    };
+    for &(m, n, k) in &[(1, 1, 1), (67, 45, 33), (523, 131, 97), (5, 1100, 64)] {
+        for (la, lb, lc) in [
+            (Layout::RowMajor, Layout::RowMajor, Layout::RowMajor),
+            (Layout::ColMajor, Layout::RowMajor, Layout::ColMajor),
+            (Layout::RowMajor, Layout::ColMajor, Layout::RowMajor),
+            (Layout::ColMajor, Layout::ColMajor, Layout::ColMajor),
+        ] {
+            let (a, av) = pinned_ints::<f16>(&mc, &mut rng, (m, k), la);
+            let (b, bv) = pinned_ints::<f16>(&mc, &mut rng, (k, n), lb);
+            let (mut c, c_in) = pinned_ints::<f32>(&mc, &mut rng, (m, n), lc);
+            for (imported, name) in [
+                (a.imported_on(&contexts()[0]), "A"),
+                (c.imported_on(&contexts()[1]), "C"),
+            ] {
+                assert!(
+                    imported,
+                    "{name} is not imported: this test needs VK_EXT_external_memory_host (lavapipe has it)"
+                );
+            }
+            let what = format!("{m}x{n}x{k} {la:?} {lb:?} C {lc:?}");
+            // C in row-major order, for the reference and the comparison.
+            let row_major = |c: &[f32]| -> Vec<f32> {
+                match lc {
+                    Layout::RowMajor => c.to_vec(),
+                    Layout::ColMajor => (0..m * n).map(|i| c[(i % n) * m + i / n]).collect(),
+                }
+            };
+            let c0 = row_major(&c_in);
+            let views = (view(&av, m, k, la), view(&bv, k, n, lb));
+            let kinds = [SplitKind::Auto, SplitKind::Cols, SplitKind::Grid { rows: 2, cols: 1 }];
+            for kind in kinds {
+                c.data_mut().copy_from_slice(&c_in);
+                let split = mc.split::<f16, f16>(m, n, k, kind).unwrap();
+                mc.gemm_pinned_split(&a, &b, &mut c, &options, &split).unwrap();
+                let got = row_major(c.data());
+                assert_exact(views, Some(&c0), (2.0, -0.5), &got, &format!("{what} {kind:?}"));
+            }
+            // beta = 0: C's old contents (poison) are not read.
+            c.data_mut().fill(f32::NAN);
+            mc.gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
+            assert_exact(views, None, (1.0, 0.0), &row_major(c.data()), &format!("{what} beta 0"));
+        }
+    }
+    no_messages();
+}
+
+#[test]
+fn pinned_matrices_of_other_devices_are_staged() {
+    let mc = multi(2, &[1.0, 1.0]);
+    let elsewhere = multi(1, &[1.0]);
+    let (m, n, k) = (130, 70, 40);
+    let mut rng = Rng::new(Rng::fresh_seed());
+    // Made for context 0 alone: context 1 finds A in no import of its own, and copies it.
+    let (a, av) = pinned_ints::<f16>(&elsewhere, &mut rng, (m, k), Layout::RowMajor);
+    assert!(a.imported_on(&contexts()[0]) && !a.imported_on(&contexts()[1]));
+    let (b, bv) = pinned_ints::<f16>(&mc, &mut rng, (k, n), Layout::RowMajor);
+    let mut c = contexts()[3].pinned_matrix::<f32>(m, n, Layout::RowMajor).unwrap();
+    c.data_mut().fill(f32::NAN);
+    mc.gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
+    let views = (MatRef::new(&av, m, k), MatRef::new(&bv, k, n));
+    assert_exact(views, None, (1.0, 0.0), c.data(), "staged pinned operands");
+    // Shapes and sizes are checked before anything runs.
+    let e = mc.gemm_pinned(&b, &a, &mut c, &GemmOptions::default());
+    assert!(matches!(e, Err(Error::ShapeMismatch(_))), "{e:?}");
+    let e = mc.pinned_matrix::<f32>(0, 5, Layout::RowMajor);
+    assert!(matches!(e, Err(Error::ZeroSize { .. })), "{e:?}");
+    let e = mc.pinned_matrix::<f32>(usize::MAX / 2, 3, Layout::RowMajor);
+    assert!(matches!(e, Err(Error::TooLarge(_))), "{e:?}");
+    no_messages();
+}
+
 #[test]
 fn resident_gemms_chain_on_the_devices() {
     let mc = multi(2, &[1.0, 1.0]);
@@ -243,6 +341,14 @@ fn a_failing_device_is_named_and_no_result_is_returned() {
         mc.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default())
     })();
     assert!(matches!(placed, Err(Error::OnDevice { device: 0, .. })), "{placed:?}");
+    // Pinned operands fail the same way.
+    let pinned = (|| {
+        let a = mc.pinned_matrix::<f16>(m, k, Layout::RowMajor)?;
+        let b = mc.pinned_matrix::<f16>(k, n, Layout::RowMajor)?;
+        let mut c = mc.pinned_matrix::<f32>(m, n, Layout::RowMajor)?;
+        mc.gemm_pinned(&a, &b, &mut c, &GemmOptions::default())
+    })();
+    assert!(matches!(pinned, Err(Error::OnDevice { device: 0, .. })), "{pinned:?}");
     assert_no_validation_messages(&contexts()[0]);
 }
 

@@ -15,6 +15,7 @@ mod interop;
 mod matrix;
 mod operand;
 mod options;
+mod pinned;
 mod routing;
 mod schemes;
 mod stored;
@@ -28,6 +29,8 @@ pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
 pub(crate) use operand::placed;
 pub use operand::{BufferMatrix, DeviceOperand};
 pub use options::{ContextOptions, GemmOptions};
+pub(crate) use pinned::Direct;
+pub use pinned::PinnedMatrix;
 
 use crate::error::Result;
 use std::sync::{Arc, Mutex};

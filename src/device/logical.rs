@@ -22,7 +22,16 @@ pub struct Device {
     physical: vk::PhysicalDevice,
     info: DeviceInfo,
     owned: bool,
+    /// Where the caller's host memory can be imported (`VK_EXT_external_memory_host`).
+    host_import: Option<HostImport>,
     instance: Arc<Instance>,
+}
+
+/// `VK_EXT_external_memory_host` on a device: host allocations aligned to `alignment` (start
+/// and size) can be bound to buffers that the GPU's copy engines read and write directly.
+pub(crate) struct HostImport {
+    pub loader: ash::ext::external_memory_host::Device,
+    pub alignment: u64,
 }
 
 /// How many queues of the compute family a device made here gets (streams spread over them).
@@ -73,7 +82,14 @@ impl Device {
         let queue_family = queue_family as u32;
         let queue_count = family.queue_count.clamp(1, MAX_QUEUES);
         let required = DeviceRequirements::for_device(&info);
-        let extensions: Vec<_> = required.extensions.iter().map(|e| e.as_ptr()).collect();
+        let mut extensions: Vec<_> = required.extensions.iter().map(|e| e.as_ptr()).collect();
+        // Optional, for host matrices the copy engines read in place (`PinnedMatrix`).
+        let host_import = super::query::device_extensions(&instance, physical)?
+            .iter()
+            .any(|e| e.as_bytes() == ash::ext::external_memory_host::NAME.to_bytes());
+        if host_import {
+            extensions.push(ash::ext::external_memory_host::NAME.as_ptr());
+        }
         let priorities = vec![1.0f32; queue_count as usize];
         let queue_info = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
@@ -86,7 +102,14 @@ impl Device {
         // reported as supported (the device passed its requirements).
         let raw = unsafe { raw_instance.create_device(physical, &create, None) }
             .map_err(|r| Error::vk("vkCreateDevice", r))?;
-        Self::wrap(instance, physical, info, raw, (queue_family, 0..queue_count), true)
+        Self::wrap(
+            instance,
+            physical,
+            info,
+            raw,
+            (queue_family, 0..queue_count),
+            (true, host_import),
+        )
     }
 
     /// Wraps a device the caller created, after checking that its queue family computes and that
@@ -143,7 +166,18 @@ impl Device {
             });
         }
         let queues = (adopted.queue_family_index, adopted.queue_index..adopted.queue_index + 1);
-        Self::wrap(instance, adopted.physical_device, info, adopted.device, queues, false)
+        let host_import = adopted
+            .enabled_extensions
+            .iter()
+            .any(|e| e.as_c_str() == ash::ext::external_memory_host::NAME);
+        Self::wrap(
+            instance,
+            adopted.physical_device,
+            info,
+            adopted.device,
+            queues,
+            (false, host_import),
+        )
     }
 
     fn wrap(
@@ -152,7 +186,7 @@ impl Device {
         info: DeviceInfo,
         raw: ash::Device,
         (queue_family, queue_indices): (u32, std::ops::Range<u32>),
-        owned: bool,
+        (owned, host_import): (bool, bool),
     ) -> Result<Arc<Self>> {
         let raw_instance = instance.raw();
         // SAFETY: the family has these queues (created here, or checked by `adopt`).
@@ -180,8 +214,19 @@ impl Device {
                 });
             }
         };
+        let host_import = host_import.then(|| {
+            let mut props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+            let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+            // SAFETY: plain query; the struct is the extension's, which the device has.
+            unsafe { raw_instance.get_physical_device_properties2(physical, &mut props2) };
+            HostImport {
+                loader: ash::ext::external_memory_host::Device::new(raw_instance, &raw),
+                alignment: props.min_imported_host_pointer_alignment.max(1),
+            }
+        });
         Ok(Arc::new(Self {
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            host_import,
             push_descriptor: ash::khr::push_descriptor::Device::new(raw_instance, &raw),
             raw,
             queues,
@@ -237,6 +282,11 @@ impl Device {
 
     pub(crate) fn push_descriptor(&self) -> &ash::khr::push_descriptor::Device {
         &self.push_descriptor
+    }
+
+    /// Host-memory import, where the device has it enabled.
+    pub(crate) fn host_import(&self) -> Option<&HostImport> {
+        self.host_import.as_ref()
     }
 
     pub(crate) fn allocator(&self) -> MutexGuard<'_, Allocator> {

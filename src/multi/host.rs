@@ -1,16 +1,21 @@
 //! GEMMs on host matrices over several devices: each device, on its own thread and stream,
 //! receives B's columns for its block once, then its rows of A in bands; each band's multiply
 //! runs while the next band is staged, and its block of C is copied into the caller's C while
-//! the next band multiplies.
+//! the next band multiplies. Pinned operands ([`PinnedMatrix`]) skip the host copies: each
+//! device's copy engine reads A and B and writes C in place.
 
 use super::split::{pipeline_blocks, Split, SplitKind};
 use super::MultiContext;
-use crate::api::{check_matrix, Context, Element, GemmOptions, MatMut, MatRef};
+use crate::api::{check_matrix, Context, Direct, Element, GemmOptions, MatMut, MatRef, PinnedMatrix};
 use crate::error::Result;
 use crate::plan::check_shapes;
 use crate::stream::Download;
+use crate::submit::Ticket;
 use crate::tiling::Layout;
 use std::collections::VecDeque;
+
+/// Where the devices find A, B and C in place: pinned operands' imports, or `None` (staged).
+type Directs = [Option<Direct>; 3];
 
 impl MultiContext {
     /// `c = a * b` over every device (see [`MultiContext::gemm_with`]).
@@ -49,11 +54,61 @@ impl MultiContext {
         options: &GemmOptions,
         split: &Split,
     ) -> Result<()> {
+        self.split_with(a, b, c, options, split, &[None, None, None])
+    }
+
+    /// [`MultiContext::gemm_with`] on pinned matrices: every device's copy engine reads its
+    /// rows of A and columns of B, and writes its block of C, in place (where the matrix is
+    /// imported on it; see [`PinnedMatrix::imported_on`]), so the host copies nothing. The
+    /// matrices must have been made for these devices ([`MultiContext::pinned_matrix`]); one made
+    /// elsewhere is staged like any host matrix.
+    pub fn gemm_pinned<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &PinnedMatrix<TA>,
+        b: &PinnedMatrix<TB>,
+        c: &mut PinnedMatrix<TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        let split = self.split::<TA, TB>(a.rows(), b.cols(), a.cols(), SplitKind::Auto)?;
+        self.gemm_pinned_split(a, b, c, options, &split)
+    }
+
+    /// [`MultiContext::gemm_pinned`] cut as `split` says (see [`MultiContext::gemm_split`]).
+    pub fn gemm_pinned_split<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &PinnedMatrix<TA>,
+        b: &PinnedMatrix<TB>,
+        c: &mut PinnedMatrix<TC>,
+        options: &GemmOptions,
+        split: &Split,
+    ) -> Result<()> {
+        let direct = [Some(a.direct()), Some(b.direct()), Some(c.direct())];
+        self.split_with(a.as_ref(), b.as_ref(), c.as_mut(), options, split, &direct)
+    }
+
+    /// A zeroed `rows x cols` host matrix stored `layout`, imported into every device of this
+    /// set that can (see [`PinnedMatrix`]), for [`MultiContext::gemm_pinned`].
+    pub fn pinned_matrix<T: Element>(&self, rows: usize, cols: usize, layout: Layout) -> Result<PinnedMatrix<T>> {
+        let devices: Vec<_> = self.contexts.iter().map(|c| &c.device).collect();
+        PinnedMatrix::new(&devices, rows, cols, layout)
+    }
+
+    /// [`MultiContext::gemm_split`], with operands found in place where `direct` says.
+    fn split_with<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: MatRef<'_, TA>,
+        b: MatRef<'_, TB>,
+        c: MatMut<'_, TC>,
+        options: &GemmOptions,
+        split: &Split,
+        direct: &Directs,
+    ) -> Result<()> {
         let (m, n, k) = check_host(&a, &b, &c)?;
         split.check((m, n, k), self.contexts.len())?;
         if c.layout == Layout::ColMajor {
             // A column-major C is a row-major C^T = B^T A^T over the same memory.
-            return self.gemm_split(b.t(), a.t(), c.t(), options, &split.transposed());
+            let [da, db, dc] = direct.clone();
+            return self.split_with(b.t(), a.t(), c.t(), options, &split.transposed(), &[db, da, dc]);
         }
         self.plan_parts::<TA, TB, TC>(split, (a.layout, b.layout), options)?;
         let outs = carve(c, split);
@@ -65,7 +120,7 @@ impl MultiContext {
             .collect();
         let results = super::on_each(parts, |d, (p, out)| {
             let (a, b) = (a.block(p.rows.clone(), 0..k), b.block(0..k, p.cols.clone()));
-            run_part(&self.contexts[d], a, b, out, options)
+            run_part(&self.contexts[d], a, b, out, options, direct)
         });
         self.first_error(results).map(|_| ())
     }
@@ -103,49 +158,83 @@ fn carve<'a, T>(c: MatMut<'a, T>, split: &Split) -> Vec<Vec<&'a mut [T]>> {
     outs
 }
 
+/// A band of C on its way to the caller's rows: through readback memory, or copied in place.
+enum Pending<'o, T: Element> {
+    Staged(Download<T>, Vec<&'o mut [T]>),
+    /// The submission that writes the rows; they stay borrowed until it completes.
+    Direct(Ticket, Vec<&'o mut [T]>),
+}
+
+impl<T: Element> Pending<'_, T> {
+    fn finish(self) -> Result<()> {
+        match self {
+            Self::Staged(d, mut rows) => d.wait_rows(&mut rows),
+            Self::Direct(ticket, _rows) => ticket.wait(),
+        }
+    }
+}
+
 /// One device's part: B's columns once, then A's rows band by band, each band's C copied into
-/// `out` (its rows of the caller's C) while the next band multiplies.
+/// `out` (its rows of the caller's C) while the next band multiplies. On an error the stream's
+/// drop waits for what was submitted, so nothing writes `out` after this returns.
 fn run_part<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     a: MatRef<'_, TA>,
     b: MatRef<'_, TB>,
     out: Vec<&mut [TC]>,
     options: &GemmOptions,
+    direct: &Directs,
 ) -> Result<()> {
     let (k, cols) = (a.cols, b.cols);
     let reads_c = options.beta != 0.0;
     let bytes_per_row = k * size_of::<TA>() + cols * size_of::<TC>() * (1 + usize::from(reads_c));
     let mut s = ctx.stream()?;
-    let bd = upload_pooled(ctx, &mut s, &b)?;
+    let bd = upload_pooled(ctx, &mut s, &b, direct[1].as_ref())?;
     s.submit()?; // B's copy starts while the first band is staged
-    let mut pending: VecDeque<(Download<TC>, Vec<&mut [TC]>)> = VecDeque::new();
+    let mut pending: VecDeque<Pending<'_, TC>> = VecDeque::new();
     let mut out = out.into_iter();
     let bands = pipeline_blocks(0..a.rows, bytes_per_row);
     let last = bands.len() - 1;
+    let c_ld_bytes = |cd: &crate::DeviceMatrix<TC>| (cd.ld() * size_of::<TC>()) as u64;
     for (i, band) in bands.into_iter().enumerate() {
         let dst: Vec<&mut [TC]> = out.by_ref().take(band.len()).collect();
-        let ad = upload_pooled(ctx, &mut s, &a.block(band.clone(), 0..k))?;
-        let mut cd = if reads_c {
-            let old: Vec<TC> = dst.iter().flat_map(|r| r.iter().copied()).collect();
-            upload_pooled(ctx, &mut s, &MatRef::new(&old, band.len(), cols))?
-        } else {
-            let cd = ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?;
-            s.core.hold(cd.buffer.clone(), true);
-            cd
+        let ad = upload_pooled(ctx, &mut s, &a.block(band.clone(), 0..k), direct[0].as_ref())?;
+        let in_place = direct[2].as_ref().and_then(|d| d.rows_of(&ctx.device, &dst));
+        let mut cd = match (&in_place, reads_c) {
+            (Some((import, lines)), true) => {
+                let cd = ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?;
+                ctx.enqueue_copy_in(&mut s.core, (import, lines.clone()), &cd.buffer, c_ld_bytes(&cd))?;
+                s.core.hold(cd.buffer.clone(), true);
+                cd
+            }
+            (None, true) => {
+                let old: Vec<TC> = dst.iter().flat_map(|r| r.iter().copied()).collect();
+                upload_pooled(ctx, &mut s, &MatRef::new(&old, band.len(), cols), None)?
+            }
+            (_, false) => {
+                let cd = ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?;
+                s.core.hold(cd.buffer.clone(), true);
+                cd
+            }
         };
         s.gemm(&ad, &bd, &mut cd, options)?;
-        pending.push_back((s.download(&cd)?, dst));
+        match in_place {
+            Some((import, lines)) => {
+                ctx.enqueue_copy_out(&mut s.core, &cd.buffer, c_ld_bytes(&cd), (import, lines))?;
+                pending.push_back(Pending::Direct(s.core.next_ticket(), dst));
+            }
+            None => pending.push_back(Pending::Staged(s.download(&cd)?, dst)),
+        }
         if i == last {
             s.core.hold(bd.buffer.clone(), true); // B returns to the pool after its last use
         }
         s.submit()?;
         if pending.len() > 1 {
-            let (d, mut rows) = pending.pop_front().expect("two pending");
-            d.wait_rows(&mut rows)?;
+            pending.pop_front().expect("two pending").finish()?;
         }
     }
-    for (d, mut rows) in pending {
-        d.wait_rows(&mut rows)?;
+    for p in pending {
+        p.finish()?;
     }
     Ok(())
 }
@@ -153,13 +242,21 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
 /// Enqueues the upload of `m` into a pooled device matrix, which returns to the pool once the
 /// stream's submission that carries it completes and nothing else holds it: band buffers are
 /// reused from call to call (allocating device memory each time cost more than the copy).
+/// A pinned `m` is copied in place where `direct` finds it on this device.
 fn upload_pooled<T: Element>(
     ctx: &Context,
     s: &mut crate::Stream<'_>,
     m: &MatRef<'_, T>,
+    direct: Option<&Direct>,
 ) -> Result<crate::DeviceMatrix<T>> {
     let dm = ctx.pooled_matrix::<T>(m.rows, m.cols, m.layout)?;
-    ctx.enqueue_upload(&mut s.core, m, &dm)?;
+    match direct.and_then(|d| d.lines_of(&ctx.device, m)) {
+        Some((import, lines)) => {
+            let ld_bytes = (dm.ld() * size_of::<T>()) as u64;
+            ctx.enqueue_copy_in(&mut s.core, (import, lines), &dm.buffer, ld_bytes)?
+        }
+        None => ctx.enqueue_upload(&mut s.core, m, &dm)?,
+    }
     s.core.hold(dm.buffer.clone(), true);
     Ok(dm)
 }

@@ -196,7 +196,13 @@ pub struct MultiBenchRow {
     pub multi_host_ms: f64,
     pub single_resident_ms: f64,
     pub multi_resident_ms: f64,
+    /// Pinned host operands (`gemm_pinned`): device 0 alone, all devices.
+    pub single_pinned_ms: f64,
+    pub multi_pinned_ms: f64,
+    /// Whether every device imported the pinned operands (else they were staged).
+    pub pinned_imported: bool,
     pub speedup_host: f64,
+    pub speedup_pinned: f64,
     pub speedup_resident: f64,
     pub multi_resident_tflops: f64,
     pub passed: bool,
@@ -251,10 +257,24 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
         let multi_host_ms = median_ms(reps, || {
             mc.gemm_split(am, bm, MatMut::new(&mut c, m, n), &options, &split)
         })?;
+        // Pinned host operands: imported by every device, so no host copy.
+        let mut pa = mc.pinned_matrix::<TA>(m, k, Layout::RowMajor)?;
+        pa.data_mut().copy_from_slice(&a);
+        let mut pb = mc.pinned_matrix::<TB>(k, n, Layout::RowMajor)?;
+        pb.data_mut().copy_from_slice(&b);
+        let mut pc = mc.pinned_matrix::<TC>(m, n, Layout::RowMajor)?;
+        let pinned_imported = mc
+            .contexts()
+            .iter()
+            .all(|x| pa.imported_on(x) && pb.imported_on(x) && pc.imported_on(x));
+        let single_pinned_ms = median_ms(reps, || solo.gemm_pinned(&pa, &pb, &mut pc, &options))?;
+        pc.data_mut().fill(TC::from_f64(f64::NAN));
+        let multi_pinned_ms = median_ms(reps, || mc.gemm_pinned_split(&pa, &pb, &mut pc, &options, &split))?;
         let rows = check_rows(&split, 6, &mut rng);
         let (expected, magnitude) = reference(&am, &bm, None::<(&[TC], usize)>, 1.0, 0.0, &rows);
         let u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
         let check = compare_rounded(&c, n, n, &rows, (&expected, &magnitude), k, u);
+        let pinned_check = compare_rounded(pc.data(), n, n, &rows, (&expected, &magnitude), k, u);
         out.push(MultiBenchRow {
             m,
             n,
@@ -272,15 +292,19 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
             multi_host_ms,
             single_resident_ms,
             multi_resident_ms,
+            single_pinned_ms,
+            multi_pinned_ms,
+            pinned_imported,
             speedup_host: single_host_ms / multi_host_ms,
+            speedup_pinned: single_pinned_ms / multi_pinned_ms,
             speedup_resident: single_resident_ms / multi_resident_ms,
             multi_resident_tflops: 2.0 * (m * n * k) as f64 / multi_resident_ms / 1e9,
-            passed: check.passed,
+            passed: check.passed && pinned_check.passed,
         });
         let r = out.last().expect("pushed");
         progress.done(&format!(
-            "{m}x{n}x{k}: x{:.2} with host operands, x{:.2} resident",
-            r.speedup_host, r.speedup_resident
+            "{m}x{n}x{k}: x{:.2} with host operands, x{:.2} pinned, x{:.2} resident",
+            r.speedup_host, r.speedup_pinned, r.speedup_resident
         ));
     }
     progress.finish();
@@ -313,13 +337,27 @@ pub fn render_bench(mc: &MultiContext, rows: &[MultiBenchRow]) -> String {
     }
     let _ = writeln!(
         s,
-        "{:<18} {:<8} {:>5} {:>9} {:>9} {:>9} {:>6} {:>9} {:>9} {:>6} {:>8} {:>6}",
-        "shape", "types", "split", "1 block", "1 pipe", "N host", "x", "1 dev", "N dev", "x", "TFLOP/s", "check"
+        "{:<18} {:<8} {:>5} {:>9} {:>9} {:>9} {:>6} {:>9} {:>9} {:>6} {:>9} {:>9} {:>6} {:>8} {:>6}",
+        "shape",
+        "types",
+        "split",
+        "1 block",
+        "1 pipe",
+        "N host",
+        "x",
+        "1 pin",
+        "N pin",
+        "x",
+        "1 dev",
+        "N dev",
+        "x",
+        "TFLOP/s",
+        "check"
     );
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<18} {:<8} {:>5} {:>9.2} {:>9.2} {:>9.2} {:>6.2} {:>9.3} {:>9.3} {:>6.2} {:>8.1} {:>6}",
+            "{:<18} {:<8} {:>5} {:>9.2} {:>9.2} {:>9.2} {:>6.2} {:>9.2} {:>9.2} {:>6} {:>9.3} {:>9.3} {:>6.2} {:>8.1} {:>6}",
             format!("{}x{}x{}", r.m, r.n, r.k),
             r.types,
             r.split,
@@ -327,6 +365,10 @@ pub fn render_bench(mc: &MultiContext, rows: &[MultiBenchRow]) -> String {
             r.pipelined_ms,
             r.multi_host_ms,
             r.speedup_host,
+            r.single_pinned_ms,
+            r.multi_pinned_ms,
+            // A staged "pinned" run is marked: it measured the staging path.
+            format!("{:.2}{}", r.speedup_pinned, if r.pinned_imported { "" } else { "s" }),
             r.single_resident_ms,
             r.multi_resident_ms,
             r.speedup_resident,
@@ -337,8 +379,9 @@ pub fn render_bench(mc: &MultiContext, rows: &[MultiBenchRow]) -> String {
     let _ = writeln!(
         s,
         "(ms, medians. Host operands: device 0's blocking call, device 0 alone through the banded \
-         pipeline, all devices; x = the faster of the first two over all devices. Resident: \
-         device 0 alone, all devices. TFLOP/s: all devices, resident.)"
+         pipeline, all devices; x = the faster of the first two over all devices. Pinned host \
+         operands (gemm_pinned; x ending in s: not imported, staged): device 0 alone, all \
+         devices. Resident: device 0 alone, all devices. TFLOP/s: all devices, resident.)"
     );
     let find = |n: usize| rows.iter().find(|r| (r.m, r.n, r.k) == (n, n, n));
     let fig = |n: usize, f: fn(&MultiBenchRow) -> f64| {
@@ -346,11 +389,12 @@ pub fn render_bench(mc: &MultiContext, rows: &[MultiBenchRow]) -> String {
     };
     let _ = writeln!(
         s,
-        "multi-gpu {}: speedup_16384_resident={} speedup_16384_host={} speedup_8192_resident={}",
+        "multi-gpu {}: speedup_16384_resident={} speedup_16384_host={} speedup_8192_resident={} speedup_16384_pinned={}",
         machine_tag(mc),
         fig(16384, |r| r.speedup_resident),
         fig(16384, |r| r.speedup_host),
-        fig(8192, |r| r.speedup_resident)
+        fig(8192, |r| r.speedup_resident),
+        fig(16384, |r| r.speedup_pinned)
     );
     s
 }
