@@ -1,9 +1,9 @@
 //! One GEMM over every GPU of the machine (`VK_SGMAT_DEVICE=0,1` picks some): first with host
-//! operands, then with operands kept on the devices for a second GEMM that reuses the first's
-//! result where it lies. On a machine with one device, that device does all of it. Every element
+//! operands, then with pinned host operands (copied in place by the devices), then with operands
+//! kept on the devices for a second GEMM that reuses the first's result where it lies. On a machine with one device, that device does all of it. Every element
 //! is checked exactly (small integers).
 use half::f16;
-use vk_sgmat::{GemmOptions, MatMut, MatRef, MultiContext, Role, SplitKind};
+use vk_sgmat::{GemmOptions, Layout, MatMut, MatRef, MultiContext, Role, SplitKind};
 
 fn product(a: &[f32], b: &[f32], (m, n, k): (usize, usize, usize)) -> Vec<f32> {
     let mut c = vec![0.0; m * n];
@@ -35,6 +35,20 @@ fn main() -> anyhow::Result<()> {
     mc.gemm(MatRef::new(&a, m, k), MatRef::new(&b, k, n), MatMut::new(&mut c, m, n))?;
     anyhow::ensure!(c == want_c, "host-operand GEMM differs from the reference");
 
+    // Pinned host operands: imported into the devices once, read and written in place.
+    let mut pa = mc.pinned_matrix::<f16>(m, k, Layout::RowMajor)?;
+    pa.data_mut().copy_from_slice(&a);
+    let mut pb = mc.pinned_matrix::<f16>(k, n, Layout::RowMajor)?;
+    pb.data_mut().copy_from_slice(&b);
+    let mut pc = mc.pinned_matrix::<f32>(m, n, Layout::RowMajor)?;
+    mc.gemm_pinned(&pa, &pb, &mut pc, &GemmOptions::default())?;
+    anyhow::ensure!(pc.data() == want_c, "pinned-operand GEMM differs from the reference");
+    let imported = mc.contexts().iter().filter(|ctx| pc.imported_on(ctx)).count();
+    println!(
+        "pinned operands: imported on {imported} of {} devices",
+        mc.contexts().len()
+    );
+
     // Resident operands: C stays cut by rows and is the next GEMM's A; only W moves.
     let split = mc.split::<f16, f16>(m, n, k, SplitKind::Rows)?;
     let da = mc.distribute(MatRef::new(&a, m, k), &split, Role::A)?;
@@ -49,9 +63,9 @@ fn main() -> anyhow::Result<()> {
     mc.gather(&dd, MatMut::new(&mut d, m, p))?;
     anyhow::ensure!(d == want_d, "resident chain differs from the reference");
     println!(
-        "{} devices: a host-operand GEMM and two chained resident GEMMs, {} elements exact",
+        "{} devices: a host-operand GEMM, a pinned one and two chained resident GEMMs, {} elements exact",
         mc.contexts().len(),
-        m * n + m * p
+        2 * m * n + m * p
     );
     Ok(())
 }

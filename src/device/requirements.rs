@@ -2,7 +2,10 @@
 //! streams use, as plain data ([`DeviceRequirements::for_device`]). vk-sgmat creates its own
 //! devices with them, and a program that creates its own `VkDevice` adds them to its
 //! `vkCreateDevice` ([`FeatureChain`]) before handing the device to
-//! [`Context::from_raw`](crate::Context::from_raw), which checks them.
+//! [`Context::from_raw`](crate::Context::from_raw), which checks them. One optional extension
+//! is not listed: `VK_EXT_external_memory_host`, enabled where offered, lets devices import
+//! [`PinnedMatrix`](crate::PinnedMatrix) memory; an adopted device without it stages those
+//! matrices instead.
 
 use super::nv_coopmat2;
 use super::query::{Bf16Features, EXT_SHADER_BFLOAT16};
