@@ -214,16 +214,7 @@ impl Device {
                 });
             }
         };
-        let host_import = host_import.then(|| {
-            let mut props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
-            let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
-            // SAFETY: plain query; the struct is the extension's, which the device has.
-            unsafe { raw_instance.get_physical_device_properties2(physical, &mut props2) };
-            HostImport {
-                loader: ash::ext::external_memory_host::Device::new(raw_instance, &raw),
-                alignment: props.min_imported_host_pointer_alignment.max(1),
-            }
-        });
+        let host_import = host_import.then(|| host_import_of(raw_instance, physical, &raw)).flatten();
         Ok(Arc::new(Self {
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             host_import,
@@ -309,6 +300,30 @@ impl Drop for Device {
             }
         }
     }
+}
+
+/// How `raw` imports host memory, where the extension is enabled and buffers of vk-sgmat's
+/// transfer usage can be bound to imported host allocations.
+fn host_import_of(instance: &ash::Instance, physical: vk::PhysicalDevice, raw: &ash::Device) -> Option<HostImport> {
+    let handle = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
+    let info = vk::PhysicalDeviceExternalBufferInfo::default()
+        .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST)
+        .handle_type(handle);
+    let mut external = vk::ExternalBufferProperties::default();
+    // SAFETY: plain query (Vulkan 1.1 core).
+    unsafe { instance.get_physical_device_external_buffer_properties(physical, &info, &mut external) };
+    let features = external.external_memory_properties.external_memory_features;
+    if !features.contains(vk::ExternalMemoryFeatureFlags::IMPORTABLE) {
+        return None;
+    }
+    let mut props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+    let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+    // SAFETY: plain query; the struct is the extension's, which the device has.
+    unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
+    Some(HostImport {
+        loader: ash::ext::external_memory_host::Device::new(instance, raw),
+        alignment: props.min_imported_host_pointer_alignment.max(1),
+    })
 }
 
 fn select(instance: &Instance, selector: &DeviceSelector) -> Result<(vk::PhysicalDevice, DeviceInfo)> {
