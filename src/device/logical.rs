@@ -214,7 +214,9 @@ impl Device {
                 });
             }
         };
-        let host_import = host_import.then(|| host_import_of(raw_instance, physical, &raw)).flatten();
+        let host_import = host_import
+            .then(|| host_import_of(raw_instance, physical, &raw))
+            .flatten();
         Ok(Arc::new(Self {
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             host_import,

@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 use std::time::Instant;
 use vk_sgmat::verify::{compare_rounded, input_roundoff, random_matrix, reference, rows_to_check, Check, Rng};
 use vk_sgmat::{
-    ComponentType, ContextOptions, DeviceSet, Element, GemmOptions, Layout, MatMut, MatRef, MultiContext, Split,
-    SplitKind,
+    ComponentType, ContextOptions, DeviceSet, Element, GemmOptions, Layout, MatMut, MatRef, MultiContext, PinnedMatrix,
+    Split, SplitKind,
 };
 
 /// The multi-device handle for `--devices` (`all` or `0,1`).
@@ -50,6 +50,12 @@ pub struct MultiGemmReport {
     /// Operands already on the devices.
     pub resident_ms: f64,
     pub resident_tflops: f64,
+    /// Pinned host operands (`gemm_pinned`), checked on the same rows.
+    pub pinned_check: Check,
+    /// How many devices imported the pinned operands (the others staged them).
+    pub pinned_imported_on: usize,
+    pub pinned_ms: f64,
+    pub pinned_tflops: f64,
 }
 
 /// "2x1: 0 rows 0..8192, 1 rows 8192..16384" (columns named where a part does not span C).
@@ -120,6 +126,18 @@ pub fn gemm<TA: Element, TB: Element, TC: Element>(
     let db = mc.distribute(bm, &split, vk_sgmat::Role::B)?;
     let mut dc = mc.zeros::<TC>(&split)?;
     let resident_ms = median_ms(repeat, || mc.gemm_distributed(&da, &db, &mut dc, options))?;
+    drop((da, db, dc));
+    let (pa, pb) = (pinned_copy(mc, &am)?, pinned_copy(mc, &bm)?);
+    let mut pc = mc.pinned_matrix::<TC>(m, n, Layout::RowMajor)?;
+    pc.data_mut().copy_from_slice(&c_in);
+    mc.gemm_pinned_split(&pa, &pb, &mut pc, options, &split)?;
+    let pinned_check = compare_rounded(pc.data(), n, n, &rows, (&expected, &magnitude), k, u);
+    let pinned_imported_on = mc
+        .contexts()
+        .iter()
+        .filter(|x| pa.imported_on(x) && pb.imported_on(x) && pc.imported_on(x))
+        .count();
+    let pinned_ms = median_ms(repeat, || mc.gemm_pinned_split(&pa, &pb, &mut pc, options, &split))?;
     let flop = 2.0 * (m * n * k) as f64;
     Ok(MultiGemmReport {
         devices: mc.contexts().iter().map(|c| c.device_info().name.clone()).collect(),
@@ -143,7 +161,21 @@ pub fn gemm<TA: Element, TB: Element, TC: Element>(
         host_tflops: flop / host_ms / 1e9,
         resident_ms,
         resident_tflops: flop / resident_ms / 1e9,
+        pinned_check,
+        pinned_imported_on,
+        pinned_ms,
+        pinned_tflops: flop / pinned_ms / 1e9,
     })
+}
+
+/// A pinned copy of `m` in `m`'s storage order (dense).
+fn pinned_copy<T: Element>(mc: &MultiContext, m: &MatRef<'_, T>) -> Result<PinnedMatrix<T>> {
+    let mut p = mc.pinned_matrix::<T>(m.rows, m.cols, m.layout)?;
+    let (outer, inner) = m.layout.outer_inner(m.rows, m.cols);
+    for (o, line) in p.data_mut().chunks_mut(inner).enumerate().take(outer) {
+        line.copy_from_slice(&m.data[o * m.ld..o * m.ld + inner]);
+    }
+    Ok(p)
 }
 
 pub fn render_gemm(r: &MultiGemmReport) -> String {
@@ -175,6 +207,16 @@ pub fn render_gemm(r: &MultiGemmReport) -> String {
         s,
         "host operands (transfers included): {:.3} ms, {:.3} TFLOP/s; on the devices: {:.3} ms, {:.3} TFLOP/s (medians of {})",
         r.host_ms, r.host_tflops, r.resident_ms, r.resident_tflops, r.runs
+    );
+    let _ = writeln!(
+        s,
+        "pinned host operands (imported on {} of {} devices): check {} (error {:.3e}), {:.3} ms, {:.3} TFLOP/s",
+        r.pinned_imported_on,
+        r.devices.len(),
+        if r.pinned_check.passed { "passed" } else { "FAILED" },
+        r.pinned_check.rel_error,
+        r.pinned_ms,
+        r.pinned_tflops
     );
     s
 }
@@ -432,7 +474,7 @@ pub fn gemm_command(
     } else {
         print!("{}", render_gemm(&r));
     }
-    Ok(clean(&mc) && r.check.passed)
+    Ok(clean(&mc) && r.check.passed && r.pinned_check.passed)
 }
 
 /// `vk-sgmat bench --devices ...`: f16 -> f32 (or the first `--types`) at 8192^3 and 16384^3
