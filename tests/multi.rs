@@ -215,6 +215,40 @@ fn pinned_operands_are_copied_in_place_over_every_cut() {
 }
 
 #[test]
+fn pinned_operands_on_one_context() {
+    let ctx = &contexts()[2];
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (211, 97, 61);
+    for lc in [Layout::RowMajor, Layout::ColMajor] {
+        let mut a = ctx.pinned_matrix::<f16>(m, k, Layout::ColMajor).unwrap();
+        let av = small_ints::<f16>(&mut rng, m, k);
+        a.data_mut().copy_from_slice(&av);
+        let mut b = ctx.pinned_matrix::<f16>(k, n, Layout::RowMajor).unwrap();
+        let bv = small_ints::<f16>(&mut rng, k, n);
+        b.data_mut().copy_from_slice(&bv);
+        let mut c = ctx.pinned_matrix::<f32>(m, n, lc).unwrap();
+        assert!(
+            a.imported_on(ctx) && c.imported_on(ctx),
+            "this test needs VK_EXT_external_memory_host"
+        );
+        c.data_mut().fill(f32::NAN);
+        ctx.gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
+        let got: Vec<f32> = match lc {
+            Layout::RowMajor => c.data().to_vec(),
+            Layout::ColMajor => (0..m * n).map(|i| c.data()[(i % n) * m + i / n]).collect(),
+        };
+        let views = (MatRef::col_major(&av, m, k), MatRef::new(&bv, k, n));
+        assert_exact(views, None, (1.0, 0.0), &got, &format!("one context, C {lc:?}"));
+    }
+    // A plan the device cannot run is refused before anything moves.
+    let ai = ctx.pinned_matrix::<i8>(4, 4, Layout::RowMajor).unwrap();
+    let mut cf = ctx.pinned_matrix::<f32>(4, 4, Layout::RowMajor).unwrap();
+    let e = ctx.gemm_pinned(&ai, &ai, &mut cf, &GemmOptions::default());
+    assert!(e.is_err(), "i8 x i8 -> f32 has no config on lavapipe: {e:?}");
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
 fn pinned_matrices_of_other_devices_are_staged() {
     let mc = multi(2, &[1.0, 1.0]);
     let elsewhere = multi(1, &[1.0]);

@@ -126,6 +126,43 @@ impl MultiContext {
     }
 }
 
+impl Context {
+    /// `c = alpha * a * b + beta * c` on pinned host matrices, on this device alone: B is copied
+    /// in place once, then A's rows in bands, each band's multiply overlapping the next band's
+    /// copy and the last band's C (see [`MultiContext::gemm_pinned`]). Matrices this device
+    /// cannot import are staged, with the same result.
+    pub fn gemm_pinned<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &PinnedMatrix<TA>,
+        b: &PinnedMatrix<TB>,
+        c: &mut PinnedMatrix<TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        let direct = [Some(a.direct()), Some(b.direct()), Some(c.direct())];
+        pinned_alone(self, a.as_ref(), b.as_ref(), c.as_mut(), options, &direct)
+    }
+}
+
+/// [`Context::gemm_pinned`] on views of the pinned matrices.
+fn pinned_alone<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    a: MatRef<'_, TA>,
+    b: MatRef<'_, TB>,
+    c: MatMut<'_, TC>,
+    options: &GemmOptions,
+    direct: &Directs,
+) -> Result<()> {
+    let (m, n, k) = check_host(&a, &b, &c)?;
+    if c.layout == Layout::ColMajor {
+        let [da, db, dc] = direct.clone();
+        return pinned_alone(ctx, b.t(), a.t(), c.t(), options, &[db, da, dc]);
+    }
+    ctx.plan_gemm::<TA, TB, TC>(m, n, k, (a.layout, b.layout), options)?;
+    let whole = Split::new((m, n, k), &[1.0], SplitKind::Rows, (size_of::<TA>(), size_of::<TB>()))?;
+    let rows = carve(c, &whole).pop().expect("one part");
+    run_part(ctx, a, b, rows, options, direct)
+}
+
 /// Checks host operands and returns (M, N, K).
 fn check_host<TA, TB, TC>(a: &MatRef<'_, TA>, b: &MatRef<'_, TB>, c: &MatMut<'_, TC>) -> Result<(usize, usize, usize)> {
     check_matrix("A", a)?;
