@@ -17,6 +17,20 @@ use std::collections::VecDeque;
 /// Where the devices find A, B and C in place: pinned operands' imports, or `None` (staged).
 type Directs = [Option<Direct>; 3];
 
+/// The imports of pinned A, B and C.
+fn directs<TA: Element, TB: Element, TC: Element>(
+    a: &PinnedMatrix<TA>,
+    b: &PinnedMatrix<TB>,
+    c: &PinnedMatrix<TC>,
+) -> Directs {
+    [Some(a.direct()), Some(b.direct()), Some(c.direct())]
+}
+
+/// `direct` for C^T = B^T A^T (A and B trade places; C's memory is the same).
+fn transposed([a, b, c]: &Directs) -> Directs {
+    [b.clone(), a.clone(), c.clone()]
+}
+
 impl MultiContext {
     /// `c = a * b` over every device (see [`MultiContext::gemm_with`]).
     pub fn gemm<TA: Element, TB: Element, TC: Element>(
@@ -82,7 +96,7 @@ impl MultiContext {
         options: &GemmOptions,
         split: &Split,
     ) -> Result<()> {
-        let direct = [Some(a.direct()), Some(b.direct()), Some(c.direct())];
+        let direct = directs(a, b, c);
         self.split_with(a.as_ref(), b.as_ref(), c.as_mut(), options, split, &direct)
     }
 
@@ -107,8 +121,8 @@ impl MultiContext {
         split.check((m, n, k), self.contexts.len())?;
         if c.layout == Layout::ColMajor {
             // A column-major C is a row-major C^T = B^T A^T over the same memory.
-            let [da, db, dc] = direct.clone();
-            return self.split_with(b.t(), a.t(), c.t(), options, &split.transposed(), &[db, da, dc]);
+            let split = split.transposed();
+            return self.split_with(b.t(), a.t(), c.t(), options, &split, &transposed(direct));
         }
         self.plan_parts::<TA, TB, TC>(split, (a.layout, b.layout), options)?;
         let outs = carve(c, split);
@@ -138,7 +152,7 @@ impl Context {
         c: &mut PinnedMatrix<TC>,
         options: &GemmOptions,
     ) -> Result<()> {
-        let direct = [Some(a.direct()), Some(b.direct()), Some(c.direct())];
+        let direct = directs(a, b, c);
         pinned_alone(self, a.as_ref(), b.as_ref(), c.as_mut(), options, &direct)
     }
 }
@@ -154,8 +168,7 @@ fn pinned_alone<TA: Element, TB: Element, TC: Element>(
 ) -> Result<()> {
     let (m, n, k) = check_host(&a, &b, &c)?;
     if c.layout == Layout::ColMajor {
-        let [da, db, dc] = direct.clone();
-        return pinned_alone(ctx, b.t(), a.t(), c.t(), options, &[db, da, dc]);
+        return pinned_alone(ctx, b.t(), a.t(), c.t(), options, &transposed(direct));
     }
     ctx.plan_gemm::<TA, TB, TC>(m, n, k, (a.layout, b.layout), options)?;
     let whole = Split::new((m, n, k), &[1.0], SplitKind::Rows, (size_of::<TA>(), size_of::<TB>()))?;
