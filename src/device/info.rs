@@ -61,6 +61,9 @@ pub struct DeviceFeatures {
     pub ext_push_descriptor: bool,
     /// `timelineSemaphore` (Vulkan 1.2): streams signal one.
     pub timeline_semaphore: bool,
+    /// The device advertises `VK_EXT_external_memory_host` (optional: devices with it copy
+    /// [`PinnedMatrix`](crate::PinnedMatrix) memory in place).
+    pub ext_external_memory_host: bool,
 }
 
 /// Limits the planner and tile schemes are checked against.

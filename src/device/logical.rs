@@ -84,9 +84,7 @@ impl Device {
         let required = DeviceRequirements::for_device(&info);
         let mut extensions: Vec<_> = required.extensions.iter().map(|e| e.as_ptr()).collect();
         // Optional, for host matrices the copy engines read in place (`PinnedMatrix`).
-        let host_import = super::query::device_extensions(&instance, physical)?
-            .iter()
-            .any(|e| e.as_bytes() == ash::ext::external_memory_host::NAME.to_bytes());
+        let host_import = info.features.ext_external_memory_host;
         if host_import {
             extensions.push(ash::ext::external_memory_host::NAME.as_ptr());
         }

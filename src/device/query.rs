@@ -67,6 +67,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     let has_pexec = has(ash::khr::pipeline_executable_properties::NAME);
     let has_cm2 = has(nv_coopmat2::EXTENSION);
     let has_push = has(ash::khr::push_descriptor::NAME);
+    let has_host_import = has(ash::ext::external_memory_host::NAME);
 
     // SAFETY: plain query.
     let base = unsafe { raw.get_physical_device_properties(pdev) };
@@ -155,6 +156,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         ext_nv_cooperative_matrix2: has_cm2,
         pipeline_executable_info: has_pexec && b(fpe.pipeline_executable_info),
         ext_push_descriptor: has_push,
+        ext_external_memory_host: has_host_import,
         timeline_semaphore: b(f12.timeline_semaphore),
     };
     let l = &props.limits;

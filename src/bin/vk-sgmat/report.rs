@@ -56,13 +56,14 @@ pub fn render_info(r: &InfoReport) -> String {
         let f = &d.features;
         let _ = writeln!(
             s,
-            "  shaderFloat16 {}, shaderInt8 {}, 16-bit storage {}, 8-bit storage {}, bfloat16 coopmat {}, VK_NV_cooperative_matrix2 {}",
+            "  shaderFloat16 {}, shaderInt8 {}, 16-bit storage {}, 8-bit storage {}, bfloat16 coopmat {}, VK_NV_cooperative_matrix2 {}, host memory import {}",
             yes(f.shader_float16),
             yes(f.shader_int8),
             yes(f.storage_buffer_16bit_access),
             yes(f.storage_buffer_8bit_access),
             yes(f.shader_bfloat16_cooperative_matrix),
-            yes(f.ext_nv_cooperative_matrix2)
+            yes(f.ext_nv_cooperative_matrix2),
+            yes(f.ext_external_memory_host)
         );
         s.push_str("  requirements:\n");
         for req in &d.requirements {
