@@ -169,12 +169,11 @@ fn pinned_operands_are_copied_in_place_over_every_cut() {
         ..Default::default()
     };
     for &(m, n, k) in &[(1, 1, 1), (67, 45, 33), (523, 131, 97), (5, 1100, 64)] {
-        for (la, lb, lc) in [
-            (Layout::RowMajor, Layout::RowMajor, Layout::RowMajor),
-            (Layout::ColMajor, Layout::RowMajor, Layout::ColMajor),
-            (Layout::RowMajor, Layout::ColMajor, Layout::RowMajor),
-            (Layout::ColMajor, Layout::ColMajor, Layout::ColMajor),
-        ] {
+        let (n_, t_) = (Layout::RowMajor, Layout::ColMajor);
+        let every = [n_, t_]
+            .into_iter()
+            .flat_map(|a| [n_, t_].into_iter().map(move |b| (a, b)));
+        for (la, lb, lc) in every.flat_map(|(a, b)| [(a, b, n_), (a, b, t_)]) {
             let (a, av) = pinned_ints::<f16>(&mc, &mut rng, (m, k), la);
             let (b, bv) = pinned_ints::<f16>(&mc, &mut rng, (k, n), lb);
             let (mut c, c_in) = pinned_ints::<f32>(&mc, &mut rng, (m, n), lc);
@@ -209,6 +208,38 @@ fn pinned_operands_are_copied_in_place_over_every_cut() {
             c.data_mut().fill(f32::NAN);
             mc.gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
             assert_exact(views, None, (1.0, 0.0), &row_major(c.data()), &format!("{what} beta 0"));
+        }
+    }
+    no_messages();
+}
+
+#[test]
+fn pinned_int8_operands_are_exact() {
+    // One-byte elements: device lines padded to 16 bytes, so most lines here carry padding.
+    let mc = multi(2, &[2.0, 1.0]);
+    let mut rng = Rng::new(Rng::fresh_seed());
+    for &(m, n, k) in &[(37, 29, 33), (130, 17, 65)] {
+        for (la, lb) in [
+            (Layout::RowMajor, Layout::ColMajor),
+            (Layout::ColMajor, Layout::RowMajor),
+        ] {
+            let (a, av) = pinned_ints::<i8>(&mc, &mut rng, (m, k), la);
+            let (b, bv) = pinned_ints::<i8>(&mc, &mut rng, (k, n), lb);
+            let mut c = mc.pinned_matrix::<i32>(m, n, Layout::RowMajor).unwrap();
+            c.data_mut().fill(i32::MIN);
+            mc.gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
+            let rows: Vec<usize> = (0..m).collect();
+            let (want, _) = reference(
+                &view(&av, m, k, la),
+                &view(&bv, k, n, lb),
+                None::<(&[i32], usize)>,
+                1.0,
+                0.0,
+                &rows,
+            );
+            for (i, (&g, &w)) in c.data().iter().zip(&want).enumerate() {
+                assert_eq!(f64::from(g), w, "i8 {m}x{n}x{k} {la:?} {lb:?}: C[{}][{}]", i / n, i % n);
+            }
         }
     }
     no_messages();
