@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::assert_no_validation_messages;
+use common::{assert_no_validation_messages, capped_context};
 use half::f16;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -211,6 +211,38 @@ fn pinned_operands_are_copied_in_place_over_every_cut() {
         }
     }
     no_messages();
+}
+
+#[test]
+fn host_and_pinned_operands_in_several_bands() {
+    // A 64 KiB allocation limit cuts each device's rows into bands of at most 32 KiB of A and C,
+    // so the banded pipeline (the next band's copy while this one multiplies) runs here too.
+    let capped: Vec<Arc<Context>> = (0..2).map(|_| Arc::new(capped_context(64 << 10))).collect();
+    let mc = MultiContext::with_weights(capped.clone(), vec![1.0, 3.0]).unwrap();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (523, 131, 97);
+    let options = GemmOptions {
+        alpha: -1.0,
+        beta: 2.0,
+        ..Default::default()
+    };
+    let (a, av) = pinned_ints::<f16>(&mc, &mut rng, (m, k), Layout::RowMajor);
+    let (b, bv) = pinned_ints::<f16>(&mc, &mut rng, (k, n), Layout::ColMajor);
+    let (mut c, c_in) = pinned_ints::<f32>(&mc, &mut rng, (m, n), Layout::RowMajor);
+    let views = (MatRef::new(&av, m, k), MatRef::col_major(&bv, k, n));
+    let split = mc.split::<f16, f16>(m, n, k, SplitKind::Rows).unwrap();
+    mc.gemm_pinned_split(&a, &b, &mut c, &options, &split).unwrap();
+    assert_exact(views, Some(&c_in), (-1.0, 2.0), c.data(), "pinned, in bands");
+    let mut staged = c_in.clone();
+    mc.gemm_split(views.0, views.1, MatMut::new(&mut staged, m, n), &options, &split)
+        .unwrap();
+    assert_exact(views, Some(&c_in), (-1.0, 2.0), &staged, "staged, in bands");
+    c.data_mut().fill(f32::NAN);
+    capped[1].gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
+    assert_exact(views, None, (1.0, 0.0), c.data(), "one context, in bands");
+    for ctx in &capped {
+        assert_no_validation_messages(ctx);
+    }
 }
 
 #[test]

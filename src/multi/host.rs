@@ -243,7 +243,7 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     s.submit()?; // B's copy starts while the first band is staged
     let mut pending: VecDeque<Pending<'_, TC>> = VecDeque::new();
     let mut out = out.into_iter();
-    let bands = pipeline_blocks(0..a.rows, bytes_per_row);
+    let bands = pipeline_blocks(0..a.rows, bytes_per_row, ctx.pool.max_allocation());
     let last = bands.len() - 1;
     let c_ld_bytes = |cd: &crate::DeviceMatrix<TC>| (cd.ld() * size_of::<TC>()) as u64;
     for (i, band) in bands.into_iter().enumerate() {

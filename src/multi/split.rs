@@ -235,12 +235,16 @@ fn cut(len: usize, weights: &[f64]) -> Vec<Range<usize>> {
 }
 
 /// Bands of `rows` for the host pipeline of one device: about `BLOCK_BYTES` of A and C per band
-/// (`bytes_per_row` of them per row) so the next band's upload overlaps this one's multiply, at
-/// most `MAX_BLOCKS`, edges on multiples of 256 rows where there are enough.
-pub(crate) fn pipeline_blocks(rows: Range<usize>, bytes_per_row: usize) -> Vec<Range<usize>> {
+/// (`bytes_per_row` of them per row), or half the allocation limit `max_allocation` where that is
+/// less (a band's A and C are buffers of their own), so the next band's upload overlaps this one's
+/// multiply; at most `MAX_BLOCKS`, edges on multiples of 256 rows where there are enough.
+pub(crate) fn pipeline_blocks(rows: Range<usize>, bytes_per_row: usize, max_allocation: u64) -> Vec<Range<usize>> {
     const BLOCK_BYTES: usize = 64 << 20;
     const MAX_BLOCKS: usize = 8;
-    let want = (rows.len().saturating_mul(bytes_per_row) / BLOCK_BYTES).clamp(1, MAX_BLOCKS);
+    let block = BLOCK_BYTES
+        .min(usize::try_from(max_allocation / 2).unwrap_or(usize::MAX))
+        .max(1);
+    let want = (rows.len().saturating_mul(bytes_per_row) / block).clamp(1, MAX_BLOCKS);
     cut(rows.len(), &vec![1.0; want])
         .into_iter()
         .filter(|r| !r.is_empty())
@@ -333,11 +337,15 @@ mod tests {
 
     #[test]
     fn pipeline_blocks_cover_the_part() {
-        let b = pipeline_blocks(8192..16384, 16384 * 6);
+        let b = pipeline_blocks(8192..16384, 16384 * 6, 4 << 30);
         assert_eq!(b.len(), 8);
         assert_eq!(b[0].start, 8192);
         assert_eq!(b.last().unwrap().end, 16384);
         assert!(b.windows(2).all(|w| w[0].end == w[1].start));
-        assert_eq!(pipeline_blocks(0..5, 10), vec![0..5]);
+        assert_eq!(pipeline_blocks(0..5, 10, 4 << 30), vec![0..5]);
+        // 64 MiB bands unless the allocation limit is under twice that.
+        assert_eq!(pipeline_blocks(0..1000, 50 << 10, 4 << 30).len(), 1);
+        assert_eq!(pipeline_blocks(0..1000, 50 << 10, 32 << 20).len(), 3);
+        assert_eq!(pipeline_blocks(0..1000, 100, 0).len(), 8);
     }
 }
