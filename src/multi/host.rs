@@ -13,6 +13,7 @@ use crate::stream::Download;
 use crate::submit::Ticket;
 use crate::tiling::Layout;
 use std::collections::VecDeque;
+use std::ops::Range;
 
 /// Where the devices find A, B and C in place: pinned operands' imports, or `None` (staged).
 type Directs = [Option<Direct>; 3];
@@ -246,9 +247,27 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     let bands = pipeline_blocks(0..a.rows, bytes_per_row, ctx.pool.max_allocation());
     let last = bands.len() - 1;
     let c_ld_bytes = |cd: &crate::DeviceMatrix<TC>| (cd.ld() * size_of::<TC>()) as u64;
-    for (i, band) in bands.into_iter().enumerate() {
+    let a_band = |s: &mut crate::Stream<'_>, band: &Range<usize>| {
+        upload_pooled(ctx, s, &a.block(band.clone(), 0..k), direct[0].as_ref())
+    };
+    // A copied in place: band i + 1's copy is recorded right after band i's multiply, before
+    // band i's C goes out, so the copy engine moves it while band i multiplies. (A staged band
+    // is copied by the CPU as it is recorded: it goes with its own band, after the previous
+    // band was submitted.)
+    let lookahead = direct[0]
+        .as_ref()
+        .is_some_and(|d| d.lines_of(&ctx.device, &a).is_some());
+    let mut next = if lookahead {
+        Some(a_band(&mut s, &bands[0])?)
+    } else {
+        None
+    };
+    for (i, band) in bands.iter().enumerate() {
         let dst: Vec<&mut [TC]> = out.by_ref().take(band.len()).collect();
-        let ad = upload_pooled(ctx, &mut s, &a.block(band.clone(), 0..k), direct[0].as_ref())?;
+        let ad = match next.take() {
+            Some(ad) => ad,
+            None => a_band(&mut s, band)?,
+        };
         let in_place = direct[2].as_ref().and_then(|d| d.rows_of(&ctx.device, &dst));
         let mut cd = match (&in_place, reads_c) {
             (Some((import, lines)), true) => {
@@ -268,6 +287,9 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
             }
         };
         s.gemm(&ad, &bd, &mut cd, options)?;
+        if lookahead && i < last {
+            next = Some(a_band(&mut s, &bands[i + 1])?);
+        }
         match in_place {
             Some((import, lines)) => {
                 ctx.enqueue_copy_out(&mut s.core, &cd.buffer, c_ld_bytes(&cd), (import, lines))?;
