@@ -246,6 +246,43 @@ fn host_and_pinned_operands_in_several_bands() {
 }
 
 #[test]
+fn pinned_matrices_distributed_and_gathered() {
+    let mc = multi(4, &[1.0, 2.0, 1.0, 3.0]);
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (157, 91, 53);
+    for (kind, la) in [
+        (SplitKind::Rows, Layout::RowMajor),
+        (SplitKind::Grid { rows: 2, cols: 2 }, Layout::ColMajor),
+    ] {
+        let (a, av) = pinned_ints::<f16>(&mc, &mut rng, (m, k), la);
+        let (b, bv) = pinned_ints::<f16>(&mc, &mut rng, (k, n), Layout::RowMajor);
+        let split = mc.split::<f16, f16>(m, n, k, kind).unwrap();
+        let da = mc.distribute_pinned(&a, &split, Role::A).unwrap();
+        let db = mc.distribute_pinned(&b, &split, Role::B).unwrap();
+        let mut dc = mc.zeros::<f32>(&split).unwrap();
+        mc.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default()).unwrap();
+        let views = (view(&av, m, k, la), MatRef::new(&bv, k, n));
+        // C's blocks are row-major: written in place into a row-major C, through the host into
+        // a column-major one.
+        for lc in [Layout::RowMajor, Layout::ColMajor] {
+            let mut c = mc.pinned_matrix::<f32>(m, n, lc).unwrap();
+            c.data_mut().fill(f32::NAN);
+            mc.gather_pinned(&dc, &mut c).unwrap();
+            let got: Vec<f32> = match lc {
+                Layout::RowMajor => c.data().to_vec(),
+                Layout::ColMajor => (0..m * n).map(|i| c.data()[(i % n) * m + i / n]).collect(),
+            };
+            assert_exact(views, None, (1.0, 0.0), &got, &format!("{kind:?}, gathered {lc:?}"));
+        }
+        // A gathered back in place is A.
+        let mut back = mc.pinned_matrix::<f16>(m, k, la).unwrap();
+        mc.gather_pinned(&da, &mut back).unwrap();
+        assert!(back.data() == &av[..], "{kind:?}: A gathered back differs");
+    }
+    no_messages();
+}
+
+#[test]
 fn pinned_int8_operands_are_exact() {
     // One-byte elements: device lines padded to 16 bytes, so most lines here carry padding.
     let mc = multi(2, &[2.0, 1.0]);

@@ -6,7 +6,7 @@
 //! allocation (13-16 GB/s measured on an H100 host), so it is paid once, when the matrix is made,
 //! not per GEMM: the matrix is the caller's to fill and reuse, as CUDA's pinned host buffers are.
 
-use super::{Context, Element, MatMut, MatRef};
+use super::{check_matrix, Context, DeviceMatrix, Element, MatMut, MatRef};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, HostMemory};
@@ -256,6 +256,31 @@ impl Context {
     /// where it can be (see [`PinnedMatrix`]).
     pub fn pinned_matrix<T: Element>(&self, rows: usize, cols: usize, layout: Layout) -> Result<PinnedMatrix<T>> {
         PinnedMatrix::new(&[&self.device], rows, cols, layout)
+    }
+
+    /// Uploads `m`, whose `lines` lie in `import`, by a copy in place.
+    pub(crate) fn upload_in_place<T: Element>(
+        &self,
+        m: &MatRef<'_, T>,
+        lines: (&Arc<Buffer>, Lines),
+    ) -> Result<DeviceMatrix<T>> {
+        check_matrix("matrix", m)?;
+        let dm = self.alloc_matrix::<T>(m.rows, m.cols, m.layout)?;
+        let ld_bytes = (dm.ld * size_of::<T>()) as u64;
+        self.run_blocking(|core| self.enqueue_copy_in(core, lines, &dm.buffer, ld_bytes))?;
+        Ok(dm)
+    }
+
+    /// Downloads `m` into `lines` of `import` (its stored lines, in its order) by a copy in
+    /// place, waiting until they are written.
+    pub(crate) fn download_in_place<T: Element>(
+        &self,
+        m: &DeviceMatrix<T>,
+        lines: (&Arc<Buffer>, Lines),
+    ) -> Result<()> {
+        self.check_owned(&m.buffer)?;
+        let ld_bytes = (m.ld * size_of::<T>()) as u64;
+        self.run_blocking(|core| self.enqueue_copy_out(core, &m.buffer, ld_bytes, lines))
     }
 
     /// Records the copy of `lines` of `import` into the lines of `dst` (`ld_bytes` apart), which

@@ -3,7 +3,7 @@
 
 use super::split::Split;
 use super::MultiContext;
-use crate::api::{check_matrix, DeviceMatrix, Element, GemmOptions, MatMut, MatRef};
+use crate::api::{check_matrix, DeviceMatrix, Direct, Element, GemmOptions, MatMut, MatRef, PinnedMatrix};
 use crate::error::{Error, Result};
 use crate::tiling::Layout;
 use crate::Ticket;
@@ -106,6 +106,27 @@ impl MultiContext {
     /// Uploads the blocks of `m` that `role` needs under `split` to their devices, all devices
     /// at once (A's rows are sent to each device of a grid row, B's columns to each of a column).
     pub fn distribute<T: Element>(&self, m: MatRef<'_, T>, split: &Split, role: Role) -> Result<DistMatrix<T>> {
+        self.distribute_with(m, split, role, None)
+    }
+
+    /// [`MultiContext::distribute`] from a pinned matrix: each device's copy engine reads its
+    /// blocks in place where the matrix is imported on it (else they are staged).
+    pub fn distribute_pinned<T: Element>(
+        &self,
+        m: &PinnedMatrix<T>,
+        split: &Split,
+        role: Role,
+    ) -> Result<DistMatrix<T>> {
+        self.distribute_with(m.as_ref(), split, role, Some(&m.direct()))
+    }
+
+    fn distribute_with<T: Element>(
+        &self,
+        m: MatRef<'_, T>,
+        split: &Split,
+        role: Role,
+        direct: Option<&Direct>,
+    ) -> Result<DistMatrix<T>> {
         check_matrix("matrix", &m)?;
         split.check((split.m, split.n, split.k), self.contexts.len())?;
         let want = match role {
@@ -124,7 +145,14 @@ impl MultiContext {
             .iter()
             .map(|(d, rows, cols)| (*d, (rows.clone(), cols.clone())))
             .collect();
-        let results = super::on_each(items, |d, (rows, cols)| self.contexts[d].upload(m.block(rows, cols)));
+        let results = super::on_each(items, |d, (rows, cols)| {
+            let ctx = &self.contexts[d];
+            let block = m.block(rows, cols);
+            match direct.and_then(|x| x.lines_of(&ctx.device, &block)) {
+                Some(lines) => ctx.upload_in_place(&block, lines),
+                None => ctx.upload(block),
+            }
+        });
         let matrices = self.first_error(results)?;
         Ok(DistMatrix {
             rows: m.rows,
@@ -215,6 +243,18 @@ impl MultiContext {
     /// Copies a distributed matrix into a host matrix of its shape (either storage order). Its
     /// blocks must cover it exactly once, repeated blocks aside (a C always does).
     pub fn gather<T: Element>(&self, m: &DistMatrix<T>, out: MatMut<'_, T>) -> Result<()> {
+        self.gather_with(m, out, None)
+    }
+
+    /// [`MultiContext::gather`] into a pinned matrix: each block stored in the matrix's order is
+    /// written in place by its device's copy engine where the matrix is imported on it; the rest
+    /// are copied through the host.
+    pub fn gather_pinned<T: Element>(&self, m: &DistMatrix<T>, out: &mut PinnedMatrix<T>) -> Result<()> {
+        let direct = out.direct();
+        self.gather_with(m, out.as_mut(), Some(&direct))
+    }
+
+    fn gather_with<T: Element>(&self, m: &DistMatrix<T>, out: MatMut<'_, T>, direct: Option<&Direct>) -> Result<()> {
         check_matrix("gather target", &out.as_ref())?;
         m.check_devices(self.contexts.len())?;
         if (out.rows, out.cols) != (m.rows, m.cols) {
@@ -247,10 +287,26 @@ impl MultiContext {
         as_split
             .check((m.rows, m.cols, 1), unique.len())
             .map_err(|e| Error::InvalidOperand(format!("the blocks do not tile the matrix: {e}")))?;
-        let items = unique.iter().map(|p| (p.device, &p.matrix)).collect();
-        let results = super::on_each(items, |d, matrix| download(&self.contexts[d], matrix));
+        // Blocks whose device writes them in place, found before any thread starts.
+        let view = out.as_ref();
+        let items = unique
+            .iter()
+            .map(|p| {
+                let ctx = &self.contexts[p.device];
+                let block = view.block(p.rows.clone(), p.cols.clone());
+                let lines = direct
+                    .filter(|_| p.matrix.layout() == view.layout)
+                    .and_then(|x| x.lines_of(&ctx.device, &block));
+                (p.device, (&p.matrix, lines))
+            })
+            .collect();
+        let results = super::on_each(items, |d, (matrix, lines)| match lines {
+            Some(lines) => self.contexts[d].download_in_place(matrix, lines).map(|()| None),
+            None => download(&self.contexts[d], matrix).map(Some),
+        });
         let blocks = self.first_error(results)?;
         for (p, data) in unique.iter().zip(blocks) {
+            let Some(data) = data else { continue };
             let (r, c) = (p.rows.len(), p.cols.len());
             for i in 0..r {
                 for j in 0..c {
