@@ -300,10 +300,7 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
             mc.gemm_split(am, bm, MatMut::new(&mut c, m, n), &options, &split)
         })?;
         // Pinned host operands: imported by every device, so no host copy.
-        let mut pa = mc.pinned_matrix::<TA>(m, k, Layout::RowMajor)?;
-        pa.data_mut().copy_from_slice(&a);
-        let mut pb = mc.pinned_matrix::<TB>(k, n, Layout::RowMajor)?;
-        pb.data_mut().copy_from_slice(&b);
+        let (pa, pb) = (pinned_copy(mc, &am)?, pinned_copy(mc, &bm)?);
         let mut pc = mc.pinned_matrix::<TC>(m, n, Layout::RowMajor)?;
         let pinned_imported = mc
             .contexts()
