@@ -70,6 +70,17 @@ pub(crate) struct Buffer {
     device: Arc<Device>,
 }
 
+/// `info` shared between `families` (the compute and copy-only queues, so a band copied in on
+/// one is multiplied on the other without ownership transfers), or exclusive where that is one.
+fn sharing<'a>(info: vk::BufferCreateInfo<'a>, families: &'a [u32]) -> vk::BufferCreateInfo<'a> {
+    match families.len() {
+        0 | 1 => info.sharing_mode(vk::SharingMode::EXCLUSIVE),
+        _ => info
+            .sharing_mode(vk::SharingMode::CONCURRENT)
+            .queue_family_indices(families),
+    }
+}
+
 impl Buffer {
     /// A buffer of `size` bytes (at least 16), refused as [`Error::TooLarge`] over `limit`
     /// (the context's allocation limit: [`BufferPool::allocate`] passes it).
@@ -82,10 +93,11 @@ impl Buffer {
             )));
         }
         let raw_device = device.raw();
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(kind.usage())
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let families = device.sharing_families();
+        let info = sharing(
+            vk::BufferCreateInfo::default().size(size).usage(kind.usage()),
+            &families,
+        );
         // SAFETY: valid create info on a live device.
         let raw = unsafe { raw_device.create_buffer(&info, None) }.map_err(|r| Error::vk("vkCreateBuffer", r))?;
         // SAFETY: `raw` was just created on this device.
@@ -277,11 +289,14 @@ impl Buffer {
         }
         let raw_device = device.raw();
         let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(BufferKind::Imported.usage())
-            .sharing_mode(vk::SharingMode::EXCLUSIVE)
-            .push_next(&mut external);
+        let families = device.sharing_families();
+        let info = sharing(
+            vk::BufferCreateInfo::default()
+                .size(size)
+                .usage(BufferKind::Imported.usage()),
+            &families,
+        )
+        .push_next(&mut external);
         // SAFETY: valid create info on a live device.
         let raw = unsafe { raw_device.create_buffer(&info, None) }.map_err(|r| Error::vk("vkCreateBuffer", r))?;
         // SAFETY: `raw` was just created on this device.

@@ -14,6 +14,8 @@ use ash::vk;
 pub(crate) struct Recording<'a> {
     device: &'a Device,
     cmd: vk::CommandBuffer,
+    /// On a copy lane: barriers keep to the stages a copy-only queue has.
+    copies_only: bool,
 }
 
 /// A pipeline barrier's two halves.
@@ -59,13 +61,46 @@ impl Access {
     };
 }
 
+impl Access {
+    /// The part a copy-only queue has: transfer and host stages (the transfer stage where none
+    /// is left: a barrier needs one).
+    fn copies_only(self) -> Self {
+        let stages = vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::HOST;
+        let accesses = vk::AccessFlags::TRANSFER_READ
+            | vk::AccessFlags::TRANSFER_WRITE
+            | vk::AccessFlags::HOST_READ
+            | vk::AccessFlags::HOST_WRITE;
+        let stage = match self.stage & stages {
+            s if s.is_empty() => vk::PipelineStageFlags::TRANSFER,
+            s => s,
+        };
+        Self {
+            stage,
+            access: self.access & accesses,
+        }
+    }
+}
+
 impl<'a> Recording<'a> {
     /// Records into `cmd`, which must be in the recording state on a queue family with compute.
     pub fn new(device: &'a Device, cmd: vk::CommandBuffer) -> Self {
-        Self { device, cmd }
+        Self {
+            device,
+            cmd,
+            copies_only: false,
+        }
+    }
+
+    /// Marks the recording as a copy lane's, which records copies and fills alone.
+    pub fn copies_only(self, copies_only: bool) -> Self {
+        Self { copies_only, ..self }
     }
 
     pub fn barrier(&mut self, src: Access, dst: Access) {
+        let (src, dst) = match self.copies_only {
+            true => (src.copies_only(), dst.copies_only()),
+            false => (src, dst),
+        };
         let mb = [vk::MemoryBarrier::default()
             .src_access_mask(src.access)
             .dst_access_mask(dst.access)];
@@ -193,6 +228,7 @@ impl<'a> Recording<'a> {
         push: &PushConstants,
         groups: [u32; 3],
     ) -> Result<()> {
+        debug_assert!(!self.copies_only, "a dispatch on a copy lane");
         let raw = self.device.raw();
         let infos: Vec<_> = buffers
             .iter()

@@ -5,6 +5,7 @@
 use crate::api::{
     placed, BatchOperand, Context, DeviceBatch, DeviceMatrix, DeviceOperand, Element, GemmOptions, MatMut, MatRef,
 };
+use crate::device::QueueRef;
 use crate::error::{Error, Result};
 use crate::memory::Buffer;
 use crate::submit::{StreamCore, Ticket};
@@ -37,7 +38,16 @@ impl Context {
 
     /// A new stream on compute queue `queue` (modulo [`Context::queue_count`]).
     pub fn stream_on(&self, queue: usize) -> Result<Stream<'_>> {
-        let queue = queue % self.device.queue_count();
+        self.stream_at(QueueRef::Compute(queue % self.device.queue_count()))
+    }
+
+    /// A stream on copy lane `lane`, for host copies alone (no GEMM): they run beside the
+    /// compute queue's kernels, on the copy engines where the device has a copy-only family.
+    pub(crate) fn copy_stream(&self, lane: usize) -> Result<Stream<'_>> {
+        self.stream_at(QueueRef::Copy(lane))
+    }
+
+    fn stream_at(&self, queue: QueueRef) -> Result<Stream<'_>> {
         let core = match self.idle_core(queue) {
             Some(core) => core,
             None => StreamCore::new(&self.device, &self.pool, queue, self.options.gpu_timeout)?,

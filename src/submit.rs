@@ -9,7 +9,7 @@
 //! or read a buffer it writes. So submissions that touch the same memory run in the order they
 //! were submitted, and nothing else waits.
 
-use crate::device::Device;
+use crate::device::{Device, QueueRef};
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::record::{Access, Recording};
@@ -250,7 +250,7 @@ impl StagingRing {
 pub(crate) struct StreamCore {
     device: Arc<Device>,
     pool: Arc<BufferPool>,
-    queue: usize,
+    queue: QueueRef,
     timeline: Arc<Timeline>,
     command_pool: vk::CommandPool,
     free: Vec<vk::CommandBuffer>,
@@ -265,9 +265,9 @@ pub(crate) struct StreamCore {
 }
 
 impl StreamCore {
-    pub fn new(device: &Arc<Device>, pool: &Arc<BufferPool>, queue: usize, timeout: Duration) -> Result<Self> {
+    pub fn new(device: &Arc<Device>, pool: &Arc<BufferPool>, queue: QueueRef, timeout: Duration) -> Result<Self> {
         let info = vk::CommandPoolCreateInfo::default()
-            .queue_family_index(device.queue_family())
+            .queue_family_index(device.family_of(queue))
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         let timeline = Timeline::new(device, timeout)?;
         // SAFETY: valid create info on a live device.
@@ -291,7 +291,7 @@ impl StreamCore {
     }
 
     /// The queue it submits to.
-    pub fn queue(&self) -> usize {
+    pub fn queue(&self) -> QueueRef {
         self.queue
     }
 
@@ -336,7 +336,8 @@ impl StreamCore {
                 cmd
             }
         };
-        Ok(Recording::new(&self.device, cmd))
+        let copies_only = matches!(self.queue, QueueRef::Copy(_));
+        Ok(Recording::new(&self.device, cmd).copies_only(copies_only))
     }
 
     /// Declares what the next command reads and writes: records a barrier first where it

@@ -11,7 +11,9 @@ use super::operand::{placed, DeviceOperand, Placed};
 use super::options::{ContextOptions, GemmOptions};
 use super::schemes::SchemeLists;
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
-use crate::device::{AdoptedDevice, Device, DeviceInfo, DeviceKind, Instance, InstanceOptions, ValidationMessages};
+use crate::device::{
+    AdoptedDevice, Device, DeviceInfo, DeviceKind, Instance, InstanceOptions, QueueRef, ValidationMessages,
+};
 use crate::error::{Error, Result};
 use crate::kernel::KernelKey;
 use crate::memory::{Buffer, BufferKind, BufferPool};
@@ -106,7 +108,12 @@ impl Context {
             .map(|path| Mutex::new(TuneCache::open(path, device.info())));
         let pool = Arc::new(BufferPool::new(device.clone(), limits.max_allocation));
         Ok(Self {
-            blocking: Mutex::new(StreamCore::new(&device, &pool, 0, options.gpu_timeout)?),
+            blocking: Mutex::new(StreamCore::new(
+                &device,
+                &pool,
+                QueueRef::Compute(0),
+                options.gpu_timeout,
+            )?),
             pipelines: Pipelines::new(device.clone(), options.pipeline_cache.clone())?,
             pool,
             streams: std::sync::atomic::AtomicUsize::new(0),
@@ -122,6 +129,13 @@ impl Context {
     /// What is known about the device.
     pub fn device_info(&self) -> &DeviceInfo {
         self.device.info()
+    }
+
+    /// Whether host copies (pinned and staged operands of [`MultiContext`](crate::MultiContext)
+    /// GEMMs) run on a copy-only queue family, the GPU's copy engines, beside the kernels; else
+    /// they share the compute queues.
+    pub fn has_copy_queues(&self) -> bool {
+        self.device.has_copy_queues()
     }
 
     /// Validation-layer warnings and errors so far (empty when validation is off).
@@ -199,7 +213,7 @@ impl Context {
     }
 
     /// An idle stream core on `queue`, if a dropped stream left one.
-    pub(crate) fn idle_core(&self, queue: usize) -> Option<StreamCore> {
+    pub(crate) fn idle_core(&self, queue: QueueRef) -> Option<StreamCore> {
         let mut idle = self.idle_cores.lock().unwrap_or_else(|e| e.into_inner());
         let i = idle.iter().position(|c| c.queue() == queue)?;
         Some(idle.swap_remove(i))

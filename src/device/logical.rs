@@ -19,6 +19,9 @@ pub struct Device {
     /// Each queue with its external-synchronisation lock.
     queues: Vec<Mutex<vk::Queue>>,
     queue_family: u32,
+    /// A family that only copies (DMA engines that run beside the compute units), with the
+    /// queues of it vk-sgmat submits copies to; `None` where the device has none or was adopted.
+    copy: Option<(u32, Vec<Mutex<vk::Queue>>)>,
     physical: vk::PhysicalDevice,
     info: DeviceInfo,
     owned: bool,
@@ -36,6 +39,17 @@ pub(crate) struct HostImport {
 
 /// How many queues of the compute family a device made here gets (streams spread over them).
 const MAX_QUEUES: u32 = 4;
+
+/// How many queues of a copy-only family it gets: one for each direction over the bus.
+const MAX_COPY_QUEUES: u32 = 2;
+
+/// A queue vk-sgmat submits to: compute queue `i`, or copy lane `i`, which records copies alone
+/// and runs on the copy-only family where the device has one (else on compute queue `1 + i`).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum QueueRef {
+    Compute(usize),
+    Copy(usize),
+}
 
 /// A device the caller created, with what it enabled: handed to
 /// [`Context::from_raw`](crate::Context::from_raw).
@@ -81,6 +95,19 @@ impl Device {
             })?;
         let queue_family = queue_family as u32;
         let queue_count = family.queue_count.clamp(1, MAX_QUEUES);
+        // Host copies on a copy-only family run on its own engines while the compute queue
+        // multiplies; on the compute queue, NVIDIA runs them in turn with the kernels.
+        let copy = families
+            .iter()
+            .position(|f| {
+                f.queue_flags.contains(vk::QueueFlags::TRANSFER)
+                    && !f
+                        .queue_flags
+                        .intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+            })
+            .map(|i| (i as u32, families[i].queue_count.clamp(1, MAX_COPY_QUEUES)))
+            // A diagnostic: copies on compute queues, to measure what the copy engines give.
+            .filter(|_| std::env::var_os("VK_SGMAT_NO_COPY_QUEUE").is_none());
         let required = DeviceRequirements::for_device(&info);
         let mut extensions: Vec<_> = required.extensions.iter().map(|e| e.as_ptr()).collect();
         // Optional, for host matrices the copy engines read in place (`PinnedMatrix`).
@@ -88,10 +115,17 @@ impl Device {
         if host_import {
             extensions.push(ash::ext::external_memory_host::NAME.as_ptr());
         }
-        let priorities = vec![1.0f32; queue_count as usize];
-        let queue_info = [vk::DeviceQueueCreateInfo::default()
+        let priorities = vec![1.0f32; queue_count.max(MAX_COPY_QUEUES) as usize];
+        let mut queue_info = vec![vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
-            .queue_priorities(&priorities)];
+            .queue_priorities(&priorities[..queue_count as usize])];
+        if let Some((family, count)) = copy {
+            queue_info.push(
+                vk::DeviceQueueCreateInfo::default()
+                    .queue_family_index(family)
+                    .queue_priorities(&priorities[..count as usize]),
+            );
+        }
         let mut chain = required.feature_chain();
         let create = chain
             .push_onto(vk::DeviceCreateInfo::default().queue_create_infos(&queue_info))
@@ -106,6 +140,7 @@ impl Device {
             info,
             raw,
             (queue_family, 0..queue_count),
+            copy,
             (true, host_import),
         )
     }
@@ -174,6 +209,7 @@ impl Device {
             info,
             adopted.device,
             queues,
+            None,
             (false, host_import),
         )
     }
@@ -184,6 +220,7 @@ impl Device {
         info: DeviceInfo,
         raw: ash::Device,
         (queue_family, queue_indices): (u32, std::ops::Range<u32>),
+        copy: Option<(u32, u32)>,
         (owned, host_import): (bool, bool),
     ) -> Result<Arc<Self>> {
         let raw_instance = instance.raw();
@@ -191,6 +228,13 @@ impl Device {
         let queues = queue_indices
             .map(|i| Mutex::new(unsafe { raw.get_device_queue(queue_family, i) }))
             .collect();
+        let copy = copy.map(|(family, count)| {
+            let queues = (0..count)
+                // SAFETY: the device was created with these queues.
+                .map(|i| Mutex::new(unsafe { raw.get_device_queue(family, i) }))
+                .collect();
+            (family, queues)
+        });
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: raw_instance.clone(),
             device: raw.clone(),
@@ -222,6 +266,7 @@ impl Device {
             raw,
             queues,
             queue_family,
+            copy,
             physical,
             info,
             owned,
@@ -264,11 +309,36 @@ impl Device {
         self.owned
     }
 
-    /// Queue `index` (modulo the count), locked for submission.
-    pub(crate) fn queue(&self, index: usize) -> MutexGuard<'_, vk::Queue> {
-        self.queues[index % self.queues.len()]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+    /// The queue, locked for submission (the index taken modulo its family's count).
+    pub(crate) fn queue(&self, queue: QueueRef) -> MutexGuard<'_, vk::Queue> {
+        let (list, i) = match (queue, &self.copy) {
+            (QueueRef::Copy(i), Some((_, copies))) => (copies, i),
+            // Not the first: the blocking calls use it.
+            (QueueRef::Copy(i), None) => (&self.queues, 1 + i),
+            (QueueRef::Compute(i), _) => (&self.queues, i),
+        };
+        list[i % list.len()].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The family of `queue`.
+    pub(crate) fn family_of(&self, queue: QueueRef) -> u32 {
+        match (queue, &self.copy) {
+            (QueueRef::Copy(_), Some((family, _))) => *family,
+            _ => self.queue_family,
+        }
+    }
+
+    /// Whether host copies run on a copy-only family.
+    pub fn has_copy_queues(&self) -> bool {
+        self.copy.is_some()
+    }
+
+    /// The families a buffer is shared between: empty where all queues are of one family.
+    pub(crate) fn sharing_families(&self) -> Vec<u32> {
+        match self.copy {
+            Some((family, _)) => vec![self.queue_family, family],
+            None => Vec::new(),
+        }
     }
 
     pub(crate) fn push_descriptor(&self) -> &ash::khr::push_descriptor::Device {

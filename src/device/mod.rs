@@ -17,6 +17,7 @@ pub use info::{
     evaluate_requirements, rank_devices, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits, Requirement,
 };
 pub use instance::{Instance, InstanceOptions, ValidationMessages};
+pub(crate) use logical::QueueRef;
 pub use logical::{AdoptedDevice, Device};
 pub(crate) use query::query_device;
 pub use requirements::{DeviceRequirements, EnabledFeatures, FeatureChain};

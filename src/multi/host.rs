@@ -13,7 +13,6 @@ use crate::stream::Download;
 use crate::submit::Ticket;
 use crate::tiling::Layout;
 use std::collections::VecDeque;
-use std::ops::Range;
 
 /// Where the devices find A, B and C in place: pinned operands' imports, or `None` (staged).
 type Directs = [Option<Direct>; 3];
@@ -226,8 +225,12 @@ impl<T: Element> Pending<'_, T> {
 }
 
 /// One device's part: B's columns once, then A's rows band by band, each band's C copied into
-/// `out` (its rows of the caller's C) while the next band multiplies. On an error the stream's
-/// drop waits for what was submitted, so nothing writes `out` after this returns.
+/// `out` (its rows of the caller's C). Three streams: copies in, multiplies, copies out; the
+/// stream cores order them on the GPU by the buffers they share, so band `i + 1` comes in and
+/// band `i - 1` goes out while band `i` multiplies (on the copy engines where the device has a
+/// copy-only queue family). A band buffer is held for the pool by every stream that uses it:
+/// whichever finishes with it last returns it. On an error the streams' drops wait for what was
+/// submitted, so nothing writes `out` after this returns.
 fn run_part<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     a: MatRef<'_, TA>,
@@ -239,70 +242,59 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     let (k, cols) = (a.cols, b.cols);
     let reads_c = options.beta != 0.0;
     let bytes_per_row = k * size_of::<TA>() + cols * size_of::<TC>() * (1 + usize::from(reads_c));
-    let mut s = ctx.stream()?;
-    let bd = upload_pooled(ctx, &mut s, &b, direct[1].as_ref())?;
-    s.submit()?; // B's copy starts while the first band is staged
+    let (mut inp, mut mm, mut outp) = (ctx.copy_stream(0)?, ctx.stream()?, ctx.copy_stream(1)?);
+    let bd = upload_pooled(ctx, &mut inp, &b, direct[1].as_ref())?;
+    inp.submit()?;
+    // Bands in flight: two where the copy engines read A in place, one where the CPU stages
+    // it (it packs the next band while the GPU works on this one).
+    let depth = match direct[0]
+        .as_ref()
+        .is_some_and(|d| d.lines_of(&ctx.device, &a).is_some())
+    {
+        true => 2,
+        false => 1,
+    };
     let mut pending: VecDeque<Pending<'_, TC>> = VecDeque::new();
     let mut out = out.into_iter();
     let bands = pipeline_blocks(0..a.rows, bytes_per_row, ctx.pool.max_allocation());
     let last = bands.len() - 1;
     let c_ld_bytes = |cd: &crate::DeviceMatrix<TC>| (cd.ld() * size_of::<TC>()) as u64;
-    let a_band = |s: &mut crate::Stream<'_>, band: &Range<usize>| {
-        upload_pooled(ctx, s, &a.block(band.clone(), 0..k), direct[0].as_ref())
-    };
-    // A copied in place: band i + 1's copy is recorded right after band i's multiply, before
-    // band i's C goes out, so the copy engine moves it while band i multiplies. (A staged band
-    // is copied by the CPU as it is recorded: it goes with its own band, after the previous
-    // band was submitted.)
-    let lookahead = direct[0]
-        .as_ref()
-        .is_some_and(|d| d.lines_of(&ctx.device, &a).is_some());
-    let mut next = if lookahead {
-        Some(a_band(&mut s, &bands[0])?)
-    } else {
-        None
-    };
     for (i, band) in bands.iter().enumerate() {
         let dst: Vec<&mut [TC]> = out.by_ref().take(band.len()).collect();
-        let ad = match next.take() {
-            Some(ad) => ad,
-            None => a_band(&mut s, band)?,
-        };
+        let ad = upload_pooled(ctx, &mut inp, &a.block(band.clone(), 0..k), direct[0].as_ref())?;
         let in_place = direct[2].as_ref().and_then(|d| d.rows_of(&ctx.device, &dst));
         let mut cd = match (&in_place, reads_c) {
             (Some((import, lines)), true) => {
                 let cd = ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?;
-                ctx.enqueue_copy_in(&mut s.core, (import, lines.clone()), &cd.buffer, c_ld_bytes(&cd))?;
-                s.core.hold(cd.buffer.clone(), true);
+                ctx.enqueue_copy_in(&mut inp.core, (import, lines.clone()), &cd.buffer, c_ld_bytes(&cd))?;
+                inp.core.hold(cd.buffer.clone(), true);
                 cd
             }
             (None, true) => {
                 let old: Vec<TC> = dst.iter().flat_map(|r| r.iter().copied()).collect();
-                upload_pooled(ctx, &mut s, &MatRef::new(&old, band.len(), cols), None)?
+                upload_pooled(ctx, &mut inp, &MatRef::new(&old, band.len(), cols), None)?
             }
-            (_, false) => {
-                let cd = ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?;
-                s.core.hold(cd.buffer.clone(), true);
-                cd
-            }
+            (_, false) => ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?,
         };
-        s.gemm(&ad, &bd, &mut cd, options)?;
-        if lookahead && i < last {
-            next = Some(a_band(&mut s, &bands[i + 1])?);
+        inp.submit()?;
+        mm.gemm(&ad, &bd, &mut cd, options)?;
+        mm.core.hold(ad.buffer.clone(), true);
+        mm.core.hold(cd.buffer.clone(), true);
+        if i == last {
+            mm.core.hold(bd.buffer.clone(), true);
         }
+        mm.submit()?;
         match in_place {
             Some((import, lines)) => {
-                ctx.enqueue_copy_out(&mut s.core, &cd.buffer, c_ld_bytes(&cd), (import, lines))?;
-                pending.push_back(Pending::Direct(s.core.next_ticket(), dst));
+                ctx.enqueue_copy_out(&mut outp.core, &cd.buffer, c_ld_bytes(&cd), (import, lines))?;
+                pending.push_back(Pending::Direct(outp.core.next_ticket(), dst));
             }
-            None => pending.push_back(Pending::Staged(s.download(&cd)?, dst)),
+            None => pending.push_back(Pending::Staged(outp.download(&cd)?, dst)),
         }
-        if i == last {
-            s.core.hold(bd.buffer.clone(), true); // B returns to the pool after its last use
-        }
-        s.submit()?;
-        if pending.len() > 1 {
-            pending.pop_front().expect("two pending").finish()?;
+        outp.core.hold(cd.buffer.clone(), true);
+        outp.submit()?;
+        while pending.len() > depth {
+            pending.pop_front().expect("more than depth").finish()?;
         }
     }
     for p in pending {

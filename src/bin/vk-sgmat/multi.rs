@@ -367,11 +367,15 @@ pub fn render_bench(mc: &MultiContext, rows: &[MultiBenchRow]) -> String {
         let info = c.device_info();
         let _ = writeln!(
             s,
-            "device {i}: {} ({} {}), weight {:.3}",
+            "device {i}: {} ({} {}), weight {:.3}, host copies on {}",
             info.name,
             info.driver_name,
             info.driver_info,
-            mc.weights()[i]
+            mc.weights()[i],
+            match c.has_copy_queues() {
+                true => "a copy-only queue",
+                false => "the compute queues",
+            }
         );
     }
     let _ = writeln!(
