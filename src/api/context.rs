@@ -131,11 +131,11 @@ impl Context {
         self.device.info()
     }
 
-    /// Whether host copies (pinned and staged operands of [`MultiContext`](crate::MultiContext)
-    /// GEMMs) run on a copy-only queue family, the GPU's copy engines, beside the kernels; else
-    /// they share the compute queues.
-    pub fn has_copy_queues(&self) -> bool {
-        self.device.has_copy_queues()
+    /// How many queues of a copy-only family (the GPU's copy engines) the host copies of
+    /// [`MultiContext`](crate::MultiContext) GEMMs run on, beside the kernels; 0 where they share
+    /// the compute queues.
+    pub fn copy_queue_count(&self) -> usize {
+        self.device.copy_queue_count()
     }
 
     /// Validation-layer warnings and errors so far (empty when validation is off).

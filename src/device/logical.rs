@@ -43,6 +43,15 @@ const MAX_QUEUES: u32 = 4;
 /// How many queues of a copy-only family it gets: one for each direction over the bus.
 const MAX_COPY_QUEUES: u32 = 2;
 
+/// [`MAX_COPY_QUEUES`], or fewer as `VK_SGMAT_COPY_QUEUES` says (a diagnostic: 0 puts host
+/// copies on compute queues, 1 both directions on one copy queue).
+fn copy_queue_limit() -> u32 {
+    std::env::var("VK_SGMAT_COPY_QUEUES")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .map_or(MAX_COPY_QUEUES, |n| n.min(MAX_COPY_QUEUES))
+}
+
 /// A queue vk-sgmat submits to: compute queue `i`, or copy lane `i`, which records copies alone
 /// and runs on the copy-only family where the device has one (else on compute queue `1 + i`).
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -105,9 +114,8 @@ impl Device {
                         .queue_flags
                         .intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
             })
-            .map(|i| (i as u32, families[i].queue_count.clamp(1, MAX_COPY_QUEUES)))
-            // A diagnostic: copies on compute queues, to measure what the copy engines give.
-            .filter(|_| std::env::var_os("VK_SGMAT_NO_COPY_QUEUE").is_none());
+            .map(|i| (i as u32, families[i].queue_count.min(copy_queue_limit())))
+            .filter(|&(_, count)| count > 0);
         let required = DeviceRequirements::for_device(&info);
         let mut extensions: Vec<_> = required.extensions.iter().map(|e| e.as_ptr()).collect();
         // Optional, for host matrices the copy engines read in place (`PinnedMatrix`).
@@ -328,9 +336,10 @@ impl Device {
         }
     }
 
-    /// Whether host copies run on a copy-only family.
-    pub fn has_copy_queues(&self) -> bool {
-        self.copy.is_some()
+    /// How many queues of a copy-only family host copies run on (0: they share the compute
+    /// queues).
+    pub fn copy_queue_count(&self) -> usize {
+        self.copy.as_ref().map_or(0, |(_, queues)| queues.len())
     }
 
     /// The families a buffer is shared between: empty where all queues are of one family.

@@ -140,7 +140,11 @@ pub fn gemm<TA: Element, TB: Element, TC: Element>(
     let pinned_ms = median_ms(repeat, || mc.gemm_pinned_split(&pa, &pb, &mut pc, options, &split))?;
     let flop = 2.0 * (m * n * k) as f64;
     Ok(MultiGemmReport {
-        devices: mc.contexts().iter().map(|c| c.device_info().name.clone()).collect(),
+        devices: mc
+            .contexts()
+            .iter()
+            .map(|c| format!("{}, {} copy-only queues", c.device_info().name, c.copy_queue_count()))
+            .collect(),
         weights: mc.weights().to_vec(),
         split: describe(&split),
         m,
@@ -372,9 +376,9 @@ pub fn render_bench(mc: &MultiContext, rows: &[MultiBenchRow]) -> String {
             info.driver_name,
             info.driver_info,
             mc.weights()[i],
-            match c.has_copy_queues() {
-                true => "a copy-only queue",
-                false => "the compute queues",
+            match c.copy_queue_count() {
+                0 => "the compute queues".to_string(),
+                n => format!("{n} copy-only queues"),
             }
         );
     }
