@@ -181,6 +181,9 @@ struct InFlight {
     value: u64,
     cmd: vk::CommandBuffer,
     held: Vec<Held>,
+    /// The timelines it waits on: a semaphore must outlive every submission waiting on it, even
+    /// one already signalled (another stream's, which may be dropped first).
+    waited: Vec<Arc<Timeline>>,
 }
 
 /// Buffers read and written since the last barrier of a stream (hash sets: a stream of
@@ -475,7 +478,13 @@ impl StreamCore {
         drop(guards);
         let mut held = std::mem::take(&mut self.held);
         held.extend(shared.into_iter().map(|(buffer, _)| Held { buffer, pooled: false }));
-        self.in_flight.push_back(InFlight { value, cmd, held });
+        let waited = waits.into_iter().map(|(t, _)| t).collect();
+        self.in_flight.push_back(InFlight {
+            value,
+            cmd,
+            held,
+            waited,
+        });
         Ok(Ticket {
             timeline: self.timeline.clone(),
             value,
@@ -521,8 +530,9 @@ impl StreamCore {
             }
             .map_err(|r| Error::vk("vkResetCommandBuffer", r))?;
             self.free.push(done.cmd);
-            // The other holders first, so a pooled buffer this submission also touched is
-            // unwrapped below.
+            drop(done.waited); // the semaphores it waited on may be destroyed now
+                               // The other holders first, so a pooled buffer this submission also touched is
+                               // unwrapped below.
             let (pooled, others): (Vec<Held>, Vec<Held>) = done.held.into_iter().partition(|h| h.pooled);
             drop(others);
             for h in pooled {

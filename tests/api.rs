@@ -256,7 +256,9 @@ fn multi_pass_plans_are_correct() {
         ..Default::default()
     };
     for l in layouts {
-        let (m, n, k) = (60, 100, 40);
+        // C (48000 bytes) over the 32 KiB window: bands on any device, whatever its tiles (a
+        // GPU's cover a smaller C in one dispatch); A and B copies within it.
+        let (m, n, k) = (60, 200, 40);
         let plan = ctx.plan_gemm::<f32, f32, f32>(m, n, k, l, &first).unwrap();
         let narrow = vk_sgmat::plan::Kernel::Narrow {
             to: vk_sgmat::ComponentType::F16,
