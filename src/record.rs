@@ -339,3 +339,22 @@ pub(crate) fn record_plan(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Access;
+    use ash::vk::{AccessFlags as A, PipelineStageFlags as S};
+
+    #[test]
+    fn copy_lane_barriers_keep_to_transfer_and_host() {
+        let any = Access::ANY_WRITE.copies_only();
+        assert_eq!((any.stage, any.access), (S::TRANSFER, A::TRANSFER_WRITE));
+        let all = Access::ANY.copies_only();
+        assert_eq!(all.access, A::TRANSFER_READ | A::TRANSFER_WRITE);
+        let host = Access::HOST_READ.copies_only();
+        assert_eq!((host.stage, host.access), (S::HOST, A::HOST_READ));
+        // A kernel's half has nothing a copy queue runs: the transfer stage stands in, no access.
+        let shader = Access::SHADER_READ_WRITE.copies_only();
+        assert_eq!((shader.stage, shader.access), (S::TRANSFER, A::empty()));
+    }
+}

@@ -129,6 +129,48 @@ fn streams_and_blocking_calls_see_submitted_results_in_order() {
     assert_no_validation_messages(ctx);
 }
 
+/// Streams that another stream's submission waits on are dropped while it still runs, more of
+/// them than a context keeps idle, so some cores and their semaphores go: a semaphore must
+/// outlive every submission waiting on it (validation reports one destroyed in use; the H100
+/// showed it when the multi-device copy streams went first).
+#[test]
+fn streams_dropped_while_another_waits_on_them() {
+    let ctx = Context::with_options(ContextOptions {
+        validation: true,
+        poison_outputs: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    // Long enough on lavapipe that the waiting GEMM still runs when the streams are dropped.
+    let (m, k, n) = (256, 512, 256);
+    let a = small_ints(&mut rng, m, k);
+    let b = small_ints(&mut rng, k, n);
+    let da = ctx.upload(MatRef::new(&a, m, k)).unwrap();
+    let db = ctx.upload(MatRef::new(&b, k, n)).unwrap();
+    let mut c = ctx.zeros::<f32>(m, n).unwrap();
+    let mut waiter = ctx.stream().unwrap();
+    let mut others = Vec::new();
+    for i in 0..12 {
+        let mut s = ctx.stream().unwrap();
+        // A real submission; the uploaded matrix is dropped at once (the stream keeps it).
+        let _ = s.upload(MatRef::new(&a[..i + 1], 1, i + 1)).unwrap();
+        waiter.wait_for(&s.submit().unwrap());
+        others.push(s);
+    }
+    waiter.gemm(&da, &db, &mut c, &GemmOptions::default()).unwrap();
+    let done = waiter.download(&c).unwrap();
+    waiter.submit().unwrap();
+    drop(others);
+    assert_exact(
+        &done.wait().unwrap(),
+        &product(&a, &b, (m, n, k)),
+        "after the waited streams went",
+    );
+    drop(waiter);
+    assert_no_validation_messages(&ctx);
+}
+
 #[test]
 fn misuse_is_a_typed_error() {
     let ctx = context();
