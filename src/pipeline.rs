@@ -19,6 +19,9 @@ pub(crate) struct Pipeline {
 
 impl Drop for Pipeline {
     fn drop(&mut self) {
+        if self.device.work_abandoned() {
+            return; // a command buffer that timed out may still run it
+        }
         // SAFETY: pipelines are dropped only with the cache, after every submission waited.
         unsafe { self.device.raw().destroy_pipeline(self.raw, None) };
     }
@@ -295,6 +298,9 @@ impl Drop for Pipelines {
         let _ = self.save();
         self.map.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
         self.reduce.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
+        if self.device.work_abandoned() {
+            return; // as for the pipelines
+        }
         // SAFETY: every pipeline was dropped above; nothing else uses these objects.
         unsafe {
             let raw = self.device.raw();

@@ -88,6 +88,7 @@ impl Timeline {
             Ok(()) => Ok(()),
             Err(vk::Result::TIMEOUT) => {
                 self.failed.store(true, Ordering::Release);
+                self.device.abandon_work();
                 Err(Error::Vulkan {
                     call: "vkWaitSemaphores (the GPU did not finish in time)",
                     result: vk::Result::TIMEOUT,
@@ -100,7 +101,7 @@ impl Timeline {
 
 impl Drop for Timeline {
     fn drop(&mut self) {
-        if self.failed.load(Ordering::Acquire) {
+        if self.failed.load(Ordering::Acquire) || self.device.work_abandoned() {
             return; // possibly still pending: leaking beats destroying it in use
         }
         // SAFETY: the stream that signals it waited for its last value before dropping its Arc,

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A `VkDevice` with its compute queues and allocator: created here ([`Device::new`]) or the
@@ -25,6 +26,9 @@ pub struct Device {
     physical: vk::PhysicalDevice,
     info: DeviceInfo,
     owned: bool,
+    /// Set once a wait on this device gave up (a timeout): its work may still run, so nothing
+    /// that work could use is destroyed from then on (semaphores, pipelines, the device).
+    abandoned: AtomicBool,
     /// Where the caller's host memory can be imported (`VK_EXT_external_memory_host`).
     host_import: Option<HostImport>,
     instance: Arc<Instance>,
@@ -278,6 +282,7 @@ impl Device {
             physical,
             info,
             owned,
+            abandoned: AtomicBool::new(false),
             instance,
         }))
     }
@@ -310,6 +315,17 @@ impl Device {
     /// How many queues vk-sgmat submits to.
     pub fn queue_count(&self) -> usize {
         self.queues.len()
+    }
+
+    /// Notes that a wait gave up on work that may still run (see [`Device::work_abandoned`]).
+    pub(crate) fn abandon_work(&self) {
+        self.abandoned.store(true, Ordering::Release);
+    }
+
+    /// Whether a wait gave up on this device's work: objects that work may use are then leaked
+    /// rather than destroyed under the GPU.
+    pub(crate) fn work_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Acquire)
     }
 
     /// Whether vk-sgmat created the device (and so destroys it).
@@ -366,6 +382,9 @@ impl Device {
 
 impl Drop for Device {
     fn drop(&mut self) {
+        if self.work_abandoned() {
+            return; // work may still run on it: leaking beats destroying it under the GPU
+        }
         // SAFETY: every buffer and pipeline holds an Arc<Device>, so none is alive, and every
         // submission of ours was waited for; the allocator must go before the device it allocates
         // from. A caller's device is left alone (waiting idle would touch the caller's queues).
