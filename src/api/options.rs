@@ -96,8 +96,9 @@ pub struct ContextOptions {
     /// [`GemmOptions::scheme`] always wins.
     pub autotune: Option<PathBuf>,
     /// How long waiting on a submission may take before the GPU counts as hung: the wait then
-    /// returns an error, and the memory that submission uses is leaked rather than freed under
-    /// the GPU. Default: 600 s.
+    /// returns an error, and what that submission may still use (its memory and semaphores, the
+    /// device's pipelines, the device) is leaked rather than destroyed under the GPU. Default:
+    /// 600 s.
     pub gpu_timeout: Duration,
 }
 
