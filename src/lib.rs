@@ -78,7 +78,7 @@ pub use config::{ComponentType, GPUSubgroupMatrixConfig};
 pub use device::DeviceSelector;
 pub use error::{Error, Result};
 pub use kernel::Probe;
-pub use multi::{DeviceSet, DistMatrix, MultiContext, Role, Split, SplitKind};
+pub use multi::{DeviceSet, DistMatrix, MultiContext, PipelineStep, PipelineTrace, Role, Split, SplitKind, TraceStep};
 pub use peak::{FillResult, PeakResult};
 pub use plan::{ComputeMode, MAX_DIM};
 pub use stream::{Download, Stream};

@@ -58,6 +58,36 @@ impl Context {
         })
     }
 
+    /// [`Stream::gemm`] on a stream core.
+    pub(crate) fn gemm_on<TA: Element, TB: Element, TC: Element>(
+        &self,
+        core: &mut StreamCore,
+        a: &impl DeviceOperand<TA>,
+        b: &impl DeviceOperand<TB>,
+        c: &mut impl DeviceOperand<TC>,
+        options: &GemmOptions,
+    ) -> Result<()> {
+        let plan = self.plan_device(a, b, c, options)?;
+        let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
+        self.enqueue_plan(core, &plan, operands, TC::TYPE)
+    }
+
+    /// [`Stream::download`] on a stream core.
+    pub(crate) fn download_on<T: Element>(&self, core: &mut StreamCore, m: &DeviceMatrix<T>) -> Result<Download<T>> {
+        let staging = std::sync::Arc::new(self.enqueue_download(core, m)?);
+        core.hold(staging.clone(), true);
+        let (rows, cols) = m.layout().outer_inner(m.rows(), m.cols());
+        Ok(Download {
+            staging: ManuallyDrop::new(staging),
+            pool: self.pool.clone(),
+            ticket: core.next_ticket(),
+            rows,
+            cols,
+            ld: m.ld(),
+            _t: PhantomData,
+        })
+    }
+
     /// How many compute queues the context submits to.
     pub fn queue_count(&self) -> usize {
         self.device.queue_count()
@@ -109,9 +139,7 @@ impl<'c> Stream<'c> {
         c: &mut impl DeviceOperand<TC>,
         options: &GemmOptions,
     ) -> Result<()> {
-        let plan = self.ctx.plan_device(a, b, c, options)?;
-        let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
-        self.ctx.enqueue_plan(&mut self.core, &plan, operands, TC::TYPE)
+        self.ctx.gemm_on(&mut self.core, a, b, c, options)
     }
 
     /// Enqueues a GEMM with a fused epilogue ([`Context::gemm_fused_device`]); host vectors in
@@ -191,19 +219,7 @@ impl<'c> Stream<'c> {
     /// Enqueues the download of a device matrix; its data is read with [`Download::wait`] after
     /// the stream is submitted.
     pub fn download<T: Element>(&mut self, m: &DeviceMatrix<T>) -> Result<Download<T>> {
-        let staging = self.ctx.enqueue_download(&mut self.core, m)?;
-        let staging = std::sync::Arc::new(staging);
-        self.core.hold(staging.clone(), true);
-        let (rows, cols) = m.layout().outer_inner(m.rows(), m.cols());
-        Ok(Download {
-            staging: ManuallyDrop::new(staging),
-            pool: self.ctx.pool.clone(),
-            ticket: self.core.next_ticket(),
-            rows,
-            cols,
-            ld: m.ld(),
-            _t: PhantomData,
-        })
+        self.ctx.download_on(&mut self.core, m)
     }
 
     /// Orders everything enqueued after this after everything enqueued before it, whether or not

@@ -27,6 +27,11 @@ impl TimestampPool {
         })
     }
 
+    /// The device it was made on.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
     /// The timestamps in ticks (call after the submission that wrote them completed).
     pub fn read(&self) -> Result<Vec<u64>> {
         let mut data = vec![0u64; self.count as usize];
@@ -68,6 +73,9 @@ pub fn median(values: &mut [f64]) -> f64 {
 
 impl Drop for TimestampPool {
     fn drop(&mut self) {
+        if self.device.work_abandoned() {
+            return; // a submission that timed out may still write it
+        }
         // SAFETY: the submission that used the pool has completed.
         unsafe { self.device.raw().destroy_query_pool(self.raw, None) };
     }

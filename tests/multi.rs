@@ -13,7 +13,7 @@ use vk_sgmat::device::DeviceKind;
 use vk_sgmat::verify::{reference, Rng};
 use vk_sgmat::{
     Context, ContextOptions, DeviceSet, Element, Error, GemmOptions, Layout, MatMut, MatRef, MultiContext,
-    PinnedMatrix, Role, SplitKind,
+    PinnedMatrix, PipelineStep, Role, SplitKind,
 };
 
 /// Four contexts on the device, validation on and outputs poisoned; shared by the tests
@@ -241,6 +241,50 @@ fn host_and_pinned_operands_in_several_bands() {
     c.data_mut().fill(f32::NAN);
     capped[1].gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
     assert_exact(views, None, (1.0, 0.0), c.data(), "one context, in bands");
+    for ctx in &capped {
+        assert_no_validation_messages(ctx);
+    }
+}
+
+#[test]
+fn traced_pinned_gemm_times_every_step_in_dependency_order() {
+    let capped: Vec<Arc<Context>> = (0..2).map(|_| Arc::new(capped_context(64 << 10))).collect();
+    let mc = MultiContext::with_weights(capped.clone(), vec![1.0, 1.0]).unwrap();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (400, 96, 80);
+    let (a, av) = pinned_ints::<f16>(&mc, &mut rng, (m, k), Layout::RowMajor);
+    let (b, bv) = pinned_ints::<f16>(&mc, &mut rng, (k, n), Layout::RowMajor);
+    let mut c = mc.pinned_matrix::<f32>(m, n, Layout::RowMajor).unwrap();
+    c.data_mut().fill(f32::NAN);
+    let split = mc.split::<f16, f16>(m, n, k, SplitKind::Rows).unwrap();
+    let parts = mc
+        .gemm_pinned_traced(&a, &b, &mut c, &GemmOptions::default(), &split)
+        .unwrap();
+    let views = (MatRef::new(&av, m, k), MatRef::new(&bv, k, n));
+    assert_exact(views, None, (1.0, 0.0), c.data(), "traced");
+    assert_eq!(parts.iter().map(|p| p.device).collect::<Vec<_>>(), [0, 1]);
+    for part in &parts {
+        let at = |step: PipelineStep, band: usize| {
+            let found = part.steps.iter().find(|t| t.step == step && t.band == band);
+            let t = found.unwrap_or_else(|| panic!("device {}: no {step:?} for band {band}", part.device));
+            assert!(0.0 <= t.start_ms && t.start_ms <= t.end_ms, "{t:?}");
+            (t.start_ms, t.end_ms)
+        };
+        let bands = part.steps.iter().filter(|t| t.step == PipelineStep::Multiply).count();
+        assert!(bands > 1, "device {}: the cap should give several bands", part.device);
+        let b_in = at(PipelineStep::BIn, 0);
+        for band in 0..bands {
+            // Each step waits for what it reads: B and the band's A before its multiply, the
+            // multiply before its C goes out.
+            let (a_in, mul, c_out) = (
+                at(PipelineStep::AIn, band),
+                at(PipelineStep::Multiply, band),
+                at(PipelineStep::COut, band),
+            );
+            let what = format!("device {} band {band}: {:?}", part.device, part.steps);
+            assert!(b_in.1 <= mul.0 && a_in.1 <= mul.0 && mul.1 <= c_out.0, "{what}");
+        }
+    }
     for ctx in &capped {
         assert_no_validation_messages(ctx);
     }

@@ -5,12 +5,13 @@
 //! device's copy engine reads A and B and writes C in place.
 
 use super::split::{pipeline_blocks, Split, SplitKind};
+use super::trace::{PipelineStep, PipelineTrace, Tracer};
 use super::MultiContext;
 use crate::api::{check_matrix, Context, Direct, Element, GemmOptions, MatMut, MatRef, PinnedMatrix};
 use crate::error::Result;
 use crate::plan::check_shapes;
 use crate::stream::Download;
-use crate::submit::Ticket;
+use crate::submit::{StreamCore, Ticket};
 use crate::tiling::Layout;
 use std::collections::VecDeque;
 
@@ -68,7 +69,8 @@ impl MultiContext {
         options: &GemmOptions,
         split: &Split,
     ) -> Result<()> {
-        self.split_with(a, b, c, options, split, &[None, None, None])
+        self.split_with(a, b, c, options, split, (&[None, None, None], false))
+            .map(|_| ())
     }
 
     /// [`MultiContext::gemm_with`] on pinned matrices: every device's copy engine reads its
@@ -96,8 +98,21 @@ impl MultiContext {
         options: &GemmOptions,
         split: &Split,
     ) -> Result<()> {
+        self.pinned_parts(a, b, c, options, split, false).map(|_| ())
+    }
+
+    /// [`MultiContext::gemm_pinned_split`], each part traced where `trace` says.
+    pub(crate) fn pinned_parts<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &PinnedMatrix<TA>,
+        b: &PinnedMatrix<TB>,
+        c: &mut PinnedMatrix<TC>,
+        options: &GemmOptions,
+        split: &Split,
+        trace: bool,
+    ) -> Result<Vec<Option<PipelineTrace>>> {
         let direct = directs(a, b, c);
-        self.split_with(a.as_ref(), b.as_ref(), c.as_mut(), options, split, &direct)
+        self.split_with(a.as_ref(), b.as_ref(), c.as_mut(), options, split, (&direct, trace))
     }
 
     /// A zeroed `rows x cols` host matrix stored `layout`, imported into every device of this
@@ -107,7 +122,8 @@ impl MultiContext {
         PinnedMatrix::new(&devices, rows, cols, layout)
     }
 
-    /// [`MultiContext::gemm_split`], with operands found in place where `direct` says.
+    /// [`MultiContext::gemm_split`], with operands found in place where `direct` says; each
+    /// part's trace where `trace` asks for them.
     fn split_with<TA: Element, TB: Element, TC: Element>(
         &self,
         a: MatRef<'_, TA>,
@@ -115,14 +131,14 @@ impl MultiContext {
         c: MatMut<'_, TC>,
         options: &GemmOptions,
         split: &Split,
-        direct: &Directs,
-    ) -> Result<()> {
+        (direct, trace): (&Directs, bool),
+    ) -> Result<Vec<Option<PipelineTrace>>> {
         let (m, n, k) = check_host(&a, &b, &c)?;
         split.check((m, n, k), self.contexts.len())?;
         if c.layout == Layout::ColMajor {
             // A column-major C is a row-major C^T = B^T A^T over the same memory.
             let split = split.transposed();
-            return self.split_with(b.t(), a.t(), c.t(), options, &split, &transposed(direct));
+            return self.split_with(b.t(), a.t(), c.t(), options, &split, (&transposed(direct), trace));
         }
         self.plan_parts::<TA, TB, TC>(split, (a.layout, b.layout), options)?;
         let outs = carve(c, split);
@@ -134,9 +150,9 @@ impl MultiContext {
             .collect();
         let results = super::on_each(parts, |d, (p, out)| {
             let (a, b) = (a.block(p.rows.clone(), 0..k), b.block(0..k, p.cols.clone()));
-            run_part(&self.contexts[d], a, b, out, options, direct)
+            run_part(&self.contexts[d], (a, b, out), options, direct, trace.then_some(d))
         });
-        self.first_error(results).map(|_| ())
+        self.first_error(results)
     }
 }
 
@@ -173,7 +189,7 @@ fn pinned_alone<TA: Element, TB: Element, TC: Element>(
     ctx.plan_gemm::<TA, TB, TC>(m, n, k, (a.layout, b.layout), options)?;
     let whole = Split::new((m, n, k), &[1.0], SplitKind::Rows, (size_of::<TA>(), size_of::<TB>()))?;
     let rows = carve(c, &whole).pop().expect("one part");
-    run_part(ctx, a, b, rows, options, direct)
+    run_part(ctx, (a, b, rows), options, direct, None).map(|_| ())
 }
 
 /// Checks host operands and returns (M, N, K).
@@ -233,17 +249,38 @@ impl<T: Element> Pending<'_, T> {
 /// submitted, so nothing writes `out` after this returns.
 fn run_part<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
-    a: MatRef<'_, TA>,
-    b: MatRef<'_, TB>,
-    out: Vec<&mut [TC]>,
+    (a, b, out): (MatRef<'_, TA>, MatRef<'_, TB>, Vec<&mut [TC]>),
     options: &GemmOptions,
     direct: &Directs,
-) -> Result<()> {
+    trace: Option<usize>,
+) -> Result<Option<PipelineTrace>> {
     let (k, cols) = (a.cols, b.cols);
     let reads_c = options.beta != 0.0;
     let bytes_per_row = k * size_of::<TA>() + cols * size_of::<TC>() * (1 + usize::from(reads_c));
+    let bands = pipeline_blocks(0..a.rows, bytes_per_row, ctx.pool.max_allocation());
     let (mut inp, mut mm, mut outp) = (ctx.copy_stream(0)?, ctx.stream()?, ctx.copy_stream(1)?);
-    let bd = upload_pooled(ctx, &mut inp, &b, direct[1].as_ref())?;
+    let mut tracer = match trace {
+        Some(_) => {
+            let tracer = Tracer::new(ctx, &mut mm.core, bands.len())?;
+            inp.wait_for(&mm.submit()?); // the queries are reset before any step writes them
+            Some(tracer)
+        }
+        None => None,
+    };
+    // Records `f` on `core` as `step`, between timestamps where the part is traced.
+    let mut timed =
+        |core: &mut StreamCore, step: (PipelineStep, usize), f: &mut dyn FnMut(&mut StreamCore) -> Result<()>| {
+            match tracer.as_mut() {
+                Some(t) => t.around(core, step, |core| f(core)),
+                None => f(core),
+            }
+        };
+    let mut bd = None;
+    timed(&mut inp.core, (PipelineStep::BIn, 0), &mut |core| {
+        bd = Some(upload_pooled(ctx, core, &b, direct[1].as_ref())?);
+        Ok(())
+    })?;
+    let bd = bd.expect("recorded");
     inp.submit()?;
     // Bands in flight: two where the copy engines read A in place, one where the CPU stages
     // it (it packs the next band while the GPU works on this one).
@@ -256,41 +293,55 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     };
     let mut pending: VecDeque<Pending<'_, TC>> = VecDeque::new();
     let mut out = out.into_iter();
-    let bands = pipeline_blocks(0..a.rows, bytes_per_row, ctx.pool.max_allocation());
     let last = bands.len() - 1;
     let c_ld_bytes = |cd: &crate::DeviceMatrix<TC>| (cd.ld() * size_of::<TC>()) as u64;
     for (i, band) in bands.iter().enumerate() {
         let dst: Vec<&mut [TC]> = out.by_ref().take(band.len()).collect();
-        let ad = upload_pooled(ctx, &mut inp, &a.block(band.clone(), 0..k), direct[0].as_ref())?;
         let in_place = direct[2].as_ref().and_then(|d| d.rows_of(&ctx.device, &dst));
-        let mut cd = match (&in_place, reads_c) {
-            (Some((import, lines)), true) => {
-                let cd = ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?;
-                ctx.enqueue_copy_in(&mut inp.core, (import, lines.clone()), &cd.buffer, c_ld_bytes(&cd))?;
-                inp.core.hold(cd.buffer.clone(), true);
-                cd
-            }
-            (None, true) => {
-                let old: Vec<TC> = dst.iter().flat_map(|r| r.iter().copied()).collect();
-                upload_pooled(ctx, &mut inp, &MatRef::new(&old, band.len(), cols), None)?
-            }
-            (_, false) => ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?,
-        };
+        let mut operands = None;
+        timed(&mut inp.core, (PipelineStep::AIn, i), &mut |core| {
+            let ad = upload_pooled(ctx, core, &a.block(band.clone(), 0..k), direct[0].as_ref())?;
+            let cd = match (&in_place, reads_c) {
+                (Some((import, lines)), true) => {
+                    let cd = ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?;
+                    ctx.enqueue_copy_in(core, (import, lines.clone()), &cd.buffer, c_ld_bytes(&cd))?;
+                    core.hold(cd.buffer.clone(), true);
+                    cd
+                }
+                (None, true) => {
+                    let old: Vec<TC> = dst.iter().flat_map(|r| r.iter().copied()).collect();
+                    upload_pooled(ctx, core, &MatRef::new(&old, band.len(), cols), None)?
+                }
+                (_, false) => ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?,
+            };
+            operands = Some((ad, cd));
+            Ok(())
+        })?;
+        let (ad, mut cd) = operands.expect("recorded");
         inp.submit()?;
-        mm.gemm(&ad, &bd, &mut cd, options)?;
+        timed(&mut mm.core, (PipelineStep::Multiply, i), &mut |core| {
+            ctx.gemm_on(core, &ad, &bd, &mut cd, options)
+        })?;
         mm.core.hold(ad.buffer.clone(), true);
         mm.core.hold(cd.buffer.clone(), true);
         if i == last {
             mm.core.hold(bd.buffer.clone(), true);
         }
         mm.submit()?;
-        match in_place {
-            Some((import, lines)) => {
-                ctx.enqueue_copy_out(&mut outp.core, &cd.buffer, c_ld_bytes(&cd), (import, lines))?;
-                pending.push_back(Pending::Direct(outp.core.next_ticket(), dst));
+        let mut staged = None;
+        timed(&mut outp.core, (PipelineStep::COut, i), &mut |core| {
+            match &in_place {
+                Some((import, lines)) => {
+                    ctx.enqueue_copy_out(core, &cd.buffer, c_ld_bytes(&cd), (import, lines.clone()))?
+                }
+                None => staged = Some(ctx.download_on(core, &cd)?),
             }
-            None => pending.push_back(Pending::Staged(outp.download(&cd)?, dst)),
-        }
+            Ok(())
+        })?;
+        pending.push_back(match staged {
+            Some(download) => Pending::Staged(download, dst),
+            None => Pending::Direct(outp.core.next_ticket(), dst),
+        });
         outp.core.hold(cd.buffer.clone(), true);
         outp.submit()?;
         while pending.len() > depth {
@@ -300,7 +351,11 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     for p in pending {
         p.finish()?;
     }
-    Ok(())
+    drop((inp, mm, outp)); // every step's timestamps are written once their streams are done
+    match (tracer, trace) {
+        (Some(t), Some(device)) => t.finish(device).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// Enqueues the upload of `m` into a pooled device matrix, which returns to the pool once the
@@ -309,7 +364,7 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
 /// A pinned `m` is copied in place where `direct` finds it on this device.
 fn upload_pooled<T: Element>(
     ctx: &Context,
-    s: &mut crate::Stream<'_>,
+    core: &mut StreamCore,
     m: &MatRef<'_, T>,
     direct: Option<&Direct>,
 ) -> Result<crate::DeviceMatrix<T>> {
@@ -317,10 +372,10 @@ fn upload_pooled<T: Element>(
     match direct.and_then(|d| d.lines_of(&ctx.device, m)) {
         Some((import, lines)) => {
             let ld_bytes = (dm.ld() * size_of::<T>()) as u64;
-            ctx.enqueue_copy_in(&mut s.core, (import, lines), &dm.buffer, ld_bytes)?
+            ctx.enqueue_copy_in(core, (import, lines), &dm.buffer, ld_bytes)?
         }
-        None => ctx.enqueue_upload(&mut s.core, m, &dm)?,
+        None => ctx.enqueue_upload(core, m, &dm)?,
     }
-    s.core.hold(dm.buffer.clone(), true);
+    core.hold(dm.buffer.clone(), true);
     Ok(dm)
 }

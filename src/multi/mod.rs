@@ -10,9 +10,11 @@
 mod host;
 mod resident;
 mod split;
+mod trace;
 
 pub use resident::{DistMatrix, Role};
 pub use split::{Split, SplitKind, SplitPart};
+pub use trace::{PipelineStep, PipelineTrace, TraceStep};
 
 use crate::api::{Context, ContextOptions, Element, GemmOptions};
 use crate::config::ComponentType;

@@ -187,6 +187,10 @@ pub enum Command {
         /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
         #[arg(long, default_value = "auto")]
         split: String,
+        /// With `--devices`: also trace one pinned GEMM per shape (device 0 alone, then all):
+        /// when each band's copies and multiply ran on each GPU.
+        #[arg(long)]
+        trace: bool,
         #[command(flatten)]
         batching: BatchArgs,
         #[command(flatten)]

@@ -260,13 +260,14 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
     mc: &MultiContext,
     shapes: &[(usize, usize, usize)],
     kind: SplitKind,
-    reps: usize,
-) -> Result<Vec<MultiBenchRow>> {
+    (reps, trace): (usize, bool),
+) -> Result<(Vec<MultiBenchRow>, String)> {
     let one = &mc.contexts()[0];
     let solo = MultiContext::with_weights(vec![one.clone()], vec![1.0])?;
     let options = GemmOptions::default();
     let mut rng = Rng::new(Rng::fresh_seed());
     let mut out = Vec::new();
+    let mut traces = String::new();
     let mut progress = crate::progress::Progress::new(shapes.len());
     for &(m, n, k) in shapes {
         progress.start(&format!("{m}x{n}x{k} over {} devices", mc.contexts().len()));
@@ -313,6 +314,13 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
         let single_pinned_ms = median_ms(reps, || solo.gemm_pinned(&pa, &pb, &mut pc, &options))?;
         pc.data_mut().fill(TC::from_f64(f64::NAN));
         let multi_pinned_ms = median_ms(reps, || mc.gemm_pinned_split(&pa, &pb, &mut pc, &options, &split))?;
+        if trace {
+            let whole = solo.split::<TA, TB>(m, n, k, kind)?;
+            for (who, set, cut) in [("device 0", &solo, &whole), ("all devices", mc, &split)] {
+                let parts = set.gemm_pinned_traced(&pa, &pb, &mut pc, &options, cut)?;
+                traces.push_str(&render_trace(&format!("{m}x{n}x{k} pinned, {who}"), &parts));
+            }
+        }
         let rows = check_rows(&split, 6, &mut rng);
         let (expected, magnitude) = reference(&am, &bm, None::<(&[TC], usize)>, 1.0, 0.0, &rows);
         let u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
@@ -351,7 +359,7 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
         ));
     }
     progress.finish();
-    Ok(out)
+    Ok((out, traces))
 }
 
 /// "h200x2" for two "NVIDIA H200": the first name token with letters and digits, and the count.
@@ -363,6 +371,34 @@ fn machine_tag(mc: &MultiContext) -> String {
         .unwrap_or("gpu")
         .to_lowercase();
     format!("{token}x{}", mc.contexts().len())
+}
+
+/// One traced pinned GEMM: each device's steps in ms from its first timestamp, a line per band.
+fn render_trace(label: &str, parts: &[vk_sgmat::PipelineTrace]) -> String {
+    use vk_sgmat::PipelineStep;
+    let mut s =
+        format!("trace {label} (ms from each device's first timestamp; B, then per band: A in, multiply, C out)\n");
+    for part in parts {
+        let span = |step: PipelineStep, band: usize| {
+            part.steps
+                .iter()
+                .find(|t| t.step == step && t.band == band)
+                .map_or("-".to_string(), |t| format!("{:.2}-{:.2}", t.start_ms, t.end_ms))
+        };
+        let _ = writeln!(s, "  device {}: B in {}", part.device, span(PipelineStep::BIn, 0));
+        let bands = part.steps.iter().map(|t| t.band + 1).max().unwrap_or(0);
+        for band in 0..bands {
+            let _ = writeln!(
+                s,
+                "  device {} band {band}: A in {}, multiply {}, C out {}",
+                part.device,
+                span(PipelineStep::AIn, band),
+                span(PipelineStep::Multiply, band),
+                span(PipelineStep::COut, band)
+            );
+        }
+    }
+    s
 }
 
 pub fn render_bench(mc: &MultiContext, rows: &[MultiBenchRow]) -> String {
@@ -490,7 +526,7 @@ pub fn bench_command(
     types: &[String],
     shapes: Vec<(usize, usize, usize)>,
     kind: SplitKind,
-    (reps, json): (usize, bool),
+    (reps, json, trace): (usize, bool, bool),
 ) -> Result<bool> {
     let mc = multi_context(devices, validation)?;
     let t = match types.first() {
@@ -504,11 +540,12 @@ pub fn bench_command(
     } else {
         shapes
     };
-    let rows = with_types!(t, |TA, TB, TC| bench::<TA, TB, TC>(&mc, &shapes, kind, reps)?);
+    let (rows, traces) = with_types!(t, |TA, TB, TC| bench::<TA, TB, TC>(&mc, &shapes, kind, (reps, trace))?);
     if json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
         print!("{}", render_bench(&mc, &rows));
     }
+    print!("{traces}");
     Ok(clean(&mc) && rows.iter().all(|r| r.passed))
 }

@@ -130,6 +130,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             plot,
             devices,
             split,
+            trace,
             batching,
             fused,
             json,
@@ -154,8 +155,11 @@ pub fn run(cli: Cli) -> Result<bool> {
                     &types,
                     shapes,
                     kind,
-                    (reps.max(1) as usize, json),
+                    (reps.max(1) as usize, json, trace),
                 );
+            }
+            if trace {
+                bail!("--trace traces the multi-device pipeline: it needs --devices");
             }
             let ctx = context_with(&dev, false)?;
             let layouts = parse_layout(&layout)?;

@@ -1,0 +1,139 @@
+//! GPU timestamps around each step of one device's host pipeline (B in, each band's A in,
+//! multiply and C out), for finding where the copies and the kernels fail to overlap:
+//! [`MultiContext::gemm_pinned_traced`], `vk-sgmat bench --devices all --trace`.
+
+use super::{MultiContext, Split};
+use crate::api::{Context, Element, GemmOptions, PinnedMatrix};
+use crate::device::QueueRef;
+use crate::error::{Error, Result};
+use crate::submit::StreamCore;
+use crate::timestamps::TimestampPool;
+
+/// A step of the host pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PipelineStep {
+    /// B's block copied in (once, before the first band).
+    BIn,
+    /// A band's rows of A copied in (and its rows of C, where beta reads them).
+    AIn,
+    /// A band's multiply.
+    Multiply,
+    /// A band's C copied out.
+    COut,
+}
+
+/// When one step ran on the GPU, in milliseconds from the device's first timestamp of the call.
+#[derive(Clone, Debug)]
+pub struct TraceStep {
+    /// Which step.
+    pub step: PipelineStep,
+    /// Its band (0 for [`PipelineStep::BIn`]).
+    pub band: usize,
+    /// When its commands began (after what its stream waited for).
+    pub start_ms: f64,
+    /// When they completed.
+    pub end_ms: f64,
+}
+
+/// One device's steps, in the order they were recorded.
+#[derive(Clone, Debug)]
+pub struct PipelineTrace {
+    /// The device's position in the [`MultiContext`].
+    pub device: usize,
+    /// Its steps.
+    pub steps: Vec<TraceStep>,
+}
+
+/// Timestamps being recorded for one device's part.
+pub(crate) struct Tracer {
+    pool: TimestampPool,
+    marks: Vec<(PipelineStep, usize)>,
+}
+
+impl Tracer {
+    /// A tracer for `bands` bands, its queries reset on `core` (the multiplies' stream, which
+    /// the copy streams' later steps wait on). An error where a queue the pipeline uses has no
+    /// timestamps.
+    pub fn new(ctx: &Context, core: &mut StreamCore, bands: usize) -> Result<Self> {
+        let device = &ctx.device;
+        // SAFETY: plain query.
+        let families = unsafe {
+            device
+                .instance()
+                .raw()
+                .get_physical_device_queue_family_properties(device.physical())
+        };
+        for queue in [QueueRef::Compute(0), QueueRef::Copy(0)] {
+            let family = device.family_of(queue) as usize;
+            if families.get(family).is_none_or(|f| f.timestamp_valid_bits == 0) {
+                return Err(Error::Unsupported(format!(
+                    "tracing the host pipeline: queue family {family} of {} has no timestamps",
+                    device.info().name
+                )));
+            }
+        }
+        let count = 2 * (1 + 3 * bands) as u32;
+        let pool = TimestampPool::new(device, count)?;
+        core.recording()?.reset_queries(pool.raw, count);
+        Ok(Self {
+            pool,
+            marks: Vec::new(),
+        })
+    }
+
+    /// Records `record` on `core` between two timestamps, as `step` of `band`.
+    pub fn around<R>(
+        &mut self,
+        core: &mut StreamCore,
+        (step, band): (PipelineStep, usize),
+        record: impl FnOnce(&mut StreamCore) -> Result<R>,
+    ) -> Result<R> {
+        let i = 2 * self.marks.len() as u32;
+        if i + 1 >= self.pool.count {
+            return record(core); // more steps than planned: the rest go untimed
+        }
+        core.recording()?.timestamp(self.pool.raw, i);
+        let out = record(core)?;
+        core.recording()?.timestamp(self.pool.raw, i + 1);
+        self.marks.push((step, band));
+        Ok(out)
+    }
+
+    /// The steps' times (once every submission that wrote them completed).
+    pub fn finish(self, device: usize) -> Result<PipelineTrace> {
+        let ticks = self.pool.read()?;
+        let used = &ticks[..2 * self.marks.len()];
+        let first = used.iter().copied().min().unwrap_or(0);
+        let period = f64::from(self.pool.device().info().limits.timestamp_period) * 1e-6;
+        let ms = |t: u64| t.wrapping_sub(first) as f64 * period;
+        let steps = self
+            .marks
+            .iter()
+            .zip(used.chunks(2))
+            .map(|(&(step, band), t)| TraceStep {
+                step,
+                band,
+                start_ms: ms(t[0]),
+                end_ms: ms(t[1]),
+            })
+            .collect();
+        Ok(PipelineTrace { device, steps })
+    }
+}
+
+impl MultiContext {
+    /// [`MultiContext::gemm_pinned_split`], with GPU timestamps around every step of each
+    /// device's pipeline. A diagnostic: the timestamps of different queues are compared as one clock
+    /// (so they are on NVIDIA). An error where a queue it uses has no timestamps.
+    pub fn gemm_pinned_traced<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &PinnedMatrix<TA>,
+        b: &PinnedMatrix<TB>,
+        c: &mut PinnedMatrix<TC>,
+        options: &GemmOptions,
+        split: &Split,
+    ) -> Result<Vec<PipelineTrace>> {
+        self.pinned_parts(a, b, c, options, split, true)
+            .map(|traces| traces.into_iter().flatten().collect())
+    }
+}
