@@ -273,6 +273,22 @@ fn traced_pinned_gemm_times_every_step_in_dependency_order() {
         let bands = part.steps.iter().filter(|t| t.step == PipelineStep::Multiply).count();
         assert!(bands > 1, "device {}: the cap should give several bands", part.device);
         let b_in = at(PipelineStep::BIn, 0);
+        // The work adds up to the part's: B once, its rows of A in and of C out, its products.
+        let rows = split.parts[part.device].rows.len() as u64;
+        let work = |step: PipelineStep| -> u64 { part.steps.iter().filter(|t| t.step == step).map(|t| t.work).sum() };
+        let (m_, n_, k_) = (rows, n as u64, k as u64);
+        assert_eq!(
+            [
+                PipelineStep::BIn,
+                PipelineStep::AIn,
+                PipelineStep::Multiply,
+                PipelineStep::COut
+            ]
+            .map(work),
+            [k_ * n_ * 2, m_ * k_ * 2, 2 * m_ * n_ * k_, m_ * n_ * 4],
+            "device {}",
+            part.device
+        );
         for band in 0..bands {
             // Each step waits for what it reads: B and the band's A before its multiply, the
             // multiply before its C goes out.

@@ -267,16 +267,19 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         }
         None => None,
     };
-    // Records `f` on `core` as `step`, between timestamps where the part is traced.
+    // Records `f` on `core` as `step` (of a band, doing some work), between timestamps where
+    // the part is traced.
     let mut timed =
-        |core: &mut StreamCore, step: (PipelineStep, usize), f: &mut dyn FnMut(&mut StreamCore) -> Result<()>| {
+        |core: &mut StreamCore, step: (PipelineStep, usize, u64), f: &mut dyn FnMut(&mut StreamCore) -> Result<()>| {
             match tracer.as_mut() {
                 Some(t) => t.around(core, step, |core| f(core)),
                 None => f(core),
             }
         };
     let mut bd = None;
-    timed(&mut inp.core, (PipelineStep::BIn, 0), &mut |core| {
+    let bytes = |rows: usize, cols: usize, es: usize| (rows * cols * es) as u64;
+    let b_bytes = bytes(k, cols, size_of::<TB>());
+    timed(&mut inp.core, (PipelineStep::BIn, 0, b_bytes), &mut |core| {
         bd = Some(upload_pooled(ctx, core, &b, direct[1].as_ref())?);
         Ok(())
     })?;
@@ -299,7 +302,10 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         let dst: Vec<&mut [TC]> = out.by_ref().take(band.len()).collect();
         let in_place = direct[2].as_ref().and_then(|d| d.rows_of(&ctx.device, &dst));
         let mut operands = None;
-        timed(&mut inp.core, (PipelineStep::AIn, i), &mut |core| {
+        let r = band.len();
+        let c_in = if reads_c { bytes(r, cols, size_of::<TC>()) } else { 0 };
+        let a_in = bytes(r, k, size_of::<TA>()) + c_in;
+        timed(&mut inp.core, (PipelineStep::AIn, i, a_in), &mut |core| {
             let ad = upload_pooled(ctx, core, &a.block(band.clone(), 0..k), direct[0].as_ref())?;
             let cd = match (&in_place, reads_c) {
                 (Some((import, lines)), true) => {
@@ -319,7 +325,8 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         })?;
         let (ad, mut cd) = operands.expect("recorded");
         inp.submit()?;
-        timed(&mut mm.core, (PipelineStep::Multiply, i), &mut |core| {
+        let flops = 2 * (r * cols * k) as u64;
+        timed(&mut mm.core, (PipelineStep::Multiply, i, flops), &mut |core| {
             ctx.gemm_on(core, &ad, &bd, &mut cd, options)
         })?;
         mm.core.hold(ad.buffer.clone(), true);
@@ -329,7 +336,8 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         }
         mm.submit()?;
         let mut staged = None;
-        timed(&mut outp.core, (PipelineStep::COut, i), &mut |core| {
+        let c_out = bytes(r, cols, size_of::<TC>());
+        timed(&mut outp.core, (PipelineStep::COut, i, c_out), &mut |core| {
             match &in_place {
                 Some((import, lines)) => {
                     ctx.enqueue_copy_out(core, &cd.buffer, c_ld_bytes(&cd), (import, lines.clone()))?

@@ -29,6 +29,8 @@ pub struct TraceStep {
     pub step: PipelineStep,
     /// Its band (0 for [`PipelineStep::BIn`]).
     pub band: usize,
+    /// What it did: bytes copied, or for a multiply its operations (2 x rows x N x K).
+    pub work: u64,
     /// When its commands began (after what its stream waited for).
     pub start_ms: f64,
     /// When they completed.
@@ -47,7 +49,7 @@ pub struct PipelineTrace {
 /// Timestamps being recorded for one device's part.
 pub(crate) struct Tracer {
     pool: TimestampPool,
-    marks: Vec<(PipelineStep, usize)>,
+    marks: Vec<(PipelineStep, usize, u64)>,
 }
 
 impl Tracer {
@@ -81,11 +83,11 @@ impl Tracer {
         })
     }
 
-    /// Records `record` on `core` between two timestamps, as `step` of `band`.
+    /// Records `record` on `core` between two timestamps, as `step` of `band` doing `work`.
     pub fn around<R>(
         &mut self,
         core: &mut StreamCore,
-        (step, band): (PipelineStep, usize),
+        (step, band, work): (PipelineStep, usize, u64),
         record: impl FnOnce(&mut StreamCore) -> Result<R>,
     ) -> Result<R> {
         let i = 2 * self.marks.len() as u32;
@@ -95,7 +97,7 @@ impl Tracer {
         core.recording()?.timestamp(self.pool.raw, i);
         let out = record(core)?;
         core.recording()?.timestamp(self.pool.raw, i + 1);
-        self.marks.push((step, band));
+        self.marks.push((step, band, work));
         Ok(out)
     }
 
@@ -110,9 +112,10 @@ impl Tracer {
             .marks
             .iter()
             .zip(used.chunks(2))
-            .map(|(&(step, band), t)| TraceStep {
+            .map(|(&(step, band, work), t)| TraceStep {
                 step,
                 band,
+                work,
                 start_ms: ms(t[0]),
                 end_ms: ms(t[1]),
             })

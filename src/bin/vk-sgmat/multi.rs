@@ -383,7 +383,15 @@ fn render_trace(label: &str, parts: &[vk_sgmat::PipelineTrace]) -> String {
             part.steps
                 .iter()
                 .find(|t| t.step == step && t.band == band)
-                .map_or("-".to_string(), |t| format!("{:.2}-{:.2}", t.start_ms, t.end_ms))
+                .map_or("-".to_string(), |t| {
+                    // Work per microsecond: bytes / 1e3 is GB/s, operations / 1e6 TFLOP/s.
+                    let per_us = t.work as f64 / ((t.end_ms - t.start_ms) * 1e3);
+                    let rate = match step {
+                        PipelineStep::Multiply => format!("{:.0} TFLOP/s", per_us / 1e6),
+                        _ => format!("{:.1} GB/s", per_us / 1e3),
+                    };
+                    format!("{:.2}-{:.2} ({rate})", t.start_ms, t.end_ms)
+                })
         };
         let _ = writeln!(s, "  device {}: B in {}", part.device, span(PipelineStep::BIn, 0));
         let bands = part.steps.iter().map(|t| t.band + 1).max().unwrap_or(0);
