@@ -27,16 +27,8 @@ cargo test --release --no-run --message-format=json 2>/dev/null \
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vk-sgmat-apt.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-uri=""
-for f in /etc/apt/sources.list.d/*.sources; do
-    [[ -f $f ]] || continue
-    uri=$(awk '/^URIs:/ {print $2; exit}' "$f")
-    [[ -n $uri ]] && break
-done
-if [[ -z $uri && -f /etc/apt/sources.list ]]; then
-    uri=$(awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' /etc/apt/sources.list)
-fi
-[[ -n $uri ]] || { echo "gpu-test-bundle: no Debian mirror in the host's apt sources" >&2; exit 1; }
+source "$root_dir/scripts/debian-mirror.sh"
+uri=$(debian_mirror) || { echo "gpu-test-bundle: no mirror to fetch from" >&2; exit 1; }
 mkdir -p "$work/lists/partial" "$work/archives/partial"
 : > "$work/status"
 echo "deb [trusted=yes] $uri forky main" > "$work/sources.list"

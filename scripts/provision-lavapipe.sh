@@ -20,19 +20,8 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/vk-sgmat-apt.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-uri=""
-for f in /etc/apt/sources.list.d/*.sources; do
-    [[ -f $f ]] || continue
-    uri=$(awk '/^URIs:/ {print $2; exit}' "$f")
-    [[ -n $uri ]] && break
-done
-if [[ -z $uri && -f /etc/apt/sources.list ]]; then
-    uri=$(awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' /etc/apt/sources.list)
-fi
-if [[ -z $uri ]]; then
-    echo "provision-lavapipe: no Debian mirror found in the host's apt sources" >&2
-    exit 1
-fi
+source "$root_dir/scripts/debian-mirror.sh"
+uri=$(debian_mirror) || { echo "provision-lavapipe: no mirror to fetch from" >&2; exit 1; }
 
 mkdir -p "$work/lists/partial" "$work/archives/partial"
 : > "$work/status"
