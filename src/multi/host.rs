@@ -260,8 +260,8 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     let bands = pipeline_blocks(0..a.rows, bytes_per_row, ctx.pool.max_allocation());
     let (mut inp, mut mm, mut outp) = (ctx.copy_stream(0)?, ctx.stream()?, ctx.copy_stream(1)?);
     let mut tracer = match trace {
-        Some(_) => {
-            let tracer = Tracer::new(ctx, &mut mm.core, bands.len())?;
+        Some(device) => {
+            let tracer = Tracer::new(ctx, device, &mut mm.core, bands.len())?;
             inp.wait_for(&mm.submit()?); // the queries are reset before any step writes them
             Some(tracer)
         }
@@ -299,26 +299,26 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     let last = bands.len() - 1;
     let c_ld_bytes = |cd: &crate::DeviceMatrix<TC>| (cd.ld() * size_of::<TC>()) as u64;
     for (i, band) in bands.iter().enumerate() {
-        let dst: Vec<&mut [TC]> = out.by_ref().take(band.len()).collect();
+        let r = band.len();
+        let dst: Vec<&mut [TC]> = out.by_ref().take(r).collect();
         let in_place = direct[2].as_ref().and_then(|d| d.rows_of(&ctx.device, &dst));
         let mut operands = None;
-        let r = band.len();
         let c_in = if reads_c { bytes(r, cols, size_of::<TC>()) } else { 0 };
         let a_in = bytes(r, k, size_of::<TA>()) + c_in;
         timed(&mut inp.core, (PipelineStep::AIn, i, a_in), &mut |core| {
             let ad = upload_pooled(ctx, core, &a.block(band.clone(), 0..k), direct[0].as_ref())?;
             let cd = match (&in_place, reads_c) {
                 (Some((import, lines)), true) => {
-                    let cd = ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?;
+                    let cd = ctx.pooled_matrix::<TC>(r, cols, Layout::RowMajor)?;
                     ctx.enqueue_copy_in(core, (import, lines.clone()), &cd.buffer, c_ld_bytes(&cd))?;
                     core.hold(cd.buffer.clone(), true);
                     cd
                 }
                 (None, true) => {
                     let old: Vec<TC> = dst.iter().flat_map(|r| r.iter().copied()).collect();
-                    upload_pooled(ctx, core, &MatRef::new(&old, band.len(), cols), None)?
+                    upload_pooled(ctx, core, &MatRef::new(&old, r, cols), None)?
                 }
-                (_, false) => ctx.pooled_matrix::<TC>(band.len(), cols, Layout::RowMajor)?,
+                (_, false) => ctx.pooled_matrix::<TC>(r, cols, Layout::RowMajor)?,
             };
             operands = Some((ad, cd));
             Ok(())
@@ -360,10 +360,7 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         p.finish()?;
     }
     drop((inp, mm, outp)); // every step's timestamps are written once their streams are done
-    match (tracer, trace) {
-        (Some(t), Some(device)) => t.finish(device).map(Some),
-        _ => Ok(None),
-    }
+    tracer.map(Tracer::finish).transpose()
 }
 
 /// Enqueues the upload of `m` into a pooled device matrix, which returns to the pool once the

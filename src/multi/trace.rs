@@ -49,36 +49,38 @@ pub struct PipelineTrace {
 /// Timestamps being recorded for one device's part.
 pub(crate) struct Tracer {
     pool: TimestampPool,
+    /// The device's position in the [`MultiContext`].
+    device: usize,
     marks: Vec<(PipelineStep, usize, u64)>,
 }
 
 impl Tracer {
-    /// A tracer for `bands` bands, its queries reset on `core` (the multiplies' stream, which
-    /// the copy streams' later steps wait on). An error where a queue the pipeline uses has no
-    /// timestamps.
-    pub fn new(ctx: &Context, core: &mut StreamCore, bands: usize) -> Result<Self> {
-        let device = &ctx.device;
+    /// A tracer for `bands` bands of device `device`, its queries reset on `core` (the
+    /// multiplies' stream, which the copy streams' later steps wait on). An error where a queue
+    /// the pipeline uses has no timestamps.
+    pub fn new(ctx: &Context, device: usize, core: &mut StreamCore, bands: usize) -> Result<Self> {
+        let vk = &ctx.device;
         // SAFETY: plain query.
         let families = unsafe {
-            device
-                .instance()
+            vk.instance()
                 .raw()
-                .get_physical_device_queue_family_properties(device.physical())
+                .get_physical_device_queue_family_properties(vk.physical())
         };
         for queue in [QueueRef::Compute(0), QueueRef::Copy(0)] {
-            let family = device.family_of(queue) as usize;
+            let family = vk.family_of(queue) as usize;
             if families.get(family).is_none_or(|f| f.timestamp_valid_bits == 0) {
                 return Err(Error::Unsupported(format!(
                     "tracing the host pipeline: queue family {family} of {} has no timestamps",
-                    device.info().name
+                    vk.info().name
                 )));
             }
         }
         let count = 2 * (1 + 3 * bands) as u32;
-        let pool = TimestampPool::new(device, count)?;
+        let pool = TimestampPool::new(vk, count)?;
         core.recording()?.reset_queries(pool.raw, count);
         Ok(Self {
             pool,
+            device,
             marks: Vec::new(),
         })
     }
@@ -102,7 +104,7 @@ impl Tracer {
     }
 
     /// The steps' times (once every submission that wrote them completed).
-    pub fn finish(self, device: usize) -> Result<PipelineTrace> {
+    pub fn finish(self) -> Result<PipelineTrace> {
         let ticks = self.pool.read()?;
         let used = &ticks[..2 * self.marks.len()];
         let first = used.iter().copied().min().unwrap_or(0);
@@ -120,7 +122,10 @@ impl Tracer {
                 end_ms: ms(t[1]),
             })
             .collect();
-        Ok(PipelineTrace { device, steps })
+        Ok(PipelineTrace {
+            device: self.device,
+            steps,
+        })
     }
 }
 
