@@ -7,7 +7,7 @@
 #
 # Usage: scripts/gpu-test-bundle.sh [DIR]   (default: carry/tests, which `run` can carry)
 #
-# The mirror is the one the host's apt already uses, as in provision-lavapipe.sh.
+# The mirror is the one the host's apt already uses (scripts/private-apt.sh).
 set -euo pipefail
 
 root_dir=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,17 +27,8 @@ cargo test --release --no-run --message-format=json 2>/dev/null \
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vk-sgmat-apt.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-source "$root_dir/scripts/debian-mirror.sh"
-uri=$(debian_mirror) || { echo "gpu-test-bundle: no mirror to fetch from" >&2; exit 1; }
-mkdir -p "$work/lists/partial" "$work/archives/partial"
-: > "$work/status"
-echo "deb [trusted=yes] $uri forky main" > "$work/sources.list"
-apt_opts=(
-    -o "Dir::Etc::SourceList=$work/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
-    -o "Dir::State::Lists=$work/lists" -o "Dir::State::status=$work/status"
-    -o "Dir::Cache::archives=$work/archives" -o "Dir::Cache=$work"
-    -o "Debug::NoLocking=1" -o "APT::Sandbox::User=root" -o "Acquire::Languages=none"
-)
+source "$root_dir/scripts/private-apt.sh"
+private_apt "$work" forky || { echo "gpu-test-bundle: no mirror to fetch from" >&2; exit 1; }
 apt-get "${apt_opts[@]}" -qq update >&2
 (cd "$work/archives" && apt-get "${apt_opts[@]}" -qq download vulkan-validationlayers libvulkan1 >&2)
 for deb in "$work"/archives/*.deb; do

@@ -20,27 +20,8 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/vk-sgmat-apt.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-source "$root_dir/scripts/debian-mirror.sh"
-uri=$(debian_mirror) || { echo "provision-lavapipe: no mirror to fetch from" >&2; exit 1; }
-
-mkdir -p "$work/lists/partial" "$work/archives/partial"
-: > "$work/status"
-cat > "$work/sources.list" <<SRC
-deb [trusted=yes] $uri trixie main
-deb [trusted=yes] $uri trixie-backports main
-SRC
-
-apt_opts=(
-    -o "Dir::Etc::SourceList=$work/sources.list"
-    -o "Dir::Etc::SourceParts=/dev/null"
-    -o "Dir::State::Lists=$work/lists"
-    -o "Dir::State::status=$work/status"
-    -o "Dir::Cache::archives=$work/archives"
-    -o "Dir::Cache=$work"
-    -o "Debug::NoLocking=1"
-    -o "APT::Sandbox::User=root"
-    -o "Acquire::Languages=none"
-)
+source "$root_dir/scripts/private-apt.sh"
+private_apt "$work" trixie trixie-backports || { echo "provision-lavapipe: no mirror to fetch from" >&2; exit 1; }
 echo "provision-lavapipe: fetching Mesa (trixie-backports), validation layers and spirv-tools" >&2
 apt-get "${apt_opts[@]}" -qq update >&2
 apt-get "${apt_opts[@]}" -qq -y install --download-only -t trixie-backports \
