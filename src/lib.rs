@@ -78,7 +78,9 @@ pub use config::{ComponentType, GPUSubgroupMatrixConfig};
 pub use device::DeviceSelector;
 pub use error::{Error, Result};
 pub use kernel::Probe;
-pub use multi::{DeviceSet, DistMatrix, MultiContext, PipelineStep, PipelineTrace, Role, Split, SplitKind, TraceStep};
+pub use multi::{
+    DeviceSet, DistMatrix, HostTimes, MultiContext, PipelineStep, PipelineTrace, Role, Split, SplitKind, TraceStep,
+};
 pub use peak::{FillResult, PeakResult};
 pub use plan::{ComputeMode, MAX_DIM};
 pub use stream::{Download, Stream};

@@ -9,6 +9,7 @@ use crate::submit::Uses;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::{AllocationError, MemoryLocation};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What a buffer is for; decides its usage flags and memory location.
@@ -347,6 +348,8 @@ pub(crate) struct BufferPool {
     free: Mutex<Vec<Buffer>>,
     /// The context's allocation limit ([`DispatchLimits::max_allocation`](crate::plan::DispatchLimits)).
     max_allocation: u64,
+    /// Buffers allocated so far (a diagnostic: a pipeline that reuses its buffers adds none).
+    allocated: AtomicUsize,
 }
 
 /// How many idle buffers the pool keeps.
@@ -358,6 +361,7 @@ impl BufferPool {
             device,
             free: Mutex::new(Vec::new()),
             max_allocation,
+            allocated: AtomicUsize::new(0),
         }
     }
 
@@ -368,7 +372,13 @@ impl BufferPool {
 
     /// A new buffer of `size` bytes within the context's allocation limit (not from the pool).
     pub fn allocate(&self, size: u64, kind: BufferKind) -> Result<Buffer> {
+        self.allocated.fetch_add(1, Ordering::Relaxed);
         Buffer::new(&self.device, size, kind, self.max_allocation)
+    }
+
+    /// How many buffers it has allocated.
+    pub fn allocations(&self) -> usize {
+        self.allocated.load(Ordering::Relaxed)
     }
 
     /// A buffer of at least `size` bytes: the smallest idle one that fits, else a new one (sized to

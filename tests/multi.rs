@@ -257,12 +257,24 @@ fn traced_pinned_gemm_times_every_step_in_dependency_order() {
     let mut c = mc.pinned_matrix::<f32>(m, n, Layout::RowMajor).unwrap();
     c.data_mut().fill(f32::NAN);
     let split = mc.split::<f16, f16>(m, n, k, SplitKind::Rows).unwrap();
+    let call = std::time::Instant::now();
     let parts = mc
         .gemm_pinned_traced(&a, &b, &mut c, &GemmOptions::default(), &split)
         .unwrap();
+    let call_ms = call.elapsed().as_secs_f64() * 1e3;
     let views = (MatRef::new(&av, m, k), MatRef::new(&bv, k, n));
     assert_exact(views, None, (1.0, 0.0), c.data(), "traced");
     assert_eq!(parts.iter().map(|p| p.device).collect::<Vec<_>>(), [0, 1]);
+    // The same call again takes every buffer from the pool.
+    let again = mc
+        .gemm_pinned_traced(&a, &b, &mut c, &GemmOptions::default(), &split)
+        .unwrap();
+    let fresh: Vec<usize> = again.iter().map(|p| p.host.new_buffers).collect();
+    eprintln!(
+        "first call {:?}",
+        parts.iter().map(|p| p.host.new_buffers).collect::<Vec<_>>()
+    );
+    assert_eq!(fresh, [0, 0], "buffers allocated by a repeated call");
     for part in &parts {
         let at = |step: PipelineStep, band: usize| {
             let found = part.steps.iter().find(|t| t.step == step && t.band == band);
@@ -272,6 +284,17 @@ fn traced_pinned_gemm_times_every_step_in_dependency_order() {
         };
         let bands = part.steps.iter().filter(|t| t.step == PipelineStep::Multiply).count();
         assert!(bands > 1, "device {}: the cap should give several bands", part.device);
+        // The host's side in order, within the call; the waits within the part.
+        let h = &part.host;
+        assert!(
+            0.0 <= h.began_ms
+                && h.began_ms <= h.first_submit_ms
+                && h.first_submit_ms <= h.ended_ms
+                && h.ended_ms <= call_ms
+                && h.waiting_ms <= h.ended_ms - h.began_ms,
+            "device {}: {h:?} in a call of {call_ms} ms",
+            part.device
+        );
         let b_in = at(PipelineStep::BIn, 0);
         // The work adds up to the part's: B once, its rows of A in and of C out, its products.
         let rows = split.parts[part.device].rows.len() as u64;

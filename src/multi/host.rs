@@ -5,6 +5,7 @@
 //! device's copy engine reads A and B and writes C in place.
 
 use super::split::{pipeline_blocks, Split, SplitKind};
+use super::trace::HostMarks;
 use super::trace::{PipelineStep, PipelineTrace, Tracer};
 use super::MultiContext;
 use crate::api::{check_matrix, Context, Direct, Element, GemmOptions, MatMut, MatRef, PinnedMatrix};
@@ -14,6 +15,7 @@ use crate::stream::Download;
 use crate::submit::{StreamCore, Ticket};
 use crate::tiling::Layout;
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 /// Where the devices find A, B and C in place: pinned operands' imports, or `None` (staged).
 type Directs = [Option<Direct>; 3];
@@ -133,6 +135,7 @@ impl MultiContext {
         split: &Split,
         (direct, trace): (&Directs, bool),
     ) -> Result<Vec<Option<PipelineTrace>>> {
+        let call = Instant::now();
         let (m, n, k) = check_host(&a, &b, &c)?;
         split.check((m, n, k), self.contexts.len())?;
         if c.layout == Layout::ColMajor {
@@ -150,7 +153,13 @@ impl MultiContext {
             .collect();
         let results = super::on_each(parts, |d, (p, out)| {
             let (a, b) = (a.block(p.rows.clone(), 0..k), b.block(0..k, p.cols.clone()));
-            run_part(&self.contexts[d], (a, b, out), options, direct, trace.then_some(d))
+            run_part(
+                &self.contexts[d],
+                (a, b, out),
+                options,
+                direct,
+                trace.then_some((d, call)),
+            )
         });
         self.first_error(results)
     }
@@ -252,7 +261,7 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     (a, b, out): (MatRef<'_, TA>, MatRef<'_, TB>, Vec<&mut [TC]>),
     options: &GemmOptions,
     direct: &Directs,
-    trace: Option<usize>,
+    trace: Option<(usize, Instant)>,
 ) -> Result<Option<PipelineTrace>> {
     let (k, cols) = (a.cols, b.cols);
     let reads_c = options.beta != 0.0;
@@ -260,8 +269,8 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     let bands = pipeline_blocks(0..a.rows, bytes_per_row, ctx.pool.max_allocation());
     let (mut inp, mut mm, mut outp) = (ctx.copy_stream(0)?, ctx.stream()?, ctx.copy_stream(1)?);
     let mut tracer = match trace {
-        Some(device) => {
-            let tracer = Tracer::new(ctx, device, &mut mm.core, bands.len())?;
+        Some(at) => {
+            let tracer = Tracer::new(ctx, at, &mut mm.core, bands.len())?;
             inp.wait_for(&mm.submit()?); // the queries are reset before any step writes them
             Some(tracer)
         }
@@ -285,6 +294,14 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     })?;
     let bd = bd.expect("recorded");
     inp.submit()?;
+    let first_submit = Instant::now();
+    let mut waiting = Duration::ZERO;
+    let mut wait = |p: Pending<'_, TC>| {
+        let t = Instant::now();
+        let done = p.finish();
+        waiting += t.elapsed();
+        done
+    };
     // Bands in flight: two where the copy engines read A in place, one where the CPU stages
     // it (it packs the next band while the GPU works on this one).
     let depth = match direct[0]
@@ -353,14 +370,21 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         outp.core.hold(cd.buffer.clone(), true);
         outp.submit()?;
         while pending.len() > depth {
-            pending.pop_front().expect("more than depth").finish()?;
+            wait(pending.pop_front().expect("more than depth"))?;
         }
     }
     for p in pending {
-        p.finish()?;
+        wait(p)?;
     }
+    let t = Instant::now();
+    // B's buffer goes back to the pool when the multiplies' stream lets go of it last (a copy
+    // of the handle kept here would free it instead: 512 MiB allocated per call at 16384^3).
+    drop(bd);
     drop((inp, mm, outp)); // every step's timestamps are written once their streams are done
-    tracer.map(Tracer::finish).transpose()
+    waiting += t.elapsed();
+    tracer
+        .map(|t| t.finish(ctx, HostMarks { first_submit, waiting }))
+        .transpose()
 }
 
 /// Enqueues the upload of `m` into a pooled device matrix, which returns to the pool once the

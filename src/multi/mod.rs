@@ -14,7 +14,7 @@ mod trace;
 
 pub use resident::{DistMatrix, Role};
 pub use split::{Split, SplitKind, SplitPart};
-pub use trace::{PipelineStep, PipelineTrace, TraceStep};
+pub use trace::{HostTimes, PipelineStep, PipelineTrace, TraceStep};
 
 use crate::api::{Context, ContextOptions, Element, GemmOptions};
 use crate::config::ComponentType;

@@ -8,6 +8,7 @@ use crate::device::QueueRef;
 use crate::error::{Error, Result};
 use crate::submit::StreamCore;
 use crate::timestamps::TimestampPool;
+use std::time::{Duration, Instant};
 
 /// A step of the host pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +38,22 @@ pub struct TraceStep {
     pub end_ms: f64,
 }
 
+/// Where one device's part spent the host's time, in milliseconds from the start of the call:
+/// what the GPU timestamps cannot show (a part that starts late, records slowly or allocates).
+#[derive(Clone, Debug, Default)]
+pub struct HostTimes {
+    /// When the device's thread began its part.
+    pub began_ms: f64,
+    /// When B's copy was submitted: the GPU's first step starts no earlier.
+    pub first_submit_ms: f64,
+    /// Time spent waiting for the GPU (for bands' C to land, and for the streams at the end).
+    pub waiting_ms: f64,
+    /// When the part returned, its C in place.
+    pub ended_ms: f64,
+    /// Buffers the part allocated rather than took from the pool.
+    pub new_buffers: usize,
+}
+
 /// One device's steps, in the order they were recorded.
 #[derive(Clone, Debug)]
 pub struct PipelineTrace {
@@ -44,6 +61,16 @@ pub struct PipelineTrace {
     pub device: usize,
     /// Its steps.
     pub steps: Vec<TraceStep>,
+    /// Its host side.
+    pub host: HostTimes,
+}
+
+/// The host-side moments of a traced part that [`Tracer`] does not see itself.
+pub(crate) struct HostMarks {
+    /// After B's copy was submitted.
+    pub first_submit: Instant,
+    /// Time in waits.
+    pub waiting: Duration,
 }
 
 /// Timestamps being recorded for one device's part.
@@ -52,13 +79,19 @@ pub(crate) struct Tracer {
     /// The device's position in the [`MultiContext`].
     device: usize,
     marks: Vec<(PipelineStep, usize, u64)>,
+    /// When the call began, and this part.
+    call: Instant,
+    began: Instant,
+    /// The context's pool allocations when the part began.
+    allocations: usize,
 }
 
 impl Tracer {
-    /// A tracer for `bands` bands of device `device`, its queries reset on `core` (the
-    /// multiplies' stream, which the copy streams' later steps wait on). An error where a queue
-    /// the pipeline uses has no timestamps.
-    pub fn new(ctx: &Context, device: usize, core: &mut StreamCore, bands: usize) -> Result<Self> {
+    /// A tracer for `bands` bands of device `device` in a call that began at `call`, its
+    /// queries reset on `core` (the multiplies' stream, which the copy streams' later steps wait
+    /// on). An error where a queue the pipeline uses has no timestamps.
+    pub fn new(ctx: &Context, (device, call): (usize, Instant), core: &mut StreamCore, bands: usize) -> Result<Self> {
+        let began = Instant::now();
         let vk = &ctx.device;
         // SAFETY: plain query.
         let families = unsafe {
@@ -82,6 +115,9 @@ impl Tracer {
             pool,
             device,
             marks: Vec::new(),
+            call,
+            began,
+            allocations: ctx.pool.allocations(),
         })
     }
 
@@ -103,8 +139,17 @@ impl Tracer {
         Ok(out)
     }
 
-    /// The steps' times (once every submission that wrote them completed).
-    pub fn finish(self) -> Result<PipelineTrace> {
+    /// The steps' times (once every submission that wrote them completed), with the host's
+    /// side of the part on `ctx`.
+    pub fn finish(self, ctx: &Context, marks: HostMarks) -> Result<PipelineTrace> {
+        let since = |t: Instant| t.duration_since(self.call).as_secs_f64() * 1e3;
+        let host = HostTimes {
+            began_ms: since(self.began),
+            first_submit_ms: since(marks.first_submit),
+            waiting_ms: marks.waiting.as_secs_f64() * 1e3,
+            ended_ms: since(Instant::now()),
+            new_buffers: ctx.pool.allocations() - self.allocations,
+        };
         let ticks = self.pool.read()?;
         let used = &ticks[..2 * self.marks.len()];
         let first = used.iter().copied().min().unwrap_or(0);
@@ -125,6 +170,7 @@ impl Tracer {
         Ok(PipelineTrace {
             device: self.device,
             steps,
+            host,
         })
     }
 }
