@@ -83,13 +83,31 @@ fn check_rows(split: &Split, sample: usize, rng: &mut Rng) -> Vec<usize> {
     rows
 }
 
-fn median_ms(reps: usize, mut f: impl FnMut() -> vk_sgmat::Result<()>) -> Result<f64> {
-    f()?; // pipelines, staging memory
+fn median_ms(reps: usize, f: impl FnMut() -> vk_sgmat::Result<()>) -> Result<f64> {
+    logged_median_ms(reps, None, f)
+}
+
+/// [`median_ms`], the samples written on a line of `log` under its label where there is one.
+fn logged_median_ms(
+    reps: usize,
+    log: Option<(&mut String, String)>,
+    mut f: impl FnMut() -> vk_sgmat::Result<()>,
+) -> Result<f64> {
+    // Pipelines and staging memory, and every GPU the call uses at its clock: one idle through
+    // the series before took ~4 calls of 16384^3 to reach it (docs/perf/h200x2-3.sh).
+    let warm = Instant::now();
+    while warm.elapsed().as_secs_f64() < 1.0 {
+        f()?;
+    }
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t = Instant::now();
         f()?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    if let Some((log, label)) = log {
+        let samples: Vec<String> = times.iter().map(|t| format!("{t:.2}")).collect();
+        let _ = writeln!(log, "samples {label} (ms): {}", samples.join(" "));
     }
     Ok(vk_sgmat::median(&mut times))
 }
@@ -254,8 +272,9 @@ pub struct MultiBenchRow {
     pub passed: bool,
 }
 
-/// Times every shape four ways in this one run (device 0 alone, and all devices; host operands
-/// and resident ones), after warming the GPUs; checks the multi-device result on sampled rows.
+/// Times every shape in this one run: device 0 alone and all devices, on host operands (staged
+/// and pinned) and resident ones, each series after a second of warming; checks the
+/// multi-device results on sampled rows. With `trace`, every sample and the traced calls too.
 pub fn bench<TA: Element, TB: Element, TC: Element>(
     mc: &MultiContext,
     shapes: &[(usize, usize, usize)],
@@ -272,6 +291,7 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
     for &(m, n, k) in shapes {
         progress.start(&format!("{m}x{n}x{k} over {} devices", mc.contexts().len()));
         let split = mc.split::<TA, TB>(m, n, k, kind)?;
+        let tag = |what: &str| format!("{m}x{n}x{k} {what}");
         let (a, _) = random_matrix::<TA>(&mut rng, m, k, Layout::RowMajor, 0);
         let (b, _) = random_matrix::<TB>(&mut rng, k, n, Layout::RowMajor, 0);
         let (am, bm) = (MatRef::new(&a, m, k), MatRef::new(&b, k, n));
@@ -279,29 +299,29 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
 
         let (da1, db1) = (one.upload(am)?, one.upload(bm)?);
         let mut dc1 = one.zeros::<TC>(m, n)?;
-        let warm = Instant::now();
-        while warm.elapsed().as_secs_f64() < 1.0 {
-            one.gemm_device(&da1, &db1, &mut dc1, &options)?;
-        }
-        let single_resident_ms = median_ms(reps, || one.gemm_device(&da1, &db1, &mut dc1, &options))?;
+        let single_resident_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 dev"))), || {
+            one.gemm_device(&da1, &db1, &mut dc1, &options)
+        })?;
         drop((da1, db1, dc1));
         let (da, db) = (
             mc.distribute(am, &split, vk_sgmat::Role::A)?,
             mc.distribute(bm, &split, vk_sgmat::Role::B)?,
         );
         let mut dc = mc.zeros::<TC>(&split)?;
-        let warm = Instant::now();
-        while warm.elapsed().as_secs_f64() < 1.0 {
-            mc.gemm_distributed(&da, &db, &mut dc, &options)?; // every GPU's clock up
-        }
-        let multi_resident_ms = median_ms(reps, || mc.gemm_distributed(&da, &db, &mut dc, &options))?;
+        let multi_resident_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("N dev"))), || {
+            mc.gemm_distributed(&da, &db, &mut dc, &options)
+        })?;
         drop((da, db, dc));
         // One device's fastest host path: the blocking call, or the banded pipeline alone.
-        let blocking_ms = median_ms(reps, || one.gemm_with(am, bm, MatMut::new(&mut c, m, n), &options))?;
-        let pipelined_ms = median_ms(reps, || solo.gemm_with(am, bm, MatMut::new(&mut c, m, n), &options))?;
+        let blocking_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 block"))), || {
+            one.gemm_with(am, bm, MatMut::new(&mut c, m, n), &options)
+        })?;
+        let pipelined_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 pipe"))), || {
+            solo.gemm_with(am, bm, MatMut::new(&mut c, m, n), &options)
+        })?;
         let single_host_ms = blocking_ms.min(pipelined_ms);
         c.fill(TC::from_f64(f64::NAN));
-        let multi_host_ms = median_ms(reps, || {
+        let multi_host_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("N host"))), || {
             mc.gemm_split(am, bm, MatMut::new(&mut c, m, n), &options, &split)
         })?;
         // Pinned host operands: imported by every device, so no host copy.
@@ -311,14 +331,30 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
             .contexts()
             .iter()
             .all(|x| pa.imported_on(x) && pb.imported_on(x) && pc.imported_on(x));
-        let single_pinned_ms = median_ms(reps, || solo.gemm_pinned(&pa, &pb, &mut pc, &options))?;
+        let single_pinned_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 pin"))), || {
+            solo.gemm_pinned(&pa, &pb, &mut pc, &options)
+        })?;
         pc.data_mut().fill(TC::from_f64(f64::NAN));
-        let multi_pinned_ms = median_ms(reps, || mc.gemm_pinned_split(&pa, &pb, &mut pc, &options, &split))?;
+        let multi_pinned_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("N pin"))), || {
+            mc.gemm_pinned_split(&pa, &pb, &mut pc, &options, &split)
+        })?;
         if trace {
             let whole = solo.split::<TA, TB>(m, n, k, kind)?;
             for (who, set, cut) in [("device 0", &solo, &whole), ("all devices", mc, &split)] {
-                let parts = set.gemm_pinned_traced(&pa, &pb, &mut pc, &options, cut)?;
-                traces.push_str(&render_trace(&format!("{m}x{n}x{k} pinned, {who}"), &parts));
+                // A line per call, then the slowest call's steps: where a slow call departs.
+                let mut calls = Vec::with_capacity(reps);
+                for _ in 0..reps.max(1) {
+                    let t = Instant::now();
+                    let parts = set.gemm_pinned_traced(&pa, &pb, &mut pc, &options, cut)?;
+                    calls.push((t.elapsed().as_secs_f64() * 1e3, parts));
+                }
+                let _ = writeln!(traces, "traced {m}x{n}x{k} pinned, {who}: {} calls", calls.len());
+                for (ms, parts) in &calls {
+                    let _ = writeln!(traces, "  {}", render_call(*ms, parts));
+                }
+                let (ms, parts) = calls.iter().max_by(|x, y| x.0.total_cmp(&y.0)).expect("one call");
+                let label = format!("{m}x{n}x{k} pinned, {who}, slowest call, {ms:.2} ms");
+                traces.push_str(&render_trace(&label, parts));
             }
         }
         let rows = check_rows(&split, 6, &mut rng);
@@ -373,6 +409,22 @@ fn machine_tag(mc: &MultiContext) -> String {
     format!("{token}x{}", mc.contexts().len())
 }
 
+/// One traced call on a line: its time, and each device's GPU span (first to last timestamp),
+/// time waiting for the GPU and buffers allocated.
+fn render_call(ms: f64, parts: &[vk_sgmat::PipelineTrace]) -> String {
+    let mut s = format!("{ms:7.2} ms:");
+    for p in parts {
+        let gpu = p.steps.iter().map(|t| t.end_ms).fold(0.0, f64::max);
+        let h = &p.host;
+        let _ = write!(
+            s,
+            " device {} GPU {gpu:.2}, host {:.2}-{:.2} waiting {:.2}, {} new;",
+            p.device, h.began_ms, h.ended_ms, h.waiting_ms, h.new_buffers
+        );
+    }
+    s
+}
+
 /// One traced pinned GEMM: each device's steps in ms from its first timestamp, a line per band.
 fn render_trace(label: &str, parts: &[vk_sgmat::PipelineTrace]) -> String {
     use vk_sgmat::PipelineStep;
@@ -393,6 +445,12 @@ fn render_trace(label: &str, parts: &[vk_sgmat::PipelineTrace]) -> String {
                     format!("{:.2}-{:.2} ({rate})", t.start_ms, t.end_ms)
                 })
         };
+        let h = &part.host;
+        let _ = writeln!(
+            s,
+            "  device {} host (ms from the call's start): began {:.2}, B submitted {:.2}, waited {:.2}, ended {:.2}, {} new buffers",
+            part.device, h.began_ms, h.first_submit_ms, h.waiting_ms, h.ended_ms, h.new_buffers
+        );
         let _ = writeln!(s, "  device {}: B in {}", part.device, span(PipelineStep::BIn, 0));
         let bands = part.steps.iter().map(|t| t.band + 1).max().unwrap_or(0);
         for band in 0..bands {
