@@ -187,8 +187,9 @@ pub enum Command {
         /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
         #[arg(long, default_value = "auto")]
         split: String,
-        /// With `--devices`: also trace one pinned GEMM per shape (device 0 alone, then all):
-        /// when each band's copies and multiply ran on each GPU.
+        /// With `--devices`: print every timed sample, and trace `--reps` pinned GEMMs per shape
+        /// (device 0 alone, then all): each call's GPU span and host times on a line, and when
+        /// each band's copies and multiply ran on each GPU in the slowest call.
         #[arg(long)]
         trace: bool,
         #[command(flatten)]
