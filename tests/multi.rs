@@ -9,7 +9,7 @@ use common::{assert_no_validation_messages, capped_context};
 use half::f16;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use vk_sgmat::device::DeviceKind;
+use vk_sgmat::device::{DeviceKind, Instance, InstanceOptions};
 use vk_sgmat::verify::{reference, Rng};
 use vk_sgmat::{
     Context, ContextOptions, DeviceSet, Element, Error, GemmOptions, Layout, MatMut, MatRef, MultiContext,
@@ -661,4 +661,17 @@ fn measured_shares_and_device_selection() {
     assert_eq!(named.contexts().len(), 2);
     let e = MultiContext::with_options(&DeviceSet::parse("0,99"), ContextOptions::default());
     assert!(matches!(e, Err(Error::DeviceNotFound { .. })), "{e:?}");
+}
+
+#[test]
+fn device_groups_cover_every_device_once() {
+    // What `vk-sgmat info` reports of them, and what tells whether several GPUs could share
+    // device memory (one group) or only host memory (a group each).
+    let instance = Instance::new(&InstanceOptions::default()).unwrap();
+    let count = instance.devices().unwrap().len();
+    let groups = instance.device_groups().unwrap();
+    assert!(groups.iter().all(|g| !g.is_empty()), "{groups:?}");
+    let mut seen = groups.concat();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..count).collect::<Vec<_>>(), "{groups:?}");
 }

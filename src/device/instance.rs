@@ -161,6 +161,38 @@ impl Instance {
         &self.cooperative_matrix
     }
 
+    /// The device groups the driver reports (`vkEnumeratePhysicalDeviceGroups`): each group's
+    /// devices as indices into [`Instance::devices`]. Devices of one group can share memory and
+    /// work as one logical device; a machine's separate GPUs are usually each a group of one.
+    pub fn device_groups(&self) -> Result<Vec<Vec<usize>>> {
+        // SAFETY: plain queries on a live instance; the output array is sized by the first.
+        let (pdevs, groups) = unsafe {
+            let pdevs = self
+                .raw
+                .enumerate_physical_devices()
+                .map_err(|r| Error::vk("vkEnumeratePhysicalDevices", r))?;
+            let len = self
+                .raw
+                .enumerate_physical_device_groups_len()
+                .map_err(|r| Error::vk("vkEnumeratePhysicalDeviceGroups", r))?;
+            let mut groups = vec![vk::PhysicalDeviceGroupProperties::default(); len];
+            self.raw
+                .enumerate_physical_device_groups(&mut groups)
+                .map_err(|r| Error::vk("vkEnumeratePhysicalDeviceGroups", r))?;
+            (pdevs, groups)
+        };
+        Ok(groups
+            .iter()
+            .map(|g| {
+                let members = &g.physical_devices[..(g.physical_device_count as usize).min(vk::MAX_DEVICE_GROUP_SIZE)];
+                members
+                    .iter()
+                    .filter_map(|m| pdevs.iter().position(|p| p == m))
+                    .collect()
+            })
+            .collect())
+    }
+
     /// Queries every physical device, in enumeration order.
     pub fn devices(&self) -> Result<Vec<(vk::PhysicalDevice, DeviceInfo)>> {
         // SAFETY: a plain query on a live instance.

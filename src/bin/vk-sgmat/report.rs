@@ -12,6 +12,8 @@ pub struct InfoReport {
     pub devices: Vec<DeviceInfo>,
     /// Index of the device `Context::new()` would pick, if any is usable.
     pub selected: Option<usize>,
+    /// The driver's device groups, as device indices.
+    pub device_groups: Vec<Vec<usize>>,
 }
 
 fn yes(b: bool) -> &'static str {
@@ -131,6 +133,13 @@ pub fn render_info(r: &InfoReport) -> String {
         };
         let _ = writeln!(s, "  verdict: {verdict}");
     }
+    // Several GPUs as one group could share memory; separate groups share only host memory.
+    let groups: Vec<String> = r
+        .device_groups
+        .iter()
+        .map(|g| format!("[{}]", g.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")))
+        .collect();
+    let _ = writeln!(s, "device groups: {}", groups.join(" "));
     s
 }
 

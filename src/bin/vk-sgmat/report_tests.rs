@@ -292,6 +292,7 @@ fn info_renders_every_section() {
     let r = InfoReport {
         devices: vec![lavapipe_info(false)],
         selected: Some(0),
+        device_groups: vec![vec![0]],
     };
     let t = render_info(&r);
     for want in [
@@ -305,12 +306,14 @@ fn info_renders_every_section() {
         "VK_NV_cooperative_matrix2: workgroup scope no, flexible dimensions yes, tensor addressing no",
         "granularity 8x8x8 A=u8 B=u8 C=u32 R=u32 scope=Subgroup invocations 0",
         "verdict: usable",
+        "device groups: [0]",
     ] {
         assert!(t.contains(want), "missing {want:?} in:\n{t}");
     }
     let bad = render_info(&InfoReport {
         devices: vec![lavapipe_info(true)],
         selected: None,
+        device_groups: vec![vec![0]],
     });
     assert!(
         bad.contains("[ ] computeFullSubgroups") && bad.contains("verdict: not usable: missing computeFullSubgroups"),
@@ -323,6 +326,7 @@ fn info_json_field_names_are_stable() {
     let r = InfoReport {
         devices: vec![lavapipe_info(false)],
         selected: Some(0),
+        device_groups: vec![vec![0]],
     };
     let v: serde_json::Value = serde_json::to_value(&r).unwrap();
     assert_eq!(v["selected"], 0);
@@ -363,6 +367,7 @@ fn info_text_and_json_names() {
     let t = render_info(&InfoReport {
         devices: vec![],
         selected: None,
+        device_groups: vec![],
     });
     assert!(t.contains("no Vulkan devices"));
 }

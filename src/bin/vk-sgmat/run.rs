@@ -346,7 +346,12 @@ fn info(json: bool) -> Result<bool> {
     let mut ranked = devices.clone();
     rank_devices(&mut ranked);
     let selected = ranked.first().filter(|d| d.usable()).map(|d| d.index);
-    let report = InfoReport { devices, selected };
+    let device_groups = instance.device_groups()?;
+    let report = InfoReport {
+        devices,
+        selected,
+        device_groups,
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
