@@ -9,6 +9,7 @@ mod fused;
 mod gemm_cmd;
 mod grouped;
 mod multi;
+mod multi_trace;
 mod progress;
 mod report;
 mod run;

@@ -341,20 +341,11 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
         if trace {
             let whole = solo.split::<TA, TB>(m, n, k, kind)?;
             for (who, set, cut) in [("device 0", &solo, &whole), ("all devices", mc, &split)] {
-                // A line per call, then the slowest call's steps: where a slow call departs.
-                let mut calls = Vec::with_capacity(reps);
-                for _ in 0..reps.max(1) {
-                    let t = Instant::now();
-                    let parts = set.gemm_pinned_traced(&pa, &pb, &mut pc, &options, cut)?;
-                    calls.push((t.elapsed().as_secs_f64() * 1e3, parts));
-                }
-                let _ = writeln!(traces, "traced {m}x{n}x{k} pinned, {who}: {} calls", calls.len());
-                for (ms, parts) in &calls {
-                    let _ = writeln!(traces, "  {}", render_call(*ms, parts));
-                }
-                let (ms, parts) = calls.iter().max_by(|x, y| x.0.total_cmp(&y.0)).expect("one call");
-                let label = format!("{m}x{n}x{k} pinned, {who}, slowest call, {ms:.2} ms");
-                traces.push_str(&render_trace(&label, parts));
+                let calls = crate::multi_trace::traced_calls(set, (&pa, &pb, &mut pc), &options, cut, reps)?;
+                traces.push_str(&crate::multi_trace::render(
+                    &format!("{m}x{n}x{k} pinned, {who}"),
+                    &calls,
+                ));
             }
         }
         let rows = check_rows(&split, 6, &mut rng);
@@ -407,64 +398,6 @@ fn machine_tag(mc: &MultiContext) -> String {
         .unwrap_or("gpu")
         .to_lowercase();
     format!("{token}x{}", mc.contexts().len())
-}
-
-/// One traced call on a line: its time, and each device's GPU span (first to last timestamp),
-/// time waiting for the GPU and buffers allocated.
-fn render_call(ms: f64, parts: &[vk_sgmat::PipelineTrace]) -> String {
-    let mut s = format!("{ms:7.2} ms:");
-    for p in parts {
-        let gpu = p.steps.iter().map(|t| t.end_ms).fold(0.0, f64::max);
-        let h = &p.host;
-        let _ = write!(
-            s,
-            " device {} GPU {gpu:.2}, host {:.2}-{:.2} waiting {:.2}, {} new;",
-            p.device, h.began_ms, h.ended_ms, h.waiting_ms, h.new_buffers
-        );
-    }
-    s
-}
-
-/// One traced pinned GEMM: each device's steps in ms from its first timestamp, a line per band.
-fn render_trace(label: &str, parts: &[vk_sgmat::PipelineTrace]) -> String {
-    use vk_sgmat::PipelineStep;
-    let mut s =
-        format!("trace {label} (ms from each device's first timestamp; B, then per band: A in, multiply, C out)\n");
-    for part in parts {
-        let span = |step: PipelineStep, band: usize| {
-            part.steps
-                .iter()
-                .find(|t| t.step == step && t.band == band)
-                .map_or("-".to_string(), |t| {
-                    // Work per microsecond: bytes / 1e3 is GB/s, operations / 1e6 TFLOP/s.
-                    let per_us = t.work as f64 / ((t.end_ms - t.start_ms) * 1e3);
-                    let rate = match step {
-                        PipelineStep::Multiply => format!("{:.0} TFLOP/s", per_us / 1e6),
-                        _ => format!("{:.1} GB/s", per_us / 1e3),
-                    };
-                    format!("{:.2}-{:.2} ({rate})", t.start_ms, t.end_ms)
-                })
-        };
-        let h = &part.host;
-        let _ = writeln!(
-            s,
-            "  device {} host (ms from the call's start): began {:.2}, B submitted {:.2}, waited {:.2}, ended {:.2}, {} new buffers",
-            part.device, h.began_ms, h.first_submit_ms, h.waiting_ms, h.ended_ms, h.new_buffers
-        );
-        let _ = writeln!(s, "  device {}: B in {}", part.device, span(PipelineStep::BIn, 0));
-        let bands = part.steps.iter().map(|t| t.band + 1).max().unwrap_or(0);
-        for band in 0..bands {
-            let _ = writeln!(
-                s,
-                "  device {} band {band}: A in {}, multiply {}, C out {}",
-                part.device,
-                span(PipelineStep::AIn, band),
-                span(PipelineStep::Multiply, band),
-                span(PipelineStep::COut, band)
-            );
-        }
-    }
-    s
 }
 
 pub fn render_bench(mc: &MultiContext, rows: &[MultiBenchRow]) -> String {
