@@ -400,6 +400,18 @@ impl BufferPool {
         self.allocate(size, kind)
     }
 
+    /// Bytes of the idle buffers it keeps.
+    pub fn idle_bytes(&self) -> u64 {
+        let free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.iter().map(|b| b.size).sum()
+    }
+
+    /// Frees every idle buffer; returns their bytes.
+    pub fn trim(&self) -> u64 {
+        let idle = std::mem::take(&mut *self.free.lock().unwrap_or_else(|e| e.into_inner()));
+        idle.iter().map(|b| b.size).sum()
+    }
+
     /// Returns a buffer for reuse.
     pub fn give(&self, buffer: Buffer) {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());

@@ -218,6 +218,19 @@ struct StagingRing {
 }
 
 impl StagingRing {
+    /// Bytes of its chunks.
+    fn bytes(&self) -> u64 {
+        self.chunks.iter().map(|(b, _, _)| b.size()).sum()
+    }
+
+    /// Frees the chunks no submission past `completed` uses; returns their bytes.
+    fn release(&mut self, completed: u64) -> u64 {
+        let before = self.bytes();
+        self.chunks.retain(|&(_, _, last)| last > completed);
+        self.current = self.chunks.len(); // none current: the next upload looks for a free chunk
+        before - self.bytes()
+    }
+
     /// `size` bytes of a chunk for the submission that will signal `pending`: (chunk, offset).
     fn alloc(&mut self, pool: &BufferPool, size: u64, pending: u64, completed: u64) -> Result<(usize, u64)> {
         let size = size.next_multiple_of(16);
@@ -543,6 +556,17 @@ impl StreamCore {
             }
         }
         Ok(())
+    }
+
+    /// Bytes of staging memory it keeps.
+    pub fn staging_bytes(&self) -> u64 {
+        self.staging.bytes()
+    }
+
+    /// Frees the staging memory no submitted or enqueued work uses; returns its bytes.
+    pub fn release_staging(&mut self) -> Result<u64> {
+        let completed = self.timeline.completed()?;
+        Ok(self.staging.release(completed))
     }
 
     /// Submits what is open and waits until everything submitted is done.

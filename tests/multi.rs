@@ -342,6 +342,11 @@ fn repeated_pinned_gemms_take_every_buffer_from_the_pool() {
         let made: Vec<usize> = parts.iter().map(|p| p.host.new_buffers).collect();
         assert!(call == 0 || made == [0, 0], "call {call} allocated {made:?}");
     }
+    // What the calls keep for the next is counted, and freed on request.
+    let idle = mc.idle_memory();
+    assert!(idle > 0, "no memory kept for the next call");
+    assert_eq!(mc.release_idle_memory().unwrap(), idle);
+    assert_eq!(mc.idle_memory(), 0);
     for ctx in &fresh {
         assert_no_validation_messages(ctx);
     }

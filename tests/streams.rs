@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_no_validation_messages, context};
+use common::{assert_no_validation_messages, capped_context, context};
 use half::f16;
 use vk_sgmat::verify::Rng;
 use vk_sgmat::{Context, ContextOptions, DeviceMatrix, Error, GemmOptions, Layout, MatMut, MatRef};
@@ -248,4 +248,50 @@ fn contexts_streams_and_tickets_cross_threads() {
     let mut host = vec![0.0f32; 64];
     ctx.download(&c, MatMut::new(&mut host, 8, 8)).unwrap();
     assert!(host.iter().all(|&x| x == 8.0), "{host:?}");
+}
+
+#[test]
+fn idle_memory_is_counted_and_released() {
+    // A context of its own: no other test's work in its pool or streams.
+    let ctx = capped_context(1 << 30);
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (45, 29, 33);
+    let a = small_ints(&mut rng, m, k);
+    let b = small_ints(&mut rng, k, n);
+    let want = product(&a, &b, (m, n, k));
+    // Every kind of memory kept between calls: the blocking call's staging and readback, a
+    // stream's staging (its core idle once dropped), the pinned pipeline's band buffers.
+    let run = |what: &str| {
+        let mut c = vec![f32::NAN; m * n];
+        ctx.gemm(MatRef::new(&a, m, k), MatRef::new(&b, k, n), MatMut::new(&mut c, m, n))
+            .unwrap();
+        assert_exact(&c, &want, &format!("{what}: blocking"));
+        let mut s = ctx.stream().unwrap();
+        let (da, db) = (
+            s.upload(MatRef::new(&a, m, k)).unwrap(),
+            s.upload(MatRef::new(&b, k, n)).unwrap(),
+        );
+        let mut dc = ctx.zeros::<f32>(m, n).unwrap();
+        s.gemm(&da, &db, &mut dc, &GemmOptions::default()).unwrap();
+        let down = s.download(&dc).unwrap();
+        s.submit().unwrap();
+        assert_exact(&down.wait().unwrap(), &want, &format!("{what}: stream"));
+        drop(s);
+        let mut pa = ctx.pinned_matrix::<f16>(m, k, Layout::RowMajor).unwrap();
+        pa.data_mut().copy_from_slice(&a);
+        let mut pb = ctx.pinned_matrix::<f16>(k, n, Layout::RowMajor).unwrap();
+        pb.data_mut().copy_from_slice(&b);
+        let mut pc = ctx.pinned_matrix::<f32>(m, n, Layout::RowMajor).unwrap();
+        pc.data_mut().fill(f32::NAN);
+        ctx.gemm_pinned(&pa, &pb, &mut pc, &GemmOptions::default()).unwrap();
+        assert_exact(pc.data(), &want, &format!("{what}: pinned"));
+    };
+    run("first");
+    let idle = ctx.idle_memory();
+    assert!(idle > 0, "nothing kept for reuse after three kinds of call");
+    assert_eq!(ctx.release_idle_memory().unwrap(), idle, "released what was counted");
+    assert_eq!(ctx.idle_memory(), 0, "kept after release");
+    run("after release");
+    assert!(ctx.idle_memory() > 0, "the calls after a release keep memory again");
+    assert_no_validation_messages(&ctx);
 }

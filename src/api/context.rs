@@ -232,6 +232,34 @@ impl Context {
         }
     }
 
+    /// Bytes of memory this context keeps for reuse between calls: idle buffers of its pool
+    /// (bands, readback, scratch) and the staging memory of its idle streams. After a large
+    /// GEMM this can be gigabytes; [`Context::release_idle_memory`] frees it.
+    pub fn idle_memory(&self) -> u64 {
+        let cores: u64 = {
+            let idle = self.idle_cores.lock().unwrap_or_else(|e| e.into_inner());
+            idle.iter().map(StreamCore::staging_bytes).sum()
+        };
+        let blocking = self.blocking.lock().unwrap_or_else(|e| e.into_inner()).staging_bytes();
+        self.pool.idle_bytes() + cores + blocking
+    }
+
+    /// Frees the memory [`Context::idle_memory`] counts and returns its bytes, for a program
+    /// that shares the device with other work. Work in flight keeps what it uses; later calls
+    /// allocate again what they need (the first of them runs slower for it).
+    pub fn release_idle_memory(&self) -> Result<u64> {
+        let cores: Vec<StreamCore> = std::mem::take(&mut *self.idle_cores.lock().unwrap_or_else(|e| e.into_inner()));
+        // Idle cores finished their work when they were recycled: dropping them frees at once.
+        let mut freed: u64 = cores.iter().map(StreamCore::staging_bytes).sum();
+        drop(cores);
+        freed += self
+            .blocking
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .release_staging()?;
+        Ok(freed + self.pool.trim())
+    }
+
     /// The index of the queue the next stream submits to.
     pub(crate) fn next_stream_queue(&self) -> usize {
         self.streams.fetch_add(1, std::sync::atomic::Ordering::Relaxed)

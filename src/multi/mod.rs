@@ -136,6 +136,16 @@ impl MultiContext {
         &self.weights
     }
 
+    /// [`Context::idle_memory`] over every device, in bytes.
+    pub fn idle_memory(&self) -> u64 {
+        self.contexts.iter().map(|c| c.idle_memory()).sum()
+    }
+
+    /// [`Context::release_idle_memory`] on every device; the bytes freed in all.
+    pub fn release_idle_memory(&self) -> Result<u64> {
+        self.contexts.iter().map(|c| c.release_idle_memory()).sum()
+    }
+
     /// How an `m x n x k` GEMM of these element types is cut across the devices.
     pub fn split<TA: Element, TB: Element>(&self, m: usize, n: usize, k: usize, kind: SplitKind) -> Result<Split> {
         Split::new((m, n, k), &self.weights, kind, (size_of::<TA>(), size_of::<TB>()))
