@@ -22,7 +22,7 @@ use crate::device::{rank_devices, DeviceInfo, DeviceSelector, Instance, Instance
 use crate::error::{Error, Result};
 use half::f16;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Which devices a [`MultiContext`] uses.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -56,12 +56,17 @@ impl DeviceSet {
 /// identical GPUs.
 const SAME_SPEED: f64 = 1.1;
 
+/// How long each GPU multiplies before its speed is timed (all at once, so the clocks rise
+/// together).
+const WARM_UP: Duration = Duration::from_millis(500);
+
 /// Several [`Context`]s, one per device, that run one GEMM together. Made by
 /// [`MultiContext::new`] (every usable GPU, or `VK_SGMAT_DEVICE=0,1`), or over contexts the
 /// caller made ([`MultiContext::from_contexts`], [`MultiContext::with_weights`]).
 ///
 /// Each device's share of C is proportional to its weight: its measured speed (a 4096^3 f16
-/// GEMM on GPUs; devices within 10% of each other count as equal) unless the caller sets them.
+/// GEMM on GPUs, after half a second of warming; devices within 10% of each other count as
+/// equal) unless the caller sets them.
 /// A device that fails gives [`Error::OnDevice`] naming it, and the call returns no result.
 pub struct MultiContext {
     contexts: Vec<Arc<Context>>,
@@ -267,6 +272,14 @@ fn time_square<T: Element>(ctx: &Context, n: usize) -> Result<f64> {
     let mut c = ctx.zeros::<f32>(n, n)?;
     let options = GemmOptions::default();
     ctx.gemm_device(&a, &b, &mut c, &options)?; // creates the pipelines
+    if !ctx.is_cpu() {
+        // An idle GPU runs at a fraction of its clock for a few hundred ms: timed cold, two
+        // identical H200s once measured 0.217 apart (docs/performance.md, two H200s).
+        let warm = Instant::now();
+        while warm.elapsed() < WARM_UP {
+            ctx.gemm_device(&a, &b, &mut c, &options)?;
+        }
+    }
     let mut times: Vec<f64> = (0..5)
         .map(|_| {
             let t = Instant::now();
