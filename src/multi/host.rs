@@ -5,8 +5,7 @@
 //! device's copy engine reads A and B and writes C in place.
 
 use super::split::{pipeline_blocks, Split, SplitKind};
-use super::trace::HostMarks;
-use super::trace::{PipelineStep, PipelineTrace, Tracer};
+use super::trace::{HostMarks, PipelineStep, PipelineTrace, Tracer};
 use super::MultiContext;
 use crate::api::{check_matrix, Context, Direct, Element, GemmOptions, MatMut, MatRef, PinnedMatrix};
 use crate::error::Result;
@@ -383,7 +382,7 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     drop((inp, mm, outp)); // every step's timestamps are written once their streams are done
     waiting += t.elapsed();
     tracer
-        .map(|t| t.finish(ctx, HostMarks { first_submit, waiting }))
+        .map(|tracer| tracer.finish(ctx, HostMarks { first_submit, waiting }))
         .transpose()
 }
 
