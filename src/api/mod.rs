@@ -12,6 +12,7 @@ mod grouped;
 mod grouped_counted;
 mod grouped_fused;
 mod interop;
+mod kept;
 mod matrix;
 mod operand;
 mod options;
