@@ -101,7 +101,8 @@ impl Timeline {
 
 impl Drop for Timeline {
     fn drop(&mut self) {
-        if self.failed.load(Ordering::Acquire) || self.device.work_abandoned() {
+        // A timeout here (`failed`) marks the device too.
+        if self.device.work_abandoned() {
             return; // possibly still pending: leaking beats destroying it in use
         }
         // SAFETY: the stream that signals it waited for its last value before dropping its Arc,
@@ -544,9 +545,10 @@ impl StreamCore {
             }
             .map_err(|r| Error::vk("vkResetCommandBuffer", r))?;
             self.free.push(done.cmd);
-            drop(done.waited); // the semaphores it waited on may be destroyed now
-                               // The other holders first, so a pooled buffer this submission also touched is
-                               // unwrapped below.
+            // The semaphores it waited on may be destroyed now.
+            drop(done.waited);
+            // The other holders first, so a pooled buffer this submission also touched is
+            // unwrapped below.
             let (pooled, others): (Vec<Held>, Vec<Held>) = done.held.into_iter().partition(|h| h.pooled);
             drop(others);
             for h in pooled {

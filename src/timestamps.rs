@@ -27,11 +27,6 @@ impl TimestampPool {
         })
     }
 
-    /// The device it was made on.
-    pub fn device(&self) -> &Arc<Device> {
-        &self.device
-    }
-
     /// The timestamps in ticks (call after the submission that wrote them completed).
     pub fn read(&self) -> Result<Vec<u64>> {
         let mut data = vec![0u64; self.count as usize];

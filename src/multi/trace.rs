@@ -153,7 +153,7 @@ impl Tracer {
         let ticks = self.pool.read()?;
         let used = &ticks[..2 * self.marks.len()];
         let first = used.iter().copied().min().unwrap_or(0);
-        let period = f64::from(self.pool.device().info().limits.timestamp_period) * 1e-6;
+        let period = f64::from(ctx.device_info().limits.timestamp_period) * 1e-6;
         let ms = |t: u64| t.wrapping_sub(first) as f64 * period;
         let steps = self
             .marks
