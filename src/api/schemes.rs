@@ -19,7 +19,7 @@ pub(crate) struct SchemeLists {
     /// fragments), else the smallest subgroup-scope scheme.
     pub(crate) small: Option<TileScheme>,
     /// Lists taken instead of `ordered` where their leading schemes suit the problem, first
-    /// match first: the K-contiguous lead, then the long-K lead.
+    /// match first: the K-contiguous leads (deepest loop iterations first), then the long-K lead.
     pub(crate) leads: Vec<Lead>,
     /// Taken instead of `ordered` for a 16-bit C, a K of at most [`SHORT_K`] and row-major A
     /// and B, where its leading tile fits the problem.
@@ -69,8 +69,8 @@ impl Context {
 
     /// [`Context::choose_batch_scheme`] for an `m x n x k` GEMM with A and B stored as
     /// `layouts`: a row-major A with a column-major B (both K-contiguous) takes
-    /// [`preferred_k_contiguous_schemes`] first, else (int8, a shorter K)
-    /// [`preferred_k_contiguous_short_schemes`], and any layout [`preferred_long_k_schemes`],
+    /// [`preferred_k_contiguous_schemes`] first, else (int8, a shorter K) the deepest of
+    /// [`preferred_k_contiguous_short_schemes`] that suits, and any layout [`preferred_long_k_schemes`],
     /// where [`lead_suits`]: K at least four of every such scheme's loop iterations and, for
     /// 16-bit operands, a whole number of them or at least eight (their tiles run the one-step
     /// loop otherwise: 4096x4096x256 took 77 TFLOP/s with them, 95 without), and the problem at
@@ -122,11 +122,13 @@ impl Context {
                     k_contiguous_only,
                 }
             };
-            let leads = vec![
-                lead(preferred_k_contiguous_schemes(config, info, sg), true),
-                lead(preferred_k_contiguous_short_schemes(config, info, sg), true),
-                lead(preferred_long_k_schemes(config, info, sg), false),
-            ];
+            let mut leads = vec![lead(preferred_k_contiguous_schemes(config, info, sg), true)];
+            leads.extend(
+                preferred_k_contiguous_short_schemes(config, info, sg)
+                    .into_iter()
+                    .map(|short| lead(short, true)),
+            );
+            leads.push(lead(preferred_long_k_schemes(config, info, sg), false));
             let short_k = lead(preferred_short_k_schemes(config, info, sg), false);
             Arc::new(SchemeLists {
                 ordered,

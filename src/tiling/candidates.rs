@@ -242,22 +242,34 @@ pub fn preferred_k_contiguous_schemes(
     preferred(config, info, subgroup_size, wanted)
 }
 
-/// The workgroup-scope schemes taken first for int8 with both operands K-contiguous where K is
-/// too short for [`preferred_k_contiguous_schemes`] (under four of their 1024-deep iterations):
-/// 128x128 tiles computed transposed with 128 invocations in eight 64-byte steps, then 64x64
-/// ones for small grids. H200, 4096x4096x4000 i8 `nt`: 454.1 TOPS against 426.0 for the 256x128
-/// tile and 308.3 for the subgroup-scope default (perf/h200-int8-k-1.txt). Only on NVIDIA.
+/// The workgroup-scope leads for int8 with both operands K-contiguous where K is too short for
+/// [`preferred_k_contiguous_schemes`] (under four of their 1024-deep iterations), each taken where
+/// K is at least four of its loop iterations ([`k_suits`]), the deepest first: a 128x128 tile
+/// computed transposed with 128 invocations, then a 64x64 one for grids it cannot fill, in
+/// 512-deep iterations (eight 64-deep steps: K from 2048), 256-deep (four: K from 1024) and
+/// 128-deep ones (two: K from 512). H200, i8 `nt`, TOPS against the subgroup-scope default:
+/// 4096x4096x4000 454.1 against 308.3 (the 256x128 tile 426.0; perf/h200-int8-k-1.txt);
+/// 4096x4096x1024 394.6 against 230.8, 4096x4096x512 297.9 against 170.3, 1024x1024x1024
+/// (64x64) 200.3 against 120.7 (perf/h200-int8-k1024-2.txt; every tile in -1.txt). Only on
+/// NVIDIA; empty for other configs.
 pub fn preferred_k_contiguous_short_schemes(
     config: &GPUSubgroupMatrixConfig,
     info: &DeviceInfo,
     subgroup_size: u32,
-) -> Vec<TileScheme> {
-    let wanted: &[Wanted] = if int8_16x16(config) {
-        &[(128, 128, 128, 64, 8, true), (64, 64, 128, 128, 2, true)]
-    } else {
-        &[]
-    };
-    preferred(config, info, subgroup_size, wanted)
+) -> Vec<Vec<TileScheme>> {
+    if !int8_16x16(config) {
+        return Vec::new();
+    }
+    let leads: [&[Wanted]; 3] = [
+        &[(128, 128, 128, 64, 8, true), (64, 64, 128, 128, 2, true)],
+        &[(128, 128, 128, 64, 4, true), (64, 64, 128, 128, 2, true)],
+        &[(128, 128, 128, 64, 2, true), (64, 64, 128, 64, 2, true)],
+    ];
+    leads
+        .into_iter()
+        .map(|wanted| preferred(config, info, subgroup_size, wanted))
+        .filter(|lead| !lead.is_empty())
+        .collect()
 }
 
 /// i8 -> i32 or u8 -> u32 on 16x16 fragments, the int8 configs whose workgroup-scope tiles were

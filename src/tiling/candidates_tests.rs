@@ -274,12 +274,20 @@ fn int8_k_contiguous_lead_follows_the_device() {
             ["wg_t256_fr16x8_k128_u8_a0_ct", "wg_t128_fr4x4_k128_u2_ct"]
         );
         let short = preferred_k_contiguous_short_schemes(&c, &info, 32);
+        let short_names: Vec<Vec<String>> = short.iter().map(|l| names(l.clone())).collect();
         assert_eq!(
-            names(short.clone()),
-            ["wg_t128_fr8x8_k64_u8_a0_ct", "wg_t128_fr4x4_k128_u2_ct"]
+            short_names,
+            [
+                ["wg_t128_fr8x8_k64_u8_a0_ct", "wg_t128_fr4x4_k128_u2_ct"],
+                ["wg_t128_fr8x8_k64_u4_ct", "wg_t128_fr4x4_k128_u2_ct"],
+                ["wg_t128_fr8x8_k64_u2_ct", "wg_t128_fr4x4_k64_u2_ct"],
+            ]
         );
         assert!(lead_suits(&lead, &c, (1024, 1024, 4096)) && !lead_suits(&lead, &c, (128, 4096, 4096)));
-        assert!(lead_suits(&short, &c, (4096, 4096, 4000)) && lead_suits(&short, &c, (4096, 4096, 2048)));
-        assert!(!lead_suits(&short, &c, (4096, 4096, 2047)));
+        // Each list from four of its iterations: 512-, 256- and 128-deep.
+        for (list, from) in short.iter().zip([2048, 1024, 512]) {
+            assert!(lead_suits(list, &c, (4096, 4096, from)) && lead_suits(list, &c, (4096, 4096, from + 100)));
+            assert!(!lead_suits(list, &c, (4096, 4096, from - 1)));
+        }
     }
 }

@@ -121,6 +121,9 @@ fn check_configs(
             info,
             ctx.subgroup_size(),
         ));
+        preferred.extend(
+            vk_sgmat::tiling::preferred_k_contiguous_short_schemes(&config, info, ctx.subgroup_size()).concat(),
+        );
         for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
             if !extras.contains(&(config, Some(*s), false)) {
                 extras.push((config, Some(*s), false));
