@@ -337,7 +337,7 @@ pub fn fast_order(component: ComponentType) -> (Layout, Layout) {
 /// Where an 8-bit operand's copy pays (see [`relayout_pays`]): K at least `k`, and N at least
 /// `a_from` for a copy of A (it costs against the GEMM as 1/N), M at least `b_from` for one of B.
 pub const INT8_RELAYOUT: Int8Relayout = Int8Relayout {
-    k: 1024,
+    k: 512,
     a_from: 512,
     b_from: 1024,
 };
@@ -377,7 +377,10 @@ pub struct Int8Relayout {
 /// 122 -> 144, 1024x1024x4096 `tn` 80 -> 105 (A alone); at N = 256 it gains 1%. B column-major
 /// it reads faster only on some tiles (1024x1024x4096 `nn` 119 -> 157, but 512x4096x4096 150 ->
 /// 135 and 4096x4096x4000 294 -> 287), so B's copy is dropped where the GEMM does not take the
-/// workgroup-scope kernel (which needs K of at least 2048 for int8).
+/// workgroup-scope kernel. That kernel runs int8 from K = 512
+/// ([`crate::tiling::preferred_k_contiguous_short_schemes`]), and both copies pay there
+/// (perf/h200-int8-k512-1.txt): 4096x4096x512 `nn` 162.8 -> 269.5, `tt` 124.6 -> 276.3, `tn`
+/// 115.5 -> 272.8; 1024x1024x512 `nn` 68.1 -> 75.7.
 pub fn relayout_pays(
     component: ComponentType,
     (a, b): (Layout, Layout),
