@@ -245,8 +245,9 @@ fn workgroup_scope_kernels_pass_spirv_val() {
         // 128x128 accumulators.
         // ggml's loop (each step loaded right before its multiply, as an inner loop the driver
         // unrolls), alone and with two accumulators.
-        // The last two compute their tiles transposed (B^T A^T): 256x128 (a 128x256 accumulator),
-        // and 128x128 loaded all first.
+        // The last three compute their tiles transposed (B^T A^T): 256x128 (a 128x256
+        // accumulator), 128x128 loaded all first, and the 128x128 default (eight 64-byte steps
+        // each loaded before its multiply, groups of 8 tile rows).
         for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group, ahead, parts, transposed) in [
             ((1, 8), (8, 2), 128, 1, 8, 0, 1, false),
             ((1, 4), (8, 2), 64, 4, 0, 3, 1, false),
@@ -255,6 +256,7 @@ fn workgroup_scope_kernels_pass_spirv_val() {
             ((1, 8), (8, 2), 128, 8, 8, 0, 2, false),
             ((8, 1), (2, 8), 128, 8, 0, 0, 1, true),
             ((1, 4), (8, 2), 64, 4, 0, 3, 1, true),
+            ((1, 4), (8, 2), 64, 8, 8, 0, 1, true),
         ] {
             let scheme = TileScheme::workgroup_for_limits(
                 &config,
@@ -291,7 +293,7 @@ fn workgroup_scope_kernels_pass_spirv_val() {
             }
         }
     }
-    assert_eq!(n, 4 * 7 * 16);
+    assert_eq!(n, 4 * 8 * 16);
 }
 
 #[test]

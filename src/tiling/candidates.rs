@@ -143,10 +143,26 @@ pub fn workgroup_candidates(
         } else {
             s
         };
-        // Each tile also computed transposed, which NVIDIA's driver stores faster.
-        out.extend(std::iter::once(s).chain(transposed_on(&s, config, info)));
+        // Each tile also computed transposed, which NVIDIA's driver stores faster; the looped
+        // 128x128 tile also with the grouped raster it takes by default.
+        let grouped = (s.stages() == 8 && is_square_128(&s, config)).then(|| s.with_raster_group(RASTER_128));
+        for s in std::iter::once(s).chain(grouped.and_then(|g| g.ok())) {
+            out.extend(std::iter::once(s).chain(transposed_on(&s, config, info)));
+        }
     }
     out
+}
+
+/// The raster group of the default 128x128 workgroup-scope tile: groups of 8 tile rows walked
+/// column by column. H200, f16 -> f32, `tn` (where `nn` and `tt` run after their copy), TFLOP/s
+/// against the row-by-row walk in the same call: 4096^3 309.2 / 305.0, 8192^3 315.9 / 308.7,
+/// 4096x11008x4096 301.0 / 290.0, 2048^3 308.6 / 305.9; `nn` 4096^3 281.9 / 279.8
+/// (perf/h200-int8-k1024-2.txt; perf/h200-raster-2.txt alike). Groups of 4 or 16 gained less.
+const RASTER_128: u32 = 8;
+
+fn is_square_128(s: &TileScheme, config: &GPUSubgroupMatrixConfig) -> bool {
+    let g = s.geometry(config);
+    (g.bm, g.bn) == (128, 128)
 }
 
 /// PCI vendor id of NVIDIA.
@@ -164,7 +180,8 @@ type Wanted = (u32, u32, u32, u32, u32, bool);
 /// f16->f32: 16.1 us in `nn` and `nt`, against 19.4 and 21.5 for 64-byte steps and 18.3 for
 /// ggml-vulkan in the same call, docs/perf/h200-small-1.txt; 25.3 for the best subgroup-scope
 /// tile). Each is computed transposed: 4096^3 f16->f32 128x128 3.6-6.5% faster in every layout,
-/// 69% at K = 256; 1024^3 64x64 11-14%.
+/// 69% at K = 256; 1024^3 64x64 11-14%. The 128x128 tile walks its grid in groups of 8 tile rows
+/// ([`RASTER_128`]).
 /// f16 results take [`preferred_long_k_schemes`] first where those suit. Only on NVIDIA, where
 /// they were measured; elsewhere the autotuner decides.
 pub fn preferred_workgroup_schemes(
@@ -177,6 +194,12 @@ pub fn preferred_workgroup_schemes(
         _ => &[],
     };
     preferred(config, info, subgroup_size, wanted)
+        .into_iter()
+        .map(|s| match is_square_128(&s, config) {
+            true => s.with_raster_group(RASTER_128).unwrap_or(s),
+            false => s,
+        })
+        .collect()
 }
 
 /// The workgroup-scope schemes taken first, in every layout, where K is long and the problem

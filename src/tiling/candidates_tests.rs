@@ -58,8 +58,8 @@ fn default_scheme_fills_the_gpu_or_takes_the_small_tile() {
     assert_eq!(pick(512, 512), "sg1x2_fr2x2_k32_s32");
     assert_eq!(pick(16, 4096), "sg1x2_fr2x2_k32_s32");
     assert_eq!(pick(1024, 1024), "wg_t128_fr4x4_k64_u2_ct");
-    assert_eq!(pick(2048, 2048), "wg_t128_fr8x8_k32_u8_a0_ct");
-    assert_eq!(pick(4096, 11008), "wg_t128_fr8x8_k32_u8_a0_ct");
+    assert_eq!(pick(2048, 2048), "wg_t128_fr8x8_k32_u8_a0_g8_ct");
+    assert_eq!(pick(4096, 11008), "wg_t128_fr8x8_k32_u8_a0_g8_ct");
     // Both operands K-contiguous: ggml's 128x256 accumulator (of C^T) where its grid fills
     // the GPU.
     let mut k_contiguous = preferred_k_contiguous_schemes(&c, &info, 32);
@@ -108,7 +108,7 @@ fn measured_workgroup_schemes_lead_on_nvidia_only() {
         .iter()
         .map(|s| s.name())
         .collect();
-    assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0_ct", "wg_t128_fr4x4_k64_u2_ct"]);
+    assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0_g8_ct", "wg_t128_fr4x4_k64_u2_ct"]);
     let names: Vec<String> = preferred_k_contiguous_schemes(&c, &info, 32)
         .iter()
         .map(|s| s.name())
@@ -119,7 +119,7 @@ fn measured_workgroup_schemes_lead_on_nvidia_only() {
         .iter()
         .map(|s| s.name())
         .collect();
-    assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0_ct", "wg_t128_fr4x4_k64_u2_ct"]);
+    assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0_g8_ct", "wg_t128_fr4x4_k64_u2_ct"]);
     let names: Vec<String> = preferred_long_k_schemes(&cfg(16, 16, 16, F16, F16), &info, 32)
         .iter()
         .map(|s| s.name())
@@ -157,10 +157,19 @@ fn workgroup_schemes_follow_the_device() {
     // 32-invocation workgroup may take 64x64, not 128x256).
     let threads: Vec<u32> = v.iter().map(|s| s.geometry(&c).threads).collect();
     assert!(threads.windows(2).all(|w| w[0] >= w[1]), "{threads:?}");
-    // Six tiles of 256 invocations, five K loops, each also computed transposed.
-    assert_eq!(threads.iter().filter(|&&t| t == 256).count(), 6 * 5 * 2);
+    // Six tiles of 256 invocations, five K loops, each also computed transposed; the 128x128
+    // tile's two eight-step loops also with its grouped raster.
+    assert_eq!(threads.iter().filter(|&&t| t == 256).count(), (6 * 5 + 2) * 2);
     assert!(v.iter().all(|s| s.c_transposed() == s.name().ends_with("_ct")));
     assert_eq!(v.iter().filter(|s| s.c_transposed()).count() * 2, v.len());
+    let grouped: Vec<String> = v.iter().filter(|s| s.raster_group() > 0).map(|s| s.name()).collect();
+    assert!(grouped
+        .iter()
+        .all(|n| n.starts_with("wg_t") && n.contains("_fr8x8_") && n.contains("_u8_a0_g8")));
+    assert!(
+        grouped.iter().any(|n| n == "wg_t128_fr8x8_k32_u8_a0_g8_ct"),
+        "{grouped:?}"
+    );
     assert!(v.iter().any(|s| s.name() == "wg_t256_fr8x16_k64_u8_a0"));
     assert!(v.iter().any(|s| s.name() == "wg_t256_fr16x8_k64_u8_a0_ct"));
     assert!(v.iter().any(|s| s.name() == "wg_t128_fr8x8_k32_u8_a0"));
