@@ -364,9 +364,13 @@ pub struct Int8Relayout {
 /// 288.9 at 8192^3. With the copy in registers (perf/h200-relayout-8.txt, -10.txt) one copy
 /// also pays at K = 1024 to 2048 (4096x4096x1024 `nn` 252.5 -> 266.0, `tt` 250.9 -> 262.7;
 /// 8192x8192x1024 `tt` +10%), at K = 512 only in `nn` (+3.5%, `tt` +0-1%), and two still only
-/// at 8192^3 (4096^3 `nt` 279.6 -> 271.2). So one copy where M and N are 4096 or more and K
-/// 1024 or more (a copy costs against the GEMM as 1/N for A and 1/M for B; a short K leaves the
-/// barrier's fixed cost), two where no dimension is under 8192.
+/// at 8192^3 (4096^3 `nt` 279.6 -> 271.2). With the `tn` kernel's grouped raster two also pay
+/// where one side is long (perf/h200-two-copies-1.txt, `nt` in place -> copied: 4096x11008x4096
+/// 261.9 -> 276.8, 8192x8192x4096 273.0 -> 285.2, 4096x8192x4096 272.5 -> 274.2,
+/// 11008x4096x4096 273.4 -> 275.6; but 4096^3 277.9 -> 274.3 and 2048^3 285.4 -> 253.2,
+/// perf/h200-check-6.txt). So one copy where M and N are 4096 or more and K 1024 or more (a
+/// copy costs against the GEMM as 1/N for A and 1/M for B; a short K leaves the barrier's fixed
+/// cost), two where M and N are 4096 or more, one of them 8192 or more, and K 4096 or more.
 ///
 /// 8-bit operands, each on its own ([`INT8_RELAYOUT`]; i8 -> i32 on the H200, TOPS in place
 /// against relaid, perf/h200-int8-relayout-1.txt, -2.txt, -3.txt): the workgroup-scope kernel
@@ -395,10 +399,10 @@ pub fn relayout_pays(
             other[1] && m >= r.b_from && k >= r.k,
         ];
     }
-    let least = m.min(n).min(k);
     let one = m.min(n) >= 4096 && k >= 1024;
+    let two = m.min(n) >= 4096 && m.max(n) >= 8192 && k >= 4096;
     match other {
-        [true, true] => [least >= 8192; 2],
+        [true, true] => [two; 2],
         [a, b] => [a && one, b && one],
     }
 }
@@ -536,6 +540,11 @@ mod tests {
             assert_eq!(pays((T, T), (8192, 8192, 8192)), [false, true]);
             assert_eq!(pays((N, T), (8192, 8192, 8192)), [true, true]);
             assert_eq!(pays((N, T), (4096, 4096, 4096)), [false, false]);
+            // Two copies where one side is long: 4096x11008x4096 `nt`.
+            assert_eq!(pays((N, T), (4096, 11008, 4096)), [true, true]);
+            assert_eq!(pays((N, T), (11008, 4096, 4096)), [true, true]);
+            assert_eq!(pays((N, T), (4096, 11008, 2048)), [false, false]);
+            assert_eq!(pays((N, T), (2048, 11008, 4096)), [false, false]);
             assert_eq!(pays((N, N), (4096, 4096, 2048)), [true, false]);
             assert_eq!(pays((T, T), (4096, 11008, 2048)), [false, true]);
             assert_eq!(pays((N, N), (4096, 4096, 1024)), [true, false]);
