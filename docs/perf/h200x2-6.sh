@@ -1,5 +1,5 @@
 #!/bin/bash
-# NOT YET RUN: the session's device time ran out before it (the next call to make on nvidia-h200-x2).
+# Run on 2026-11-26 (docs/perf/h200x2-6.txt), the first call on a fresh nvidia-h200-x2 machine.
 # Issue 16 on two H200s, sixth call: in the first bench process of calls 2 and 5, GPU 0 was
 # slow whenever both GPUs worked at once (weight measured 0.217; resident 8192^3 on both 14.9 ms
 # against 2.0, 16384^3 28.7 ms: about what GPU 1's 82% share takes alone, as if GPU 0's part
