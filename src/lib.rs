@@ -87,4 +87,4 @@ pub use stream::{Download, Stream};
 pub use submit::Ticket;
 pub use tiling::Layout;
 pub use timestamps::median;
-pub use tune::StreamTiming;
+pub use tune::{GemmStep, StreamTiming};

@@ -314,6 +314,18 @@ pub(crate) fn record_plan(
     plan: &GemmPlan,
     buffers: &Bindings,
 ) -> Result<()> {
+    record_plan_marked(rec, pipelines, plan, buffers, &mut |_, _| {})
+}
+
+/// [`record_plan`], calling `after_dispatch` with each dispatch's index right after recording it
+/// (for a timestamp per step).
+pub(crate) fn record_plan_marked(
+    rec: &mut Recording<'_>,
+    pipelines: &Pipelines,
+    plan: &GemmPlan,
+    buffers: &Bindings,
+    after_dispatch: &mut dyn FnMut(&mut Recording<'_>, usize),
+) -> Result<()> {
     if plan.zeroed_scratch_bytes > 0 {
         rec.fill_at(buffers.get(Operand::Scratch)?, 0, plan.zeroed_scratch_bytes, 0);
         rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
@@ -322,7 +334,7 @@ pub(crate) fn record_plan(
         rec.update(buffers.get(Operand::Scratch)?, &plan.scratch_words);
         rec.barrier(Access::TRANSFER_WRITE, Access::SHADER_READ_WRITE);
     }
-    for d in &plan.dispatches {
+    for (i, d) in plan.dispatches.iter().enumerate() {
         if d.after_previous {
             rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
         }
@@ -336,6 +348,7 @@ pub(crate) fn record_plan(
             }
         }
         rec.dispatch(pipeline.raw, pipelines.layout, &bind, &d.push, d.groups)?;
+        after_dispatch(rec, i);
     }
     Ok(())
 }

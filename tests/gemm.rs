@@ -6,7 +6,7 @@ mod common;
 use common::{assert_no_validation_messages, context, run_case};
 use half::f16;
 use vk_sgmat::verify::Rng;
-use vk_sgmat::{ComponentType, Element, GemmOptions, Layout};
+use vk_sgmat::{ComponentType, Element, GemmOptions, Layout, MatMut, MatRef};
 
 const LAYOUTS: [(Layout, Layout); 4] = [
     (Layout::RowMajor, Layout::RowMajor),
@@ -303,6 +303,56 @@ fn split_k_is_correct() {
             };
             let check = run_case::<u8, u8, u32>(ctx, &mut rng, shape, layouts, 0, &uopts);
             assert!(check.passed, "u8->u32 {shape:?} split {split_k}: {check:?}");
+        }
+    }
+    assert_no_validation_messages(ctx);
+}
+
+/// A GEMM timed step by step (`Context::time_gemm_steps`): one entry per dispatch of its plan, in
+/// order and named, one time per run, and C left as the GEMM computes it.
+#[test]
+fn gemm_steps_are_timed_one_per_dispatch() {
+    let ctx = context();
+    let mut rng = seeded();
+    let (m, n, k) = (33, 70, 300);
+    let a: Vec<f16> = common::ints(&mut rng, m * k);
+    let b: Vec<f16> = common::ints(&mut rng, k * n);
+    let da = ctx.upload(MatRef::new(&a, m, k)).unwrap();
+    let db = ctx.upload(MatRef::new(&b, k, n)).unwrap();
+    let mut want = vec![0.0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            for j in 0..n {
+                want[i * n + j] += a[i * k + p].to_f64() * b[p * n + j].to_f64();
+            }
+        }
+    }
+    let rows = (Layout::RowMajor, Layout::RowMajor);
+    for split_k in [None, Some(3)] {
+        let opts = GemmOptions {
+            split_k,
+            ..Default::default()
+        };
+        let plan = ctx.plan_gemm::<f16, f16, f32>(m, n, k, rows, &opts).unwrap();
+        let mut dc = ctx.zeros::<f32>(m, n).unwrap();
+        let steps = ctx.time_gemm_steps(&da, &db, &mut dc, &opts, 4).unwrap();
+        assert_eq!(steps.len(), plan.dispatches.len(), "{split_k:?}");
+        let scheme = plan.main_kernel().scheme.name();
+        let gemms = steps.iter().filter(|s| s.kernel == scheme).count();
+        assert_eq!(gemms, plan.gemm_dispatches().count(), "{split_k:?}: {steps:?}");
+        if split_k.is_some() {
+            assert!(gemms >= 2, "{steps:?}");
+            assert_eq!(steps.last().unwrap().kernel, "split-K reduce");
+        }
+        for s in &steps {
+            assert_eq!(s.seconds.len(), 4, "{s:?}");
+            assert!(s.seconds.iter().all(|&t| (0.0..10.0).contains(&t)), "{s:?}");
+        }
+        assert!(steps.iter().map(|s| s.seconds[0]).sum::<f64>() > 0.0);
+        let mut c = vec![f32::NAN; m * n];
+        ctx.download(&dc, MatMut::new(&mut c, m, n)).unwrap();
+        for (i, (&g, &w)) in c.iter().zip(&want).enumerate() {
+            assert_eq!(f64::from(g), w, "{split_k:?}: element {i}");
         }
     }
     assert_no_validation_messages(ctx);

@@ -19,7 +19,7 @@ use crate::kernel::KernelKey;
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
 use crate::plan::{device_ld, Batch, DispatchLimits, GemmPlan};
-use crate::record::{record_plan, Access, Bindings, Recording};
+use crate::record::{record_plan, record_plan_marked, Access, Bindings, Recording};
 use crate::submit::StreamCore;
 use crate::tiling::Layout;
 use crate::tune::TuneCache;
@@ -397,14 +397,14 @@ impl Context {
     }
 
     /// Records `plan` on these buffers `reps` times in one submission, a barrier between runs;
-    /// `around` is called before (false) and after (true) each run with its index (for
-    /// timestamps), `before` once first.
+    /// `mark` is called at each run's [`RunMark`]s with its index (for timestamps), `before`
+    /// once first.
     pub(crate) fn run_plan(
         &self,
         plan: &GemmPlan,
         (operands, vectors): ([&Arc<Buffer>; 3], [Option<ash::vk::Buffer>; 3]),
         reps: u32,
-        mut around: impl FnMut(&mut Recording<'_>, u32, bool),
+        mut mark: impl FnMut(&mut Recording<'_>, u32, RunMark),
         before: impl FnOnce(&mut Recording<'_>),
     ) -> Result<()> {
         let scratch = self.scratch(plan)?;
@@ -422,9 +422,10 @@ impl Context {
                     // Without it the queue may overlap consecutive GEMMs.
                     rec.barrier(Access::SHADER_READ_WRITE, Access::SHADER_READ_WRITE);
                 }
-                around(&mut rec, r, false);
-                record_plan(&mut rec, &self.pipelines, plan, &buffers)?;
-                around(&mut rec, r, true);
+                mark(&mut rec, r, RunMark::Start);
+                let mut dispatched = |rec: &mut Recording<'_>, i| mark(rec, r, RunMark::Dispatched(i));
+                record_plan_marked(&mut rec, &self.pipelines, plan, &buffers, &mut dispatched)?;
+                mark(&mut rec, r, RunMark::End);
             }
             Ok(())
         });
@@ -548,4 +549,13 @@ pub(crate) fn bindings([a, b, c]: [ash::vk::Buffer; 3], scratch: Option<&Buffer>
         scratch: scratch.map(Buffer::raw),
         vectors: [None; 4],
     }
+}
+
+/// Where [`Context::run_plan`] calls its `mark`: before a run, after each of its dispatches
+/// (by index), and after the run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RunMark {
+    Start,
+    Dispatched(usize),
+    End,
 }

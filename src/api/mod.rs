@@ -22,6 +22,7 @@ mod schemes;
 mod stored;
 
 pub use batch::{BatchMut, BatchOperand, BatchRef, DeviceBatch};
+pub(crate) use context::RunMark;
 pub use context::{Context, MAX_SPLIT_K};
 pub use fused::{Activation, Axis, EpilogueVector, Fused};
 pub use interop::RecordedGemm;

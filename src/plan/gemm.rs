@@ -77,6 +77,23 @@ pub enum Kernel {
     },
 }
 
+impl Kernel {
+    /// A short name for reports: a GEMM's tile scheme, else the pass.
+    pub fn label(&self) -> String {
+        match self {
+            Kernel::Gemm(key) => key.scheme.name(),
+            Kernel::AbsMax => "absmax".into(),
+            Kernel::Narrow { to } => format!("round to {to}"),
+            Kernel::SplitPlanes { transposed: false } => "split planes".into(),
+            Kernel::SplitPlanes { transposed: true } => "split planes transposed".into(),
+            Kernel::Transpose { rounds_to: None, .. } => "transpose".into(),
+            Kernel::Transpose { rounds_to: Some(t), .. } => format!("transpose, round to {t}"),
+            Kernel::GroupTable => "group table".into(),
+            Kernel::Reduce { .. } => "split-K reduce".into(),
+        }
+    }
+}
+
 /// One dispatch of a plan.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Dispatch {

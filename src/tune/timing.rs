@@ -1,6 +1,6 @@
 //! GPU timing of GEMMs with timestamp queries, warm-up until steady, and the diagnostic probes.
 
-use crate::api::{BatchOperand, Context, DeviceBatch, DeviceMatrix, Element, GemmOptions};
+use crate::api::{BatchOperand, Context, DeviceBatch, DeviceMatrix, Element, GemmOptions, RunMark};
 use crate::error::{Error, Result};
 use crate::kernel::Probe;
 use crate::memory::Buffer;
@@ -247,9 +247,73 @@ impl Context {
             plan,
             (operands, vectors),
             reps,
-            |rec, r, after| rec.timestamp(pool.raw, 2 * r + u32::from(after)),
+            |rec, r, mark| match mark {
+                RunMark::Start => rec.timestamp(pool.raw, 2 * r),
+                RunMark::End => rec.timestamp(pool.raw, 2 * r + 1),
+                RunMark::Dispatched(_) => {}
+            },
             |rec| rec.reset_queries(pool.raw, pool.count),
         )?;
         pool.intervals()
     }
+
+    /// [`Context::time_gemm_device`] step by step: for each dispatch of the GEMM's plan (a copy
+    /// or conversion pass, the GEMM, a split-K reduction), its kernel and each run's GPU seconds
+    /// from the end of the step before (the first from the run's start, with any scratch fill).
+    /// Dispatches that run concurrently with the one before (no barrier between them) share
+    /// their time with it.
+    pub fn time_gemm_steps<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TB>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+        reps: u32,
+    ) -> Result<Vec<GemmStep>> {
+        if self.device_info().limits.timestamp_period <= 0.0 {
+            return Err(Error::Unsupported("the device has no timestamp queries".into()));
+        }
+        let plan = self.plan_device(a, b, c, options)?;
+        self.pipelines.prepare(&plan)?;
+        let (reps, steps) = (reps.max(1), plan.dispatches.len() as u32);
+        // Each run: a timestamp at its start and one after each dispatch.
+        let per_run = steps + 1;
+        let pool = TimestampPool::new(&self.device, per_run * reps)?;
+        self.run_plan(
+            &plan,
+            (plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), [None; 3]),
+            reps,
+            |rec, r, mark| match mark {
+                RunMark::Start => rec.timestamp(pool.raw, per_run * r),
+                RunMark::Dispatched(i) => rec.timestamp(pool.raw, per_run * r + 1 + i as u32),
+                RunMark::End => {}
+            },
+            |rec| rec.reset_queries(pool.raw, pool.count),
+        )?;
+        let ticks = pool.read()?;
+        let period = f64::from(self.device_info().limits.timestamp_period) * 1e-9;
+        Ok(plan
+            .dispatches
+            .iter()
+            .enumerate()
+            .map(|(i, d)| GemmStep {
+                kernel: d.kernel.label(),
+                seconds: (0..reps as usize)
+                    .map(|r| {
+                        let at = r * per_run as usize + i;
+                        ticks[at + 1].wrapping_sub(ticks[at]) as f64 * period
+                    })
+                    .collect(),
+            })
+            .collect())
+    }
+}
+
+/// One dispatch of a timed GEMM ([`Context::time_gemm_steps`]).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GemmStep {
+    /// What it ran: a GEMM's tile scheme, or the pass (`transpose`, `round`, `reduce`, ...).
+    pub kernel: String,
+    /// Its GPU seconds in each run.
+    pub seconds: Vec<f64>,
 }

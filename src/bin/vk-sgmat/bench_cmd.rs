@@ -53,7 +53,7 @@ pub(crate) fn bench(
     layouts: (Layout, Layout),
     forced: &GemmOptions,
     scheme: Option<&str>,
-    reps: u32,
+    (reps, steps): (u32, bool),
     (cublas, peers): (Option<&std::path::Path>, &[report::PeerRow]),
 ) -> Result<Vec<report::BenchRow>> {
     let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
@@ -118,7 +118,11 @@ pub(crate) fn bench(
                 read_as,
                 kernel,
             } = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
-                ctx, shape, layouts, &options, reps
+                ctx,
+                shape,
+                layouts,
+                &options,
+                (reps, steps)
             )?);
             let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
             progress.done(&format!(
@@ -171,13 +175,13 @@ struct Point {
 }
 
 /// Median GPU seconds of one GEMM on device-resident random data, after a warm-up long enough for
-/// clocks to rise.
+/// clocks to rise. With `steps`, then each dispatch of it timed apart, on a line of stderr.
 fn bench_point<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     (m, n, k): (usize, usize, usize),
     (al, bl): (Layout, Layout),
     options: &GemmOptions,
-    reps: u32,
+    (reps, steps): (u32, bool),
 ) -> Result<Point> {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
@@ -195,6 +199,14 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
         false => key.scheme.name(),
     };
     let median = vk_sgmat::median(&mut ctx.time_gemm_device(&da, &db, &mut dc, options, reps)?);
+    if steps {
+        let timed = ctx.time_gemm_steps(&da, &db, &mut dc, options, reps)?;
+        let each: Vec<String> = timed
+            .into_iter()
+            .map(|mut s| format!("{} {:.4} ms", s.kernel, vk_sgmat::median(&mut s.seconds) * 1e3))
+            .collect();
+        eprintln!("steps {m}x{n}x{k}: {} (medians of {reps})", each.join(", "));
+    }
     Ok(Point {
         median,
         read_as: (key.a_layout, key.b_layout),

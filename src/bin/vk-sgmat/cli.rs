@@ -189,7 +189,9 @@ pub enum Command {
         split: String,
         /// With `--devices`: print every timed sample, and trace `--reps` pinned GEMMs per shape
         /// (device 0 alone, then all): each call's GPU span and host times on a line, and when
-        /// each band's copies and multiply ran on each GPU in the slowest call.
+        /// each band's copies and multiply ran on each GPU in the slowest call. On one device:
+        /// time each dispatch of every point apart (a copy or conversion pass, the GEMM, a split-K
+        /// reduction) and print their medians on stderr.
         #[arg(long)]
         trace: bool,
         #[command(flatten)]

@@ -158,9 +158,6 @@ pub fn run(cli: Cli) -> Result<bool> {
                     (reps.max(1) as usize, json, trace),
                 );
             }
-            if trace {
-                bail!("--trace traces the multi-device pipeline: it needs --devices");
-            }
             let ctx = context_with(&dev, false)?;
             let layouts = parse_layout(&layout)?;
             let mut peers = Vec::new();
@@ -181,7 +178,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 layouts,
                 &forced,
                 scheme.as_deref(),
-                reps,
+                (reps, trace),
                 (cublas.as_deref(), &peers),
             )?;
             let info = ctx.device_info();
