@@ -45,11 +45,21 @@ impl TimestampPool {
 
     /// Seconds between timestamps 2i and 2i+1, for each pair i (after the submission completed).
     pub fn intervals(&self) -> Result<Vec<f64>> {
+        Ok(self.steps(2)?.into_iter().flatten().collect())
+    }
+
+    /// The timestamps in runs of `per_run`: for each run, the seconds between each stamp and
+    /// the next (after the submission completed).
+    pub fn steps(&self, per_run: usize) -> Result<Vec<Vec<f64>>> {
         let period = f64::from(self.device.info().limits.timestamp_period) * 1e-9;
         Ok(self
             .read()?
-            .chunks(2)
-            .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
+            .chunks(per_run)
+            .map(|run| {
+                run.windows(2)
+                    .map(|t| t[1].wrapping_sub(t[0]) as f64 * period)
+                    .collect()
+            })
             .collect())
     }
 

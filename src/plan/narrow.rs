@@ -381,10 +381,9 @@ pub struct Int8Relayout {
 /// 122 -> 144, 1024x1024x4096 `tn` 80 -> 105 (A alone); at N = 256 it gains 1%. B column-major
 /// it reads faster only on some tiles (1024x1024x4096 `nn` 119 -> 157, but 512x4096x4096 150 ->
 /// 135 and 4096x4096x4000 294 -> 287), so B's copy is dropped where the GEMM does not take the
-/// workgroup-scope kernel. That kernel runs int8 from K = 512
-/// ([`crate::tiling::preferred_k_contiguous_short_schemes`]), and both copies pay there
-/// (perf/h200-int8-k512-1.txt): 4096x4096x512 `nn` 162.8 -> 269.5, `tt` 124.6 -> 276.3, `tn`
-/// 115.5 -> 272.8; 1024x1024x512 `nn` 68.1 -> 75.7.
+/// workgroup-scope kernel. That kernel runs int8 from K = 512, where both copies pay
+/// (perf/h200-int8-k512-1.txt: 4096x4096x512 `nn` 162.8 -> 269.5, `tt` 124.6 -> 276.3, `tn`
+/// 115.5 -> 272.8).
 pub fn relayout_pays(
     component: ComponentType,
     (a, b): (Layout, Layout),

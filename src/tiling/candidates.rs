@@ -196,9 +196,12 @@ pub fn preferred_workgroup_schemes(
     };
     preferred(config, info, subgroup_size, wanted)
         .into_iter()
-        .map(|s| match is_square_128(&s, config) {
-            true => s.with_raster_group(RASTER_128).unwrap_or(s),
-            false => s,
+        .map(|s| {
+            if is_square_128(&s, config) {
+                s.with_raster_group(RASTER_128).unwrap_or(s)
+            } else {
+                s
+            }
         })
         .collect()
 }

@@ -32,9 +32,7 @@ impl Stream<'_> {
     /// before its first and after its last command). Work enqueued before is submitted first.
     pub fn timed(&mut self, enqueue: impl FnOnce(&mut Stream<'_>) -> Result<usize>) -> Result<StreamTiming> {
         let ctx = self.context();
-        if ctx.device_info().limits.timestamp_period <= 0.0 {
-            return Err(Error::Unsupported("the device has no timestamp queries".into()));
-        }
+        ctx.require_timestamps()?;
         self.submit()?;
         let pool = TimestampPool::new(&ctx.device, 2)?;
         {
@@ -62,6 +60,15 @@ impl Stream<'_> {
 }
 
 impl Context {
+    /// A typed error where the device has no timestamp queries, which every timing here reads.
+    fn require_timestamps(&self) -> Result<()> {
+        if self.device_info().limits.timestamp_period > 0.0 {
+            Ok(())
+        } else {
+            Err(Error::Unsupported("the device has no timestamp queries".into()))
+        }
+    }
+
     /// Runs `enqueue` on a new stream and times it ([`Stream::timed`]).
     pub fn time_stream(&self, enqueue: impl FnOnce(&mut Stream<'_>) -> Result<usize>) -> Result<StreamTiming> {
         self.stream()?.timed(enqueue)
@@ -238,9 +245,7 @@ impl Context {
         vectors: [Option<ash::vk::Buffer>; 3],
         reps: u32,
     ) -> Result<Vec<f64>> {
-        if self.device_info().limits.timestamp_period <= 0.0 {
-            return Err(Error::Unsupported("the device has no timestamp queries".into()));
-        }
+        self.require_timestamps()?;
         let reps = reps.max(1);
         let pool = TimestampPool::new(&self.device, 2 * reps)?;
         self.run_plan(
@@ -270,9 +275,7 @@ impl Context {
         options: &GemmOptions,
         reps: u32,
     ) -> Result<Vec<GemmStep>> {
-        if self.device_info().limits.timestamp_period <= 0.0 {
-            return Err(Error::Unsupported("the device has no timestamp queries".into()));
-        }
+        self.require_timestamps()?;
         let plan = self.plan_device(a, b, c, options)?;
         self.pipelines.prepare(&plan)?;
         let (reps, steps) = (reps.max(1), plan.dispatches.len() as u32);
@@ -290,20 +293,14 @@ impl Context {
             },
             |rec| rec.reset_queries(pool.raw, pool.count),
         )?;
-        let ticks = pool.read()?;
-        let period = f64::from(self.device_info().limits.timestamp_period) * 1e-9;
+        let runs = pool.steps(per_run as usize)?;
         Ok(plan
             .dispatches
             .iter()
             .enumerate()
             .map(|(i, d)| GemmStep {
                 kernel: d.kernel.label(),
-                seconds: (0..reps as usize)
-                    .map(|r| {
-                        let at = r * per_run as usize + i;
-                        ticks[at + 1].wrapping_sub(ticks[at]) as f64 * period
-                    })
-                    .collect(),
+                seconds: runs.iter().map(|run| run[i]).collect(),
             })
             .collect())
     }
