@@ -358,6 +358,55 @@ fn gemm_steps_are_timed_one_per_dispatch() {
     assert_no_validation_messages(ctx);
 }
 
+/// A GEMM timed as a stream (`Context::time_gemm_stream`): the span of `reps` back-to-back runs
+/// divided by `reps`, so about one run's own time whatever `reps` is, and C left as the GEMM
+/// computes it.
+#[test]
+fn gemm_stream_time_is_per_gemm() {
+    let ctx = context();
+    let mut rng = seeded();
+    let (m, n, k) = (65, 40, 129);
+    let a: Vec<f16> = common::ints(&mut rng, m * k);
+    let b: Vec<f16> = common::ints(&mut rng, k * n);
+    let da = ctx.upload(MatRef::new(&a, m, k)).unwrap();
+    let db = ctx.upload(MatRef::new(&b, k, n)).unwrap();
+    let mut want = vec![0.0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            for j in 0..n {
+                want[i * n + j] += a[i * k + p].to_f64() * b[p * n + j].to_f64();
+            }
+        }
+    }
+    for split_k in [None, Some(2)] {
+        let opts = GemmOptions {
+            split_k,
+            ..Default::default()
+        };
+        let mut dc = ctx.zeros::<f32>(m, n).unwrap();
+        let mut own = ctx.time_gemm_device(&da, &db, &mut dc, &opts, 6).unwrap();
+        let own = vk_sgmat::median(&mut own);
+        for reps in [2, 12] {
+            let mut t: Vec<f64> = (0..3)
+                .map(|_| ctx.time_gemm_stream(&da, &db, &mut dc, &opts, reps).unwrap())
+                .collect();
+            let t = vk_sgmat::median(&mut t);
+            // A CPU driver's times are noisy (tests run side by side); a span not divided by
+            // `reps` would be 12 runs' time.
+            assert!(
+                t > 0.15 * own && t < 3.0 * own,
+                "{split_k:?}, {reps} runs: {t} s per GEMM, {own} s each alone"
+            );
+        }
+        let mut c = vec![f32::NAN; m * n];
+        ctx.download(&dc, MatMut::new(&mut c, m, n)).unwrap();
+        for (i, (&g, &w)) in c.iter().zip(&want).enumerate() {
+            assert_eq!(f64::from(g), w, "{split_k:?}: element {i}");
+        }
+    }
+    assert_no_validation_messages(ctx);
+}
+
 /// Integer products accumulate in 32 bits and wrap modulo 2^32 past its range, as in cuBLAS's
 /// int8 GEMM (documented on `Context::gemm_with`): 255 * 255 * 66100 = 4_298_152_500 does not
 /// fit u32, and (-128) * (-128) * 131_100 = 2_148_007_936 does not fit i32.

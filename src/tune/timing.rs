@@ -88,6 +88,38 @@ impl Context {
         self.time_plan(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), reps)
     }
 
+    /// [`Context::time_gemm_device`] as a stream: `reps` GEMMs in one submission, a barrier
+    /// between each, and the GPU time from the first one's start to the last one's end divided
+    /// by `reps`, in seconds. That is how graph-level benchmarks time a kernel (ggml-vulkan's
+    /// `mm_bench`: the wall clock over a graph of copies of one node, barriers between them): a
+    /// GEMM's launch and drain overlap the barriers around it, which its own timestamps count.
+    pub fn time_gemm_stream<TA: Element, TB: Element, TC: Element>(
+        &self,
+        a: &DeviceMatrix<TA>,
+        b: &DeviceMatrix<TB>,
+        c: &mut DeviceMatrix<TC>,
+        options: &GemmOptions,
+        reps: u32,
+    ) -> Result<f64> {
+        self.require_timestamps()?;
+        let plan = self.plan_device(a, b, c, options)?;
+        self.pipelines.prepare(&plan)?;
+        let reps = reps.max(1);
+        let pool = TimestampPool::new(&self.device, 2)?;
+        self.run_plan(
+            &plan,
+            (plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), [None; 3]),
+            reps,
+            |rec, r, mark| match mark {
+                RunMark::Start if r == 0 => rec.timestamp(pool.raw, 0),
+                RunMark::End if r + 1 == reps => rec.timestamp(pool.raw, 1),
+                _ => {}
+            },
+            |rec| rec.reset_queries(pool.raw, pool.count),
+        )?;
+        Ok(pool.intervals()?[0] / f64::from(reps))
+    }
+
     /// [`Context::time_gemm_device`] for a batched GEMM ([`Context::gemm_batched_device`]): each
     /// run's GPU time for the whole batch.
     pub fn time_gemm_batched<TA: Element, TB: Element, TC: Element>(

@@ -5,6 +5,7 @@ use crate::report;
 use crate::run::{parse_shapes, tunable_schemes};
 use crate::types::{with_types, Types};
 use anyhow::{bail, Context as _, Result};
+use std::time::Duration;
 use vk_sgmat::kernel::KernelKey;
 use vk_sgmat::tiling::TileScheme;
 use vk_sgmat::verify::{compare, random_matrix, reference, rows_to_check, Rng};
@@ -47,13 +48,29 @@ pub(crate) fn bench_types(ctx: &Context, asked: &[String]) -> Result<Vec<Types>>
     Ok(all)
 }
 
+/// How `bench` times each point.
+pub(crate) struct Timing {
+    /// Timed runs per point.
+    pub reps: u32,
+    /// Also time each dispatch of the point apart, on stderr.
+    pub steps: bool,
+    /// The least untimed warm-up before timing (then until steady).
+    pub warm: Duration,
+    /// Per GEMM in a stream of `reps` back-to-back runs ([`Context::time_gemm_stream`], median
+    /// of [`STREAM_RUNS`]) instead of the median of each run's own timestamps.
+    pub stream: bool,
+}
+
+/// Streams timed per point with `--stream`.
+pub(crate) const STREAM_RUNS: usize = 5;
+
 pub(crate) fn bench(
     ctx: &Context,
     (types, shapes): (&[String], &[String]),
-    layouts: (Layout, Layout),
+    layouts: (Layout, Layout, Layout),
     forced: &GemmOptions,
     scheme: Option<&str>,
-    (reps, steps): (u32, bool),
+    timing: &Timing,
     (cublas, peers): (Option<&std::path::Path>, &[report::PeerRow]),
 ) -> Result<Vec<report::BenchRow>> {
     let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
@@ -118,11 +135,7 @@ pub(crate) fn bench(
                 read_as,
                 kernel,
             } = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
-                ctx,
-                shape,
-                layouts,
-                &options,
-                (reps, steps)
+                ctx, shape, layouts, &options, timing
             )?);
             let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
             progress.done(&format!(
@@ -135,7 +148,7 @@ pub(crate) fn bench(
             let types = types.clone();
             rows.push(report::BenchRow {
                 peers: report::peers_for(peers, &label, shape, tflops),
-                layout: if read_as == layouts {
+                layout: if read_as == (layouts.0, layouts.1) {
                     format!("{}{}", layouts.0.letter(), layouts.1.letter())
                 } else {
                     // Operands copied transposed first: the layouts the GEMM kernel reads.
@@ -174,32 +187,48 @@ struct Point {
     kernel: String,
 }
 
-/// Median GPU seconds of one GEMM on device-resident random data, after a warm-up long enough for
-/// clocks to rise. With `steps`, then each dispatch of it timed apart, on a line of stderr.
+/// Median GPU seconds of one GEMM on device-resident random data (C stored `cl`), after
+/// `timing.warm` of untimed runs and then until steady (fresh pipelines run slowly at first on
+/// NVIDIA). With `timing.steps`, then each dispatch of it timed apart, on a line of stderr.
 fn bench_point<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     (m, n, k): (usize, usize, usize),
-    (al, bl): (Layout, Layout),
+    (al, bl, cl): (Layout, Layout, Layout),
     options: &GemmOptions,
-    (reps, steps): (u32, bool),
+    timing: &Timing,
 ) -> Result<Point> {
+    let reps = timing.reps;
     let mut rng = Rng::new(Rng::fresh_seed());
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
     let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, bl, 0);
     let da = ctx.upload(MatRef::stored(&a, m, k, al, lda))?;
     let db = ctx.upload(MatRef::stored(&b, k, n, bl, ldb))?;
-    let mut dc = ctx.zeros::<TC>(m, n)?;
-    // At least a second, then until steady (fresh pipelines run slowly at first on NVIDIA).
-    let warm = (std::time::Duration::from_secs(1), std::time::Duration::from_secs(10));
-    ctx.warm_up(&da, &db, &mut dc, options, warm)?;
+    let mut dc = match cl {
+        Layout::RowMajor => ctx.zeros::<TC>(m, n)?,
+        Layout::ColMajor => ctx.upload(MatRef::col_major(&vec![TC::from_f64(0.0); m * n], m, n))?,
+    };
+    ctx.warm_up(
+        &da,
+        &db,
+        &mut dc,
+        options,
+        (timing.warm, timing.warm.max(Duration::from_secs(10))),
+    )?;
     let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (al, bl), options)?;
     let key = plan.main_kernel();
     let kernel = match plan.is_split_k() {
         true => format!("{} x{}", key.scheme.name(), plan.gemm_dispatches().count()),
         false => key.scheme.name(),
     };
-    let median = vk_sgmat::median(&mut ctx.time_gemm_device(&da, &db, &mut dc, options, reps)?);
-    if steps {
+    let median = if timing.stream {
+        let mut runs = (0..STREAM_RUNS)
+            .map(|_| ctx.time_gemm_stream(&da, &db, &mut dc, options, reps))
+            .collect::<vk_sgmat::Result<Vec<f64>>>()?;
+        vk_sgmat::median(&mut runs)
+    } else {
+        vk_sgmat::median(&mut ctx.time_gemm_device(&da, &db, &mut dc, options, reps)?)
+    };
+    if timing.steps {
         let timed = ctx.time_gemm_steps(&da, &db, &mut dc, options, reps)?;
         let each: Vec<String> = timed
             .into_iter()
@@ -219,7 +248,7 @@ pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     (m, n, k): (usize, usize, usize),
     layouts: (Layout, Layout),
-    reps: u32,
+    (reps, warm): (u32, Duration),
     only: Option<(u32, u32, u32)>,
     filter: &[String],
     probes: bool,
@@ -290,8 +319,7 @@ pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
                         .map(Probe::SharedAtLeast),
                 );
             }
-            let warm = (std::time::Duration::from_millis(200), std::time::Duration::from_secs(5));
-            ctx.warm_up(&da, &db, &mut dc, &options, warm)?;
+            ctx.warm_up(&da, &db, &mut dc, &options, (warm, warm.max(Duration::from_secs(5))))?;
             let mut group = Vec::new();
             for probe in probe_list {
                 let mut times = match ctx.time_probe(&da, &db, &mut dc, &options, probe, reps) {

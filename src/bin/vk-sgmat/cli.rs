@@ -166,6 +166,22 @@ pub enum Command {
         /// Timed runs per point.
         #[arg(long, default_value_t = 20)]
         reps: u32,
+        /// Seconds of untimed runs before each point is timed (then on until two batches agree
+        /// within 3%). This sets the regime measured: on the H200 the fastest kernels reach the
+        /// board's power limit within a second of load and run 3-5% slower from then on
+        /// (docs/performance.md, "Power").
+        #[arg(long, default_value_t = 1.0)]
+        warm: f64,
+        /// Time each point as a stream: the GPU time of `--reps` GEMMs recorded back to back
+        /// (a barrier between each) divided by `--reps`, the median of 5 such streams, as
+        /// graph-level benchmarks such as ggml-vulkan's time theirs; by default each GEMM is
+        /// timed by its own timestamps, which also count its launch and drain.
+        #[arg(long)]
+        stream: bool,
+        /// Layout of C: n = row-major, t = column-major (ggml-vulkan writes its result
+        /// column-major).
+        #[arg(long, default_value = "n")]
+        c_layout: String,
         /// cuBLAS figures (JSON lines from scripts/cublas_reference.py) for the ratio column; for
         /// each point the fastest matching row (any layout: the peer's fastest path) is used.
         #[arg(long)]
@@ -227,6 +243,12 @@ pub enum Command {
         /// Timed runs per candidate (GPU timestamps; the median is reported).
         #[arg(long, default_value_t = 10)]
         reps: u32,
+        /// Seconds of untimed runs before each candidate is timed (then on until steady). Short
+        /// by default, so that many candidates time quickly; the H200 then runs below its power
+        /// limit, where `bench`'s default second of warm-up does not (docs/performance.md,
+        /// "Power"): compare `tune` figures with `tune` figures.
+        #[arg(long, default_value_t = 0.2)]
+        warm: f64,
         /// Also time each scheme with parts of its main loop removed (no global loads, no
         /// multiplies, no barriers, multiplies only), to see where the time goes. Those variants
         /// compute wrong results by design and are not checked.

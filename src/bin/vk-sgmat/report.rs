@@ -431,9 +431,15 @@ fn rate(tflops: f64) -> String {
     }
 }
 
-pub fn render_bench(device: &str, rows: &[BenchRow]) -> String {
+/// `bench`'s table; `stream`: each point timed per GEMM in a stream of back-to-back runs.
+pub fn render_bench(device: &str, stream: bool, rows: &[BenchRow]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "device: {device}; median of GPU timestamps; TFLOP/s (G = GFLOP/s)");
+    let how = if stream {
+        "per GEMM in a stream of back-to-back runs (GPU timestamps), median of 5 streams"
+    } else {
+        "median of GPU timestamps"
+    };
+    let _ = writeln!(s, "device: {device}; {how}; TFLOP/s (G = GFLOP/s)");
     let mut peers: Vec<&str> = Vec::new();
     for p in rows.iter().flat_map(|r| &r.peers) {
         if !peers.contains(&p.peer.as_str()) {

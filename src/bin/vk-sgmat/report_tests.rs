@@ -150,7 +150,7 @@ fn chart_rows() -> Vec<BenchRow> {
 #[test]
 fn bench_table_and_chart() {
     let rows = bench_rows();
-    let t = render_bench("GPU", &rows);
+    let t = render_bench("GPU", false, &rows);
     assert!(
         t.contains("512x512x512") && t.contains("400.0") && t.contains("0.25"),
         "{t}"
@@ -181,7 +181,7 @@ fn peers_get_a_column_and_a_ratio_each() {
     assert_eq!(f.len(), 1);
     assert_eq!((f[0].tflops, f[0].ratio), (200.0, 0.5), "the peer's fastest row");
     assert!(peers_for(&peers, "f16:f16", (512, 512, 512), 1.0).is_empty());
-    let t = render_bench("GPU", &bench_rows());
+    let t = render_bench("GPU", false, &bench_rows());
     assert!(t.contains("ggml-vulkan") && t.contains("0.50"), "{t}");
 }
 

@@ -124,6 +124,9 @@ pub fn run(cli: Cli) -> Result<bool> {
             scheme,
             shapes,
             reps,
+            warm,
+            stream,
+            c_layout,
             cublas,
             peer,
             layout,
@@ -138,6 +141,16 @@ pub fn run(cli: Cli) -> Result<bool> {
         } => {
             let compute = parse_mode(&mode)?;
             let run = (reps, json);
+            let c_layout = parse_c_layout(&c_layout)?;
+            let single = batching.batch.is_none()
+                && batching.groups.is_empty()
+                && fused.epilogue.is_none()
+                && fused.out.is_none()
+                && devices.is_none();
+            // Only the single-GEMM sweep takes these; the others would silently ignore them.
+            if !single && (c_layout != Layout::RowMajor || stream || warm != 1.0) {
+                bail!("--c-layout t, --stream and --warm time single GEMMs on one device: not with --batch, --groups, --epilogue, --out or --devices");
+            }
             if let Some(passed) =
                 crate::batched::bench_args((&batching, &fused), &dev, &types, &shapes, compute, &layout, run)?
             {
@@ -160,6 +173,13 @@ pub fn run(cli: Cli) -> Result<bool> {
             }
             let ctx = context_with(&dev, false)?;
             let layouts = parse_layout(&layout)?;
+            let layouts = (layouts.0, layouts.1, c_layout);
+            let timing = crate::bench_cmd::Timing {
+                reps,
+                steps: trace,
+                warm: seconds("--warm", warm)?,
+                stream,
+            };
             let mut peers = Vec::new();
             for p in &peer {
                 let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -178,7 +198,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 layouts,
                 &forced,
                 scheme.as_deref(),
-                (reps, trace),
+                &timing,
                 (cublas.as_deref(), &peers),
             )?;
             let info = ctx.device_info();
@@ -190,7 +210,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
-                print!("{}", report::render_bench(&device, &rows));
+                print!("{}", report::render_bench(&device, stream, &rows));
             }
             finish(&ctx, true)
         }
@@ -203,10 +223,12 @@ pub fn run(cli: Cli) -> Result<bool> {
             shape,
             filter,
             reps,
+            warm,
             probe,
             json,
             dev,
         } => {
+            let warm = seconds("--warm", warm)?;
             let ctx = context(&dev)?;
             let types = Types::parse(&types)?;
             let layouts = parse_layout(&layout)?;
@@ -215,7 +237,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 &ctx,
                 (m, n, k),
                 layouts,
-                reps,
+                (reps, warm),
                 only,
                 &filter,
                 probe
@@ -390,6 +412,14 @@ fn parse_convert(s: &str) -> Result<Option<bool>> {
 
 fn parse_mode(s: &str) -> Result<ComputeMode> {
     ComputeMode::parse(s).with_context(|| format!("--mode {s:?}: use accurate, fast, fast-bf16 or exact"))
+}
+
+/// A duration given in seconds on the command line: finite, not negative, at most an hour.
+fn seconds(flag: &str, s: f64) -> Result<std::time::Duration> {
+    if !(0.0..=3600.0).contains(&s) {
+        bail!("{flag} {s}: give seconds from 0 to 3600");
+    }
+    Ok(std::time::Duration::from_secs_f64(s))
 }
 
 fn parse_c_layout(s: &str) -> Result<Layout> {
