@@ -247,16 +247,19 @@ fn workgroup_scope_kernels_pass_spirv_val() {
         // unrolls), alone and with two accumulators.
         // The last three compute their tiles transposed (B^T A^T): 256x128 (a 128x256
         // accumulator), 128x128 loaded all first, and the 128x128 default (eight 64-byte steps
-        // each loaded before its multiply, groups of 8 tile rows).
-        for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group, ahead, parts, transposed) in [
-            ((1, 8), (8, 2), 128, 1, 8, 0, 1, false),
-            ((1, 4), (8, 2), 64, 4, 0, 3, 1, false),
-            ((1, 8), (8, 2), 128, 8, 0, 1, 2, false),
-            ((1, 8), (8, 2), 128, 8, 0, 0, 1, false),
-            ((1, 8), (8, 2), 128, 8, 8, 0, 2, false),
-            ((8, 1), (2, 8), 128, 8, 0, 0, 1, true),
-            ((1, 4), (8, 2), 64, 4, 0, 3, 1, true),
-            ((1, 4), (8, 2), 64, 8, 8, 0, 1, true),
+        // each loaded before its multiply, groups of 8 tile rows). Then the sixteen-step leads,
+        // each step's right operand loaded first: 256x128 (`nt`) and 128x128 on the grouped walk.
+        for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group, ahead, parts, (transposed, right_first)) in [
+            ((1, 8), (8, 2), 128, 1, 8, 0, 1, (false, false)),
+            ((1, 4), (8, 2), 64, 4, 0, 3, 1, (false, false)),
+            ((1, 8), (8, 2), 128, 8, 0, 1, 2, (false, false)),
+            ((1, 8), (8, 2), 128, 8, 0, 0, 1, (false, false)),
+            ((1, 8), (8, 2), 128, 8, 8, 0, 2, (false, false)),
+            ((8, 1), (2, 8), 128, 8, 0, 0, 1, (true, false)),
+            ((1, 4), (8, 2), 64, 4, 0, 3, 1, (true, false)),
+            ((1, 4), (8, 2), 64, 8, 8, 0, 1, (true, false)),
+            ((8, 1), (2, 8), 128, 16, 0, 0, 1, (true, true)),
+            ((1, 4), (8, 2), 64, 16, 8, 0, 1, (true, true)),
         ] {
             let scheme = TileScheme::workgroup_for_limits(
                 &config,
@@ -270,10 +273,19 @@ fn workgroup_scope_kernels_pass_spirv_val() {
             .and_then(|s| s.with_lookahead(ahead))
             .and_then(|s| s.with_n_parts(parts, &config, &limits(32, 49152)))
             .and_then(|s| s.with_c_transposed(transposed, &config, &limits(32, 49152)))
+            .and_then(|s| s.with_right_first(right_first))
             .unwrap();
             assert_eq!(scheme.scope(), KernelScope::Workgroup);
             for key in every_key(config, scheme, Default::default()) {
                 let words = generate(&key).unwrap();
+                if right_first {
+                    // The same loads in the other order: a different kernel.
+                    let left_first = KernelKey {
+                        scheme: scheme.with_right_first(false).unwrap(),
+                        ..key
+                    };
+                    assert_ne!(words, generate(&left_first).unwrap(), "{}", key.name());
+                }
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
                 // Only the step-by-step loop of several steps hints an unroll.
                 let text = common::spirv_dis(&words);
@@ -293,7 +305,7 @@ fn workgroup_scope_kernels_pass_spirv_val() {
             }
         }
     }
-    assert_eq!(n, 4 * 8 * 16);
+    assert_eq!(n, 4 * 10 * 16);
 }
 
 #[test]

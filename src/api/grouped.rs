@@ -262,7 +262,7 @@ impl Context {
 
 /// Whether `plan`, of a grouped GEMM's rows as one GEMM with f32 or integer results and A and B
 /// stored `layouts`, took the K-contiguous lead
-/// ([`crate::tiling::candidates::preferred_k_contiguous_schemes`]), whose tiles are taller than
+/// ([`crate::tiling::preferred::preferred_k_contiguous_schemes`]), whose tiles are taller than
 /// the default's 128 rows. (i8 `nt` MoE layer, H200: 3.24 ms on the lead's 256-row tile, 1.95
 /// on the subgroup-scope default; docs/perf/h200-grouped-4.txt.)
 fn pads_groups(plan: &GemmPlan, layouts: (Layout, Layout)) -> bool {

@@ -5,9 +5,10 @@ use super::context::Context;
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::error::{Error, Result};
 use crate::tiling::{
-    candidate_schemes, lead_fits, lead_suits, pick_scheme, preferred_k_contiguous_schemes,
-    preferred_k_contiguous_short_schemes, preferred_long_k_schemes, preferred_short_k_schemes,
-    preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout, TileScheme, SHORT_K,
+    candidate_schemes, k_whole, lead_fits, lead_suits, pick_scheme, preferred_deep_schemes,
+    preferred_k_contiguous_schemes, preferred_k_contiguous_short_schemes, preferred_long_k_schemes,
+    preferred_short_k_schemes, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout,
+    TileScheme, SHORT_K,
 };
 use std::sync::Arc;
 
@@ -19,7 +20,8 @@ pub(crate) struct SchemeLists {
     /// fragments), else the smallest subgroup-scope scheme.
     pub(crate) small: Option<TileScheme>,
     /// Lists taken instead of `ordered` where their leading schemes suit the problem, first
-    /// match first: the K-contiguous leads (deepest loop iterations first), then the long-K lead.
+    /// match first: the K-contiguous leads (deepest loop iterations first), then the long-K
+    /// lead, then the deep-iteration lead of the other layouts.
     pub(crate) leads: Vec<Lead>,
     /// Taken instead of `ordered` for a 16-bit C, a K of at most [`SHORT_K`] and row-major A
     /// and B, where its leading tile fits the problem.
@@ -32,8 +34,38 @@ pub(crate) struct Lead {
     pub(crate) schemes: Vec<TileScheme>,
     /// How many of `schemes` lead.
     pub(crate) lead: usize,
-    /// Only for a row-major A with a column-major B (both K-contiguous).
-    pub(crate) k_contiguous_only: bool,
+    /// The layouts of A and B it is for.
+    pub(crate) layouts: LeadLayouts,
+    /// Also taken where K is a whole number of at least two of its loop iterations
+    /// ([`k_whole`]), not only where [`lead_suits`].
+    pub(crate) two_whole: bool,
+}
+
+/// The layouts of A and B a [`Lead`] is taken for.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub(crate) enum LeadLayouts {
+    /// Any.
+    Any,
+    /// A row-major with B column-major (both K-contiguous).
+    KContiguous,
+    /// Any but that.
+    NotKContiguous,
+}
+
+impl Lead {
+    /// Whether this lead is taken for an `m x n x k` problem whose A and B are K-contiguous
+    /// (`k_contiguous`) or not.
+    fn suits(&self, config: &GPUSubgroupMatrixConfig, (m, n, k): (usize, usize, usize), k_contiguous: bool) -> bool {
+        let layouts = match self.layouts {
+            LeadLayouts::Any => true,
+            LeadLayouts::KContiguous => k_contiguous,
+            LeadLayouts::NotKContiguous => !k_contiguous,
+        };
+        let lead = &self.schemes[..self.lead];
+        layouts
+            && (lead_suits(lead, config, (m, n, k))
+                || (self.two_whole && lead_fits(lead, config, (m, n)) && k_whole(lead, config, k, 2)))
+    }
 }
 
 impl Context {
@@ -93,11 +125,7 @@ impl Context {
             (narrow_c && row_major && k <= SHORT_K && lead_fits(&short_k.schemes[..short_k.lead], config, (m, n)))
                 .then_some(short_k);
         let list = short
-            .or_else(|| {
-                lists.leads.iter().find(|l| {
-                    (k_contiguous || !l.k_contiguous_only) && lead_suits(&l.schemes[..l.lead], config, (m, n, k))
-                })
-            })
+            .or_else(|| lists.leads.iter().find(|l| l.suits(config, (m, n, k), k_contiguous)))
             .map_or(&lists.ordered, |l| &l.schemes);
         pick_scheme(list, lists.small, config, (m, n), batch, self.is_cpu())
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
@@ -113,23 +141,31 @@ impl Context {
             let small = small_problem_scheme(&subgroup_scope);
             let mut ordered = preferred_workgroup_schemes(config, info, sg);
             ordered.extend(subgroup_scope);
-            let lead = |mut schemes: Vec<TileScheme>, k_contiguous_only| {
+            let lead = |mut schemes: Vec<TileScheme>, layouts, two_whole| {
                 let lead = schemes.len();
                 schemes.extend(&ordered);
                 Lead {
                     schemes,
                     lead,
-                    k_contiguous_only,
+                    layouts,
+                    two_whole,
                 }
             };
-            let mut leads = vec![lead(preferred_k_contiguous_schemes(config, info, sg), true)];
+            use LeadLayouts::{Any, KContiguous, NotKContiguous};
+            // The deepest K-contiguous lead (sixteen steps) also from two whole iterations.
+            let mut leads: Vec<Lead> = preferred_k_contiguous_schemes(config, info, sg)
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| lead(l, KContiguous, i == 0))
+                .collect();
             leads.extend(
                 preferred_k_contiguous_short_schemes(config, info, sg)
                     .into_iter()
-                    .map(|short| lead(short, true)),
+                    .map(|short| lead(short, KContiguous, false)),
             );
-            leads.push(lead(preferred_long_k_schemes(config, info, sg), false));
-            let short_k = lead(preferred_short_k_schemes(config, info, sg), false);
+            leads.push(lead(preferred_long_k_schemes(config, info, sg), Any, false));
+            leads.push(lead(preferred_deep_schemes(config, info, sg), NotKContiguous, true));
+            let short_k = lead(preferred_short_k_schemes(config, info, sg), Any, false);
             Arc::new(SchemeLists {
                 ordered,
                 small,

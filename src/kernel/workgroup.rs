@@ -279,10 +279,14 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         let lb = layout(b, t_layout, &right)?;
         // One K step's loads: the left operand's slice, and the right's for each accumulator.
         let load = |b: &mut ModuleBuilder, k: Word| -> BuildResult<(Word, Vec<Word>)> {
-            let sa = slice(b, t_layout, la, &left, (row0, c_rows), (k, c_bk))?;
-            let (ta, xa) = addressing(&left);
-            let ma =
-                b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_left, zero_a, sa, MemoryAccess::NONE, ta, xa)?;
+            // The order of a step's loads is the scheme's (`right_first`): the driver schedules
+            // them differently (docs/performance.md, "Deeper iterations").
+            let load_left = |b: &mut ModuleBuilder| -> BuildResult<Word> {
+                let sa = slice(b, t_layout, la, &left, (row0, c_rows), (k, c_bk))?;
+                let (ta, xa) = addressing(&left);
+                b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_left, zero_a, sa, MemoryAccess::NONE, ta, xa)
+            };
+            let ma = if s.right_first() { None } else { Some(load_left(b)?) };
             let mut mbs = Vec::with_capacity(parts as usize);
             for &cj in &col0s {
                 let sb = slice(b, t_layout, lb, &right, (k, c_bk), (cj, c_cols))?;
@@ -298,6 +302,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                     xb,
                 )?);
             }
+            let ma = match ma {
+                Some(ma) => ma,
+                None => load_left(b)?,
+            };
             Ok((ma, mbs))
         };
         // A K step's operands: (left, rights) at k, and with split planes the lo plane's too.

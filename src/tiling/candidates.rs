@@ -1,7 +1,7 @@
 //! The schemes worth trying on a device, best first, and the default choice per problem.
 
 use super::{KernelScope, TileScheme};
-use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
+use crate::config::GPUSubgroupMatrixConfig;
 use crate::device::{DeviceInfo, DeviceLimits};
 
 /// The schemes vk-sgmat tries for `config`, best first, before filtering by the device. CPU
@@ -135,19 +135,24 @@ pub fn workgroup_candidates(
     // multiply, ggml-vulkan's loop, as an inner loop the driver unrolls): eight 64-byte steps
     // are the fastest 128x128 loop in every layout, eight 128-byte steps the fastest 128x256
     // one when both operands are K-contiguous (`nt`). H200: perf/h200-nested-loop.txt.
-    let steps = [(64, 4), (64, 2), (128, 2), (128, 8), (64, 8)];
+    // Sixteen steps per iteration, computed transposed with each step's right operand loaded
+    // first, are 3-10% faster again for the 256-invocation tiles and the 128x128 one on long K
+    // (perf/h200-deep-2.txt); they are listed in that form only.
+    let steps = [(64, 4), (64, 2), (128, 2), (128, 8), (64, 8), (128, 16), (64, 16)];
     let mut out = Vec::new();
     for s in workgroup_schemes(config, info, subgroup_size, &steps) {
-        let s = if s.stages() == 8 {
-            s.with_lookahead(0).unwrap_or(s)
-        } else {
-            s
-        };
+        let looped = s.stages() >= 8;
+        let s = if looped { s.with_lookahead(0).unwrap_or(s) } else { s };
         // Each tile also computed transposed, which NVIDIA's driver stores faster; the looped
         // 128x128 tile also with the grouped raster it takes by default.
-        let grouped = (s.stages() == 8 && is_square_128(&s, config)).then(|| s.with_raster_group(RASTER_128));
+        let grouped = (looped && is_square_128(&s, config)).then(|| s.with_raster_group(RASTER_128));
         for s in std::iter::once(s).chain(grouped.and_then(|g| g.ok())) {
-            out.extend(std::iter::once(s).chain(transposed_on(&s, config, info)));
+            let t = transposed_on(&s, config, info);
+            let right_first = t.filter(|_| looped).and_then(|t| t.with_right_first(true).ok());
+            if s.stages() <= 8 {
+                out.extend(std::iter::once(s).chain(t));
+            }
+            out.extend(right_first);
         }
     }
     out
@@ -161,237 +166,9 @@ pub fn workgroup_candidates(
 pub const RASTER_128: u32 = 8;
 
 /// Whether a scheme's tile is 128x128, the tile [`RASTER_128`] applies to.
-fn is_square_128(s: &TileScheme, config: &GPUSubgroupMatrixConfig) -> bool {
+pub(super) fn is_square_128(s: &TileScheme, config: &GPUSubgroupMatrixConfig) -> bool {
     let g = s.geometry(config);
     (g.bm, g.bn) == (128, 128)
-}
-
-/// PCI vendor id of NVIDIA.
-pub(crate) const VENDOR_NVIDIA: u32 = 0x10de;
-
-/// A preferred workgroup-scope scheme: (tile rows, tile columns, invocations, K step bytes, K
-/// steps per loop iteration, computed transposed).
-type Wanted = (u32, u32, u32, u32, u32, bool);
-
-/// The workgroup-scope schemes taken by default, ahead of the subgroup-scope ones: those measured
-/// faster than every subgroup-scope scheme on the H200 (docs/performance.md): 128x128 tiles with
-/// 128 invocations in eight 64-byte K steps per loop iteration taken step by step (3-8% faster
-/// than four steps loaded first, in every layout measured), then, for grids too small for those,
-/// 64x64 tiles with 128 invocations and two 128-byte steps per iteration (1024x1024x1024
-/// f16->f32: 16.1 us in `nn` and `nt`, against 19.4 and 21.5 for 64-byte steps and 18.3 for
-/// ggml-vulkan in the same call, docs/perf/h200-small-1.txt; 25.3 for the best subgroup-scope
-/// tile). Each is computed transposed: 4096^3 f16->f32 128x128 3.6-6.5% faster in every layout,
-/// 69% at K = 256; 1024^3 64x64 11-14%. The 128x128 tile walks its grid in groups of 8 tile rows
-/// ([`RASTER_128`]).
-/// f16 results take [`preferred_long_k_schemes`] first where those suit. Only on NVIDIA, where
-/// they were measured; elsewhere the autotuner decides.
-pub fn preferred_workgroup_schemes(
-    config: &GPUSubgroupMatrixConfig,
-    info: &DeviceInfo,
-    subgroup_size: u32,
-) -> Vec<TileScheme> {
-    let wanted: &[Wanted] = match config.result_type {
-        ComponentType::F16 | ComponentType::F32 => &[(128, 128, 128, 64, 8, true), (64, 64, 128, 128, 2, true)],
-        _ => &[],
-    };
-    preferred(config, info, subgroup_size, wanted)
-        .into_iter()
-        .map(|s| {
-            if is_square_128(&s, config) {
-                s.with_raster_group(RASTER_128).unwrap_or(s)
-            } else {
-                s
-            }
-        })
-        .collect()
-}
-
-/// The workgroup-scope schemes taken first, in every layout, where K is long and the problem
-/// covers the tile ([`lead_suits`]): for 16-bit results 256x256 tiles computed transposed, with
-/// 256 invocations, eight 64-byte steps per iteration (4096^3 f16->f16 on the H200: 366 TFLOP/s
-/// `nn`, 337 `nt`, against 278 and 246 for 128x128). At K = 128 or N = 128 the 128x128 tile is
-/// faster (32768x1024x128: 81 against 73; 65536x128x2048: 207-213 against 101-105). Only on
-/// NVIDIA.
-pub fn preferred_long_k_schemes(
-    config: &GPUSubgroupMatrixConfig,
-    info: &DeviceInfo,
-    subgroup_size: u32,
-) -> Vec<TileScheme> {
-    let wanted: &[Wanted] = match config.result_type {
-        ComponentType::F16 => &[(256, 256, 256, 64, 8, true)],
-        _ => &[],
-    };
-    preferred(config, info, subgroup_size, wanted)
-}
-
-/// The workgroup-scope schemes taken first where C is stored in a 16-bit type, K is at most
-/// [`SHORT_K`] and A and B are row-major (attention's `P V`, batched): 64x64 tiles computed
-/// transposed, with 128 invocations and two 64-byte steps. There the store of a 16-bit C
-/// dominates, and more, smaller tiles store it faster: on the H200, 32 x 1024x1024x128 f32 sums
-/// cast to f16 0.093 ms against 0.108 for 128x128 (f16 sums: 0.090 against 0.102), 256 x
-/// 1024x1024x128 0.651 against 0.690 (two calls). With B column-major (`nt`) they are slower (32 x
-/// 2048x2048x128: 0.384 against 0.355), and an f32 C is not helped (32768x1024x128: 99.9 TFLOP/s
-/// against 107.5). Only on NVIDIA. (docs/perf/h200-bfused-2.txt, h200-bfused-3.txt)
-pub fn preferred_short_k_schemes(
-    config: &GPUSubgroupMatrixConfig,
-    info: &DeviceInfo,
-    subgroup_size: u32,
-) -> Vec<TileScheme> {
-    preferred(config, info, subgroup_size, &[(64, 64, 128, 64, 2, true)])
-}
-
-/// The longest K for which a 16-bit C takes [`preferred_short_k_schemes`] first.
-pub const SHORT_K: usize = 128;
-
-/// The workgroup-scope schemes taken first when A is row-major and B column-major (`nt`: both
-/// K-contiguous, the layout of model weights): for f32 results 256x128 tiles computed transposed
-/// (a 128x256 accumulator of C^T) with 256 invocations in eight 128-byte steps taken step by step
-/// (ggml-vulkan's accumulator and loop; on the H200 4096^3 281 TFLOP/s against 255 for the
-/// 128x128 default, and slower in the other layouts). For i8 -> i32 and u8 -> u32 the same tile
-/// and loop (128-byte steps of 128 elements): 4096^3 535 TOPS against 302 for the
-/// subgroup-scope default, 0.66 of cuBLAS's int8 TN kernel in the same call. Only on NVIDIA.
-pub fn preferred_k_contiguous_schemes(
-    config: &GPUSubgroupMatrixConfig,
-    info: &DeviceInfo,
-    subgroup_size: u32,
-) -> Vec<TileScheme> {
-    // u8 runs as fast as i8 (533.7 TOPS against 311.3 for the subgroup-scope default;
-    // perf/h200-int8-layouts-1.txt).
-    let wanted: &[Wanted] = if int8_16x16(config) {
-        // Then 64x64 tiles where the 256x128 ones are too few to fill the GPU (1024x1024x4096:
-        // 321.5 TOPS against 289.3, and 188.5 for the subgroup-scope default).
-        &[(256, 128, 256, 128, 8, true), (64, 64, 128, 128, 2, true)]
-    } else if config.result_type == ComponentType::F32 {
-        &[(256, 128, 256, 128, 8, true)]
-    } else {
-        &[]
-    };
-    preferred(config, info, subgroup_size, wanted)
-}
-
-/// The workgroup-scope leads for int8 with both operands K-contiguous where K is too short for
-/// [`preferred_k_contiguous_schemes`] (under four of their 1024-deep iterations), each taken where
-/// K is at least four of its loop iterations ([`k_suits`]), the deepest first: a 128x128 tile
-/// computed transposed with 128 invocations, then a 64x64 one for grids it cannot fill, in
-/// 512-deep iterations (eight 64-deep steps: K from 2048), 256-deep (four: K from 1024) and
-/// 128-deep ones (two: K from 512). H200, i8 `nt`, TOPS against the subgroup-scope default:
-/// 4096x4096x4000 454.1 against 308.3 (the 256x128 tile 426.0; perf/h200-int8-k-1.txt);
-/// 4096x4096x1024 394.6 against 230.8, 4096x4096x512 297.9 against 170.3, 1024x1024x1024
-/// (64x64) 200.3 against 120.7 (perf/h200-int8-k1024-2.txt; every tile in -1.txt). Only on
-/// NVIDIA; empty for other configs.
-pub fn preferred_k_contiguous_short_schemes(
-    config: &GPUSubgroupMatrixConfig,
-    info: &DeviceInfo,
-    subgroup_size: u32,
-) -> Vec<Vec<TileScheme>> {
-    if !int8_16x16(config) {
-        return Vec::new();
-    }
-    let leads: [&[Wanted]; 3] = [
-        &[(128, 128, 128, 64, 8, true), (64, 64, 128, 128, 2, true)],
-        &[(128, 128, 128, 64, 4, true), (64, 64, 128, 128, 2, true)],
-        &[(128, 128, 128, 64, 2, true), (64, 64, 128, 64, 2, true)],
-    ];
-    leads
-        .into_iter()
-        .map(|wanted| preferred(config, info, subgroup_size, wanted))
-        .filter(|lead| !lead.is_empty())
-        .collect()
-}
-
-/// i8 -> i32 or u8 -> u32 on 16x16 fragments, the int8 configs whose workgroup-scope tiles were
-/// measured fast (on 16x8x32 every one ran at 64-146 TOPS, perf/h200-ct10.txt).
-fn int8_16x16(config: &GPUSubgroupMatrixConfig) -> bool {
-    matches!(
-        (config.component_type, config.result_type, config.m, config.n),
-        (ComponentType::I8, ComponentType::I32, 16, 16) | (ComponentType::U8, ComponentType::U32, 16, 16)
-    )
-}
-
-/// The workgroup-scope schemes of the accurate split done first ([`crate::kernel::Load::Planes`]),
-/// best first: 128x256 tiles computed transposed over 256 invocations in eight 32-deep K steps
-/// per iteration (H200, 4096^3: 66.5 TFLOP/s at an error of 1.9e-8, against 51-53 for 128x128
-/// tiles and 59.7 at 9.5e-9 for four steps per iteration: each iteration's partial sum grows
-/// with its steps; perf/h200-planes-tiles.txt), then 128x128 ones and 64x64 for small grids.
-/// Only on NVIDIA, for f16 -> f32 configs.
-pub fn preferred_planes_schemes(
-    config: &GPUSubgroupMatrixConfig,
-    info: &DeviceInfo,
-    subgroup_size: u32,
-) -> Vec<TileScheme> {
-    let f16_f32 = (config.component_type, config.result_type) == (ComponentType::F16, ComponentType::F32);
-    let wanted: &[Wanted] = if f16_f32 {
-        &[
-            (128, 256, 256, 64, 8, true),
-            (128, 128, 256, 64, 8, true),
-            (64, 64, 128, 64, 2, true),
-        ]
-    } else {
-        &[]
-    };
-    preferred(config, info, subgroup_size, wanted)
-}
-
-/// Whether K suits every scheme of `schemes`: at least four of its loop iterations
-/// (`stages * BK`) and, for 16-bit operands, a whole number of them or at least eight. The
-/// schemes taken first are taken only then: their tiles otherwise run their K in the one-step
-/// tail loop (4096x4096x256 on the H200: 77 TFLOP/s with them, 95 without), and for f16 a tail
-/// costs more than the lead gains on a short K (4096x4096x4000 `nt`, 7.8 iterations: the
-/// 128x128 default 258.2 against 251.7 for the 256x128 lead), but not from eight iterations
-/// (4096x4096x5000 253.1 against 239.2, 4096x4096x11008 290.1 against 257.5;
-/// perf/h200-f16-k-1.txt). 8-bit operands need no whole number: i8 `nt` 4096x4096x11008 548.7
-/// TOPS on the 256x128 lead against 315.9 for the subgroup-scope default, 4096x4096x4000 454.1
-/// on the 128x128 tile against 308.3 (perf/h200-int8-k-1.txt).
-pub fn k_suits(schemes: &[TileScheme], config: &GPUSubgroupMatrixConfig, k: usize) -> bool {
-    let bytes = config.component_type.size_bytes();
-    schemes.iter().all(|s| {
-        let per_iteration = (s.stages() * s.geometry(config).bk) as usize;
-        let tail_ok = bytes == 1 || k >= 8 * per_iteration || k % per_iteration == 0;
-        k >= 4 * per_iteration && tail_ok
-    })
-}
-
-/// Whether a list of schemes taken first suits an `m x n x k` problem: it has schemes, K suits
-/// them ([`k_suits`]) and every tile lies within the problem (a 256-wide tile on N = 128 wastes
-/// half of itself: 65536x128x2048 f16->f16 ran at half the 128x128 tile's speed).
-pub fn lead_suits(lead: &[TileScheme], config: &GPUSubgroupMatrixConfig, (m, n, k): (usize, usize, usize)) -> bool {
-    lead_fits(lead, config, (m, n)) && k_suits(lead, config, k)
-}
-
-/// Whether a list of schemes taken first has schemes and every one's tile lies within an
-/// `m x n` problem.
-pub fn lead_fits(lead: &[TileScheme], config: &GPUSubgroupMatrixConfig, (m, n): (usize, usize)) -> bool {
-    !lead.is_empty()
-        && lead.iter().all(|s| {
-            let g = s.geometry(config);
-            g.bm as usize <= m && g.bn as usize <= n
-        })
-}
-
-/// The candidates matching `wanted`, in its order; none off NVIDIA.
-fn preferred(
-    config: &GPUSubgroupMatrixConfig,
-    info: &DeviceInfo,
-    subgroup_size: u32,
-    wanted: &[Wanted],
-) -> Vec<TileScheme> {
-    if info.vendor_id != VENDOR_NVIDIA {
-        return Vec::new();
-    }
-    let es = config.component_type.size_bytes();
-    let candidates = workgroup_candidates(config, info, subgroup_size);
-    wanted
-        .iter()
-        .filter_map(|&(bm, bn, threads, k_bytes, stages, transposed)| {
-            candidates.iter().copied().find(|s| {
-                let g = s.geometry(config);
-                (g.bm, g.bn, g.threads) == (bm, bn, threads)
-                    && g.bk * es == k_bytes
-                    && s.stages() == stages
-                    && s.c_transposed() == transposed
-            })
-        })
-        .collect()
 }
 
 /// The tile of the f32 kernel without matrix units ([`crate::kernel::Load::Simt`]): one 8x8
@@ -496,6 +273,25 @@ pub fn workgroup_tuning_candidates(
             steps.push((k_bytes, stages));
         }
     }
+    // Deeper iterations, step by step only (loads issued first would keep 16 or 32 steps of
+    // operands live), computed transposed, the 128x128 tile also on its grouped walk.
+    let deep: Vec<(u32, u32)> = [64, 128]
+        .into_iter()
+        .flat_map(|k_bytes| [16, 32].map(|stages| (k_bytes, stages)))
+        .collect();
+    for s in workgroup_schemes(config, info, subgroup_size, &deep) {
+        let Ok(s) = s.with_lookahead(0) else { continue };
+        let grouped = is_square_128(&s, config)
+            .then(|| s.with_raster_group(RASTER_128).ok())
+            .flatten();
+        for s in std::iter::once(s).chain(grouped) {
+            for s in std::iter::once(s).chain(transposed_on(&s, config, info)) {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+    }
     for s in workgroup_schemes(config, info, subgroup_size, &steps) {
         let ahead = (0..s.lookahead().min(2)).filter_map(|a| s.with_lookahead(a).ok());
         let halves = s
@@ -510,6 +306,17 @@ pub fn workgroup_tuning_candidates(
             if !out.contains(&s) {
                 out.push(s);
             }
+        }
+    }
+    // The looped forms computed transposed also with each step's right operand loaded first.
+    let right_first: Vec<TileScheme> = out
+        .iter()
+        .filter(|s| s.c_transposed() && s.lookahead() == 0 && s.stages() >= 8)
+        .filter_map(|s| s.with_right_first(true).ok())
+        .collect();
+    for s in right_first {
+        if !out.contains(&s) {
+            out.push(s);
         }
     }
     out

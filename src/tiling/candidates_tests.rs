@@ -3,6 +3,7 @@
 use super::*;
 use crate::config::ComponentType::*;
 use crate::error::Result;
+use crate::tiling::preferred::*;
 use crate::tiling::test_support::{cfg, h200_limits, h200_with_cm2, lavapipe_limits};
 
 #[test]
@@ -62,20 +63,25 @@ fn default_scheme_fills_the_gpu_or_takes_the_small_tile() {
     assert_eq!(pick(4096, 11008), "wg_t128_fr8x8_k32_u8_a0_g8_ct");
     // Both operands K-contiguous: ggml's 128x256 accumulator (of C^T) where its grid fills
     // the GPU.
-    let mut k_contiguous = preferred_k_contiguous_schemes(&c, &info, 32);
+    let leads = preferred_k_contiguous_schemes(&c, &info, 32);
+    let mut k_contiguous = leads[0].clone();
     k_contiguous.extend(all.iter().copied());
     let pick_nt = |m, n| pick_scheme(&k_contiguous, small, &c, (m, n), 1, false).unwrap().name();
-    assert_eq!(pick_nt(4096, 4096), "wg_t256_fr16x8_k64_u8_a0_ct");
-    assert_eq!(pick_nt(2048, 2048), "wg_t256_fr16x8_k64_u8_a0_ct");
+    assert_eq!(pick_nt(4096, 4096), "wg_t256_fr16x8_k64_u16_a0_rf_ct");
+    assert_eq!(pick_nt(2048, 2048), "wg_t256_fr16x8_k64_u16_a0_rf_ct");
     assert_eq!(pick_nt(1024, 1024), "wg_t128_fr4x4_k64_u2_ct");
-    // ...where K is four or more of its 512-wide iterations, and whole ones or eight or more,
-    // and the problem covers the 256x128 tile.
-    let lead = preferred_k_contiguous_schemes(&c, &info, 32);
-    assert!(k_suits(&lead, &c, 2048) && k_suits(&lead, &c, 4096));
-    assert!(!k_suits(&lead, &c, 256) && !k_suits(&lead, &c, 1536) && !k_suits(&lead, &c, 4000));
-    assert!(k_suits(&lead, &c, 5000) && k_suits(&lead, &c, 11008) && !k_suits(&lead, &c, 4095));
-    assert!(lead_suits(&lead, &c, (256, 128, 2048)) && !lead_suits(&lead, &c, (128, 4096, 4096)));
+    // ...where K is four or more of its iterations (1024 deep for sixteen steps, 512 for
+    // eight), and whole ones or eight or more, and the problem covers the 256x128 tile.
+    let (deep, lead) = (&leads[0], &leads[1]);
+    assert!(k_suits(lead, &c, 2048) && k_suits(lead, &c, 4096));
+    assert!(!k_suits(lead, &c, 256) && !k_suits(lead, &c, 1536) && !k_suits(lead, &c, 4000));
+    assert!(k_suits(lead, &c, 5000) && k_suits(lead, &c, 11008) && !k_suits(lead, &c, 4095));
+    assert!(lead_suits(lead, &c, (256, 128, 2048)) && !lead_suits(lead, &c, (128, 4096, 4096)));
     assert!(!lead_suits(&[], &c, (4096, 4096, 4096)));
+    assert!(k_suits(deep, &c, 4096) && k_suits(deep, &c, 8200) && !k_suits(deep, &c, 2048) && !k_suits(deep, &c, 5000));
+    // The deepest lead is also taken on a whole number of at least two iterations.
+    assert!(k_whole(deep, &c, 2048, 2) && k_whole(deep, &c, 3072, 2));
+    assert!(!k_whole(deep, &c, 1024, 2) && !k_whole(deep, &c, 2560, 2));
     // f16 results: the 256x256 tile leads only where K is long and M and N cover it.
     let h = cfg(16, 16, 16, F16, F16);
     let long = preferred_long_k_schemes(&h, &info, 32);
@@ -109,11 +115,18 @@ fn measured_workgroup_schemes_lead_on_nvidia_only() {
         .map(|s| s.name())
         .collect();
     assert_eq!(names, ["wg_t128_fr8x8_k32_u8_a0_g8_ct", "wg_t128_fr4x4_k64_u2_ct"]);
-    let names: Vec<String> = preferred_k_contiguous_schemes(&c, &info, 32)
+    let names: Vec<Vec<String>> = preferred_k_contiguous_schemes(&c, &info, 32)
         .iter()
-        .map(|s| s.name())
+        .map(|lead| lead.iter().map(|s| s.name()).collect())
         .collect();
-    assert_eq!(names, ["wg_t256_fr16x8_k64_u8_a0_ct"]);
+    assert_eq!(
+        names,
+        [["wg_t256_fr16x8_k64_u16_a0_rf_ct"], ["wg_t256_fr16x8_k64_u8_a0_rf_ct"]]
+    );
+    let names: Vec<String> = preferred_deep_schemes(&c, &info, 32).iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["wg_t128_fr8x8_k32_u16_a0_g8_rf_ct"]);
+    assert!(preferred_deep_schemes(&cfg(16, 16, 16, F16, F16), &info, 32).is_empty());
+
     assert!(preferred_k_contiguous_schemes(&cfg(16, 16, 16, F16, F16), &info, 32).is_empty());
     let names: Vec<String> = preferred_workgroup_schemes(&cfg(16, 16, 16, F16, F16), &info, 32)
         .iter()
@@ -157,15 +170,25 @@ fn workgroup_schemes_follow_the_device() {
     // 32-invocation workgroup may take 64x64, not 128x256).
     let threads: Vec<u32> = v.iter().map(|s| s.geometry(&c).threads).collect();
     assert!(threads.windows(2).all(|w| w[0] >= w[1]), "{threads:?}");
-    // Six tiles of 256 invocations, five K loops, each also computed transposed; the 128x128
-    // tile's two eight-step loops also with its grouped raster.
-    assert_eq!(threads.iter().filter(|&&t| t == 256).count(), (6 * 5 + 2) * 2);
+    // Six tiles of 256 invocations: five K loops each as it is and computed transposed, the two
+    // eight-step loops also transposed with each step's right operand first, the two
+    // sixteen-step loops only so; the 128x128 tile's looped forms also on its grouped raster.
+    assert_eq!(
+        threads.iter().filter(|&&t| t == 256).count(),
+        6 * 5 * 2 + 6 * 2 + 6 * 2 + (2 * 3 + 2)
+    );
     assert!(v.iter().all(|s| s.c_transposed() == s.name().ends_with("_ct")));
-    assert_eq!(v.iter().filter(|s| s.c_transposed()).count() * 2, v.len());
-    let grouped: Vec<String> = v.iter().filter(|s| s.raster_group() > 0).map(|s| s.name()).collect();
-    assert!(grouped
+    assert!(v.iter().all(|s| s.right_first() == s.name().contains("_rf")));
+    assert!(v
         .iter()
-        .all(|n| n.starts_with("wg_t") && n.contains("_fr8x8_") && n.contains("_u8_a0_g8")));
+        .all(|s| !s.right_first() || (s.c_transposed() && s.stages() >= 8)));
+    assert!(v.iter().all(|s| s.stages() <= 8 || s.right_first()));
+    let plain = v.iter().filter(|s| !s.c_transposed()).count();
+    assert_eq!(v.iter().filter(|s| s.c_transposed() && !s.right_first()).count(), plain);
+    let grouped: Vec<String> = v.iter().filter(|s| s.raster_group() > 0).map(|s| s.name()).collect();
+    assert!(grouped.iter().all(|n| n.starts_with("wg_t")
+        && n.contains("_fr8x8_")
+        && (n.contains("_u8_a0_g8") || n.contains("_u16_a0_g8_rf"))));
     assert!(
         grouped.iter().any(|n| n == "wg_t128_fr8x8_k32_u8_a0_g8_ct"),
         "{grouped:?}"
@@ -237,8 +260,8 @@ fn int8_k_contiguous_lead_follows_the_device() {
     cm2.flexible.push(entry);
     let names = |v: Vec<TileScheme>| v.iter().map(|s| s.name()).collect::<Vec<_>>();
     assert_eq!(
-        names(preferred_k_contiguous_schemes(&i8c, &info, 32)),
-        ["wg_t256_fr16x8_k128_u8_a0_ct"]
+        names(preferred_k_contiguous_schemes(&i8c, &info, 32).concat()),
+        ["wg_t256_fr16x8_k128_u16_a0_rf_ct", "wg_t256_fr16x8_k128_u8_a0_ct"]
     );
     assert!(preferred_workgroup_schemes(&i8c, &info, 32).is_empty());
     let u8c = cfg(16, 16, 32, U8, U32);
@@ -250,11 +273,11 @@ fn int8_k_contiguous_lead_follows_the_device() {
     (entry.c_type, entry.result_type) = (RawComponent::Known(U32), RawComponent::Known(U32));
     cm2.flexible.push(entry);
     assert_eq!(
-        names(preferred_k_contiguous_schemes(&u8c, &info, 32)),
-        ["wg_t256_fr16x8_k128_u8_a0_ct"]
+        names(preferred_k_contiguous_schemes(&u8c, &info, 32).concat()),
+        ["wg_t256_fr16x8_k128_u16_a0_rf_ct", "wg_t256_fr16x8_k128_u8_a0_ct"]
     );
     assert!(preferred_k_contiguous_schemes(&cfg(16, 8, 32, I8, I32), &info, 32).is_empty());
-    let lead = preferred_k_contiguous_schemes(&i8c, &info, 32);
+    let lead = preferred_k_contiguous_schemes(&i8c, &info, 32).remove(1);
     assert!(lead_suits(&lead, &i8c, (4096, 4096, 4096)) && !lead_suits(&lead, &i8c, (4096, 4096, 2048)));
     // int8 needs no whole number of iterations (16-bit operands do under eight: see the f32
     // lead's test).
@@ -277,7 +300,12 @@ fn int8_k_contiguous_lead_follows_the_device() {
         cm2.flexible.push(entry);
     }
     for c in [i8c, u8c] {
-        let lead = preferred_k_contiguous_schemes(&c, &info, 32);
+        let mut leads = preferred_k_contiguous_schemes(&c, &info, 32);
+        assert_eq!(
+            names(leads[0].clone()),
+            ["wg_t256_fr16x8_k128_u16_a0_rf_ct", "wg_t128_fr4x4_k128_u2_ct"]
+        );
+        let lead = leads.remove(1);
         assert_eq!(
             names(lead.clone()),
             ["wg_t256_fr16x8_k128_u8_a0_ct", "wg_t128_fr4x4_k128_u2_ct"]

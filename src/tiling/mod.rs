@@ -7,11 +7,13 @@
 //! passes is [`crate::plan`]'s job.
 
 pub mod candidates;
+pub mod preferred;
 pub mod scheme;
 #[cfg(test)]
 pub(crate) mod test_support;
 
 pub use candidates::*;
+pub use preferred::*;
 pub use scheme::{shared_unit, TileGeometry, TileScheme};
 
 use serde::{Deserialize, Serialize};

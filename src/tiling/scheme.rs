@@ -27,6 +27,9 @@ pub mod bounds {
     pub const MAX_PAD_BYTES: u32 = 256;
     /// Largest raster group: the kernel multiplies it by the grid width in 32-bit arithmetic.
     pub const MAX_RASTER_GROUP: u32 = 16;
+    /// Most K steps per loop iteration of a workgroup-scope kernel (its inner loop, which the
+    /// driver unrolls).
+    pub const MAX_WORKGROUP_STAGES: u32 = 32;
 }
 
 /// How one workgroup tiles its block of C: `sg_m x sg_n` subgroups, each owning `fr_m x fr_n`
@@ -53,6 +56,7 @@ pub struct TileScheme {
     lookahead: u32,
     n_parts: u32,
     c_transposed: bool,
+    right_first: bool,
 }
 
 /// The derived sizes of a scheme for one config.
@@ -110,6 +114,7 @@ impl TileScheme {
             lookahead: 0,
             n_parts: 1,
             c_transposed: false,
+            right_first: false,
         };
         s.check(config, limits)?;
         Ok(s)
@@ -157,6 +162,7 @@ impl TileScheme {
             lookahead: default_lookahead(KernelScope::Workgroup, stages),
             n_parts: 1,
             c_transposed: false,
+            right_first: false,
         };
         s.check(config, limits)?;
         Ok(s)
@@ -281,6 +287,22 @@ impl TileScheme {
         Ok(s)
     }
 
+    /// For workgroup scope: whether each K step loads its right operand (B, or A^T when the tile
+    /// is computed transposed) before its left one. The same loads in the other order; NVIDIA's
+    /// driver schedules them differently (docs/performance.md, "Deeper iterations"). Always false
+    /// for subgroup scope.
+    pub fn right_first(&self) -> bool {
+        self.right_first
+    }
+
+    /// The same workgroup-scope scheme loading each step's right operand first (see
+    /// [`TileScheme::right_first`]).
+    pub fn with_right_first(self, right_first: bool) -> Result<Self> {
+        let s = Self { right_first, ..self };
+        s.check_bounds()?;
+        Ok(s)
+    }
+
     /// The accumulator's (rows, columns): `(BM, BN / n_parts)`, or `(BN, BM)` when the tile is
     /// computed transposed.
     pub fn accumulator_shape(&self, config: &GPUSubgroupMatrixConfig) -> (u32, u32) {
@@ -354,7 +376,7 @@ impl TileScheme {
             // The split into subgroups means nothing to a workgroup-scope kernel: name the
             // workgroup size and the tile in fragments.
             return format!(
-                "wg_t{}_fr{}x{}_k{}{}{}{}{}{}",
+                "wg_t{}_fr{}x{}_k{}{}{}{}{}{}{}",
                 self.sg_m * self.sg_n * self.subgroup_size,
                 self.sg_m * self.fr_m,
                 self.sg_n * self.fr_n,
@@ -380,6 +402,7 @@ impl TileScheme {
                 } else {
                     String::new()
                 },
+                if self.right_first { "_rf" } else { "" },
                 if self.c_transposed { "_ct" } else { "" }
             );
         }

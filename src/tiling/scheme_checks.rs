@@ -49,7 +49,7 @@ impl TileScheme {
         }
         let max_stages = match self.scope {
             KernelScope::Subgroup => 2,
-            KernelScope::Workgroup => 8,
+            KernelScope::Workgroup => MAX_WORKGROUP_STAGES,
         };
         if !(1..=max_stages).contains(&self.stages) {
             return bad(format!("stages must be 1 to {max_stages}, not {}", self.stages));
@@ -81,6 +81,9 @@ impl TileScheme {
             }
             KernelScope::Subgroup if self.c_transposed => {
                 return bad("subgroup-scope schemes store C as it is, not transposed".into())
+            }
+            KernelScope::Subgroup if self.right_first => {
+                return bad("subgroup-scope schemes have no load order to choose".into())
             }
             KernelScope::Workgroup if self.c_transposed && self.n_parts != 1 => {
                 return bad("a tile computed transposed is one accumulator, not N parts".into())

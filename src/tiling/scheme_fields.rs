@@ -29,6 +29,9 @@ pub(super) struct SchemeFields {
     /// Absent in older files: C computed as it is.
     #[serde(default)]
     c_transposed: bool,
+    /// Absent in older files: the left operand loaded first.
+    #[serde(default)]
+    right_first: bool,
 }
 
 impl TryFrom<SchemeFields> for TileScheme {
@@ -49,6 +52,7 @@ impl TryFrom<SchemeFields> for TileScheme {
             lookahead: f.lookahead.unwrap_or(default_lookahead(f.scope, f.stages)),
             n_parts: f.n_parts.unwrap_or(1),
             c_transposed: f.c_transposed,
+            right_first: f.right_first,
         };
         s.check_bounds()?;
         Ok(s)
@@ -71,6 +75,7 @@ impl From<TileScheme> for SchemeFields {
             lookahead: Some(s.lookahead),
             n_parts: Some(s.n_parts),
             c_transposed: s.c_transposed,
+            right_first: s.right_first,
         }
     }
 }

@@ -163,3 +163,35 @@ fn workgroup_c_transposed_is_named_checked_and_stored() {
     let info = crate::tiling::test_support::h200_with_cm2();
     assert!(t.check_device(&c, &info).is_ok());
 }
+
+/// Deeper loops and the load order: sixteen or 32 steps per iteration at workgroup scope, each
+/// step's right operand loaded first, named (`_u16`, `_rf`), stored (older files read as left
+/// first), and refused past 32 steps or at subgroup scope.
+#[test]
+fn workgroup_deep_loops_and_right_first_are_named_checked_and_stored() {
+    let c = cfg(16, 16, 16, F16, F32);
+    let l = h200_limits();
+    let deep = |stages| TileScheme::workgroup_for_limits(&c, &l, 32, (8, 1), (2, 8), (64, stages));
+    let s = deep(16)
+        .and_then(|s| s.with_lookahead(0))
+        .and_then(|s| s.with_c_transposed(true, &c, &l))
+        .unwrap();
+    assert!(deep(32).is_ok());
+    assert!(deep(33).unwrap_err().to_string().contains("stages must be 1 to 32"));
+    assert!(!s.right_first());
+    let r = s.with_right_first(true).unwrap();
+    assert!(r.right_first());
+    assert_eq!(r.name(), "wg_t256_fr16x8_k64_u16_a0_rf_ct");
+    let json = serde_json::to_string(&r).unwrap();
+    assert_eq!(serde_json::from_str::<TileScheme>(&json).unwrap(), r);
+    assert_eq!(
+        serde_json::from_str::<TileScheme>(&json.replace(",\"right_first\":true", "")).unwrap(),
+        s
+    );
+    let sg = TileScheme::new(&c, &l, 32, (1, 2), (2, 2), 32).unwrap();
+    assert!(sg
+        .with_right_first(true)
+        .unwrap_err()
+        .to_string()
+        .contains("no load order"));
+}

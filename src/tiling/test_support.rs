@@ -97,7 +97,7 @@ pub(crate) fn h200_with_cm2() -> crate::device::DeviceInfo {
         ..Default::default()
     };
     let mut info = crate::device::test_device(h200_limits(), Some(cm2));
-    info.vendor_id = crate::tiling::candidates::VENDOR_NVIDIA;
+    info.vendor_id = crate::tiling::preferred::VENDOR_NVIDIA;
     info.features.storage_buffer_8bit_access = true;
     info.features.storage_buffer_16bit_access = true;
     info

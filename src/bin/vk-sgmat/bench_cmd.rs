@@ -248,7 +248,7 @@ pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     (m, n, k): (usize, usize, usize),
     layouts: (Layout, Layout),
-    (reps, warm): (u32, Duration),
+    (reps, warm, relayout): (u32, Duration, Option<bool>),
     only: Option<(u32, u32, u32)>,
     filter: &[String],
     probes: bool,
@@ -299,6 +299,7 @@ pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
             let options = GemmOptions {
                 shape: Some((config.m, config.n, config.k)),
                 scheme: Some(*scheme),
+                relayout,
                 ..Default::default()
             };
             ctx.gemm_device(&da, &db, &mut dc, &options)?;

@@ -111,7 +111,8 @@ fn check_configs(
             .collect();
         let info = ctx.device_info();
         let mut preferred = vk_sgmat::tiling::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());
-        preferred.extend(vk_sgmat::tiling::preferred_k_contiguous_schemes(
+        preferred.extend(vk_sgmat::tiling::preferred_k_contiguous_schemes(&config, info, ctx.subgroup_size()).concat());
+        preferred.extend(vk_sgmat::tiling::preferred_deep_schemes(
             &config,
             info,
             ctx.subgroup_size(),

@@ -249,6 +249,11 @@ pub enum Command {
         /// "Power"): compare `tune` figures with `tune` figures.
         #[arg(long, default_value_t = 0.2)]
         warm: f64,
+        /// Whether operands are first copied into the order the workgroup-scope kernel reads
+        /// fastest (see `bench --relayout`): auto, on or off. The candidates then run on the
+        /// copies.
+        #[arg(long, default_value = "auto")]
+        relayout: String,
         /// Also time each scheme with parts of its main loop removed (no global loads, no
         /// multiplies, no barriers, multiplies only), to see where the time goes. Those variants
         /// compute wrong results by design and are not checked.

@@ -224,11 +224,13 @@ pub fn run(cli: Cli) -> Result<bool> {
             filter,
             reps,
             warm,
+            relayout,
             probe,
             json,
             dev,
         } => {
             let warm = seconds("--warm", warm)?;
+            let relayout = parse_relayout(&relayout)?;
             let ctx = context(&dev)?;
             let types = Types::parse(&types)?;
             let layouts = parse_layout(&layout)?;
@@ -237,7 +239,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 &ctx,
                 (m, n, k),
                 layouts,
-                (reps, warm),
+                (reps, warm, relayout),
                 only,
                 &filter,
                 probe
