@@ -39,7 +39,15 @@ pub(crate) struct Lead {
     /// Also taken where K is a whole number of at least two of its loop iterations
     /// ([`k_whole`]), not only where [`lead_suits`].
     pub(crate) two_whole: bool,
+    /// Taken only where M x N is at most this.
+    pub(crate) max_mn: usize,
 }
+
+/// The largest M x N for which `nn` and `tt` take the `nt` leads: measured at 2048^3 on the
+/// H200, where the 256x128 tile ran `nn` at 294.0-297.6 TFLOP/s and `tt` at 292.4-302.1 against
+/// 272.1-274.5 and 267.9-269.2 for the 128x128 default; at 4096^3 (without the copies the plan
+/// makes there) it lost 1-3% (perf/h200-deep-4.txt).
+const KC_IN_PLACE_MAX_MN: usize = 2048 * 2048;
 
 /// The layouts of A and B a [`Lead`] is taken for.
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -48,21 +56,32 @@ pub(crate) enum LeadLayouts {
     Any,
     /// A row-major with B column-major (both K-contiguous).
     KContiguous,
-    /// Any but that.
+    /// One of A and B K-contiguous (`nn`, `tt`).
+    OneKContiguous,
+    /// Any but both K-contiguous.
     NotKContiguous,
 }
 
 impl Lead {
     /// Whether this lead is taken for an `m x n x k` problem whose A and B are K-contiguous
     /// (`k_contiguous`) or not.
-    fn suits(&self, config: &GPUSubgroupMatrixConfig, (m, n, k): (usize, usize, usize), k_contiguous: bool) -> bool {
+    fn suits(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        (m, n, k): (usize, usize, usize),
+        layouts: (Layout, Layout),
+    ) -> bool {
+        let k_contiguous = layouts == (Layout::RowMajor, Layout::ColMajor);
+        let one = !k_contiguous && layouts != (Layout::ColMajor, Layout::RowMajor);
         let layouts = match self.layouts {
             LeadLayouts::Any => true,
             LeadLayouts::KContiguous => k_contiguous,
+            LeadLayouts::OneKContiguous => one,
             LeadLayouts::NotKContiguous => !k_contiguous,
         };
         let lead = &self.schemes[..self.lead];
         layouts
+            && m.saturating_mul(n) <= self.max_mn
             && (lead_suits(lead, config, (m, n, k))
                 || (self.two_whole && lead_fits(lead, config, (m, n)) && k_whole(lead, config, k, 2)))
     }
@@ -100,9 +119,11 @@ impl Context {
     }
 
     /// [`Context::choose_batch_scheme`] for an `m x n x k` GEMM with A and B stored as
-    /// `layouts`: a row-major A with a column-major B (both K-contiguous) takes
-    /// [`preferred_k_contiguous_schemes`] first, else (int8, a shorter K) the deepest of
-    /// [`preferred_k_contiguous_short_schemes`] that suits, and any layout [`preferred_long_k_schemes`],
+    /// `layouts`: a row-major A with a column-major B (both K-contiguous) takes the deepest of
+    /// [`preferred_k_contiguous_schemes`] that suits first (for f32 results also `nn` and `tt`
+    /// where M x N is at most 2048^2), else (int8, a shorter K) the deepest of
+    /// [`preferred_k_contiguous_short_schemes`] that suits, then any layout
+    /// [`preferred_long_k_schemes`] and the other layouts [`preferred_deep_schemes`],
     /// where [`lead_suits`]: K at least four of every such scheme's loop iterations and, for
     /// 16-bit operands, a whole number of them or at least eight (their tiles run the one-step
     /// loop otherwise: 4096x4096x256 took 77 TFLOP/s with them, 95 without), and the problem at
@@ -117,7 +138,6 @@ impl Context {
         (batch, narrow_c): (usize, bool),
     ) -> Result<TileScheme> {
         let lists = self.scheme_lists(config);
-        let k_contiguous = layouts == (Layout::RowMajor, Layout::ColMajor);
         // Measured in `nn` only, and slower in `nt` (preferred_short_k_schemes).
         let row_major = layouts == (Layout::RowMajor, Layout::RowMajor);
         let short_k = &lists.short_k;
@@ -125,7 +145,7 @@ impl Context {
             (narrow_c && row_major && k <= SHORT_K && lead_fits(&short_k.schemes[..short_k.lead], config, (m, n)))
                 .then_some(short_k);
         let list = short
-            .or_else(|| lists.leads.iter().find(|l| l.suits(config, (m, n, k), k_contiguous)))
+            .or_else(|| lists.leads.iter().find(|l| l.suits(config, (m, n, k), layouts)))
             .map_or(&lists.ordered, |l| &l.schemes);
         pick_scheme(list, lists.small, config, (m, n), batch, self.is_cpu())
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
@@ -149,15 +169,24 @@ impl Context {
                     lead,
                     layouts,
                     two_whole,
+                    max_mn: usize::MAX,
                 }
             };
-            use LeadLayouts::{Any, KContiguous, NotKContiguous};
-            // The deepest K-contiguous lead (sixteen steps) also from two whole iterations.
-            let mut leads: Vec<Lead> = preferred_k_contiguous_schemes(config, info, sg)
-                .into_iter()
+            use LeadLayouts::{Any, KContiguous, NotKContiguous, OneKContiguous};
+            // The deepest K-contiguous lead (sixteen steps) also from two whole iterations;
+            // for f32 results the same leads for `nn` and `tt` on small grids.
+            let k_contiguous = preferred_k_contiguous_schemes(config, info, sg);
+            let mut leads: Vec<Lead> = k_contiguous
+                .iter()
                 .enumerate()
-                .map(|(i, l)| lead(l, KContiguous, i == 0))
+                .map(|(i, l)| lead(l.clone(), KContiguous, i == 0))
                 .collect();
+            if config.result_type == crate::config::ComponentType::F32 {
+                leads.extend(k_contiguous.into_iter().enumerate().map(|(i, l)| Lead {
+                    max_mn: KC_IN_PLACE_MAX_MN,
+                    ..lead(l, OneKContiguous, i == 0)
+                }));
+            }
             leads.extend(
                 preferred_k_contiguous_short_schemes(config, info, sg)
                     .into_iter()
