@@ -6,7 +6,7 @@ mod common;
 use common::{assert_no_validation_messages, context, run_case};
 use half::f16;
 use vk_sgmat::verify::Rng;
-use vk_sgmat::{ComponentType, Element, GemmOptions, Layout, MatMut, MatRef};
+use vk_sgmat::{ComponentType, Context, DeviceMatrix, Element, GemmOptions, Layout, MatMut, MatRef};
 
 const LAYOUTS: [(Layout, Layout); 4] = [
     (Layout::RowMajor, Layout::RowMajor),
@@ -308,13 +308,10 @@ fn split_k_is_correct() {
     assert_no_validation_messages(ctx);
 }
 
-/// A GEMM timed step by step (`Context::time_gemm_steps`): one entry per dispatch of its plan, in
-/// order and named, one time per run, and C left as the GEMM computes it.
-#[test]
-fn gemm_steps_are_timed_one_per_dispatch() {
-    let ctx = context();
+/// Device-resident f16 operands of small integers for an `m x n x k` GEMM (fresh from a seeded
+/// generator) and their exact product, row-major: the timing tests' C must equal it exactly.
+fn exact_operands(ctx: &Context, (m, n, k): (usize, usize, usize)) -> (DeviceMatrix<f16>, DeviceMatrix<f16>, Vec<f64>) {
     let mut rng = seeded();
-    let (m, n, k) = (33, 70, 300);
     let a: Vec<f16> = common::ints(&mut rng, m * k);
     let b: Vec<f16> = common::ints(&mut rng, k * n);
     let da = ctx.upload(MatRef::new(&a, m, k)).unwrap();
@@ -327,6 +324,16 @@ fn gemm_steps_are_timed_one_per_dispatch() {
             }
         }
     }
+    (da, db, want)
+}
+
+/// A GEMM timed step by step (`Context::time_gemm_steps`): one entry per dispatch of its plan, in
+/// order and named, one time per run, and C left as the GEMM computes it.
+#[test]
+fn gemm_steps_are_timed_one_per_dispatch() {
+    let ctx = context();
+    let (m, n, k) = (33, 70, 300);
+    let (da, db, want) = exact_operands(ctx, (m, n, k));
     let rows = (Layout::RowMajor, Layout::RowMajor);
     for split_k in [None, Some(3)] {
         let opts = GemmOptions {
@@ -364,20 +371,8 @@ fn gemm_steps_are_timed_one_per_dispatch() {
 #[test]
 fn gemm_stream_time_is_per_gemm() {
     let ctx = context();
-    let mut rng = seeded();
     let (m, n, k) = (65, 40, 129);
-    let a: Vec<f16> = common::ints(&mut rng, m * k);
-    let b: Vec<f16> = common::ints(&mut rng, k * n);
-    let da = ctx.upload(MatRef::new(&a, m, k)).unwrap();
-    let db = ctx.upload(MatRef::new(&b, k, n)).unwrap();
-    let mut want = vec![0.0f64; m * n];
-    for i in 0..m {
-        for p in 0..k {
-            for j in 0..n {
-                want[i * n + j] += a[i * k + p].to_f64() * b[p * n + j].to_f64();
-            }
-        }
-    }
+    let (da, db, want) = exact_operands(ctx, (m, n, k));
     for split_k in [None, Some(2)] {
         let opts = GemmOptions {
             split_k,
