@@ -63,8 +63,7 @@ pub(crate) enum LeadLayouts {
 }
 
 impl Lead {
-    /// Whether this lead is taken for an `m x n x k` problem whose A and B are K-contiguous
-    /// (`k_contiguous`) or not.
+    /// Whether this lead is taken for an `m x n x k` problem with A and B stored as `layouts`.
     fn suits(
         &self,
         config: &GPUSubgroupMatrixConfig,
