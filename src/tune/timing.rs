@@ -101,22 +101,14 @@ impl Context {
         options: &GemmOptions,
         reps: u32,
     ) -> Result<f64> {
-        self.require_timestamps()?;
         let plan = self.plan_device(a, b, c, options)?;
-        self.pipelines.prepare(&plan)?;
         let reps = reps.max(1);
-        let pool = TimestampPool::new(&self.device, 2)?;
-        self.run_plan(
-            &plan,
-            (plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), [None; 3]),
-            reps,
-            |rec, r, mark| match mark {
-                RunMark::Start if r == 0 => rec.timestamp(pool.raw, 0),
-                RunMark::End if r + 1 == reps => rec.timestamp(pool.raw, 1),
-                _ => {}
-            },
-            |rec| rec.reset_queries(pool.raw, pool.count),
-        )?;
+        let operands = (plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), [None; 3]);
+        let pool = self.run_stamped(&plan, operands, reps, 2, |r, mark| match mark {
+            RunMark::Start if r == 0 => Some(0),
+            RunMark::End if r + 1 == reps => Some(1),
+            _ => None,
+        })?;
         Ok(pool.intervals()?[0] / f64::from(reps))
     }
 
@@ -260,7 +252,6 @@ impl Context {
             }
         }
         let plan = plan.with_probe(probe);
-        self.pipelines.prepare(&plan)?;
         self.time_plan(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), reps)
     }
 
@@ -277,21 +268,42 @@ impl Context {
         vectors: [Option<ash::vk::Buffer>; 3],
         reps: u32,
     ) -> Result<Vec<f64>> {
-        self.require_timestamps()?;
         let reps = reps.max(1);
-        let pool = TimestampPool::new(&self.device, 2 * reps)?;
+        let pool = self.run_stamped(plan, (operands, vectors), reps, 2 * reps, |r, mark| match mark {
+            RunMark::Start => Some(2 * r),
+            RunMark::End => Some(2 * r + 1),
+            RunMark::Dispatched(_) => None,
+        })?;
+        pool.intervals()
+    }
+
+    /// Runs `plan` `reps` times in one submission (see [`Context::run_plan`]) with a pool of
+    /// `stamps` timestamp queries, reset first; `stamp` names the query, if any, that each run's
+    /// marks write. Returns the pool to be read. Its pipelines are created first, so that no
+    /// compile lands inside the timed submission's recording.
+    fn run_stamped(
+        &self,
+        plan: &GemmPlan,
+        operands: ([&Arc<Buffer>; 3], [Option<ash::vk::Buffer>; 3]),
+        reps: u32,
+        stamps: u32,
+        stamp: impl Fn(u32, RunMark) -> Option<u32>,
+    ) -> Result<TimestampPool> {
+        self.require_timestamps()?;
+        self.pipelines.prepare(plan)?;
+        let pool = TimestampPool::new(&self.device, stamps)?;
         self.run_plan(
             plan,
-            (operands, vectors),
+            operands,
             reps,
-            |rec, r, mark| match mark {
-                RunMark::Start => rec.timestamp(pool.raw, 2 * r),
-                RunMark::End => rec.timestamp(pool.raw, 2 * r + 1),
-                RunMark::Dispatched(_) => {}
+            |rec, r, mark| {
+                if let Some(q) = stamp(r, mark) {
+                    rec.timestamp(pool.raw, q);
+                }
             },
             |rec| rec.reset_queries(pool.raw, pool.count),
         )?;
-        pool.intervals()
+        Ok(pool)
     }
 
     /// [`Context::time_gemm_device`] step by step: for each dispatch of the GEMM's plan (a copy
@@ -307,24 +319,16 @@ impl Context {
         options: &GemmOptions,
         reps: u32,
     ) -> Result<Vec<GemmStep>> {
-        self.require_timestamps()?;
         let plan = self.plan_device(a, b, c, options)?;
-        self.pipelines.prepare(&plan)?;
         let (reps, steps) = (reps.max(1), plan.dispatches.len() as u32);
         // Each run: a timestamp at its start and one after each dispatch.
         let per_run = steps + 1;
-        let pool = TimestampPool::new(&self.device, per_run * reps)?;
-        self.run_plan(
-            &plan,
-            (plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), [None; 3]),
-            reps,
-            |rec, r, mark| match mark {
-                RunMark::Start => rec.timestamp(pool.raw, per_run * r),
-                RunMark::Dispatched(i) => rec.timestamp(pool.raw, per_run * r + 1 + i as u32),
-                RunMark::End => {}
-            },
-            |rec| rec.reset_queries(pool.raw, pool.count),
-        )?;
+        let operands = (plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), [None; 3]);
+        let pool = self.run_stamped(&plan, operands, reps, per_run * reps, |r, mark| match mark {
+            RunMark::Start => Some(per_run * r),
+            RunMark::Dispatched(i) => Some(per_run * r + 1 + i as u32),
+            RunMark::End => None,
+        })?;
         let runs = pool.steps(per_run as usize)?;
         Ok(plan
             .dispatches
