@@ -327,6 +327,16 @@ fn exact_operands(ctx: &Context, (m, n, k): (usize, usize, usize)) -> (DeviceMat
     (da, db, want)
 }
 
+/// Asserts that `c` (row-major) holds exactly `want`, element by element.
+fn assert_exact(ctx: &Context, c: &DeviceMatrix<f32>, want: &[f64], what: &str) {
+    let (m, n) = (c.rows(), c.cols());
+    let mut got = vec![f32::NAN; m * n];
+    ctx.download(c, MatMut::new(&mut got, m, n)).unwrap();
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(f64::from(g), w, "{what}: element {i}");
+    }
+}
+
 /// A GEMM timed step by step (`Context::time_gemm_steps`): one entry per dispatch of its plan, in
 /// order and named, one time per run, and C left as the GEMM computes it.
 #[test]
@@ -356,11 +366,7 @@ fn gemm_steps_are_timed_one_per_dispatch() {
             assert!(s.seconds.iter().all(|&t| (0.0..10.0).contains(&t)), "{s:?}");
         }
         assert!(steps.iter().map(|s| s.seconds[0]).sum::<f64>() > 0.0);
-        let mut c = vec![f32::NAN; m * n];
-        ctx.download(&dc, MatMut::new(&mut c, m, n)).unwrap();
-        for (i, (&g, &w)) in c.iter().zip(&want).enumerate() {
-            assert_eq!(f64::from(g), w, "{split_k:?}: element {i}");
-        }
+        assert_exact(ctx, &dc, &want, &format!("{split_k:?}"));
     }
     assert_no_validation_messages(ctx);
 }
@@ -393,11 +399,7 @@ fn gemm_stream_time_is_per_gemm() {
                 "{split_k:?}, {reps} runs: {t} s per GEMM, {own} s each alone"
             );
         }
-        let mut c = vec![f32::NAN; m * n];
-        ctx.download(&dc, MatMut::new(&mut c, m, n)).unwrap();
-        for (i, (&g, &w)) in c.iter().zip(&want).enumerate() {
-            assert_eq!(f64::from(g), w, "{split_k:?}: element {i}");
-        }
+        assert_exact(ctx, &dc, &want, &format!("{split_k:?}"));
     }
     assert_no_validation_messages(ctx);
 }
