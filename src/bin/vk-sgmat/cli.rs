@@ -2,6 +2,9 @@
 
 use clap::{Parser, Subcommand};
 
+/// `bench`'s default warm-up in seconds (`--warm`).
+pub const BENCH_WARM_S: f64 = 1.0;
+
 /// vk-sgmat: GEMM on the GPU's matrix units through Vulkan cooperative matrices.
 #[derive(Debug, Parser)]
 #[command(name = "vk-sgmat", version, about)]
@@ -170,7 +173,7 @@ pub enum Command {
         /// within 3%). This sets the regime measured: on the H200 the fastest kernels reach the
         /// board's power limit within a second of load and run 3-5% slower from then on
         /// (docs/performance.md, "Power").
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = BENCH_WARM_S)]
         warm: f64,
         /// Time each point as a stream: the GPU time of `--reps` GEMMs recorded back to back
         /// (a barrier between each) divided by `--reps`, the median of 5 such streams, as

@@ -148,7 +148,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 && fused.out.is_none()
                 && devices.is_none();
             // Only the single-GEMM sweep takes these; the others would silently ignore them.
-            if !single && (c_layout != Layout::RowMajor || stream || warm != 1.0) {
+            if !single && (c_layout != Layout::RowMajor || stream || warm != crate::cli::BENCH_WARM_S) {
                 bail!("--c-layout t, --stream and --warm time single GEMMs on one device: not with --batch, --groups, --epilogue, --out or --devices");
             }
             if let Some(passed) =
