@@ -274,16 +274,15 @@ pub fn workgroup_tuning_candidates(
         }
     }
     // Deeper iterations, step by step only (loads issued first would keep 16 or 32 steps of
-    // operands live), computed transposed, the 128x128 tile also on its grouped walk.
+    // operands live), computed transposed, each also on the grouped walk. (Iterations as deep
+    // in fewer, larger loads, 256-byte steps, ran 4-5x slower on the H200: perf/h200-y-2.txt.)
     let deep: Vec<(u32, u32)> = [64, 128]
         .into_iter()
         .flat_map(|k_bytes| [16, 32].map(|stages| (k_bytes, stages)))
         .collect();
     for s in workgroup_schemes(config, info, subgroup_size, &deep) {
         let Ok(s) = s.with_lookahead(0) else { continue };
-        let grouped = is_square_128(&s, config)
-            .then(|| s.with_raster_group(RASTER_128).ok())
-            .flatten();
+        let grouped = s.with_raster_group(RASTER_128).ok();
         for s in std::iter::once(s).chain(grouped) {
             for s in std::iter::once(s).chain(transposed_on(&s, config, info)) {
                 if !out.contains(&s) {

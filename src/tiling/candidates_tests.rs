@@ -328,3 +328,21 @@ fn int8_k_contiguous_lead_follows_the_device() {
         }
     }
 }
+
+#[test]
+fn tuning_lists_deep_forms_grouped() {
+    let info = h200_with_cm2();
+    let c = cfg(16, 16, 16, F16, F32);
+    let names: Vec<String> = workgroup_tuning_candidates(&c, &info, 32)
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    for want in [
+        "wg_t256_fr16x8_k64_u16_a0_rf_ct",
+        "wg_t256_fr16x8_k64_u16_a0_g8_rf_ct",
+        "wg_t128_fr8x8_k32_u16_a0_g8_rf_ct",
+        "wg_t256_fr16x8_k64_u32_a0_g8_ct",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+    }
+}
