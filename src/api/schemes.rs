@@ -3,12 +3,13 @@
 
 use super::context::Context;
 use crate::config::GPUSubgroupMatrixConfig;
+use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::tiling::{
     candidate_schemes, k_whole, lead_fits, lead_suits, pick_scheme, preferred_deep_schemes,
     preferred_k_contiguous_schemes, preferred_k_contiguous_short_schemes, preferred_long_k_schemes,
     preferred_short_k_schemes, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout,
-    TileScheme, SHORT_K,
+    TileScheme, RASTER_128, SHORT_K,
 };
 use std::sync::Arc;
 
@@ -39,8 +40,8 @@ pub(crate) struct Lead {
     /// Also taken where K is a whole number of at least two of its loop iterations
     /// ([`k_whole`]), not only where [`lead_suits`].
     pub(crate) two_whole: bool,
-    /// Taken only where M x N is at most this.
-    pub(crate) max_mn: usize,
+    /// Taken only where M x N is over `mn.0` and at most `mn.1`.
+    pub(crate) mn: (usize, usize),
 }
 
 /// The largest M x N for which `nn` and `tt` take the `nt` leads: measured at 2048^3 on the
@@ -48,6 +49,15 @@ pub(crate) struct Lead {
 /// 272.1-274.5 and 267.9-269.2 for the 128x128 default; at 4096^3 (without the copies the plan
 /// makes there) it lost 1-3% (perf/h200-deep-4.txt).
 const KC_IN_PLACE_MAX_MN: usize = 2048 * 2048;
+
+/// The M x N over which the `nt` leads for f32 results walk their grid in groups of tile rows
+/// ([`crate::tiling::RASTER_128`]); up to it, in rows. H200, f16 -> f32, `tune --warm 1`,
+/// TFLOP/s grouped against rows: 4096^3 294.4-294.6 against 287.5-288.4, 4096x11008x4096
+/// 291.4-293.8 against 270.0-274.7 (perf/h200-y-2.txt), 2048x4096x4096 297.3 against 294.4 and
+/// 4096x2048x4096 297.0 against 297.5; but 3072^3 223.5 against 230.1 (perf/h200-y-3.txt) and
+/// 2048^3 (128 tiles, one wave) 302.3-305.4 against 307.8-309.3. int8 loses grouped (4096^3
+/// 538.5 TOPS against 574.2) and keeps its rows.
+const KC_GROUPED_MIN_MN: usize = 3072 * 3072;
 
 /// The layouts of A and B a [`Lead`] is taken for.
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -80,7 +90,7 @@ impl Lead {
         };
         let lead = &self.schemes[..self.lead];
         layouts
-            && m.saturating_mul(n) <= self.max_mn
+            && (self.mn.0 + 1..=self.mn.1).contains(&m.saturating_mul(n))
             && (lead_suits(lead, config, (m, n, k))
                 || (self.two_whole && lead_fits(lead, config, (m, n)) && k_whole(lead, config, k, 2)))
     }
@@ -132,75 +142,115 @@ impl Context {
     pub(crate) fn choose_layout_scheme(
         &self,
         config: &GPUSubgroupMatrixConfig,
-        (m, n, k): (usize, usize, usize),
+        shape: (usize, usize, usize),
         layouts: (Layout, Layout),
-        (batch, narrow_c): (usize, bool),
+        batch: (usize, bool),
     ) -> Result<TileScheme> {
-        let lists = self.scheme_lists(config);
-        // Measured in `nn` only, and slower in `nt` (preferred_short_k_schemes).
-        let row_major = layouts == (Layout::RowMajor, Layout::RowMajor);
-        let short_k = &lists.short_k;
-        let short =
-            (narrow_c && row_major && k <= SHORT_K && lead_fits(&short_k.schemes[..short_k.lead], config, (m, n)))
-                .then_some(short_k);
-        let list = short
-            .or_else(|| lists.leads.iter().find(|l| l.suits(config, (m, n, k), layouts)))
-            .map_or(&lists.ordered, |l| &l.schemes);
-        pick_scheme(list, lists.small, config, (m, n), batch, self.is_cpu())
-            .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
+        self.scheme_lists(config)
+            .choose(config, shape, layouts, batch, self.is_cpu())
     }
 
     /// [`Context::choose_scheme`]'s candidates for `config`, built once per context.
     pub(crate) fn scheme_lists(&self, config: &GPUSubgroupMatrixConfig) -> Arc<SchemeLists> {
         let mut map = self.scheme_lists.lock().unwrap_or_else(|e| e.into_inner());
         let lists = map.entry(*config).or_insert_with(|| {
-            let info = self.device.info();
-            let sg = self.subgroup_size();
-            let subgroup_scope = candidate_schemes(config, &info.limits, sg, self.is_cpu());
-            let small = small_problem_scheme(&subgroup_scope);
-            let mut ordered = preferred_workgroup_schemes(config, info, sg);
-            ordered.extend(subgroup_scope);
-            let lead = |mut schemes: Vec<TileScheme>, layouts, two_whole| {
-                let lead = schemes.len();
-                schemes.extend(&ordered);
-                Lead {
-                    schemes,
-                    lead,
-                    layouts,
-                    two_whole,
-                    max_mn: usize::MAX,
-                }
-            };
-            use LeadLayouts::{Any, KContiguous, NotKContiguous, OneKContiguous};
-            // The deepest K-contiguous lead (sixteen steps) also from two whole iterations;
-            // for f32 results the same leads for `nn` and `tt` on small grids.
-            let k_contiguous = preferred_k_contiguous_schemes(config, info, sg);
-            let mut leads: Vec<Lead> = k_contiguous
-                .iter()
-                .enumerate()
-                .map(|(i, l)| lead(l.clone(), KContiguous, i == 0))
-                .collect();
-            if config.result_type == crate::config::ComponentType::F32 {
-                leads.extend(k_contiguous.into_iter().enumerate().map(|(i, l)| Lead {
-                    max_mn: KC_IN_PLACE_MAX_MN,
-                    ..lead(l, OneKContiguous, i == 0)
-                }));
-            }
-            leads.extend(
-                preferred_k_contiguous_short_schemes(config, info, sg)
-                    .into_iter()
-                    .map(|short| lead(short, KContiguous, false)),
-            );
-            leads.push(lead(preferred_long_k_schemes(config, info, sg), Any, false));
-            leads.push(lead(preferred_deep_schemes(config, info, sg), NotKContiguous, true));
-            let short_k = lead(preferred_short_k_schemes(config, info, sg), Any, false);
-            Arc::new(SchemeLists {
-                ordered,
-                small,
-                leads,
-                short_k,
-            })
+            Arc::new(SchemeLists::new(
+                config,
+                self.device.info(),
+                self.subgroup_size(),
+                self.is_cpu(),
+            ))
         });
         lists.clone()
     }
 }
+
+impl SchemeLists {
+    /// The lists for `config` on a device described by `info` with subgroups of `sg`.
+    pub(crate) fn new(config: &GPUSubgroupMatrixConfig, info: &DeviceInfo, sg: u32, cpu: bool) -> Self {
+        let subgroup_scope = candidate_schemes(config, &info.limits, sg, cpu);
+        let small = small_problem_scheme(&subgroup_scope);
+        let mut ordered = preferred_workgroup_schemes(config, info, sg);
+        ordered.extend(subgroup_scope);
+        let lead = |mut schemes: Vec<TileScheme>, layouts, two_whole| {
+            let lead = schemes.len();
+            schemes.extend(&ordered);
+            Lead {
+                schemes,
+                lead,
+                layouts,
+                two_whole,
+                mn: (0, usize::MAX),
+            }
+        };
+        use LeadLayouts::{Any, KContiguous, NotKContiguous, OneKContiguous};
+        // The deepest K-contiguous lead (sixteen steps) also from two whole iterations; for
+        // f32 results each on the grouped walk over grids larger than 2048^2, and the same
+        // leads (rows) for `nn` and `tt` on grids up to that.
+        let k_contiguous = preferred_k_contiguous_schemes(config, info, sg);
+        let f32_results = config.result_type == crate::config::ComponentType::F32;
+        let mut leads: Vec<Lead> = Vec::new();
+        for (i, l) in k_contiguous.iter().enumerate() {
+            if f32_results {
+                leads.push(Lead {
+                    mn: (KC_GROUPED_MIN_MN, usize::MAX),
+                    ..lead(grouped(l), KContiguous, i == 0)
+                });
+            }
+            leads.push(lead(l.clone(), KContiguous, i == 0));
+        }
+        if f32_results {
+            leads.extend(k_contiguous.into_iter().enumerate().map(|(i, l)| Lead {
+                mn: (0, KC_IN_PLACE_MAX_MN),
+                ..lead(l, OneKContiguous, i == 0)
+            }));
+        }
+        leads.extend(
+            preferred_k_contiguous_short_schemes(config, info, sg)
+                .into_iter()
+                .map(|short| lead(short, KContiguous, false)),
+        );
+        leads.push(lead(preferred_long_k_schemes(config, info, sg), Any, false));
+        leads.push(lead(preferred_deep_schemes(config, info, sg), NotKContiguous, true));
+        let short_k = lead(preferred_short_k_schemes(config, info, sg), Any, false);
+        SchemeLists {
+            ordered,
+            small,
+            leads,
+            short_k,
+        }
+    }
+
+    /// [`Context::choose_layout_scheme`] over these lists (`cpu`: a CPU driver's device).
+    pub(crate) fn choose(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        (m, n, k): (usize, usize, usize),
+        layouts: (Layout, Layout),
+        (batch, narrow_c): (usize, bool),
+        cpu: bool,
+    ) -> Result<TileScheme> {
+        // Measured in `nn` only, and slower in `nt` (preferred_short_k_schemes).
+        let row_major = layouts == (Layout::RowMajor, Layout::RowMajor);
+        let short_k = &self.short_k;
+        let short =
+            (narrow_c && row_major && k <= SHORT_K && lead_fits(&short_k.schemes[..short_k.lead], config, (m, n)))
+                .then_some(short_k);
+        let list = short
+            .or_else(|| self.leads.iter().find(|l| l.suits(config, (m, n, k), layouts)))
+            .map_or(&self.ordered, |l| &l.schemes);
+        pick_scheme(list, self.small, config, (m, n), batch, cpu)
+            .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
+    }
+}
+
+/// `lead` on the grouped walk ([`RASTER_128`] tile rows at a time).
+fn grouped(lead: &[TileScheme]) -> Vec<TileScheme> {
+    lead.iter()
+        .map(|s| s.with_raster_group(RASTER_128).unwrap_or(*s))
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "schemes_tests.rs"]
+mod tests;

@@ -1,0 +1,69 @@
+//! The default scheme's choice on the H200's facts (no device).
+
+use super::SchemeLists;
+use crate::config::ComponentType::{F16, F32};
+use crate::tiling::test_support::{cfg, h200_with_cm2};
+use crate::tiling::Layout::{ColMajor as T, RowMajor as N};
+
+/// The scheme chosen for a single f16 -> f32 GEMM of `shape` with A and B stored `layouts`.
+fn chosen(layouts: (crate::tiling::Layout, crate::tiling::Layout), shape: (usize, usize, usize)) -> String {
+    let c = cfg(16, 16, 16, F16, F32);
+    let lists = SchemeLists::new(&c, &h200_with_cm2(), 32, false);
+    lists.choose(&c, shape, layouts, (1, false), false).unwrap().name()
+}
+
+#[test]
+fn k_contiguous_leads_walk_large_grids_in_groups() {
+    // Over 3072^2 of C the `nt` lead walks its grid in groups of tile rows; up to it, in rows.
+    for shape in [
+        (4096, 4096, 4096),
+        (4096, 11008, 4096),
+        (8192, 8192, 8192),
+        (4096, 3072, 2048),
+    ] {
+        assert_eq!(chosen((N, T), shape), "wg_t256_fr16x8_k64_u16_a0_g8_rf_ct", "{shape:?}");
+    }
+    for shape in [
+        (2048, 2048, 2048),
+        (2048, 2048, 8192),
+        (3072, 3072, 3072),
+        (4096, 2048, 4096),
+    ] {
+        assert_eq!(chosen((N, T), shape), "wg_t256_fr16x8_k64_u16_a0_rf_ct", "{shape:?}");
+    }
+    // Eight steps where K is no whole number of sixteen-step iterations, grouped alike.
+    assert_eq!(chosen((N, T), (4096, 4096, 4608)), "wg_t256_fr16x8_k64_u8_a0_g8_rf_ct");
+    assert_eq!(chosen((N, T), (2048, 2048, 4608)), "wg_t256_fr16x8_k64_u8_a0_rf_ct");
+}
+
+#[test]
+fn int8_k_contiguous_lead_keeps_its_rows() {
+    use crate::config::{ComponentType::I32, ComponentType::I8, MatrixScope, RawComponent};
+    let i8c = cfg(16, 16, 32, I8, I32);
+    let mut info = h200_with_cm2();
+    let cm2 = info.cooperative_matrix2.as_mut().unwrap();
+    let mut entry = cm2.flexible[0];
+    (entry.m_granularity, entry.n_granularity, entry.k_granularity) = (32, 32, 32);
+    (entry.a_type, entry.b_type) = (RawComponent::Known(I8), RawComponent::Known(I8));
+    (entry.c_type, entry.result_type) = (RawComponent::Known(I32), RawComponent::Known(I32));
+    (entry.scope, entry.workgroup_invocations) = (MatrixScope::Workgroup, 256);
+    cm2.flexible.push(entry);
+    let lists = SchemeLists::new(&i8c, &info, 32, false);
+    for shape in [(4096, 4096, 4096), (8192, 8192, 8192)] {
+        let name = lists.choose(&i8c, shape, (N, T), (1, false), false).unwrap().name();
+        assert_eq!(name, "wg_t256_fr16x8_k128_u16_a0_rf_ct", "{shape:?}");
+    }
+}
+
+#[test]
+fn other_layouts_keep_their_leads() {
+    // `nn` and `tt` in place up to 2048^2 take the `nt` leads in rows, larger grids the deep
+    // 128x128 lead (after their copy, which the router adds), as `tn` does.
+    assert_eq!(chosen((N, N), (2048, 2048, 2048)), "wg_t256_fr16x8_k64_u16_a0_rf_ct");
+    assert_eq!(chosen((T, T), (2048, 2048, 2048)), "wg_t256_fr16x8_k64_u16_a0_rf_ct");
+    for layouts in [(N, N), (T, N), (T, T)] {
+        assert_eq!(chosen(layouts, (4096, 4096, 4096)), "wg_t128_fr8x8_k32_u16_a0_g8_rf_ct");
+    }
+    // Short K: neither lead suits.
+    assert_eq!(chosen((N, T), (4096, 4096, 256)), "wg_t128_fr8x8_k32_u8_a0_g8_ct");
+}
