@@ -368,9 +368,12 @@ pub struct Int8Relayout {
 /// where one side is long (perf/h200-two-copies-1.txt, `nt` in place -> copied: 4096x11008x4096
 /// 261.9 -> 276.8, 8192x8192x4096 273.0 -> 285.2, 4096x8192x4096 272.5 -> 274.2,
 /// 11008x4096x4096 273.4 -> 275.6; but 4096^3 277.9 -> 274.3 and 2048^3 285.4 -> 253.2,
-/// perf/h200-check-6.txt). So one copy where M and N are 4096 or more and K 1024 or more (a
-/// copy costs against the GEMM as 1/N for A and 1/M for B; a short K leaves the barrier's fixed
-/// cost), two where M and N are 4096 or more, one of them 8192 or more, and K 4096 or more.
+/// perf/h200-check-6.txt). Since the `nt` leads walk large grids in groups of tile rows, `nt`
+/// in place beats both copies wherever they had paid (perf/h200-y-3.txt, `bench`, TFLOP/s in
+/// place against copied: 4096x11008x4096 291.3 against 280.0, 11008x4096x4096 290.5 against
+/// 278.0, 8192^3 309.6 against 305.6, 8192x8192x4096 297.4 against 293.3). So one copy where M
+/// and N are 4096 or more and K 1024 or more (a copy costs against the GEMM as 1/N for A and
+/// 1/M for B; a short K leaves the barrier's fixed cost), never two.
 ///
 /// 8-bit operands, each on its own ([`INT8_RELAYOUT`]; i8 -> i32 on the H200, TOPS in place
 /// against relaid, perf/h200-int8-relayout-1.txt, -2.txt, -3.txt): the workgroup-scope kernel
@@ -399,9 +402,8 @@ pub fn relayout_pays(
         ];
     }
     let one = m.min(n) >= 4096 && k >= 1024;
-    let two = m.min(n) >= 4096 && m.max(n) >= 8192 && k >= 4096;
     match other {
-        [true, true] => [two; 2],
+        [true, true] => [false; 2],
         [a, b] => [a && one, b && one],
     }
 }
@@ -537,13 +539,15 @@ mod tests {
             let pays = |l, shape| relayout_pays(f, l, shape);
             assert_eq!(pays((N, N), (4096, 4096, 4096)), [true, false]);
             assert_eq!(pays((T, T), (8192, 8192, 8192)), [false, true]);
-            assert_eq!(pays((N, T), (8192, 8192, 8192)), [true, true]);
-            assert_eq!(pays((N, T), (4096, 4096, 4096)), [false, false]);
-            // Two copies where one side is long: 4096x11008x4096 `nt`.
-            assert_eq!(pays((N, T), (4096, 11008, 4096)), [true, true]);
-            assert_eq!(pays((N, T), (11008, 4096, 4096)), [true, true]);
-            assert_eq!(pays((N, T), (4096, 11008, 2048)), [false, false]);
-            assert_eq!(pays((N, T), (2048, 11008, 4096)), [false, false]);
+            // `nt` stays in place: its grouped leads beat two copies.
+            for shape in [
+                (8192, 8192, 8192),
+                (4096, 4096, 4096),
+                (4096, 11008, 4096),
+                (11008, 4096, 4096),
+            ] {
+                assert_eq!(pays((N, T), shape), [false, false], "{shape:?}");
+            }
             assert_eq!(pays((N, N), (4096, 4096, 2048)), [true, false]);
             assert_eq!(pays((T, T), (4096, 11008, 2048)), [false, true]);
             assert_eq!(pays((N, N), (4096, 4096, 1024)), [true, false]);
