@@ -111,7 +111,13 @@ fn check_configs(
             .collect();
         let info = ctx.device_info();
         let mut preferred = vk_sgmat::tiling::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());
-        preferred.extend(vk_sgmat::tiling::preferred_k_contiguous_schemes(&config, info, ctx.subgroup_size()).concat());
+        let k_contiguous =
+            vk_sgmat::tiling::preferred_k_contiguous_schemes(&config, info, ctx.subgroup_size()).concat();
+        // The K-contiguous leads also on the grouped walk they take over large grids.
+        let grouped = k_contiguous
+            .iter()
+            .filter_map(|s| s.with_raster_group(vk_sgmat::tiling::RASTER_128).ok());
+        preferred.extend(k_contiguous.iter().copied().chain(grouped));
         preferred.extend(vk_sgmat::tiling::preferred_deep_schemes(
             &config,
             info,
