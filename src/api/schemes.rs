@@ -6,10 +6,10 @@ use crate::config::GPUSubgroupMatrixConfig;
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::tiling::{
-    candidate_schemes, k_whole, lead_fits, lead_suits, pick_scheme, preferred_deep_schemes,
+    candidate_schemes, k_whole, lead_fits, lead_suits, on_grouped_walk, pick_scheme, preferred_deep_schemes,
     preferred_k_contiguous_schemes, preferred_k_contiguous_short_schemes, preferred_long_k_schemes,
     preferred_short_k_schemes, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout,
-    TileScheme, RASTER_128, SHORT_K,
+    TileScheme, SHORT_K,
 };
 use std::sync::Arc;
 
@@ -185,8 +185,8 @@ impl SchemeLists {
         };
         use LeadLayouts::{Any, KContiguous, NotKContiguous, OneKContiguous};
         // The deepest K-contiguous lead (sixteen steps) also from two whole iterations; for
-        // f32 results each on the grouped walk over grids larger than 2048^2, and the same
-        // leads (rows) for `nn` and `tt` on grids up to that.
+        // f32 results each on the grouped walk over grids larger than `KC_GROUPED_MIN_MN`, and
+        // the same leads (rows) for `nn` and `tt` on grids up to `KC_IN_PLACE_MAX_MN`.
         let k_contiguous = preferred_k_contiguous_schemes(config, info, sg);
         let f32_results = config.result_type == crate::config::ComponentType::F32;
         let mut leads: Vec<Lead> = Vec::new();
@@ -194,7 +194,7 @@ impl SchemeLists {
             if f32_results {
                 leads.push(Lead {
                     mn: (KC_GROUPED_MIN_MN, usize::MAX),
-                    ..lead(grouped(l), KContiguous, i == 0)
+                    ..lead(l.iter().copied().map(on_grouped_walk).collect(), KContiguous, i == 0)
                 });
             }
             leads.push(lead(l.clone(), KContiguous, i == 0));
@@ -242,13 +242,6 @@ impl SchemeLists {
         pick_scheme(list, self.small, config, (m, n), batch, cpu)
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
     }
-}
-
-/// `lead` on the grouped walk ([`RASTER_128`] tile rows at a time).
-fn grouped(lead: &[TileScheme]) -> Vec<TileScheme> {
-    lead.iter()
-        .map(|s| s.with_raster_group(RASTER_128).unwrap_or(*s))
-        .collect()
 }
 
 #[cfg(test)]

@@ -163,7 +163,14 @@ pub fn workgroup_candidates(
 /// against the row-by-row walk in the same call: 4096^3 309.2 / 305.0, 8192^3 315.9 / 308.7,
 /// 4096x11008x4096 301.0 / 290.0, 2048^3 308.6 / 305.9; `nn` 4096^3 281.9 / 279.8
 /// (perf/h200-int8-k1024-2.txt; perf/h200-raster-2.txt alike). Groups of 4 or 16 gained less.
+/// The `nt` leads of f32 results walk large grids so too (`api::schemes`).
 pub const RASTER_128: u32 = 8;
+
+/// `s` on the grouped walk, [`RASTER_128`] tile rows at a time (`s` itself where it cannot
+/// take one).
+pub fn on_grouped_walk(s: TileScheme) -> TileScheme {
+    s.with_raster_group(RASTER_128).unwrap_or(s)
+}
 
 /// Whether a scheme's tile is 128x128, the tile [`RASTER_128`] applies to.
 pub(super) fn is_square_128(s: &TileScheme, config: &GPUSubgroupMatrixConfig) -> bool {

@@ -1,7 +1,7 @@
 //! The workgroup-scope schemes taken by default on NVIDIA, measured faster there
 //! (docs/performance.md), and the conditions under which each list leads.
 
-use super::candidates::{is_square_128, workgroup_candidates, RASTER_128};
+use super::candidates::{is_square_128, on_grouped_walk, workgroup_candidates};
 use super::TileScheme;
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::DeviceInfo;
@@ -22,7 +22,7 @@ type Wanted = (u32, u32, u32, u32, u32, bool, bool);
 /// ggml-vulkan in the same call, docs/perf/h200-small-1.txt; 25.3 for the best subgroup-scope
 /// tile). Each is computed transposed: 4096^3 f16->f32 128x128 3.6-6.5% faster in every layout,
 /// 69% at K = 256; 1024^3 64x64 11-14%. The 128x128 tile walks its grid in groups of 8 tile rows
-/// ([`RASTER_128`]).
+/// ([`super::RASTER_128`]).
 /// f16 results take [`preferred_long_k_schemes`] first where those suit. Only on NVIDIA, where
 /// they were measured; elsewhere the autotuner decides.
 pub fn preferred_workgroup_schemes(
@@ -40,7 +40,7 @@ pub fn preferred_workgroup_schemes(
         .into_iter()
         .map(|s| {
             if is_square_128(&s, config) {
-                s.with_raster_group(RASTER_128).unwrap_or(s)
+                on_grouped_walk(s)
             } else {
                 s
             }
@@ -143,7 +143,7 @@ pub fn preferred_deep_schemes(
     };
     preferred(config, info, subgroup_size, wanted)
         .into_iter()
-        .map(|s| s.with_raster_group(RASTER_128).unwrap_or(s))
+        .map(on_grouped_walk)
         .collect()
 }
 

@@ -114,9 +114,7 @@ fn check_configs(
         let k_contiguous =
             vk_sgmat::tiling::preferred_k_contiguous_schemes(&config, info, ctx.subgroup_size()).concat();
         // The K-contiguous leads also on the grouped walk they take over large grids.
-        let grouped = k_contiguous
-            .iter()
-            .filter_map(|s| s.with_raster_group(vk_sgmat::tiling::RASTER_128).ok());
+        let grouped = k_contiguous.iter().copied().map(vk_sgmat::tiling::on_grouped_walk);
         preferred.extend(k_contiguous.iter().copied().chain(grouped));
         preferred.extend(vk_sgmat::tiling::preferred_deep_schemes(
             &config,
