@@ -2,7 +2,7 @@
 
 use super::SchemeLists;
 use crate::config::ComponentType::{F16, F32};
-use crate::tiling::test_support::{cfg, h200_with_cm2};
+use crate::tiling::test_support::{cfg, h200_with_cm2, push_int8_entry};
 use crate::tiling::Layout::{ColMajor as T, RowMajor as N};
 
 /// The scheme chosen for a single f16 -> f32 GEMM of `shape` with A and B stored `layouts`.
@@ -38,16 +38,10 @@ fn k_contiguous_leads_walk_large_grids_in_groups() {
 
 #[test]
 fn int8_k_contiguous_lead_keeps_its_rows() {
-    use crate::config::{ComponentType::I32, ComponentType::I8, MatrixScope, RawComponent};
+    use crate::config::ComponentType::{I32, I8};
     let i8c = cfg(16, 16, 32, I8, I32);
     let mut info = h200_with_cm2();
-    let cm2 = info.cooperative_matrix2.as_mut().unwrap();
-    let mut entry = cm2.flexible[0];
-    (entry.m_granularity, entry.n_granularity, entry.k_granularity) = (32, 32, 32);
-    (entry.a_type, entry.b_type) = (RawComponent::Known(I8), RawComponent::Known(I8));
-    (entry.c_type, entry.result_type) = (RawComponent::Known(I32), RawComponent::Known(I32));
-    (entry.scope, entry.workgroup_invocations) = (MatrixScope::Workgroup, 256);
-    cm2.flexible.push(entry);
+    push_int8_entry(&mut info, (I8, I32), 256);
     let lists = SchemeLists::new(&i8c, &info, 32, false);
     for shape in [(4096, 4096, 4096), (8192, 8192, 8192)] {
         let name = lists.choose(&i8c, shape, (N, T), (1, false), false).unwrap().name();

@@ -4,7 +4,7 @@ use super::*;
 use crate::config::ComponentType::*;
 use crate::error::Result;
 use crate::tiling::preferred::*;
-use crate::tiling::test_support::{cfg, h200_limits, h200_with_cm2, lavapipe_limits};
+use crate::tiling::test_support::{cfg, h200_limits, h200_with_cm2, lavapipe_limits, push_int8_entry};
 
 #[test]
 fn every_known_config_has_a_scheme() {
@@ -242,22 +242,10 @@ fn workgroup_schemes_follow_the_device() {
 /// the subgroup-scope default.
 #[test]
 fn int8_k_contiguous_lead_follows_the_device() {
-    use crate::config::{MatrixScope, RawComponent};
     let i8c = cfg(16, 16, 32, I8, I32);
     let mut info = h200_with_cm2();
     assert!(preferred_k_contiguous_schemes(&i8c, &info, 32).is_empty());
-    let cm2 = info.cooperative_matrix2.as_mut().unwrap();
-    let mut entry = cm2.flexible[0];
-    entry.m_granularity = 32;
-    entry.n_granularity = 32;
-    entry.k_granularity = 32;
-    entry.a_type = RawComponent::Known(I8);
-    entry.b_type = RawComponent::Known(I8);
-    entry.c_type = RawComponent::Known(I32);
-    entry.result_type = RawComponent::Known(I32);
-    entry.scope = MatrixScope::Workgroup;
-    entry.workgroup_invocations = 256;
-    cm2.flexible.push(entry);
+    push_int8_entry(&mut info, (I8, I32), 256);
     let names = |v: Vec<TileScheme>| v.iter().map(|s| s.name()).collect::<Vec<_>>();
     assert_eq!(
         names(preferred_k_contiguous_schemes(&i8c, &info, 32).concat()),
@@ -266,12 +254,7 @@ fn int8_k_contiguous_lead_follows_the_device() {
     assert!(preferred_workgroup_schemes(&i8c, &info, 32).is_empty());
     let u8c = cfg(16, 16, 32, U8, U32);
     assert!(preferred_k_contiguous_schemes(&u8c, &info, 32).is_empty());
-    let cm2 = info.cooperative_matrix2.as_mut().unwrap();
-    for t in [&mut entry.a_type, &mut entry.b_type] {
-        *t = RawComponent::Known(U8);
-    }
-    (entry.c_type, entry.result_type) = (RawComponent::Known(U32), RawComponent::Known(U32));
-    cm2.flexible.push(entry);
+    push_int8_entry(&mut info, (U8, U32), 256);
     assert_eq!(
         names(preferred_k_contiguous_schemes(&u8c, &info, 32).concat()),
         ["wg_t256_fr16x8_k128_u16_a0_rf_ct", "wg_t256_fr16x8_k128_u8_a0_ct"]
@@ -291,13 +274,8 @@ fn int8_k_contiguous_lead_follows_the_device() {
 
     // With 128-invocation int8 matrices: 64x64 tiles after the 256x128 ones for small grids,
     // and for K too short for those, 128x128 then 64x64.
-    let cm2 = info.cooperative_matrix2.as_mut().unwrap();
-    for t in [I8, U8] {
-        let c = if t == I8 { I32 } else { U32 };
-        (entry.a_type, entry.b_type) = (RawComponent::Known(t), RawComponent::Known(t));
-        (entry.c_type, entry.result_type) = (RawComponent::Known(c), RawComponent::Known(c));
-        entry.workgroup_invocations = 128;
-        cm2.flexible.push(entry);
+    for types in [(I8, I32), (U8, U32)] {
+        push_int8_entry(&mut info, types, 128);
     }
     for c in [i8c, u8c] {
         let mut leads = preferred_k_contiguous_schemes(&c, &info, 32);

@@ -102,3 +102,20 @@ pub(crate) fn h200_with_cm2() -> crate::device::DeviceInfo {
     info.features.storage_buffer_16bit_access = true;
     info
 }
+
+/// Adds to `info` an 8-bit workgroup-scope entry as the H200 lists them (`ab` x `ab` -> `c`,
+/// 32x32x32 granularity) for workgroups of `invocations`.
+pub(crate) fn push_int8_entry(
+    info: &mut crate::device::DeviceInfo,
+    (ab, c): (crate::ComponentType, crate::ComponentType),
+    invocations: u32,
+) {
+    use crate::config::{MatrixScope, RawComponent};
+    let cm2 = info.cooperative_matrix2.as_mut().expect("a coopmat2 device");
+    let mut entry = cm2.flexible[0];
+    (entry.m_granularity, entry.n_granularity, entry.k_granularity) = (32, 32, 32);
+    (entry.a_type, entry.b_type) = (RawComponent::Known(ab), RawComponent::Known(ab));
+    (entry.c_type, entry.result_type) = (RawComponent::Known(c), RawComponent::Known(c));
+    (entry.scope, entry.workgroup_invocations) = (MatrixScope::Workgroup, invocations);
+    cm2.flexible.push(entry);
+}
