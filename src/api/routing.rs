@@ -96,7 +96,7 @@ impl Context {
         if !self.takes_workgroup_scope(config) {
             return [false; 2];
         }
-        relayout_pays(config.component_type, layouts, (m, n, k))
+        relayout_pays((config.component_type, config.result_type), layouts, (m, n, k))
     }
 
     /// Whether the copies first pay off here at all: the device has workgroup-scope schemes for
@@ -149,11 +149,11 @@ impl Context {
                 // nn 243.1 -> 261.2 TFLOP/s, tt 236.0 -> 262.8), two did not (nt 257.4 -> 253.8).
                 let one_free = other.iter().filter(|&&o| o).count() == 1 && (0..2).all(|j| !other[j] || free[j]);
                 // `relayout_pays` decides the rest: 16-bit copies all or none (one alone from `nt`
-                // gives `nn` or `tt`, no faster), 8-bit ones each on its own.
+                // gives `nn` or `tt`, slower than both), 8-bit ones each on its own.
                 Ok(if one_free {
                     other
                 } else {
-                    relayout_pays(config.component_type, layouts, shape)
+                    relayout_pays((config.component_type, config.result_type), layouts, shape)
                 })
             }
         }

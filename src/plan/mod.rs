@@ -8,7 +8,10 @@ mod grouped;
 mod input;
 pub use grouped::DeviceCounts;
 mod narrow;
-pub use narrow::{conversion_pays, fast_order, relayout_pays, relayout_without_workgroup, Int8Relayout, INT8_RELAYOUT};
+pub use narrow::{
+    conversion_pays, fast_order, relayout_pays, relayout_without_workgroup, Int8Relayout, NtRelayout, INT8_RELAYOUT,
+    NT_RELAYOUT,
+};
 pub mod passes;
 #[cfg(test)]
 mod properties;

@@ -353,7 +353,52 @@ pub struct Int8Relayout {
     pub b_from: usize,
 }
 
-/// Which operands of an `m x n x k` GEMM of `component` operands stored `(a, b)` are worth
+/// Where both 16-bit operands of an `nt` GEMM (both K-contiguous) are copied into
+/// [`fast_order`] (see [`relayout_pays`]): a K the `nt` leads do not take (under two whole
+/// 1024-deep iterations, or under 4096 and no whole number of the 512-deep ones), where `nt`
+/// would run the 128x128 tile in place, 13-17% slower than in `tn` order; and M and N long
+/// enough to repay the two copies, which run side by side and cost about 5 us at 4096x256 each
+/// (a fixed cost more than bandwidth). H200, f16 -> f32, TFLOP/s in place against copied
+/// (perf/h200-z-1.txt, -z-2.txt, -z-3.txt, two passes each): 4096x4096x256 151.9-152.4 against
+/// 156.6-157.3, x512 198.9-199.9 against 216.9-217.4, x1024 232.9-233.6 against 250.1-252.6,
+/// x1536 241.6-249.7 against 266.0-266.3, x3000 226.6-228.0 against 258.3-262.5, 8192x8192x256
+/// 166.7-166.9 against 176.4-176.5, 8192x8192x1024 227.7-227.9 against 260.2-261.6,
+/// 4096x11008x256 153.8-153.9 against 163.4-164.1, 3072x3072x256 118.2 against 119.5-119.7,
+/// 3072x3072x384 132.8-133.9 against 137.1-137.6, 3072x3072x512 152.4-152.8 against
+/// 162.4-162.8; bf16 4096x4096x256 152.7-153.0 against 156.5-156.7. Not: 4096x4096x2048 (the
+/// sixteen-step lead) 291.3-291.9 against 262.4-263.8, 4096x4096x192 125.8-125.9 against
+/// 124.0-125.0, 4096x4096x128 98.1-98.3 against 95.1, 2048x4096x256 139.8 against 132.6-133.0,
+/// 2048^2x256 124.7-125.7 against 106.5-106.7. A copy of B alone (`nt` -> `nn`) was slower than
+/// both everywhere (4096x4096x256: 148.2-149.1).
+pub const NT_RELAYOUT: NtRelayout = NtRelayout {
+    k: 256..4096,
+    whole_from: 2048,
+    whole: 512,
+    side: 3072,
+};
+
+/// The bounds of [`NT_RELAYOUT`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NtRelayout {
+    /// The K copied for ...
+    pub k: std::ops::Range<usize>,
+    /// ... but from this K on, not where K is a whole number of ...
+    pub whole_from: usize,
+    /// ... this (the `nt` leads take it).
+    pub whole: usize,
+    /// The least M and N.
+    pub side: usize,
+}
+
+impl NtRelayout {
+    /// Whether an `m x n x k` `nt` GEMM of 16-bit operands copies both.
+    pub fn holds(&self, (m, n, k): (usize, usize, usize)) -> bool {
+        let led = k >= self.whole_from && k % self.whole == 0;
+        self.k.contains(&k) && !led && m.min(n) >= self.side
+    }
+}
+
+/// Which operands of an `m x n x k` GEMM of `component` operands and `result`s stored `(a, b)` are worth
 /// copying first into [`fast_order`]. A copy costs a pass over the operand and a barrier; the
 /// gain is the layout's shortfall.
 ///
@@ -373,7 +418,11 @@ pub struct Int8Relayout {
 /// place against copied: 4096x11008x4096 291.3 against 280.0, 11008x4096x4096 290.5 against
 /// 278.0, 8192^3 309.6 against 305.6, 8192x8192x4096 297.4 against 293.3). So one copy where M
 /// and N are 4096 or more and K 1024 or more (a copy costs against the GEMM as 1/N for A and
-/// 1/M for B; a short K leaves the barrier's fixed cost), never two.
+/// 1/M for B; a short K leaves the barrier's fixed cost). Two for `nt` only where K is too short
+/// for its leads ([`NT_RELAYOUT`]), for f32 results; one alone from `nt` (giving `nn`) is slower
+/// than both. (f16 results have their own `nt` lead from K = 1024: 4096x4096x1024 f16 -> f16
+/// 255.3-255.7 in place against 252.9-253.3 copied; at K = 256 the copies gained 1.5%, 139.2
+/// against 141.1-141.6, which is not taken; perf/h200-z-4.txt.)
 ///
 /// 8-bit operands, each on its own ([`INT8_RELAYOUT`]; i8 -> i32 on the H200, TOPS in place
 /// against relaid, perf/h200-int8-relayout-1.txt, -2.txt, -3.txt): the workgroup-scope kernel
@@ -388,7 +437,7 @@ pub struct Int8Relayout {
 /// (perf/h200-int8-k512-1.txt: 4096x4096x512 `nn` 162.8 -> 269.5, `tt` 124.6 -> 276.3, `tn`
 /// 115.5 -> 272.8).
 pub fn relayout_pays(
-    component: ComponentType,
+    (component, result): (ComponentType, ComponentType),
     (a, b): (Layout, Layout),
     (m, n, k): (usize, usize, usize),
 ) -> [bool; 2] {
@@ -403,7 +452,7 @@ pub fn relayout_pays(
     }
     let one = m.min(n) >= 4096 && k >= 1024;
     match other {
-        [true, true] => [false; 2],
+        [true, true] => [result == ComponentType::F32 && NT_RELAYOUT.holds((m, n, k)); 2],
         [a, b] => [a && one, b && one],
     }
 }

@@ -1,14 +1,14 @@
 //! Unit tests of where copies pay (no device).
 
-use super::{conversion_pays, fast_order, relayout_pays, relayout_without_workgroup, INT8_RELAYOUT};
-use crate::config::ComponentType::{Bf16, F16, I8, U8};
+use super::{conversion_pays, fast_order, relayout_pays, relayout_without_workgroup, INT8_RELAYOUT, NT_RELAYOUT};
+use crate::config::ComponentType::{Bf16, F16, F32, I32, I8, U32, U8};
 use crate::tiling::Layout::{ColMajor as T, RowMajor as N};
 
 #[test]
 fn relayout_pays_where_it_measured_faster() {
     for f in [F16, Bf16] {
         assert_eq!(fast_order(f), (T, N));
-        let pays = |l, shape| relayout_pays(f, l, shape);
+        let pays = |l, shape| relayout_pays((f, F32), l, shape);
         assert_eq!(pays((N, N), (4096, 4096, 4096)), [true, false]);
         assert_eq!(pays((T, T), (8192, 8192, 8192)), [false, true]);
         // `nt` stays in place: its grouped leads beat two copies.
@@ -20,6 +20,37 @@ fn relayout_pays_where_it_measured_faster() {
         ] {
             assert_eq!(pays((N, T), shape), [false, false], "{shape:?}");
         }
+        // ... but copied both where K is too short for its leads and the grid is large.
+        let r = NT_RELAYOUT;
+        for shape in [
+            (4096, 4096, 256),
+            (4096, 4096, 1024),
+            (4096, 4096, 3000),
+            (8192, 8192, 256),
+            (11008, 4096, 512),
+            (3072, 3072, 256),
+            (4096, 3072, 1024),
+            (4096, 4096, r.whole_from - 1),
+            (4096, 4096, r.whole_from + r.whole + 1),
+            (4096, 4096, r.k.end - 1),
+        ] {
+            assert_eq!(pays((N, T), shape), [true, true], "{shape:?}");
+        }
+        for shape in [
+            (4096, 4096, r.k.start - 1),
+            (4096, 4096, r.whole_from),
+            (4096, 4096, r.whole_from + r.whole),
+            (4096, 4096, r.k.end),
+            (2048, 4096, 256),
+            (4096, 2048, 512),
+            (r.side - 1, 8192, 1024),
+            (16, 4096, 256),
+        ] {
+            assert_eq!(pays((N, T), shape), [false, false], "{shape:?}");
+        }
+        // f16 results keep `nt` in place (their own lead); the other layouts copy alike.
+        assert_eq!(relayout_pays((f, F16), (N, T), (4096, 4096, 256)), [false, false]);
+        assert_eq!(relayout_pays((f, F16), (N, N), (4096, 4096, 4096)), [true, false]);
         assert_eq!(pays((N, N), (4096, 4096, 2048)), [true, false]);
         assert_eq!(pays((T, T), (4096, 11008, 2048)), [false, true]);
         assert_eq!(pays((N, N), (4096, 4096, 1024)), [true, false]);
@@ -38,7 +69,8 @@ fn int8_operands_are_copied_toward_k_contiguous_each_where_it_measured_faster() 
     let r = INT8_RELAYOUT;
     for i in [I8, U8] {
         assert_eq!(fast_order(i), (N, T));
-        let pays = |l, shape| relayout_pays(i, l, shape);
+        let sums = if i == I8 { I32 } else { U32 };
+        let pays = |l, shape| relayout_pays((i, sums), l, shape);
         assert_eq!(pays((N, T), (8192, 8192, 8192)), [false, false]);
         assert_eq!(pays((N, N), (4096, 4096, 4096)), [false, true]);
         assert_eq!(pays((T, T), (4096, 4096, 4096)), [true, false]);
