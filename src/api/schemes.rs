@@ -47,7 +47,9 @@ pub(crate) struct Lead {
 /// The largest M x N for which `nn` and `tt` take the `nt` leads: measured at 2048^3 on the
 /// H200, where the 256x128 tile ran `nn` at 294.0-297.6 TFLOP/s and `tt` at 292.4-302.1 against
 /// 272.1-274.5 and 267.9-269.2 for the 128x128 default; at 4096^3 (without the copies the plan
-/// makes there) it lost 1-3% (perf/h200-deep-4.txt).
+/// makes there) it lost 1-3% (perf/h200-deep-4.txt). `nn` walks it grouped, `tt` in rows
+/// (2048^3, `tune --warm 1`: `nn` 302.97-303.83 against 293.05-294.66 in rows, `tt` 299.59
+/// against 301.95; perf/h200-z-3.txt).
 const KC_IN_PLACE_MAX_MN: usize = 2048 * 2048;
 
 /// The M x N over which the `nt` leads for f32 results walk their grid in groups of tile rows
@@ -59,15 +61,16 @@ const KC_IN_PLACE_MAX_MN: usize = 2048 * 2048;
 /// 538.5 TOPS against 574.2) and keeps its rows.
 const KC_GROUPED_MIN_MN: usize = 3072 * 3072;
 
+/// A row-major A with a column-major B: both contiguous along K (`nt`).
+const K_CONTIGUOUS: (Layout, Layout) = (Layout::RowMajor, Layout::ColMajor);
+
 /// The layouts of A and B a [`Lead`] is taken for.
 #[derive(Copy, Clone, PartialEq, Eq)]
 pub(crate) enum LeadLayouts {
     /// Any.
     Any,
-    /// A row-major with B column-major (both K-contiguous).
-    KContiguous,
-    /// One of A and B K-contiguous (`nn`, `tt`).
-    OneKContiguous,
+    /// Exactly these (A's, B's).
+    Only(Layout, Layout),
     /// Any but both K-contiguous.
     NotKContiguous,
 }
@@ -80,13 +83,10 @@ impl Lead {
         (m, n, k): (usize, usize, usize),
         layouts: (Layout, Layout),
     ) -> bool {
-        let k_contiguous = layouts == (Layout::RowMajor, Layout::ColMajor);
-        let one = !k_contiguous && layouts != (Layout::ColMajor, Layout::RowMajor);
         let layouts = match self.layouts {
             LeadLayouts::Any => true,
-            LeadLayouts::KContiguous => k_contiguous,
-            LeadLayouts::OneKContiguous => one,
-            LeadLayouts::NotKContiguous => !k_contiguous,
+            LeadLayouts::Only(a, b) => layouts == (a, b),
+            LeadLayouts::NotKContiguous => layouts != K_CONTIGUOUS,
         };
         let lead = &self.schemes[..self.lead];
         layouts
@@ -183,32 +183,40 @@ impl SchemeLists {
                 mn: (0, usize::MAX),
             }
         };
-        use LeadLayouts::{Any, KContiguous, NotKContiguous, OneKContiguous};
+        use LeadLayouts::{Any, NotKContiguous, Only};
+        let (row, col) = (Layout::RowMajor, Layout::ColMajor);
+        let kc = Only(K_CONTIGUOUS.0, K_CONTIGUOUS.1);
         // The deepest K-contiguous lead (sixteen steps) also from two whole iterations; for
         // f32 results each on the grouped walk over grids larger than `KC_GROUPED_MIN_MN`, and
-        // the same leads (rows) for `nn` and `tt` on grids up to `KC_IN_PLACE_MAX_MN`.
+        // the same leads for `nn` (grouped) and `tt` (rows) on grids up to
+        // `KC_IN_PLACE_MAX_MN`.
         let k_contiguous = preferred_k_contiguous_schemes(config, info, sg);
         let f32_results = config.result_type == crate::config::ComponentType::F32;
+        let grouped = |l: &[TileScheme]| l.iter().copied().map(on_grouped_walk).collect::<Vec<_>>();
         let mut leads: Vec<Lead> = Vec::new();
         for (i, l) in k_contiguous.iter().enumerate() {
             if f32_results {
                 leads.push(Lead {
                     mn: (KC_GROUPED_MIN_MN, usize::MAX),
-                    ..lead(l.iter().copied().map(on_grouped_walk).collect(), KContiguous, i == 0)
+                    ..lead(grouped(l), kc, i == 0)
                 });
             }
-            leads.push(lead(l.clone(), KContiguous, i == 0));
+            leads.push(lead(l.clone(), kc, i == 0));
         }
         if f32_results {
-            leads.extend(k_contiguous.into_iter().enumerate().map(|(i, l)| Lead {
-                mn: (0, KC_IN_PLACE_MAX_MN),
-                ..lead(l, OneKContiguous, i == 0)
-            }));
+            for (i, l) in k_contiguous.iter().enumerate() {
+                let in_place = |schemes, layouts| Lead {
+                    mn: (0, KC_IN_PLACE_MAX_MN),
+                    ..lead(schemes, layouts, i == 0)
+                };
+                leads.push(in_place(grouped(l), Only(row, row)));
+                leads.push(in_place(l.clone(), Only(col, col)));
+            }
         }
         leads.extend(
             preferred_k_contiguous_short_schemes(config, info, sg)
                 .into_iter()
-                .map(|short| lead(short, KContiguous, false)),
+                .map(|short| lead(short, kc, false)),
         );
         leads.push(lead(preferred_long_k_schemes(config, info, sg), Any, false));
         leads.push(lead(preferred_deep_schemes(config, info, sg), NotKContiguous, true));

@@ -51,10 +51,11 @@ fn int8_k_contiguous_lead_keeps_its_rows() {
 
 #[test]
 fn other_layouts_keep_their_leads() {
-    // `nn` and `tt` in place up to 2048^2 take the `nt` leads in rows, larger grids the deep
-    // 128x128 lead (after their copy, which the router adds), as `tn` does.
-    assert_eq!(chosen((N, N), (2048, 2048, 2048)), "wg_t256_fr16x8_k64_u16_a0_rf_ct");
+    // `nn` and `tt` in place up to 2048^2 take the `nt` leads (`nn` grouped, `tt` in rows),
+    // larger grids the deep 128x128 lead (after their copy, which the router adds), as `tn` does.
+    assert_eq!(chosen((N, N), (2048, 2048, 2048)), "wg_t256_fr16x8_k64_u16_a0_g8_rf_ct");
     assert_eq!(chosen((T, T), (2048, 2048, 2048)), "wg_t256_fr16x8_k64_u16_a0_rf_ct");
+    assert_eq!(chosen((T, N), (2048, 2048, 2048)), "wg_t128_fr8x8_k32_u16_a0_g8_rf_ct");
     for layouts in [(N, N), (T, N), (T, T)] {
         assert_eq!(chosen(layouts, (4096, 4096, 4096)), "wg_t128_fr8x8_k32_u16_a0_g8_rf_ct");
     }
