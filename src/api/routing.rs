@@ -85,7 +85,8 @@ impl Context {
     /// Which operands of a GEMM of 16-bit or 8-bit operands of this size, stored `layouts`, are
     /// copied into the other storage order first by default (see [`GemmOptions::relayout`]):
     /// where the device has workgroup-scope kernels for `config`, it is not a CPU, and
-    /// [`relayout_pays`] holds. (A lone operand converted first from f32 is also transposed
+    /// [`relayout_pays`] holds, but not where the default scheme reads the operands in place
+    /// faster (`nn` f32 results on grids up to 4096^2). (A lone operand converted first from f32 is also transposed
     /// wherever the GEMM takes a workgroup-scope scheme, since its pass runs anyway.)
     pub fn relayouts(
         &self,
@@ -96,7 +97,22 @@ impl Context {
         if !self.takes_workgroup_scope(config) {
             return [false; 2];
         }
-        relayout_pays((config.component_type, config.result_type), layouts, (m, n, k))
+        self.relayout_pays_here(config, (m, n, k), layouts)
+    }
+
+    /// [`relayout_pays`], but none where the default scheme reads the operands in place
+    /// ([`SchemeLists::keeps_in_place`](super::schemes::SchemeLists::keeps_in_place)).
+    fn relayout_pays_here(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        shape: (usize, usize, usize),
+        layouts: (Layout, Layout),
+    ) -> [bool; 2] {
+        let pays = relayout_pays((config.component_type, config.result_type), layouts, shape);
+        if pays.contains(&true) && self.scheme_lists(config).keeps_in_place(config, shape, layouts) {
+            return [false; 2];
+        }
+        pays
     }
 
     /// Whether the copies first pay off here at all: the device has workgroup-scope schemes for
@@ -153,7 +169,7 @@ impl Context {
                 Ok(if one_free {
                     other
                 } else {
-                    relayout_pays((config.component_type, config.result_type), layouts, shape)
+                    self.relayout_pays_here(config, shape, layouts)
                 })
             }
         }

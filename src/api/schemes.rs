@@ -8,8 +8,8 @@ use crate::error::{Error, Result};
 use crate::tiling::{
     candidate_schemes, k_whole, lead_fits, lead_suits, on_grouped_walk, pick_scheme, preferred_deep_schemes,
     preferred_k_contiguous_schemes, preferred_k_contiguous_short_schemes, preferred_long_k_schemes,
-    preferred_short_k_schemes, preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout,
-    TileScheme, SHORT_K,
+    preferred_nn_in_place_schemes, preferred_short_k_schemes, preferred_workgroup_schemes, small_problem_scheme,
+    workgroup_candidates, Layout, TileScheme, SHORT_K,
 };
 use std::sync::Arc;
 
@@ -27,6 +27,8 @@ pub(crate) struct SchemeLists {
     /// Taken instead of `ordered` for a 16-bit C, a K of at most [`SHORT_K`] and row-major A
     /// and B, where its leading tile fits the problem.
     pub(crate) short_k: Lead,
+    /// Taken first for `nn` where it suits, which then reads A in place ([`Self::keeps_in_place`]).
+    pub(crate) nn_in_place: Lead,
 }
 
 /// Schemes measured faster under a condition, taken first where it holds ([`lead_suits`]).
@@ -60,6 +62,10 @@ const KC_IN_PLACE_MAX_MN: usize = 2048 * 2048;
 /// 2048^3 (128 tiles, one wave) 302.3-305.4 against 307.8-309.3. int8 loses grouped (4096^3
 /// 538.5 TOPS against 574.2) and keeps its rows.
 const KC_GROUPED_MIN_MN: usize = 3072 * 3072;
+
+/// The largest M x N for which `nn` reads A in place on [`preferred_nn_in_place_schemes`]
+/// instead of copying it into `tn` order (over [`KC_IN_PLACE_MAX_MN`]; measured there).
+const NN_IN_PLACE_MAX_MN: usize = 4096 * 4096;
 
 /// A row-major A with a column-major B: both contiguous along K (`nt`).
 const K_CONTIGUOUS: (Layout, Layout) = (Layout::RowMajor, Layout::ColMajor);
@@ -221,12 +227,29 @@ impl SchemeLists {
         leads.push(lead(preferred_long_k_schemes(config, info, sg), Any, false));
         leads.push(lead(preferred_deep_schemes(config, info, sg), NotKContiguous, true));
         let short_k = lead(preferred_short_k_schemes(config, info, sg), Any, false);
+        let nn_in_place = Lead {
+            mn: (KC_IN_PLACE_MAX_MN, NN_IN_PLACE_MAX_MN),
+            ..lead(preferred_nn_in_place_schemes(config, info, sg), Only(row, row), true)
+        };
         SchemeLists {
             ordered,
             small,
             leads,
             short_k,
+            nn_in_place,
         }
+    }
+
+    /// Whether an `m x n x k` problem with A and B stored as `layouts` reads its operands in
+    /// place where a copy would otherwise pay ([`crate::plan::relayout_pays`]): `nn` where
+    /// [`preferred_nn_in_place_schemes`] suit.
+    pub(crate) fn keeps_in_place(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        shape: (usize, usize, usize),
+        layouts: (Layout, Layout),
+    ) -> bool {
+        self.nn_in_place.suits(config, shape, layouts)
     }
 
     /// [`Context::choose_layout_scheme`] over these lists (`cpu`: a CPU driver's device).
@@ -245,7 +268,11 @@ impl SchemeLists {
             (narrow_c && row_major && k <= SHORT_K && lead_fits(&short_k.schemes[..short_k.lead], config, (m, n)))
                 .then_some(short_k);
         let list = short
-            .or_else(|| self.leads.iter().find(|l| l.suits(config, (m, n, k), layouts)))
+            .or_else(|| {
+                std::iter::once(&self.nn_in_place)
+                    .chain(&self.leads)
+                    .find(|l| l.suits(config, (m, n, k), layouts))
+            })
             .map_or(&self.ordered, |l| &l.schemes);
         pick_scheme(list, self.small, config, (m, n), batch, cpu)
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))

@@ -52,13 +52,41 @@ fn int8_k_contiguous_lead_keeps_its_rows() {
 #[test]
 fn other_layouts_keep_their_leads() {
     // `nn` and `tt` in place up to 2048^2 take the `nt` leads (`nn` grouped, `tt` in rows),
-    // larger grids the deep 128x128 lead (after their copy, which the router adds), as `tn` does.
+    // `nn` up to 4096^2 the 128x256 tile in place, larger grids the deep 128x128 lead (after
+    // their copy, which the router adds), as `tn` does.
     assert_eq!(chosen((N, N), (2048, 2048, 2048)), "wg_t256_fr16x8_k64_u16_a0_g8_rf_ct");
     assert_eq!(chosen((T, T), (2048, 2048, 2048)), "wg_t256_fr16x8_k64_u16_a0_rf_ct");
     assert_eq!(chosen((T, N), (2048, 2048, 2048)), "wg_t128_fr8x8_k32_u16_a0_g8_rf_ct");
-    for layouts in [(N, N), (T, N), (T, T)] {
+    let nn_in_place = "wg_t256_fr8x16_k64_u16_a0_g8_rf_ct";
+    for shape in [
+        (4096, 4096, 4096),
+        (4096, 4096, 2048),
+        (2048, 8192, 8192),
+        (4000, 4000, 12000),
+    ] {
+        assert_eq!(chosen((N, N), shape), nn_in_place, "{shape:?}");
+    }
+    for layouts in [(T, N), (T, T)] {
         assert_eq!(chosen(layouts, (4096, 4096, 4096)), "wg_t128_fr8x8_k32_u16_a0_g8_rf_ct");
+    }
+    for shape in [(8192, 8192, 8192), (4096, 4097, 4096), (4096, 4096, 3000)] {
+        assert_ne!(chosen((N, N), shape), nn_in_place, "{shape:?}");
     }
     // Short K: neither lead suits.
     assert_eq!(chosen((N, T), (4096, 4096, 256)), "wg_t128_fr8x8_k32_u8_a0_g8_ct");
+}
+
+#[test]
+fn nn_keeps_a_in_place_where_its_lead_suits() {
+    let c = cfg(16, 16, 16, F16, F32);
+    let lists = SchemeLists::new(&c, &h200_with_cm2(), 32, false);
+    let keeps = |layouts, shape| lists.keeps_in_place(&c, shape, layouts);
+    assert!(keeps((N, N), (4096, 4096, 4096)) && keeps((N, N), (4096, 4096, 2048)));
+    assert!(!keeps((N, N), (8192, 8192, 8192)) && !keeps((N, N), (4096, 11008, 4096)));
+    assert!(!keeps((N, N), (4096, 4096, 3000)) && !keeps((N, N), (2048, 2048, 2048)));
+    assert!(!keeps((T, T), (4096, 4096, 4096)) && !keeps((N, T), (4096, 4096, 4096)));
+    // Not for f16 results, whose leads differ.
+    let h = cfg(16, 16, 16, F16, F16);
+    let lists = SchemeLists::new(&h, &h200_with_cm2(), 32, false);
+    assert!(!lists.keeps_in_place(&h, (4096, 4096, 4096), (N, N)));
 }

@@ -147,6 +147,31 @@ pub fn preferred_deep_schemes(
         .collect()
 }
 
+/// The workgroup-scope lead for f32 results with A and B row-major (`nn`) read in place, on
+/// grids over 2048^2 up to 4096^2 (`api::schemes`), where it beats a copy of A into `tn` order:
+/// the 128x256 tile computed transposed with 256 invocations, in sixteen 128-byte steps right
+/// first, on the grouped walk. H200, f16 -> f32, `bench`, TFLOP/s by own timestamps / as a
+/// stream against the copy and the 128x128 lead (perf/h200-z-5.txt): 4096x4096x2048 286.4 /
+/// 285.8 against 277.5 / 279.9, 4096^3 292.2 / 295.6 against 286.7 / 292.6 (h200-z-4.txt: 295.4
+/// and 292.1 / 295.6 and 293.0 against 291.9 and 283.7 / 295.3 and 292.5); but 4096x8192x4096
+/// 289.7 / 294.7 against 284.6 / 295.5, 8192x4096x4096 289.5 / 294.4 against 290.3 / 296.7 and
+/// 4096x11008x4096 288.9 / 290.2 against 291.4 / 301.0. `tt` gains less (4096^3 289.7 / 290.9
+/// against 287.4 / 292.2) and keeps its copy. Only on NVIDIA.
+pub fn preferred_nn_in_place_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    let wanted: &[Wanted] = match config.result_type {
+        ComponentType::F32 => &[(128, 256, 256, 128, 16, true, true)],
+        _ => &[],
+    };
+    preferred(config, info, subgroup_size, wanted)
+        .into_iter()
+        .map(on_grouped_walk)
+        .collect()
+}
+
 /// The workgroup-scope leads for int8 with both operands K-contiguous where K is too short for
 /// [`preferred_k_contiguous_schemes`] (under four of their 1024-deep iterations), each taken where
 /// K is at least four of its loop iterations ([`k_suits`]), the deepest first: a 128x128 tile
