@@ -137,14 +137,7 @@ pub fn preferred_deep_schemes(
     info: &DeviceInfo,
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
-    let wanted: &[Wanted] = match config.result_type {
-        ComponentType::F32 => &[(128, 128, 128, 64, 16, true, true)],
-        _ => &[],
-    };
-    preferred(config, info, subgroup_size, wanted)
-        .into_iter()
-        .map(on_grouped_walk)
-        .collect()
+    grouped_for_f32(config, info, subgroup_size, (128, 128, 128, 64, 16, true, true))
 }
 
 /// The workgroup-scope lead for f32 results with A and B row-major (`nn`) read in place, on
@@ -162,11 +155,20 @@ pub fn preferred_nn_in_place_schemes(
     info: &DeviceInfo,
     subgroup_size: u32,
 ) -> Vec<TileScheme> {
-    let wanted: &[Wanted] = match config.result_type {
-        ComponentType::F32 => &[(128, 256, 256, 128, 16, true, true)],
-        _ => &[],
-    };
-    preferred(config, info, subgroup_size, wanted)
+    grouped_for_f32(config, info, subgroup_size, (128, 256, 256, 128, 16, true, true))
+}
+
+/// The candidate matching `wanted` on the grouped walk, for f32 results only.
+fn grouped_for_f32(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+    wanted: Wanted,
+) -> Vec<TileScheme> {
+    if config.result_type != ComponentType::F32 {
+        return Vec::new();
+    }
+    preferred(config, info, subgroup_size, &[wanted])
         .into_iter()
         .map(on_grouped_walk)
         .collect()
