@@ -86,8 +86,9 @@ impl Context {
     /// copied into the other storage order first by default (see [`GemmOptions::relayout`]):
     /// where the device has workgroup-scope kernels for `config`, it is not a CPU, and
     /// [`relayout_pays`] holds, but not where the default scheme reads the operands in place
-    /// faster (`nn` f32 results on grids up to 4096^2). (A lone operand converted first from f32 is also transposed
-    /// wherever the GEMM takes a workgroup-scope scheme, since its pass runs anyway.)
+    /// faster (`nn` of f32 results on grids up to 4096^2). (A lone operand converted first from
+    /// f32 is also transposed wherever the GEMM takes a workgroup-scope scheme, since its pass
+    /// runs anyway.)
     pub fn relayouts(
         &self,
         config: &GPUSubgroupMatrixConfig,
