@@ -314,22 +314,13 @@ pub fn workgroup_tuning_candidates(
             }
         }
     }
-    // The looped forms also with each step's right operand loaded first (computed transposed or
-    // not), and the sixteen-step ones so on walks of 4 and 16 tile rows: the load order and
-    // the walk each moved the 256-invocation tiles by more than the layouts do
-    // (perf/h200-z-3.txt).
+    // The looped forms computed transposed also with each step's right operand loaded first.
     let right_first: Vec<TileScheme> = out
         .iter()
-        .filter(|s| s.lookahead() == 0 && s.stages() >= 8)
+        .filter(|s| s.c_transposed() && s.lookahead() == 0 && s.stages() >= 8)
         .filter_map(|s| s.with_right_first(true).ok())
         .collect();
-    let walks: Vec<TileScheme> = right_first
-        .iter()
-        .filter(|s| s.stages() >= 16 && s.c_transposed())
-        .flat_map(|s| [4, 16].map(|g| s.with_raster_group(g)))
-        .filter_map(|s| s.ok())
-        .collect();
-    for s in right_first.into_iter().chain(walks) {
+    for s in right_first {
         if !out.contains(&s) {
             out.push(s);
         }
