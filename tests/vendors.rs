@@ -95,7 +95,6 @@ fn radv_limits(subgroup_size: u32) -> DeviceLimits {
         max_push_constants_size: 256,
         max_memory_allocation_size: u64::MAX,
         timestamp_period: 10.0,
-        sm_count: 0,
     }
 }
 
@@ -186,7 +185,6 @@ fn check_vendor(
                         loads: Default::default(),
                         probe: Probe::Full,
                         grouped: false,
-                        stream_k: false,
                     };
                     let words = generate(&key).unwrap_or_else(|e| panic!("{name}: {e}"));
                     match common::spirv_val(&words, &key.name()) {

@@ -56,15 +56,6 @@ pub struct GemmOptions {
     /// The accurate split's planes ([`ComputeMode::Accurate`] converted first) are always
     /// written A column-major, B row-major by their own pass, whatever this says.
     pub relayout: Option<bool>,
-    /// Stream-K ([`crate::plan::StreamK`]): where the grid's last wave would leave part of the
-    /// GPU idle, the last tiles' K steps are shared evenly by one workgroup per multiprocessor,
-    /// which hand partial tiles to each other through scratch. Default `None`: where the
-    /// device says how many multiprocessors it has (`VK_NV_shader_sm_builtins`), on the
-    /// 256-invocation workgroup-scope tiles (one per multiprocessor at a time) of plain GEMMs
-    /// with f16 or f32 results whose tiles all lie inside C; `Some(false)`: never;
-    /// `Some(true)`: the same, and an error on a device that does not say. Results differ from
-    /// a workgroup per tile by the order of the K sums in the shared tiles.
-    pub stream_k: Option<bool>,
 }
 
 impl Default for GemmOptions {
@@ -78,7 +69,6 @@ impl Default for GemmOptions {
             compute: ComputeMode::default(),
             convert_first: None,
             relayout: None,
-            stream_k: None,
         }
     }
 }

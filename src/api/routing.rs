@@ -101,27 +101,6 @@ impl Context {
         self.relayout_pays_here(config, (m, n, k), layouts)
     }
 
-    /// How many workgroups of `scheme` the device runs at once, for stream-K
-    /// ([`GemmOptions::stream_k`]): its multiprocessors for 256-invocation workgroup-scope
-    /// tiles (their accumulators fill a multiprocessor's registers); 0 (off) otherwise.
-    fn stream_k_workgroups(&self, scheme: &TileScheme, options: &GemmOptions) -> Result<u32> {
-        let sms = self.device.info().limits.sm_count;
-        if options.stream_k == Some(true) && sms == 0 {
-            return Err(Error::InvalidOption(
-                "stream_k = Some(true): the device does not say how many multiprocessors it has \
-                 (VK_NV_shader_sm_builtins); use None or Some(false)"
-                    .into(),
-            ));
-        }
-        let invocations = scheme.subgroups() * scheme.subgroup_size();
-        let wide = scheme.scope() == KernelScope::Workgroup && invocations == 256;
-        Ok(if options.stream_k == Some(false) || !wide {
-            0
-        } else {
-            sms
-        })
-    }
-
     /// [`relayout_pays`], but none where the default scheme reads the operands in place
     /// ([`SchemeLists::keeps_in_place`](super::schemes::SchemeLists::keeps_in_place)).
     fn relayout_pays_here(
@@ -445,7 +424,6 @@ impl Context {
             epilogue: fused,
             convert_first,
             relayout,
-            stream_k: self.stream_k_workgroups(&scheme, options)?,
         };
         let plan = match GemmPlan::new(&request, &self.limits) {
             // Copies chosen by default but over a binding's range or the scratch limit: the

@@ -95,9 +95,6 @@ pub struct DeviceLimits {
     pub max_memory_allocation_size: u64,
     /// `timestampPeriod` in nanoseconds per tick.
     pub timestamp_period: f32,
-    /// Streaming multiprocessors (`VK_NV_shader_sm_builtins`' `shaderSMCount`); 0 where the
-    /// device does not say. Stream-K GEMMs size their grid by it.
-    pub sm_count: u32,
 }
 
 /// One requirement for running the GEMM kernels, and whether the device meets it.

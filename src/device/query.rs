@@ -68,7 +68,6 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     let has_cm2 = has(nv_coopmat2::EXTENSION);
     let has_push = has(ash::khr::push_descriptor::NAME);
     let has_host_import = has(ash::ext::external_memory_host::NAME);
-    let has_sm_builtins = has(ash::nv::shader_sm_builtins::NAME);
 
     // SAFETY: plain query.
     let base = unsafe { raw.get_physical_device_properties(pdev) };
@@ -87,7 +86,6 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     let mut p12 = vk::PhysicalDeviceVulkan12Properties::default();
     let mut p13 = vk::PhysicalDeviceVulkan13Properties::default();
     let mut pcm = vk::PhysicalDeviceCooperativeMatrixPropertiesKHR::default();
-    let mut psm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
     let mut props2 = vk::PhysicalDeviceProperties2::default();
     let mut feats2 = vk::PhysicalDeviceFeatures2::default();
     if api_1_3 {
@@ -107,9 +105,6 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     if has_cm2 {
         feats2 = feats2.push_next(&mut fcm2);
         props2 = props2.push_next(&mut pcm2);
-    }
-    if has_sm_builtins {
-        props2 = props2.push_next(&mut psm);
     }
     // SAFETY: every chained struct is live and correctly typed for this device's API version.
     unsafe {
@@ -181,7 +176,6 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         max_push_constants_size: l.max_push_constants_size,
         max_memory_allocation_size: p11.max_memory_allocation_size,
         timestamp_period: l.timestamp_period,
-        sm_count: if has_sm_builtins { psm.shader_sm_count } else { 0 },
     };
     let filter = FilterFeatures {
         shader_f16: features.shader_float16 && features.storage_buffer_16bit_access,

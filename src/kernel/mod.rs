@@ -16,7 +16,6 @@ mod push;
 mod raster;
 pub mod reduce;
 mod simt;
-pub mod stream_k;
 pub mod transpose;
 mod workgroup;
 
@@ -149,10 +148,6 @@ pub struct KernelKey {
     /// A grouped GEMM in one dispatch: each workgroup row reads its group from a table at
     /// binding 3 (see [`crate::plan::GemmPlan::grouped`]).
     pub grouped: bool,
-    /// Stream-K (workgroup scope only; see [`crate::plan::StreamK`]): a one-dimensional grid
-    /// whose first workgroups take one tile each and whose last ones share the remaining tiles'
-    /// K steps evenly, handing partial tiles over through scratch at binding 3.
-    pub stream_k: bool,
 }
 
 impl KernelKey {
@@ -175,7 +170,7 @@ impl KernelKey {
             })
             .collect();
         format!(
-            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}{}{}{}{}",
+            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}{}{}{}",
             c.m,
             c.n,
             c.k,
@@ -196,8 +191,7 @@ impl KernelKey {
                 Probe::Full => String::new(),
                 p => format!("_probe_{}", p.name()),
             },
-            if self.grouped { "_grouped" } else { "" },
-            if self.stream_k { "_sk" } else { "" }
+            if self.grouped { "_grouped" } else { "" }
         )
     }
 }
@@ -206,17 +200,6 @@ impl KernelKey {
     /// Checks that the key's conversions exist: f32 storage narrows to a 16-bit float config, in
     /// the subgroup-scope kernel.
     pub fn check_loads(&self) -> Result<()> {
-        if self.stream_k {
-            let plain = self.loads == [Load::Native; 2] && !self.grouped && self.probe == Probe::Full;
-            if !plain || self.scheme.scope() != KernelScope::Workgroup || self.scheme.n_parts() != 1 {
-                return Err(Error::Unsupported(format!(
-                    "stream-K runs a workgroup-scope scheme of one accumulator on operands read as \
-                     stored, ungrouped, not {} with loads {:?}",
-                    self.scheme.name(),
-                    self.loads
-                )));
-            }
-        }
         if self.grouped && self.loads.iter().any(|l| matches!(l, Load::Split | Load::Planes)) {
             let why = "its tile table is at binding 3, where the accurate split reads scale words";
             return Err(Error::Unsupported(format!(
@@ -351,13 +334,6 @@ pub struct PushConstants {
     pub row0: u32,
     /// The pass's first column, for column vectors.
     pub col0: u32,
-    /// Stream-K ([`KernelKey::stream_k`]): the first tile the shared K steps cover (the
-    /// workgroups before it take one tile each).
-    pub sk_first_tile: u32,
-    /// Stream-K: K steps per sharing workgroup.
-    pub sk_steps: u32,
-    /// Stream-K: how many of the sharing workgroups take one step more.
-    pub sk_longer: u32,
 }
 
 /// Number of storage-buffer bindings: A, B, C at bindings 0, 1, 2 of set 0; at 3 the scale

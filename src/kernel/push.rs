@@ -24,11 +24,8 @@ pub(super) enum Pc {
     CBatch,
     Row0,
     Col0,
-    SkFirstTile,
-    SkSteps,
-    SkLonger,
 }
-pub(super) const PC_MEMBERS: u32 = 19;
+pub(super) const PC_MEMBERS: u32 = 16;
 
 /// The offsets of A and B (vectors) and C (elements) in batch entry `z` (the workgroup's z, or
 /// a grouped GEMM's group): `off + z * batch stride`. A grid of one entry has z = 0 and costs

@@ -17,41 +17,13 @@ pub(super) fn raster(
     if group == 0 {
         return Ok((wg_x, wg_y));
     }
-    let t_u32 = b.t_u32();
+    let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
     let gx = b.add_u(pn, bn - 1)?;
     let gx = b.div_u(gx, bn)?;
     let gy = b.add_u(pm, bm - 1)?;
     let gy = b.div_u(gy, bm)?;
     let row_major_id = b.b.i_mul(t_u32, None, wg_y, gx)?;
     let linear = b.b.i_add(t_u32, None, row_major_id, wg_x)?;
-    walk(b, linear, (gx, gy), group)
-}
-
-/// The tile (x, y) that tile `linear` of the walk (see [`raster`]) is: row by row where `group`
-/// is 0. Stream-K kernels count tiles so.
-pub(super) fn raster_index(
-    b: &mut ModuleBuilder,
-    linear: Word,
-    (pm, pn): (Word, Word),
-    (bm, bn): (u32, u32),
-    group: u32,
-) -> BuildResult<(Word, Word)> {
-    let t_u32 = b.t_u32();
-    let gx = b.add_u(pn, bn - 1)?;
-    let gx = b.div_u(gx, bn)?;
-    if group == 0 {
-        let tx = b.b.u_mod(t_u32, None, linear, gx)?;
-        let ty = b.b.u_div(t_u32, None, linear, gx)?;
-        return Ok((tx, ty));
-    }
-    let gy = b.add_u(pm, bm - 1)?;
-    let gy = b.div_u(gy, bm)?;
-    walk(b, linear, (gx, gy), group)
-}
-
-/// Tile `linear` of a `gx` x `gy` grid walked in groups of `group` tile rows, column by column.
-fn walk(b: &mut ModuleBuilder, linear: Word, (gx, gy): (Word, Word), group: u32) -> BuildResult<(Word, Word)> {
-    let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
     let per_group = b.mul_u(gx, group)?;
     let first = b.b.u_div(t_u32, None, linear, per_group)?;
     let first_row = b.mul_u(first, group)?;

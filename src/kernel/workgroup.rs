@@ -23,8 +23,7 @@
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::push::{Pc, PC_MEMBERS};
-use super::raster::{group_table, raster_index, skip_empty, tile, Tile};
-use super::stream_k;
+use super::raster::{group_table, skip_empty, tile, Tile};
 use super::{KernelKey, Load};
 use crate::tiling::{Layout, VECTOR_BYTES};
 use rspirv::dr::{InsertPoint, Instruction, Operand};
@@ -128,12 +127,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let planes = key.loads == [Load::Planes; 2];
     let v_scale = planes.then(|| mb.storage_buffer(t_u32, 4, 3, true));
     let v_groups = group_table(&mut mb, key.grouped);
-    let sk = key.stream_k.then(|| {
-        let shared = stream_k::Shared::declare(&mut mb, (t_res, rs), acc_rows * acc_cols);
-        let local = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
-        let groups = mb.builtin_input(t_uvec3, BuiltIn::NumWorkgroups);
-        (shared, local, groups)
-    });
     let p_sb_comp = mb.ptr(StorageClass::StorageBuffer, t_comp);
     let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_c);
     let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
@@ -166,11 +159,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_sum: Vec<Word> = (0..if planes { parts } else { 0 })
         .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
         .collect();
-    // Stream-K: the next K step (over all tiles) the workgroup's run takes.
-    let v_pos = sk.as_ref().map(|_| {
-        let p = mb.ptr(StorageClass::Function, t_u32);
-        mb.b.variable(p, None, StorageClass::Function, None)
-    });
     let b = &mut mb;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
     let pm = pc(b, Pc::M)?;
@@ -215,12 +203,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     // The multiply's left and right operands and its result: A, B and C, or B^T, A^T and C^T
     // (the same memory, the layouts flipped) when the tile is computed transposed. `row0` is
     // the accumulators' first row, `col0s` each accumulator's first column.
-    // The operands' buffers and first elements, for stream-K parts that start inside K.
-    let (left_at, right_at) = if s.c_transposed() {
-        ((v_b, b_off), (v_a, a_off))
-    } else {
-        ((v_a, a_off), (v_b, b_off))
-    };
     let ((left, p_left, row0), (right, p_right, col0)) = if s.c_transposed() {
         (
             (Tensor::new(key.b_layout.transposed(), (pn, pk), ldb), p_b, n0),
@@ -291,8 +273,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                   t_layout: Word,
                   l_pre: Word,
                   (steps, ahead): (u32, u32),
-                  (k_start, k_end): (Word, Word),
-                  (row0, col0s, (p_left, p_right)): (Word, &[Word], (Word, Word))|
+                  (k_start, k_end): (Word, Word)|
      -> BuildResult<()> {
         let la = layout(b, t_layout, &left)?;
         let lb = layout(b, t_layout, &right)?;
@@ -307,7 +288,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             };
             let ma = if s.right_first() { None } else { Some(load_left(b)?) };
             let mut mbs = Vec::with_capacity(parts as usize);
-            for &cj in col0s {
+            for &cj in &col0s {
                 let sb = slice(b, t_layout, lb, &right, (k, c_bk), (cj, c_cols))?;
                 let (tb, xb) = addressing(&right);
                 mbs.push(b.b.cooperative_matrix_load_tensor_nv(
@@ -427,6 +408,43 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         })
     };
 
+    // Workgroups inside C need no clamping but in K's last partial step: after the whole loop
+    // iterations, an unclamped loop of single steps takes the whole steps left (all of K when
+    // K is under one iteration, as in attention's K of 64 to 128), and a clamped one the
+    // partial step. Workgroups on C's edge clamp throughout. The choice is workgroup-uniform.
+    let m_end = b.add_u(m0, g.bm)?;
+    let n_end = b.add_u(n0, g.bn)?;
+    let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
+    let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
+    let k_rem = b.mod_u(k_loop_end, s.stages() * g.bk)?;
+    let k_main = b.b.i_sub(t_u32, None, k_loop_end, k_rem)?;
+    let inside = b.b.logical_and(t_bool, None, in_m, in_n)?;
+    let (l_fast, l_edge, l_joined) = (b.b.id(), b.b.id(), b.b.id());
+    b.b.selection_merge(l_joined, SelectionControl::NONE)?;
+    b.b.branch_conditional(inside, l_fast, l_edge, [])?;
+    b.b.begin_block(Some(l_fast))?;
+    k_loop(b, t_layout_unclamped, l_fast, (s.stages(), s.lookahead()), (c0, k_main))?;
+    let k_whole = if s.stages() > 1 {
+        let k_part = b.mod_u(k_loop_end, g.bk)?;
+        let k_whole = b.b.i_sub(t_u32, None, k_loop_end, k_part)?;
+        let l_steps = b.b.id();
+        b.b.branch(l_steps)?;
+        b.b.begin_block(Some(l_steps))?;
+        k_loop(b, t_layout_unclamped, l_steps, (1, 0), (k_main, k_whole))?;
+        k_whole
+    } else {
+        k_main
+    };
+    let l_tail = b.b.id();
+    b.b.branch(l_tail)?;
+    b.b.begin_block(Some(l_tail))?;
+    k_loop(b, t_layout_clamped, l_tail, (1, 0), (k_whole, k_loop_end))?;
+    b.b.branch(l_joined)?;
+    b.b.begin_block(Some(l_edge))?;
+    k_loop(b, t_layout_clamped, l_edge, (1, 0), (c0, k_loop_end))?;
+    b.b.branch(l_joined)?;
+    b.b.begin_block(Some(l_joined))?;
+
     // ---- epilogue: alpha * acc + beta * C through a clamped layout over C ------------------
     let is_float = cfg.result_type.is_float();
     let mul = |b: &mut ModuleBuilder, x: Word, y: Word| {
@@ -436,328 +454,51 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             b.b.i_mul(t_mat_acc, None, x, y)
         }
     };
-    // C's tile at (row0, col0s) from the accumulators.
-    let epilogue = |b: &mut ModuleBuilder, row0: Word, col0s: &[Word]| -> BuildResult<()> {
-        let lc_full = layout(b, t_layout_clamped, &c)?;
-        for (&v, &cj) in v_acc.iter().zip(col0s) {
-            let lc = slice(b, t_layout_clamped, lc_full, &c, (row0, c_rows), (cj, c_cols))?;
-            let mut out = b.b.load(t_mat_acc, None, v, None, [])?;
-            // One factor at a time: their product may leave f32's range.
-            for u in unscale.into_iter().flatten() {
-                let u = b.b.composite_construct(t_mat_acc, None, [u])?;
-                out = b.b.f_mul(t_mat_acc, None, out, u)?;
-            }
-            if let Some(f) = f_element {
-                let id = b.b.id();
-                let mut args = [out, f, row0, cj, c_off].map(Operand::IdRef).to_vec();
-                if group_cols {
-                    args.extend(group.map(Operand::IdRef));
-                }
-                let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_mat_acc), Some(id), args);
-                b.b.insert_into_block(InsertPoint::End, op)?;
-                out = id;
-                if t_c != t_res {
-                    let t_mat_c = b.acc_type(t_c, Scope::Workgroup, (acc_rows, acc_cols));
-                    out = b.b.f_convert(t_mat_c, None, out)?;
-                }
-            }
-            if key.epilogue.alpha && !fused {
-                let bits = pc(b, Pc::Alpha)?;
-                let alpha = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
-                let alpha = b.b.composite_construct(t_mat_acc, None, [alpha])?;
-                out = mul(b, out, alpha)?;
-            }
-            if key.epilogue.beta && !fused {
-                let bits = pc(b, Pc::Beta)?;
-                let beta = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
-                let beta = b.b.composite_construct(t_mat_acc, None, [beta])?;
-                let (tc, xc) = addressing(&c);
-                let cv = b.b.cooperative_matrix_load_tensor_nv(
-                    t_mat_acc,
-                    None,
-                    p_c,
-                    zero_acc,
-                    lc,
-                    MemoryAccess::NONE,
-                    tc,
-                    xc,
-                )?;
-                let t = mul(b, cv, beta)?;
-                out = if is_float {
-                    b.b.f_add(t_mat_acc, None, out, t)?
-                } else {
-                    b.b.i_add(t_mat_acc, None, out, t)?
-                };
-            }
-            let (tc, xc) = addressing(&c);
-            b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, tc, xc)?;
+    let lc_full = layout(b, t_layout_clamped, &c)?;
+    for (&v, &cj) in v_acc.iter().zip(&col0s) {
+        let lc = slice(b, t_layout_clamped, lc_full, &c, (row0, c_rows), (cj, c_cols))?;
+        let mut out = b.b.load(t_mat_acc, None, v, None, [])?;
+        // One factor at a time: their product may leave f32's range.
+        for u in unscale.into_iter().flatten() {
+            let u = b.b.composite_construct(t_mat_acc, None, [u])?;
+            out = b.b.f_mul(t_mat_acc, None, out, u)?;
         }
-        Ok(())
-    };
-
-    if let (Some((shared, v_local, v_groups_n)), Some(v_pos)) = (&sk, v_pos) {
-        let shape = (t_layout_unclamped, acc_rows, acc_cols);
-        let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
-        let local = b.b.load(t_u32, None, *v_local, None, [])?;
-        let workgroups = b.b.load(t_uvec3, None, *v_groups_n, None, [])?;
-        let workgroups = b.b.composite_extract(t_u32, None, workgroups, [0])?;
-        // The planner takes stream-K only where K is whole steps and tiles lie inside C.
-        let tile_steps = b.div_u(k_loop_end, g.bk)?;
-        let (start, end, slot) = stream_k::range(b, v_pc, wg_x, tile_steps)?;
-        let next_slot = b.add_u(slot, 1)?;
-        // The tile `t` of the walk: its accumulators' corner.
-        let corner = |b: &mut ModuleBuilder, t: Word| -> BuildResult<(Word, Word)> {
-            let (tx, ty) = raster_index(b, t, (pm, pn), (g.bm, g.bn), s.raster_group())?;
-            let (tm0, tn0) = (b.mul_u(ty, g.bm)?, b.mul_u(tx, g.bn)?);
-            Ok(if s.c_transposed() { (tn0, tm0) } else { (tm0, tn0) })
-        };
-        // K steps [kb0, kb1) (in elements) of the tile at (row0, col0): whole loop iterations,
-        // then single steps.
-        // K steps [kb0, kb1) (in elements) of the tile at (row0, col0s): whole loop iterations,
-        // then single steps. A part that starts inside K moves the operands' first elements
-        // instead of starting the loop there: the driver loads fast only from a loop whose
-        // K it can tell is aligned (perf/h100-27-6.txt: 3.2x slower from a run-time start).
-        let steps =
-            |b: &mut ModuleBuilder, (kb0, kb1): (Word, Word), (row0, col0s): (Word, &[Word])| -> BuildResult<()> {
-                let (pointers, span) = if kb0 == c0 {
-                    ((p_left, p_right), kb1)
-                } else {
-                    let moved = |b: &mut ModuleBuilder, (v, off): (Word, Word), along_k: Word| -> BuildResult<Word> {
-                        let d = b.b.i_mul(t_u32, None, kb0, along_k)?;
-                        let at = b.b.i_add(t_u32, None, off, d)?;
-                        b.b.access_chain(p_sb_comp, None, v, [c0, at])
-                    };
-                    // K's stride in each operand's storage: 1 where K is contiguous.
-                    let left_k = if left.transposed { left.stride } else { c1 };
-                    let right_k = if right.transposed { c1 } else { right.stride };
-                    let pl = moved(b, left_at, left_k)?;
-                    let pr = moved(b, right_at, right_k)?;
-                    ((pl, pr), b.b.i_sub(t_u32, None, kb1, kb0)?)
-                };
-                let rem = b.mod_u(span, s.stages() * g.bk)?;
-                let k_main = b.b.i_sub(t_u32, None, span, rem)?;
-                let at = (row0, col0s, pointers);
-                let l_main = b.b.id();
-                b.b.branch(l_main)?;
-                b.b.begin_block(Some(l_main))?;
-                k_loop(
-                    b,
-                    t_layout_unclamped,
-                    l_main,
-                    (s.stages(), s.lookahead()),
-                    (c0, k_main),
-                    at,
-                )?;
-                if s.stages() > 1 {
-                    let l_steps = b.b.id();
-                    b.b.branch(l_steps)?;
-                    b.b.begin_block(Some(l_steps))?;
-                    k_loop(b, t_layout_unclamped, l_steps, (1, 0), (k_main, span), at)?;
-                }
-                Ok(())
+        if let Some(f) = f_element {
+            let id = b.b.id();
+            let mut args = [out, f, row0, cj, c_off].map(Operand::IdRef).to_vec();
+            if group_cols {
+                args.extend(group.map(Operand::IdRef));
+            }
+            let op = Instruction::new(Op::CooperativeMatrixPerElementOpNV, Some(t_mat_acc), Some(id), args);
+            b.b.insert_into_block(InsertPoint::End, op)?;
+            out = id;
+            if t_c != t_res {
+                let t_mat_c = b.acc_type(t_c, Scope::Workgroup, (acc_rows, acc_cols));
+                out = b.b.f_convert(t_mat_c, None, out)?;
+            }
+        }
+        if key.epilogue.alpha && !fused {
+            let bits = pc(b, Pc::Alpha)?;
+            let alpha = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
+            let alpha = b.b.composite_construct(t_mat_acc, None, [alpha])?;
+            out = mul(b, out, alpha)?;
+        }
+        if key.epilogue.beta && !fused {
+            let bits = pc(b, Pc::Beta)?;
+            let beta = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
+            let beta = b.b.composite_construct(t_mat_acc, None, [beta])?;
+            let (tc, xc) = addressing(&c);
+            let cv =
+                b.b.cooperative_matrix_load_tensor_nv(t_mat_acc, None, p_c, zero_acc, lc, MemoryAccess::NONE, tc, xc)?;
+            let t = mul(b, cv, beta)?;
+            out = if is_float {
+                b.b.f_add(t_mat_acc, None, out, t)?
+            } else {
+                b.b.i_add(t_mat_acc, None, out, t)?
             };
-        // One run's part of the tile its step `pos` lies in: the steps, then the hand-over (a
-        // run that starts inside the tile gives its steps to the workgroup before), or the
-        // take-over (one that ends inside it adds the next one's) and the store. Returns the
-        // step after the part.
-        let part = |b: &mut ModuleBuilder, pos: Word| -> BuildResult<Word> {
-            let t = b.b.u_div(t_u32, None, pos, tile_steps)?;
-            let t0 = b.b.i_mul(t_u32, None, t, tile_steps)?;
-            let k0 = b.b.i_sub(t_u32, None, pos, t0)?;
-            let rest = b.b.i_sub(t_u32, None, end, t0)?;
-            let short = b.b.u_less_than(t_bool, None, rest, tile_steps)?;
-            let k1 = b.b.select(t_u32, None, short, rest, tile_steps)?;
-            let (row0, col0) = corner(b, t)?;
-            let col0s = [col0];
-            for &v in &v_acc {
-                b.b.store(v, zero_acc, None, [])?;
-            }
-            let kb0 = b.mul_u(k0, g.bk)?;
-            let kb1 = b.mul_u(k1, g.bk)?;
-            steps(b, (kb0, kb1), (row0, &col0s))?;
-            let later = b.b.u_greater_than(t_bool, None, k0, c0)?;
-            let (l_hand, l_own, l_end) = (b.b.id(), b.b.id(), b.b.id());
-            b.b.selection_merge(l_end, SelectionControl::NONE)?;
-            b.b.branch_conditional(later, l_hand, l_own, [])?;
-            b.b.begin_block(Some(l_hand))?;
-            let acc = b.b.load(t_mat_acc, None, v_acc[0], None, [])?;
-            stream_k::hand_over(b, shared, shape, (acc, slot), (local, workgroups))?;
-            b.b.branch(l_end)?;
-            b.b.begin_block(Some(l_own))?;
-            let split = b.b.u_less_than(t_bool, None, k1, tile_steps)?;
-            let (l_take, l_store) = (b.b.id(), b.b.id());
-            b.b.selection_merge(l_store, SelectionControl::NONE)?;
-            b.b.branch_conditional(split, l_take, l_store, [])?;
-            b.b.begin_block(Some(l_take))?;
-            let acc = b.b.load(t_mat_acc, None, v_acc[0], None, [])?;
-            let sum = stream_k::take_over(b, shared, (shape, t_mat_acc), (acc, next_slot), (local, workgroups))?;
-            b.b.store(v_acc[0], sum, None, [])?;
-            b.b.branch(l_store)?;
-            b.b.begin_block(Some(l_store))?;
-            epilogue(b, row0, &col0s)?;
-            b.b.branch(l_end)?;
-            b.b.begin_block(Some(l_end))?;
-            b.b.i_add(t_u32, None, t0, k1)
-        };
-        // `then` in a selection on `cond`, the block after it open on return.
-        let when = |b: &mut ModuleBuilder,
-                    cond: Word,
-                    then: &mut dyn FnMut(&mut ModuleBuilder) -> BuildResult<()>,
-                    otherwise: Option<&mut dyn FnMut(&mut ModuleBuilder) -> BuildResult<()>>|
-         -> BuildResult<()> {
-            let (l_then, l_else, l_merge) = (b.b.id(), b.b.id(), b.b.id());
-            b.b.selection_merge(l_merge, SelectionControl::NONE)?;
-            let has_else = otherwise.is_some();
-            b.b.branch_conditional(cond, l_then, if has_else { l_else } else { l_merge }, [])?;
-            b.b.begin_block(Some(l_then))?;
-            then(b)?;
-            b.b.branch(l_merge)?;
-            if let Some(f) = otherwise {
-                b.b.begin_block(Some(l_else))?;
-                f(b)?;
-                b.b.branch(l_merge)?;
-            }
-            b.b.begin_block(Some(l_merge))?;
-            Ok(())
-        };
-        let first = pc(b, Pc::SkFirstTile)?;
-        let one_each = b.b.u_less_than(t_bool, None, wg_x, first)?;
-        let form = std::env::var("VK_SGMAT_SK_FORM").unwrap_or_default();
-        let looped = form == "loop";
-        // A workgroup of its own tile: the whole K loop from step 0, as without stream-K.
-        let mut own = |b: &mut ModuleBuilder| -> BuildResult<()> {
-            let (row0, col0) = corner(b, wg_x)?;
-            let col0s = [col0];
-            steps(b, (c0, k_loop_end), (row0, &col0s))?;
-            epilogue(b, row0, &col0s)
-        };
-        // A sharing workgroup: its run's parts in turn (at most three: `plan::StreamK`).
-        let mut shared_run = |b: &mut ModuleBuilder| -> BuildResult<()> {
-            if form == "dponly" {
-                return Ok(());
-            }
-            if form == "tileonly" || form == "compact0" || form == "compactdyn" {
-                let t = if form == "tileonly" {
-                    b.b.u_div(t_u32, None, start, tile_steps)?
-                } else {
-                    b.b.i_add(t_u32, None, first, slot)?
-                };
-                let (row0, col0) = corner(b, t)?;
-                let col0s = [col0];
-                for &v in &v_acc {
-                    b.b.store(v, zero_acc, None, [])?;
-                }
-                let (kb0, kb1) = if form == "compactdyn" {
-                    let z = pc(b, Pc::Row0)?;
-                    (z, b.b.i_add(t_u32, None, z, k_loop_end)?)
-                } else {
-                    (c0, k_loop_end)
-                };
-                steps(b, (kb0, kb1), (row0, &col0s))?;
-                return epilogue(b, row0, &col0s);
-            }
-            if looped {
-                b.b.store(v_pos, start, None, [])?;
-                let l_runs = b.b.id();
-                b.b.branch(l_runs)?;
-                b.b.begin_block(Some(l_runs))?;
-                let c3 = b.c_u32(3);
-                return b.counted_loop(l_runs, (c0, c3, 1), |b, _| {
-                    let pos = b.b.load(t_u32, None, v_pos, None, [])?;
-                    let live = b.b.u_less_than(t_bool, None, pos, end)?;
-                    when(
-                        b,
-                        live,
-                        &mut |b| {
-                            let next = part(b, pos)?;
-                            b.b.store(v_pos, next, None, [])?;
-                            Ok(())
-                        },
-                        None,
-                    )
-                });
-            }
-            let p1 = part(b, start)?;
-            let live = b.b.u_less_than(t_bool, None, p1, end)?;
-            when(
-                b,
-                live,
-                &mut |b| {
-                    let p2 = part(b, p1)?;
-                    let live = b.b.u_less_than(t_bool, None, p2, end)?;
-                    when(b, live, &mut |b| part(b, p2).map(|_| ()), None)
-                },
-                None,
-            )
-        };
-        when(b, one_each, &mut own, Some(&mut shared_run))?;
-    } else {
-        // Workgroups inside C need no clamping but in K's last partial step: after the whole loop
-        // iterations, an unclamped loop of single steps takes the whole steps left (all of K when
-        // K is under one iteration, as in attention's K of 64 to 128), and a clamped one the
-        // partial step. Workgroups on C's edge clamp throughout. The choice is workgroup-uniform.
-        let m_end = b.add_u(m0, g.bm)?;
-        let n_end = b.add_u(n0, g.bn)?;
-        let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
-        let in_n = b.b.u_less_than_equal(t_bool, None, n_end, pn)?;
-        let k_rem = b.mod_u(k_loop_end, s.stages() * g.bk)?;
-        let k_main = b.b.i_sub(t_u32, None, k_loop_end, k_rem)?;
-        let inside = b.b.logical_and(t_bool, None, in_m, in_n)?;
-        let (l_fast, l_edge, l_joined) = (b.b.id(), b.b.id(), b.b.id());
-        b.b.selection_merge(l_joined, SelectionControl::NONE)?;
-        b.b.branch_conditional(inside, l_fast, l_edge, [])?;
-        b.b.begin_block(Some(l_fast))?;
-        k_loop(
-            b,
-            t_layout_unclamped,
-            l_fast,
-            (s.stages(), s.lookahead()),
-            (c0, k_main),
-            (row0, &col0s, (p_left, p_right)),
-        )?;
-        let k_whole = if s.stages() > 1 {
-            let k_part = b.mod_u(k_loop_end, g.bk)?;
-            let k_whole = b.b.i_sub(t_u32, None, k_loop_end, k_part)?;
-            let l_steps = b.b.id();
-            b.b.branch(l_steps)?;
-            b.b.begin_block(Some(l_steps))?;
-            k_loop(
-                b,
-                t_layout_unclamped,
-                l_steps,
-                (1, 0),
-                (k_main, k_whole),
-                (row0, &col0s, (p_left, p_right)),
-            )?;
-            k_whole
-        } else {
-            k_main
-        };
-        let l_tail = b.b.id();
-        b.b.branch(l_tail)?;
-        b.b.begin_block(Some(l_tail))?;
-        k_loop(
-            b,
-            t_layout_clamped,
-            l_tail,
-            (1, 0),
-            (k_whole, k_loop_end),
-            (row0, &col0s, (p_left, p_right)),
-        )?;
-        b.b.branch(l_joined)?;
-        b.b.begin_block(Some(l_edge))?;
-        k_loop(
-            b,
-            t_layout_clamped,
-            l_edge,
-            (1, 0),
-            (c0, k_loop_end),
-            (row0, &col0s, (p_left, p_right)),
-        )?;
-        b.b.branch(l_joined)?;
-        b.b.begin_block(Some(l_joined))?;
-
-        epilogue(b, row0, &col0s)?;
+        }
+        let (tc, xc) = addressing(&c);
+        b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, tc, xc)?;
     }
     b.end_compute(f_main, g.threads)?;
     Ok(mb.finish())

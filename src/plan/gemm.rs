@@ -5,7 +5,6 @@
 
 use super::narrow::{absmax_dispatch, scale_words};
 use super::passes::{choose_split_k, plan, plan_split_k, Batch, DispatchLimits, Pass, Problem, Window};
-use super::StreamK;
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::{reduce, Axis, Epilogue, KernelKey, Load, Probe, PushConstants};
@@ -159,9 +158,6 @@ pub struct PlanRequest {
     /// [`Load::Native`]) and f32 operands converted first (rounded on the way). `scheme` is the
     /// flipped problem's. One GEMM at a time: a batch is an error.
     pub relayout: [bool; 2],
-    /// Workgroups of `scheme` the device runs at once, for stream-K ([`StreamK`]), which is
-    /// planned where it applies: 0 turns it off.
-    pub stream_k: u32,
 }
 
 /// A GEMM, planned: what to dispatch, in order, on which windows of which operands.
@@ -227,7 +223,6 @@ impl GemmPlan {
             loads: req.loads,
             probe: Probe::Full,
             grouped: false,
-            stream_k: false,
         };
         let epilogue = Epilogue {
             alpha: req.alpha != 1.0,
@@ -292,28 +287,6 @@ impl GemmPlan {
                 if out.plan_split(limits, splits, partial, reduce, single.c, (alpha_bits, beta_bits)) {
                     return Ok(out);
                 }
-            }
-        }
-        if let [single] = passes.as_slice() {
-            if let Some(sk) = stream_k_for(req, single, limits) {
-                let mut push = pass_push(p, single, alpha_bits, beta_bits);
-                (push.sk_first_tile, push.sk_steps, push.sk_longer) = (sk.first_tile, sk.steps, sk.longer);
-                let slot = u64::from(geometry.bm * geometry.bn) * rt.size_bytes() as u64;
-                out.scratch_bytes = sk.scratch_bytes(slot);
-                out.zeroed_scratch_bytes = sk.flag_bytes();
-                out.dispatches.push(Dispatch {
-                    kernel: Kernel::Gemm(KernelKey {
-                        stream_k: true,
-                        ..key(epilogue.alpha, epilogue.beta)
-                    }),
-                    bindings: [(Operand::A, single.a), (Operand::B, single.b), (Operand::C, single.c)],
-                    push,
-                    groups: [sk.workgroups(), 1, 1],
-                    after_previous: false,
-                    aux: Some((Operand::Scratch, Window::from_start(out.scratch_bytes))),
-                    vectors,
-                });
-                return Ok(out);
             }
         }
         for (i, pass) in passes.iter().enumerate() {
@@ -528,30 +501,6 @@ pub fn device_ld(inner: usize, elem_bytes: usize) -> usize {
     inner.next_multiple_of(VECTOR_BYTES as usize / elem_bytes.min(VECTOR_BYTES as usize))
 }
 
-/// Stream-K for `req`'s one pass where it applies: a workgroup-scope scheme of one accumulator
-/// that the request says how many of run at once, f16 or f32 results without a fused epilogue,
-/// operands read as stored, one GEMM whose tiles all lie inside C and whose K is whole steps,
-/// a grid [`StreamK::choose`] takes, and scratch and grid within the limits.
-fn stream_k_for(req: &PlanRequest, pass: &Pass, limits: &DispatchLimits) -> Option<StreamK> {
-    let (p, s) = (&req.problem, &req.scheme);
-    let g = s.geometry(&req.config);
-    let (bm, bn, bk) = (g.bm as usize, g.bn as usize, g.bk as usize);
-    let plain = req.loads == [Load::Native; 2] && !req.epilogue.is_fused() && req.config.result_type.is_float();
-    let aligned = p.m % bm == 0 && p.n % bn == 0 && p.k % bk == 0;
-    if req.stream_k == 0 || !plain || !aligned || p.batch.count != 1 || pass.accumulate {
-        return None;
-    }
-    if s.scope() != crate::tiling::KernelScope::Workgroup || s.n_parts() != 1 || pass.k != p.k {
-        return None;
-    }
-    let tiles = (p.m / bm) as u64 * (p.n / bn) as u64;
-    let sk = StreamK::choose(tiles, u32::try_from(p.k / bk).ok()?, req.stream_k)?;
-    let slot = u64::from(g.bm * g.bn) * req.config.result_type.size_bytes() as u64;
-    let bytes = sk.scratch_bytes(slot);
-    let fits = bytes <= limits.max_range && bytes <= limits.max_allocation;
-    (fits && sk.workgroups() <= limits.max_groups[0]).then_some(sk)
-}
-
 /// The kernel's push constants for one pass of `p`.
 fn pass_push(p: &Problem, pass: &Pass, alpha_bits: u32, beta_bits: u32) -> PushConstants {
     let vec = u64::from(VECTOR_BYTES);
@@ -581,7 +530,6 @@ fn pass_push(p: &Problem, pass: &Pass, alpha_bits: u32, beta_bits: u32) -> PushC
         c_batch: stride(2, p.c_bytes as u64),
         row0: pass.m0 as u32,
         col0: pass.n0 as u32,
-        ..Default::default()
     }
 }
 

@@ -7,7 +7,6 @@ pub(in crate::plan) fn request(m: usize, n: usize, k: usize, alpha: f64, beta: f
     let config = cfg(16, 16, 16, F16, F32);
     let scheme = TileScheme::new(&config, &h200_limits(), 32, (1, 2), (2, 2), 32).unwrap();
     PlanRequest {
-        stream_k: 0,
         problem: device_problem((m, n, k), (Layout::RowMajor, Layout::ColMajor), (2, 2, 4)),
         config,
         scheme,

@@ -13,8 +13,6 @@ pub use narrow::{
     NT_RELAYOUT,
 };
 pub mod passes;
-mod stream_k;
-pub use stream_k::StreamK;
 #[cfg(test)]
 mod properties;
 pub mod types;

@@ -231,8 +231,6 @@ pub(super) fn plan_copied(req: &PlanRequest, limits: &DispatchLimits) -> Result<
         },
         convert_first: false,
         relayout: [false; 2],
-        // Scratch holds the copies.
-        stream_k: 0,
         ..*req
     };
     finish(p, GemmPlan::new(&inner, limits)?, copies, end, limits)
@@ -296,8 +294,6 @@ pub(super) fn plan_planes(req: &PlanRequest, limits: &DispatchLimits) -> Result<
         split_k: SplitK::Slices(1),
         convert_first: false,
         relayout: [false; 2],
-        // Scratch holds the copies.
-        stream_k: 0,
         ..*req
     };
     let gemm = GemmPlan::new(&inner, limits)?;

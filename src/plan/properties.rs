@@ -113,7 +113,6 @@ fn check_plan(
         config.result_type.size_bytes() as usize,
     );
     let request = PlanRequest {
-        stream_k: 0,
         problem: device_problem((m, n, k), layouts, sizes),
         config,
         scheme,

@@ -35,7 +35,6 @@ pub(crate) fn h200_limits() -> DeviceLimits {
         max_push_constants_size: 256,
         max_memory_allocation_size: u64::MAX,
         timestamp_period: 1.0,
-        sm_count: 132,
     }
 }
 

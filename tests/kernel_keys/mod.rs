@@ -32,7 +32,6 @@ pub fn limits(subgroup: u32, shared: u32) -> DeviceLimits {
         max_push_constants_size: 128,
         max_memory_allocation_size: u64::MAX,
         timestamp_period: 1.0,
-        sm_count: 0,
     }
 }
 
@@ -106,7 +105,6 @@ pub fn every_key(
                 loads,
                 probe: Probe::Full,
                 grouped: false,
-                stream_k: false,
             })
         })
     })

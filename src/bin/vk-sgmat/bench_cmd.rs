@@ -125,9 +125,6 @@ pub(crate) fn bench(
         if let Some(s) = scheme {
             types = format!("{types} {}", s.name());
         }
-        if let Some(on) = forced.stream_k {
-            types = format!("{types}, stream-K {}", if on { "on" } else { "off" });
-        }
         if let Some(n) = forced.split_k {
             types = format!("{types}, split {n}");
         }

@@ -93,10 +93,6 @@ pub enum Command {
         /// auto (chosen per problem), on or off.
         #[arg(long, default_value = "auto")]
         relayout: String,
-        /// Stream-K, where the grid's last wave would leave multiprocessors idle: auto (where
-        /// the device says how many it has), on or off.
-        #[arg(long, default_value = "auto")]
-        stream_k: String,
         /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
         /// (off) to 64.
         #[arg(long, default_value = "auto")]
@@ -158,10 +154,6 @@ pub enum Command {
         /// auto (chosen per problem), on or off.
         #[arg(long, default_value = "auto")]
         relayout: String,
-        /// Stream-K, where the grid's last wave would leave multiprocessors idle: auto (where
-        /// the device says how many it has), on or off.
-        #[arg(long, default_value = "auto")]
-        stream_k: String,
         /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
         /// (off) to 64.
         #[arg(long, default_value = "auto")]

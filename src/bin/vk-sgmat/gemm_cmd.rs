@@ -113,14 +113,7 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
         layout: format!("{}{}{}", la.letter(), lb.letter(), lc.letter()),
         config: key.config.to_string(),
         scheme: key.scheme.name(),
-        tile: format!(
-            "{}x{}x{}, {} invocations{}",
-            g.bm,
-            g.bn,
-            g.bk,
-            g.threads,
-            if key.stream_k { ", stream-K" } else { "" }
-        ),
+        tile: format!("{}x{}x{}, {} invocations", g.bm, g.bn, g.bk, g.threads),
         passes,
         converted_first: plan
             .dispatches
