@@ -6,7 +6,7 @@ mod kernel_keys;
 
 use kernel_keys::*;
 use vk_sgmat::config::ComponentType::*;
-use vk_sgmat::kernel::{generate, Epilogue, KernelKey, Load, Probe};
+use vk_sgmat::kernel::{generate, Epilogue, FixedSizes, KernelKey, Load, Probe};
 use vk_sgmat::tiling::{candidate_schemes, KernelScope, Layout, TileScheme};
 
 #[test]
@@ -37,6 +37,7 @@ fn every_h200_scheme_passes_spirv_val() {
                         loads: Default::default(),
                         probe: Probe::Full,
                         grouped: false,
+                        fixed: None,
                     };
                     let words = generate(&key).unwrap();
                     common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -74,6 +75,7 @@ fn double_buffered_and_tuning_kernels_pass_spirv_val() {
                 },
                 probe: Probe::Full,
                 grouped: false,
+                fixed: None,
             };
             let words = generate(&key).unwrap();
             common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -84,7 +86,7 @@ fn double_buffered_and_tuning_kernels_pass_spirv_val() {
 }
 
 /// Workgroup-scope (VK_NV_cooperative_matrix2) kernels of the H200's tile shapes, every type
-/// spirv-val knows, layout and epilogue, each also grouped. Lavapipe cannot run them (it lacks workgroup scope and
+/// spirv-val knows, layout and epilogue, each also grouped and with sizes built in. Lavapipe cannot run them (it lacks workgroup scope and
 /// tensor addressing): `vk-sgmat check` covers them on the H200.
 #[test]
 fn workgroup_scope_kernels_pass_spirv_val() {
@@ -162,6 +164,22 @@ fn workgroup_scope_kernels_pass_spirv_val() {
                 let grouped = KernelKey { grouped: true, ..key };
                 let words = generate(&grouped).unwrap();
                 common::spirv_val(&words, &grouped.name()).unwrap_or_else(|e| panic!("{}: {e}", grouped.name()));
+                // And with N, K and the leading dimensions built in (odd sizes: the kernel
+                // takes them as they come).
+                let sizes = FixedSizes {
+                    n: 4095,
+                    k: 4093,
+                    lda: 4096,
+                    ldb: 4104,
+                    ldc: 4100,
+                };
+                let fixed = KernelKey {
+                    fixed: Some(sizes),
+                    ..key
+                };
+                let fixed_words = generate(&fixed).unwrap();
+                assert_ne!(fixed_words, generate(&key).unwrap(), "{}", fixed.name());
+                common::spirv_val(&fixed_words, &fixed.name()).unwrap_or_else(|e| panic!("{}: {e}", fixed.name()));
                 n += 1;
             }
         }
@@ -187,6 +205,7 @@ fn probe_kernels_pass_spirv_val() {
                 loads: Default::default(),
                 probe,
                 grouped: false,
+                fixed: None,
             };
             let words = generate(&key).unwrap();
             common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -243,6 +262,7 @@ fn simt_kernels_pass_spirv_val() {
         loads: [Load::Simt, Load::Native],
         probe: Probe::Full,
         grouped: false,
+        fixed: None,
     };
     assert!(generate(&key).is_err());
     key.loads = [Load::Simt; 2];
@@ -298,6 +318,7 @@ fn golden_disassembly() {
             loads: Default::default(),
             probe: Probe::Full,
             grouped: false,
+            fixed: None,
         })
         .collect();
     // The H200's workgroup-scope default for f16 -> f32, with a transposed A and beta.
@@ -322,6 +343,7 @@ fn golden_disassembly() {
         loads: Default::default(),
         probe: Probe::Full,
         grouped: false,
+        fixed: None,
     });
     // A fused epilogue: f16 -> f32 products, a column bias, GELU, stored as f16.
     keys.push(KernelKey {

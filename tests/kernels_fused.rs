@@ -61,6 +61,7 @@ fn fused_kernels_pass_spirv_val() {
                     loads: Default::default(),
                     probe: Probe::Full,
                     grouped: false,
+                    fixed: None,
                 });
             }
         }
@@ -78,6 +79,7 @@ fn fused_kernels_pass_spirv_val() {
             loads: Default::default(),
             probe: Probe::Full,
             grouped: false,
+            fixed: None,
         });
     }
     let simt = vk_sgmat::tiling::simt_scheme(&h200, 32, false).unwrap();
@@ -90,6 +92,7 @@ fn fused_kernels_pass_spirv_val() {
         loads: [Load::Simt; 2],
         probe: Probe::Full,
         grouped: false,
+        fixed: None,
     });
     assert_eq!(n, 3 * 5 * 3 + 3 + 1);
     // Refused: dequantising floats, an f16 accumulator cast to f32, an i32 product with a bias
@@ -103,6 +106,7 @@ fn fused_kernels_pass_spirv_val() {
         loads: Default::default(),
         probe: Probe::Full,
         grouped: false,
+        fixed: None,
     };
     for (config, e) in [
         (cfg(8, 8, 8, F16, F32), fused(None, Activation::None, true, None, false)),
@@ -151,6 +155,7 @@ fn fused_kernels_pass_spirv_val() {
                 loads: Default::default(),
                 probe: Probe::Full,
                 grouped: false,
+                fixed: None,
             };
             // Each also grouped: a column vector read at the tile's group (its table at 3).
             for key in [key, KernelKey { grouped: true, ..key }] {
@@ -203,6 +208,7 @@ fn split_kernels_pass_spirv_val() {
                 loads: [Load::Split; 2],
                 probe: Probe::Full,
                 grouped: false,
+                fixed: None,
             };
             let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
             common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -226,6 +232,7 @@ fn split_kernels_pass_spirv_val() {
         loads: [Load::Split; 2],
         probe: Probe::Full,
         grouped: false,
+        fixed: None,
     };
     assert!(generate(&key).is_err(), "a split needs f32 accumulators");
 }
@@ -298,6 +305,7 @@ fn converting_passes_and_planes_kernels_pass_spirv_val() {
         loads: [Load::Planes; 2],
         probe: Probe::Full,
         grouped: false,
+        fixed: None,
     };
     assert!(matches!(generate(&key), Err(vk_sgmat::Error::InvalidTileScheme(_))));
     let key = KernelKey {

@@ -185,6 +185,7 @@ fn check_vendor(
                         loads: Default::default(),
                         probe: Probe::Full,
                         grouped: false,
+                        fixed: None,
                     };
                     let words = generate(&key).unwrap_or_else(|e| panic!("{name}: {e}"));
                     match common::spirv_val(&words, &key.name()) {

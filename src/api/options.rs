@@ -56,6 +56,15 @@ pub struct GemmOptions {
     /// The accurate split's planes ([`ComputeMode::Accurate`] converted first) are always
     /// written A column-major, B row-major by their own pass, whatever this says.
     pub relayout: Option<bool>,
+    /// Build the problem's N, K and leading dimensions into the GEMM kernel as constants
+    /// ([`crate::kernel::FixedSizes`]; M stays free), where the GEMM runs on a workgroup-scope
+    /// kernel in one pass, one GEMM at a time, reading its operands as stored: NVIDIA's driver
+    /// then compiles a faster loop (H100, `nn` 4096³ +9%, 2048³ +7%: docs/performance.md,
+    /// "Sizes built into the kernel"), at the cost of a pipeline (seconds to compile on the
+    /// H200, kept in the pipeline cache) per shape. Default `None`: from M·N·K of 2048³ on;
+    /// `Some(true)`: at any size; `Some(false)`: never. The K sums run in the same order
+    /// either way.
+    pub specialize: Option<bool>,
 }
 
 impl Default for GemmOptions {
@@ -69,6 +78,7 @@ impl Default for GemmOptions {
             compute: ComputeMode::default(),
             convert_first: None,
             relayout: None,
+            specialize: None,
         }
     }
 }

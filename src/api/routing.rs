@@ -14,6 +14,13 @@ use crate::plan::{
 };
 use crate::tiling::{pick_scheme, preferred_planes_schemes, simt_scheme, KernelScope, Layout, TileScheme};
 
+/// M·N·K from which GEMMs take kernels with their sizes built in by default
+/// ([`GemmOptions::specialize`]): 2048³, where the H100 measured `nn` 7% faster
+/// (docs/perf/h100-27-10.txt) and a GEMM takes about 60 µs, so a shape's extra pipeline pays
+/// for itself within a model's first few thousand calls; smaller shapes keep one pipeline for
+/// all sizes.
+pub(crate) const SPECIALIZE_FROM: f64 = 2048.0 * 2048.0 * 2048.0;
+
 impl Context {
     /// How a GEMM of these element types (A, B, C) runs under `options` on this device: the
     /// route (see [`route`](crate::plan::route)) with its fallbacks applied (the accurate split
@@ -424,6 +431,10 @@ impl Context {
             epilogue: fused,
             convert_first,
             relayout,
+            specialize: match options.specialize {
+                Some(on) => on,
+                None => m as f64 * n as f64 * k as f64 >= SPECIALIZE_FROM,
+            },
         };
         let plan = match GemmPlan::new(&request, &self.limits) {
             // Copies chosen by default but over a binding's range or the scratch limit: the

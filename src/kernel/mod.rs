@@ -148,6 +148,27 @@ pub struct KernelKey {
     /// A grouped GEMM in one dispatch: each workgroup row reads its group from a table at
     /// binding 3 (see [`crate::plan::GemmPlan::grouped`]).
     pub grouped: bool,
+    /// Sizes the kernel takes as constants instead of push constants (workgroup scope only):
+    /// one pipeline per problem shape, which NVIDIA's driver compiles into a faster loop
+    /// ([`crate::GemmOptions::specialize`]).
+    pub fixed: Option<FixedSizes>,
+}
+
+/// A problem's N, K and leading dimensions (in elements), built into a kernel as constants
+/// ([`KernelKey::fixed`]). M stays a push constant, so one kernel serves every M: an inference
+/// batch's token count changes from call to call where the weights' N and K do not.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct FixedSizes {
+    /// Columns of C and B.
+    pub n: u32,
+    /// The inner dimension.
+    pub k: u32,
+    /// A's leading dimension.
+    pub lda: u32,
+    /// B's leading dimension.
+    pub ldb: u32,
+    /// C's leading dimension.
+    pub ldc: u32,
 }
 
 impl KernelKey {
@@ -170,7 +191,7 @@ impl KernelKey {
             })
             .collect();
         format!(
-            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}{}{}{}",
+            "gemm_{}x{}x{}_{}_{}_{}{}_{}{}{}{}{}{}{}",
             c.m,
             c.n,
             c.k,
@@ -191,7 +212,11 @@ impl KernelKey {
                 Probe::Full => String::new(),
                 p => format!("_probe_{}", p.name()),
             },
-            if self.grouped { "_grouped" } else { "" }
+            if self.grouped { "_grouped" } else { "" },
+            match self.fixed {
+                None => String::new(),
+                Some(f) => format!("_fixed_n{}_k{}_ld{}_{}_{}", f.n, f.k, f.lda, f.ldb, f.ldc),
+            }
         )
     }
 }
@@ -200,6 +225,15 @@ impl KernelKey {
     /// Checks that the key's conversions exist: f32 storage narrows to a 16-bit float config, in
     /// the subgroup-scope kernel.
     pub fn check_loads(&self) -> Result<()> {
+        let plain = self.loads == [Load::Native; 2] && !self.grouped && self.probe == Probe::Full;
+        if self.fixed.is_some() && (!plain || self.scheme.scope() != KernelScope::Workgroup) {
+            return Err(Error::Unsupported(format!(
+                "sizes built into the kernel take a workgroup-scope scheme on operands read as \
+                 stored, one ungrouped GEMM: not {} with loads {:?}",
+                self.scheme.name(),
+                self.loads
+            )));
+        }
         if self.grouped && self.loads.iter().any(|l| matches!(l, Load::Split | Load::Planes)) {
             let why = "its tile table is at binding 3, where the accurate split reads scale words";
             return Err(Error::Unsupported(format!(

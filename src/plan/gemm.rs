@@ -7,7 +7,7 @@ use super::narrow::{absmax_dispatch, scale_words};
 use super::passes::{choose_split_k, plan, plan_split_k, Batch, DispatchLimits, Pass, Problem, Window};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
-use crate::kernel::{reduce, Axis, Epilogue, KernelKey, Load, Probe, PushConstants};
+use crate::kernel::{reduce, Axis, Epilogue, FixedSizes, KernelKey, Load, Probe, PushConstants};
 use crate::tiling::{Layout, TileScheme, VECTOR_BYTES};
 use serde::Serialize;
 
@@ -158,6 +158,9 @@ pub struct PlanRequest {
     /// [`Load::Native`]) and f32 operands converted first (rounded on the way). `scheme` is the
     /// flipped problem's. One GEMM at a time: a batch is an error.
     pub relayout: [bool; 2],
+    /// Build N, K and the leading dimensions into the GEMM kernel ([`KernelKey::fixed`]) where
+    /// it is a workgroup-scope kernel of one GEMM in one pass reading its operands as stored.
+    pub specialize: bool,
 }
 
 /// A GEMM, planned: what to dispatch, in order, on which windows of which operands.
@@ -223,6 +226,7 @@ impl GemmPlan {
             loads: req.loads,
             probe: Probe::Full,
             grouped: false,
+            fixed: None,
         };
         let epilogue = Epilogue {
             alpha: req.alpha != 1.0,
@@ -289,6 +293,7 @@ impl GemmPlan {
                 }
             }
         }
+        let fixed = fixed_sizes(req, &passes);
         for (i, pass) in passes.iter().enumerate() {
             // Passes along K accumulate into the C the previous one wrote (beta = 1).
             let (kernel, beta) = if pass.accumulate {
@@ -296,6 +301,7 @@ impl GemmPlan {
             } else {
                 (key(epilogue.alpha, epilogue.beta), beta_bits)
             };
+            let kernel = KernelKey { fixed, ..kernel };
             out.dispatches.push(Dispatch {
                 kernel: Kernel::Gemm(kernel),
                 bindings: [(Operand::A, pass.a), (Operand::B, pass.b), (Operand::C, pass.c)],
@@ -499,6 +505,26 @@ pub fn device_problem(
 /// Padded leading dimension: the contiguous extent rounded up to whole 16-byte vectors.
 pub fn device_ld(inner: usize, elem_bytes: usize) -> usize {
     inner.next_multiple_of(VECTOR_BYTES as usize / elem_bytes.min(VECTOR_BYTES as usize))
+}
+
+/// The sizes to build into the kernel of `req` planned as `passes` ([`PlanRequest::specialize`]):
+/// one pass over the whole problem, one GEMM, a workgroup-scope scheme, operands read as stored.
+fn fixed_sizes(req: &PlanRequest, passes: &[Pass]) -> Option<FixedSizes> {
+    let p = &req.problem;
+    let [pass] = passes else { return None };
+    let whole = (pass.m, pass.n, pass.k) == (p.m, p.n, p.k) && p.batch.count == 1;
+    let kernel = req.scheme.scope() == crate::tiling::KernelScope::Workgroup && req.loads == [Load::Native; 2];
+    if !(req.specialize && whole && kernel) {
+        return None;
+    }
+    let u = |v: usize| u32::try_from(v).ok();
+    Some(FixedSizes {
+        n: u(p.n)?,
+        k: u(p.k)?,
+        lda: u(p.lda)?,
+        ldb: u(p.ldb)?,
+        ldc: u(p.ldc)?,
+    })
 }
 
 /// The kernel's push constants for one pass of `p`.

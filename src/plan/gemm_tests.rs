@@ -7,6 +7,7 @@ pub(in crate::plan) fn request(m: usize, n: usize, k: usize, alpha: f64, beta: f
     let config = cfg(16, 16, 16, F16, F32);
     let scheme = TileScheme::new(&config, &h200_limits(), 32, (1, 2), (2, 2), 32).unwrap();
     PlanRequest {
+        specialize: false,
         problem: device_problem((m, n, k), (Layout::RowMajor, Layout::ColMajor), (2, 2, 4)),
         config,
         scheme,
@@ -393,4 +394,38 @@ fn the_accurate_split_done_first_writes_padded_planes_for_one_workgroup_scope_ge
     // On a subgroup-scope scheme the planes are a typed error.
     req.scheme = TileScheme::new(&config, &h200_limits(), 32, (1, 2), (2, 2), 32).unwrap();
     assert!(matches!(GemmPlan::new(&req, &limits), Err(Error::InvalidTileScheme(_))));
+}
+
+#[test]
+fn specialised_plans_build_n_k_and_the_leading_dimensions_into_the_workgroup_kernel() {
+    let config = cfg(16, 16, 16, F16, F32);
+    let wg = TileScheme::workgroup_for_limits(&config, &h200_limits(), 32, (8, 1), (1, 8), (32, 8)).unwrap();
+    let req = |scheme, specialize, split_k| PlanRequest {
+        scheme,
+        specialize,
+        ..request(300, 200, 100, 1.0, 0.0, split_k)
+    };
+    let fixed = |r: &PlanRequest| GemmPlan::new(r, &unlimited()).unwrap().main_kernel().fixed;
+    let on = fixed(&req(wg, true, SplitK::Slices(1))).expect("one workgroup-scope pass");
+    let p = &req(wg, true, SplitK::Slices(1)).problem;
+    assert_eq!((on.n, on.k), (200, 100));
+    assert_eq!((on.lda, on.ldb, on.ldc), (p.lda as u32, p.ldb as u32, p.ldc as u32));
+    // Off when not asked, on subgroup scope, and where K is cut into slices or passes.
+    assert_eq!(fixed(&req(wg, false, SplitK::Slices(1))), None);
+    let sg = request(1, 1, 1, 1.0, 0.0, SplitK::Slices(1)).scheme;
+    assert_eq!(fixed(&req(sg, true, SplitK::Slices(1))), None);
+    let split = GemmPlan::new(&req(wg, true, SplitK::Slices(2)), &unlimited()).unwrap();
+    assert!(split.is_split_k());
+    assert!(split
+        .gemm_dispatches()
+        .all(|d| matches!(d.kernel, Kernel::Gemm(k) if k.fixed.is_none())));
+    let narrow = DispatchLimits {
+        max_range: 160 * 1024,
+        ..unlimited()
+    };
+    let cut = GemmPlan::new(&req(wg, true, SplitK::Slices(1)), &narrow).unwrap();
+    assert!(cut.dispatches.len() > 1);
+    assert!(cut
+        .gemm_dispatches()
+        .all(|d| matches!(d.kernel, Kernel::Gemm(k) if k.fixed.is_none())));
 }

@@ -157,7 +157,11 @@ impl GemmPlan {
         let Kernel::Gemm(key) = d.kernel else {
             return Err(format!("its kernel is {:?}", d.kernel));
         };
-        let key = crate::kernel::KernelKey { grouped: true, ..key };
+        let key = crate::kernel::KernelKey {
+            grouped: true,
+            fixed: None,
+            ..key
+        };
         if d.aux.is_some() || d.groups[2] != 1 {
             return Err("its kernel reads scale words or runs a batch".into());
         }

@@ -113,6 +113,7 @@ fn check_plan(
         config.result_type.size_bytes() as usize,
     );
     let request = PlanRequest {
+        specialize: false,
         problem: device_problem((m, n, k), layouts, sizes),
         config,
         scheme,

@@ -105,6 +105,7 @@ pub fn every_key(
                 loads,
                 probe: Probe::Full,
                 grouped: false,
+                fixed: None,
             })
         })
     })

@@ -125,6 +125,9 @@ pub(crate) fn bench(
         if let Some(s) = scheme {
             types = format!("{types} {}", s.name());
         }
+        if let Some(on) = forced.specialize {
+            types = format!("{types}, sizes {}", if on { "built in" } else { "pushed" });
+        }
         if let Some(n) = forced.split_k {
             types = format!("{types}, split {n}");
         }
@@ -331,7 +334,11 @@ pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
                     Err(e) => return Err(e.into()),
                 };
                 let median = vk_sgmat::median(&mut times);
-                let stats = ctx.kernel_statistics(&KernelKey { probe, ..key })?;
+                let stats = ctx.kernel_statistics(&KernelKey {
+                    probe,
+                    fixed: None,
+                    ..key
+                })?;
                 let registers = stats
                     .iter()
                     .find(|(name, _)| name.to_ascii_lowercase().contains("register"))

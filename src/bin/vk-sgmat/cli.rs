@@ -93,6 +93,10 @@ pub enum Command {
         /// auto (chosen per problem), on or off.
         #[arg(long, default_value = "auto")]
         relayout: String,
+        /// Whether N, K and the leading dimensions are built into the workgroup-scope kernel
+        /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
+        #[arg(long, default_value = "auto")]
+        specialize: String,
         /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
         /// (off) to 64.
         #[arg(long, default_value = "auto")]
@@ -154,6 +158,10 @@ pub enum Command {
         /// auto (chosen per problem), on or off.
         #[arg(long, default_value = "auto")]
         relayout: String,
+        /// Whether N, K and the leading dimensions are built into the workgroup-scope kernel
+        /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
+        #[arg(long, default_value = "auto")]
+        specialize: String,
         /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
         /// (off) to 64.
         #[arg(long, default_value = "auto")]

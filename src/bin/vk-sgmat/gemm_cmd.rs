@@ -113,7 +113,14 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
         layout: format!("{}{}{}", la.letter(), lb.letter(), lc.letter()),
         config: key.config.to_string(),
         scheme: key.scheme.name(),
-        tile: format!("{}x{}x{}, {} invocations", g.bm, g.bn, g.bk, g.threads),
+        tile: format!(
+            "{}x{}x{}, {} invocations{}",
+            g.bm,
+            g.bn,
+            g.bk,
+            g.threads,
+            if key.fixed.is_some() { ", sizes built in" } else { "" }
+        ),
         passes,
         converted_first: plan
             .dispatches

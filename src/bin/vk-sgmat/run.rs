@@ -28,6 +28,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             mode,
             convert,
             relayout,
+            specialize,
             split_k,
             layout,
             c_layout,
@@ -55,6 +56,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 compute,
                 convert_first: parse_convert(&convert)?,
                 relayout: parse_relayout(&relayout)?,
+                specialize: parse_on_off("--specialize", &specialize)?,
                 split_k: parse_split_k(&split_k)?,
                 ..Default::default()
             };
@@ -120,6 +122,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             mode,
             convert,
             relayout,
+            specialize,
             split_k,
             scheme,
             shapes,
@@ -189,6 +192,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 compute: parse_mode(&mode)?,
                 convert_first: parse_convert(&convert)?,
                 relayout: parse_relayout(&relayout)?,
+                specialize: parse_on_off("--specialize", &specialize)?,
                 split_k: parse_split_k(&split_k)?,
                 ..Default::default()
             };
@@ -394,11 +398,16 @@ fn parse_split_k(s: &str) -> Result<Option<u32>> {
 
 /// `--relayout`: None (auto), Some(true) (on), Some(false) (off).
 fn parse_relayout(s: &str) -> Result<Option<bool>> {
+    parse_on_off("--relayout", s)
+}
+
+/// A flag of auto, on or off: None, Some(true), Some(false).
+fn parse_on_off(flag: &str, s: &str) -> Result<Option<bool>> {
     match s {
         "auto" => Ok(None),
         "on" => Ok(Some(true)),
         "off" => Ok(Some(false)),
-        _ => bail!("--relayout {s:?}: use auto, on or off"),
+        _ => bail!("{flag} {s:?}: use auto, on or off"),
     }
 }
 
