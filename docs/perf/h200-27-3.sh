@@ -3,6 +3,10 @@
 # run. (1) `gemm` against the f64 reference where it is taken by default (256-invocation
 # leads on grids whose last wave is partial), alpha and beta, f16 and bf16 -> f32, f16 -> f16,
 # K from 1024. (2) `bench`, stream-K on against off, by own timestamps.
+# Ran twice. perf/h200-27-3.txt: on an H200, from this script's first version (`gemm` timeouts
+# 60 s, bf16 8192^3 and `nt` 4096x4096x1024 in place of 8192x8192x2048 and `nn`
+# 4096x4096x2048), with a kernel bug (the runs' loop stepped by 12 and ran once: wrong sums,
+# fast or slow timings). perf/h100-27-3.txt: on an H100, this version, the bug fixed.
 B=carry/vk-sgmat
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 g() { timeout 100 $B gemm "$@" --repeat 2 2>&1 | grep -E "scheme|verify|rror|anic" | sed "s|^|[$*] |"; }
