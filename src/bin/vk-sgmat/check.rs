@@ -87,8 +87,10 @@ fn check_configs(
     // Defaults first: a driver slow to compile some workgroup-scope pipelines (seconds each on
     // the H200) must not keep a time-limited run from checking them. Once per 16-bit and 8-bit
     // pair, operands copied transposed first (`relayout`), which the default takes only at
-    // sizes larger than these. (config, scheme, relayout).
-    let mut runs: Vec<(GPUSubgroupMatrixConfig, Option<TileScheme>, bool)> = Vec::new();
+    // sizes larger than these. Once per pair, the first of those workgroup-scope schemes with
+    // the sizes built into its kernel (taken by default from 2048^3 on), on two shapes with
+    // edges and a K remainder: a pipeline per shape. (config, scheme, form).
+    let mut runs: Vec<(GPUSubgroupMatrixConfig, Option<TileScheme>, Form)> = Vec::new();
     let mut extras = Vec::new();
     let mut pairs_seen = Vec::new();
     for config in ctx.configs() {
@@ -96,12 +98,12 @@ fn check_configs(
         if !pairs.contains(&pair) {
             continue;
         }
-        runs.push((config, None, false));
+        runs.push((config, None, Form::AsStored));
         if pairs_seen.contains(&pair) {
             continue;
         }
         if matches!(config.component_type.size_bytes(), 1 | 2) {
-            extras.push((config, None, true));
+            extras.push((config, None, Form::Relaid));
         }
         pairs_seen.push(pair);
         let wg: Vec<TileScheme> = ctx
@@ -135,34 +137,31 @@ fn check_configs(
             vk_sgmat::tiling::preferred_k_contiguous_short_schemes(&config, info, ctx.subgroup_size()).concat(),
         );
         for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
-            if !extras.contains(&(config, Some(*s), false)) {
-                extras.push((config, Some(*s), false));
+            if !extras.contains(&(config, Some(*s), Form::AsStored)) {
+                extras.push((config, Some(*s), Form::AsStored));
             }
+        }
+        if let Some(s) = preferred.first() {
+            extras.push((config, Some(*s), Form::SizesBuiltIn));
         }
     }
     runs.extend(extras);
     let cases: usize = runs
         .iter()
         // Two (alpha, beta) pairs per case, as below.
-        .map(|(_, s, r)| if s.is_some() || *r { shapes.len().min(9) } else { shapes.len() } * layouts.len() * 2)
+        .map(|(_, s, form)| run_shapes(shapes, s.is_some(), *form).len() * layouts.len() * 2)
         .sum();
     let mut progress = Progress::new(cases);
-    for (config, scheme, relaid) in runs {
+    for (config, scheme, form) in runs {
         let pair = (config.component_type, config.result_type);
-        let name = match scheme {
-            None if relaid => format!("{config}, relaid"),
-            None => config.to_string(),
-            Some(s) => format!("{config} [{}]", s.name()),
+        let name = match (scheme, form) {
+            (None, Form::Relaid) => format!("{config}, relaid"),
+            (None, _) => config.to_string(),
+            (Some(s), Form::SizesBuiltIn) => format!("{config} [{}], sizes built in", s.name()),
+            (Some(s), _) => format!("{config} [{}]", s.name()),
         };
         let scalars = scalar_pairs(config.result_type);
-        // The extra workgroup-scope runs take the shapes up to 513x257x1031: the larger ones
-        // already run every config's default scheme.
-        let shapes = if scheme.is_some() || relaid {
-            &shapes[..shapes.len().min(9)]
-        } else {
-            shapes
-        };
-        for &shape in shapes {
+        for shape in run_shapes(shapes, scheme.is_some(), form) {
             for (li, &l) in layouts.iter().enumerate() {
                 for (alpha, beta) in scalars {
                     let options = GemmOptions {
@@ -170,7 +169,8 @@ fn check_configs(
                         beta,
                         shape: Some((config.m, config.n, config.k)),
                         scheme,
-                        relayout: relaid.then_some(true),
+                        relayout: (form == Form::Relaid).then_some(true),
+                        specialize: (form == Form::SizesBuiltIn).then_some(true),
                         ..Default::default()
                     };
                     // Padded leading dimensions on every other layout.
@@ -198,6 +198,32 @@ fn check_configs(
     }
     progress.finish();
     Ok(rows)
+}
+
+/// How a check run reads its operands and sizes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Form {
+    /// Operands as stored, sizes pushed (the default below 2048^3).
+    AsStored,
+    /// Operands copied into the other order first.
+    Relaid,
+    /// N, K and the leading dimensions built into the kernel.
+    SizesBuiltIn,
+}
+
+/// The shapes a run takes: a default scheme all of them; the extra runs those up to
+/// 513x257x1031 (the larger ones already run every config's default scheme); sizes built in
+/// two with edges and a K remainder, since each shape is a pipeline of its own.
+fn run_shapes(shapes: &[(usize, usize, usize)], extra: bool, form: Form) -> Vec<(usize, usize, usize)> {
+    match form {
+        Form::SizesBuiltIn => shapes
+            .iter()
+            .copied()
+            .filter(|s| [(127, 129, 65), (300, 5, 700)].contains(s))
+            .collect(),
+        _ if extra || form == Form::Relaid => shapes[..shapes.len().min(9)].to_vec(),
+        _ => shapes.to_vec(),
+    }
 }
 
 /// The float types of `types` as fused checks run them: f16 inputs stored as f16 from f32 sums.
