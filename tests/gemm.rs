@@ -392,10 +392,12 @@ fn gemm_stream_time_is_per_gemm() {
                 .map(|_| ctx.time_gemm_stream(&da, &db, &mut dc, &opts, reps).unwrap())
                 .collect();
             let t = vk_sgmat::median(&mut t);
-            // A CPU driver's times are noisy (tests run side by side); a span not divided by
-            // `reps` would be 12 runs' time.
+            // A CPU driver's times are noisy (tests run side by side: 3.1x one run's own time
+            // was seen for 2 runs of split-K on a loaded CI machine); a span not divided by
+            // `reps` would be `reps` runs' time, which the bound for 12 runs catches.
+            let most = if reps == 12 { 6.0 } else { 4.0 };
             assert!(
-                t > 0.15 * own && t < 3.0 * own,
+                t > 0.15 * own && t < most * own,
                 "{split_k:?}, {reps} runs: {t} s per GEMM, {own} s each alone"
             );
         }
