@@ -163,27 +163,28 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         .collect();
     let b = &mut mb;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
-    let pm = pc(b, Pc::M)?;
-    let pn = pc(b, Pc::N)?;
-    let pk = pc(b, Pc::K)?;
-    // Leading dimensions and offsets of A and B come in 16-byte vectors; tensors count elements.
-    let lda_vec = pc(b, Pc::LdaVec)?;
-    let lda = b.mul_u(lda_vec, vw)?;
-    let ldb_vec = pc(b, Pc::LdbVec)?;
-    let ldb = b.mul_u(ldb_vec, vw)?;
-    let ldc = pc(b, Pc::Ldc)?;
-    // Sizes built in: the driver then compiles a faster loop (perf/h100-27-10.txt: `nn`
-    // 4096^3 +9%, 2048^3 +7% on the H100), one pipeline per shape.
-    let (pn, pk, lda, ldb, ldc) = match key.fixed {
-        Some(f) => (
-            b.c_u32(f.n),
-            b.c_u32(f.k),
-            b.c_u32(f.lda),
-            b.c_u32(f.ldb),
-            b.c_u32(f.ldc),
-        ),
-        None => (pn, pk, lda, ldb, ldc),
+    // N, K and the leading dimensions: pushed (`per` elements to the pushed unit), or built in
+    // (`KernelKey::fixed`), which the driver compiles into a faster loop (perf/h100-27-10.txt:
+    // `nn` 4096^3 +9%, 2048^3 +7% on the H100), one pipeline per shape.
+    let size = |b: &mut ModuleBuilder, built_in: Option<u32>, which: Pc, per: u32| -> BuildResult<Word> {
+        if let Some(v) = built_in {
+            return Ok(b.c_u32(v));
+        }
+        let v = pc(b, which)?;
+        if per == 1 {
+            Ok(v)
+        } else {
+            b.mul_u(v, per)
+        }
     };
+    let f = key.fixed;
+    let pm = pc(b, Pc::M)?;
+    let pn = size(b, f.map(|f| f.n), Pc::N, 1)?;
+    let pk = size(b, f.map(|f| f.k), Pc::K, 1)?;
+    // Leading dimensions and offsets of A and B come in 16-byte vectors; tensors count elements.
+    let lda = size(b, f.map(|f| f.lda), Pc::LdaVec, vw)?;
+    let ldb = size(b, f.map(|f| f.ldb), Pc::LdbVec, vw)?;
+    let ldc = size(b, f.map(|f| f.ldc), Pc::Ldc, 1)?;
     // Split planes: the operands' K holds the hi plane, then the lo plane; the loop runs over
     // the first half. Their scales' reciprocals (A's, B's) unscale the result.
     let (k_half, unscale) = match v_scale {

@@ -216,11 +216,7 @@ enum Form {
 /// two with edges and a K remainder, since each shape is a pipeline of its own.
 fn run_shapes(shapes: &[(usize, usize, usize)], extra: bool, form: Form) -> Vec<(usize, usize, usize)> {
     match form {
-        Form::SizesBuiltIn => shapes
-            .iter()
-            .copied()
-            .filter(|s| [(127, 129, 65), (300, 5, 700)].contains(s))
-            .collect(),
+        Form::SizesBuiltIn => vec![(127, 129, 65), (300, 5, 700)],
         _ if extra || form == Form::Relaid => shapes[..shapes.len().min(9)].to_vec(),
         _ => shapes.to_vec(),
     }

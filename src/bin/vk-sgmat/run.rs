@@ -55,7 +55,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 shape,
                 compute,
                 convert_first: parse_convert(&convert)?,
-                relayout: parse_relayout(&relayout)?,
+                relayout: parse_on_off("--relayout", &relayout)?,
                 specialize: parse_on_off("--specialize", &specialize)?,
                 split_k: parse_split_k(&split_k)?,
                 ..Default::default()
@@ -191,7 +191,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             let forced = GemmOptions {
                 compute: parse_mode(&mode)?,
                 convert_first: parse_convert(&convert)?,
-                relayout: parse_relayout(&relayout)?,
+                relayout: parse_on_off("--relayout", &relayout)?,
                 specialize: parse_on_off("--specialize", &specialize)?,
                 split_k: parse_split_k(&split_k)?,
                 ..Default::default()
@@ -234,7 +234,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             dev,
         } => {
             let warm = seconds("--warm", warm)?;
-            let relayout = parse_relayout(&relayout)?;
+            let relayout = parse_on_off("--relayout", &relayout)?;
             let ctx = context(&dev)?;
             let types = Types::parse(&types)?;
             let layouts = parse_layout(&layout)?;
@@ -396,12 +396,7 @@ fn parse_split_k(s: &str) -> Result<Option<u32>> {
     }
 }
 
-/// `--relayout`: None (auto), Some(true) (on), Some(false) (off).
-fn parse_relayout(s: &str) -> Result<Option<bool>> {
-    parse_on_off("--relayout", s)
-}
-
-/// A flag of auto, on or off: None, Some(true), Some(false).
+/// A flag of auto, on or off (`--relayout`, `--specialize`): None, Some(true), Some(false).
 fn parse_on_off(flag: &str, s: &str) -> Result<Option<bool>> {
     match s {
         "auto" => Ok(None),
