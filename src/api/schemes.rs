@@ -8,8 +8,8 @@ use crate::error::{Error, Result};
 use crate::tiling::{
     candidate_schemes, k_whole, lead_fits, lead_suits, on_grouped_walk, pick_scheme, preferred_deep_schemes,
     preferred_k_contiguous_schemes, preferred_k_contiguous_short_schemes, preferred_long_k_schemes,
-    preferred_nn_in_place_schemes, preferred_short_k_schemes, preferred_workgroup_schemes, small_problem_scheme,
-    workgroup_candidates, Layout, TileScheme, SHORT_K,
+    preferred_nn_in_place_schemes, preferred_nn_untransposed_schemes, preferred_short_k_schemes,
+    preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout, TileScheme, SHORT_K,
 };
 use std::sync::Arc;
 
@@ -27,8 +27,9 @@ pub(crate) struct SchemeLists {
     /// Taken instead of `ordered` for a 16-bit C, a K of at most [`SHORT_K`] and row-major A
     /// and B, where its leading tile fits the problem.
     pub(crate) short_k: Lead,
-    /// Taken first for `nn` where it suits, which then reads A in place ([`Self::keeps_in_place`]).
-    pub(crate) nn_in_place: Lead,
+    /// Taken first for `nn` where one suits, which then reads A in place
+    /// ([`Self::keeps_in_place`]): over 2048^2 up to 4096^2 of C, and from 8192^2.
+    pub(crate) nn_in_place: [Lead; 2],
 }
 
 /// Schemes measured faster under a condition, taken first where it holds ([`lead_suits`]).
@@ -46,12 +47,11 @@ pub(crate) struct Lead {
     pub(crate) mn: (usize, usize),
 }
 
-/// The largest M x N for which `nn` and `tt` take the `nt` leads: measured at 2048^3 on the
-/// H200, where the 256x128 tile ran `nn` at 294.0-297.6 TFLOP/s and `tt` at 292.4-302.1 against
-/// 272.1-274.5 and 267.9-269.2 for the 128x128 default; at 4096^3 (without the copies the plan
-/// makes there) it lost 1-3% (perf/h200-deep-4.txt). `nn` walks it grouped, `tt` in rows
-/// (2048^3, `tune --warm 1`: `nn` 302.97-303.83 against 293.05-294.66 in rows, `tt` 299.59
-/// against 301.95; perf/h200-z-3.txt).
+/// The largest M x N for which `nn` takes the `nt` leads: measured at 2048^3 on the H200, where
+/// the 256x128 tile ran `nn` at 294.0-297.6 TFLOP/s against 272.1-274.5 for the 128x128 default;
+/// at 4096^3 (without the copy the plan makes there) it lost 1-3% (perf/h200-deep-4.txt). `nn`
+/// walks it grouped (2048^3, `tune --warm 1`: 302.97-303.83 against 293.05-294.66 in rows;
+/// perf/h200-z-3.txt). `tt` takes them at every size, as `nt` does ([`LeadLayouts::BColumnMajor`]).
 const KC_IN_PLACE_MAX_MN: usize = 2048 * 2048;
 
 /// The M x N over which the `nt` leads for f32 results walk their grid in groups of tile rows
@@ -67,6 +67,10 @@ const KC_GROUPED_MIN_MN: usize = 3072 * 3072;
 /// instead of copying it into `tn` order (over [`KC_IN_PLACE_MAX_MN`]; measured there).
 const NN_IN_PLACE_MAX_MN: usize = 4096 * 4096;
 
+/// The smallest M x N from which `nn` reads A in place on [`preferred_nn_untransposed_schemes`]
+/// instead of copying it into `tn` order (measured at 8192^2 and 4096x11008; see there).
+const NN_UNTRANSPOSED_MIN_MN: usize = 8192 * 8192;
+
 /// A row-major A with a column-major B: both contiguous along K (`nt`).
 const K_CONTIGUOUS: (Layout, Layout) = (Layout::RowMajor, Layout::ColMajor);
 
@@ -79,6 +83,12 @@ pub(crate) enum LeadLayouts {
     Only(Layout, Layout),
     /// Any but both K-contiguous.
     NotKContiguous,
+    /// B column-major (`nt` and `tt`): the tile computed transposed then reads B^T, its left
+    /// operand, in place and K-contiguous. With sizes built into the kernel `tt` runs the `nt`
+    /// leads in place faster than after a copy of B into `tn` order (H100, f16 -> f32, TFLOP/s,
+    /// three passes, perf/h100-28-3.txt: 4096^3 303.2-319.7 against 287.4-291.0, 8192^3
+    /// 306.8-339.1 against 291.2-305.0, 4096x11008x4096 302.5-310.4 against 278.2-283.7).
+    BColumnMajor,
 }
 
 impl Lead {
@@ -93,6 +103,7 @@ impl Lead {
             LeadLayouts::Any => true,
             LeadLayouts::Only(a, b) => layouts == (a, b),
             LeadLayouts::NotKContiguous => layouts != K_CONTIGUOUS,
+            LeadLayouts::BColumnMajor => layouts.1 == Layout::ColMajor,
         };
         let lead = &self.schemes[..self.lead];
         layouts
@@ -135,7 +146,7 @@ impl Context {
 
     /// [`Context::choose_batch_scheme`] for an `m x n x k` GEMM with A and B stored as
     /// `layouts`: a row-major A with a column-major B (both K-contiguous) takes the deepest of
-    /// [`preferred_k_contiguous_schemes`] that suits first (for f32 results also `nn` and `tt`
+    /// [`preferred_k_contiguous_schemes`] that suits first (for f32 results also `tt`, and `nn`
     /// where M x N is at most 2048^2), else (int8, a shorter K) the deepest of
     /// [`preferred_k_contiguous_short_schemes`] that suits, then any layout
     /// [`preferred_long_k_schemes`] and the other layouts [`preferred_deep_schemes`],
@@ -189,34 +200,32 @@ impl SchemeLists {
                 mn: (0, usize::MAX),
             }
         };
-        use LeadLayouts::{Any, NotKContiguous, Only};
-        let (row, col) = (Layout::RowMajor, Layout::ColMajor);
+        use LeadLayouts::{Any, BColumnMajor, NotKContiguous, Only};
+        let row = Layout::RowMajor;
         let kc = Only(K_CONTIGUOUS.0, K_CONTIGUOUS.1);
         // The deepest K-contiguous lead (sixteen steps) also from two whole iterations; for
-        // f32 results each on the grouped walk over grids larger than `KC_GROUPED_MIN_MN`, and
-        // the same leads for `nn` (grouped) and `tt` (rows) on grids up to
-        // `KC_IN_PLACE_MAX_MN`.
+        // f32 results taken for `nt` and `tt`, each on the grouped walk over grids larger than
+        // `KC_GROUPED_MIN_MN`, and for `nn` (grouped) on grids up to `KC_IN_PLACE_MAX_MN`.
         let k_contiguous = preferred_k_contiguous_schemes(config, info, sg);
         let f32_results = config.result_type == crate::config::ComponentType::F32;
+        let b_col = if f32_results { BColumnMajor } else { kc };
         let grouped = |l: &[TileScheme]| l.iter().copied().map(on_grouped_walk).collect::<Vec<_>>();
         let mut leads: Vec<Lead> = Vec::new();
         for (i, l) in k_contiguous.iter().enumerate() {
             if f32_results {
                 leads.push(Lead {
                     mn: (KC_GROUPED_MIN_MN, usize::MAX),
-                    ..lead(grouped(l), kc, i == 0)
+                    ..lead(grouped(l), b_col, i == 0)
                 });
             }
-            leads.push(lead(l.clone(), kc, i == 0));
+            leads.push(lead(l.clone(), b_col, i == 0));
         }
         if f32_results {
             for (i, l) in k_contiguous.iter().enumerate() {
-                let in_place = |schemes, layouts| Lead {
+                leads.push(Lead {
                     mn: (0, KC_IN_PLACE_MAX_MN),
-                    ..lead(schemes, layouts, i == 0)
-                };
-                leads.push(in_place(grouped(l), Only(row, row)));
-                leads.push(in_place(l.clone(), Only(col, col)));
+                    ..lead(grouped(l), Only(row, row), i == 0)
+                });
             }
         }
         leads.extend(
@@ -227,10 +236,20 @@ impl SchemeLists {
         leads.push(lead(preferred_long_k_schemes(config, info, sg), Any, false));
         leads.push(lead(preferred_deep_schemes(config, info, sg), NotKContiguous, true));
         let short_k = lead(preferred_short_k_schemes(config, info, sg), Any, false);
-        let nn_in_place = Lead {
-            mn: (KC_IN_PLACE_MAX_MN, NN_IN_PLACE_MAX_MN),
-            ..lead(preferred_nn_in_place_schemes(config, info, sg), Only(row, row), true)
-        };
+        let nn_in_place = [
+            Lead {
+                mn: (KC_IN_PLACE_MAX_MN, NN_IN_PLACE_MAX_MN),
+                ..lead(preferred_nn_in_place_schemes(config, info, sg), Only(row, row), true)
+            },
+            Lead {
+                mn: (NN_UNTRANSPOSED_MIN_MN - 1, usize::MAX),
+                ..lead(
+                    preferred_nn_untransposed_schemes(config, info, sg),
+                    Only(row, row),
+                    true,
+                )
+            },
+        ];
         SchemeLists {
             ordered,
             small,
@@ -242,14 +261,21 @@ impl SchemeLists {
 
     /// Whether an `m x n x k` problem with A and B stored as `layouts` reads its operands in
     /// place where a copy would otherwise pay ([`crate::plan::relayout_pays`]): `nn` where
-    /// [`preferred_nn_in_place_schemes`] suit.
+    /// [`preferred_nn_in_place_schemes`] or [`preferred_nn_untransposed_schemes`] suit, `tt`
+    /// where the `nt` leads do.
     pub(crate) fn keeps_in_place(
         &self,
         config: &GPUSubgroupMatrixConfig,
         shape: (usize, usize, usize),
         layouts: (Layout, Layout),
     ) -> bool {
-        self.nn_in_place.suits(config, shape, layouts)
+        let tt = layouts == (Layout::ColMajor, Layout::ColMajor);
+        self.nn_in_place.iter().any(|l| l.suits(config, shape, layouts))
+            || tt
+                && self
+                    .leads
+                    .iter()
+                    .any(|l| l.layouts == LeadLayouts::BColumnMajor && l.suits(config, shape, layouts))
     }
 
     /// [`Context::choose_layout_scheme`] over these lists (`cpu`: a CPU driver's device).
@@ -269,7 +295,8 @@ impl SchemeLists {
                 .then_some(short_k);
         let list = short
             .or_else(|| {
-                std::iter::once(&self.nn_in_place)
+                self.nn_in_place
+                    .iter()
                     .chain(&self.leads)
                     .find(|l| l.suits(config, (m, n, k), layouts))
             })

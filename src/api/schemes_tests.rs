@@ -51,9 +51,9 @@ fn int8_k_contiguous_lead_keeps_its_rows() {
 
 #[test]
 fn other_layouts_keep_their_leads() {
-    // `nn` and `tt` in place up to 2048^2 take the `nt` leads (`nn` grouped, `tt` in rows),
-    // `nn` up to 4096^2 the 128x256 tile in place, larger grids the deep 128x128 lead (after
-    // their copy, which the router adds), as `tn` does.
+    // `tt` takes the `nt` leads at every size, as `nt` does; `nn` in place up to 2048^2
+    // (grouped), up to 4096^2 the 128x256 tile in place, larger grids the deep 128x128 lead
+    // (after its copy, which the router adds), as `tn` does.
     assert_eq!(chosen((N, N), (2048, 2048, 2048)), "wg_t256_fr16x8_k64_u16_a0_g8_rf_ct");
     assert_eq!(chosen((T, T), (2048, 2048, 2048)), "wg_t256_fr16x8_k64_u16_a0_rf_ct");
     assert_eq!(chosen((T, N), (2048, 2048, 2048)), "wg_t128_fr8x8_k32_u16_a0_g8_rf_ct");
@@ -66,11 +66,15 @@ fn other_layouts_keep_their_leads() {
     ] {
         assert_eq!(chosen((N, N), shape), nn_in_place, "{shape:?}");
     }
-    for layouts in [(T, N), (T, T)] {
-        assert_eq!(chosen(layouts, (4096, 4096, 4096)), "wg_t128_fr8x8_k32_u16_a0_g8_rf_ct");
+    for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096)] {
+        assert_eq!(chosen((T, T), shape), "wg_t256_fr16x8_k64_u16_a0_g8_rf_ct", "{shape:?}");
     }
+    assert_eq!(chosen((T, N), (4096, 4096, 4096)), "wg_t128_fr8x8_k32_u16_a0_g8_rf_ct");
     for shape in [(8192, 8192, 8192), (4096, 4097, 4096), (4096, 4096, 3000)] {
         assert_ne!(chosen((N, N), shape), nn_in_place, "{shape:?}");
+    }
+    for shape in [(8192, 8192, 8192), (16384, 8192, 4096), (8192, 8192, 2048)] {
+        assert_eq!(chosen((N, N), shape), "wg_t256_fr8x16_k64_u16_a0_g8", "{shape:?}");
     }
     // Short K: neither lead suits.
     assert_eq!(chosen((N, T), (4096, 4096, 256)), "wg_t128_fr8x8_k32_u8_a0_g8_ct");
@@ -82,9 +86,15 @@ fn nn_keeps_a_in_place_where_its_lead_suits() {
     let lists = SchemeLists::new(&c, &h200_with_cm2(), 32, false);
     let keeps = |layouts, shape| lists.keeps_in_place(&c, shape, layouts);
     assert!(keeps((N, N), (4096, 4096, 4096)) && keeps((N, N), (4096, 4096, 2048)));
-    assert!(!keeps((N, N), (8192, 8192, 8192)) && !keeps((N, N), (4096, 11008, 4096)));
+    assert!(!keeps((N, N), (4096, 11008, 4096)) && !keeps((N, N), (8192, 4096, 4096)));
+    // From 8192^2 of C, on the 128x256 tile not computed transposed.
+    assert!(keeps((N, N), (8192, 8192, 8192)) && keeps((N, N), (16384, 8192, 2048)));
+    assert!(!keeps((N, N), (8192, 8192, 3000)));
     assert!(!keeps((N, N), (4096, 4096, 3000)) && !keeps((N, N), (2048, 2048, 2048)));
-    assert!(!keeps((T, T), (4096, 4096, 4096)) && !keeps((N, T), (4096, 4096, 4096)));
+    assert!(!keeps((N, T), (4096, 4096, 4096)) && !keeps((T, N), (4096, 4096, 4096)));
+    // `tt` where the `nt` leads suit; where K is too short for them, B is copied.
+    assert!(keeps((T, T), (4096, 4096, 4096)) && keeps((T, T), (8192, 8192, 8192)));
+    assert!(!keeps((T, T), (4096, 4096, 256)) && !keeps((T, T), (4096, 4096, 3000)));
     // Not for f16 results, whose leads differ.
     let h = cfg(16, 16, 16, F16, F16);
     let lists = SchemeLists::new(&h, &h200_with_cm2(), 32, false);

@@ -314,10 +314,11 @@ pub fn workgroup_tuning_candidates(
             }
         }
     }
-    // The looped forms computed transposed also with each step's right operand loaded first.
+    // The looped forms also with each step's right operand loaded first, computed transposed or
+    // not (`nn` in place reads fastest on an untransposed 128x256 tile: perf/h100-28-2.txt).
     let right_first: Vec<TileScheme> = out
         .iter()
-        .filter(|s| s.c_transposed() && s.lookahead() == 0 && s.stages() >= 8)
+        .filter(|s| s.lookahead() == 0 && s.stages() >= 8)
         .filter_map(|s| s.with_right_first(true).ok())
         .collect();
     for s in right_first {

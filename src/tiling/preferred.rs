@@ -158,6 +158,30 @@ pub fn preferred_nn_in_place_schemes(
     grouped_for_f32(config, info, subgroup_size, (128, 256, 256, 128, 16, true, true))
 }
 
+/// The workgroup-scope lead for f32 results with A and B row-major (`nn`) read in place on grids
+/// of at least 8192^2: [`preferred_nn_in_place_schemes`]' tile not computed transposed, each
+/// step's operands in order, on the grouped walk. Its left operand is then A, K-contiguous, as
+/// the `nt` and `tt` leads' is. With sizes built into the kernel, H100, f16 -> f32, TFLOP/s,
+/// two calls of three passes each (perf/h100-28-3.txt, h100-28-4.txt): 8192^3 295.5-328.0
+/// against 290.3-305.7 after a copy of A into `tn` order; but 4096x11008x4096 280.1-285.6
+/// against 292.8-299.8, and 4096^3 287.4-295.0 against 275.1-308.4 for the transposed tile in
+/// place. Only on NVIDIA.
+pub fn preferred_nn_untransposed_schemes(
+    config: &GPUSubgroupMatrixConfig,
+    info: &DeviceInfo,
+    subgroup_size: u32,
+) -> Vec<TileScheme> {
+    preferred_nn_in_place_schemes(config, info, subgroup_size)
+        .into_iter()
+        .filter_map(|s| {
+            s.with_c_transposed(false, config, &info.limits)
+                .and_then(|s| s.with_right_first(false))
+                .ok()
+                .filter(|s| s.check_device(config, info).is_ok())
+        })
+        .collect()
+}
+
 /// The candidate matching `wanted` on the grouped walk, for f32 results only.
 fn grouped_for_f32(
     config: &GPUSubgroupMatrixConfig,

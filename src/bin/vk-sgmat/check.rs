@@ -128,6 +128,11 @@ fn check_configs(
             info,
             ctx.subgroup_size(),
         ));
+        preferred.extend(vk_sgmat::tiling::preferred_nn_untransposed_schemes(
+            &config,
+            info,
+            ctx.subgroup_size(),
+        ));
         preferred.extend(vk_sgmat::tiling::preferred_long_k_schemes(
             &config,
             info,
