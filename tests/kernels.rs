@@ -110,7 +110,9 @@ fn workgroup_scope_kernels_pass_spirv_val() {
         // each loaded before its multiply, groups of 8 tile rows). Then the sixteen-step leads,
         // each step's right operand loaded first: 256x128 (`nt`), in rows and on the grouped
         // walk, 128x128 on the grouped walk, and 128x256 on the grouped walk (`nn` in place);
-        // last the same 128x256 tile not transposed, in order (`nn` in place from 8192^2).
+        // the same 128x256 tile not transposed, in order (`nn` in place from 8192^2); last
+        // 256x256 computed transposed in sixteen steps, right first (f16 results in `nt`:
+        // perf/h200-28-9.txt, not yet the default).
         for ((sg_m, sg_n), (fr_m, fr_n), k_bytes, stages, raster_group, ahead, parts, (transposed, right_first)) in [
             ((1, 8), (8, 2), 128, 1, 8, 0, 1, (false, false)),
             ((1, 4), (8, 2), 64, 4, 0, 3, 1, (false, false)),
@@ -125,6 +127,7 @@ fn workgroup_scope_kernels_pass_spirv_val() {
             ((1, 4), (8, 2), 64, 16, 8, 0, 1, (true, true)),
             ((1, 8), (8, 2), 128, 16, 8, 0, 1, (true, true)),
             ((1, 8), (8, 2), 128, 16, 8, 0, 1, (false, false)),
+            ((1, 8), (16, 2), 128, 16, 0, 0, 1, (true, true)),
         ] {
             let scheme = TileScheme::workgroup_for_limits(
                 &config,
@@ -186,7 +189,7 @@ fn workgroup_scope_kernels_pass_spirv_val() {
             }
         }
     }
-    assert_eq!(n, 4 * 13 * 16);
+    assert_eq!(n, 4 * 14 * 16);
 }
 
 #[test]
