@@ -7,7 +7,7 @@ use crate::report::CheckRow;
 use crate::run::layout_name;
 use crate::types::{with_types, Types};
 use anyhow::{bail, Result};
-use vk_sgmat::tiling::{KernelScope, TileScheme};
+use vk_sgmat::tiling::{self as t, KernelScope, TileScheme};
 use vk_sgmat::verify::{run_random_gemm, run_random_gemm_c, Check, Rng};
 use vk_sgmat::{ComponentType, ComputeMode, Context, GPUSubgroupMatrixConfig, GemmOptions, Layout};
 
@@ -112,35 +112,21 @@ fn check_configs(
             .filter(|s| s.scope() == KernelScope::Workgroup)
             .collect();
         let info = ctx.device_info();
-        let mut preferred = vk_sgmat::tiling::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());
-        let k_contiguous =
-            vk_sgmat::tiling::preferred_k_contiguous_schemes(&config, info, ctx.subgroup_size()).concat();
+        let mut preferred = t::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());
+        let k_contiguous = t::preferred_k_contiguous_schemes(&config, info, ctx.subgroup_size()).concat();
         // The K-contiguous leads also on the grouped walk they take over large grids.
-        let grouped = k_contiguous.iter().copied().map(vk_sgmat::tiling::on_grouped_walk);
+        let grouped = k_contiguous.iter().copied().map(t::on_grouped_walk);
         preferred.extend(k_contiguous.iter().copied().chain(grouped));
-        preferred.extend(vk_sgmat::tiling::preferred_deep_schemes(
-            &config,
-            info,
-            ctx.subgroup_size(),
-        ));
-        preferred.extend(vk_sgmat::tiling::preferred_nn_in_place_schemes(
-            &config,
-            info,
-            ctx.subgroup_size(),
-        ));
-        preferred.extend(vk_sgmat::tiling::preferred_nn_untransposed_schemes(
-            &config,
-            info,
-            ctx.subgroup_size(),
-        ));
-        preferred.extend(vk_sgmat::tiling::preferred_long_k_schemes(
-            &config,
-            info,
-            ctx.subgroup_size(),
-        ));
-        preferred.extend(
-            vk_sgmat::tiling::preferred_k_contiguous_short_schemes(&config, info, ctx.subgroup_size()).concat(),
-        );
+        let lists = [
+            t::preferred_deep_schemes,
+            t::preferred_nn_in_place_schemes,
+            t::preferred_nn_untransposed_schemes,
+            t::preferred_long_k_schemes,
+        ];
+        for list in lists {
+            preferred.extend(list(&config, info, ctx.subgroup_size()));
+        }
+        preferred.extend(t::preferred_k_contiguous_short_schemes(&config, info, ctx.subgroup_size()).concat());
         for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
             if !extras.contains(&(config, Some(*s), Form::AsStored)) {
                 extras.push((config, Some(*s), Form::AsStored));
