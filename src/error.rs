@@ -135,6 +135,21 @@ pub enum Error {
     #[error("invalid tile scheme: {0}")]
     InvalidTileScheme(String),
 
+    /// Waiting on (or for) work that was never submitted: its stream has not called `submit`
+    /// yet, or was dropped (or its recording or submission failed) before it did, which discards
+    /// the work. No data comes with it.
+    #[error("{}", if *.discarded {
+        "the work was discarded, never submitted: its stream was dropped (or its recording or \
+         submission failed) before submit(), so it holds no result"
+    } else {
+        "the work is not submitted yet: call submit() on its stream first"
+    })]
+    NotSubmitted {
+        /// True when the work can never run (its stream let go of it); false while its stream
+        /// may still submit it.
+        discarded: bool,
+    },
+
     /// A request that the library does not support (a type combination, an option).
     #[error("unsupported: {0}")]
     Unsupported(String),

@@ -106,6 +106,8 @@ impl<'c> Stream<'c> {
         crate::api::check_matrix("matrix", &m)?;
         let dm = self.ctx.alloc_matrix::<T>(m.rows, m.cols, m.layout)?;
         self.ctx.enqueue_upload(&mut self.core, &m, &dm)?;
+        // Its memory holds nothing of `m` until this submission runs: no other may read it first.
+        dm.buffer.uses().filled_by(self.core.batch());
         Ok(dm)
     }
 
@@ -230,8 +232,10 @@ impl<'c> Stream<'c> {
     }
 
     /// Makes the next submission wait, on the GPU, for `ticket` (of any stream of the context).
-    pub fn wait_for(&mut self, ticket: &Ticket) {
-        self.core.wait_for(ticket);
+    /// [`Error::NotSubmitted`] for a ticket whose work is not submitted: the GPU would wait for
+    /// it forever if it never is.
+    pub fn wait_for(&mut self, ticket: &Ticket) -> Result<()> {
+        self.core.wait_for(ticket)
     }
 
     /// Submits everything enqueued since the last submission, returning the ticket that marks
@@ -306,9 +310,30 @@ impl<T: Element> Download<T> {
 
     /// Waits for the download and returns the elements in the device matrix's storage order
     /// (row-major `rows x cols` for a row-major matrix; its transpose's for a column-major one),
-    /// densely packed. An error if its stream was not submitted.
+    /// densely packed. [`Error::NotSubmitted`] if its stream has not submitted it, or dropped it
+    /// unsubmitted.
     pub fn wait(self) -> Result<Vec<T>> {
         self.ticket.wait()?;
+        self.read()
+    }
+
+    /// Whether the download is done, without waiting; [`Error::NotSubmitted`] as
+    /// [`Download::wait`].
+    pub fn is_done(&self) -> Result<bool> {
+        self.ticket.is_done()
+    }
+
+    /// The data if the download is done (`None` while the GPU still works on it), without
+    /// waiting; [`Error::NotSubmitted`] as [`Download::wait`].
+    pub fn try_wait(&self) -> Result<Option<Vec<T>>> {
+        if !self.ticket.is_done()? {
+            return Ok(None);
+        }
+        self.read().map(Some)
+    }
+
+    /// The staged data, densely packed (the download is done).
+    fn read(&self) -> Result<Vec<T>> {
         let mut out = vec![T::from_f64(0.0); self.rows * self.cols];
         let bytes = self.staging.mapped()?;
         crate::api::unpack(bytes, self.ld, MatMut::new(&mut out, self.rows, self.cols));

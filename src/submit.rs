@@ -17,7 +17,7 @@ use ash::vk;
 use rustc_hash::FxHashSet;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a submission may run before waiting on it reports failure, unless the context's
@@ -68,9 +68,7 @@ impl Timeline {
     /// Waits until the GPU reaches `value`, which must have been submitted.
     fn wait(&self, value: u64) -> Result<()> {
         if value > self.submitted.load(Ordering::Acquire) {
-            return Err(Error::InvalidOperand(
-                "waiting on work that was never submitted: call submit() on its stream first".into(),
-            ));
+            return Err(Error::NotSubmitted { discarded: false });
         }
         let start = Instant::now();
         while start.elapsed() < SPIN.min(self.timeout) {
@@ -111,32 +109,76 @@ impl Drop for Timeline {
     }
 }
 
+/// One submission of a stream, from the first command enqueued after the last `submit` to the
+/// next: the tickets (and downloads) handed out before it is submitted refer to it, never to a
+/// timeline value, which a later submission of a recycled stream core could reach.
+pub(crate) struct Batch {
+    /// Unset while open; `Some(value)` once submitted (the timeline value it signals); `None`
+    /// once discarded (its stream was dropped, or its recording or submission failed).
+    fate: OnceLock<Option<u64>>,
+}
+
+impl Batch {
+    fn open() -> Arc<Self> {
+        Arc::new(Self { fate: OnceLock::new() })
+    }
+
+    /// Settles an open batch; a settled one keeps its fate.
+    fn settle(&self, fate: Option<u64>) {
+        let _ = self.fate.set(fate);
+    }
+
+    /// The timeline value it signals, or why there is none.
+    fn value(&self) -> Result<u64> {
+        match self.fate.get() {
+            Some(Some(value)) => Ok(*value),
+            Some(None) => Err(Error::NotSubmitted { discarded: true }),
+            None => Err(Error::NotSubmitted { discarded: false }),
+        }
+    }
+}
+
 /// A point on a stream's timeline, returned by [`Stream::submit`](crate::Stream::submit): the
 /// work submitted up to it is done once it is reached. Any ticket may be waited on from any
 /// thread, or handed to another stream ([`Stream::wait_for`](crate::Stream::wait_for)).
+///
+/// A ticket handed out before its work was submitted (a [`Download`](crate::Download)'s) belongs
+/// to that one submission: until the stream submits it, and forever if the stream is dropped
+/// first, every query of it is [`Error::NotSubmitted`], whatever else ran since.
 #[derive(Clone)]
 pub struct Ticket {
     timeline: Arc<Timeline>,
-    value: u64,
+    batch: Arc<Batch>,
 }
 
 impl Ticket {
     /// Blocks until the work is done (an error after the context's
     /// [`gpu_timeout`](crate::ContextOptions::gpu_timeout), 600 s by default: the GPU did not
-    /// finish).
+    /// finish). [`Error::NotSubmitted`] if its stream has not submitted it, or never will.
     pub fn wait(&self) -> Result<()> {
-        self.timeline.wait(self.value)
+        self.timeline.wait(self.batch.value()?)
     }
 
-    /// Whether the work is done, without waiting.
+    /// Whether the work is done, without waiting. [`Error::NotSubmitted`] if its stream has not
+    /// submitted it, or never will (polling it could never end).
     pub fn is_done(&self) -> Result<bool> {
-        Ok(self.timeline.completed()? >= self.value)
+        let value = self.batch.value()?;
+        Ok(self.timeline.completed()? >= value)
+    }
+
+    /// The timeline and value to wait on, once submitted.
+    fn point(&self) -> Result<(Arc<Timeline>, u64)> {
+        Ok((self.timeline.clone(), self.batch.value()?))
     }
 }
 
 impl std::fmt::Debug for Ticket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Ticket({:?} @ {})", self.timeline.raw, self.value)
+        match self.batch.fate.get() {
+            Some(Some(value)) => write!(f, "Ticket({:?} @ {value})", self.timeline.raw),
+            Some(None) => write!(f, "Ticket({:?}, discarded)", self.timeline.raw),
+            None => write!(f, "Ticket({:?}, not submitted)", self.timeline.raw),
+        }
     }
 }
 
@@ -170,6 +212,44 @@ impl<'a> From<&'a Arc<Buffer>> for Touch<'a> {
 pub(crate) struct Uses {
     write: Option<(Arc<Timeline>, u64)>,
     reads: Vec<(Arc<Timeline>, u64)>,
+    /// The submission that writes its first contents (a stream's upload into a new matrix),
+    /// until it is seen submitted: until then no other submission may use the buffer, whose
+    /// memory holds whatever it held before (another matrix's data, say).
+    fill: Option<Arc<Batch>>,
+}
+
+impl Uses {
+    /// Marks the buffer as first written by `batch`.
+    pub(crate) fn filled_by(&mut self, batch: &Arc<Batch>) {
+        self.fill = Some(batch.clone());
+    }
+
+    /// Refuses the buffer to any submission but `by` while the one that fills it is not
+    /// submitted, and for good once that one is discarded.
+    fn check_filled(&mut self, by: &Arc<Batch>) -> Result<()> {
+        let Some(fill) = &self.fill else {
+            return Ok(());
+        };
+        if Arc::ptr_eq(fill, by) {
+            return Ok(());
+        }
+        match fill.fate.get() {
+            Some(Some(_)) => {
+                self.fill = None;
+                Ok(())
+            }
+            Some(None) => Err(Error::InvalidOperand(
+                "this matrix's upload was discarded (its stream was dropped, or failed, before \
+                 submit()), so it holds no data: upload into it again"
+                    .into(),
+            )),
+            None => Err(Error::InvalidOperand(
+                "this matrix's upload is enqueued on another stream that has not submitted it: \
+                 call submit() on that stream first"
+                    .into(),
+            )),
+        }
+    }
 }
 
 /// A buffer a submission holds until the GPU is done with it; `pooled` ones go back to the
@@ -280,6 +360,8 @@ pub(crate) struct StreamCore {
     waits: Vec<(Arc<Timeline>, u64)>,
     hazards: Hazards,
     staging: StagingRing,
+    /// The submission being recorded: what [`StreamCore::next_ticket`] hands out.
+    batch: Arc<Batch>,
 }
 
 impl StreamCore {
@@ -305,6 +387,7 @@ impl StreamCore {
             waits: Vec::new(),
             hazards: Hazards::default(),
             staging: StagingRing::default(),
+            batch: Batch::open(),
         })
     }
 
@@ -318,12 +401,25 @@ impl StreamCore {
         self.timeline.submitted.load(Ordering::Acquire) + 1
     }
 
-    /// A ticket for the next submission (a download's).
+    /// A ticket for the submission being recorded (a download's): it waits for that
+    /// submission alone, and is [`Error::NotSubmitted`] if it is discarded instead.
     pub fn next_ticket(&self) -> Ticket {
         Ticket {
             timeline: self.timeline.clone(),
-            value: self.pending(),
+            batch: self.batch.clone(),
         }
+    }
+
+    /// The submission being recorded.
+    pub(crate) fn batch(&self) -> &Arc<Batch> {
+        &self.batch
+    }
+
+    /// Settles the submission being recorded and opens the next one.
+    fn settle_batch(&mut self, fate: Option<u64>) -> Arc<Batch> {
+        let batch = std::mem::replace(&mut self.batch, Batch::open());
+        batch.settle(fate);
+        batch
     }
 
     /// The open command buffer, begun on first use.
@@ -362,6 +458,9 @@ impl StreamCore {
     /// conflicts with an earlier command of the stream, and remembers vk-sgmat's own buffers for
     /// ordering between streams at submission (the caller orders its own buffers).
     pub fn access(&mut self, reads: &[Touch<'_>], writes: &[Touch<'_>]) -> Result<()> {
+        for b in reads.iter().chain(writes).filter_map(|t| t.owned) {
+            b.uses().check_filled(&self.batch)?;
+        }
         let raw = |v: &[Touch<'_>]| v.iter().map(|t| t.raw).collect::<Vec<_>>();
         let barrier = self.hazards.access(&raw(reads), &raw(writes));
         let mut rec = self.recording()?;
@@ -406,20 +505,26 @@ impl StreamCore {
         Ok(())
     }
 
-    /// Makes the next submission wait for `ticket` on the GPU.
-    pub fn wait_for(&mut self, ticket: &Ticket) {
-        if !Arc::ptr_eq(&ticket.timeline, &self.timeline) {
-            self.waits.push((ticket.timeline.clone(), ticket.value));
+    /// Makes the next submission wait for `ticket` on the GPU. A ticket not yet submitted is
+    /// refused: the GPU would wait for a value that may never be signalled.
+    pub fn wait_for(&mut self, ticket: &Ticket) -> Result<()> {
+        let (timeline, value) = ticket.point()?;
+        if !Arc::ptr_eq(&timeline, &self.timeline) {
+            self.waits.push((timeline, value));
         }
+        Ok(())
     }
 
     /// Ends and submits the open command buffer (if any), after the work it depends on.
     pub fn submit(&mut self) -> Result<Ticket> {
         let Some(cmd) = self.open.take() else {
             if self.waits.is_empty() {
+                // Nothing recorded since the last submission: a ticket handed out meanwhile is
+                // done when that one is.
+                let batch = self.settle_batch(Some(self.pending() - 1));
                 return Ok(Ticket {
                     timeline: self.timeline.clone(),
-                    value: self.pending() - 1,
+                    batch,
                 });
             }
             self.recording()?;
@@ -491,6 +596,8 @@ impl StreamCore {
             }
         }
         drop(guards);
+        // Settled after the uses are published: whoever sees it submitted sees them too.
+        let batch = self.settle_batch(Some(value));
         let mut held = std::mem::take(&mut self.held);
         held.extend(shared.into_iter().map(|(buffer, _)| Held { buffer, pooled: false }));
         let waited = waits.into_iter().map(|(t, _)| t).collect();
@@ -502,11 +609,12 @@ impl StreamCore {
         });
         Ok(Ticket {
             timeline: self.timeline.clone(),
-            value,
+            batch,
         })
     }
 
-    /// Drops what was recorded since the last submission (after an error while recording).
+    /// Drops what was recorded since the last submission (after an error while recording, or
+    /// when its stream is dropped): its tickets and downloads say so from then on.
     pub fn abort(&mut self) {
         if let Some(cmd) = self.open.take() {
             // SAFETY: recording state; ending makes it resettable.
@@ -514,6 +622,7 @@ impl StreamCore {
             self.discard(cmd);
         }
         self.waits.clear();
+        self.settle_batch(None);
     }
 
     fn discard(&mut self, cmd: vk::CommandBuffer) {
@@ -530,6 +639,7 @@ impl StreamCore {
         self.touched.clear();
         self.held.clear();
         self.hazards = Hazards::default();
+        self.settle_batch(None);
     }
 
     /// Returns the command buffers and buffers of completed submissions.

@@ -270,7 +270,7 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     let mut tracer = match trace {
         Some(at) => {
             let tracer = Tracer::new(ctx, at, &mut mm.core, bands.len())?;
-            inp.wait_for(&mm.submit()?); // the queries are reset before any step writes them
+            inp.wait_for(&mm.submit()?)?; // the queries are reset before any step writes them
             Some(tracer)
         }
         None => None,
