@@ -250,3 +250,27 @@ fn dropped_streams_under_eight_threads() {
     });
     assert_no_validation_messages(ctx);
 }
+
+/// A timed batch whose enqueue fails is discarded with the timing's query pool, so the
+/// stream's next submission records nothing into a destroyed pool.
+#[test]
+fn failed_timed_batch_leaves_the_stream_clean() {
+    let ctx = context();
+    let a = vec![f16::ONE; 8 * 8];
+    let mut s = ctx.stream().unwrap();
+    let da = s.upload(MatRef::new(&a, 8, 8)).unwrap();
+    let mut wrong = ctx.zeros::<f32>(8, 9).unwrap();
+    let e = s
+        .timed(|s| {
+            s.gemm(&da, &da, &mut wrong, &GemmOptions::default())?;
+            Ok(1)
+        })
+        .unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
+    let mut c = ctx.zeros::<f32>(8, 8).unwrap();
+    s.gemm(&da, &da, &mut c, &GemmOptions::default()).unwrap();
+    let d = s.download(&c).unwrap();
+    s.submit().unwrap();
+    assert!(d.wait().unwrap().iter().all(|&x| x == 8.0));
+    assert_no_validation_messages(ctx);
+}

@@ -41,7 +41,15 @@ impl Stream<'_> {
             rec.timestamp(pool.raw, 0);
         }
         let start = Instant::now();
-        let operations = enqueue(self)?;
+        let operations = match enqueue(self) {
+            Ok(operations) => operations,
+            Err(e) => {
+                // The batch holds the query pool's commands, and the pool goes with this call:
+                // submitted later, it would write into a destroyed pool.
+                self.core.abort();
+                return Err(e);
+            }
+        };
         let enqueue_s = start.elapsed().as_secs_f64();
         self.core.recording()?.timestamp(pool.raw, 1);
         let start = Instant::now();
