@@ -482,3 +482,49 @@ fn workgroup_scope_schemes_run_where_offered_and_are_refused_elsewhere() {
     }
     assert_no_validation_messages(ctx);
 }
+
+/// Float operands with an integer C: one typed error in every mode, which says what float and
+/// integer operands give, and names no mode that would write the integer type.
+#[test]
+fn float_operands_into_an_integer_c_say_what_is_supported() {
+    let ctx = context();
+    let (m, n, k) = (5, 4, 3);
+    let (a, b) = (vec![1.0f32; m * k], vec![1.0f32; k * n]);
+    let (ah, bh) = (vec![f16::ONE; m * k], vec![f16::ONE; k * n]);
+    for compute in [
+        vk_sgmat::ComputeMode::Accurate,
+        vk_sgmat::ComputeMode::FastF16,
+        vk_sgmat::ComputeMode::FastBf16,
+        vk_sgmat::ComputeMode::Exact,
+    ] {
+        let options = GemmOptions {
+            compute,
+            ..Default::default()
+        };
+        let mut c = vec![7i32; m * n];
+        let e = ctx
+            .gemm_with(
+                MatRef::new(&a, m, k),
+                MatRef::new(&b, k, n),
+                MatMut::new(&mut c, m, n),
+                &options,
+            )
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, Error::Unsupported(_)) && text.contains("i8 or u8") && !text.contains("write i32"),
+            "{compute:?}: {e}"
+        );
+        let mut c = vec![7u32; m * n];
+        let e = ctx
+            .gemm_with(
+                MatRef::new(&ah, m, k),
+                MatRef::new(&bh, k, n),
+                MatMut::new(&mut c, m, n),
+                &options,
+            )
+            .unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "f16 into u32, {compute:?}: {e}");
+        assert!(c.iter().all(|&x| x == 7), "a refused call wrote C");
+    }
+}

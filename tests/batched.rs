@@ -386,6 +386,30 @@ fn bad_batches_are_typed_errors() {
         .gemm_batched(BatchRef::new(&a, 0, 6, 5), bv, BatchMut::new(&mut c, 0, 6, 3), &opts)
         .unwrap_err();
     assert!(e.to_string().contains("at least 1"), "{e}");
+    // Entries of 0 rows, 0 columns or K = 0: the zero-size error a single GEMM gets, not an
+    // overlap (and no panic computing one).
+    let empty: [f16; 0] = [];
+    let mut none: [f32; 0] = [];
+    for (m, n, k) in [(0, 3, 5), (6, 0, 5), (6, 3, 0)] {
+        let (a0, b0) = (&a[..4 * m * k], &b[..n * k]);
+        let (bv0, c0) = (BatchRef::broadcast(MatRef::new(b0, k, n), 4), &mut c[..4 * m * n]);
+        let e = ctx
+            .gemm_batched(BatchRef::new(a0, 4, m, k), bv0, BatchMut::new(c0, 4, m, n), &opts)
+            .unwrap_err();
+        assert!(matches!(e, Error::ZeroSize { .. }), "{m}x{n}x{k}: {e}");
+    }
+    let e = ctx
+        .gemm_batched(
+            BatchRef::new(&empty, 3, 0, 5),
+            BatchRef::broadcast(MatRef::new(&b, 5, 3), 3),
+            BatchMut::strided(MatMut::new(&mut none, 0, 3), 3, 0),
+            &opts,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::ZeroSize { m: 0, .. }),
+        "entries of 0 rows at stride 0: {e}"
+    );
     // Entry shapes that do not multiply.
     let e = ctx
         .gemm_batched(BatchRef::new(&a, 4, 5, 6), bv, BatchMut::new(&mut c, 4, 6, 3), &opts)

@@ -360,3 +360,56 @@ fn unsupported_type_pairs_and_modes_are_typed_errors() {
         Err(e) => assert!(!has_bf16 && matches!(e, Error::NoConfig { .. }), "{e}"),
     }
 }
+
+/// The accurate split converted first runs on workgroup scope alone: where the device has it,
+/// the GEMM passes the split's bound; where it does not (a CPU driver, a GPU without
+/// `VK_NV_cooperative_matrix2`), the call is a typed error that names the reason and the
+/// options that do run, and C is untouched.
+#[test]
+fn accurate_planes_first_run_on_workgroup_scope_or_say_why_not() {
+    let ctx = context();
+    let info = ctx.device_info();
+    let workgroup =
+        info.kind != vk_sgmat::device::DeviceKind::Cpu && info.cooperative_matrix2.as_ref().is_some_and(|c| c.usable());
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (37, 29, 61);
+    let first = GemmOptions {
+        compute: ComputeMode::Accurate,
+        convert_first: Some(true),
+        ..Default::default()
+    };
+    let l = (Layout::RowMajor, Layout::ColMajor, Layout::RowMajor);
+    match run_random_gemm_c::<f32, f32, f32>(ctx, &mut rng, (m, n, k), l, 0, &first, usize::MAX) {
+        Ok(check) => {
+            assert!(workgroup, "ran without workgroup scope: {check:?}");
+            assert!(check.passed, "{check:?}");
+        }
+        Err(e) => {
+            assert!(!workgroup, "refused with workgroup scope: {e}");
+            let text = e.to_string();
+            assert!(
+                matches!(e, Error::Unsupported(_)) && text.contains("workgroup-scope") && text.contains("Some(false)"),
+                "{e}"
+            );
+            let a = vec![1.0f32; m * k];
+            let b = vec![1.0f32; k * n];
+            let mut c = vec![-3.0f32; m * n];
+            let e = ctx.gemm_with(
+                MatRef::new(&a, m, k),
+                MatRef::new(&b, k, n),
+                MatMut::new(&mut c, m, n),
+                &first,
+            );
+            assert!(matches!(e, Err(Error::Unsupported(_))), "{e:?}");
+            assert!(c.iter().all(|&x| x == -3.0), "C changed by a refused call");
+            // The options the error names do run.
+            for convert_first in [None, Some(false)] {
+                let options = GemmOptions { convert_first, ..first };
+                let check =
+                    run_random_gemm_c::<f32, f32, f32>(ctx, &mut rng, (m, n, k), l, 0, &options, usize::MAX).unwrap();
+                assert!(check.passed, "{convert_first:?}: {check:?}");
+            }
+        }
+    }
+    assert_no_validation_messages(ctx);
+}

@@ -300,18 +300,19 @@ impl Context {
             )));
         }
         let cm = &c.matrix;
+        // Checked in the caller's terms, before a column-major C turns the problem around, and
+        // before the entries' overlap (entries of 0 rows are a zero-size GEMM, not an overlap).
+        check_shapes(
+            (a.matrix.rows, a.matrix.cols),
+            (b.matrix.rows, b.matrix.cols),
+            (cm.rows, cm.cols),
+        )?;
         if !disjoint(c.count, c.stride, cm.layout.outer_inner(cm.rows, cm.cols), cm.ld) {
             return Err(Error::InvalidOperand(format!(
                 "batch C: {} entries of {}x{} (ld {}) overlap at a stride of {}",
                 c.count, cm.rows, cm.cols, cm.ld, c.stride
             )));
         }
-        // Checked in the caller's terms, before a column-major C turns the problem around.
-        check_shapes(
-            (a.matrix.rows, a.matrix.cols),
-            (b.matrix.rows, b.matrix.cols),
-            (cm.rows, cm.cols),
-        )?;
         if cm.layout == Layout::ColMajor {
             // A column-major C is a row-major C^T = B^T A^T over the same memory.
             return self.batched(b.t(), a.t(), c.t(), options, fused.map(Fused::transposed));

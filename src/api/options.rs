@@ -28,7 +28,9 @@ pub struct GemmOptions {
     pub compute: ComputeMode,
     /// Where f32 operands are converted for the 16-bit matrix units. `Some(true)`: first, each
     /// in a pass of its own into scratch memory, so the GEMM runs the 16-bit kernels,
-    /// workgroup scope included: rounded (2 bytes per element) on the fast paths
+    /// workgroup scope included (the accurate mode's planes run on workgroup scope alone: on a
+    /// device without it, `Some(true)` with [`ComputeMode::Accurate`] is
+    /// [`Error::Unsupported`](crate::Error::Unsupported)): rounded (2 bytes per element) on the fast paths
     /// ([`ComputeMode::FastF16`], [`ComputeMode::FastBf16`], an f32 operand paired with a 16-bit
     /// one), split into f16 `hi` and `lo` planes (4 bytes per element, written A column-major
     /// and B row-major, the order the workgroup-scope kernel reads fastest) in the accurate

@@ -43,6 +43,13 @@ impl Context {
         count: usize,
         options: &GemmOptions,
     ) -> Result<(Route, GPUSubgroupMatrixConfig)> {
+        let float = |t: ComponentType| matches!(t, ComponentType::F32 | ComponentType::F16 | ComponentType::Bf16);
+        if float(ta) && float(tb) && !float(tc) {
+            return Err(Error::Unsupported(format!(
+                "{ta} x {tb} -> {tc}: float operands give float results (f32, or f16/bf16 where \
+                 the device has that config); integer results come from i8 or u8 operands"
+            )));
+        }
         let mut route = route(ta, tb, options.compute)?;
         if route.loads == [Load::Split; 2] {
             match self.choose_config(ComponentType::F16, tc, options.shape) {
@@ -57,7 +64,9 @@ impl Context {
         }
         if tc != ComponentType::F32 {
             return Err(Error::Unsupported(format!(
-                "f32 x f32 -> {tc} in {} mode: the f32 kernel writes f32 results (the fast modes write {tc})",
+                "f32 x f32 -> {tc} in {} mode: this mode runs on the exact f32 kernel here, which \
+                 writes f32 results; a {tc} C takes ComputeMode::FastF16 or FastBf16 (on a device \
+                 with an f16 or bf16 -> {tc} config)",
                 options.compute.name()
             )));
         }
@@ -190,6 +199,15 @@ impl Context {
         config: &GPUSubgroupMatrixConfig,
         (m, n): (usize, usize),
     ) -> Result<TileScheme> {
+        if !self.takes_workgroup_scope(config) {
+            return Err(Error::Unsupported(format!(
+                "ComputeMode::Accurate with convert_first: Some(true) splits f32 operands into f16 \
+                 planes that only the workgroup-scope kernel reads, and this device has no \
+                 workgroup-scope kernel for {config} (VK_NV_cooperative_matrix2 workgroup scope \
+                 and tensor addressing, on a GPU); use convert_first: None or Some(false), which \
+                 split as the subgroup-scope kernel loads, with the same error bound"
+            )));
+        }
         let all = preferred_planes_schemes(config, self.device.info(), self.subgroup_size());
         let fills = |s: &&TileScheme| {
             let g = s.geometry(config);

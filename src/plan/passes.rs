@@ -105,8 +105,8 @@ impl Batch {
 /// apart (storage order), never share an element: stacked (each after the whole of the one
 /// before) or side by side within the runs (`(count - 1) * stride + inner <= ld`).
 pub(crate) fn disjoint(count: usize, stride: usize, (outer, inner): (usize, usize), ld: usize) -> bool {
-    if count <= 1 {
-        return true;
+    if count <= 1 || outer == 0 || inner == 0 {
+        return true; // empty entries share nothing
     }
     let entry = (outer - 1).checked_mul(ld).and_then(|e| e.checked_add(inner));
     let stacked = entry.is_some_and(|e| stride >= e);
