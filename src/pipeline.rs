@@ -146,6 +146,7 @@ impl Pipelines {
             Kernel::SplitPlanes { transposed } => kernel::generate_split_planes(transposed)?,
             Kernel::Transpose { rounds_to, bytes } => kernel::generate_transpose(rounds_to, bytes)?,
             Kernel::GroupTable => kernel::generate_group_table()?,
+            Kernel::Gemv(key) => kernel::generate_gemv(&key)?,
             _ => kernel::generate_absmax()?,
         };
         let l = &self.device.info().limits;
@@ -167,7 +168,8 @@ impl Pipelines {
             | Kernel::Narrow { .. }
             | Kernel::SplitPlanes { .. }
             | Kernel::Transpose { .. }
-            | Kernel::GroupTable => self.get_helper(*kernel),
+            | Kernel::GroupTable
+            | Kernel::Gemv(_) => self.get_helper(*kernel),
             Kernel::Reduce {
                 result_type,
                 epilogue,

@@ -215,7 +215,8 @@ impl Context {
     /// A grouped GEMM's rows (A and C, `placed`, with group 0's weight as B) planned as one
     /// GEMM that [`GemmPlan::grouped`] or [`GemmPlan::grouped_counted`] can make one grid of:
     /// split-K off unless asked (its reduction, a barrier, would serialise the groups), A and B
-    /// read in place unless asked (a copy first would make it several dispatches), and the
+    /// read in place unless asked (a copy first would make it several dispatches), the GEMM
+    /// kernels rather than the matrix-vector one unless asked, and the
     /// 128-row tile where the K-contiguous lead's taller ones would pad every group.
     pub(crate) fn plan_rows_as_one(
         &self,
@@ -227,6 +228,9 @@ impl Context {
         let whole = GemmOptions {
             split_k: options.split_k.or(Some(1)),
             relayout: options.relayout.or(Some(false)),
+            // One grid of every group's tiles is a GEMM kernel's (the matrix-vector kernel has
+            // no group table); a lone group of a few rows still takes it below.
+            matrix_vector: options.matrix_vector.or(Some(false)),
             ..options.clone()
         };
         let plan = |options: &GemmOptions| self.plan_fused(pa, pb, pc, types, Batch::ONE, options, terms);

@@ -67,6 +67,20 @@ pub struct GemmOptions {
     /// `Some(true)`: at any size; `Some(false)`: never. The K sums run in the same order
     /// either way.
     pub specialize: Option<bool>,
+    /// Run on the matrix-vector kernel ([`crate::kernel::gemv`]: no matrix units, each weight
+    /// read once), where A has at most [`GEMV_MAX_ROWS`](crate::kernel::GEMV_MAX_ROWS) rows or
+    /// B as many columns (decode's shapes), A is row-major and B column-major (both contiguous
+    /// along K), A and B are both f16, bf16 or f32, C is f32, and the GEMM is one GEMM without
+    /// fused terms, explicit `scheme` or `split_k`. Default `None`: wherever it takes the GEMM;
+    /// `Some(false)`: never (the GEMM kernels run, as before); `Some(true)`: as `None`.
+    pub matrix_vector: Option<bool>,
+    /// Rows of the weights each workgroup of the matrix-vector kernel takes (1 to
+    /// [`GEMV_MAX_COLS`](crate::kernel::GEMV_MAX_COLS)), a tuning choice like `scheme`.
+    /// Default `None`: the measured choice by the rows of the vector side.
+    pub gemv_cols: Option<u32>,
+    /// Vectors of each weight row an invocation of the matrix-vector kernel loads per step (1
+    /// or 2), a tuning choice. Default `None`: the measured choice.
+    pub gemv_unroll: Option<u32>,
 }
 
 impl Default for GemmOptions {
@@ -81,6 +95,9 @@ impl Default for GemmOptions {
             convert_first: None,
             relayout: None,
             specialize: None,
+            matrix_vector: None,
+            gemv_cols: None,
+            gemv_unroll: None,
         }
     }
 }

@@ -9,8 +9,8 @@ use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::{Epilogue, Load, SIMT_CONFIG};
 use crate::plan::{
-    check_shapes, conversion_pays, device_problem, fast_order, relayout_pays, relayout_without_workgroup, route, Batch,
-    GemmPlan, PlanRequest, Problem, Route, SplitK,
+    check_shapes, conversion_pays, device_problem, fast_order, gemv_dispatch, relayout_pays,
+    relayout_without_workgroup, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK,
 };
 use crate::tiling::{pick_scheme, preferred_planes_schemes, simt_scheme, KernelScope, Layout, TileScheme};
 
@@ -328,6 +328,9 @@ impl Context {
             plan.transposed = true;
             return Ok(plan);
         }
+        if let Some(plan) = self.plan_gemv((a, b, c), [ta, tb, tc], batch, options, fused.is_some())? {
+            return Ok(plan);
+        }
         let terms = fused;
         let (tr, fused) = match fused {
             Some(fused) => {
@@ -472,6 +475,64 @@ impl Context {
         };
         self.pipelines.prepare(&plan)?;
         Ok(plan)
+    }
+
+    /// The matrix-vector plan of a GEMM (C row-major), where [`GemmOptions::matrix_vector`]
+    /// allows it and [`gemv_dispatch`] takes the problem; its pipeline created.
+    fn plan_gemv(
+        &self,
+        (a, b, c): (Placed<'_>, Placed<'_>, Placed<'_>),
+        [ta, tb, tc]: [ComponentType; 3],
+        batch: Batch,
+        options: &GemmOptions,
+        fused: bool,
+    ) -> Result<Option<GemmPlan>> {
+        let plain = !fused && options.scheme.is_none() && matches!(options.split_k, None | Some(1));
+        if options.matrix_vector == Some(false) || !plain || ta != tb || tc != ComponentType::F32 {
+            return Ok(None);
+        }
+        let problem = Problem {
+            m: c.rows,
+            n: c.cols,
+            k: a.cols,
+            a_layout: a.layout,
+            b_layout: b.layout,
+            lda: a.ld,
+            ldb: b.ld,
+            ldc: c.ld,
+            a_bytes: ta.size_bytes() as usize,
+            b_bytes: tb.size_bytes() as usize,
+            c_bytes: tc.size_bytes() as usize,
+            offsets: [a.offset, b.offset, c.offset],
+            batch,
+        };
+        let Some(dispatch) = gemv_dispatch(
+            &problem,
+            ta,
+            (options.alpha, options.beta),
+            (options.gemv_cols, options.gemv_unroll),
+            &self.limits,
+        )?
+        else {
+            return Ok(None);
+        };
+        // A plan names a config and scheme; the matrix-vector kernel has neither, so it carries
+        // the exact f32 kernel's, which it never dispatches.
+        let scheme = simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
+            .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?;
+        let plan = GemmPlan {
+            problem,
+            config: SIMT_CONFIG,
+            scheme,
+            dispatches: vec![dispatch],
+            scratch_bytes: 0,
+            zeroed_scratch_bytes: 0,
+            scratch_words: Vec::new(),
+            reads_c: options.beta != 0.0,
+            transposed: false,
+        };
+        self.pipelines.prepare(&plan)?;
+        Ok(Some(plan))
     }
 
     /// The plan a GEMM of this shape would run: its kernels, passes and dispatches. For

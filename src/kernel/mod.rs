@@ -7,6 +7,8 @@ mod convert;
 mod epilogue;
 pub use epilogue::{Activation, Axis, Epilogue};
 mod gemm;
+pub mod gemv;
+pub use gemv::{gemv_takes, GemvKey, GEMV_MAX_COLS, GEMV_MAX_ROWS, GEMV_THREADS};
 mod gemm_store;
 pub mod group_table;
 pub use group_table::generate as generate_group_table;
@@ -431,6 +433,21 @@ pub fn generate_transpose(rounds_to: Option<ComponentType>, bytes: u8) -> Result
         }
     };
     transpose::emit(output).map_err(|e| Error::Codegen(format!("transpose: {e}")))
+}
+
+/// Generates the matrix-vector kernel of `key` (see [`gemv`]).
+pub fn generate_gemv(key: &GemvKey) -> Result<Vec<u32>> {
+    if !gemv_takes(key.elem)
+        || !(1..=GEMV_MAX_ROWS).contains(&key.rows)
+        || !(1..=GEMV_MAX_COLS).contains(&key.cols)
+        || !(1..=2).contains(&key.unroll)
+    {
+        return Err(Error::Unsupported(format!(
+            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 to {GEMV_MAX_COLS} of W per workgroup, 1 or 2 vectors a step",
+            key.name()
+        )));
+    }
+    gemv::emit(key).map_err(|e| Error::Codegen(format!("{}: {e}", key.name())))
 }
 
 /// Generates the split-K reduction for a result type (see [`reduce`]).

@@ -7,7 +7,7 @@ use super::narrow::{absmax_dispatch, scale_words};
 use super::passes::{choose_split_k, plan, plan_split_k, Batch, DispatchLimits, Pass, Problem, Window};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
-use crate::kernel::{reduce, Axis, Epilogue, FixedSizes, KernelKey, Load, Probe, PushConstants};
+use crate::kernel::{reduce, Axis, Epilogue, FixedSizes, GemvKey, KernelKey, Load, Probe, PushConstants};
 use crate::tiling::{Layout, TileScheme, VECTOR_BYTES};
 use serde::Serialize;
 
@@ -66,6 +66,9 @@ pub enum Kernel {
     /// The pass that builds a grouped GEMM's tile table from counts on the device
     /// ([`crate::kernel::group_table`]).
     GroupTable,
+    /// The matrix-vector kernel ([`crate::kernel::gemv`]): a plan of this one dispatch runs
+    /// instead of the GEMM kernels ([`super::gemv_dispatch`]).
+    Gemv(GemvKey),
     /// The split-K reduction for a result type and epilogue, at a subgroup size.
     Reduce {
         /// C's type.
@@ -82,6 +85,7 @@ impl Kernel {
     pub fn label(&self) -> String {
         match self {
             Kernel::Gemm(key) => key.scheme.name(),
+            Kernel::Gemv(key) => key.name(),
             Kernel::AbsMax => "absmax".into(),
             Kernel::Narrow { to } => format!("round to {to}"),
             Kernel::SplitPlanes { transposed: false } => "split planes".into(),
@@ -445,7 +449,25 @@ impl GemmPlan {
         out
     }
 
+    /// The matrix-vector kernel, where the plan is one ([`Kernel::Gemv`]).
+    pub fn gemv_kernel(&self) -> Option<GemvKey> {
+        self.dispatches.iter().find_map(|d| match d.kernel {
+            Kernel::Gemv(key) => Some(key),
+            _ => None,
+        })
+    }
+
+    /// The name of what multiplies: the matrix-vector kernel's, or the GEMM dispatches' tile
+    /// scheme.
+    pub fn kernel_name(&self) -> String {
+        match self.gemv_kernel() {
+            Some(key) => key.name(),
+            None => self.main_kernel().scheme.name(),
+        }
+    }
+
     /// The GEMM kernel of the first GEMM dispatch (the partial-product kernel under split-K).
+    /// A matrix-vector plan has none: it panics there (see [`GemmPlan::gemv_kernel`]).
     pub fn main_kernel(&self) -> KernelKey {
         self.dispatches
             .iter()
@@ -463,9 +485,12 @@ impl GemmPlan {
             .any(|d| matches!(d.kernel, Kernel::Reduce { .. }))
     }
 
-    /// The GEMM dispatches as passes of the problem (for inspection): their extents along M, N, K.
+    /// The GEMM dispatches as passes of the problem (for inspection): their extents along M, N, K
+    /// (a matrix-vector plan's one dispatch included).
     pub fn gemm_dispatches(&self) -> impl Iterator<Item = &Dispatch> {
-        self.dispatches.iter().filter(|d| matches!(d.kernel, Kernel::Gemm(_)))
+        self.dispatches
+            .iter()
+            .filter(|d| matches!(d.kernel, Kernel::Gemm(_) | Kernel::Gemv(_)))
     }
 
     /// The same plan with every GEMM kernel replaced by a diagnostic variant (see [`Probe`]).

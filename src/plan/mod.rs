@@ -4,6 +4,8 @@
 
 pub mod cut;
 pub mod gemm;
+mod gemv;
+pub use gemv::gemv_dispatch;
 mod grouped;
 mod input;
 pub use grouped::DeviceCounts;

@@ -230,6 +230,12 @@ impl Context {
         reps: u32,
     ) -> Result<Vec<f64>> {
         let plan = self.plan_device(a, b, c, options)?;
+        if let (Some(key), false) = (plan.gemv_kernel(), probe == Probe::Full) {
+            return Err(Error::Unsupported(format!(
+                "probes take apart the GEMM kernels; this problem runs on {} (matrix_vector: Some(false) runs a GEMM kernel)",
+                key.name()
+            )));
+        }
         let scheme = plan.scheme;
         if scheme.scope() == KernelScope::Workgroup && probe != Probe::Full {
             return Err(Error::Unsupported(format!(

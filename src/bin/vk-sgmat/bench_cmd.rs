@@ -128,6 +128,15 @@ pub(crate) fn bench(
         if let Some(on) = forced.specialize {
             types = format!("{types}, sizes {}", if on { "built in" } else { "pushed" });
         }
+        if forced.matrix_vector == Some(false) {
+            types = format!("{types}, no matrix-vector");
+        }
+        if let Some(c) = forced.gemv_cols {
+            types = format!("{types}, gemv cols {c}");
+        }
+        if let Some(u) = forced.gemv_unroll {
+            types = format!("{types}, gemv unroll {u}");
+        }
         if let Some(n) = forced.split_k {
             types = format!("{types}, split {n}");
         }
@@ -218,10 +227,17 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
         (timing.warm, timing.warm.max(Duration::from_secs(10))),
     )?;
     let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (al, bl), options)?;
-    let key = plan.main_kernel();
     let kernel = match plan.is_split_k() {
-        true => format!("{} x{}", key.scheme.name(), plan.gemm_dispatches().count()),
-        false => key.scheme.name(),
+        true => format!("{} x{}", plan.kernel_name(), plan.gemm_dispatches().count()),
+        false => plan.kernel_name(),
+    };
+    // The matrix-vector kernel reads both operands as stored.
+    let read_as = match plan.gemv_kernel() {
+        Some(_) => (al, bl),
+        None => {
+            let key = plan.main_kernel();
+            (key.a_layout, key.b_layout)
+        }
     };
     let median = if timing.stream {
         let mut runs = (0..STREAM_RUNS)
@@ -241,7 +257,7 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
     }
     Ok(Point {
         median,
-        read_as: (key.a_layout, key.b_layout),
+        read_as,
         kernel,
     })
 }

@@ -30,6 +30,30 @@ fn row_major<T: Copy>(stored: Vec<T>, (m, n): (usize, usize), lc: Layout) -> Vec
 /// Outputs checked in full up to this many elements; beyond, 256 sampled rows.
 pub const FULL_CHECK: usize = 1 << 26;
 
+/// The report's config and tile words for what multiplies in `plan`.
+fn kernel_words(plan: &vk_sgmat::plan::GemmPlan) -> (String, String) {
+    if let Some(key) = plan.gemv_kernel() {
+        let tile = format!(
+            "{} rows x {} weight rows per workgroup, {} invocations",
+            key.rows,
+            key.cols,
+            vk_sgmat::kernel::GEMV_THREADS
+        );
+        return ("matrix-vector, f32 sums".into(), tile);
+    }
+    let key = plan.main_kernel();
+    let g = key.scheme.geometry(&key.config);
+    let tile = format!(
+        "{}x{}x{}, {} invocations{}",
+        g.bm,
+        g.bn,
+        g.bk,
+        g.threads,
+        if key.fixed.is_some() { ", sizes built in" } else { "" }
+    );
+    (key.config.to_string(), tile)
+}
+
 pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     (m, n, k): (usize, usize, usize),
@@ -40,7 +64,6 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
     let seed = Rng::fresh_seed();
     let mut rng = Rng::new(seed);
     let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (la, lb), options)?;
-    let key = plan.main_kernel();
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, la, 0);
     let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, lb, 0);
     // With beta = 0, C starts poisoned (NaN, or 2^31-1 for integers) so unwritten elements fail.
@@ -97,7 +120,7 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
     let check = compare_rounded(&c, n, n, &rows, (&expected, &magnitude), k, input_u);
     let median = vk_sgmat::median(&mut times);
     let info = ctx.device_info();
-    let g = key.scheme.geometry(&key.config);
+    let (config, tile) = kernel_words(&plan);
     Ok(GemmReport {
         device: info.name.clone(),
         driver: format!("{} {}", info.driver_name, info.driver_info),
@@ -111,16 +134,9 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
         }
         .name(),
         layout: format!("{}{}{}", la.letter(), lb.letter(), lc.letter()),
-        config: key.config.to_string(),
-        scheme: key.scheme.name(),
-        tile: format!(
-            "{}x{}x{}, {} invocations{}",
-            g.bm,
-            g.bn,
-            g.bk,
-            g.threads,
-            if key.fixed.is_some() { ", sizes built in" } else { "" }
-        ),
+        config,
+        scheme: plan.kernel_name(),
+        tile,
         passes,
         converted_first: plan
             .dispatches

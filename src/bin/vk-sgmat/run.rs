@@ -29,6 +29,9 @@ pub fn run(cli: Cli) -> Result<bool> {
             convert,
             relayout,
             specialize,
+            matrix_vector,
+            gemv_cols,
+            gemv_unroll,
             split_k,
             layout,
             c_layout,
@@ -57,6 +60,9 @@ pub fn run(cli: Cli) -> Result<bool> {
                 convert_first: parse_convert(&convert)?,
                 relayout: parse_on_off("--relayout", &relayout)?,
                 specialize: parse_on_off("--specialize", &specialize)?,
+                matrix_vector: parse_on_off("--matrix-vector", &matrix_vector)?,
+                gemv_cols,
+                gemv_unroll,
                 split_k: parse_split_k(&split_k)?,
                 ..Default::default()
             };
@@ -123,6 +129,9 @@ pub fn run(cli: Cli) -> Result<bool> {
             convert,
             relayout,
             specialize,
+            matrix_vector,
+            gemv_cols,
+            gemv_unroll,
             split_k,
             scheme,
             shapes,
@@ -193,6 +202,9 @@ pub fn run(cli: Cli) -> Result<bool> {
                 convert_first: parse_convert(&convert)?,
                 relayout: parse_on_off("--relayout", &relayout)?,
                 specialize: parse_on_off("--specialize", &specialize)?,
+                matrix_vector: parse_on_off("--matrix-vector", &matrix_vector)?,
+                gemv_cols,
+                gemv_unroll,
                 split_k: parse_split_k(&split_k)?,
                 ..Default::default()
             };

@@ -1,0 +1,379 @@
+//! The matrix-vector kernel (decode: a few rows of activations times a weight matrix), without
+//! matrix units, bound by reading the weights once.
+//!
+//! `X` (binding 0, `rows x K`) and `W` (binding 1, `N x K`) are both stored contiguous along K;
+//! the kernel writes `C[r][n] = alpha * sum_k X[r][k] W[n][k] + beta * C[r][n]` in f32 (binding 2,
+//! `C^T` where [`GemvKey::c_transposed`]). A workgroup of [`GEMV_THREADS`] invocations owns
+//! [`GemvKey::cols`] rows of W: each invocation reads every `GEMV_THREADS`-th 16-byte vector of
+//! them along K (so a workgroup's loads of one row are contiguous), widens them to f32 and
+//! multiplies them with the X vectors of the same K, keeping `rows x cols` sums. The
+//! sums then meet in a tree over shared memory (no subgroup operations, so any subgroup size
+//! and any Vulkan 1.3 device will do). Elements past K inside the last vector are masked to
+//! zero in both operands, whatever the padding holds.
+
+use super::builder::{BuildResult, ModuleBuilder};
+use super::push::{Pc, PC_MEMBERS};
+use crate::config::ComponentType;
+use crate::tiling::VECTOR_BYTES;
+use rspirv::dr::Operand;
+use rspirv::spirv::{
+    BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
+};
+use serde::Serialize;
+
+/// Invocations per workgroup.
+pub const GEMV_THREADS: u32 = 128;
+/// The most rows of X one kernel takes (its sums live in registers).
+pub const GEMV_MAX_ROWS: u32 = 8;
+/// The most rows of W one workgroup takes.
+pub const GEMV_MAX_COLS: u32 = 8;
+/// GLSL.std.450 `UnpackHalf2x16`.
+const GLSL_UNPACK_HALF_2X16: u32 = 62;
+
+/// One matrix-vector kernel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct GemvKey {
+    /// The element type of X and W: f16, bf16 or f32 (widened to f32 as loaded).
+    pub elem: ComponentType,
+    /// Rows of X (1 to [`GEMV_MAX_ROWS`]).
+    pub rows: u32,
+    /// Rows of W per workgroup.
+    pub cols: u32,
+    /// Vectors of each row each invocation loads per step of the K loop (1 or 2).
+    pub unroll: u32,
+    /// Whether C is stored transposed (`C[n][r]`: the GEMM's M side was the weights).
+    pub c_transposed: bool,
+    /// Whether alpha is applied (alpha != 1).
+    pub alpha: bool,
+    /// Whether C's old value is read (beta != 0).
+    pub beta: bool,
+}
+
+impl GemvKey {
+    /// A short name for reports: `gemv_f16_r1_c4`, `_t` where C is transposed.
+    pub fn name(&self) -> String {
+        format!(
+            "gemv_{}_r{}_c{}{}{}",
+            self.elem,
+            self.rows,
+            self.cols,
+            if self.unroll > 1 {
+                format!("_u{}", self.unroll)
+            } else {
+                String::new()
+            },
+            if self.c_transposed { "_t" } else { "" }
+        )
+    }
+
+    /// Elements of X and W per 16-byte vector.
+    pub fn per_vector(&self) -> u32 {
+        VECTOR_BYTES / self.elem.size_bytes()
+    }
+}
+
+/// Element types the kernel widens to f32 as it loads.
+pub fn gemv_takes(elem: ComponentType) -> bool {
+    matches!(elem, ComponentType::F16 | ComponentType::Bf16 | ComponentType::F32)
+}
+
+/// Module-level ids the stages share.
+struct Ids {
+    t_u32: Word,
+    t_bool: Word,
+    t_f32: Word,
+    t_vec4: Word,
+    t_uvec4: Word,
+    t_bvec4: Word,
+    glsl: Word,
+    zero_vec4: Word,
+    c0: Word,
+}
+
+pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
+    let mut mb = ModuleBuilder::new();
+    let t_void = mb.t_void();
+    let t_u32 = mb.t_u32();
+    let t_f32 = mb.t_f32();
+    let t_uvec3 = mb.t_uvec(3);
+    let t_uvec4 = mb.t_uvec(4);
+    let t_bool = mb.t_bool();
+    let t_vec4 = mb.b.type_vector(t_f32, 4);
+    let t_bvec4 = mb.b.type_vector(t_bool, 4);
+    let glsl = mb.b.ext_inst_import("GLSL.std.450");
+    let ids = Ids {
+        t_u32,
+        t_bool,
+        t_f32,
+        t_vec4,
+        t_uvec4,
+        t_bvec4,
+        glsl,
+        zero_vec4: mb.b.constant_null(t_vec4),
+        c0: mb.c_u32(0),
+    };
+
+    let v_local = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+    let v_workgroup = mb.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
+    let v_pc = mb.push_constant_block(PC_MEMBERS);
+    let v_x = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
+    let v_w = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true);
+    let v_c = mb.storage_buffer(t_f32, 4, 2, false);
+    let sums = key.rows * key.cols;
+    let sh = {
+        let len = mb.c_u32(sums * GEMV_THREADS);
+        let t_arr = mb.b.type_array(t_f32, len);
+        let p = mb.ptr(StorageClass::Workgroup, t_arr);
+        let v = mb.b.variable(p, None, StorageClass::Workgroup, None);
+        mb.interface.push(v);
+        v
+    };
+
+    let p_fn_f32 = mb.ptr(StorageClass::Function, t_f32);
+    let zero = mb.c_bits(t_f32, 0);
+    let t_fn = mb.b.type_function(t_void, []);
+    let f_main = mb.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
+    let l_entry = mb.b.begin_block(None)?;
+    let acc: Vec<Word> = (0..sums)
+        .map(|_| mb.b.variable(p_fn_f32, None, StorageClass::Function, Some(zero)))
+        .collect();
+    let b = &mut mb;
+    let tid = b.b.load(t_u32, None, v_local, None, [])?;
+    let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
+    let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
+    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
+    let (pn, pk) = (pc(b, Pc::N)?, pc(b, Pc::K)?);
+    let (ldx, ldw) = (pc(b, Pc::LdaVec)?, pc(b, Pc::LdbVec)?);
+    let (x_off, w_off) = (pc(b, Pc::AOff)?, pc(b, Pc::BOff)?);
+    let n0 = b.mul_u(wx, key.cols)?;
+    // W's rows past N read row N - 1 (inside the binding) and are never stored.
+    let last = b.add_u(pn, u32::MAX)?;
+    let mut w_rows = Vec::new();
+    for c in 0..key.cols {
+        let n = b.add_u(n0, c)?;
+        let inside = b.b.u_less_than(t_bool, None, n, pn)?;
+        let n = b.b.select(t_u32, None, inside, n, last)?;
+        let row = b.b.i_mul(t_u32, None, n, ldw)?;
+        w_rows.push(b.b.i_add(t_u32, None, w_off, row)?);
+    }
+    let mut x_rows = Vec::new();
+    for r in 0..key.rows {
+        let row = b.mul_u(ldx, r)?;
+        x_rows.push(b.b.i_add(t_u32, None, x_off, row)?);
+    }
+    let per = key.per_vector();
+    let kvecs = b.add_u(pk, per - 1)?;
+    let kvecs = b.div_u(kvecs, per)?;
+    let last_vec = b.add_u(kvecs, u32::MAX)?;
+    let c_zero = b.c_u32(0);
+    b.counted_loop(l_entry, (tid, kvecs, GEMV_THREADS * key.unroll), |b, kv| {
+        // Each step takes `unroll` vectors GEMV_THREADS apart, all loads issued before the
+        // sums; one past the row reads its last vector with nothing left of it (all masked).
+        let mut steps = Vec::new();
+        for u in 0..key.unroll {
+            let at = b.add_u(kv, u * GEMV_THREADS)?;
+            let inside = b.b.u_less_than(t_bool, None, at, kvecs)?;
+            let at_safe = b.b.select(t_u32, None, inside, at, last_vec)?;
+            let first = b.mul_u(at, per)?;
+            let left = b.b.i_sub(t_u32, None, pk, first)?;
+            let left = b.b.select(t_u32, None, inside, left, c_zero)?;
+            steps.push((at_safe, left));
+        }
+        let load = |b: &mut ModuleBuilder, buf: Word, row: Word, (at, left): (Word, Word)| -> BuildResult<Vec<Word>> {
+            let at = b.b.i_add(t_u32, None, row, at)?;
+            let raw = load_vector(b, &ids, buf, at)?;
+            widen(b, &ids, key.elem, raw, left)
+        };
+        let mut ws = Vec::new();
+        let mut xs = Vec::new();
+        for &step in &steps {
+            ws.push(
+                w_rows
+                    .iter()
+                    .map(|&row| load(b, v_w, row, step))
+                    .collect::<BuildResult<Vec<_>>>()?,
+            );
+            xs.push(
+                x_rows
+                    .iter()
+                    .map(|&row| load(b, v_x, row, step))
+                    .collect::<BuildResult<Vec<_>>>()?,
+            );
+        }
+        for (ws, xs) in ws.iter().zip(&xs) {
+            for (r, x) in xs.iter().enumerate() {
+                for (c, w) in ws.iter().enumerate() {
+                    let slot = acc[r * key.cols as usize + c];
+                    let mut s = b.b.load(t_f32, None, slot, None, [])?;
+                    for (&xv, &wv) in x.iter().zip(w) {
+                        let p = b.b.dot(t_f32, None, xv, wv)?;
+                        s = b.b.f_add(t_f32, None, s, p)?;
+                    }
+                    b.b.store(slot, s, None, [])?;
+                }
+            }
+        }
+        Ok(())
+    })?;
+
+    reduce(b, &ids, (sh, tid, sums), &acc)?;
+    store(b, &ids, key, (v_pc, v_c, sh, tid, n0))?;
+    b.end_compute(f_main, GEMV_THREADS)?;
+    Ok(mb.finish())
+}
+
+/// The 16-byte vector `at` of `buf`.
+fn load_vector(b: &mut ModuleBuilder, ids: &Ids, buf: Word, at: Word) -> BuildResult<Word> {
+    let p_sb = b.ptr(StorageClass::StorageBuffer, ids.t_uvec4);
+    let p = b.b.access_chain(p_sb, None, buf, [ids.c0, at])?;
+    b.b.load(ids.t_uvec4, None, p, None, [])
+}
+
+/// A vector's elements as f32 four-vectors, those at or past `left` (the elements of the row
+/// from this vector on) zeroed. The order of elements across the four-vectors is the same for
+/// every operand of one type, which is all a dot product needs.
+fn widen(b: &mut ModuleBuilder, ids: &Ids, elem: ComponentType, raw: Word, left: Word) -> BuildResult<Vec<Word>> {
+    let t_vec2 = b.b.type_vector(ids.t_f32, 2);
+    // (four-vector, the index of each of its elements within the 16-byte vector)
+    let parts: Vec<(Word, [u32; 4])> = match elem {
+        ComponentType::F32 => vec![(b.b.bitcast(ids.t_vec4, None, raw)?, [0, 1, 2, 3])],
+        ComponentType::Bf16 => {
+            let sixteen = b.c_u32(16);
+            let shift = b.b.constant_composite(ids.t_uvec4, [sixteen; 4]);
+            let high = b.c_u32(0xffff_0000);
+            let mask = b.b.constant_composite(ids.t_uvec4, [high; 4]);
+            let even = b.b.shift_left_logical(ids.t_uvec4, None, raw, shift)?;
+            let odd = b.b.bitwise_and(ids.t_uvec4, None, raw, mask)?;
+            vec![
+                (b.b.bitcast(ids.t_vec4, None, even)?, [0, 2, 4, 6]),
+                (b.b.bitcast(ids.t_vec4, None, odd)?, [1, 3, 5, 7]),
+            ]
+        }
+        _ => {
+            let mut pairs = Vec::new();
+            for w in 0..4 {
+                let word = b.b.composite_extract(ids.t_u32, None, raw, [w])?;
+                pairs.push(b.b.ext_inst(t_vec2, None, ids.glsl, GLSL_UNPACK_HALF_2X16, [Operand::IdRef(word)])?);
+            }
+            vec![
+                (
+                    b.b.vector_shuffle(ids.t_vec4, None, pairs[0], pairs[1], [0, 1, 2, 3])?,
+                    [0, 1, 2, 3],
+                ),
+                (
+                    b.b.vector_shuffle(ids.t_vec4, None, pairs[2], pairs[3], [0, 1, 2, 3])?,
+                    [4, 5, 6, 7],
+                ),
+            ]
+        }
+    };
+    let left4 = b.b.composite_construct(ids.t_uvec4, None, [left; 4])?;
+    let mut out = Vec::new();
+    for (v, index) in parts {
+        let index = index.map(|i| b.c_u32(i));
+        let index = b.b.constant_composite(ids.t_uvec4, index);
+        let inside = b.b.u_less_than(ids.t_bvec4, None, index, left4)?;
+        out.push(b.b.select(ids.t_vec4, None, inside, v, ids.zero_vec4)?);
+    }
+    Ok(out)
+}
+
+/// Sums every invocation's sums: each invocation's `acc[j]` goes to shared
+/// `j * GEMV_THREADS + tid`, then halves fold onto the lower half until entry `j * GEMV_THREADS`
+/// holds sum `j` of the workgroup.
+fn reduce(b: &mut ModuleBuilder, ids: &Ids, (sh, tid, sums): (Word, Word, u32), acc: &[Word]) -> BuildResult<()> {
+    let p_wg = b.ptr(StorageClass::Workgroup, ids.t_f32);
+    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
+    let scope = b.c_u32(Scope::Workgroup as u32);
+    let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
+    for (j, &slot) in acc.iter().enumerate() {
+        let s = b.b.load(ids.t_f32, None, slot, None, [])?;
+        let at = b.add_u(tid, j as u32 * GEMV_THREADS)?;
+        let p = b.b.access_chain(p_wg, None, sh, [at])?;
+        b.b.store(p, s, np, [])?;
+    }
+    let mut half = GEMV_THREADS / 2;
+    while half > 0 {
+        b.b.control_barrier(scope, scope, sem)?;
+        let lower = b.c_u32(half);
+        let active = b.b.u_less_than(ids.t_bool, None, tid, lower)?;
+        if_then(b, active, |b| {
+            for j in 0..sums {
+                let at = b.add_u(tid, j * GEMV_THREADS)?;
+                let from = b.add_u(at, half)?;
+                let p = b.b.access_chain(p_wg, None, sh, [at])?;
+                let q = b.b.access_chain(p_wg, None, sh, [from])?;
+                let x = b.b.load(ids.t_f32, None, p, np, [])?;
+                let y = b.b.load(ids.t_f32, None, q, np, [])?;
+                let s = b.b.f_add(ids.t_f32, None, x, y)?;
+                b.b.store(p, s, np, [])?;
+            }
+            Ok(())
+        })?;
+        half /= 2;
+    }
+    b.b.control_barrier(scope, scope, sem)
+}
+
+/// Invocation `j < rows * cols` stores sum `j` (row `j / cols` of X, row `n0 + j % cols` of W)
+/// where that row of W exists, with alpha and beta.
+fn store(
+    b: &mut ModuleBuilder,
+    ids: &Ids,
+    key: &GemvKey,
+    (v_pc, v_c, sh, tid, n0): (Word, Word, Word, Word, Word),
+) -> BuildResult<()> {
+    let t_u32 = ids.t_u32;
+    let sums = b.c_u32(key.rows * key.cols);
+    let mine = b.b.u_less_than(ids.t_bool, None, tid, sums)?;
+    let pn = b.push_constant(v_pc, Pc::N as u32)?;
+    let r = b.div_u(tid, key.cols)?;
+    let c = b.mod_u(tid, key.cols)?;
+    let n = b.b.i_add(t_u32, None, n0, c)?;
+    let inside = b.b.u_less_than(ids.t_bool, None, n, pn)?;
+    let ok = b.b.logical_and(ids.t_bool, None, mine, inside)?;
+    if_then(b, ok, |b| {
+        let p_wg = b.ptr(StorageClass::Workgroup, ids.t_f32);
+        let at = b.mul_u(tid, GEMV_THREADS)?;
+        let p = b.b.access_chain(p_wg, None, sh, [at])?;
+        let mut x =
+            b.b.load(ids.t_f32, None, p, Some(MemoryAccess::NON_PRIVATE_POINTER), [])?;
+        let ldc = b.push_constant(v_pc, Pc::Ldc as u32)?;
+        let c_off = b.push_constant(v_pc, Pc::COff as u32)?;
+        let (outer, inner) = if key.c_transposed { (n, r) } else { (r, n) };
+        let idx = b.b.i_mul(t_u32, None, outer, ldc)?;
+        let idx = b.b.i_add(t_u32, None, idx, inner)?;
+        let idx = b.b.i_add(t_u32, None, idx, c_off)?;
+        let p_sb = b.ptr(StorageClass::StorageBuffer, ids.t_f32);
+        let p = b.b.access_chain(p_sb, None, v_c, [ids.c0, idx])?;
+        if key.alpha {
+            let bits = b.push_constant(v_pc, Pc::Alpha as u32)?;
+            let alpha = b.b.bitcast(ids.t_f32, None, bits)?;
+            x = b.b.f_mul(ids.t_f32, None, x, alpha)?;
+        }
+        if key.beta {
+            let bits = b.push_constant(v_pc, Pc::Beta as u32)?;
+            let beta = b.b.bitcast(ids.t_f32, None, bits)?;
+            let old = b.b.load(ids.t_f32, None, p, None, [])?;
+            let old = b.b.f_mul(ids.t_f32, None, old, beta)?;
+            x = b.b.f_add(ids.t_f32, None, x, old)?;
+        }
+        b.b.store(p, x, None, [])
+    })
+}
+
+/// `if (cond) { body }`, continuing after it.
+fn if_then(
+    b: &mut ModuleBuilder,
+    cond: Word,
+    body: impl FnOnce(&mut ModuleBuilder) -> BuildResult<()>,
+) -> BuildResult<()> {
+    let (l_then, l_merge) = (b.b.id(), b.b.id());
+    b.b.selection_merge(l_merge, SelectionControl::NONE)?;
+    b.b.branch_conditional(cond, l_then, l_merge, [])?;
+    b.b.begin_block(Some(l_then))?;
+    body(b)?;
+    b.b.branch(l_merge)?;
+    b.b.begin_block(Some(l_merge))?;
+    Ok(())
+}

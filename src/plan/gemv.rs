@@ -1,0 +1,255 @@
+//! The matrix-vector plan: a GEMM whose A has at most [`GEMV_MAX_ROWS`] rows (or B as many
+//! columns), both operands stored contiguous along K (A row-major, B column-major: weights held
+//! `N x K`, as `nn.Linear` stores them), of f16, bf16 or f32 into an f32 C, is one dispatch of
+//! the matrix-vector kernel ([`crate::kernel::gemv`]), which reads the large operand once.
+//! Pure.
+
+use super::gemm::{scalar_bits, Dispatch, Kernel, Operand};
+use super::passes::{span, window, DispatchLimits, Problem};
+use crate::config::ComponentType;
+use crate::error::{Error, Result};
+use crate::kernel::{gemv_takes, GemvKey, PushConstants, GEMV_MAX_COLS, GEMV_MAX_ROWS};
+use crate::tiling::{Layout, VECTOR_BYTES};
+
+/// Vectors of each row an invocation loads per step of the K loop, by rows of the vector side
+/// (H200, docs/perf/h200-29-3.txt, two passes as streams): two where a step's loads are few
+/// (one row: 22016x4096 44.6-44.7 us against 45.3) or its sums many (eight rows: 96.8 against
+/// 99.7), one between (two rows: 46.7-46.9 against 47.6). Every difference is within 3%.
+fn unroll_for(rows: u32) -> u32 {
+    if rows == 1 || rows >= 5 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Rows of the weights per workgroup, by rows of the vector side (H200, f16 weights of
+/// 22016x4096 and 4096x4096, docs/perf/h200-29-2.txt, as streams): four up to four rows (at
+/// one row within 2% of two and eight; at four rows 56.7 us against 59.8 for two), two from
+/// five on, where each invocation's `rows x cols` sums and the X vectors it loads per W vector
+/// outgrow the registers (eight rows: 100.0 us with two, 108.5 with four, 199 with eight).
+fn cols_for(rows: u32) -> u32 {
+    if rows <= 4 {
+        4
+    } else {
+        2
+    }
+}
+
+/// The matrix-vector dispatch of `p` (C row-major, one GEMM), or `None` where the kernel does
+/// not take it: other types or layouts, more rows than [`GEMV_MAX_ROWS`] on both sides, or a
+/// grid or binding over the device's limits.
+/// `tuning` overrides the rows of W per workgroup ([`cols_for`]'s choice by default) and the
+/// vectors per step ([`unroll_for`]'s).
+pub fn gemv_dispatch(
+    p: &Problem,
+    elem: ComponentType,
+    (alpha, beta): (f64, f64),
+    (cols, unroll): (Option<u32>, Option<u32>),
+    limits: &DispatchLimits,
+) -> Result<Option<Dispatch>> {
+    if let Some(c) = cols.filter(|c| !(1..=GEMV_MAX_COLS).contains(c)) {
+        return Err(Error::InvalidOption(format!(
+            "gemv_cols = {c}: use 1 to {GEMV_MAX_COLS} rows of the weights per workgroup, or None"
+        )));
+    }
+    if let Some(u) = unroll.filter(|u| !(1..=2).contains(u)) {
+        return Err(Error::InvalidOption(format!(
+            "gemv_unroll = {u}: use 1 or 2 vectors per step, or None"
+        )));
+    }
+    let es = elem.size_bytes() as usize;
+    let k_contiguous = (p.a_layout, p.b_layout) == (Layout::RowMajor, Layout::ColMajor);
+    if p.batch.count != 1 || !gemv_takes(elem) || !k_contiguous || (p.a_bytes, p.b_bytes, p.c_bytes) != (es, es, 4) {
+        return Ok(None);
+    }
+    // The vector side is the shorter one: A's rows, or B's columns (then C^T = B^T A^T).
+    let c_transposed = p.n < p.m;
+    let rows = p.m.min(p.n);
+    if rows > GEMV_MAX_ROWS as usize {
+        return Ok(None);
+    }
+    let ((x, x_ld, x_off), (w, w_rows, w_ld, w_off)) = if c_transposed {
+        (
+            (Operand::B, p.ldb, p.offsets[1]),
+            (Operand::A, p.m, p.lda, p.offsets[0]),
+        )
+    } else {
+        (
+            (Operand::A, p.lda, p.offsets[0]),
+            (Operand::B, p.n, p.ldb, p.offsets[1]),
+        )
+    };
+    let rows = rows as u32;
+    let cols = cols.unwrap_or_else(|| cols_for(rows));
+    let groups = w_rows.div_ceil(cols as usize);
+    if groups > limits.max_groups[0] as usize {
+        return Ok(None);
+    }
+    let operand = |offset: u64, outer: usize, ld: usize| {
+        let (start, len) = span(0, 0, outer, p.k, ld, es, true);
+        window(offset + start, len, limits)
+    };
+    let xw = operand(x_off, rows as usize, x_ld);
+    let ww = operand(w_off, w_rows, w_ld);
+    let (c_start, c_len) = span(0, 0, p.m, p.n, p.ldc, 4, false);
+    let cw = window(p.offsets[2] + c_start, c_len, limits);
+    let vec = u64::from(VECTOR_BYTES);
+    let vecs = |ld: usize| ld as u64 * es as u64 / vec;
+    let fits32 = [
+        xw.start / vec,
+        ww.start / vec,
+        cw.start / 4,
+        vecs(x_ld),
+        vecs(w_ld),
+        p.ldc as u64,
+    ]
+    .iter()
+    .all(|&v| v <= u64::from(u32::MAX));
+    if [xw, ww, cw].iter().any(|w| w.bind_range > limits.max_range) || !fits32 || p.k > u32::MAX as usize {
+        return Ok(None);
+    }
+    let key = GemvKey {
+        elem,
+        rows,
+        cols,
+        unroll: unroll.unwrap_or_else(|| unroll_for(rows)),
+        c_transposed,
+        alpha: alpha != 1.0,
+        beta: beta != 0.0,
+    };
+    Ok(Some(Dispatch {
+        kernel: Kernel::Gemv(key),
+        bindings: [(x, xw), (w, ww), (Operand::C, cw)],
+        aux: None,
+        vectors: [None; 3],
+        push: PushConstants {
+            m: rows,
+            n: w_rows as u32,
+            k: p.k as u32,
+            lda_vec: vecs(x_ld) as u32,
+            ldb_vec: vecs(w_ld) as u32,
+            ldc: p.ldc as u32,
+            a_off_vec: (xw.start / vec) as u32,
+            b_off_vec: (ww.start / vec) as u32,
+            c_off: (cw.start / 4) as u32,
+            alpha_bits: scalar_bits("alpha", alpha, ComponentType::F32)?,
+            beta_bits: scalar_bits("beta", beta, ComponentType::F32)?,
+            a_batch_vec: 0,
+            b_batch_vec: 0,
+            c_batch: 0,
+            row0: 0,
+            col0: 0,
+        },
+        groups: [groups as u32, 1, 1],
+        after_previous: false,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{device_problem, Batch};
+
+    fn limits() -> DispatchLimits {
+        DispatchLimits {
+            max_groups: [65535; 3],
+            max_range: u64::from(u32::MAX),
+            offset_alignment: 16,
+            max_allocation: u64::MAX,
+        }
+    }
+
+    fn problem(m: usize, n: usize, k: usize, layouts: (Layout, Layout), es: usize) -> Problem {
+        device_problem((m, n, k), layouts, (es, es, 4))
+    }
+
+    const NT: (Layout, Layout) = (Layout::RowMajor, Layout::ColMajor);
+
+    #[test]
+    fn short_sides_on_k_contiguous_operands_take_the_matrix_vector_kernel() {
+        for (m, n, rows, transposed) in [
+            (1, 4096, 1, false),
+            (8, 22016, 8, false),
+            (4099, 3, 3, true),
+            (1, 1, 1, false),
+        ] {
+            let p = problem(m, n, 4096, NT, 2);
+            let d = gemv_dispatch(&p, ComponentType::F16, (1.0, 0.0), (None, None), &limits())
+                .unwrap()
+                .unwrap_or_else(|| panic!("{m}x{n}"));
+            let Kernel::Gemv(key) = d.kernel else {
+                panic!("{:?}", d.kernel)
+            };
+            assert_eq!((key.rows, key.c_transposed), (rows, transposed), "{m}x{n}");
+            let w_rows = m.max(n);
+            assert_eq!(d.groups[0] as usize, w_rows.div_ceil(key.cols as usize));
+            assert_eq!(d.push.n as usize, w_rows);
+            let x = if transposed { Operand::B } else { Operand::A };
+            assert_eq!(d.bindings[0].0, x);
+            assert!(!key.alpha && !key.beta);
+        }
+    }
+
+    #[test]
+    fn other_shapes_types_and_layouts_keep_the_gemm() {
+        let none = |p: &Problem, t: ComponentType| {
+            gemv_dispatch(p, t, (1.0, 0.0), (None, None), &limits())
+                .unwrap()
+                .is_none()
+        };
+        assert!(
+            none(&problem(9, 9, 64, NT, 2), ComponentType::F16),
+            "9 rows on both sides"
+        );
+        for layouts in [
+            (Layout::RowMajor, Layout::RowMajor),
+            (Layout::ColMajor, Layout::ColMajor),
+            (Layout::ColMajor, Layout::RowMajor),
+        ] {
+            assert!(
+                none(&problem(1, 4096, 64, layouts, 2), ComponentType::F16),
+                "{layouts:?}"
+            );
+        }
+        assert!(none(&device_problem((1, 64, 64), NT, (1, 1, 4)), ComponentType::I8));
+        assert!(
+            none(&device_problem((1, 64, 64), NT, (2, 2, 2)), ComponentType::F16),
+            "f16 C"
+        );
+        let mut batch = problem(1, 64, 64, NT, 2);
+        batch.batch = Batch {
+            count: 2,
+            strides: [64, 64 * 64, 64],
+        };
+        assert!(none(&batch, ComponentType::F16), "a batch");
+        let small = DispatchLimits {
+            max_groups: [100, 65535, 65535],
+            ..limits()
+        };
+        let p = problem(1, 4096, 64, NT, 2);
+        assert!(gemv_dispatch(&p, ComponentType::F16, (1.0, 0.0), (None, None), &small)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn windows_cover_what_the_kernel_reads() {
+        let (m, n, k) = (3, 1000, 77);
+        let mut p = problem(m, n, k, NT, 4);
+        p.offsets = [32, 48, 64];
+        let d = gemv_dispatch(&p, ComponentType::F32, (2.0, 0.5), (None, None), &limits())
+            .unwrap()
+            .unwrap();
+        let [(_, x), (_, w), (_, c)] = d.bindings;
+        let whole_vectors = k.next_multiple_of(4) * 4;
+        assert_eq!(x.start + x.bind_offset, 32);
+        assert!(x.bind_range - x.start >= ((m - 1) * p.lda * 4 + whole_vectors) as u64);
+        assert!(w.bind_range - w.start >= ((n - 1) * p.ldb * 4 + whole_vectors) as u64);
+        assert_eq!(c.bind_range - c.start, ((m - 1) * p.ldc + n) as u64 * 4);
+        assert_eq!(u64::from(d.push.c_off) * 4, c.start);
+        let Kernel::Gemv(key) = d.kernel else { panic!() };
+        assert!(key.alpha && key.beta);
+        assert_eq!(f32::from_bits(d.push.alpha_bits), 2.0);
+    }
+}
