@@ -60,6 +60,7 @@ mod memory;
 pub mod multi;
 mod peak;
 mod pipeline;
+mod pipeline_file;
 pub mod plan;
 mod record;
 mod stream;
@@ -82,6 +83,7 @@ pub use multi::{
     DeviceSet, DistMatrix, HostTimes, MultiContext, PipelineStep, PipelineTrace, Role, Split, SplitKind, TraceStep,
 };
 pub use peak::{FillResult, PeakResult};
+pub use pipeline_file::PipelineCacheFile;
 pub use plan::{ComputeMode, MAX_DIM};
 pub use stream::{Download, Stream};
 pub use submit::Ticket;

@@ -9,7 +9,13 @@ use crate::plan::{GemmPlan, Kernel};
 use ash::vk;
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The least time between two saves of the pipeline cache after new pipelines (a long-lived
+/// context saves what it compiled without rewriting the file for every pipeline).
+const SAVE_EVERY: Duration = Duration::from_secs(1);
 
 /// A compute pipeline for one kernel key.
 pub(crate) struct Pipeline {
@@ -38,6 +44,11 @@ pub(crate) struct Pipelines {
     pub layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
     cache_path: Option<PathBuf>,
+    /// Bytes of cache data loaded from `cache_path` (0: none, or the file was ignored).
+    loaded: usize,
+    /// Pipelines created so far, and how many of them the file holds.
+    created: AtomicUsize,
+    saved: Mutex<(usize, Option<Instant>)>,
     device: Arc<Device>,
 }
 
@@ -79,10 +90,11 @@ impl Pipelines {
         };
         let initial = cache_path
             .as_deref()
-            .and_then(|p| read_cache(p, &device))
+            .and_then(|p| crate::pipeline_file::read(p, device.info()))
             .unwrap_or_default();
         let info = vk::PipelineCacheCreateInfo::default().initial_data(&initial);
-        // SAFETY: the initial data's header was checked against this device (read_cache).
+        // SAFETY: the initial data is whole and its header fits this device
+        // (pipeline_file::read).
         let cache = match unsafe { raw.create_pipeline_cache(&info, None) } {
             Ok(c) => c,
             Err(r) => {
@@ -102,8 +114,21 @@ impl Pipelines {
             layout,
             cache,
             cache_path,
+            loaded: initial.len(),
+            created: AtomicUsize::new(0),
+            saved: Mutex::new((0, None)),
             device,
         })
+    }
+
+    /// The cache file, if any.
+    pub fn cache_path(&self) -> Option<&Path> {
+        self.cache_path.as_deref()
+    }
+
+    /// Bytes of cache data loaded from the file when the context was made (0: none).
+    pub fn loaded_bytes(&self) -> usize {
+        self.loaded
     }
 
     /// The pipeline for `key`, created on first use.
@@ -178,11 +203,25 @@ impl Pipelines {
         }
     }
 
-    /// Creates every pipeline `plan` needs, so a failure surfaces before anything is recorded.
+    /// Creates every pipeline `plan` needs, so a failure surfaces before anything is recorded;
+    /// saves the cache file when that created pipelines it lacks (at most every
+    /// [`SAVE_EVERY`]; the rest on drop).
     pub fn prepare(&self, plan: &GemmPlan) -> Result<()> {
         for k in plan.kernels() {
             self.kernel(&k)?;
         }
+        self.save_if_new()
+    }
+
+    fn save_if_new(&self) -> Result<()> {
+        let created = self.created.load(Ordering::Acquire);
+        let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+        let due = saved.1.is_none_or(|at| at.elapsed() >= SAVE_EVERY);
+        if self.cache_path.is_none() || created == saved.0 || !due {
+            return Ok(());
+        }
+        self.save()?;
+        *saved = (created, Some(Instant::now()));
         Ok(())
     }
 
@@ -269,6 +308,7 @@ impl Pipelines {
         // SAFETY: the module is no longer needed once the pipeline exists (or failed).
         unsafe { raw.destroy_shader_module(module, None) };
         let pipeline = result.map_err(|(_, r)| Error::vk("vkCreateComputePipelines", r))?[0];
+        self.created.fetch_add(1, Ordering::AcqRel);
         Ok(Pipeline {
             raw: pipeline,
             device: self.device.clone(),
@@ -281,23 +321,16 @@ impl Pipelines {
         // SAFETY: plain query of a live cache.
         let data = unsafe { self.device.raw().get_pipeline_cache_data(self.cache) }
             .map_err(|r| Error::vk("vkGetPipelineCacheData", r))?;
-        let io = |source| Error::Io {
-            path: path.clone(),
-            source,
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        // Write then rename, so a crash never leaves a truncated cache behind.
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, &data).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
+        crate::pipeline_file::write(path, &data)
     }
 }
 
 impl Drop for Pipelines {
     fn drop(&mut self) {
-        let _ = self.save();
+        // Nothing new: the file may hold more (another process's), so it stays as it is.
+        if self.created.load(Ordering::Acquire) > self.saved.get_mut().unwrap_or_else(|e| e.into_inner()).0 {
+            let _ = self.save();
+        }
         self.map.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
         self.reduce.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
         if self.device.work_abandoned() {
@@ -311,24 +344,6 @@ impl Drop for Pipelines {
             raw.destroy_descriptor_set_layout(self.set_layout, None);
         }
     }
-}
-
-/// Reads a pipeline-cache file and returns it only if its header matches this device (a stale or
-/// corrupt file is ignored, never handed to the driver).
-fn read_cache(path: &Path, device: &Device) -> Option<Vec<u8>> {
-    let data = std::fs::read(path).ok()?;
-    let info = device.info();
-    let word = |i: usize| {
-        data.get(i * 4..i * 4 + 4)
-            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-    };
-    let uuid: String = data.get(16..32)?.iter().map(|b| format!("{b:02x}")).collect();
-    let ok = word(0)? as usize >= 32
-        && word(1)? == vk::PipelineCacheHeaderVersion::ONE.as_raw() as u32
-        && word(2)? == info.vendor_id
-        && word(3)? == info.device_id
-        && uuid == info.pipeline_cache_uuid;
-    ok.then_some(data)
 }
 
 /// Reads the statistics of a pipeline's executables (empty if the driver reports none).

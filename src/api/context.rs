@@ -111,7 +111,7 @@ impl Context {
                 QueueRef::Compute(0),
                 options.gpu_timeout,
             )?),
-            pipelines: Pipelines::new(device.clone(), options.pipeline_cache.clone())?,
+            pipelines: Pipelines::new(device.clone(), options.pipeline_cache.path_for(device.info()))?,
             pool,
             streams: std::sync::atomic::AtomicUsize::new(0),
             idle_cores: Mutex::new(Vec::new()),
@@ -126,6 +126,14 @@ impl Context {
     /// What is known about the device.
     pub fn device_info(&self) -> &DeviceInfo {
         self.device.info()
+    }
+
+    /// The file this context keeps its pipeline cache in
+    /// ([`ContextOptions::pipeline_cache`](crate::ContextOptions::pipeline_cache)), if any, and
+    /// how many bytes of it were loaded when the context was made (0: none yet, or the file was
+    /// missing, damaged or another device's, and ignored).
+    pub fn pipeline_cache_file(&self) -> (Option<&std::path::Path>, usize) {
+        (self.pipelines.cache_path(), self.pipelines.loaded_bytes())
     }
 
     /// How many queues of a copy-only family (the GPU's copy engines) the host copies of

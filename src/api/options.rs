@@ -115,8 +115,12 @@ pub struct ContextOptions {
     /// Replace the device's dispatch limits (workgroup count, storage-buffer range, offset
     /// alignment) with smaller ones, to exercise multi-pass plans on any device. Default: none.
     pub limits_override: Option<DispatchLimits>,
-    /// File to load the Vulkan pipeline cache from and save it to. Default: none (in memory).
-    pub pipeline_cache: Option<PathBuf>,
+    /// Where the Vulkan pipeline cache is kept between processes: loaded when the context is
+    /// made (a missing, damaged or foreign file is ignored), saved atomically after calls that
+    /// compiled new pipelines and when the context is dropped. Default:
+    /// [`PipelineCacheFile::UserCache`](crate::PipelineCacheFile::UserCache), a file per device
+    /// and driver version in the user's cache directory; `Off` keeps it in memory.
+    pub pipeline_cache: crate::PipelineCacheFile,
     /// Autotune: the first GEMM of each (config, layouts, shape rounded up to powers of two)
     /// times the candidate tile schemes on scratch matrices of its size and keeps the fastest in
     /// this JSON file (keyed by device UUID and driver version; a stale or corrupt file is
@@ -138,7 +142,7 @@ impl Default for ContextOptions {
             validation: false,
             poison_outputs: false,
             limits_override: None,
-            pipeline_cache: None,
+            pipeline_cache: crate::PipelineCacheFile::default(),
             autotune: None,
             gpu_timeout: crate::submit::SUBMIT_TIMEOUT,
         }

@@ -39,8 +39,8 @@ fn cols_for(rows: u32) -> u32 {
 /// The matrix-vector dispatch of `p` (C row-major, one GEMM), or `None` where the kernel does
 /// not take it: other types or layouts, more rows than [`GEMV_MAX_ROWS`] on both sides, or a
 /// grid or binding over the device's limits.
-/// `tuning` overrides the rows of W per workgroup ([`cols_for`]'s choice by default) and the
-/// vectors per step ([`unroll_for`]'s).
+/// `tuning` overrides the rows of W per workgroup and the vectors per step (by default the
+/// measured choices by rows of the vector side, in this module's tables).
 pub fn gemv_dispatch(
     p: &Problem,
     elem: ComponentType,

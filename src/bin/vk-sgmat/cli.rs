@@ -23,9 +23,13 @@ pub struct DeviceArgs {
     /// Enable the Khronos validation layer and fail on any message.
     #[arg(long)]
     pub validation: bool,
-    /// Load the Vulkan pipeline cache from this file and save it back on exit.
+    /// Keep the Vulkan pipeline cache in this file (default: a file per device and driver in
+    /// the user's cache directory, ~/.cache/vk-sgmat).
     #[arg(long)]
     pub pipeline_cache: Option<std::path::PathBuf>,
+    /// Keep no pipeline cache on disk: compile every pipeline in this process.
+    #[arg(long, conflicts_with = "pipeline_cache")]
+    pub no_pipeline_cache: bool,
     /// Autotune tile schemes: time the candidates the first time a shape bucket is seen and keep
     /// the winner in this JSON file (keyed by device UUID and driver version).
     #[arg(long)]

@@ -9,7 +9,10 @@ use anyhow::{bail, Context as _, Result};
 use vk_sgmat::device::{rank_devices, Instance, InstanceOptions};
 use vk_sgmat::plan::DispatchLimits;
 use vk_sgmat::tiling::TileScheme;
-use vk_sgmat::{ComputeMode, Context, ContextOptions, DeviceSelector, GPUSubgroupMatrixConfig, GemmOptions, Layout};
+use vk_sgmat::{
+    ComputeMode, Context, ContextOptions, DeviceSelector, GPUSubgroupMatrixConfig, GemmOptions, Layout,
+    PipelineCacheFile,
+};
 
 pub fn run(cli: Cli) -> Result<bool> {
     let json = match &cli.command {
@@ -347,7 +350,11 @@ pub(crate) fn context_with(dev: &DeviceArgs, poison: bool) -> Result<Context> {
     let mut options = ContextOptions {
         validation: dev.validation,
         poison_outputs: poison,
-        pipeline_cache: dev.pipeline_cache.clone(),
+        pipeline_cache: match (&dev.pipeline_cache, dev.no_pipeline_cache) {
+            (_, true) => PipelineCacheFile::Off,
+            (Some(path), _) => PipelineCacheFile::File(path.clone()),
+            (None, false) => PipelineCacheFile::UserCache,
+        },
         autotune: dev.autotune.clone(),
         ..Default::default()
     };
