@@ -219,6 +219,13 @@ pub enum Command {
         /// timed by its own timestamps, which also count its launch and drain.
         #[arg(long)]
         stream: bool,
+        /// Measure as a fresh process meets each shape, in order, with no warm-up: the time to
+        /// plan it and create its pipelines, the first result, then runs back to back for this
+        /// many seconds, each timed alone; prints the first run against the steady state and
+        /// when the runs came within 5% of it (run it in a new process, with and without a
+        /// pipeline cache on disk).
+        #[arg(long)]
+        first_runs: Option<f64>,
         /// Layout of C: n = row-major, t = column-major (ggml-vulkan writes its result
         /// column-major).
         #[arg(long, default_value = "n")]

@@ -5,6 +5,7 @@ mod bench_cmd;
 mod chart;
 mod check;
 mod cli;
+mod first_runs;
 mod fused;
 mod gemm_cmd;
 mod grouped;

@@ -141,6 +141,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             reps,
             warm,
             stream,
+            first_runs,
             c_layout,
             cublas,
             peer,
@@ -211,6 +212,22 @@ pub fn run(cli: Cli) -> Result<bool> {
                 split_k: parse_split_k(&split_k)?,
                 ..Default::default()
             };
+            if let Some(s) = first_runs {
+                let seconds = seconds("--first-runs", s)?;
+                for t in crate::bench_cmd::bench_types(&ctx, &types)? {
+                    for shape in parse_shapes(&shapes)? {
+                        let r = with_types!(t, |TA, TB, TC| crate::first_runs::first_runs::<TA, TB, TC>(
+                            &ctx,
+                            shape,
+                            (layouts.0, layouts.1),
+                            &forced,
+                            seconds
+                        )?);
+                        println!("{} {}", t.label(forced.compute), r.line());
+                    }
+                }
+                return finish(&ctx, true);
+            }
             let rows = bench(
                 &ctx,
                 (&types, &shapes),

@@ -1,0 +1,127 @@
+//! `vk-sgmat bench --first-runs SECONDS`: what a user meets in a fresh process. Per shape, in
+//! order, with no warm-up: the wall time to plan it and create its pipelines, then runs back to
+//! back for SECONDS, each timed by its own GPU timestamps; printed per shape: the preparation,
+//! the first result's wall time, the first run against the steady state (the median of the last
+//! third), and when the runs came within 5% of it for good.
+
+use anyhow::Result;
+use std::time::{Duration, Instant};
+use vk_sgmat::verify::{random_matrix, Rng};
+use vk_sgmat::{Context, Element, GemmOptions, Layout, MatRef};
+
+/// One shape's first runs.
+pub(crate) struct FirstRuns {
+    shape: (usize, usize, usize),
+    kernel: String,
+    prepare: Duration,
+    /// Wall time from the start of planning to the first result back.
+    first_result: Duration,
+    /// (seconds since the pipelines were ready, GPU seconds) of each run.
+    runs: Vec<(f64, f64)>,
+}
+
+/// Within this of the steady state counts as at speed.
+const AT_SPEED: f64 = 1.05;
+
+impl FirstRuns {
+    fn steady(&self) -> f64 {
+        let mut tail: Vec<f64> = self.runs[self.runs.len() * 2 / 3..].iter().map(|r| r.1).collect();
+        vk_sgmat::median(&mut tail)
+    }
+
+    /// The first run from which every later run is within [`AT_SPEED`] of the steady state.
+    fn settled(&self) -> Option<(usize, f64)> {
+        let limit = self.steady() * AT_SPEED;
+        let last_slow = self.runs.iter().rposition(|r| r.1 > limit);
+        let i = last_slow.map_or(0, |i| i + 1);
+        self.runs.get(i).map(|r| (i, r.0))
+    }
+
+    /// One line: the shape's figures.
+    pub(crate) fn line(&self) -> String {
+        let (m, n, k) = self.shape;
+        let tflops = |s: f64| 2.0 * (m * n * k) as f64 / s / 1e12;
+        let (first, steady) = (self.runs[0].1, self.steady());
+        let settled = match self.settled() {
+            Some((i, at)) => format!("run {i}, {:.0} ms after ready", at * 1e3),
+            None => "never".into(),
+        };
+        format!(
+            "first {m}x{n}x{k} [{}]: prepare {:.1} ms, first result {:.1} ms, first run {:.1} us ({:.2} TFLOP/s), steady {:.1} us ({:.2}), first/steady {:.2}, within 5% from {settled}; {} runs",
+            self.kernel,
+            self.prepare.as_secs_f64() * 1e3,
+            self.first_result.as_secs_f64() * 1e3,
+            first * 1e6,
+            tflops(first),
+            steady * 1e6,
+            tflops(steady),
+            first / steady,
+            self.runs.len()
+        )
+    }
+}
+
+/// Runs one shape as a fresh process meets it (operands made and uploaded first, untimed).
+pub(crate) fn first_runs<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    (m, n, k): (usize, usize, usize),
+    (al, bl): (Layout, Layout),
+    options: &GemmOptions,
+    seconds: Duration,
+) -> Result<FirstRuns> {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
+    let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, bl, 0);
+    let da = ctx.upload(MatRef::stored(&a, m, k, al, lda))?;
+    let db = ctx.upload(MatRef::stored(&b, k, n, bl, ldb))?;
+    let mut dc = ctx.zeros::<TC>(m, n)?;
+    let start = Instant::now();
+    // Planning creates every pipeline the GEMM needs.
+    let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (al, bl), options)?;
+    let prepare = start.elapsed();
+    let ready = Instant::now();
+    let mut runs = Vec::new();
+    let mut first_result = Duration::ZERO;
+    while runs.len() < 3 || ready.elapsed() < seconds {
+        let gpu = ctx.time_gemm_device(&da, &db, &mut dc, options, 1)?[0];
+        if runs.is_empty() {
+            first_result = start.elapsed();
+        }
+        runs.push((ready.elapsed().as_secs_f64(), gpu));
+    }
+    Ok(FirstRuns {
+        shape: (m, n, k),
+        kernel: plan.kernel_name(),
+        prepare,
+        first_result,
+        runs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(times: &[f64]) -> FirstRuns {
+        FirstRuns {
+            shape: (2, 2, 2),
+            kernel: "k".into(),
+            prepare: Duration::from_millis(3),
+            first_result: Duration::from_millis(5),
+            runs: times.iter().enumerate().map(|(i, &t)| (i as f64 * 0.01, t)).collect(),
+        }
+    }
+
+    #[test]
+    fn settling_is_the_run_after_the_last_slow_one() {
+        let slow_then_fast = runs(&[5.0, 4.0, 1.0, 6.0, 1.0, 1.02, 1.0, 0.99, 1.0]);
+        assert_eq!(slow_then_fast.steady(), 1.0);
+        assert_eq!(slow_then_fast.settled().map(|s| s.0), Some(4));
+        assert_eq!(runs(&[1.0, 1.0, 1.0]).settled().map(|s| s.0), Some(0));
+        let line = slow_then_fast.line();
+        assert!(
+            line.contains("first/steady 5.00") && line.contains("from run 4"),
+            "{line}"
+        );
+    }
+}
