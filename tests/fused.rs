@@ -477,3 +477,46 @@ fn misuse_is_a_typed_error() {
     // C untouched by every refused call.
     assert!(c.iter().all(|&x| x == f16::ZERO));
 }
+
+/// Decode's shapes run on the matrix-vector kernel (A row-major, B column-major, at most 8 rows
+/// or columns): every term on it, in both orientations (the short side A's rows or B's
+/// columns), with C row- or column-major, f16/bf16/f32 inputs into f32, f16 and bf16 C.
+#[test]
+fn matrix_vector_shapes_take_every_term() {
+    let ctx = context();
+    let opts = GemmOptions::default();
+    let nt = (Layout::RowMajor, Layout::ColMajor);
+    for (m, n) in [(1, 300), (5, 77), (301, 3)] {
+        let plan = ctx.plan_gemm::<f16, f16, f16>(m, n, 129, nt, &opts).unwrap();
+        assert!(plan.gemv_kernel().is_some(), "{m}x{n}: {}", plan.kernel_name());
+    }
+    let mut seed = 500;
+    for (i, mnk) in [(1, 300, 129), (5, 77, 64), (301, 3, 40), (2, 1, 7)]
+        .into_iter()
+        .enumerate()
+    {
+        for (j, (axis, t)) in [
+            (Axis::Col, ComponentType::F32),
+            (Axis::Row, ComponentType::F16),
+            (Axis::Col, ComponentType::Bf16),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let c = Case {
+                layouts: [Layout::RowMajor, Layout::ColMajor, LAYOUTS[(i + j) % 2]],
+                bias: Some((axis, t)),
+                activation: Activation::ALL[(i * 3 + j) % Activation::ALL.len()],
+                alpha: 1.25,
+                beta: if j == 1 { 0.5 } else { 0.0 },
+                ..case(mnk)
+            };
+            run::<f16, f16, f16>(ctx, c, &opts, seed);
+            run::<f16, f16, f32>(ctx, c, &opts, seed + 1);
+            run::<bf16, bf16, bf16>(ctx, c, &opts, seed + 2);
+            run::<f32, f32, f16>(ctx, c, &opts, seed + 3);
+            seed += 4;
+        }
+    }
+    assert_no_validation_messages(ctx);
+}

@@ -110,7 +110,10 @@ fn the_planner_keeps_the_gemm_where_the_kernel_does_not_fit() {
     let key = plan(4096, 2, (ROW, COL), &plain).expect("the other orientation");
     assert_eq!((key.rows, key.c_transposed), (2, true));
     let f16_c = ctx.plan_gemm::<f16, f16, f16>(1, 4096, 64, (ROW, COL), &plain).unwrap();
-    assert!(f16_c.gemv_kernel().is_none(), "an f16 C stays on the GEMM kernels");
+    let key = f16_c.gemv_kernel().expect("an f16 C: f32 sums stored as f16");
+    assert_eq!(key.epilogue.output, Some(vk_sgmat::ComponentType::F16));
+    let i8 = ctx.plan_gemm::<i8, i8, i32>(1, 4096, 64, (ROW, COL), &plain).unwrap();
+    assert!(i8.gemv_kernel().is_none(), "8-bit integers stay on the GEMM kernels");
 }
 
 #[test]
@@ -142,19 +145,33 @@ fn device_operands_on_a_stream() {
 /// those the tests above reach).
 #[test]
 fn every_kernel_variant_validates() {
-    use vk_sgmat::kernel::{generate_gemv, GemvKey, GEMV_MAX_ROWS};
+    use vk_sgmat::kernel::{generate_gemv, Epilogue, GemvKey, GEMV_MAX_ROWS};
     use vk_sgmat::ComponentType::{Bf16, F16, F32};
+    use vk_sgmat::{Activation, Axis};
     for elem in [F16, Bf16, F32] {
         for rows in 1..=GEMV_MAX_ROWS {
-            for (cols, unroll, c_transposed, alpha, beta) in [(4, 1, false, false, false), (2, 2, true, true, true)] {
+            let plain = Epilogue::default();
+            let scaled = Epilogue {
+                alpha: true,
+                beta: true,
+                ..plain
+            };
+            let fused = Epilogue {
+                bias: Some((Axis::Col, Bf16)),
+                activation: Activation::Gelu,
+                output: Some(F16),
+                ..scaled
+            };
+            for (cols, unroll, c_transposed, epilogue) in
+                [(4, 1, false, plain), (2, 2, true, scaled), (4, 2, true, fused)]
+            {
                 let key = GemvKey {
                     elem,
                     rows,
                     cols,
                     unroll,
                     c_transposed,
-                    alpha,
-                    beta,
+                    epilogue,
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -167,8 +184,7 @@ fn every_kernel_variant_validates() {
         cols: 4,
         unroll: 1,
         c_transposed: false,
-        alpha: false,
-        beta: false,
+        epilogue: Epilogue::default(),
     };
     assert!(matches!(generate_gemv(&bad), Err(vk_sgmat::Error::Unsupported(_))));
 }

@@ -287,6 +287,25 @@ fn per_group_fallbacks_read_the_same_vectors() {
             "the accurate split runs group by group"
         );
     }
+    // Groups of a few rows on the matrix-vector kernel, asked for (weights stored N x K): one
+    // dispatch per group, each reading its rows' and its group's bias.
+    let gemv = GemmOptions {
+        matrix_vector: Some(true),
+        ..Default::default()
+    };
+    for bias in [Axis::Col, Axis::Row] {
+        let c = Case {
+            bias: Some(bias),
+            activation: Activation::Gelu,
+            beta: 0.5,
+            b_layout: Layout::ColMajor,
+            ..case(&[2, 0, 1, 5], (37, 29))
+        };
+        assert!(
+            !run::<f16, f16>(ctx, &c, &gemv, &mut rng),
+            "groups of the matrix-vector kernel"
+        );
+    }
     // Weights of 4 x 40 x 24 f16 (7.5 KiB) over a 4 KiB allocation limit: one GEMM per group.
     let capped = capped_context(4096);
     let c = Case {

@@ -328,7 +328,7 @@ impl Context {
             plan.transposed = true;
             return Ok(plan);
         }
-        if let Some(plan) = self.plan_gemv((a, b, c), [ta, tb, tc], batch, options, fused.is_some())? {
+        if let Some(plan) = self.plan_gemv((a, b, c), [ta, tb, tc], batch, options, fused)? {
             return Ok(plan);
         }
         let terms = fused;
@@ -485,10 +485,22 @@ impl Context {
         [ta, tb, tc]: [ComponentType; 3],
         batch: Batch,
         options: &GemmOptions,
-        fused: bool,
+        terms: Option<Epilogue>,
     ) -> Result<Option<GemmPlan>> {
-        let plain = !fused && options.scheme.is_none() && matches!(options.split_k, None | Some(1));
-        if options.matrix_vector == Some(false) || !plain || ta != tb || tc != ComponentType::F32 {
+        use ComponentType::{Bf16, F16, F32};
+        let plain = options.scheme.is_none() && matches!(options.split_k, None | Some(1));
+        if options.matrix_vector == Some(false) || !plain || ta != tb || !matches!(tc, F32 | F16 | Bf16) {
+            return Ok(None);
+        }
+        // Sums in f32, stored as C's type: a 16-bit C (or bias) needs 16-bit arithmetic and
+        // storage in the kernel.
+        let terms = Epilogue {
+            output: (tc != F32).then_some(tc),
+            ..terms.unwrap_or_default()
+        };
+        let features = &self.device.info().features;
+        let sixteen = tc != F32 || terms.bias.is_some_and(|(_, t)| t != F32);
+        if sixteen && !(features.shader_float16 && features.storage_buffer_16bit_access) {
             return Ok(None);
         }
         let problem = Problem {
@@ -509,7 +521,7 @@ impl Context {
         let Some(dispatch) = gemv_dispatch(
             &problem,
             ta,
-            (options.alpha, options.beta),
+            ((options.alpha, options.beta), terms),
             (options.gemv_cols, options.gemv_unroll),
             &self.limits,
         )?

@@ -12,12 +12,13 @@
 //! zero in both operands, whatever the padding holds.
 
 use super::builder::{BuildResult, ModuleBuilder};
+use super::epilogue::{store_type, Epilogue, Fused};
 use super::push::{Pc, PC_MEMBERS};
 use crate::config::ComponentType;
 use crate::tiling::VECTOR_BYTES;
 use rspirv::dr::Operand;
 use rspirv::spirv::{
-    BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
+    BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
 };
 use serde::Serialize;
 
@@ -43,17 +44,16 @@ pub struct GemvKey {
     pub unroll: u32,
     /// Whether C is stored transposed (`C[n][r]`: the GEMM's M side was the weights).
     pub c_transposed: bool,
-    /// Whether alpha is applied (alpha != 1).
-    pub alpha: bool,
-    /// Whether C's old value is read (beta != 0).
-    pub beta: bool,
+    /// alpha and beta, and the fused terms applied to the f32 sums (bias, activation, an
+    /// f16 or bf16 C), indexed as the GEMM's rows and columns whatever the orientation.
+    pub epilogue: Epilogue,
 }
 
 impl GemvKey {
     /// A short name for reports: `gemv_f16_r1_c4`, `_t` where C is transposed.
     pub fn name(&self) -> String {
         format!(
-            "gemv_{}_r{}_c{}{}{}",
+            "gemv_{}_r{}_c{}{}{}{}",
             self.elem,
             self.rows,
             self.cols,
@@ -62,7 +62,8 @@ impl GemvKey {
             } else {
                 String::new()
             },
-            if self.c_transposed { "_t" } else { "" }
+            if self.c_transposed { "_t" } else { "" },
+            self.epilogue.fused_suffix()
         )
     }
 
@@ -118,7 +119,17 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let v_pc = mb.push_constant_block(PC_MEMBERS);
     let v_x = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
     let v_w = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true);
-    let v_c = mb.storage_buffer(t_f32, 4, 2, false);
+    let fused = key.epilogue.is_fused();
+    let (t_out, out_bytes) = if fused {
+        store_type(&mut mb, key.epilogue.output_type(ComponentType::F32))
+    } else {
+        (t_f32, 4)
+    };
+    if out_bytes == 2 {
+        mb.need(Capability::StorageBuffer16BitAccess);
+    }
+    let v_c = mb.storage_buffer(t_out, out_bytes, 2, false);
+    let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, ComponentType::F32));
     let sums = key.rows * key.cols;
     let sh = {
         let len = mb.c_u32(sums * GEMV_THREADS);
@@ -145,6 +156,9 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let (pn, pk) = (pc(b, Pc::N)?, pc(b, Pc::K)?);
     let (ldx, ldw) = (pc(b, Pc::LdaVec)?, pc(b, Pc::LdbVec)?);
     let (x_off, w_off) = (pc(b, Pc::AOff)?, pc(b, Pc::BOff)?);
+    if let Some(f) = fuse.as_mut() {
+        f.prepare(b, v_pc, None)?;
+    }
     let n0 = b.mul_u(wx, key.cols)?;
     // W's rows past N read row N - 1 (inside the binding) and are never stored.
     let last = b.add_u(pn, u32::MAX)?;
@@ -217,7 +231,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     })?;
 
     reduce(b, &ids, (sh, tid, sums), &acc)?;
-    store(b, &ids, key, (v_pc, v_c, sh, tid, n0))?;
+    store(b, &ids, key, (v_pc, v_c, t_out), fuse.as_ref(), (sh, tid, n0))?;
     b.end_compute(f_main, GEMV_THREADS)?;
     Ok(mb.finish())
 }
@@ -316,12 +330,14 @@ fn reduce(b: &mut ModuleBuilder, ids: &Ids, (sh, tid, sums): (Word, Word, u32), 
 }
 
 /// Invocation `j < rows * cols` stores sum `j` (row `j / cols` of X, row `n0 + j % cols` of W)
-/// where that row of W exists, with alpha and beta.
+/// where that row of W exists, with alpha and beta, or through the fused terms.
 fn store(
     b: &mut ModuleBuilder,
     ids: &Ids,
     key: &GemvKey,
-    (v_pc, v_c, sh, tid, n0): (Word, Word, Word, Word, Word),
+    (v_pc, v_c, t_out): (Word, Word, Word),
+    fuse: Option<&Fused>,
+    (sh, tid, n0): (Word, Word, Word),
 ) -> BuildResult<()> {
     let t_u32 = ids.t_u32;
     let sums = b.c_u32(key.rows * key.cols);
@@ -344,14 +360,19 @@ fn store(
         let idx = b.b.i_mul(t_u32, None, outer, ldc)?;
         let idx = b.b.i_add(t_u32, None, idx, inner)?;
         let idx = b.b.i_add(t_u32, None, idx, c_off)?;
-        let p_sb = b.ptr(StorageClass::StorageBuffer, ids.t_f32);
+        let p_sb = b.ptr(StorageClass::StorageBuffer, t_out);
         let p = b.b.access_chain(p_sb, None, v_c, [ids.c0, idx])?;
-        if key.alpha {
+        if let Some(f) = fuse {
+            // The terms index C as the GEMM's rows and columns.
+            let x = f.element(b, x, (outer, inner), p)?;
+            return b.b.store(p, x, None, []);
+        }
+        if key.epilogue.alpha {
             let bits = b.push_constant(v_pc, Pc::Alpha as u32)?;
             let alpha = b.b.bitcast(ids.t_f32, None, bits)?;
             x = b.b.f_mul(ids.t_f32, None, x, alpha)?;
         }
-        if key.beta {
+        if key.epilogue.beta {
             let bits = b.push_constant(v_pc, Pc::Beta as u32)?;
             let beta = b.b.bitcast(ids.t_f32, None, bits)?;
             let old = b.b.load(ids.t_f32, None, p, None, [])?;

@@ -4,11 +4,11 @@
 //! the matrix-vector kernel ([`crate::kernel::gemv`]), which reads the large operand once.
 //! Pure.
 
-use super::gemm::{scalar_bits, Dispatch, Kernel, Operand};
+use super::gemm::{fused_vectors, scalar_bits, Dispatch, Kernel, Operand};
 use super::passes::{span, window, DispatchLimits, Problem};
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
-use crate::kernel::{gemv_takes, GemvKey, PushConstants, GEMV_MAX_COLS, GEMV_MAX_ROWS};
+use crate::kernel::{gemv_takes, Epilogue, GemvKey, PushConstants, GEMV_MAX_COLS, GEMV_MAX_ROWS};
 use crate::tiling::{Layout, VECTOR_BYTES};
 
 /// Vectors of each row an invocation loads per step of the K loop, by rows of the vector side
@@ -37,14 +37,15 @@ fn cols_for(rows: u32) -> u32 {
 }
 
 /// The matrix-vector dispatch of `p` (C row-major, one GEMM), or `None` where the kernel does
-/// not take it: other types or layouts, more rows than [`GEMV_MAX_ROWS`] on both sides, or a
-/// grid or binding over the device's limits.
+/// not take it: other types or layouts, more rows than [`GEMV_MAX_ROWS`] on both sides, terms
+/// the f32 sums cannot take (`terms`' alpha and beta flags follow `alpha` and `beta`; C's
+/// element size must be its output type's), or a grid or binding over the device's limits.
 /// `tuning` overrides the rows of W per workgroup and the vectors per step (by default the
 /// measured choices by rows of the vector side, in this module's tables).
 pub fn gemv_dispatch(
     p: &Problem,
     elem: ComponentType,
-    (alpha, beta): (f64, f64),
+    ((alpha, beta), terms): ((f64, f64), Epilogue),
     (cols, unroll): (Option<u32>, Option<u32>),
     limits: &DispatchLimits,
 ) -> Result<Option<Dispatch>> {
@@ -59,8 +60,19 @@ pub fn gemv_dispatch(
         )));
     }
     let es = elem.size_bytes() as usize;
+    let epilogue = Epilogue {
+        alpha: alpha != 1.0,
+        beta: beta != 0.0,
+        ..terms
+    };
+    let out = epilogue.output_type(ComponentType::F32).size_bytes() as usize;
     let k_contiguous = (p.a_layout, p.b_layout) == (Layout::RowMajor, Layout::ColMajor);
-    if p.batch.count != 1 || !gemv_takes(elem) || !k_contiguous || (p.a_bytes, p.b_bytes, p.c_bytes) != (es, es, 4) {
+    if p.batch.count != 1
+        || !gemv_takes(elem)
+        || !k_contiguous
+        || (p.a_bytes, p.b_bytes, p.c_bytes) != (es, es, out)
+        || epilogue.check(ComponentType::F32).is_err()
+    {
         return Ok(None);
     }
     // The vector side is the shorter one: A's rows, or B's columns (then C^T = B^T A^T).
@@ -92,14 +104,14 @@ pub fn gemv_dispatch(
     };
     let xw = operand(x_off, rows as usize, x_ld);
     let ww = operand(w_off, w_rows, w_ld);
-    let (c_start, c_len) = span(0, 0, p.m, p.n, p.ldc, 4, false);
+    let (c_start, c_len) = span(0, 0, p.m, p.n, p.ldc, out, false);
     let cw = window(p.offsets[2] + c_start, c_len, limits);
     let vec = u64::from(VECTOR_BYTES);
     let vecs = |ld: usize| ld as u64 * es as u64 / vec;
     let fits32 = [
         xw.start / vec,
         ww.start / vec,
-        cw.start / 4,
+        cw.start / out as u64,
         vecs(x_ld),
         vecs(w_ld),
         p.ldc as u64,
@@ -115,14 +127,15 @@ pub fn gemv_dispatch(
         cols,
         unroll: unroll.unwrap_or_else(|| unroll_for(rows)),
         c_transposed,
-        alpha: alpha != 1.0,
-        beta: beta != 0.0,
+        epilogue,
     };
+    // A fused epilogue applies alpha and beta in f32.
+    let vectors = fused_vectors(p, &epilogue, limits)?;
     Ok(Some(Dispatch {
         kernel: Kernel::Gemv(key),
         bindings: [(x, xw), (w, ww), (Operand::C, cw)],
         aux: None,
-        vectors: [None; 3],
+        vectors,
         push: PushConstants {
             m: rows,
             n: w_rows as u32,
@@ -132,7 +145,7 @@ pub fn gemv_dispatch(
             ldc: p.ldc as u32,
             a_off_vec: (xw.start / vec) as u32,
             b_off_vec: (ww.start / vec) as u32,
-            c_off: (cw.start / 4) as u32,
+            c_off: (cw.start / out as u64) as u32,
             alpha_bits: scalar_bits("alpha", alpha, ComponentType::F32)?,
             beta_bits: scalar_bits("beta", beta, ComponentType::F32)?,
             a_batch_vec: 0,
@@ -175,9 +188,15 @@ mod tests {
             (1, 1, 1, false),
         ] {
             let p = problem(m, n, 4096, NT, 2);
-            let d = gemv_dispatch(&p, ComponentType::F16, (1.0, 0.0), (None, None), &limits())
-                .unwrap()
-                .unwrap_or_else(|| panic!("{m}x{n}"));
+            let d = gemv_dispatch(
+                &p,
+                ComponentType::F16,
+                ((1.0, 0.0), Epilogue::default()),
+                (None, None),
+                &limits(),
+            )
+            .unwrap()
+            .unwrap_or_else(|| panic!("{m}x{n}"));
             let Kernel::Gemv(key) = d.kernel else {
                 panic!("{:?}", d.kernel)
             };
@@ -187,14 +206,14 @@ mod tests {
             assert_eq!(d.push.n as usize, w_rows);
             let x = if transposed { Operand::B } else { Operand::A };
             assert_eq!(d.bindings[0].0, x);
-            assert!(!key.alpha && !key.beta);
+            assert!(!key.epilogue.alpha && !key.epilogue.beta);
         }
     }
 
     #[test]
     fn other_shapes_types_and_layouts_keep_the_gemm() {
         let none = |p: &Problem, t: ComponentType| {
-            gemv_dispatch(p, t, (1.0, 0.0), (None, None), &limits())
+            gemv_dispatch(p, t, ((1.0, 0.0), Epilogue::default()), (None, None), &limits())
                 .unwrap()
                 .is_none()
         };
@@ -215,7 +234,7 @@ mod tests {
         assert!(none(&device_problem((1, 64, 64), NT, (1, 1, 4)), ComponentType::I8));
         assert!(
             none(&device_problem((1, 64, 64), NT, (2, 2, 2)), ComponentType::F16),
-            "f16 C"
+            "an f16 C without its output cast"
         );
         let mut batch = problem(1, 64, 64, NT, 2);
         batch.batch = Batch {
@@ -228,9 +247,15 @@ mod tests {
             ..limits()
         };
         let p = problem(1, 4096, 64, NT, 2);
-        assert!(gemv_dispatch(&p, ComponentType::F16, (1.0, 0.0), (None, None), &small)
-            .unwrap()
-            .is_none());
+        assert!(gemv_dispatch(
+            &p,
+            ComponentType::F16,
+            ((1.0, 0.0), Epilogue::default()),
+            (None, None),
+            &small
+        )
+        .unwrap()
+        .is_none());
     }
 
     #[test]
@@ -238,9 +263,15 @@ mod tests {
         let (m, n, k) = (3, 1000, 77);
         let mut p = problem(m, n, k, NT, 4);
         p.offsets = [32, 48, 64];
-        let d = gemv_dispatch(&p, ComponentType::F32, (2.0, 0.5), (None, None), &limits())
-            .unwrap()
-            .unwrap();
+        let d = gemv_dispatch(
+            &p,
+            ComponentType::F32,
+            ((2.0, 0.5), Epilogue::default()),
+            (None, None),
+            &limits(),
+        )
+        .unwrap()
+        .unwrap();
         let [(_, x), (_, w), (_, c)] = d.bindings;
         let whole_vectors = k.next_multiple_of(4) * 4;
         assert_eq!(x.start + x.bind_offset, 32);
@@ -249,7 +280,38 @@ mod tests {
         assert_eq!(c.bind_range - c.start, ((m - 1) * p.ldc + n) as u64 * 4);
         assert_eq!(u64::from(d.push.c_off) * 4, c.start);
         let Kernel::Gemv(key) = d.kernel else { panic!() };
-        assert!(key.alpha && key.beta);
+        assert!(key.epilogue.alpha && key.epilogue.beta);
         assert_eq!(f32::from_bits(d.push.alpha_bits), 2.0);
+    }
+
+    #[test]
+    fn a_16_bit_c_is_an_output_cast_of_the_f32_sums() {
+        let mut p = device_problem((3, 70, 33), NT, (2, 2, 2));
+        p.offsets = [0, 0, 32];
+        let cast = Epilogue {
+            output: Some(ComponentType::F16),
+            ..Epilogue::default()
+        };
+        let d = gemv_dispatch(&p, ComponentType::F16, ((1.0, 0.5), cast), (None, None), &limits())
+            .unwrap()
+            .expect("an f16 C with its cast");
+        let Kernel::Gemv(key) = d.kernel else { panic!() };
+        assert_eq!(
+            (key.epilogue.output, key.epilogue.beta),
+            (Some(ComponentType::F16), true)
+        );
+        let c = d.bindings[2].1;
+        assert_eq!(u64::from(d.push.c_off) * 2, c.start);
+        assert_eq!(c.bind_range - c.start, ((3 - 1) * p.ldc + 70) as u64 * 2);
+        let int = Epilogue {
+            output: Some(ComponentType::I32),
+            ..Epilogue::default()
+        };
+        let p = device_problem((3, 70, 33), NT, (2, 2, 4));
+        assert!(
+            gemv_dispatch(&p, ComponentType::F16, ((1.0, 0.0), int), (None, None), &limits())
+                .unwrap()
+                .is_none()
+        );
     }
 }

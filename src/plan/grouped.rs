@@ -226,17 +226,19 @@ impl GemmPlan {
             u32::try_from(x).map_err(|_| Error::TooLarge(format!("epilogue vector offset {x} exceeds 32 bits")))
         };
         for d in &mut self.dispatches {
-            let Kernel::Gemm(key) = d.kernel else {
-                continue;
+            let epilogue = match d.kernel {
+                Kernel::Gemm(key) => key.epilogue,
+                Kernel::Gemv(key) => key.epilogue,
+                _ => continue,
             };
             if d.vectors.iter().all(Option::is_none) {
                 continue;
             }
             d.push.row0 = word(d.push.row0 as usize + first)?;
-            if key.epilogue.reads_columns() {
+            if epilogue.reads_columns() {
                 d.push.col0 = word(d.push.col0 as usize + g * n)?;
             }
-            d.vectors = fused_vectors(&all, &key.epilogue, limits)?;
+            d.vectors = fused_vectors(&all, &epilogue, limits)?;
         }
         Ok(self)
     }

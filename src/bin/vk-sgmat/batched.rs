@@ -223,7 +223,7 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
         epilogue: terms.map_or("-".into(), |t| t.label.clone()),
         layout: format!("{}{}", la.letter(), lb.letter()),
         shared_b,
-        scheme: plan.main_kernel().scheme.name(),
+        scheme: plan.kernel_name(),
         seed,
         entries_checked: entries.len(),
         check,

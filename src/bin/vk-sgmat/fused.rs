@@ -292,11 +292,7 @@ fn run<T: Element, TC: Element>(
         fused = fused.scales(r, c);
     }
     let mut dc = ctx.upload(MatRef::new(&c_in, m, n))?;
-    let scheme = ctx
-        .plan_fused_device(&da, &db, &dc, options, &fused)?
-        .main_kernel()
-        .scheme
-        .name();
+    let scheme = ctx.plan_fused_device(&da, &db, &dc, options, &fused)?.kernel_name();
     ctx.gemm_fused_device(&da, &db, &mut dc, options, &fused)?;
     let mut out = vec![TC::from_f64(0.0); m * n];
     ctx.download(&dc, MatMut::new(&mut out, m, n))?;

@@ -99,7 +99,9 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
     };
     let kernel = match plans.as_slice() {
         [one] if one.counts_on_device() => format!("table pass + one dispatch, {}", one.scheme.name()),
-        [one] if one.main_kernel().grouped => format!("one dispatch, {}", one.scheme.name()),
+        [one] if one.gemv_kernel().is_none() && one.main_kernel().grouped => {
+            format!("one dispatch, {}", one.scheme.name())
+        }
         _ => format!("{} GEMMs", plans.len()),
     };
     let enqueue = |s: &mut vk_sgmat::Stream<'_>, dc: &mut DeviceMatrix<TC>| match (&fused, counted) {
