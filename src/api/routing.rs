@@ -12,7 +12,10 @@ use crate::plan::{
     check_shapes, conversion_pays, device_problem, fast_order, gemv_dispatch, relayout_pays,
     relayout_without_workgroup, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK,
 };
-use crate::tiling::{pick_scheme, preferred_planes_schemes, simt_scheme, KernelScope, Layout, TileScheme};
+use crate::tiling::{
+    mid_grid_choice, pick_scheme, preferred_planes_schemes, simt_scheme, workgroup_tuning_candidates, KernelScope,
+    Layout, TileScheme,
+};
 
 /// M·N·K from which GEMMs take kernels with their sizes built in by default
 /// ([`GemmOptions::specialize`]): 2048³, where the H100 measured `nn` 7% faster
@@ -417,6 +420,14 @@ impl Context {
             relayout = relayout_without_workgroup(config.component_type, relayout);
             scheme = choose(relayout)?;
         }
+        let free_choice = options.scheme.is_none() && options.split_k.is_none() && batch.count == 1;
+        let plain = !fused.is_fused() && !convert_first && relayout == [false; 2] && route.loads == [Load::Native; 2];
+        let mid = (free_choice && plain)
+            .then(|| self.mid_grid(&config, shape, (a.layout, b.layout)))
+            .flatten();
+        if let Some((s, _)) = mid {
+            scheme = s;
+        }
         let request = PlanRequest {
             problem: Problem {
                 m,
@@ -439,6 +450,7 @@ impl Context {
             alpha: options.alpha,
             beta: options.beta,
             split_k: match options.split_k {
+                _ if mid.is_some() => SplitK::Slices(mid.map_or(1, |(_, s)| s)),
                 Some(s @ 1..=MAX_SPLIT_K) => SplitK::Slices(s),
                 Some(s) => {
                     return Err(Error::InvalidOption(format!(
@@ -475,6 +487,26 @@ impl Context {
         };
         self.pipelines.prepare(&plan)?;
         Ok(plan)
+    }
+
+    /// [`mid_grid_choice`]'s scheme and split for a GEMM of 16-bit float operands into f32 in
+    /// `nt` on a GPU with that workgroup-scope scheme, if it makes one.
+    fn mid_grid(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        shape: (usize, usize, usize),
+        layouts: (Layout, Layout),
+    ) -> Option<(TileScheme, u32)> {
+        let sixteen = matches!(config.component_type, ComponentType::F16 | ComponentType::Bf16);
+        let nt = layouts == (Layout::RowMajor, Layout::ColMajor);
+        if !sixteen || config.result_type != ComponentType::F32 || !nt || self.is_cpu() {
+            return None;
+        }
+        let choice = mid_grid_choice(shape)?;
+        workgroup_tuning_candidates(config, self.device.info(), self.subgroup_size())
+            .into_iter()
+            .find(|s| s.name() == choice.scheme)
+            .map(|s| (s, choice.splits))
     }
 
     /// The matrix-vector plan of a GEMM (C row-major), where [`GemmOptions::matrix_vector`]

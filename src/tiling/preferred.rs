@@ -335,3 +335,62 @@ fn preferred(
         })
         .collect()
 }
+
+/// A measured choice for grids of under one wave of the 128x128 tile: f16 or bf16 operands,
+/// f32 results, `nt` (weights `N x K`), K long enough for split-K to pay. The default heuristic
+/// took a subgroup-scope split-K kernel or one 64x64 tile per workgroup there.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct MidGrid {
+    /// The workgroup-scope scheme, by name.
+    pub scheme: &'static str,
+    /// K slices (split-K).
+    pub splits: u32,
+}
+
+/// Below this many 128x128 tiles of C, the 64x64 tile; from it up to [`MID_GRID_TILES`], the
+/// 128x128 tile; each in two K slices (H200, f16 -> f32 `nt`, docs/perf/h200-29-8.txt, as
+/// streams: 128x4096x4096 84.8 -> 37.3 us, 128x4096x11008 219.9 -> 85.7, 128x12288x4096 122.0
+/// -> 88.0, 512x4096x4096 100.1 -> 84.4, 512x4096x11008 266.8 -> 198.0; four slices were
+/// within 10% or slower in each).
+pub const SMALL_GRID_TILES: usize = 64;
+/// From this many 128x128 tiles of C on (about one wave of an H200's 132 SMs), the default.
+pub const MID_GRID_TILES: usize = 132;
+/// K from which the choice holds (measured at 4096 and 11008).
+pub const MID_GRID_MIN_K: usize = 2048;
+
+/// The choice for an `m x n x k` GEMM whose grid of 128x128 tiles is under one wave, if any.
+pub fn mid_grid_choice((m, n, k): (usize, usize, usize)) -> Option<MidGrid> {
+    let tiles = m.div_ceil(128) * n.div_ceil(128);
+    if k < MID_GRID_MIN_K || tiles >= MID_GRID_TILES || m <= 16 {
+        return None;
+    }
+    Some(if tiles < SMALL_GRID_TILES {
+        MidGrid {
+            scheme: "wg_t128_fr4x4_k64_u2_ct",
+            splits: 2,
+        }
+    } else {
+        MidGrid {
+            scheme: "wg_t128_fr8x8_k32_u8_a0_g8_ct",
+            splits: 2,
+        }
+    })
+}
+
+#[cfg(test)]
+mod mid_grid_tests {
+    use super::*;
+
+    #[test]
+    fn grids_under_a_wave_on_long_k_take_the_measured_tile_and_two_slices() {
+        let small = mid_grid_choice((128, 4096, 4096)).unwrap();
+        assert_eq!((small.scheme, small.splits), ("wg_t128_fr4x4_k64_u2_ct", 2));
+        let mid = mid_grid_choice((512, 4096, 11008)).unwrap();
+        assert_eq!((mid.scheme, mid.splits), ("wg_t128_fr8x8_k32_u8_a0_g8_ct", 2));
+        assert_eq!(mid_grid_choice((128, 12288, 4096)), Some(mid));
+        assert_eq!(mid_grid_choice((512, 22016, 4096)), None, "a wave or more: the default");
+        assert_eq!(mid_grid_choice((2048, 4096, 4096)), None);
+        assert_eq!(mid_grid_choice((128, 4096, 1024)), None, "short K");
+        assert_eq!(mid_grid_choice((8, 4096, 4096)), None, "decode's rows");
+    }
+}

@@ -204,6 +204,11 @@ pub enum Command {
         /// 4096x4096x256; squares up to 256 on CPU drivers).
         #[arg(long, value_delimiter = ',')]
         shapes: Vec<String>,
+        /// Sweep one transformer layer's GEMMs instead of --shapes: llama-7b, llama-3-8b or
+        /// mixtral-expert, at 1, 8, 32, 128, 512 and 2048 tokens, weights N x K (layout nt),
+        /// with each GEMM's weight TB/s and the layer's time per token count.
+        #[arg(long, conflicts_with = "shapes")]
+        model: Option<String>,
         /// Timed runs per point.
         #[arg(long, default_value_t = 20)]
         reps: u32,

@@ -9,6 +9,7 @@ mod first_runs;
 mod fused;
 mod gemm_cmd;
 mod grouped;
+mod models;
 mod multi;
 mod multi_trace;
 mod progress;

@@ -142,6 +142,7 @@ pub fn run(cli: Cli) -> Result<bool> {
             warm,
             stream,
             first_runs,
+            model,
             c_layout,
             cublas,
             peer,
@@ -188,7 +189,16 @@ pub fn run(cli: Cli) -> Result<bool> {
                 );
             }
             let ctx = context_with(&dev, false)?;
-            let layouts = parse_layout(&layout)?;
+            let model = model.as_deref().map(crate::models::model).transpose()?;
+            // A model's weights are stored N x K, as nn.Linear holds them.
+            let layouts = match model {
+                Some(_) => parse_layout("nt")?,
+                None => parse_layout(&layout)?,
+            };
+            let shapes: Vec<String> = match model {
+                Some(m) => m.shapes().iter().map(|(a, b, c)| format!("{a}x{b}x{c}")).collect(),
+                None => shapes,
+            };
             let layouts = (layouts.0, layouts.1, c_layout);
             let timing = crate::bench_cmd::Timing {
                 reps,
@@ -247,6 +257,9 @@ pub fn run(cli: Cli) -> Result<bool> {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
                 print!("{}", report::render_bench(&device, stream, &rows));
+            }
+            if let Some(m) = model {
+                print!("{}", m.summary(&rows, weight_bytes));
             }
             finish(&ctx, true)
         }
@@ -520,6 +533,16 @@ pub(crate) fn parse_layout(s: &str) -> Result<(Layout, Layout)> {
         bail!("--layout {s:?}: use two letters, e.g. nn, nt, tn, tt");
     }
     Ok((l(cs[0])?, l(cs[1])?))
+}
+
+/// Bytes of B's elements in a bench row's types label (`f16:f32`, `f16,f32:f32`, `i8:i32`).
+fn weight_bytes(types: &str) -> usize {
+    let inputs = types.split([':', ' ']).next().unwrap_or("");
+    match inputs.rsplit(',').next().unwrap_or(inputs) {
+        "f32" => 4,
+        "i8" | "u8" => 1,
+        _ => 2,
+    }
 }
 
 pub(crate) fn parse_shapes(shapes: &[String]) -> Result<Vec<(usize, usize, usize)>> {
