@@ -4,7 +4,7 @@ on the same shapes and types, median of CUDA-event timings after a warm-up, and 
 {"types": "f16:f32", "m": .., "n": .., "k": .., "median_ms": .., "tflops": ..}
 
 Usage: python3 scripts/cublas_reference.py [--types f16:f32,bf16:f32,i8:i32] [--shapes 4096x4096x4096,...]
-                                          [--layout nn|nt]
+                                          [--layout nn|nt] [--model llama-7b|llama-3-8b|mixtral-expert]
 --layout nt stores B transposed (N x K, K contiguous) and multiplies by its transposed view, as
 model weights are held. int8 always runs that way (torch._int_mm(a, b_t.t())): it is cuBLAS's
 int8 TN kernel, its fast path (the row-major B of `nn` runs a slow path, about 6x slower on the
@@ -18,6 +18,15 @@ import json
 import statistics
 
 import torch
+
+
+# The layers of `vk-sgmat bench --model` (src/bin/vk-sgmat/models.rs): (N, K) per GEMM.
+MODELS = {
+    "llama-7b": [(12288, 4096), (4096, 4096), (22016, 4096), (4096, 11008)],
+    "llama-3-8b": [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)],
+    "mixtral-expert": [(28672, 4096), (4096, 14336)],
+}
+TOKENS = [1, 8, 32, 128, 512, 2048]
 
 
 def time_op(fn, warmup_s=0.5, repeat=30):
@@ -45,11 +54,15 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--types", default="f16:f32,bf16:f32,i8:i32")
     p.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192")
+    p.add_argument("--model", choices=sorted(MODELS),
+                   help="a layer's GEMMs at 1..2048 tokens instead of --shapes (as `vk-sgmat bench --model`; use --layout nt)")
     p.add_argument("--layout", default="nn", choices=["nn", "nt"],
                    help="B row-major (nn) or stored transposed (nt); int8 always uses nt")
     p.add_argument("--f32-out", action="store_true",
                    help="f32 results for float inputs with an f32 result type (torch.mm out_dtype)")
     args = p.parse_args()
+    if args.model:
+        args.shapes = ",".join(f"{t}x{n}x{k}" for t in TOKENS for n, k in MODELS[args.model])
     dev = torch.device("cuda")
     # f32:f32 is plain SGEMM: no TF32 rounding (the caller asked for f32 accuracy).
     torch.backends.cuda.matmul.allow_tf32 = False
