@@ -429,21 +429,7 @@ impl Context {
             scheme = s;
         }
         let request = PlanRequest {
-            problem: Problem {
-                m,
-                n,
-                k,
-                a_layout: a.layout,
-                b_layout: b.layout,
-                lda: a.ld,
-                ldb: b.ld,
-                ldc: c.ld,
-                a_bytes: ta.size_bytes() as usize,
-                b_bytes: tb.size_bytes() as usize,
-                c_bytes: tc.size_bytes() as usize,
-                offsets: [a.offset, b.offset, c.offset],
-                batch,
-            },
+            problem: placed_problem((a, b, c), [ta, tb, tc], batch),
             config,
             scheme,
             loads: route.loads,
@@ -535,21 +521,7 @@ impl Context {
         if sixteen && !(features.shader_float16 && features.storage_buffer_16bit_access) {
             return Ok(None);
         }
-        let problem = Problem {
-            m: c.rows,
-            n: c.cols,
-            k: a.cols,
-            a_layout: a.layout,
-            b_layout: b.layout,
-            lda: a.ld,
-            ldb: b.ld,
-            ldc: c.ld,
-            a_bytes: ta.size_bytes() as usize,
-            b_bytes: tb.size_bytes() as usize,
-            c_bytes: tc.size_bytes() as usize,
-            offsets: [a.offset, b.offset, c.offset],
-            batch,
-        };
+        let problem = placed_problem((a, b, c), [ta, tb, tc], batch);
         let Some(dispatch) = gemv_dispatch(
             &problem,
             ta,
@@ -603,6 +575,30 @@ impl Context {
         let (a, b) = (host(m, k, layouts.0, p.lda), host(k, n, layouts.1, p.ldb));
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
         self.plan(a, b, host(m, n, Layout::RowMajor, p.ldc), types, Batch::ONE, options)
+    }
+}
+
+/// The problem of placed operands (C row-major, shapes checked): their shapes, layouts,
+/// leading dimensions, element sizes and offsets.
+fn placed_problem(
+    (a, b, c): (Placed<'_>, Placed<'_>, Placed<'_>),
+    [ta, tb, tc]: [ComponentType; 3],
+    batch: Batch,
+) -> Problem {
+    Problem {
+        m: c.rows,
+        n: c.cols,
+        k: a.cols,
+        a_layout: a.layout,
+        b_layout: b.layout,
+        lda: a.ld,
+        ldb: b.ld,
+        ldc: c.ld,
+        a_bytes: ta.size_bytes() as usize,
+        b_bytes: tb.size_bytes() as usize,
+        c_bytes: tc.size_bytes() as usize,
+        offsets: [a.offset, b.offset, c.offset],
+        batch,
     }
 }
 

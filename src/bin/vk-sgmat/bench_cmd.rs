@@ -146,6 +146,7 @@ pub(crate) fn bench(
                 median,
                 read_as,
                 kernel,
+                gemv,
             } = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
                 ctx, shape, layouts, &options, timing
             )?);
@@ -174,7 +175,11 @@ pub(crate) fn bench(
                 },
                 types,
                 kernel,
-                config: config.to_string(),
+                config: if gemv {
+                    "matrix-vector".into()
+                } else {
+                    config.to_string()
+                },
                 m: shape.0,
                 n: shape.1,
                 k: shape.2,
@@ -197,6 +202,8 @@ struct Point {
     median: f64,
     read_as: (Layout, Layout),
     kernel: String,
+    /// Whether the matrix-vector kernel ran it (no config's matrix units).
+    gemv: bool,
 }
 
 /// Median GPU seconds of one GEMM on device-resident random data (C stored `cl`), after
@@ -259,6 +266,7 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
         median,
         read_as,
         kernel,
+        gemv: plan.gemv_kernel().is_some(),
     })
 }
 

@@ -41,6 +41,24 @@ pub struct DeviceArgs {
     pub max_allocation: Option<u64>,
 }
 
+/// The matrix-vector kernel's switches, for `gemm` and `bench`.
+#[derive(Debug, clap::Args)]
+pub struct GemvArgs {
+    /// Whether decode's shapes (at most 8 rows of A or columns of B, A row-major, B
+    /// column-major, f16/bf16/f32 into f32, f16 or bf16) run on the matrix-vector kernel: auto
+    /// (where it takes them) or off (the GEMM kernels).
+    #[arg(long, default_value = "auto")]
+    pub matrix_vector: String,
+    /// Rows of the weights per workgroup of the matrix-vector kernel (1 to 8; default: the
+    /// measured choice).
+    #[arg(long)]
+    pub gemv_cols: Option<u32>,
+    /// Vectors per step of the matrix-vector kernel's K loop (1 or 2; default: the measured
+    /// choice).
+    #[arg(long)]
+    pub gemv_unroll: Option<u32>,
+}
+
 /// Batched and grouped GEMMs, for `gemm` and `bench`.
 #[derive(Debug, clap::Args)]
 pub struct BatchArgs {
@@ -101,19 +119,8 @@ pub enum Command {
         /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
         #[arg(long, default_value = "auto")]
         specialize: String,
-        /// Whether decode's shapes (at most 8 rows of A or columns of B, A row-major, B
-        /// column-major, f16/bf16/f32 into f32) run on the matrix-vector kernel: auto (where it
-        /// takes them) or off (the GEMM kernels).
-        #[arg(long, default_value = "auto")]
-        matrix_vector: String,
-        /// Rows of the weights per workgroup of the matrix-vector kernel (1 to 8; default: the
-        /// measured choice).
-        #[arg(long)]
-        gemv_cols: Option<u32>,
-        /// Vectors per step of the matrix-vector kernel's K loop (1 or 2; default: the
-        /// measured choice).
-        #[arg(long)]
-        gemv_unroll: Option<u32>,
+        #[command(flatten)]
+        gemv: GemvArgs,
         /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
         /// (off) to 64.
         #[arg(long, default_value = "auto")]
@@ -179,19 +186,8 @@ pub enum Command {
         /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
         #[arg(long, default_value = "auto")]
         specialize: String,
-        /// Whether decode's shapes (at most 8 rows of A or columns of B, A row-major, B
-        /// column-major, f16/bf16/f32 into f32) run on the matrix-vector kernel: auto (where it
-        /// takes them) or off (the GEMM kernels).
-        #[arg(long, default_value = "auto")]
-        matrix_vector: String,
-        /// Rows of the weights per workgroup of the matrix-vector kernel (1 to 8; default: the
-        /// measured choice).
-        #[arg(long)]
-        gemv_cols: Option<u32>,
-        /// Vectors per step of the matrix-vector kernel's K loop (1 or 2; default: the
-        /// measured choice).
-        #[arg(long)]
-        gemv_unroll: Option<u32>,
+        #[command(flatten)]
+        gemv: GemvArgs,
         /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
         /// (off) to 64.
         #[arg(long, default_value = "auto")]
