@@ -210,19 +210,22 @@ impl Pipelines {
         for k in plan.kernels() {
             self.kernel(&k)?;
         }
-        self.save_if_new()
+        self.save_if_new();
+        Ok(())
     }
 
-    fn save_if_new(&self) -> Result<()> {
+    /// Saves the cache file if pipelines were created since the last save and one is due. The
+    /// file only spares later processes compiling: a failure to write it (a read-only or full
+    /// disk) never fails the GEMM that created the pipelines.
+    fn save_if_new(&self) {
         let created = self.created.load(Ordering::Acquire);
         let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
         let due = saved.1.is_none_or(|at| at.elapsed() >= SAVE_EVERY);
         if self.cache_path.is_none() || created == saved.0 || !due {
-            return Ok(());
+            return;
         }
-        self.save()?;
+        let _ = self.save();
         *saved = (created, Some(Instant::now()));
-        Ok(())
     }
 
     /// How many pipelines exist.

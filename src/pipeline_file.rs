@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use ash::vk;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where a [`Context`](crate::Context) keeps its Vulkan pipeline cache between processes, so a
 /// second process on the same machine compiles nothing it compiled before.
@@ -107,9 +108,11 @@ pub(crate) fn read(path: &Path, device: &DeviceInfo) -> Option<Vec<u8>> {
     fits_device(data, device).then(|| data.to_vec())
 }
 
-/// Writes `data` sealed to `path`: into a file of this process's own first, then renamed over
-/// `path`, so a reader never sees a partial file and two processes never write one file.
+/// Writes `data` sealed to `path`: into a file of this write's own first (process id and a
+/// counter: contexts of one process save too), then renamed over `path`, so a reader never sees
+/// a partial file and two writers never write one file.
 pub(crate) fn write(path: &Path, data: &[u8]) -> Result<()> {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -118,7 +121,11 @@ pub(crate) fn write(path: &Path, data: &[u8]) -> Result<()> {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
+    tmp.push(format!(
+        ".{}-{}.tmp",
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
+    ));
     let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, seal(data)).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(|e| {

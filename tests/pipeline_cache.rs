@@ -147,3 +147,39 @@ fn off_writes_nothing() {
         files(&d)
     );
 }
+
+/// Contexts of one process (a multi-device handle on one GPU, say) save one file at once: no
+/// call fails for it, no temporary file is left, and the file that stands is whole.
+#[test]
+fn contexts_of_one_process_save_one_file_together() {
+    let d = dir("together");
+    let seed = Rng::fresh_seed();
+    std::thread::scope(|scope| {
+        for t in 0..4u64 {
+            let d = d.clone();
+            scope.spawn(move || {
+                let mut rng = Rng::new(seed ^ (t + 1));
+                for _ in 0..3 {
+                    let ctx = context_in(PipelineCacheFile::In(d.clone()));
+                    exact_gemm(&ctx, &mut rng);
+                }
+            });
+        }
+    });
+    let left = files(&d);
+    assert_eq!(left.len(), 1, "one file and no temporary: {left:?}");
+    let ctx = context_in(PipelineCacheFile::In(d));
+    assert!(ctx.pipeline_cache_file().1 > 0, "the file that stands is whole");
+}
+
+/// A cache file that cannot be written (its directory is a file) costs the GEMM nothing.
+#[test]
+fn an_unwritable_cache_never_fails_a_call() {
+    let d = dir("unwritable");
+    let blocker = d.join("not-a-dir");
+    std::fs::write(&blocker, b"x").unwrap();
+    let ctx = context_in(PipelineCacheFile::File(blocker.join("cache.bin")));
+    exact_gemm(&ctx, &mut Rng::new(Rng::fresh_seed()));
+    drop(ctx);
+    assert_eq!(std::fs::read(&blocker).unwrap(), b"x");
+}
