@@ -13,8 +13,7 @@ use crate::plan::{
     relayout_without_workgroup, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK,
 };
 use crate::tiling::{
-    mid_grid_choice, pick_scheme, preferred_planes_schemes, simt_scheme, workgroup_tuning_candidates, KernelScope,
-    Layout, TileScheme,
+    mid_grid_choice, pick_scheme, preferred_planes_schemes, simt_scheme, KernelScope, Layout, TileScheme,
 };
 
 /// M·N·K from which GEMMs take kernels with their sizes built in by default
@@ -435,15 +434,15 @@ impl Context {
             loads: route.loads,
             alpha: options.alpha,
             beta: options.beta,
-            split_k: match options.split_k {
-                _ if mid.is_some() => SplitK::Slices(mid.map_or(1, |(_, s)| s)),
-                Some(s @ 1..=MAX_SPLIT_K) => SplitK::Slices(s),
-                Some(s) => {
+            split_k: match (mid, options.split_k) {
+                (Some((_, splits)), _) => SplitK::Slices(splits),
+                (None, Some(s @ 1..=MAX_SPLIT_K)) => SplitK::Slices(s),
+                (None, Some(s)) => {
                     return Err(Error::InvalidOption(format!(
                         "split_k = {s}: use 1 (off) to {MAX_SPLIT_K}, or None to choose per problem"
                     )))
                 }
-                None => SplitK::Auto {
+                (None, None) => SplitK::Auto {
                     cpu_device: self.is_cpu(),
                 },
             },
@@ -476,23 +475,21 @@ impl Context {
     }
 
     /// [`mid_grid_choice`]'s scheme and split for a GEMM of 16-bit float operands into f32 in
-    /// `nt` on a GPU with that workgroup-scope scheme, if it makes one.
+    /// `nt` on a GPU with that workgroup-scope scheme (the config's
+    /// [`SchemeLists::mid_grid`](super::schemes::SchemeLists)), if it makes one.
     fn mid_grid(
         &self,
         config: &GPUSubgroupMatrixConfig,
         shape: (usize, usize, usize),
         layouts: (Layout, Layout),
     ) -> Option<(TileScheme, u32)> {
-        let sixteen = matches!(config.component_type, ComponentType::F16 | ComponentType::Bf16);
-        let nt = layouts == (Layout::RowMajor, Layout::ColMajor);
-        if !sixteen || config.result_type != ComponentType::F32 || !nt || self.is_cpu() {
+        if layouts != (Layout::RowMajor, Layout::ColMajor) {
             return None;
         }
         let choice = mid_grid_choice(shape)?;
-        workgroup_tuning_candidates(config, self.device.info(), self.subgroup_size())
-            .into_iter()
-            .find(|s| s.name() == choice.scheme)
-            .map(|s| (s, choice.splits))
+        let lists = self.scheme_lists(config);
+        let scheme = lists.mid_grid.iter().find(|s| s.name() == choice.scheme)?;
+        Some((*scheme, choice.splits))
     }
 
     /// The matrix-vector plan of a GEMM (C row-major), where [`GemmOptions::matrix_vector`]

@@ -2,14 +2,15 @@
 //! measured faster (built once per config and context).
 
 use super::context::Context;
-use crate::config::GPUSubgroupMatrixConfig;
+use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::tiling::{
     candidate_schemes, k_whole, lead_fits, lead_suits, on_grouped_walk, pick_scheme, preferred_deep_schemes,
     preferred_k_contiguous_schemes, preferred_k_contiguous_short_schemes, preferred_long_k_schemes,
     preferred_nn_in_place_schemes, preferred_nn_untransposed_schemes, preferred_short_k_schemes,
-    preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, Layout, TileScheme, SHORT_K,
+    preferred_workgroup_schemes, small_problem_scheme, workgroup_candidates, workgroup_tuning_candidates, Layout,
+    TileScheme, MID_GRID_SCHEMES, SHORT_K,
 };
 use std::sync::Arc;
 
@@ -30,6 +31,11 @@ pub(crate) struct SchemeLists {
     /// Taken first for `nn` where one suits, which then reads A in place
     /// ([`Self::keeps_in_place`]): over 2048^2 up to 4096^2 of C, and from 8192^2.
     pub(crate) nn_in_place: [Lead; 2],
+    /// The schemes of [`MID_GRID_SCHEMES`] this device has, for 16-bit floats into f32 on a
+    /// GPU (else none): found once among the tuning candidates, which takes about a
+    /// millisecond, not at every GEMM that [`mid_grid_choice`](crate::tiling::mid_grid_choice)
+    /// sends to them.
+    pub(crate) mid_grid: Vec<TileScheme>,
 }
 
 /// Schemes measured faster under a condition, taken first where it holds ([`lead_suits`]).
@@ -207,7 +213,7 @@ impl SchemeLists {
         // f32 results taken for `nt` and `tt`, each on the grouped walk over grids larger than
         // `KC_GROUPED_MIN_MN`, and for `nn` (grouped) on grids up to `KC_IN_PLACE_MAX_MN`.
         let k_contiguous = preferred_k_contiguous_schemes(config, info, sg);
-        let f32_results = config.result_type == crate::config::ComponentType::F32;
+        let f32_results = config.result_type == ComponentType::F32;
         let b_col = if f32_results { BColumnMajor } else { kc };
         let grouped = |l: &[TileScheme]| l.iter().copied().map(on_grouped_walk).collect::<Vec<_>>();
         let mut leads: Vec<Lead> = Vec::new();
@@ -250,12 +256,23 @@ impl SchemeLists {
                 )
             },
         ];
+        let sixteen = matches!(config.component_type, ComponentType::F16 | ComponentType::Bf16);
+        let mid_grid = if sixteen && f32_results && !cpu {
+            let all = workgroup_tuning_candidates(config, info, sg);
+            MID_GRID_SCHEMES
+                .iter()
+                .filter_map(|name| all.iter().find(|s| s.name() == *name).copied())
+                .collect()
+        } else {
+            Vec::new()
+        };
         SchemeLists {
             ordered,
             small,
             leads,
             short_k,
             nn_in_place,
+            mid_grid,
         }
     }
 

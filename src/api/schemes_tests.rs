@@ -100,3 +100,24 @@ fn nn_keeps_a_in_place_where_its_lead_suits() {
     let lists = SchemeLists::new(&h, &h200_with_cm2(), 32, false);
     assert!(!lists.keeps_in_place(&h, (4096, 4096, 4096), (N, N)));
 }
+
+#[test]
+fn mid_grid_schemes_are_found_once_per_config() {
+    let info = h200_with_cm2();
+    let c = cfg(16, 16, 16, F16, F32);
+    let names: Vec<String> = SchemeLists::new(&c, &info, 32, false)
+        .mid_grid
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    assert_eq!(names, crate::tiling::MID_GRID_SCHEMES, "both, in the table's order");
+    assert!(
+        SchemeLists::new(&c, &info, 32, true).mid_grid.is_empty(),
+        "a CPU driver"
+    );
+    let f16_c = cfg(16, 16, 16, F16, F16);
+    assert!(
+        SchemeLists::new(&f16_c, &info, 32, false).mid_grid.is_empty(),
+        "an f16 C"
+    );
+}

@@ -357,6 +357,8 @@ pub const SMALL_GRID_TILES: usize = 64;
 pub const MID_GRID_TILES: usize = 132;
 /// K from which the choice holds (measured at 4096 and 11008).
 pub const MID_GRID_MIN_K: usize = 2048;
+/// The schemes [`mid_grid_choice`] names: the 64x64 tile, then the 128x128 one.
+pub const MID_GRID_SCHEMES: [&str; 2] = ["wg_t128_fr4x4_k64_u2_ct", "wg_t128_fr8x8_k32_u8_a0_g8_ct"];
 
 /// The choice for an `m x n x k` GEMM whose grid of 128x128 tiles is under one wave, if any.
 pub fn mid_grid_choice((m, n, k): (usize, usize, usize)) -> Option<MidGrid> {
@@ -364,16 +366,9 @@ pub fn mid_grid_choice((m, n, k): (usize, usize, usize)) -> Option<MidGrid> {
     if k < MID_GRID_MIN_K || tiles >= MID_GRID_TILES || m <= 16 {
         return None;
     }
-    Some(if tiles < SMALL_GRID_TILES {
-        MidGrid {
-            scheme: "wg_t128_fr4x4_k64_u2_ct",
-            splits: 2,
-        }
-    } else {
-        MidGrid {
-            scheme: "wg_t128_fr8x8_k32_u8_a0_g8_ct",
-            splits: 2,
-        }
+    Some(MidGrid {
+        scheme: MID_GRID_SCHEMES[usize::from(tiles >= SMALL_GRID_TILES)],
+        splits: 2,
     })
 }
 
