@@ -233,17 +233,17 @@ impl Uses {
         if Arc::ptr_eq(fill, by) {
             return Ok(());
         }
-        match fill.fate.get() {
-            Some(Some(_)) => {
+        match fill.value() {
+            Ok(_) => {
                 self.fill = None;
                 Ok(())
             }
-            Some(None) => Err(Error::InvalidOperand(
+            Err(Error::NotSubmitted { discarded: true }) => Err(Error::InvalidOperand(
                 "this matrix's upload was discarded (its stream was dropped, or failed, before \
                  submit()), so it holds no data: upload into it again"
                     .into(),
             )),
-            None => Err(Error::InvalidOperand(
+            Err(_) => Err(Error::InvalidOperand(
                 "this matrix's upload is enqueued on another stream that has not submitted it: \
                  call submit() on that stream first"
                     .into(),
@@ -616,13 +616,15 @@ impl StreamCore {
     /// Drops what was recorded since the last submission (after an error while recording, or
     /// when its stream is dropped): its tickets and downloads say so from then on.
     pub fn abort(&mut self) {
-        if let Some(cmd) = self.open.take() {
-            // SAFETY: recording state; ending makes it resettable.
-            let _ = unsafe { self.device.raw().end_command_buffer(cmd) };
-            self.discard(cmd);
-        }
         self.waits.clear();
-        self.settle_batch(None);
+        let Some(cmd) = self.open.take() else {
+            // Nothing recorded: a ticket handed out (a download's) still dies with the batch.
+            self.settle_batch(None);
+            return;
+        };
+        // SAFETY: recording state; ending makes it resettable.
+        let _ = unsafe { self.device.raw().end_command_buffer(cmd) };
+        self.discard(cmd); // settles the batch
     }
 
     fn discard(&mut self, cmd: vk::CommandBuffer) {

@@ -179,7 +179,6 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let kvecs = b.add_u(pk, per - 1)?;
     let kvecs = b.div_u(kvecs, per)?;
     let last_vec = b.add_u(kvecs, u32::MAX)?;
-    let c_zero = b.c_u32(0);
     b.counted_loop(l_entry, (tid, kvecs, GEMV_THREADS * key.unroll), |b, kv| {
         // Each step takes `unroll` vectors GEMV_THREADS apart, all loads issued before the
         // sums; one past the row reads its last vector with nothing left of it (all masked).
@@ -190,7 +189,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
             let at_safe = b.b.select(t_u32, None, inside, at, last_vec)?;
             let first = b.mul_u(at, per)?;
             let left = b.b.i_sub(t_u32, None, pk, first)?;
-            let left = b.b.select(t_u32, None, inside, left, c_zero)?;
+            let left = b.b.select(t_u32, None, inside, left, ids.c0)?;
             steps.push((at_safe, left));
         }
         let load = |b: &mut ModuleBuilder, buf: Word, row: Word, (at, left): (Word, Word)| -> BuildResult<Vec<Word>> {

@@ -64,9 +64,9 @@ impl Model {
             .collect()
     }
 
-    /// Per type and token count: each GEMM's microseconds and weight TB/s (B's bytes at
-    /// `weight_bytes` per element over its time), and the layer's summed time.
-    pub fn summary(&self, rows: &[BenchRow], weight_bytes: impl Fn(&str) -> usize) -> String {
+    /// Per type and token count: each GEMM's microseconds and weight TB/s (B's bytes over its
+    /// time), and the layer's summed time.
+    pub fn summary(&self, rows: &[BenchRow]) -> String {
         let mut out = String::new();
         let mut types: Vec<&str> = Vec::new();
         for r in rows {
@@ -98,6 +98,16 @@ impl Model {
             }
         }
         out
+    }
+}
+
+/// Bytes of B's elements in a bench row's types label (`f16:f32`, `f16,f32:f32`, `i8:i32`).
+fn weight_bytes(types: &str) -> usize {
+    let inputs = types.split([':', ' ']).next().unwrap_or("");
+    match inputs.rsplit(',').next().unwrap_or(inputs) {
+        "f32" => 4,
+        "i8" | "u8" => 1,
+        _ => 2,
     }
 }
 
@@ -133,7 +143,15 @@ mod tests {
         assert_eq!(shapes[shapes.len() - 1], (2048, 4096, 11008));
         // 22016 x 4096 f16 weights (180 MB) in 45 us: 4.01 TB/s.
         let rows = [row(1, 22016, 4096, 0.045), row(1, 4096, 4096, 0.01)];
-        let s = m.summary(&rows, |_| 2);
+        let s = m.summary(&rows);
+        assert_eq!(
+            (
+                weight_bytes("f32:f32 exact"),
+                weight_bytes("f16,f32:f32"),
+                weight_bytes("i8:i32")
+            ),
+            (4, 4, 1)
+        );
         assert!(s.contains("gate_up 45.0 us 4.01 TB/s"), "{s}");
         assert!(s.contains("layer 55.0 us"), "{s}");
         assert!(model("gpt-9").unwrap_err().to_string().contains("llama-3-8b"));

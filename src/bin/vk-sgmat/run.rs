@@ -255,7 +255,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 print!("{}", report::render_bench(&device, stream, &rows));
             }
             if let Some(m) = model {
-                print!("{}", m.summary(&rows, weight_bytes));
+                print!("{}", m.summary(&rows));
             }
             finish(&ctx, true)
         }
@@ -529,16 +529,6 @@ pub(crate) fn parse_layout(s: &str) -> Result<(Layout, Layout)> {
         bail!("--layout {s:?}: use two letters, e.g. nn, nt, tn, tt");
     }
     Ok((l(cs[0])?, l(cs[1])?))
-}
-
-/// Bytes of B's elements in a bench row's types label (`f16:f32`, `f16,f32:f32`, `i8:i32`).
-fn weight_bytes(types: &str) -> usize {
-    let inputs = types.split([':', ' ']).next().unwrap_or("");
-    match inputs.rsplit(',').next().unwrap_or(inputs) {
-        "f32" => 4,
-        "i8" | "u8" => 1,
-        _ => 2,
-    }
 }
 
 pub(crate) fn parse_shapes(shapes: &[String]) -> Result<Vec<(usize, usize, usize)>> {
