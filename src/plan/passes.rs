@@ -244,6 +244,25 @@ impl DispatchLimits {
 /// Bytes a kernel reads or writes from an operand stored `layout` with leading dimension `ld`,
 /// starting at (outer0, inner0), covering `outer x inner` elements (inner rounded up to whole
 /// vectors, as the kernel loads them).
+/// Why a band of a problem does not fit the device ([`plan`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Misfit {
+    /// More tile rows than the grid's y count allows.
+    GridM,
+    /// More tile columns than the grid's x count allows.
+    GridN,
+    /// Operand `j`'s window (A, B, C) passes the binding range.
+    Range(usize),
+}
+
+/// A dimension of the problem a band is cut along.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Dim {
+    M,
+    N,
+    K,
+}
+
 pub(crate) fn span(
     outer0: usize,
     inner0: usize,
@@ -283,9 +302,14 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
     let batch = p.batch.count;
     // Bytes the windows of `zb` consecutive entries add to one entry's.
     let extra = |zb: usize, j: usize| (zb as u64 - 1).saturating_mul(p.batch.stride_bytes(p, j));
-    let fits = |mb: usize, nb: usize, kb: usize, zb: usize| -> bool {
-        if mb.div_ceil(bm) > limits.max_groups[1] as usize || nb.div_ceil(bn) > limits.max_groups[0] as usize {
-            return false;
+    // What keeps a band of `mb x nb x kb` (and `zb` entries) from fitting: a grid dimension
+    // over the device's workgroup count, or an operand's window over the binding range.
+    let misfit = |mb: usize, nb: usize, kb: usize, zb: usize| -> Option<Misfit> {
+        if mb.div_ceil(bm) > limits.max_groups[1] as usize {
+            return Some(Misfit::GridM);
+        }
+        if nb.div_ceil(bn) > limits.max_groups[0] as usize {
+            return Some(Misfit::GridN);
         }
         let slack = limits.offset_alignment - 1;
         let a = match p.a_layout {
@@ -300,34 +324,49 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
         [a.1, b.1, c.1]
             .iter()
             .enumerate()
-            .all(|(j, &len)| len.saturating_add(extra(zb, j)).saturating_add(slack) <= limits.max_range)
+            .position(|(j, &len)| len.saturating_add(extra(zb, j)).saturating_add(slack) > limits.max_range)
+            .map(Misfit::Range)
     };
-    // Start from the whole problem and halve the dimension that hurts most until a band fits:
-    // the batch first (its entries are independent GEMMs), then M and N, then K.
+    // Start from the whole problem and cut until a band fits: the batch first (its entries are
+    // independent GEMMs), then the dimension that shrinks what does not fit (an operand's
+    // window shrinks only along its outer dimension, the rows of a row-major one: halving
+    // another one left B's 16384-wide rows as long and cut a 16384^3 GEMM into a million
+    // passes on a 128 MiB range), M and N before K where either would do.
     let (mut mb, mut nb, mut kb) = (p.m, p.n, p.k);
     let mut zb = batch.min(limits.max_groups[2] as usize);
     let round = |v: usize, t: usize| v.div_ceil(t).max(1) * t;
-    while !fits(mb.min(p.m), nb.min(p.n), kb.min(p.k), zb) {
+    while let Some(misfit) = misfit(mb.min(p.m), nb.min(p.n), kb.min(p.k), zb) {
         if zb > 1 {
             zb = zb.div_ceil(2);
             continue;
         }
-        let can_m = mb > bm;
-        let can_n = nb > bn;
-        let can_k = kb > bk;
-        if !(can_m || can_n || can_k) {
+        let can = [mb > bm, nb > bn, kb > bk];
+        if can == [false; 3] {
             return Err(Error::TooLarge(format!(
                 "even one {bm}x{bn}x{bk} tile of this problem (lda={}, ldb={}, ldc={}) needs a buffer window larger than the device's maxStorageBufferRange of {} bytes",
                 p.lda, p.ldb, p.ldc, limits.max_range
             )));
         }
-        // Prefer splitting M/N (no extra K passes); split K last.
-        if can_m && (mb >= nb || !can_n) {
-            mb = round(mb / 2, bm);
-        } else if can_n {
-            nb = round(nb / 2, bn);
-        } else {
-            kb = round(kb / 2, bk);
+        let outer = match misfit {
+            Misfit::GridM | Misfit::Range(2) => Dim::M,
+            Misfit::GridN => Dim::N,
+            Misfit::Range(0) if p.a_layout == Layout::RowMajor => Dim::M,
+            Misfit::Range(1) if p.b_layout == Layout::ColMajor => Dim::N,
+            Misfit::Range(_) => Dim::K,
+        };
+        // That dimension where it can still shrink, else M and N before K.
+        let dim = match outer {
+            Dim::M if can[0] => Dim::M,
+            Dim::N if can[1] => Dim::N,
+            Dim::K if can[2] => Dim::K,
+            _ if can[0] && (mb >= nb || !can[1]) => Dim::M,
+            _ if can[1] => Dim::N,
+            _ => Dim::K,
+        };
+        match dim {
+            Dim::M => mb = round(mb / 2, bm),
+            Dim::N => nb = round(nb / 2, bn),
+            Dim::K => kb = round(kb / 2, bk),
         }
     }
     let mut passes = Vec::new();

@@ -97,6 +97,44 @@ fn splits_for_workgroup_count() {
     assert_covers(&p, &passes, &l);
 }
 
+/// A problem over the binding range is cut along the dimension that shrinks the window that does
+/// not fit: 16384^3 f16 -> f32 on lavapipe's 128 MiB range, C needing 16 bands of rows and B
+/// (row-major, 32 KiB rows) 8 of K, is 128 passes in `nn` (it was a million, every band cut
+/// down to one tile); in `tt` A's and B's windows cut K and N as well (16 x 4 x 4).
+#[test]
+fn large_problems_cut_along_what_does_not_fit() {
+    let l = DispatchLimits {
+        max_groups: [65535; 3],
+        max_range: 128 << 20,
+        offset_alignment: 16,
+        max_allocation: u64::MAX,
+    };
+    let n = 16384;
+    for (a, b, want) in [
+        (Layout::RowMajor, Layout::RowMajor, 128),
+        (Layout::RowMajor, Layout::ColMajor, 64),
+        (Layout::ColMajor, Layout::RowMajor, 128),
+        (Layout::ColMajor, Layout::ColMajor, 256),
+    ] {
+        let p = problem(n, n, n, a, b);
+        let passes = plan(&p, &geom(), &l).unwrap();
+        assert_eq!(passes.len(), want, "{a:?} {b:?}");
+        for pass in &passes {
+            for w in [pass.a, pass.b, pass.c] {
+                assert!(w.bind_range <= l.max_range, "{w:?}");
+            }
+        }
+        let mut k_per_cell = std::collections::HashMap::new();
+        for pass in &passes {
+            *k_per_cell.entry((pass.m0, pass.n0)).or_insert(0) += pass.k;
+            assert_eq!(pass.accumulate, pass.k0 > 0);
+        }
+        let area: usize = passes.iter().filter(|q| q.k0 == 0).map(|q| q.m * q.n).sum();
+        assert_eq!(area, n * n, "{a:?} {b:?}: every element of C once");
+        assert!(k_per_cell.values().all(|&k| k == n), "{a:?} {b:?}: all of K once");
+    }
+}
+
 #[test]
 fn splits_for_buffer_range_in_every_layout() {
     for a in [Layout::RowMajor, Layout::ColMajor] {
