@@ -6,12 +6,16 @@
 //! and the LLM shapes 4096x11008x4096, 16x4096x4096 and 4096x4096x256. CPU drivers (lavapipe) get
 //! small squares only. `VK_SGMAT_BENCH_SHAPES=MxNxK,...` overrides the shapes.
 
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
+use crate::verify::{random_vec, Rng};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use half::{bf16, f16};
 use std::time::Duration;
 use vk_sgmat::device::DeviceKind;
-use vk_sgmat::verify::{random_vec, Rng};
 use vk_sgmat::{ComponentType, Context, Element, GemmOptions, MatRef};
+use vk_sgmat::{Matmul, Timing, Timings};
 
 fn shapes(ctx: &Context) -> Vec<(usize, usize, usize)> {
     if let Ok(list) = std::env::var("VK_SGMAT_BENCH_SHAPES") {
@@ -58,7 +62,9 @@ fn group<TA: Element, TC: Element>(c: &mut Criterion, ctx: &Context) {
                 while left > 0 {
                     let reps = left.min(256);
                     let t = ctx
-                        .time_gemm_device(&da, &db, &mut dc, &options, reps as u32)
+                        .prepare(&Matmul::with_options(&options), &da, &db, &mut dc)
+                        .and_then(|p| p.time(Timing::Runs(reps as u32)))
+                        .map(Timings::into_seconds)
                         .expect("gemm");
                     total += t.iter().sum::<f64>();
                     left -= reps;
@@ -90,7 +96,7 @@ fn enqueue(c: &mut Criterion, ctx: &Context) {
                 let mut s = ctx.stream().expect("stream");
                 let start = std::time::Instant::now();
                 for c in &mut outs[..batch] {
-                    s.gemm(&da, &da, c, &options).expect("enqueue");
+                    s.run(&Matmul::with_options(&options), &da, &da, c).expect("enqueue");
                 }
                 total += start.elapsed();
                 s.synchronize().expect("run");

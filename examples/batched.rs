@@ -3,6 +3,7 @@
 //! each checked against a CPU product.
 
 use half::f16;
+use vk_sgmat::Matmul;
 use vk_sgmat::{BatchMut, BatchRef, Context, GemmOptions, MatMut, MatRef};
 
 /// Small integers: every product below is exact in f16 inputs and f32 sums.
@@ -21,11 +22,11 @@ fn main() -> anyhow::Result<()> {
     let (q, k) = (ints(heads * seq * dim, 1), ints(heads * seq * dim, 2));
     let mut s = vec![0.0f32; heads * seq * seq];
     let options = GemmOptions::default();
-    ctx.gemm_batched(
+    ctx.run(
+        &Matmul::with_options(&options),
         BatchRef::new(&q, heads, seq, dim),
         BatchRef::new(&k, heads, seq, dim).t(),
         BatchMut::new(&mut s, heads, seq, seq),
-        &options,
     )?;
     for h in [0, heads - 1] {
         for (i, j) in [(0, 0), (seq - 1, 5)] {
@@ -41,12 +42,11 @@ fn main() -> anyhow::Result<()> {
     let (tokens, d_in, d_out) = (rows.iter().sum::<usize>(), 24, 40);
     let (x, w) = (ints(tokens * d_in, 3), ints(rows.len() * d_in * d_out, 4));
     let mut y = vec![0.0f32; tokens * d_out];
-    ctx.gemm_grouped(
+    ctx.run(
+        &Matmul::with_options(&options).grouped(&rows),
         MatRef::new(&x, tokens, d_in),
         BatchRef::new(&w, rows.len(), d_in, d_out),
         MatMut::new(&mut y, tokens, d_out),
-        &rows,
-        &options,
     )?;
     // Token 27 is the first of expert 3 (after 20 + 0 + 7 tokens).
     let want: f32 = (0..d_in)
@@ -64,7 +64,12 @@ fn main() -> anyhow::Result<()> {
         ctx.upload_batch(BatchRef::new(&w, rows.len(), d_in, d_out))?,
     );
     let mut dy = ctx.zeros::<f32>(tokens, d_out)?;
-    ctx.gemm_grouped_counted(&dx, &dw, &mut dy, &counts, &options, None)?;
+    ctx.run(
+        &Matmul::with_options(&options).grouped_by_device_counts(&counts),
+        &dx,
+        &dw,
+        &mut dy,
+    )?;
     let mut y2 = vec![0.0f32; tokens * d_out];
     ctx.download(&dy, MatMut::new(&mut y2, tokens, d_out))?;
     assert_eq!(y2, y);

@@ -1,6 +1,7 @@
 //! Device-resident matrices: upload once, run many GEMMs with alpha and beta, download once.
 //! Here `C = A*B` and then `C = 2*A*B - C` (so C ends as A*B), every element checked exactly.
 use half::f16;
+use vk_sgmat::Matmul;
 use vk_sgmat::{Context, GemmOptions, MatMut, MatRef};
 
 fn main() -> anyhow::Result<()> {
@@ -11,13 +12,13 @@ fn main() -> anyhow::Result<()> {
     let da = ctx.upload(MatRef::new(&a, m, k))?;
     let db = ctx.upload(MatRef::new(&b, k, n))?;
     let mut dc = ctx.zeros::<f32>(m, n)?;
-    ctx.gemm_device(&da, &db, &mut dc, &GemmOptions::default())?;
+    ctx.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc)?;
     let twice_minus = GemmOptions {
         alpha: 2.0,
         beta: -1.0,
         ..Default::default()
     };
-    ctx.gemm_device(&da, &db, &mut dc, &twice_minus)?;
+    ctx.run(&Matmul::with_options(&twice_minus), &da, &db, &mut dc)?;
     let mut c = vec![0.0f32; m * n];
     ctx.download(&dc, MatMut::new(&mut c, m, n))?;
     for i in 0..m {

@@ -6,7 +6,7 @@ use ash::vk;
 use half::f16;
 use std::ffi::CString;
 use vk_sgmat::device::{AdoptedDevice, DeviceRequirements};
-use vk_sgmat::{BufferMatrix, Context, ContextOptions, GemmOptions, Layout};
+use vk_sgmat::{BufferMatrix, Context, ContextOptions, Layout, Matmul};
 
 fn main() -> anyhow::Result<()> {
     // SAFETY (whole example): every handle is created here, used while valid, and destroyed in
@@ -103,7 +103,8 @@ fn main() -> anyhow::Result<()> {
             vk::PipelineStageFlags::COMPUTE_SHADER,
             vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
         );
-        let recorded = ctx.record_gemm(cmd, &am, &bm, &mut cm, &GemmOptions::default())?;
+        let gemm = ctx.prepare(&Matmul::new(), &am, &bm, &mut cm)?;
+        let recorded = gemm.record(cmd)?;
         barrier(
             vk::PipelineStageFlags::COMPUTE_SHADER,
             vk::PipelineStageFlags::HOST,

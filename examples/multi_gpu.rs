@@ -3,6 +3,7 @@
 //! kept on the devices for a second GEMM that reuses the first's result where it lies. On a machine with one device, that device does all of it. Every element
 //! is checked exactly (small integers).
 use half::f16;
+use vk_sgmat::Matmul;
 use vk_sgmat::{GemmOptions, Layout, MatMut, MatRef, MultiContext, Role, SplitKind};
 
 fn product(a: &[f32], b: &[f32], (m, n, k): (usize, usize, usize)) -> Vec<f32> {
@@ -32,7 +33,12 @@ fn main() -> anyhow::Result<()> {
 
     // Host operands: cut, sent, multiplied and gathered in one call.
     let mut c = vec![0.0f32; m * n];
-    mc.gemm(MatRef::new(&a, m, k), MatRef::new(&b, k, n), MatMut::new(&mut c, m, n))?;
+    mc.run(
+        &Matmul::new(),
+        MatRef::new(&a, m, k),
+        MatRef::new(&b, k, n),
+        MatMut::new(&mut c, m, n),
+    )?;
     anyhow::ensure!(c == want_c, "host-operand GEMM differs from the reference");
 
     // Pinned host operands: imported into the devices once, read and written in place.
@@ -41,7 +47,7 @@ fn main() -> anyhow::Result<()> {
     let mut pb = mc.pinned_matrix::<f16>(k, n, Layout::RowMajor)?;
     pb.data_mut().copy_from_slice(&b);
     let mut pc = mc.pinned_matrix::<f32>(m, n, Layout::RowMajor)?;
-    mc.gemm_pinned(&pa, &pb, &mut pc, &GemmOptions::default())?;
+    mc.run(&Matmul::with_options(&GemmOptions::default()), &pa, &pb, &mut pc)?;
     anyhow::ensure!(pc.data() == want_c, "pinned-operand GEMM differs from the reference");
     let imported = mc.contexts().iter().filter(|ctx| pc.imported_on(ctx)).count();
     println!(
@@ -54,11 +60,11 @@ fn main() -> anyhow::Result<()> {
     let da = mc.distribute(MatRef::new(&a, m, k), &split, Role::A)?;
     let db = mc.distribute(MatRef::new(&b, k, n), &split, Role::B)?;
     let mut dc = mc.zeros::<f32>(&split)?;
-    mc.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default())?;
+    mc.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc)?;
     let next = mc.split::<f32, f32>(m, p, n, SplitKind::Rows)?;
     let dw = mc.distribute(MatRef::new(&w, n, p), &next, Role::B)?;
     let mut dd = mc.zeros::<f32>(&next)?;
-    mc.gemm_distributed(&dc, &dw, &mut dd, &GemmOptions::default())?;
+    mc.run(&Matmul::with_options(&GemmOptions::default()), &dc, &dw, &mut dd)?;
     let mut d = vec![0.0f32; m * p];
     mc.gather(&dd, MatMut::new(&mut d, m, p))?;
     anyhow::ensure!(d == want_d, "resident chain differs from the reference");

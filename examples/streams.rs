@@ -2,6 +2,7 @@
 //! upload and download enqueued on one stream and submitted once; no host wait between the
 //! GEMMs, and the hidden activations never leave the GPU. Checked against the CPU.
 use half::f16;
+use vk_sgmat::Matmul;
 use vk_sgmat::{Context, GemmOptions, MatRef};
 
 /// Small integers: every product and sum below is exact in f16 and f32.
@@ -26,9 +27,9 @@ fn main() -> anyhow::Result<()> {
         let dx = s.upload(MatRef::new(x, tokens, d))?;
         let mut h = ctx.zeros::<f16>(tokens, hidden)?;
         let mut y = ctx.zeros::<f32>(tokens, d)?;
-        s.gemm(&dx, &dw1, &mut h, &GemmOptions::default())?;
+        s.run(&Matmul::with_options(&GemmOptions::default()), &dx, &dw1, &mut h)?;
         // Reads what the GEMM above wrote: the stream puts a barrier between them, nothing else.
-        s.gemm(&h, &dw2, &mut y, &GemmOptions::default())?;
+        s.run(&Matmul::with_options(&GemmOptions::default()), &h, &dw2, &mut y)?;
         downloads.push(s.download(&y)?);
         // dx, h and y are dropped here; the stream keeps them alive until the GPU is done.
     }

@@ -50,6 +50,26 @@ pub enum Error {
         result: vk::Result,
     },
 
+    /// The GPU device was lost (`VK_ERROR_DEVICE_LOST`: a hang the driver reset, a fault, a GPU
+    /// removed). Nothing more runs on it: every later call of the context returns this error
+    /// at once. Make a new [`Context`](crate::Context) to go on.
+    #[error("the GPU device was lost ({call}): this context can run nothing more; make a new Context")]
+    DeviceLost {
+        /// The call that reported it (or "an earlier call", for the calls after it).
+        call: &'static str,
+    },
+
+    /// A submission did not finish within
+    /// [`ContextOptions::gpu_timeout`](crate::ContextOptions::gpu_timeout): the GPU is hung or
+    /// the work far too long. What that work may still use is leaked rather than destroyed
+    /// under the GPU, and every later call of the context returns this error at once. Make a
+    /// new [`Context`](crate::Context) (with a longer timeout, if the work was only long).
+    #[error("the GPU did not finish in time (ContextOptions::gpu_timeout = {timeout:?}): this context can run nothing more; make a new Context")]
+    GpuTimeout {
+        /// The bound that passed.
+        timeout: std::time::Duration,
+    },
+
     /// Device (or host-visible) memory ran out.
     #[error("out of device memory allocating {bytes} bytes for {what}")]
     OutOfDeviceMemory {
@@ -197,12 +217,14 @@ pub enum Error {
 
 impl Error {
     /// Maps a failed Vulkan call. Out-of-memory codes become [`Error::OutOfDeviceMemory`] so callers
-    /// can tell "too big for this device" from a driver failure.
+    /// can tell "too big for this device" from a driver failure; a lost device is
+    /// [`Error::DeviceLost`].
     pub(crate) fn vk(call: &'static str, result: vk::Result) -> Self {
         match result {
             vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
                 Error::OutOfDeviceMemory { what: call, bytes: 0 }
             }
+            vk::Result::ERROR_DEVICE_LOST => Error::DeviceLost { call },
             result => Error::Vulkan { call, result },
         }
     }

@@ -2,9 +2,7 @@
 //! between them. Work is recorded as it is enqueued and runs once [`Stream::submit`] hands it to
 //! the GPU; the returned [`Ticket`] is waited on or polled. docs/runtime.md has the rules.
 
-use crate::api::{
-    placed, BatchOperand, Context, DeviceBatch, DeviceMatrix, DeviceOperand, Element, GemmOptions, MatMut, MatRef,
-};
+use crate::api::{Context, DeviceMatrix, Element, Input, MatMut, MatRef, Matmul, Output};
 use crate::device::QueueRef;
 use crate::error::{Error, Result};
 use crate::memory::Buffer;
@@ -56,20 +54,6 @@ impl Context {
             core: ManuallyDrop::new(core),
             ctx: self,
         })
-    }
-
-    /// [`Stream::gemm`] on a stream core.
-    pub(crate) fn gemm_on<TA: Element, TB: Element, TC: Element>(
-        &self,
-        core: &mut StreamCore,
-        a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TB>,
-        c: &mut impl DeviceOperand<TC>,
-        options: &GemmOptions,
-    ) -> Result<()> {
-        let plan = self.plan_device(a, b, c, options)?;
-        let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
-        self.enqueue_plan(core, &plan, operands, TC::TYPE)
     }
 
     /// [`Stream::download`] on a stream core.
@@ -130,92 +114,22 @@ impl<'c> Stream<'c> {
         self.ctx.enqueue_upload(&mut self.core, &m, dst)
     }
 
-    /// Enqueues `c = alpha * a * b + beta * c` on device-resident matrices ([`DeviceMatrix`] or
-    /// the caller's [`BufferMatrix`](crate::BufferMatrix), whose buffers the caller keeps alive
-    /// and orders against other streams; C in either storage order). Shapes,
-    /// types and options are checked now; an error leaves the stream as it was.
-    pub fn gemm<TA: Element, TB: Element, TC: Element>(
+    /// Enqueues `op` ([`Context::run`]'s description) on device operands:
+    /// [`DeviceMatrix`], the caller's [`BufferMatrix`](crate::BufferMatrix) (whose buffers the
+    /// caller keeps alive and orders against other streams), or [`DeviceBatch`](crate::DeviceBatch);
+    /// C in either storage order. Host vectors of its epilogue are copied now. Shapes, types
+    /// and options are checked and the pipelines created now; an error leaves the stream as it
+    /// was. A grouped GEMM with device counts reads them when the stream runs, after whatever
+    /// the stream ordered before; counts adding up to more rows than A's run no group (C stays
+    /// as it was), and nothing reports it here (the blocking [`Context::run`] reads them back).
+    pub fn run<'x, 'y, 'z, TA: Element, TB: Element, TC: Element>(
         &mut self,
-        a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TB>,
-        c: &mut impl DeviceOperand<TC>,
-        options: &GemmOptions,
+        op: &Matmul<'_>,
+        a: impl Input<'x, TA>,
+        b: impl Input<'y, TB>,
+        c: impl Output<'z, TC>,
     ) -> Result<()> {
-        self.ctx.gemm_on(&mut self.core, a, b, c, options)
-    }
-
-    /// Enqueues a GEMM with a fused epilogue ([`Context::gemm_fused_device`]); host vectors in
-    /// `fused` are copied now. Checked now, as [`Stream::gemm`].
-    pub fn gemm_fused<TA: Element, TB: Element, TC: Element>(
-        &mut self,
-        a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TB>,
-        c: &mut impl DeviceOperand<TC>,
-        options: &GemmOptions,
-        fused: &crate::Fused<'_>,
-    ) -> Result<()> {
-        let plan = self.ctx.plan_fused_device(a, b, c, options, fused)?;
-        let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
-        self.ctx.enqueue_fused(&mut self.core, &plan, operands, fused, TC::TYPE)
-    }
-
-    /// Enqueues `c[i] = alpha * a[i] * b[i] + beta * c[i]` for every entry of device batches, in
-    /// one dispatch; A or B may be one [`DeviceMatrix`] that every entry shares. Checked now, as
-    /// [`Stream::gemm`].
-    pub fn gemm_batched<TA: Element, TB: Element, TC: Element>(
-        &mut self,
-        a: &impl BatchOperand<TA>,
-        b: &impl BatchOperand<TB>,
-        c: &mut DeviceBatch<TC>,
-        options: &GemmOptions,
-    ) -> Result<()> {
-        let (plan, operands) = self.ctx.plan_batch(a, b, c, options, None)?;
-        self.ctx.enqueue_plan(&mut self.core, &plan, operands, TC::TYPE)
-    }
-
-    /// Enqueues a batched GEMM with a fused epilogue
-    /// ([`Context::gemm_batched_fused_device`]); host vectors in `fused` are copied now.
-    /// Checked now, as [`Stream::gemm`].
-    pub fn gemm_batched_fused<TA: Element, TB: Element, TC: Element>(
-        &mut self,
-        a: &impl BatchOperand<TA>,
-        b: &impl BatchOperand<TB>,
-        c: &mut DeviceBatch<TC>,
-        options: &GemmOptions,
-        fused: &crate::Fused<'_>,
-    ) -> Result<()> {
-        let (plan, operands) = self.ctx.plan_batch(a, b, c, options, Some(fused))?;
-        self.ctx.enqueue_fused(&mut self.core, &plan, operands, fused, TC::TYPE)
-    }
-
-    /// Enqueues a grouped GEMM ([`Context::gemm_grouped_device`]): every group's GEMM, with no
-    /// barrier between them. Checked now.
-    pub fn gemm_grouped<TA: Element, TB: Element, TC: Element>(
-        &mut self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceBatch<TB>,
-        c: &mut DeviceMatrix<TC>,
-        rows: &[usize],
-        options: &GemmOptions,
-    ) -> Result<()> {
-        let plans = self.ctx.plan_groups(a, b, c, rows, options, None)?;
-        self.ctx.enqueue_groups(&mut self.core, &plans, (a, b, c), None)
-    }
-
-    /// Enqueues a grouped GEMM with a fused epilogue
-    /// ([`Context::gemm_grouped_fused_device`]); host vectors in `fused` are copied now.
-    /// Checked now.
-    pub fn gemm_grouped_fused<TA: Element, TB: Element, TC: Element>(
-        &mut self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceBatch<TB>,
-        c: &mut DeviceMatrix<TC>,
-        rows: &[usize],
-        options: &GemmOptions,
-        fused: &crate::Fused<'_>,
-    ) -> Result<()> {
-        let plans = self.ctx.plan_groups(a, b, c, rows, options, Some(fused))?;
-        self.ctx.enqueue_groups(&mut self.core, &plans, (a, b, c), Some(fused))
+        self.ctx.enqueue_run(&mut self.core, op, a, b, c)
     }
 
     /// Enqueues the download of a device matrix; its data is read with [`Download::wait`] after

@@ -62,7 +62,7 @@ impl Timeline {
     fn completed(&self) -> Result<u64> {
         // SAFETY: a live timeline semaphore.
         unsafe { self.device.raw().get_semaphore_counter_value(self.raw) }
-            .map_err(|r| Error::vk("vkGetSemaphoreCounterValue", r))
+            .map_err(|r| self.device.note(Error::vk("vkGetSemaphoreCounterValue", r)))
     }
 
     /// Waits until the GPU reaches `value`, which must have been submitted.
@@ -86,13 +86,10 @@ impl Timeline {
             Ok(()) => Ok(()),
             Err(vk::Result::TIMEOUT) => {
                 self.failed.store(true, Ordering::Release);
-                self.device.abandon_work();
-                Err(Error::Vulkan {
-                    call: "vkWaitSemaphores (the GPU did not finish in time)",
-                    result: vk::Result::TIMEOUT,
-                })
+                self.device.abandon_work(self.timeout);
+                Err(Error::GpuTimeout { timeout: self.timeout })
             }
-            Err(r) => Err(Error::vk("vkWaitSemaphores", r)),
+            Err(r) => Err(self.device.note(Error::vk("vkWaitSemaphores", r))),
         }
     }
 }
@@ -424,6 +421,7 @@ impl StreamCore {
 
     /// The open command buffer, begun on first use.
     pub fn recording(&mut self) -> Result<Recording<'_>> {
+        self.device.usable()?;
         let cmd = match self.open {
             Some(cmd) => cmd,
             None => {
@@ -582,7 +580,7 @@ impl StreamCore {
         if let Err(r) = submitted {
             drop(guards);
             self.discard(cmd);
-            return Err(Error::vk("vkQueueSubmit", r));
+            return Err(self.device.note(Error::vk("vkQueueSubmit", r)));
         }
         self.timeline.submitted.store(value, Ordering::Release);
         for (uses, (_, write)) in guards.iter_mut().zip(&shared) {

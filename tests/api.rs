@@ -3,11 +3,15 @@
 //! free `gemm` on the default context.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::{compare, reference, Rng};
 use common::{assert_no_validation_messages, context, run_case};
 use half::{bf16, f16};
 use vk_sgmat::plan::DispatchLimits;
-use vk_sgmat::verify::{compare, reference, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{Context, ContextOptions, DeviceSelector, Error, GemmOptions, Layout, MatMut, MatRef};
 
 fn err<T: std::fmt::Debug>(r: vk_sgmat::Result<T>) -> Error {
@@ -21,15 +25,26 @@ fn bad_input_gets_typed_errors_and_c_is_untouched() {
     let b = vec![f16::ONE; 6 * 3];
     let mut c = vec![42.0f32; 4 * 3];
 
-    let e = err(ctx.gemm(MatRef::new(&a, 4, 5), MatRef::new(&b, 6, 3), MatMut::new(&mut c, 4, 3)));
+    let e = err(ctx.run(
+        &Matmul::new(),
+        MatRef::new(&a, 4, 5),
+        MatRef::new(&b, 6, 3),
+        MatMut::new(&mut c, 4, 3),
+    ));
     assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
     assert!(e.to_string().contains("A's columns must equal B's rows"), "{e}");
 
     let b2 = vec![f16::ONE; 5 * 3];
-    let e = err(ctx.gemm(MatRef::new(&a, 4, 5), MatRef::new(&b2, 5, 3), MatMut::new(&mut c, 3, 3)));
+    let e = err(ctx.run(
+        &Matmul::new(),
+        MatRef::new(&a, 4, 5),
+        MatRef::new(&b2, 5, 3),
+        MatMut::new(&mut c, 3, 3),
+    ));
     assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
 
-    let e = err(ctx.gemm(
+    let e = err(ctx.run(
+        &Matmul::new(),
         MatRef::new(&a[..10], 4, 5),
         MatRef::new(&b2, 5, 3),
         MatMut::new(&mut c, 4, 3),
@@ -46,7 +61,8 @@ fn bad_input_gets_typed_errors_and_c_is_untouched() {
         "{e}"
     );
 
-    let e = err(ctx.gemm(
+    let e = err(ctx.run(
+        &Matmul::new(),
         MatRef::new(&a, 4, 5).with_ld(4),
         MatRef::new(&b2, 5, 3),
         MatMut::new(&mut c, 4, 3),
@@ -63,18 +79,23 @@ fn bad_input_gets_typed_errors_and_c_is_untouched() {
         "{e}"
     );
 
-    let e = err(ctx.gemm(MatRef::new(&a, 4, 0), MatRef::new(&b2, 0, 3), MatMut::new(&mut c, 4, 3)));
+    let e = err(ctx.run(
+        &Matmul::new(),
+        MatRef::new(&a, 4, 0),
+        MatRef::new(&b2, 0, 3),
+        MatMut::new(&mut c, 4, 3),
+    ));
     assert!(matches!(e, Error::ZeroSize { k: 0, .. }), "{e}");
 
     let opts = GemmOptions {
         alpha: f64::NAN,
         ..Default::default()
     };
-    let e = err(ctx.gemm_with(
+    let e = err(ctx.run(
+        &Matmul::with_options(&opts),
         MatRef::new(&a, 4, 5),
         MatRef::new(&b2, 5, 3),
         MatMut::new(&mut c, 4, 3),
-        &opts,
     ));
     assert!(matches!(e, Error::InvalidScalar { name: "alpha", .. }), "{e}");
 
@@ -82,11 +103,11 @@ fn bad_input_gets_typed_errors_and_c_is_untouched() {
         shape: Some((3, 3, 3)),
         ..Default::default()
     };
-    let e = err(ctx.gemm_with(
+    let e = err(ctx.run(
+        &Matmul::with_options(&opts),
         MatRef::new(&a, 4, 5),
         MatRef::new(&b2, 5, 3),
         MatMut::new(&mut c, 4, 3),
-        &opts,
     ));
     assert!(matches!(e, Error::NoConfig { .. }), "{e}");
 
@@ -98,11 +119,11 @@ fn bad_input_gets_typed_errors_and_c_is_untouched() {
         alpha: 0.5,
         ..Default::default()
     };
-    let e = err(ctx.gemm_with(
+    let e = err(ctx.run(
+        &Matmul::with_options(&opts),
         MatRef::new(&ai, 2, 2),
         MatRef::new(&ai, 2, 2),
         MatMut::new(&mut ci, 2, 2),
-        &opts,
     ));
     assert!(matches!(e, Error::InvalidScalar { name: "alpha", .. }), "{e}");
     assert!(e.to_string().contains("integer"), "{e}");
@@ -118,7 +139,12 @@ fn a_type_pair_without_config_lists_what_exists() {
         .configs()
         .iter()
         .any(|c| c.component_type == vk_sgmat::ComponentType::Bf16);
-    let r = ctx.gemm(MatRef::new(&a, 2, 2), MatRef::new(&a, 2, 2), MatMut::new(&mut c, 2, 2));
+    let r = ctx.run(
+        &Matmul::new(),
+        MatRef::new(&a, 2, 2),
+        MatRef::new(&a, 2, 2),
+        MatMut::new(&mut c, 2, 2),
+    );
     if has_bf16 {
         r.expect("the device lists bf16, so the GEMM must run");
         assert!(c.iter().all(|&v| v == 2.0));
@@ -135,8 +161,13 @@ fn a_type_pair_without_config_lists_what_exists() {
     // kernel), so a user's f32 matrices always multiply.
     let x = vec![1.0f32; 4];
     c.fill(f32::NAN);
-    ctx.gemm(MatRef::new(&x, 2, 2), MatRef::new(&x, 2, 2), MatMut::new(&mut c, 2, 2))
-        .expect("f32 x f32 runs on every device");
+    ctx.run(
+        &Matmul::new(),
+        MatRef::new(&x, 2, 2),
+        MatRef::new(&x, 2, 2),
+        MatMut::new(&mut c, 2, 2),
+    )
+    .expect("f32 x f32 runs on every device");
     assert!(c.iter().all(|&v| v == 2.0), "{c:?}");
 }
 
@@ -155,21 +186,22 @@ fn device_resident_matrices_run_many_gemms() {
     let ctx = context();
     let mut rng = Rng::new(Rng::fresh_seed());
     let (m, n, k) = (70, 45, 33);
-    let a: Vec<f16> = vk_sgmat::verify::random_vec(&mut rng, m * k);
-    let b: Vec<f16> = vk_sgmat::verify::random_vec(&mut rng, n * k);
+    let a: Vec<f16> = crate::verify::random_vec(&mut rng, m * k);
+    let b: Vec<f16> = crate::verify::random_vec(&mut rng, n * k);
     let am = MatRef::new(&a, m, k);
     let bm = MatRef::col_major(&b, k, n);
     let da = ctx.upload(am).unwrap();
     let db = ctx.upload(bm).unwrap();
     let mut dc = ctx.zeros::<f32>(m, n).unwrap();
     // C = A*B, then C = A*B + C twice: 3 A*B.
-    ctx.gemm_device(&da, &db, &mut dc, &GemmOptions::default()).unwrap();
+    ctx.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc)
+        .unwrap();
     let acc = GemmOptions {
         beta: 1.0,
         ..Default::default()
     };
-    ctx.gemm_device(&da, &db, &mut dc, &acc).unwrap();
-    ctx.gemm_device(&da, &db, &mut dc, &acc).unwrap();
+    ctx.run(&Matmul::with_options(&acc), &da, &db, &mut dc).unwrap();
+    ctx.run(&Matmul::with_options(&acc), &da, &db, &mut dc).unwrap();
     let mut c = vec![f32::NAN; m * n];
     ctx.download(&dc, MatMut::new(&mut c, m, n)).unwrap();
     let rows: Vec<usize> = (0..m).collect();
@@ -182,7 +214,8 @@ fn device_resident_matrices_run_many_gemms() {
     assert_eq!(back, b);
     // A column-major C works too (as C^T = B^T A^T): its storage is C's transpose.
     let mut col_c = ctx.upload(MatRef::col_major(&vec![f32::NAN; m * n], m, n)).unwrap();
-    ctx.gemm_device(&da, &db, &mut col_c, &GemmOptions::default()).unwrap();
+    ctx.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut col_c)
+        .unwrap();
     let mut ct = vec![f32::NAN; n * m];
     ctx.download(&col_c, MatMut::new(&mut ct, n, m)).unwrap();
     let (once, magnitude1) = reference::<f16, f16, f32>(&am, &bm, None, 1.0, 0.0, &rows);
@@ -220,7 +253,11 @@ fn multi_pass_plans_are_correct() {
     for (i, l) in layouts.into_iter().enumerate() {
         let shape = [(130, 150, 70), (67, 200, 45), (150, 66, 91), (97, 97, 97)][i];
         let plan = ctx
-            .plan_gemm::<f16, f16, f32>(shape.0, shape.1, shape.2, l, &GemmOptions::default())
+            .plan::<f16, f16, f32>(
+                &Matmul::with_options(&GemmOptions::default()),
+                (shape.0, shape.1, shape.2),
+                l,
+            )
             .unwrap();
         let passes = plan.gemm_dispatches().count();
         assert!(passes > 1, "{shape:?} {l:?}: expected a multi-pass plan, got {passes}");
@@ -259,7 +296,9 @@ fn multi_pass_plans_are_correct() {
         // C (48000 bytes) over the 32 KiB window: bands on any device, whatever its tiles (a
         // GPU's cover a smaller C in one dispatch); A and B copies within it.
         let (m, n, k) = (60, 200, 40);
-        let plan = ctx.plan_gemm::<f32, f32, f32>(m, n, k, l, &first).unwrap();
+        let plan = ctx
+            .plan::<f32, f32, f32>(&Matmul::with_options(&first), (m, n, k), l)
+            .unwrap();
         let narrow = vk_sgmat::plan::Kernel::Narrow {
             to: vk_sgmat::ComponentType::F16,
         };
@@ -277,7 +316,9 @@ fn multi_pass_plans_are_correct() {
     };
     for l in layouts {
         let (m, n, k) = (150, 90, 70);
-        let plan = ctx.plan_gemm::<f16, f16, f32>(m, n, k, l, &relaid).unwrap();
+        let plan = ctx
+            .plan::<f16, f16, f32>(&Matmul::with_options(&relaid), (m, n, k), l)
+            .unwrap();
         let copies = plan
             .dispatches
             .iter()
@@ -297,7 +338,7 @@ fn multi_pass_plans_are_correct() {
     }
     // An f32 operand over one binding's range is not converted first: a typed error that says so.
     let big = ctx
-        .plan_gemm::<f32, f32, f32>(130, 150, 70, layouts[0], &first)
+        .plan::<f32, f32, f32>(&Matmul::with_options(&first), (130, 150, 70), layouts[0])
         .unwrap_err();
     assert!(
         matches!(big, vk_sgmat::Error::TooLarge(ref m) if m.contains("as it loads")),
@@ -305,12 +346,10 @@ fn multi_pass_plans_are_correct() {
     );
     // Column-major A with a long K: only chunks along K shrink its window.
     let plan = ctx
-        .plan_gemm::<f16, f16, f32>(
-            16,
-            16,
-            4000,
+        .plan::<f16, f16, f32>(
+            &Matmul::with_options(&GemmOptions::default()),
+            (16, 16, 4000),
             (Layout::ColMajor, Layout::RowMajor),
-            &GemmOptions::default(),
         )
         .unwrap();
     assert!(
@@ -318,12 +357,10 @@ fn multi_pass_plans_are_correct() {
         "a long K must be split into accumulating passes"
     );
     // Row-major A whose 16 rows of K = 4000 exceed the range cannot be split: a typed error.
-    let e = ctx.plan_gemm::<f16, f16, f32>(
-        16,
-        16,
-        4000,
+    let e = ctx.plan::<f16, f16, f32>(
+        &Matmul::with_options(&GemmOptions::default()),
+        (16, 16, 4000),
         (Layout::RowMajor, Layout::RowMajor),
-        &GemmOptions::default(),
     );
     assert!(matches!(e, Err(Error::TooLarge(_))), "{e:?}");
     let check = run_case::<f16, f16, f32>(
@@ -351,9 +388,10 @@ fn free_function_uses_the_default_context() {
     }
 }
 
-/// The autotuner times several schemes the first time a shape bucket is seen and stores the
-/// winner keyed by the device; a later context reuses it without timing anything. A corrupt file
-/// and a file from another device are ignored and replaced.
+/// Tuning is an explicit step: planning and running never time anything (the tuning file stays
+/// unwritten). `Context::tune` times several schemes the first time a shape bucket is seen and
+/// stores the winner keyed by the device; a later context reuses it without timing anything. A
+/// corrupt file and a file from another device are ignored and replaced.
 #[test]
 fn autotune_stores_and_reuses_winners() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("autotune-{}", std::process::id()));
@@ -372,17 +410,24 @@ fn autotune_stores_and_reuses_winners() {
     let mut rng = Rng::new(Rng::fresh_seed());
     let layouts = (Layout::RowMajor, Layout::ColMajor);
     let foreign = r#"{"format":1,"device_name":"x","device_uuid":"00","driver_version":1,"entries":[]}"#;
+    let shape = (100, 90, 70);
+    let untuned = make();
+    let check = run_case::<f16, f16, f32>(&untuned, &mut rng, shape, layouts, 0, &GemmOptions::default());
+    assert!(check.passed, "{check:?}");
+    assert!(!path.exists(), "running a GEMM tuned it");
+    drop(untuned);
     let mut stored = None;
     for old in [None, Some("not json"), Some(foreign)] {
         if let Some(text) = old {
             std::fs::write(&path, text).unwrap();
         }
         let ctx = make();
-        let check = run_case::<f16, f16, f32>(&ctx, &mut rng, (100, 90, 70), layouts, 0, &GemmOptions::default());
+        ctx.tune::<f16, f16, f32>(&Matmul::new(), shape, layouts).unwrap();
+        let check = run_case::<f16, f16, f32>(&ctx, &mut rng, shape, layouts, 0, &GemmOptions::default());
         assert!(check.passed, "{old:?}: {check:?}");
         assert!(
             ctx.pipeline_count() >= 2,
-            "{old:?}: the first GEMM of a bucket should time several schemes, made {} pipelines",
+            "{old:?}: tuning a bucket should time several schemes, made {} pipelines",
             ctx.pipeline_count()
         );
         let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -401,7 +446,7 @@ fn autotune_stores_and_reuses_winners() {
     // Another shape of the same bucket, in a new context: the stored winner, no timing.
     let ctx = make();
     let key = ctx
-        .plan_gemm::<f16, f16, f32>(120, 70, 100, layouts, &GemmOptions::default())
+        .plan::<f16, f16, f32>(&Matmul::with_options(&GemmOptions::default()), (120, 70, 100), layouts)
         .unwrap()
         .main_kernel();
     assert_eq!(Some(key.scheme), stored);
@@ -465,11 +510,11 @@ fn workgroup_scope_schemes_run_where_offered_and_are_refused_elsewhere() {
             scheme: Some(scheme),
             ..Default::default()
         };
-        let e = err(ctx.gemm_with(
+        let e = err(ctx.run(
+            &Matmul::with_options(&options),
             MatRef::new(&a, 8, 8),
             MatRef::new(&a, 8, 8),
             MatMut::new(&mut c, 8, 8),
-            &options,
         ));
         let msg = e.to_string();
         assert!(
@@ -503,11 +548,11 @@ fn float_operands_into_an_integer_c_say_what_is_supported() {
         };
         let mut c = vec![7i32; m * n];
         let e = ctx
-            .gemm_with(
+            .run(
+                &Matmul::with_options(&options),
                 MatRef::new(&a, m, k),
                 MatRef::new(&b, k, n),
                 MatMut::new(&mut c, m, n),
-                &options,
             )
             .unwrap_err();
         let text = e.to_string();
@@ -517,11 +562,11 @@ fn float_operands_into_an_integer_c_say_what_is_supported() {
         );
         let mut c = vec![7u32; m * n];
         let e = ctx
-            .gemm_with(
+            .run(
+                &Matmul::with_options(&options),
                 MatRef::new(&ah, m, k),
                 MatRef::new(&bh, k, n),
                 MatMut::new(&mut c, m, n),
-                &options,
             )
             .unwrap_err();
         assert!(matches!(e, Error::Unsupported(_)), "f16 into u32, {compute:?}: {e}");

@@ -2,9 +2,13 @@
 //! standard, Fortran, sliced and strided views give the same exact results as the plain slices.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
 use common::{assert_no_validation_messages, context};
 use ndarray::{s, Array2, ShapeBuilder};
+use vk_sgmat::Matmul;
 use vk_sgmat::{GemmOptions, Layout};
 
 fn ints(rows: usize, cols: usize, seed: usize) -> Array2<i8> {
@@ -39,8 +43,13 @@ fn every_layout_of_view_gives_exact_results() {
     for (i, av) in a_views.iter().enumerate() {
         for (j, bv) in b_views.iter().enumerate() {
             let mut c = Array2::<i32>::from_elem((m, n), 7);
-            ctx.gemm_arrays(av.view(), bv.view(), c.view_mut(), &GemmOptions::default())
-                .unwrap();
+            ctx.run(
+                &Matmul::with_options(&GemmOptions::default()),
+                av.view(),
+                bv.view(),
+                c.view_mut(),
+            )
+            .unwrap();
             assert_eq!(c, want, "A view {i}, B view {j}");
             // A Fortran-layout C is written in place (column-major C), a sliced C through a
             // row-major copy; beta reads the old values either way.
@@ -49,14 +58,15 @@ fn every_layout_of_view_gives_exact_results() {
                 beta: 2.0,
                 ..Default::default()
             };
-            ctx.gemm_arrays(av.view(), bv.view(), c_f.view_mut(), &options).unwrap();
+            ctx.run(&Matmul::with_options(&options), av.view(), bv.view(), c_f.view_mut())
+                .unwrap();
             assert_eq!(c_f, &want + 2, "Fortran C, A view {i}, B view {j}");
             let mut c_big = Array2::<i32>::zeros((m + 3, n + 4));
-            ctx.gemm_arrays(
+            ctx.run(
+                &Matmul::with_options(&GemmOptions::default()),
                 av.view(),
                 bv.view(),
                 c_big.slice_mut(s![1..1 + m, 2..2 + n]),
-                &GemmOptions::default(),
             )
             .unwrap();
             assert_eq!(c_big.slice(s![1..1 + m, 2..2 + n]), want, "sliced C");

@@ -4,11 +4,15 @@
 //! small-integer inputs make f16 and integer results exact, random floats use the usual bound.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::{tolerance, unit_roundoff, Rng};
 use common::{assert_no_validation_messages, capped_context, context};
 use half::f16;
 use vk_sgmat::plan::DispatchLimits;
-use vk_sgmat::verify::{tolerance, unit_roundoff, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{
     BatchMut, BatchRef, ComputeMode, Context, ContextOptions, DeviceBatch, Element, Error, GemmOptions, Layout, MatMut,
     MatRef,
@@ -154,11 +158,11 @@ fn run_host<TA: Element, TB: Element, TC: Element>(
         ld: c_in.ld,
         layout: layouts[2],
     };
-    ctx.gemm_batched(
+    ctx.run(
+        &Matmul::with_options(options),
         a.batch(),
         b.batch(),
         BatchMut::strided(c_mat, count, c_in.stride),
-        options,
     )
     .unwrap_or_else(|e| panic!("batch {count} of {m}x{n}x{k} {layouts:?}: {e}"));
     // Small integers, alpha 2 and beta 0.5 leave every sum exact in f16 and f32.
@@ -233,8 +237,10 @@ fn device_batches_with_a_shared_weight_on_a_stream() {
     let mut y = ctx.zeros_batch::<f32>(count, m, n).unwrap();
     let mut z = ctx.zeros_batch::<f32>(count, m, n).unwrap();
     // Every entry times the one weight, and every entry times its own column-major B.
-    s.gemm_batched(&dx, &dw, &mut y, &GemmOptions::default()).unwrap();
-    s.gemm_batched(&dx, &dkt, &mut z, &GemmOptions::default()).unwrap();
+    s.run(&Matmul::with_options(&GemmOptions::default()), &dx, &dw, &mut y)
+        .unwrap();
+    s.run(&Matmul::with_options(&GemmOptions::default()), &dx, &dkt, &mut z)
+        .unwrap();
     let (ry, rz) = (s.download(y.matrix()).unwrap(), s.download(z.matrix()).unwrap());
     s.submit().unwrap();
     let as_host = |data: Vec<f32>| HostBatch {
@@ -263,14 +269,14 @@ fn device_batches_with_a_shared_weight_on_a_stream() {
         beta: 1.0,
         ..Default::default()
     };
-    ctx.gemm_batched_device(&dx, &dw, &mut z, &accumulate).unwrap();
+    ctx.run(&Matmul::with_options(&accumulate), &dx, &dw, &mut z).unwrap();
     let mut z1 = vec![0.0f32; count * m * n];
     ctx.download(z.matrix(), MatMut::new(&mut z1, count * m, n)).unwrap();
     check(&x, &w_shared, (&z0, &as_host(z1)), (1.0, 1.0), true, 0.0);
     // Misuse: counts that differ, a matrix that does not cut into entries, a count of zero.
     let mut short = ctx.zeros_batch::<f32>(count - 1, m, n).unwrap();
     let e = s
-        .gemm_batched(&dx, &dw, &mut short, &GemmOptions::default())
+        .run(&Matmul::with_options(&GemmOptions::default()), &dx, &dw, &mut short)
         .unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
     let e = DeviceBatch::from_matrix(ctx.zeros::<f32>(10, 4).unwrap(), 3).unwrap_err();
@@ -355,27 +361,32 @@ fn bad_batches_are_typed_errors() {
     let bv = BatchRef::broadcast(MatRef::new(&b, 5, 3), 4);
     // Counts that differ.
     let e = ctx
-        .gemm_batched(
+        .run(
+            &Matmul::with_options(&opts),
             av,
             BatchRef::broadcast(MatRef::new(&b, 5, 3), 3),
             BatchMut::new(&mut c, 4, 6, 3),
-            &opts,
         )
         .unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
     // A slice too short for the last entry.
     let e = ctx
-        .gemm_batched(
+        .run(
+            &Matmul::with_options(&opts),
             BatchRef::new(&a[1..], 4, 6, 5),
             bv,
             BatchMut::new(&mut c, 4, 6, 3),
-            &opts,
         )
         .unwrap_err();
     assert!(matches!(e, Error::ShortSlice { matrix: "A", .. }), "{e}");
     // C's entries overlapping (a shared C would race).
     let e = ctx
-        .gemm_batched(av, bv, BatchMut::strided(MatMut::new(&mut c, 6, 3), 4, 0), &opts)
+        .run(
+            &Matmul::with_options(&opts),
+            av,
+            bv,
+            BatchMut::strided(MatMut::new(&mut c, 6, 3), 4, 0),
+        )
         .unwrap_err();
     assert!(
         matches!(e, Error::InvalidOperand(_)) && e.to_string().contains("overlap"),
@@ -383,7 +394,12 @@ fn bad_batches_are_typed_errors() {
     );
     // No entries.
     let e = ctx
-        .gemm_batched(BatchRef::new(&a, 0, 6, 5), bv, BatchMut::new(&mut c, 0, 6, 3), &opts)
+        .run(
+            &Matmul::with_options(&opts),
+            BatchRef::new(&a, 0, 6, 5),
+            bv,
+            BatchMut::new(&mut c, 0, 6, 3),
+        )
         .unwrap_err();
     assert!(e.to_string().contains("at least 1"), "{e}");
     // Entries of 0 rows, 0 columns or K = 0: the zero-size error a single GEMM gets, not an
@@ -394,16 +410,21 @@ fn bad_batches_are_typed_errors() {
         let (a0, b0) = (&a[..4 * m * k], &b[..n * k]);
         let (bv0, c0) = (BatchRef::broadcast(MatRef::new(b0, k, n), 4), &mut c[..4 * m * n]);
         let e = ctx
-            .gemm_batched(BatchRef::new(a0, 4, m, k), bv0, BatchMut::new(c0, 4, m, n), &opts)
+            .run(
+                &Matmul::with_options(&opts),
+                BatchRef::new(a0, 4, m, k),
+                bv0,
+                BatchMut::new(c0, 4, m, n),
+            )
             .unwrap_err();
         assert!(matches!(e, Error::ZeroSize { .. }), "{m}x{n}x{k}: {e}");
     }
     let e = ctx
-        .gemm_batched(
+        .run(
+            &Matmul::with_options(&opts),
             BatchRef::new(&empty, 3, 0, 5),
             BatchRef::broadcast(MatRef::new(&b, 5, 3), 3),
             BatchMut::strided(MatMut::new(&mut none, 0, 3), 3, 0),
-            &opts,
         )
         .unwrap_err();
     assert!(
@@ -412,16 +433,21 @@ fn bad_batches_are_typed_errors() {
     );
     // Entry shapes that do not multiply.
     let e = ctx
-        .gemm_batched(BatchRef::new(&a, 4, 5, 6), bv, BatchMut::new(&mut c, 4, 6, 3), &opts)
+        .run(
+            &Matmul::with_options(&opts),
+            BatchRef::new(&a, 4, 5, 6),
+            bv,
+            BatchMut::new(&mut c, 4, 6, 3),
+        )
         .unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
     // Sizes whose products overflow: typed errors, no panic.
     let e = ctx
-        .gemm_batched(
+        .run(
+            &Matmul::with_options(&opts),
             BatchRef::new(&a, 3, usize::MAX, 2),
             bv,
             BatchMut::new(&mut c, 4, 6, 3),
-            &opts,
         )
         .unwrap_err();
     assert!(matches!(e, Error::TooLarge(_) | Error::ShortSlice { .. }), "{e}");
@@ -479,8 +505,13 @@ fn host_batches_and_groups_over_the_allocation_limit_run_in_pieces() {
     let w = HostBatch::<f16>::new(&mut rng, rows.len(), (k, n), Layout::ColMajor, 1, false, true);
     let c_in = HostBatch::<f32>::new(&mut rng, 1, (total, n), Layout::RowMajor, 0, false, true);
     let mut c = c_in.data.clone();
-    ctx.gemm_grouped(a.mat(), w.batch(), MatMut::new(&mut c, total, n), &rows, &options)
-        .unwrap();
+    ctx.run(
+        &Matmul::with_options(&options).grouped(&rows),
+        a.mat(),
+        w.batch(),
+        MatMut::new(&mut c, total, n),
+    )
+    .unwrap();
     assert_groups((&a, &w, &c_in), &c, &rows, (2.0, 0.5), "grouped in pieces");
     assert_no_validation_messages(&ctx);
 }
@@ -504,15 +535,25 @@ fn grouped_gemms_match_the_reference() {
             ..Default::default()
         };
         let mut c = c_in.data.clone();
-        ctx.gemm_grouped(a.mat(), w.batch(), MatMut::new(&mut c, total, n), &rows, &options)
-            .unwrap();
+        ctx.run(
+            &Matmul::with_options(&options).grouped(&rows),
+            a.mat(),
+            w.batch(),
+            MatMut::new(&mut c, total, n),
+        )
+        .unwrap();
         assert_groups((&a, &w, &c_in), &c, &rows, (2.0, 0.5), &format!("host {lb:?}"));
         // The same on a stream, into a poisoned C, B uploaded once.
         let mut s = ctx.stream().unwrap();
         let (da, dw) = (s.upload(a.mat()).unwrap(), ctx.upload_batch(w.batch()).unwrap());
         let mut dc = ctx.zeros::<f32>(total, n).unwrap();
-        s.gemm_grouped(&da, &dw, &mut dc, &rows, &GemmOptions::default())
-            .unwrap();
+        s.run(
+            &Matmul::with_options(&GemmOptions::default()).grouped(&rows),
+            &da,
+            &dw,
+            &mut dc,
+        )
+        .unwrap();
         let got = s.download(&dc).unwrap();
         s.submit().unwrap();
         let got = got.wait().unwrap();
@@ -523,16 +564,31 @@ fn grouped_gemms_match_the_reference() {
         let mut short = rows;
         short[0] -= 1;
         let e = ctx
-            .gemm_grouped(a.mat(), w.batch(), MatMut::new(&mut c2, total, n), &short, &opts)
+            .run(
+                &Matmul::with_options(&opts).grouped(&short),
+                a.mat(),
+                w.batch(),
+                MatMut::new(&mut c2, total, n),
+            )
             .unwrap_err();
         assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
         let e = ctx
-            .gemm_grouped(a.mat(), w.batch(), MatMut::new(&mut c2, total, n), &rows[1..], &opts)
+            .run(
+                &Matmul::with_options(&opts).grouped(&rows[1..]),
+                a.mat(),
+                w.batch(),
+                MatMut::new(&mut c2, total, n),
+            )
             .unwrap_err();
         assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
         let at = MatRef::col_major(&a.data, total, k);
         let e = ctx
-            .gemm_grouped(at, w.batch(), MatMut::new(&mut c2, total, n), &rows, &opts)
+            .run(
+                &Matmul::with_options(&opts).grouped(&rows),
+                at,
+                w.batch(),
+                MatMut::new(&mut c2, total, n),
+            )
             .unwrap_err();
         assert!(matches!(e, Error::InvalidOperand(_)), "{e}");
     }

@@ -6,11 +6,15 @@
 //! against the f64 reference of `verify::fused`, with C poisoned before each run.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::fused::{compare_fused, FusedRef};
+use crate::verify::{input_roundoff, random_vec, reference, Rng};
 use common::{assert_no_validation_messages, capped_context, context};
 use half::f16;
-use vk_sgmat::verify::fused::{compare_fused, FusedRef};
-use vk_sgmat::verify::{input_roundoff, random_vec, reference, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{
     Activation, Axis, BatchMut, BatchRef, ComponentType, Context, Element, Error, Fused, GemmOptions, Layout, MatMut,
     MatRef,
@@ -168,8 +172,13 @@ fn run_host<TA: Element, TB: Element, TC: Element>(ctx: &Context, case: Case, op
         beta: case.beta,
         ..options.clone()
     };
-    ctx.gemm_batched_fused(a, b, BatchMut::strided(cm, case.count, m * n), &opts, &inp.fused(&case))
-        .unwrap_or_else(|e| panic!("batch of {} {m}x{n}x{k} {:?}: {e}", case.count, case.layouts));
+    ctx.run(
+        &Matmul::with_options(&opts).fused(&inp.fused(&case)),
+        a,
+        b,
+        BatchMut::strided(cm, case.count, m * n),
+    )
+    .unwrap_or_else(|e| panic!("batch of {} {m}x{n}x{k} {:?}: {e}", case.count, case.layouts));
     check(&case, &inp, &out, &opts);
 }
 
@@ -252,18 +261,23 @@ fn device_and_stream_forms_with_a_shared_weight_and_a_device_bias() {
     let opts = GemmOptions::default();
 
     let mut dc = ctx.zeros_batch::<f16>(c.count, m, n).unwrap();
-    ctx.gemm_batched_fused_device(&da, &w, &mut dc, &opts, &fused).unwrap();
+    ctx.run(&Matmul::with_options(&opts).fused(&fused), &da, &w, &mut dc)
+        .unwrap();
     let mut got = vec![f16::ZERO; c.count * m * n];
     ctx.download(dc.matrix(), MatMut::new(&mut got, c.count * m, n))
         .unwrap();
     check(&c, &inp, &got, &opts);
-    let plan = ctx.plan_gemm_batched_fused(&da, &w, &dc, &opts, &fused).unwrap();
+    let plan = ctx
+        .prepare(&Matmul::with_options(&opts).fused(&fused), &da, &w, &mut dc)
+        .map(|p| p.plans().next().expect("a plan").clone())
+        .unwrap();
     assert_eq!(plan.problem.batch.count, c.count, "one plan runs the whole batch");
 
     // The same on a stream, into a fresh C: the same plan, so the same bits.
     let mut dc2 = ctx.zeros_batch::<f16>(c.count, m, n).unwrap();
     let mut s = ctx.stream().unwrap();
-    s.gemm_batched_fused(&da, &w, &mut dc2, &opts, &fused).unwrap();
+    s.run(&Matmul::with_options(&opts).fused(&fused), &da, &w, &mut dc2)
+        .unwrap();
     let result = s.download(dc2.matrix()).unwrap();
     s.submit().unwrap();
     let got2 = result.wait().unwrap();
@@ -295,12 +309,11 @@ fn host_batches_over_the_allocation_limit_run_in_pieces_of_c() {
     let (a, b) = (vec![f16::ONE; 2 * m * k], vec![f16::ONE; 2 * k * n]);
     let mut out = vec![0f32; 2 * m * n];
     let e = ctx
-        .gemm_batched_fused(
+        .run(
+            &Matmul::with_options(&opts).fused(&Fused::new().activation(Activation::Relu)),
             BatchRef::new(&a, 2, m, k),
             BatchRef::new(&b, 2, k, n),
             BatchMut::new(&mut out, 2, m, n),
-            &opts,
-            &Fused::new().activation(Activation::Relu),
         )
         .unwrap_err();
     assert!(
@@ -322,8 +335,13 @@ fn bad_batched_epilogues_are_typed_errors() {
     let rows = vec![1f32; m];
     let cols = vec![1f32; n];
     let mut refused = |a: BatchRef<'_, _>, b: BatchRef<'_, _>, fused: &Fused<'_>| {
-        ctx.gemm_batched_fused::<_, _, f32>(a, b, BatchMut::new(&mut out, 3, m, n), &opts, fused)
-            .unwrap_err()
+        ctx.run(
+            &Matmul::with_options(&opts).fused(fused),
+            a,
+            b,
+            BatchMut::new(&mut out, 3, m, n),
+        )
+        .unwrap_err()
     };
     let (a3, b3) = (BatchRef::new(&a, 3, m, k), BatchRef::new(&b, 3, k, n));
     let e = refused(a3, b3, &Fused::new().bias(Axis::Col, &short));
@@ -333,12 +351,11 @@ fn bad_batched_epilogues_are_typed_errors() {
     let e = refused(a3, BatchRef::new(&b, 2, k, n), &Fused::new());
     assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
     let e = ctx
-        .gemm_batched_fused(
+        .run(
+            &Matmul::with_options(&opts).fused(&Fused::new()),
             BatchRef::new(&ai, 3, m, k),
             BatchRef::new(&bi, 3, k, n),
             BatchMut::new(&mut out, 3, m, n),
-            &opts,
-            &Fused::new(),
         )
         .unwrap_err();
     assert!(

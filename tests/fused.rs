@@ -5,12 +5,16 @@
 //! is checked against the f64 reference of `verify::fused` with its stated bound.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::fused::{compare_fused, FusedRef};
+use crate::verify::{random_vec, reference, Rng};
 use common::{assert_no_validation_messages, capped_context, context};
 use half::{bf16, f16};
 use vk_sgmat::plan::DispatchLimits;
-use vk_sgmat::verify::fused::{compare_fused, FusedRef};
-use vk_sgmat::verify::{random_vec, reference, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{
     Activation, Axis, ComponentType, Context, ContextOptions, Element, EpilogueVector, Error, Fused, GemmOptions,
     Layout, MatMut, MatRef,
@@ -96,7 +100,7 @@ fn run<TA: Element, TB: Element, TC: Element>(ctx: &Context, case: Case, options
         beta: case.beta,
         ..options.clone()
     };
-    ctx.gemm_fused(am, bm, cm, &opts, &fused)
+    ctx.run(&Matmul::with_options(&opts).fused(&fused), am, bm, cm)
         .unwrap_or_else(|e| panic!("{}x{}x{} {:?}: {e}", m, n, k, case.layouts));
     // Row-major views of C's old and new values for the reference and the comparison.
     let at = |v: &[TC], i: usize, j: usize| {
@@ -116,7 +120,7 @@ fn run<TA: Element, TB: Element, TC: Element>(ctx: &Context, case: Case, options
         (want[e], magnitude[e]) = r.apply((i, j), (dot[e], mag[e]), c0);
     }
     let acc = if int { ComponentType::I32 } else { ComponentType::F32 };
-    let input_u = vk_sgmat::verify::input_roundoff(TA::TYPE, TB::TYPE, options.compute).unwrap();
+    let input_u = crate::verify::input_roundoff(TA::TYPE, TB::TYPE, options.compute).unwrap();
     let check = compare_fused(&got, (n, n), &rows, (&want, &magnitude), (acc, k), input_u);
     assert!(
         check.passed,
@@ -270,12 +274,10 @@ fn passes_cut_by_the_limits_read_their_own_rows_and_columns_of_the_vectors() {
     })
     .expect("context with a limits override");
     let plan = ctx
-        .plan_gemm::<f16, f16, f16>(
-            150,
-            170,
-            24,
+        .plan::<f16, f16, f16>(
+            &Matmul::with_options(&GemmOptions::default()),
+            (150, 170, 24),
             (Layout::RowMajor, Layout::RowMajor),
-            &GemmOptions::default(),
         )
         .expect("plan");
     assert!(
@@ -321,12 +323,11 @@ fn host_operands_over_the_allocation_limit_run_in_blocks_with_their_vectors() {
     let mut c = vec![0.0f32; m * n];
     let relu = Fused::new().activation(Activation::Relu);
     let e = ctx
-        .gemm_fused(
+        .run(
+            &Matmul::with_options(&opts).fused(&relu),
             MatRef::new(&a, m, k),
             MatRef::new(&b, k, n),
             MatMut::new(&mut c, m, n),
-            &opts,
-            &relu,
         )
         .unwrap_err();
     assert!(
@@ -338,12 +339,11 @@ fn host_operands_over_the_allocation_limit_run_in_blocks_with_their_vectors() {
     let bias = ctx.upload(MatRef::new(&[1.0f32; 8], 1, n)).unwrap();
     let mut c = vec![0.0f32; m * n];
     let e = ctx
-        .gemm_fused(
+        .run(
+            &Matmul::with_options(&opts).fused(&Fused::new().bias(Axis::Col, &bias)),
             MatRef::new(&a, m, k),
             MatRef::new(&b[..k * n], k, n),
             MatMut::new(&mut c, m, n),
-            &opts,
-            &Fused::new().bias(Axis::Col, &bias),
         )
         .unwrap_err();
     assert!(
@@ -367,24 +367,33 @@ fn device_and_stream_forms_take_device_vectors() {
     let dbias = ctx.upload(MatRef::new(&bias, 1, n)).unwrap();
     let fused = Fused::new().bias(Axis::Col, &dbias).activation(Activation::Relu);
     let mut host = vec![f16::ZERO; m * n];
-    ctx.gemm_fused(
+    ctx.run(
+        &Matmul::with_options(&GemmOptions::default()).fused(&fused),
         MatRef::new(&a, m, k),
         MatRef::new(&b, k, n),
         MatMut::new(&mut host, m, n),
-        &GemmOptions::default(),
-        &fused,
     )
     .unwrap();
     let mut dc = ctx.zeros::<f16>(m, n).unwrap();
-    ctx.gemm_fused_device(&da, &db, &mut dc, &GemmOptions::default(), &fused)
-        .unwrap();
+    ctx.run(
+        &Matmul::with_options(&GemmOptions::default()).fused(&fused),
+        &da,
+        &db,
+        &mut dc,
+    )
+    .unwrap();
     let mut out = vec![f16::ZERO; m * n];
     ctx.download(&dc, MatMut::new(&mut out, m, n)).unwrap();
     assert_eq!(out, host, "device form equals the host form");
     let mut dc2 = ctx.zeros::<f16>(m, n).unwrap();
     let mut stream = ctx.stream().unwrap();
     stream
-        .gemm_fused(&da, &db, &mut dc2, &GemmOptions::default(), &fused)
+        .run(
+            &Matmul::with_options(&GemmOptions::default()).fused(&fused),
+            &da,
+            &db,
+            &mut dc2,
+        )
         .unwrap();
     stream.synchronize().unwrap();
     ctx.download(&dc2, MatMut::new(&mut out, m, n)).unwrap();
@@ -405,16 +414,15 @@ fn infinities_and_nan_through_every_activation() {
     for act in Activation::ALL {
         let mut c = vec![0.0f32; m * n];
         let fused = Fused::new().bias(Axis::Col, &specials[..]).activation(act);
-        ctx.gemm_fused(
+        ctx.run(
+            &Matmul::with_options(&GemmOptions::default()).fused(&fused),
             MatRef::new(&a, m, k),
             MatRef::new(&b, k, n),
             MatMut::new(&mut c, m, n),
-            &GemmOptions::default(),
-            &fused,
         )
         .unwrap();
         for (j, &x) in specials.iter().enumerate() {
-            let want = vk_sgmat::verify::fused::activate(act, f64::from(x));
+            let want = crate::verify::fused::activate(act, f64::from(x));
             let got = f64::from(c[j]);
             let same = (want.is_nan() && got.is_nan())
                 || got == want
@@ -433,12 +441,11 @@ fn misuse_is_a_typed_error() {
     let short = vec![0.0f32; 7];
     let scales = vec![1.0f32; 8];
     let go = |c: &mut Vec<f16>, f: &Fused<'_>| {
-        ctx.gemm_fused(
+        ctx.run(
+            &Matmul::with_options(&GemmOptions::default()).fused(f),
             MatRef::new(&a, 4, 8),
             MatRef::new(&b, 8, 8),
             MatMut::new(c, 4, 8),
-            &GemmOptions::default(),
-            f,
         )
     };
     let e = go(&mut c, &Fused::new().bias(Axis::Col, &short)).unwrap_err();
@@ -450,23 +457,21 @@ fn misuse_is_a_typed_error() {
     // i8 products stored as f16 need the scales; i8 -> i32 takes no float terms.
     let (ai, bi) = (vec![1i8; 4 * 8], vec![1i8; 8 * 8]);
     let e = ctx
-        .gemm_fused(
+        .run(
+            &Matmul::with_options(&GemmOptions::default()).fused(&Fused::new()),
             MatRef::new(&ai, 4, 8),
             MatRef::new(&bi, 8, 8),
             MatMut::new(&mut c, 4, 8),
-            &GemmOptions::default(),
-            &Fused::new(),
         )
         .unwrap_err();
     assert!(matches!(e, Error::Unsupported(_)), "{e}");
     let mut ci = vec![0i32; 4 * 8];
     let e = ctx
-        .gemm_fused(
+        .run(
+            &Matmul::with_options(&GemmOptions::default()).fused(&Fused::new().activation(Activation::Relu)),
             MatRef::new(&ai, 4, 8),
             MatRef::new(&bi, 8, 8),
             MatMut::new(&mut ci, 4, 8),
-            &GemmOptions::default(),
-            &Fused::new().activation(Activation::Relu),
         )
         .unwrap_err();
     assert!(matches!(e, Error::Unsupported(_)), "{e}");
@@ -487,7 +492,9 @@ fn matrix_vector_shapes_take_every_term() {
     let opts = GemmOptions::default();
     let nt = (Layout::RowMajor, Layout::ColMajor);
     for (m, n) in [(1, 300), (5, 77), (301, 3)] {
-        let plan = ctx.plan_gemm::<f16, f16, f16>(m, n, 129, nt, &opts).unwrap();
+        let plan = ctx
+            .plan::<f16, f16, f16>(&Matmul::with_options(&opts), (m, n, 129), nt)
+            .unwrap();
         assert!(plan.gemv_kernel().is_some(), "{m}x{n}: {}", plan.kernel_name());
     }
     let mut seed = 500;

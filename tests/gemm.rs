@@ -2,11 +2,15 @@
 //! with the validation layer on (any message fails) and C poisoned before each run.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::Rng;
 use common::{assert_no_validation_messages, context, run_case};
 use half::f16;
-use vk_sgmat::verify::Rng;
 use vk_sgmat::{ComponentType, Context, DeviceMatrix, Element, GemmOptions, Layout, MatMut, MatRef};
+use vk_sgmat::{Matmul, Timing, Timings};
 
 const LAYOUTS: [(Layout, Layout); 4] = [
     (Layout::RowMajor, Layout::RowMajor),
@@ -162,7 +166,8 @@ fn constant_gemm<TA: Element, TC: Element>(
 ) -> Vec<TC> {
     let (a, b) = (vec![v; m * k], vec![v; k * n]);
     let mut c = vec![TC::from_f64(0.0); m * n];
-    ctx.gemm(
+    ctx.run(
+        &Matmul::new(),
         vk_sgmat::MatRef::new(&a, m, k),
         vk_sgmat::MatRef::new(&b, k, n),
         vk_sgmat::MatMut::new(&mut c, m, n),
@@ -279,7 +284,7 @@ fn split_k_is_correct() {
                 ..Default::default()
             };
             let plan = ctx
-                .plan_gemm::<f16, f16, f32>(shape.0, shape.1, shape.2, layouts, &opts)
+                .plan::<f16, f16, f32>(&Matmul::with_options(&opts), (shape.0, shape.1, shape.2), layouts)
                 .unwrap();
             assert!(
                 plan.is_split_k() && plan.gemm_dispatches().count() >= 2,
@@ -350,9 +355,14 @@ fn gemm_steps_are_timed_one_per_dispatch() {
             split_k,
             ..Default::default()
         };
-        let plan = ctx.plan_gemm::<f16, f16, f32>(m, n, k, rows, &opts).unwrap();
+        let plan = ctx
+            .plan::<f16, f16, f32>(&Matmul::with_options(&opts), (m, n, k), rows)
+            .unwrap();
         let mut dc = ctx.zeros::<f32>(m, n).unwrap();
-        let steps = ctx.time_gemm_steps(&da, &db, &mut dc, &opts, 4).unwrap();
+        let gemm = ctx.prepare(&Matmul::with_options(&opts), &da, &db, &mut dc).unwrap();
+        let Timings::Steps(steps) = gemm.time(Timing::Steps(4)).unwrap() else {
+            panic!("step timing returned no steps");
+        };
         assert_eq!(steps.len(), plan.dispatches.len(), "{split_k:?}");
         let scheme = plan.main_kernel().scheme.name();
         let gemms = steps.iter().filter(|s| s.kernel == scheme).count();
@@ -385,11 +395,20 @@ fn gemm_stream_time_is_per_gemm() {
             ..Default::default()
         };
         let mut dc = ctx.zeros::<f32>(m, n).unwrap();
-        let mut own = ctx.time_gemm_device(&da, &db, &mut dc, &opts, 6).unwrap();
+        let mut own = ctx
+            .prepare(&Matmul::with_options(&opts), &da, &db, &mut dc)
+            .and_then(|p| p.time(Timing::Runs(6)))
+            .map(Timings::into_seconds)
+            .unwrap();
         let own = vk_sgmat::median(&mut own);
         for reps in [2, 12] {
             let mut t: Vec<f64> = (0..3)
-                .map(|_| ctx.time_gemm_stream(&da, &db, &mut dc, &opts, reps).unwrap())
+                .map(|_| {
+                    ctx.prepare(&Matmul::with_options(&opts), &da, &db, &mut dc)
+                        .and_then(|p| p.time(Timing::Stream(reps)))
+                        .map(|t| t.median())
+                        .unwrap()
+                })
                 .collect();
             let t = vk_sgmat::median(&mut t);
             // A CPU driver's times are noisy (tests run side by side: 3.1x one run's own time
@@ -464,8 +483,13 @@ fn column_major_c_in_every_layout_exact() {
                 split_k,
                 ..Default::default()
             };
-            ctx.gemm_with(am, bm, vk_sgmat::MatMut::col_major(&mut c, m, n).with_ld(ldc), &options)
-                .unwrap();
+            ctx.run(
+                &Matmul::with_options(&options),
+                am,
+                bm,
+                vk_sgmat::MatMut::col_major(&mut c, m, n).with_ld(ldc),
+            )
+            .unwrap();
             for i in 0..m {
                 for j in 0..n {
                     assert_eq!(
@@ -485,16 +509,16 @@ fn column_major_c_in_every_layout_exact() {
             let da = ctx.upload(am).unwrap();
             let db = ctx.upload(bm).unwrap();
             let mut s = ctx.stream().unwrap();
-            s.gemm(
-                &da,
-                &db,
-                &mut dc,
-                &GemmOptions {
+            s.run(
+                &Matmul::with_options(&GemmOptions {
                     alpha: -1.0,
                     beta: 1.0,
                     split_k,
                     ..Default::default()
-                },
+                }),
+                &da,
+                &db,
+                &mut dc,
             )
             .unwrap();
             let d = s.download(&dc).unwrap();

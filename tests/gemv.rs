@@ -4,10 +4,14 @@
 //! column-major C, device-resident operands on a stream, and the GEMM path it replaces.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::{run_random_gemm_c, Rng};
 use common::{assert_no_validation_messages, context};
 use half::{bf16, f16};
-use vk_sgmat::verify::{run_random_gemm_c, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{Element, GemmOptions, Layout, MatRef};
 
 const ROW: Layout = Layout::RowMajor;
@@ -19,7 +23,9 @@ const COL: Layout = Layout::ColMajor;
 fn case<T: Element>(shape: (usize, usize, usize), lc: Layout, options: &GemmOptions, gemv: bool, rng: &mut Rng) {
     let ctx = context();
     let (m, n, k) = shape;
-    let plan = ctx.plan_gemm::<T, T, f32>(m, n, k, (ROW, COL), options).unwrap();
+    let plan = ctx
+        .plan::<T, T, f32>(&Matmul::with_options(options), (m, n, k), (ROW, COL))
+        .unwrap();
     assert_eq!(
         plan.gemv_kernel().is_some(),
         gemv,
@@ -89,7 +95,7 @@ fn a_column_major_c_and_the_gemm_it_replaces_agree_with_the_reference() {
 fn the_planner_keeps_the_gemm_where_the_kernel_does_not_fit() {
     let ctx = context();
     let plan = |m, n, layouts, options: &GemmOptions| {
-        ctx.plan_gemm::<f16, f16, f32>(m, n, 64, layouts, options)
+        ctx.plan::<f16, f16, f32>(&Matmul::with_options(options), (m, n, 64), layouts)
             .unwrap()
             .gemv_kernel()
     };
@@ -109,10 +115,14 @@ fn the_planner_keeps_the_gemm_where_the_kernel_does_not_fit() {
     assert_eq!((key.rows, key.c_transposed), (1, false));
     let key = plan(4096, 2, (ROW, COL), &plain).expect("the other orientation");
     assert_eq!((key.rows, key.c_transposed), (2, true));
-    let f16_c = ctx.plan_gemm::<f16, f16, f16>(1, 4096, 64, (ROW, COL), &plain).unwrap();
+    let f16_c = ctx
+        .plan::<f16, f16, f16>(&Matmul::with_options(&plain), (1, 4096, 64), (ROW, COL))
+        .unwrap();
     let key = f16_c.gemv_kernel().expect("an f16 C: f32 sums stored as f16");
     assert_eq!(key.epilogue.output, Some(vk_sgmat::ComponentType::F16));
-    let i8 = ctx.plan_gemm::<i8, i8, i32>(1, 4096, 64, (ROW, COL), &plain).unwrap();
+    let i8 = ctx
+        .plan::<i8, i8, i32>(&Matmul::with_options(&plain), (1, 4096, 64), (ROW, COL))
+        .unwrap();
     assert!(i8.gemv_kernel().is_none(), "8-bit integers stay on the GEMM kernels");
 }
 
@@ -128,7 +138,8 @@ fn device_operands_on_a_stream() {
     let dx = s.upload(MatRef::new(&x, m, k)).unwrap();
     let dw = s.upload(MatRef::col_major(&w, k, n)).unwrap();
     let mut dy = ctx.zeros::<f32>(m, n).unwrap();
-    s.gemm(&dx, &dw, &mut dy, &GemmOptions::default()).unwrap();
+    s.run(&Matmul::with_options(&GemmOptions::default()), &dx, &dw, &mut dy)
+        .unwrap();
     let y = s.download(&dy).unwrap();
     s.submit().unwrap();
     let y = y.wait().unwrap();
@@ -215,7 +226,7 @@ fn tuning_choices_agree_with_the_reference() {
             ..Default::default()
         };
         let e = ctx
-            .plan_gemm::<f16, f16, f32>(1, 64, 64, (ROW, COL), &options)
+            .plan::<f16, f16, f32>(&Matmul::with_options(&options), (1, 64, 64), (ROW, COL))
             .unwrap_err();
         assert!(
             matches!(e, vk_sgmat::Error::InvalidOption(_)),

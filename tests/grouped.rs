@@ -5,11 +5,15 @@
 //! f64 reference, after being poisoned.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::Rng;
 use common::{assert_no_validation_messages, context, ints};
 use half::f16;
 use vk_sgmat::plan::{GemmPlan, Kernel};
-use vk_sgmat::verify::Rng;
+use vk_sgmat::Matmul;
 use vk_sgmat::{BatchRef, ComputeMode, Context, Element, GemmOptions, Layout, MatMut, MatRef};
 
 /// Whether the plans are one dispatch of a grouped kernel.
@@ -68,20 +72,23 @@ fn run<TA: Element, TC: Element>(
     };
     let what = format!("{} -> {}, B {b_layout:?}, {:?}", TA::TYPE, TC::TYPE, options.compute);
     let mut c = c_in.clone();
-    ctx.gemm_grouped(
+    ctx.run(
+        &Matmul::with_options(options).grouped(rows),
         MatRef::new(&a, total, k),
         weights,
         MatMut::new(&mut c, total, n),
-        rows,
-        options,
     )
     .unwrap();
     check(&c, &format!("host, {what}"));
     let da = ctx.upload(MatRef::new(&a, total, k)).unwrap();
     let dw = ctx.upload_batch(weights).unwrap();
     let mut dc = ctx.upload(MatRef::new(&c_in, total, n)).unwrap();
-    let plans = ctx.plan_gemm_grouped(&da, &dw, &dc, rows, options).unwrap();
-    ctx.gemm_grouped_device(&da, &dw, &mut dc, rows, options).unwrap();
+    let plans = ctx
+        .prepare(&Matmul::with_options(options).grouped(rows), &da, &dw, &mut dc)
+        .map(|p| p.plans().cloned().collect::<Vec<_>>())
+        .unwrap();
+    ctx.run(&Matmul::with_options(options).grouped(rows), &da, &dw, &mut dc)
+        .unwrap();
     let mut got = vec![TC::from_f64(0.0); total * n];
     ctx.download(&dc, MatMut::new(&mut got, total, n)).unwrap();
     check(&got, &format!("device, {what}"));

@@ -5,11 +5,15 @@
 //! inputs make every result exact, so C is compared element by element with an f64 reference.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::Rng;
 use common::{assert_no_validation_messages, context, ints};
 use half::f16;
 use vk_sgmat::plan::Kernel;
-use vk_sgmat::verify::Rng;
+use vk_sgmat::Matmul;
 use vk_sgmat::{
     Activation, Axis, BatchRef, Context, DeviceMatrix, Element, Error, Fused, GemmOptions, Layout, MatMut, MatRef,
 };
@@ -63,7 +67,19 @@ fn run<TA: Element, TC: Element>(ctx: &Context, rng: &mut Rng, case: &Case<'_>, 
     let fused = case.fused.then_some(&f);
 
     let plan = ctx
-        .plan_gemm_grouped_counted(&da, &dw, &dc, &dcounts, options, fused)
+        .prepare(
+            &{
+                let d = Matmul::with_options(options).grouped_by_device_counts(&dcounts);
+                match fused {
+                    Some(f) => d.fused(f),
+                    None => d,
+                }
+            },
+            &da,
+            &dw,
+            &mut dc,
+        )
+        .map(|p| p.plans().next().expect("a plan").clone())
         .unwrap();
     let kinds: Vec<_> = plan.dispatches.iter().map(|d| d.kernel).collect();
     assert!(
@@ -75,12 +91,34 @@ fn run<TA: Element, TC: Element>(ctx: &Context, rng: &mut Rng, case: &Case<'_>, 
 
     if case.stream {
         let mut s = ctx.stream().unwrap();
-        s.gemm_grouped_counted(&da, &dw, &mut dc, &dcounts, options, fused)
-            .unwrap();
+        s.run(
+            &{
+                let d = Matmul::with_options(options).grouped_by_device_counts(&dcounts);
+                match fused {
+                    Some(f) => d.fused(f),
+                    None => d,
+                }
+            },
+            &da,
+            &dw,
+            &mut dc,
+        )
+        .unwrap();
         s.submit().unwrap().wait().unwrap();
     } else {
-        ctx.gemm_grouped_counted(&da, &dw, &mut dc, &dcounts, options, fused)
-            .unwrap();
+        ctx.run(
+            &{
+                let d = Matmul::with_options(options).grouped_by_device_counts(&dcounts);
+                match fused {
+                    Some(f) => d.fused(f),
+                    None => d,
+                }
+            },
+            &da,
+            &dw,
+            &mut dc,
+        )
+        .unwrap();
     }
     let mut got = vec![TC::from_f64(0.0); m * n];
     ctx.download(&dc, MatMut::new(&mut got, m, n)).unwrap();
@@ -199,7 +237,12 @@ fn counts_past_a_are_an_error_and_leave_c_as_it_was() {
     for counts in [[20u32, 20, 11], [u32::MAX, 1, 0], [0, 50, u32::MAX]] {
         let mut dc = ctx.upload(MatRef::new(&c_in, m, n)).unwrap();
         let dcounts = upload_counts(ctx, &counts, Stored::Row);
-        let e = ctx.gemm_grouped_counted(&da, &dw, &mut dc, &dcounts, &GemmOptions::default(), None);
+        let e = ctx.run(
+            &Matmul::with_options(&GemmOptions::default()).grouped_by_device_counts(&dcounts),
+            &da,
+            &dw,
+            &mut dc,
+        );
         assert!(
             matches!(&e, Err(Error::ShapeMismatch(msg)) if msg.contains("no group ran")),
             "{counts:?}: {e:?}"
@@ -226,29 +269,35 @@ fn counted_groups_refuse_what_cannot_run() {
             k * n,
         ))
         .unwrap();
-    let dc = ctx.upload(MatRef::new(&vec![0f32; m * n], m, n)).unwrap();
+    let mut dc = ctx.upload(MatRef::new(&vec![0f32; m * n], m, n)).unwrap();
     let plain = GemmOptions::default();
-    let plan = |counts: &DeviceMatrix<u32>, c: &DeviceMatrix<f32>, options: &GemmOptions| {
-        ctx.plan_gemm_grouped_counted(&da, &dw, c, counts, options, None)
+    let plan = |counts: &DeviceMatrix<u32>, c: &mut DeviceMatrix<f32>, options: &GemmOptions| {
+        ctx.prepare(
+            &Matmul::with_options(options).grouped_by_device_counts(counts),
+            &da,
+            &dw,
+            c,
+        )
+        .map(|p| p.plans().next().expect("a plan").clone())
     };
     let three = upload_counts(ctx, &[1, 2, 3], Stored::Row);
-    assert!(matches!(plan(&three, &dc, &plain), Err(Error::ShapeMismatch(_))));
+    assert!(matches!(plan(&three, &mut dc, &plain), Err(Error::ShapeMismatch(_))));
     let square = ctx.upload(MatRef::new(&[1u32, 2, 3, 4], 2, 2)).unwrap();
-    assert!(matches!(plan(&square, &dc, &plain), Err(Error::ShapeMismatch(_))));
+    assert!(matches!(plan(&square, &mut dc, &plain), Err(Error::ShapeMismatch(_))));
     let two = upload_counts(ctx, &[10, 20], Stored::Column);
-    let dc_t = ctx
+    let mut dc_t = ctx
         .upload(MatRef::stored(&vec![0f32; m * n], m, n, Layout::ColMajor, m))
         .unwrap();
-    assert!(matches!(plan(&two, &dc_t, &plain), Err(Error::InvalidOperand(_))));
+    assert!(matches!(plan(&two, &mut dc_t, &plain), Err(Error::InvalidOperand(_))));
     let split = GemmOptions {
         split_k: Some(2),
         ..Default::default()
     };
-    let e = plan(&two, &dc, &split);
+    let e = plan(&two, &mut dc, &split);
     assert!(
         matches!(&e, Err(Error::Unsupported(msg)) if msg.contains("one dispatch")),
         "{e:?}"
     );
-    assert!(plan(&two, &dc, &plain).is_ok());
+    assert!(plan(&two, &mut dc, &plain).is_ok());
     assert_no_validation_messages(ctx);
 }

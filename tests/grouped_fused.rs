@@ -6,12 +6,16 @@
 //! checked against the f64 reference of `verify::fused`, with C poisoned before each run.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::fused::{compare_fused, FusedRef};
+use crate::verify::{input_roundoff, random_vec, reference, Rng};
 use common::{assert_no_validation_messages, capped_context, context};
 use half::f16;
 use vk_sgmat::plan::{GemmPlan, Kernel};
-use vk_sgmat::verify::fused::{compare_fused, FusedRef};
-use vk_sgmat::verify::{input_roundoff, random_vec, reference, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{
     Activation, Axis, BatchRef, ComponentType, ComputeMode, Context, Element, Error, Fused, GemmOptions, Layout,
     MatMut, MatRef,
@@ -166,13 +170,11 @@ fn run<TA: Element, TC: Element>(ctx: &Context, case: &Case<'_>, options: &GemmO
     let inp = Inputs::<TA, TC>::new(case, rng);
     let (options, fused) = (&options_of(case, options), inp.fused(case));
     let mut out = inp.c.clone();
-    ctx.gemm_grouped_fused(
+    ctx.run(
+        &Matmul::with_options(options).grouped(case.rows).fused(&fused),
         MatRef::new(&inp.a, total, k),
         inp.weights(case),
         MatMut::new(&mut out, total, n),
-        case.rows,
-        options,
-        &fused,
     )
     .unwrap_or_else(|e| panic!("host {:?}: {e}", case.rows));
     inp.check(case, &out, options, "host");
@@ -180,17 +182,33 @@ fn run<TA: Element, TC: Element>(ctx: &Context, case: &Case<'_>, options: &GemmO
     let dw = ctx.upload_batch(inp.weights(case)).unwrap();
     let mut dc = ctx.upload(MatRef::new(&inp.c, total, n)).unwrap();
     let plans = ctx
-        .plan_gemm_grouped_fused(&da, &dw, &dc, case.rows, options, &fused)
+        .prepare(
+            &Matmul::with_options(options).grouped(case.rows).fused(&fused),
+            &da,
+            &dw,
+            &mut dc,
+        )
+        .map(|p| p.plans().cloned().collect::<Vec<_>>())
         .unwrap();
-    ctx.gemm_grouped_fused_device(&da, &dw, &mut dc, case.rows, options, &fused)
-        .unwrap();
+    ctx.run(
+        &Matmul::with_options(options).grouped(case.rows).fused(&fused),
+        &da,
+        &dw,
+        &mut dc,
+    )
+    .unwrap();
     let mut got = vec![TC::from_f64(0.0); total * n];
     ctx.download(&dc, MatMut::new(&mut got, total, n)).unwrap();
     inp.check(case, &got, options, "device");
     let mut dc = ctx.upload(MatRef::new(&inp.c, total, n)).unwrap();
     let mut s = ctx.stream().unwrap();
-    s.gemm_grouped_fused(&da, &dw, &mut dc, case.rows, options, &fused)
-        .unwrap();
+    s.run(
+        &Matmul::with_options(options).grouped(case.rows).fused(&fused),
+        &da,
+        &dw,
+        &mut dc,
+    )
+    .unwrap();
     let download = s.download(&dc).unwrap();
     s.submit().unwrap();
     inp.check(case, &download.wait().unwrap(), options, "stream");
@@ -319,13 +337,11 @@ fn per_group_fallbacks_read_the_same_vectors() {
     let mut out = inp.c.clone();
     let options = options_of(&c, &GemmOptions::default());
     capped
-        .gemm_grouped_fused(
+        .run(
+            &Matmul::with_options(&options).grouped(c.rows).fused(&inp.fused(&c)),
             MatRef::new(&inp.a, total, 40),
             inp.weights(&c),
             MatMut::new(&mut out, total, 24),
-            c.rows,
-            &options,
-            &inp.fused(&c),
         )
         .unwrap();
     inp.check(&c, &out, &options, "capped host");
@@ -349,13 +365,13 @@ fn misfit_vectors_are_typed_errors() {
         (Axis::Row, &per_group_rows, "10 rows"),
     ] {
         let e = ctx
-            .gemm_grouped_fused(
+            .run(
+                &Matmul::with_options(&options)
+                    .grouped(&rows)
+                    .fused(&Fused::new().bias(axis, v)),
                 MatRef::new(&a, 10, 8),
                 weights,
                 MatMut::new(&mut out, 10, 4),
-                &rows,
-                &options,
-                &Fused::new().bias(axis, v),
             )
             .unwrap_err();
         assert!(
@@ -366,13 +382,13 @@ fn misfit_vectors_are_typed_errors() {
     assert!(out.iter().all(|x| *x == f16::ZERO), "nothing ran");
     let scales = vec![1.0f32; 12];
     let e = ctx
-        .gemm_grouped_fused(
+        .run(
+            &Matmul::with_options(&options)
+                .grouped(&rows)
+                .fused(&Fused::new().scales(&scales[..10], &scales)),
             MatRef::new(&a, 10, 8),
             weights,
             MatMut::new(&mut out, 10, 4),
-            &rows,
-            &options,
-            &Fused::new().scales(&scales[..10], &scales),
         )
         .unwrap_err();
     assert!(matches!(e, Error::Unsupported(_)), "scales on f16 inputs: {e}");

@@ -2,13 +2,17 @@
 //! with damaged entries, option values out of range. Each is a typed error or an exact result.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::{run_random_gemm, run_random_gemm_c, Rng};
 use common::{assert_no_validation_messages, capped_context, context};
 use half::f16;
 use proptest::prelude::*;
 use vk_sgmat::plan::DispatchLimits;
 use vk_sgmat::tiling::TileScheme;
-use vk_sgmat::verify::{run_random_gemm, run_random_gemm_c, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{Context, ContextOptions, Error, GemmOptions, Layout, MatMut, MatRef, MAX_SPLIT_K};
 
 proptest! {
@@ -69,6 +73,7 @@ fn damaged_autotune_entries_are_dropped_and_retuned() {
     let layouts = (Layout::RowMajor, Layout::RowMajor);
     let shape = (70, 60, 50);
     let run = |ctx: &Context, rng: &mut Rng| {
+        ctx.tune::<f16, f16, f32>(&Matmul::new(), shape, layouts).unwrap();
         let check =
             run_random_gemm::<f16, f16, f32>(ctx, rng, shape, layouts, 0, &GemmOptions::default(), usize::MAX).unwrap();
         assert!(check.passed, "{check:?}");
@@ -108,11 +113,11 @@ fn options_out_of_range_are_typed_errors() {
             ..Default::default()
         };
         let e = ctx
-            .gemm_with(
+            .run(
+                &Matmul::with_options(&options),
                 MatRef::new(&a, 16, 16),
                 MatRef::new(&a, 16, 16),
                 MatMut::new(&mut c, 16, 16),
-                &options,
             )
             .unwrap_err();
         assert!(

@@ -3,12 +3,16 @@
 //! buffer, submits on its own queue and checks every element exactly. Also: the caller's
 //! buffers in a vk-sgmat stream, and a device missing what vk-sgmat needs.
 
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
+use crate::verify::Rng;
 use ash::vk;
 use half::f16;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::Mutex;
 use vk_sgmat::device::{AdoptedDevice, DeviceRequirements};
-use vk_sgmat::verify::Rng;
+use vk_sgmat::Matmul;
 use vk_sgmat::{BufferMatrix, Context, ContextOptions, Error, GemmOptions, Layout};
 
 static MESSAGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -279,10 +283,12 @@ fn gemm_recorded_into_the_callers_command_buffer() {
         let mut wrong =
             BufferMatrix::<f32>::new(c_buf.buffer, c_buf.size, 32, (m, n - 1), Layout::RowMajor, ldc).unwrap();
         assert!(matches!(
-            ctx.record_gemm(cmd, &a, &b, &mut wrong, &options),
+            ctx.prepare(&Matmul::with_options(&options), &a, &b, &mut wrong)
+                .and_then(|p| p.record(cmd)),
             Err(Error::ShapeMismatch(_))
         ));
-        let recorded = ctx.record_gemm(cmd, &a, &b, &mut c, &options).unwrap();
+        let gemm = ctx.prepare(&Matmul::with_options(&options), &a, &b, &mut c).unwrap();
+        let recorded = gemm.record(cmd).unwrap();
         barrier(
             &device,
             cmd,
@@ -317,14 +323,14 @@ fn gemm_recorded_into_the_callers_command_buffer() {
 
     // The same buffers in a vk-sgmat stream: C = A*B + C (C is now 2AB, so the result is 3AB).
     let mut s = ctx.stream().unwrap();
-    s.gemm(
+    s.run(
+        &Matmul::with_options(&GemmOptions {
+            beta: 1.0,
+            ..Default::default()
+        }),
         &a,
         &b,
         &mut c,
-        &GemmOptions {
-            beta: 1.0,
-            ..Default::default()
-        },
     )
     .unwrap();
     s.synchronize().unwrap();

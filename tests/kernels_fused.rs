@@ -3,6 +3,9 @@
 
 mod common;
 mod kernel_keys;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
 use kernel_keys::{cfg, every_key, limits, EPILOGUES, LAYOUTS};
 use vk_sgmat::config::{ComponentType::*, GPUSubgroupMatrixConfig};

@@ -5,14 +5,18 @@
 
 mod common;
 mod multi_support;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::Rng;
 use common::assert_no_validation_messages;
 use half::f16;
 use multi_support::*;
 use std::sync::Arc;
 use std::time::Duration;
 use vk_sgmat::device::{DeviceKind, Instance, InstanceOptions};
-use vk_sgmat::verify::Rng;
+use vk_sgmat::Matmul;
 use vk_sgmat::{
     Context, ContextOptions, DeviceSet, Error, GemmOptions, Layout, MatMut, MatRef, MultiContext, Role, SplitKind,
 };
@@ -28,7 +32,7 @@ fn host_gemm_over_two_contexts_with_uneven_shares_is_exact() {
                 let b = small_ints::<f16>(&mut rng, k, n);
                 let (av, bv) = (view(&a, m, k, la), view(&b, k, n, lb));
                 let mut c = vec![f32::NAN; m * n];
-                mc.gemm(av, bv, MatMut::new(&mut c, m, n)).unwrap();
+                mc.run(&Matmul::new(), av, bv, MatMut::new(&mut c, m, n)).unwrap();
                 assert_exact((av, bv), None, (1.0, 0.0), &c, &format!("{m}x{n}x{k} {la:?} {lb:?}"));
             }
         }
@@ -64,13 +68,23 @@ fn alpha_beta_and_column_major_c_over_every_cut() {
     for kind in kinds {
         let split = mc.split::<f16, f16>(m, n, k, kind).unwrap();
         let mut c = c_in.clone();
-        mc.gemm_split(av, bv, MatMut::new(&mut c, m, n), &options, &split)
-            .unwrap();
+        mc.run(
+            &Matmul::with_options(&options).split(&split),
+            av,
+            bv,
+            MatMut::new(&mut c, m, n),
+        )
+        .unwrap();
         assert_exact((av, bv), Some(&c_in), (2.0, -0.5), &c, &format!("{kind:?}"));
         // Column-major C: the same values stored column by column.
         let mut ct: Vec<f32> = (0..m * n).map(|i| c_in[(i % m) * n + i / m]).collect();
-        mc.gemm_split(av, bv, MatMut::col_major(&mut ct, m, n), &options, &split)
-            .unwrap();
+        mc.run(
+            &Matmul::with_options(&options).split(&split),
+            av,
+            bv,
+            MatMut::col_major(&mut ct, m, n),
+        )
+        .unwrap();
         let back: Vec<f32> = (0..m * n).map(|i| ct[(i % n) * m + i / n]).collect();
         assert_exact(
             (av, bv),
@@ -95,7 +109,8 @@ fn resident_gemms_chain_on_the_devices() {
     let da = mc.distribute(MatRef::new(&a, m, k), &split, Role::A).unwrap();
     let db = mc.distribute(MatRef::new(&b, k, n), &split, Role::B).unwrap();
     let mut dc = mc.zeros::<f32>(&split).unwrap();
-    mc.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default()).unwrap();
+    mc.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc)
+        .unwrap();
     let mut c = vec![f32::NAN; m * n];
     mc.gather(&dc, MatMut::new(&mut c, m, n)).unwrap();
     assert_exact(
@@ -110,7 +125,8 @@ fn resident_gemms_chain_on_the_devices() {
     let next = mc.split::<f32, f32>(m, p, n, SplitKind::Rows).unwrap();
     let dw = mc.distribute(MatRef::new(&w, n, p), &next, Role::B).unwrap();
     let mut dd = mc.zeros::<f32>(&next).unwrap();
-    mc.gemm_distributed(&dc, &dw, &mut dd, &GemmOptions::default()).unwrap();
+    mc.run(&Matmul::with_options(&GemmOptions::default()), &dc, &dw, &mut dd)
+        .unwrap();
     let mut d = vec![f32::NAN; m * p];
     mc.gather(&dd, MatMut::col_major(&mut d, m, p)).unwrap();
     let d_rows: Vec<f32> = (0..m * p).map(|i| d[(i % p) * m + i / p]).collect();
@@ -137,7 +153,8 @@ fn resident_gemm_on_a_two_by_two_grid() {
     let da = mc.distribute(av, &split, Role::A).unwrap();
     let db = mc.distribute(bv, &split, Role::B).unwrap();
     let mut dc = mc.zeros::<f32>(&split).unwrap();
-    mc.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default()).unwrap();
+    mc.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc)
+        .unwrap();
     let mut c = vec![f32::NAN; m * n];
     mc.gather(&dc, MatMut::new(&mut c, m, n)).unwrap();
     assert_exact((av, bv), None, (1.0, 0.0), &c, "2x2 grid");
@@ -173,7 +190,12 @@ fn a_failing_device_is_named_and_no_result_is_returned() {
     let b = small_ints::<f16>(&mut rng, k, n);
     let mut c = vec![0.0f32; m * n];
     let e = mc
-        .gemm(MatRef::new(&a, m, k), MatRef::new(&b, k, n), MatMut::new(&mut c, m, n))
+        .run(
+            &Matmul::new(),
+            MatRef::new(&a, m, k),
+            MatRef::new(&b, k, n),
+            MatMut::new(&mut c, m, n),
+        )
         .unwrap_err();
     match &e {
         Error::OnDevice { device: 0, source, .. } => {
@@ -188,7 +210,7 @@ fn a_failing_device_is_named_and_no_result_is_returned() {
         let da = mc.distribute(MatRef::new(&a, m, k), &split, Role::A)?;
         let db = mc.distribute(MatRef::new(&b, k, n), &split, Role::B)?;
         let mut dc = mc.zeros::<f32>(&split)?;
-        mc.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default())
+        mc.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc)
     })();
     assert!(matches!(placed, Err(Error::OnDevice { device: 0, .. })), "{placed:?}");
     // Pinned operands fail the same way.
@@ -196,7 +218,7 @@ fn a_failing_device_is_named_and_no_result_is_returned() {
         let a = mc.pinned_matrix::<f16>(m, k, Layout::RowMajor)?;
         let b = mc.pinned_matrix::<f16>(k, n, Layout::RowMajor)?;
         let mut c = mc.pinned_matrix::<f32>(m, n, Layout::RowMajor)?;
-        mc.gemm_pinned(&a, &b, &mut c, &GemmOptions::default())
+        mc.run(&Matmul::with_options(&GemmOptions::default()), &a, &b, &mut c)
     })();
     assert!(matches!(pinned, Err(Error::OnDevice { device: 0, .. })), "{pinned:?}");
     // The hung context goes while its work may still run: what that work uses is leaked, not
@@ -218,7 +240,12 @@ fn misuse_is_a_typed_error() {
     let split = mc.split::<f16, f16>(m, n, k, SplitKind::Rows).unwrap();
     let other = mc.split::<f16, f16>(m, n + 1, k, SplitKind::Rows).unwrap();
     let (av, bv) = (MatRef::new(&a, m, k), MatRef::new(&b, k, n));
-    let e = mc.gemm_split(av, bv, MatMut::new(&mut c, m, n), &GemmOptions::default(), &other);
+    let e = mc.run(
+        &Matmul::with_options(&GemmOptions::default()).split(&other),
+        av,
+        bv,
+        MatMut::new(&mut c, m, n),
+    );
     assert!(matches!(e, Err(Error::ShapeMismatch(_))), "{e:?}");
     let e = mc.distribute(av, &split, Role::B);
     assert!(matches!(e, Err(Error::ShapeMismatch(_))), "{e:?}");
@@ -227,18 +254,19 @@ fn misuse_is_a_typed_error() {
     let da = mc.distribute(av, &split, Role::A).unwrap();
     let db = mc.distribute(bv, &cols, Role::B).unwrap();
     let mut dc = mc.zeros::<f32>(&split).unwrap();
-    let e = mc.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default());
+    let e = mc.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc);
     assert!(matches!(e, Err(Error::InvalidOperand(_))), "{e:?}");
     // A matrix of a larger MultiContext names a device this one lacks.
     let one = multi(1, &[1.0]);
     let e = one.gather(&dc, MatMut::new(&mut c, m, n));
     assert!(matches!(e, Err(Error::InvalidOperand(_))), "{e:?}");
-    let e = one.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default());
+    let e = one.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc);
     assert!(matches!(e, Err(Error::InvalidOperand(_))), "{e:?}");
     // Integer inputs with a float result: the device names what it has.
     let ai = vec![1i8; m * k];
     let bi = vec![1i8; k * n];
-    let e = mc.gemm(
+    let e = mc.run(
+        &Matmul::new(),
         MatRef::new(&ai, m, k),
         MatRef::new(&bi, k, n),
         MatMut::new(&mut c, m, n),

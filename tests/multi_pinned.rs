@@ -5,12 +5,16 @@
 
 mod common;
 mod multi_support;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::{reference, Rng};
 use common::{assert_no_validation_messages, capped_context};
 use half::f16;
 use multi_support::*;
 use std::sync::Arc;
-use vk_sgmat::verify::{reference, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{Context, Error, GemmOptions, Layout, MatMut, MatRef, MultiContext, PipelineStep, Role, SplitKind};
 
 #[test]
@@ -54,13 +58,15 @@ fn pinned_operands_are_copied_in_place_over_every_cut() {
             for kind in kinds {
                 c.data_mut().copy_from_slice(&c_in);
                 let split = mc.split::<f16, f16>(m, n, k, kind).unwrap();
-                mc.gemm_pinned_split(&a, &b, &mut c, &options, &split).unwrap();
+                mc.run(&Matmul::with_options(&options).split(&split), &a, &b, &mut c)
+                    .unwrap();
                 let got = row_major(c.data());
                 assert_exact(views, Some(&c0), (2.0, -0.5), &got, &format!("{what} {kind:?}"));
             }
             // beta = 0: C's old contents (poison) are not read.
             c.data_mut().fill(f32::NAN);
-            mc.gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
+            mc.run(&Matmul::with_options(&GemmOptions::default()), &a, &b, &mut c)
+                .unwrap();
             assert_exact(views, None, (1.0, 0.0), &row_major(c.data()), &format!("{what} beta 0"));
         }
     }
@@ -85,14 +91,22 @@ fn host_and_pinned_operands_in_several_bands() {
     let (mut c, c_in) = pinned_ints::<f32>(&mc, &mut rng, (m, n), Layout::RowMajor);
     let views = (MatRef::new(&av, m, k), MatRef::col_major(&bv, k, n));
     let split = mc.split::<f16, f16>(m, n, k, SplitKind::Rows).unwrap();
-    mc.gemm_pinned_split(&a, &b, &mut c, &options, &split).unwrap();
+    mc.run(&Matmul::with_options(&options).split(&split), &a, &b, &mut c)
+        .unwrap();
     assert_exact(views, Some(&c_in), (-1.0, 2.0), c.data(), "pinned, in bands");
     let mut staged = c_in.clone();
-    mc.gemm_split(views.0, views.1, MatMut::new(&mut staged, m, n), &options, &split)
-        .unwrap();
+    mc.run(
+        &Matmul::with_options(&options).split(&split),
+        views.0,
+        views.1,
+        MatMut::new(&mut staged, m, n),
+    )
+    .unwrap();
     assert_exact(views, Some(&c_in), (-1.0, 2.0), &staged, "staged, in bands");
     c.data_mut().fill(f32::NAN);
-    capped[1].gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
+    capped[1]
+        .run(&Matmul::with_options(&GemmOptions::default()), &a, &b, &mut c)
+        .unwrap();
     assert_exact(views, None, (1.0, 0.0), c.data(), "one context, in bands");
     for ctx in &capped {
         assert_no_validation_messages(ctx);
@@ -111,9 +125,7 @@ fn traced_pinned_gemm_times_every_step_in_dependency_order() {
     c.data_mut().fill(f32::NAN);
     let split = mc.split::<f16, f16>(m, n, k, SplitKind::Rows).unwrap();
     let call = std::time::Instant::now();
-    let parts = mc
-        .gemm_pinned_traced(&a, &b, &mut c, &GemmOptions::default(), &split)
-        .unwrap();
+    let parts = mc.run_traced(&Matmul::new().split(&split), &a, &b, &mut c).unwrap();
     let call_ms = call.elapsed().as_secs_f64() * 1e3;
     let views = (MatRef::new(&av, m, k), MatRef::new(&bv, k, n));
     assert_exact(views, None, (1.0, 0.0), c.data(), "traced");
@@ -188,9 +200,7 @@ fn repeated_pinned_gemms_take_every_buffer_from_the_pool() {
     let views = (MatRef::new(&av, m, k), MatRef::new(&bv, k, n));
     for call in 0..4 {
         c.data_mut().fill(f32::NAN);
-        let parts = mc
-            .gemm_pinned_traced(&a, &b, &mut c, &GemmOptions::default(), &split)
-            .unwrap();
+        let parts = mc.run_traced(&Matmul::new().split(&split), &a, &b, &mut c).unwrap();
         assert_exact(views, None, (1.0, 0.0), c.data(), "repeated");
         let made: Vec<usize> = parts.iter().map(|p| p.host.new_buffers).collect();
         assert!(call == 0 || made == [0, 0], "call {call} allocated {made:?}");
@@ -220,7 +230,8 @@ fn pinned_matrices_distributed_and_gathered() {
         let da = mc.distribute_pinned(&a, &split, Role::A).unwrap();
         let db = mc.distribute_pinned(&b, &split, Role::B).unwrap();
         let mut dc = mc.zeros::<f32>(&split).unwrap();
-        mc.gemm_distributed(&da, &db, &mut dc, &GemmOptions::default()).unwrap();
+        mc.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc)
+            .unwrap();
         let views = (view(&av, m, k, la), MatRef::new(&bv, k, n));
         // C's blocks are row-major: written in place into a row-major C, through the host into
         // a column-major one.
@@ -256,7 +267,8 @@ fn pinned_int8_operands_are_exact() {
             let (b, bv) = pinned_ints::<i8>(&mc, &mut rng, (k, n), lb);
             let mut c = mc.pinned_matrix::<i32>(m, n, Layout::RowMajor).unwrap();
             c.data_mut().fill(i32::MIN);
-            mc.gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
+            mc.run(&Matmul::with_options(&GemmOptions::default()), &a, &b, &mut c)
+                .unwrap();
             let rows: Vec<usize> = (0..m).collect();
             let (want, _) = reference(
                 &view(&av, m, k, la),
@@ -292,7 +304,8 @@ fn pinned_operands_on_one_context() {
             "this test needs VK_EXT_external_memory_host"
         );
         c.data_mut().fill(f32::NAN);
-        ctx.gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
+        ctx.run(&Matmul::with_options(&GemmOptions::default()), &a, &b, &mut c)
+            .unwrap();
         let got: Vec<f32> = match lc {
             Layout::RowMajor => c.data().to_vec(),
             Layout::ColMajor => (0..m * n).map(|i| c.data()[(i % n) * m + i / n]).collect(),
@@ -303,7 +316,7 @@ fn pinned_operands_on_one_context() {
     // A plan the device cannot run is refused before anything moves.
     let ai = ctx.pinned_matrix::<i8>(4, 4, Layout::RowMajor).unwrap();
     let mut cf = ctx.pinned_matrix::<f32>(4, 4, Layout::RowMajor).unwrap();
-    let e = ctx.gemm_pinned(&ai, &ai, &mut cf, &GemmOptions::default());
+    let e = ctx.run(&Matmul::with_options(&GemmOptions::default()), &ai, &ai, &mut cf);
     assert!(e.is_err(), "i8 x i8 -> f32 has no config on lavapipe: {e:?}");
     assert_no_validation_messages(ctx);
 }
@@ -320,11 +333,12 @@ fn pinned_matrices_of_other_devices_are_staged() {
     let (b, bv) = pinned_ints::<f16>(&mc, &mut rng, (k, n), Layout::RowMajor);
     let mut c = contexts()[3].pinned_matrix::<f32>(m, n, Layout::RowMajor).unwrap();
     c.data_mut().fill(f32::NAN);
-    mc.gemm_pinned(&a, &b, &mut c, &GemmOptions::default()).unwrap();
+    mc.run(&Matmul::with_options(&GemmOptions::default()), &a, &b, &mut c)
+        .unwrap();
     let views = (MatRef::new(&av, m, k), MatRef::new(&bv, k, n));
     assert_exact(views, None, (1.0, 0.0), c.data(), "staged pinned operands");
     // Shapes and sizes are checked before anything runs.
-    let e = mc.gemm_pinned(&b, &a, &mut c, &GemmOptions::default());
+    let e = mc.run(&Matmul::with_options(&GemmOptions::default()), &b, &a, &mut c);
     assert!(matches!(e, Err(Error::ShapeMismatch(_))), "{e:?}");
     let e = mc.pinned_matrix::<f32>(0, 5, Layout::RowMajor);
     assert!(matches!(e, Err(Error::ZeroSize { .. })), "{e:?}");

@@ -3,10 +3,14 @@
 //! out another submission's data. Inputs are small integers, so every result is exact.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::Rng;
 use common::{assert_no_validation_messages, context, ints};
 use half::f16;
-use vk_sgmat::verify::Rng;
+use vk_sgmat::Matmul;
 use vk_sgmat::{Context, DeviceMatrix, Download, Error, GemmOptions, MatMut, MatRef};
 
 /// Row-major reference product in f64.
@@ -73,7 +77,8 @@ fn download_of_a_dropped_stream_returns_no_data() {
         s2.upload(MatRef::new(&b, 5, 7)).unwrap(),
     );
     let mut dc = ctx.zeros::<f32>(9, 7).unwrap();
-    s2.gemm(&da, &db, &mut dc, &GemmOptions::default()).unwrap();
+    s2.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc)
+        .unwrap();
     let d2 = s2.download(&dc).unwrap();
     s2.submit().unwrap().wait().unwrap();
     assert_eq!(
@@ -114,7 +119,8 @@ fn dropped_uploads_gemms_and_downloads_leave_nothing_behind() {
         let mut s = ctx.stream_on(1).unwrap();
         let fresh = s.upload(MatRef::new(&a, m, k)).unwrap();
         s.upload_into(MatRef::new(&b, k, n), &mut kept_b).unwrap();
-        s.gemm(&fresh, &kept_b, &mut c, &GemmOptions::default()).unwrap();
+        s.run(&Matmul::with_options(&GemmOptions::default()), &fresh, &kept_b, &mut c)
+            .unwrap();
         let download = s.download(&c).unwrap();
         (fresh, download)
     };
@@ -129,7 +135,9 @@ fn dropped_uploads_gemms_and_downloads_leave_nothing_behind() {
         "blocking download of a discarded upload: {e}"
     );
     let mut s = ctx.stream().unwrap();
-    let e = s.gemm(&fresh, &kept_b, &mut c, &GemmOptions::default()).unwrap_err();
+    let e = s
+        .run(&Matmul::with_options(&GemmOptions::default()), &fresh, &kept_b, &mut c)
+        .unwrap_err();
     assert!(matches!(e, Error::InvalidOperand(_)), "a GEMM reading it: {e}");
     // Refused as C as well, and the stream stays usable after the error.
     let mut fresh = fresh;
@@ -196,10 +204,12 @@ fn stream_dropped_mid_chain() {
             s.upload(MatRef::new(&b, k, n)).unwrap(),
             s.upload(MatRef::new(&w, n, p)).unwrap(),
         );
-        s.gemm(&da, &db, &mut h, &GemmOptions::default()).unwrap();
+        s.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut h)
+            .unwrap();
         let first = s.download(&h).unwrap();
         s.submit().unwrap();
-        s.gemm(&h, &dw, &mut out, &GemmOptions::default()).unwrap();
+        s.run(&Matmul::with_options(&GemmOptions::default()), &h, &dw, &mut out)
+            .unwrap();
         (first, s.download(&out).unwrap())
     };
     let want: Vec<f16> = product(&a, &b, (m, n, k)).into_iter().map(f16::from_f32).collect();
@@ -233,7 +243,8 @@ fn dropped_streams_under_eight_threads() {
                         s.upload(MatRef::new(&b, k, n)).unwrap(),
                     );
                     let mut c = ctx.zeros::<f32>(m, n).unwrap();
-                    s.gemm(&da, &db, &mut c, &GemmOptions::default()).unwrap();
+                    s.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut c)
+                        .unwrap();
                     let d = s.download(&c).unwrap();
                     if round % 2 == 0 {
                         s.submit().unwrap();
@@ -262,13 +273,14 @@ fn failed_timed_batch_leaves_the_stream_clean() {
     let mut wrong = ctx.zeros::<f32>(8, 9).unwrap();
     let e = s
         .timed(|s| {
-            s.gemm(&da, &da, &mut wrong, &GemmOptions::default())?;
+            s.run(&Matmul::with_options(&GemmOptions::default()), &da, &da, &mut wrong)?;
             Ok(1)
         })
         .unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch(_)), "{e}");
     let mut c = ctx.zeros::<f32>(8, 8).unwrap();
-    s.gemm(&da, &da, &mut c, &GemmOptions::default()).unwrap();
+    s.run(&Matmul::with_options(&GemmOptions::default()), &da, &da, &mut c)
+        .unwrap();
     let d = s.download(&c).unwrap();
     s.submit().unwrap();
     assert!(d.wait().unwrap().iter().all(|&x| x == 8.0));

@@ -4,11 +4,15 @@
 //! nothing.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::Rng;
 use common::ints;
 use half::f16;
 use std::path::{Path, PathBuf};
-use vk_sgmat::verify::Rng;
+use vk_sgmat::Matmul;
 use vk_sgmat::{Context, ContextOptions, GemmOptions, MatMut, MatRef, PipelineCacheFile};
 
 /// A fresh directory of this test's own.
@@ -35,11 +39,11 @@ fn exact_gemm(ctx: &Context, rng: &mut Rng) {
     let a: Vec<f16> = ints(rng, m * k);
     let b: Vec<f16> = ints(rng, k * n);
     let mut c = vec![f32::NAN; m * n];
-    ctx.gemm_with(
+    ctx.run(
+        &Matmul::with_options(&GemmOptions::default()),
         MatRef::new(&a, m, k),
         MatRef::new(&b, k, n),
         MatMut::new(&mut c, m, n),
-        &GemmOptions::default(),
     )
     .unwrap();
     for i in 0..m {

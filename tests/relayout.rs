@@ -5,11 +5,15 @@
 //! its typed errors.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::{random_matrix, run_random_gemm_c, Rng};
 use common::{assert_no_validation_messages, context};
 use half::f16;
 use vk_sgmat::plan::Kernel;
-use vk_sgmat::verify::{random_matrix, run_random_gemm_c, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{ComponentType, ComputeMode, Element, Error, GemmOptions, Layout, MatMut, MatRef};
 
 const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
@@ -36,7 +40,7 @@ fn both<TA: Element, TB: Element, TC: Element>(
     let (b, ldb) = random_matrix::<TB>(rng, k, n, lb, 0);
     let (c0, ldc) = random_matrix::<TC>(rng, m, n, lc, 1);
     let scheme = ctx
-        .plan_gemm::<TA, TB, TC>(m, n, k, (la, lb), base)
+        .plan::<TA, TB, TC>(&Matmul::with_options(base), (m, n, k), (la, lb))
         .unwrap_or_else(|e| panic!("{:?} {la:?} {lb:?}: {e}", (m, n, k)))
         .scheme;
     [false, true].map(|relayout| {
@@ -53,11 +57,11 @@ fn both<TA: Element, TB: Element, TC: Element>(
             layout: lc,
             ld: ldc,
         };
-        ctx.gemm_with(
+        ctx.run(
+            &Matmul::with_options(&options),
             MatRef::stored(&a, m, k, la, lda),
             MatRef::stored(&b, k, n, lb, ldb),
             cm,
-            &options,
         )
         .unwrap_or_else(|e| panic!("{:?} {la:?} {lb:?} {lc:?} relayout={relayout}: {e}", (m, n, k)));
         c
@@ -186,7 +190,9 @@ fn relayout_is_planned_as_transposing_passes_and_refused_where_it_cannot_run() {
         ((rm, cm), [true, true]),
         ((cm, rm), [false, false]),
     ] {
-        let plan = ctx.plan_gemm::<f16, f16, f32>(64, 48, 40, (la, lb), &on).unwrap();
+        let plan = ctx
+            .plan::<f16, f16, f32>(&Matmul::with_options(&on), (64, 48, 40), (la, lb))
+            .unwrap();
         let copies = plan
             .dispatches
             .iter()
@@ -203,7 +209,7 @@ fn relayout_is_planned_as_transposing_passes_and_refused_where_it_cannot_run() {
         assert_eq!((key.a_layout, key.b_layout), (cm, rm), "{la:?} {lb:?}");
         // CPU drivers read operands in place by default.
         let plan = ctx
-            .plan_gemm::<f16, f16, f32>(64, 48, 40, (la, lb), &GemmOptions::default())
+            .plan::<f16, f16, f32>(&Matmul::with_options(&GemmOptions::default()), (64, 48, 40), (la, lb))
             .unwrap();
         let copies = plan
             .kernels()
@@ -219,7 +225,7 @@ fn relayout_is_planned_as_transposing_passes_and_refused_where_it_cannot_run() {
         ..on.clone()
     };
     let plan = ctx
-        .plan_gemm::<f32, f16, f32>(64, 48, 40, (rm, rm), &fast_first)
+        .plan::<f32, f16, f32>(&Matmul::with_options(&fast_first), (64, 48, 40), (rm, rm))
         .unwrap();
     let kinds: Vec<Kernel> = plan.dispatches.iter().map(|d| d.kernel).collect();
     assert_eq!(
@@ -240,8 +246,10 @@ fn relayout_is_planned_as_transposing_passes_and_refused_where_it_cannot_run() {
         ((rm, cm), [false, false]),
     ] {
         let plans = [
-            ctx.plan_gemm::<i8, i8, i32>(64, 48, 40, (la, lb), &on).unwrap(),
-            ctx.plan_gemm::<u8, u8, u32>(64, 48, 40, (la, lb), &on).unwrap(),
+            ctx.plan::<i8, i8, i32>(&Matmul::with_options(&on), (64, 48, 40), (la, lb))
+                .unwrap(),
+            ctx.plan::<u8, u8, u32>(&Matmul::with_options(&on), (64, 48, 40), (la, lb))
+                .unwrap(),
         ];
         for plan in plans {
             let copies: Vec<Kernel> = plan
@@ -273,7 +281,7 @@ fn relayout_is_planned_as_transposing_passes_and_refused_where_it_cannot_run() {
         ..on.clone()
     };
     let e = ctx
-        .plan_gemm::<f32, f32, f32>(64, 48, 40, (rm, rm), &loaded)
+        .plan::<f32, f32, f32>(&Matmul::with_options(&loaded), (64, 48, 40), (rm, rm))
         .unwrap_err();
     assert!(matches!(e, Error::Unsupported(ref m) if m.contains("16-bit")), "{e}");
     // A batch reads its operands in place.
@@ -282,11 +290,11 @@ fn relayout_is_planned_as_transposing_passes_and_refused_where_it_cannot_run() {
     let b = vec![f16::ONE; count * k * n];
     let mut c = vec![0.0f32; count * m * n];
     let e = ctx
-        .gemm_batched(
+        .run(
+            &Matmul::with_options(&on),
             vk_sgmat::BatchRef::new(&a, count, m, k),
             vk_sgmat::BatchRef::new(&b, count, k, n),
             vk_sgmat::BatchMut::new(&mut c, count, m, n),
-            &on,
         )
         .unwrap_err();
     assert!(matches!(e, Error::Unsupported(ref msg) if msg.contains("batch")), "{e}");

@@ -3,10 +3,14 @@
 //! small integers, so every f16 result is exact and compared exactly.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::Rng;
 use common::{assert_no_validation_messages, capped_context, context};
 use half::f16;
-use vk_sgmat::verify::Rng;
+use vk_sgmat::Matmul;
 use vk_sgmat::{Context, ContextOptions, DeviceMatrix, Error, GemmOptions, Layout, MatMut, MatRef};
 
 /// A random m x n matrix of integers in -2..=2 (exact in f16 and in every sum below).
@@ -52,8 +56,10 @@ fn chained_gemms_run_in_one_submission() {
     // The first GEMM's C (f16) is the second one's A: a barrier between them, no host wait.
     let mut h = ctx.zeros::<f16>(m, n).unwrap();
     let mut out = ctx.zeros::<f32>(m, p).unwrap();
-    s.gemm(&da, &db, &mut h, &GemmOptions::default()).unwrap();
-    s.gemm(&h, &dw, &mut out, &GemmOptions::default()).unwrap();
+    s.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut h)
+        .unwrap();
+    s.run(&Matmul::with_options(&GemmOptions::default()), &h, &dw, &mut out)
+        .unwrap();
     let down = s.download(&out).unwrap();
     let ticket = s.submit().unwrap();
     let got = down.wait().unwrap();
@@ -79,7 +85,8 @@ fn many_gemms_per_submission_and_dropped_operands() {
         let da = s.upload(MatRef::new(&a, m, k)).unwrap();
         let db = s.upload(MatRef::new(&b, k, n)).unwrap();
         let mut c = ctx.zeros::<f32>(m, n).unwrap();
-        s.gemm(&da, &db, &mut c, &GemmOptions::default()).unwrap();
+        s.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut c)
+            .unwrap();
         expected.push(product(&a, &b, (m, n, k)));
         outputs.push(c);
     }
@@ -104,7 +111,8 @@ fn streams_and_blocking_calls_see_submitted_results_in_order() {
     let mut c = ctx.zeros::<f16>(m, n).unwrap();
     let mut s1 = ctx.stream().unwrap();
     let mut s2 = ctx.stream().unwrap();
-    s1.gemm(&da, &db, &mut c, &GemmOptions::default()).unwrap();
+    s1.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut c)
+        .unwrap();
     let t1 = s1.submit().unwrap();
     // s2 reads C: its submission waits for s1's on the GPU; no host wait here.
     let ident: Vec<f16> = (0..n * n)
@@ -112,7 +120,8 @@ fn streams_and_blocking_calls_see_submitted_results_in_order() {
         .collect();
     let di = s2.upload(MatRef::new(&ident, n, n)).unwrap();
     let mut c2 = ctx.zeros::<f32>(m, n).unwrap();
-    s2.gemm(&c, &di, &mut c2, &GemmOptions::default()).unwrap();
+    s2.run(&Matmul::with_options(&GemmOptions::default()), &c, &di, &mut c2)
+        .unwrap();
     let d2 = s2.download(&c2).unwrap();
     s2.submit().unwrap();
     // A blocking download of C right after s1's submission waits for it as well.
@@ -158,7 +167,9 @@ fn streams_dropped_while_another_waits_on_them() {
         waiter.wait_for(&s.submit().unwrap()).unwrap();
         others.push(s);
     }
-    waiter.gemm(&da, &db, &mut c, &GemmOptions::default()).unwrap();
+    waiter
+        .run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut c)
+        .unwrap();
     let done = waiter.download(&c).unwrap();
     waiter.submit().unwrap();
     drop(others);
@@ -194,14 +205,16 @@ fn misuse_is_a_typed_error() {
     .unwrap();
     let foreign = other.upload(MatRef::new(&a, 16, 16)).unwrap();
     let mut c = ctx.zeros::<f32>(16, 16).unwrap();
-    let e = s.gemm(&foreign, &da, &mut c, &GemmOptions::default()).unwrap_err();
+    let e = s
+        .run(&Matmul::with_options(&GemmOptions::default()), &foreign, &da, &mut c)
+        .unwrap_err();
     assert!(matches!(e, Error::InvalidOperand(_)), "{e}");
     let e = s.download(&foreign).unwrap_err();
     assert!(matches!(e, Error::InvalidOperand(_)), "{e}");
     // Shape errors leave the stream usable.
     let mut wrong = ctx.zeros::<f32>(16, 15).unwrap();
     assert!(matches!(
-        s.gemm(&da, &da, &mut wrong, &GemmOptions::default()),
+        s.run(&Matmul::with_options(&GemmOptions::default()), &da, &da, &mut wrong),
         Err(Error::ShapeMismatch(_))
     ));
     let mut col = ctx.upload(MatRef::col_major(&a, 16, 16)).unwrap();
@@ -209,7 +222,8 @@ fn misuse_is_a_typed_error() {
         s.upload_into(MatRef::new(&a, 16, 16), &mut col),
         Err(Error::ShapeMismatch(_))
     ));
-    s.gemm(&da, &da, &mut c, &GemmOptions::default()).unwrap();
+    s.run(&Matmul::with_options(&GemmOptions::default()), &da, &da, &mut c)
+        .unwrap();
     let d = s.download(&c).unwrap();
     s.submit().unwrap();
     assert!(d.wait().unwrap().iter().all(|&x| x == 16.0));
@@ -237,7 +251,8 @@ fn contexts_streams_and_tickets_cross_threads() {
                 let mut s = ctx.stream().unwrap();
                 let da = s.upload(MatRef::new(&a, 8, 8)).unwrap();
                 let mut c = ctx.zeros::<f32>(8, 8).unwrap();
-                s.gemm(&da, &da, &mut c, &GemmOptions::default()).unwrap();
+                s.run(&Matmul::with_options(&GemmOptions::default()), &da, &da, &mut c)
+                    .unwrap();
                 (s.submit().unwrap(), c)
             })
             .join()
@@ -263,8 +278,13 @@ fn idle_memory_is_counted_and_released() {
     // stream's staging (its core idle once dropped), the pinned pipeline's band buffers.
     let run = |what: &str| {
         let mut c = vec![f32::NAN; m * n];
-        ctx.gemm(MatRef::new(&a, m, k), MatRef::new(&b, k, n), MatMut::new(&mut c, m, n))
-            .unwrap();
+        ctx.run(
+            &Matmul::new(),
+            MatRef::new(&a, m, k),
+            MatRef::new(&b, k, n),
+            MatMut::new(&mut c, m, n),
+        )
+        .unwrap();
         assert_exact(&c, &want, &format!("{what}: blocking"));
         let mut s = ctx.stream().unwrap();
         let (da, db) = (
@@ -272,7 +292,8 @@ fn idle_memory_is_counted_and_released() {
             s.upload(MatRef::new(&b, k, n)).unwrap(),
         );
         let mut dc = ctx.zeros::<f32>(m, n).unwrap();
-        s.gemm(&da, &db, &mut dc, &GemmOptions::default()).unwrap();
+        s.run(&Matmul::with_options(&GemmOptions::default()), &da, &db, &mut dc)
+            .unwrap();
         let down = s.download(&dc).unwrap();
         s.submit().unwrap();
         assert_exact(&down.wait().unwrap(), &want, &format!("{what}: stream"));
@@ -283,7 +304,8 @@ fn idle_memory_is_counted_and_released() {
         pb.data_mut().copy_from_slice(&b);
         let mut pc = ctx.pinned_matrix::<f32>(m, n, Layout::RowMajor).unwrap();
         pc.data_mut().fill(f32::NAN);
-        ctx.gemm_pinned(&pa, &pb, &mut pc, &GemmOptions::default()).unwrap();
+        ctx.run(&Matmul::with_options(&GemmOptions::default()), &pa, &pb, &mut pc)
+            .unwrap();
         assert_exact(pc.data(), &want, &format!("{what}: pinned"));
     };
     run("first");

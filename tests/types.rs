@@ -3,10 +3,14 @@
 //! roundoff `u` on their way to the matrix units (see `verify::compare_rounded`).
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
+use crate::verify::{compare_rounded, reference, run_random_gemm_c, Rng};
 use common::{assert_no_validation_messages, context};
 use half::f16;
-use vk_sgmat::verify::{compare_rounded, reference, run_random_gemm_c, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{ComponentType, ComputeMode, Error, GemmOptions, Layout, MatMut, MatRef};
 
 const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
@@ -101,7 +105,7 @@ fn f32_operands_rounded_first_match_rounding_as_loaded_bit_for_bit() {
                 ..fast()
             };
             let scheme = ctx
-                .plan_gemm::<f32, f32, f32>(m, n, k, (l.0, l.1), &base)
+                .plan::<f32, f32, f32>(&Matmul::with_options(&base), (m, n, k), (l.0, l.1))
                 .unwrap()
                 .scheme;
             let run = |first: bool, half_b: bool| {
@@ -119,9 +123,9 @@ fn f32_operands_rounded_first_match_rounding_as_loaded_bit_for_bit() {
                     ld: if l.2 == Layout::RowMajor { n } else { m },
                 };
                 let done = if half_b {
-                    ctx.gemm_with(am, bhm, cm, &options)
+                    ctx.run(&Matmul::with_options(&options), am, bhm, cm)
                 } else {
-                    ctx.gemm_with(am, bm, cm, &options)
+                    ctx.run(&Matmul::with_options(&options), am, bm, cm)
                 };
                 done.unwrap_or_else(|e| panic!("{:?} {l:?} first={first}: {e}", (m, n, k)));
                 c
@@ -158,7 +162,7 @@ fn f32_operands_rounded_first_match_rounding_as_loaded_bit_for_bit() {
             let old = dense(&c0);
             let (want, mag) = reference::<f32, f32, f32>(&am, &bm, Some((&old, n)), 1.0, base.beta, &rows);
             let dense = dense(&c);
-            let u = vk_sgmat::verify::unit_roundoff(ComponentType::F16);
+            let u = crate::verify::unit_roundoff(ComponentType::F16);
             let check = compare_rounded(&dense, n, n, &rows, (&want, &mag), k, u);
             assert!(check.passed, "{:?} {l:?}: {check:?}", (m, n, k));
         }
@@ -175,14 +179,22 @@ fn rounding_first_is_planned_as_narrowing_passes_and_refused_for_a_batch() {
         ..fast()
     };
     let plan = ctx
-        .plan_gemm::<f32, f32, f32>(64, 48, 40, (Layout::RowMajor, Layout::ColMajor), &first)
+        .plan::<f32, f32, f32>(
+            &Matmul::with_options(&first),
+            (64, 48, 40),
+            (Layout::RowMajor, Layout::ColMajor),
+        )
         .unwrap();
     let kinds: Vec<_> = plan.dispatches.iter().map(|d| d.kernel).collect();
     let narrow = vk_sgmat::plan::Kernel::Narrow { to: ComponentType::F16 };
     assert_eq!(&kinds[..2], &[narrow, narrow], "{kinds:?}");
     assert_eq!(plan.main_kernel().loads, [vk_sgmat::kernel::Load::Native; 2]);
     let plan = ctx
-        .plan_gemm::<f32, f32, f32>(64, 48, 40, (Layout::RowMajor, Layout::ColMajor), &fast())
+        .plan::<f32, f32, f32>(
+            &Matmul::with_options(&fast()),
+            (64, 48, 40),
+            (Layout::RowMajor, Layout::ColMajor),
+        )
         .unwrap();
     assert!(
         !plan.kernels().contains(&narrow),
@@ -193,11 +205,11 @@ fn rounding_first_is_planned_as_narrowing_passes_and_refused_for_a_batch() {
     let b = vec![1.0f32; count * k * n];
     let mut c = vec![0.0f32; count * m * n];
     let e = ctx
-        .gemm_batched(
+        .run(
+            &Matmul::with_options(&first),
             vk_sgmat::BatchRef::new(&a, count, m, k),
             vk_sgmat::BatchRef::new(&b, count, k, n),
             vk_sgmat::BatchMut::new(&mut c, count, m, n),
-            &first,
         )
         .unwrap_err();
     assert!(matches!(e, Error::Unsupported(ref msg) if msg.contains("batch")), "{e}");
@@ -213,10 +225,11 @@ fn fast_mode_holds_its_bound_on_inputs_of_varied_magnitude() {
     let (a, b) = (varied(&mut rng, m * k, 0, 5), varied(&mut rng, k * n, 0, 5));
     let mut c = vec![f32::NAN; m * n];
     let (am, bm) = (MatRef::new(&a, m, k), MatRef::col_major(&b, k, n));
-    ctx.gemm_with(am, bm, MatMut::new(&mut c, m, n), &fast()).unwrap();
+    ctx.run(&Matmul::with_options(&fast()), am, bm, MatMut::new(&mut c, m, n))
+        .unwrap();
     let rows: Vec<usize> = (0..m).collect();
     let (want, mag) = reference::<f32, f32, f32>(&am, &bm, None, 1.0, 0.0, &rows);
-    let u = vk_sgmat::verify::unit_roundoff(ComponentType::F16);
+    let u = crate::verify::unit_roundoff(ComponentType::F16);
     let check = compare_rounded(&c, n, n, &rows, (&want, &mag), k, u);
     assert!(check.passed, "{check:?}");
     // The rounding is real: f32 inputs are not multiplied exactly (a sanity check of the test).
@@ -260,11 +273,11 @@ fn accurate_split_scales_magnitudes_far_outside_f16() {
         let (a, b) = (varied(&mut rng, m * k, center, 10), varied(&mut rng, k * n, center, 10));
         let mut c = vec![f32::NAN; m * n];
         let (am, bm) = (MatRef::new(&a, m, k), MatRef::col_major(&b, k, n));
-        ctx.gemm(am, bm, MatMut::new(&mut c, m, n)).unwrap();
+        ctx.run(&Matmul::new(), am, bm, MatMut::new(&mut c, m, n)).unwrap();
         let rows: Vec<usize> = (0..m).collect();
         let (want, mag) = reference::<f32, f32, f32>(&am, &bm, None, 1.0, 0.0, &rows);
         let split_u =
-            vk_sgmat::verify::input_roundoff(ComponentType::F32, ComponentType::F32, ComputeMode::Accurate).unwrap();
+            crate::verify::input_roundoff(ComponentType::F32, ComponentType::F32, ComputeMode::Accurate).unwrap();
         assert_eq!(split_u, 2f64.powi(-22));
         let check = compare_rounded(&c, n, n, &rows, (&want, &mag), k, split_u);
         assert!(check.passed, "magnitudes around 2^{center}: {check:?}");
@@ -293,10 +306,7 @@ fn f32_exact_kernel_every_layout_and_split_k() {
             let check = run_random_gemm_c::<f32, f32, f32>(ctx, &mut rng, shape, l, i % 2 * 3, &options, usize::MAX)
                 .unwrap_or_else(|e| panic!("{shape:?} {l:?}: {e}"));
             assert!(check.passed, "{shape:?} {l:?} {options:?}: {check:?}");
-            assert_eq!(
-                check.tolerance,
-                vk_sgmat::verify::tolerance(ComponentType::F32, shape.2)
-            );
+            assert_eq!(check.tolerance, crate::verify::tolerance(ComponentType::F32, shape.2));
         }
     }
     assert_no_validation_messages(ctx);
@@ -316,13 +326,15 @@ fn exact_mode_holds_the_f32_bound_on_inputs_of_varied_magnitude() {
         compute: ComputeMode::Exact,
         ..Default::default()
     };
-    ctx.gemm_with(am, bm, MatMut::new(&mut c, m, n), &exact).unwrap();
+    ctx.run(&Matmul::with_options(&exact), am, bm, MatMut::new(&mut c, m, n))
+        .unwrap();
     let rows: Vec<usize> = (0..m).collect();
     let (want, mag) = reference::<f32, f32, f32>(&am, &bm, None, 1.0, 0.0, &rows);
     let check = compare_rounded(&c, n, n, &rows, (&want, &mag), k, 0.0);
     assert!(check.passed, "{check:?}");
     // The same inputs through f16 break f32's bound: the test data can tell the two apart.
-    ctx.gemm_with(am, bm, MatMut::new(&mut c, m, n), &fast()).unwrap();
+    ctx.run(&Matmul::with_options(&fast()), am, bm, MatMut::new(&mut c, m, n))
+        .unwrap();
     let rounded = compare_rounded(&c, n, n, &rows, (&want, &mag), k, 0.0);
     assert!(!rounded.passed, "{rounded:?}");
 }
@@ -333,7 +345,8 @@ fn unsupported_type_pairs_and_modes_are_typed_errors() {
     let a = vec![1.0f32; 64];
     let mut c = vec![0.0f32; 64];
     let e = ctx
-        .gemm(
+        .run(
+            &Matmul::new(),
             MatRef::new(&a, 8, 8),
             MatRef::new(&[1i8; 64], 8, 8),
             MatMut::new(&mut c, 8, 8),
@@ -349,11 +362,11 @@ fn unsupported_type_pairs_and_modes_are_typed_errors() {
         ..Default::default()
     };
     let has_bf16 = ctx.configs().iter().any(|c| c.component_type == ComponentType::Bf16);
-    let r = ctx.gemm_with(
+    let r = ctx.run(
+        &Matmul::with_options(&bf16),
         MatRef::new(&a, 8, 8),
         MatRef::new(&a, 8, 8),
         MatMut::new(&mut c, 8, 8),
-        &bf16,
     );
     match r {
         Ok(()) => assert!(has_bf16 && c.iter().all(|&x| x == 8.0), "{c:?}"),
@@ -394,11 +407,11 @@ fn accurate_planes_first_run_on_workgroup_scope_or_say_why_not() {
             let a = vec![1.0f32; m * k];
             let b = vec![1.0f32; k * n];
             let mut c = vec![-3.0f32; m * n];
-            let e = ctx.gemm_with(
+            let e = ctx.run(
+                &Matmul::with_options(&first),
                 MatRef::new(&a, m, k),
                 MatRef::new(&b, k, n),
                 MatMut::new(&mut c, m, n),
-                &first,
             );
             assert!(matches!(e, Err(Error::Unsupported(_))), "{e:?}");
             assert!(c.iter().all(|&x| x == -3.0), "C changed by a refused call");

@@ -4,6 +4,9 @@
 //! through spirv-val). docs/devices.md says what each vendor gets and what is untested.
 
 mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
 use vk_sgmat::config::{filter_configs, FilterFeatures, MatrixScope, RawComponent, RawMatrixProperty};
 use vk_sgmat::device::DeviceLimits;

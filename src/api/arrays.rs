@@ -1,4 +1,4 @@
-//! ndarray interop (feature `ndarray`): GEMM on [`ArrayView2`] / [`ArrayViewMut2`], upload and
+//! ndarray interop (feature `ndarray`): [`Context::run`] on [`ArrayView2`] / [`ArrayViewMut2`], upload and
 //! download of device matrices from and to arrays.
 //!
 //! A view in standard (row-major) or Fortran (column-major) layout is used in place, whatever its
@@ -7,12 +7,13 @@
 //! first. C is written in place when its memory is contiguous in either order, else through a
 //! row-major copy that is assigned back.
 
+use super::argument::{In, Out};
 use super::context::Context;
+use super::matmul::Matmul;
 use super::matrix::{DeviceMatrix, Element, MatMut, MatRef};
-use super::options::GemmOptions;
 use crate::error::Result;
 use crate::tiling::Layout;
-use ndarray::{Array2, ArrayView2, ArrayViewMut2, ShapeBuilder};
+use ndarray::{Array2, ArrayView2, ShapeBuilder};
 
 /// A host matrix view of `a`, in place when its memory is contiguous in either order, else of a
 /// standard-layout copy kept in `copy`.
@@ -30,34 +31,52 @@ fn host_view<'a, T: Element>(a: &'a ArrayView2<'_, T>, copy: &'a mut Option<Arra
     MatRef::new(owned.as_slice().expect("standard layout"), rows, cols)
 }
 
-impl Context {
-    /// `c = alpha * a * b + beta * c` on ndarray views (see the module docs for which views are
-    /// used in place and which are copied).
-    pub fn gemm_arrays<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: ArrayView2<'_, TA>,
-        b: ArrayView2<'_, TB>,
-        mut c: ArrayViewMut2<'_, TC>,
-        options: &GemmOptions,
-    ) -> Result<()> {
-        let (mut ca, mut cb) = (None, None);
-        let (am, bm) = (host_view(&a, &mut ca), host_view(&b, &mut cb));
-        let (rows, cols) = c.dim();
-        if let Some(s) = c.as_slice_mut() {
-            return self.gemm_with(am, bm, MatMut::new(s, rows, cols), options);
+/// [`Context::run`] with ndarray views among the operands (see the module docs for which are
+/// used in place and which are copied); the others pass through as they are.
+pub(crate) fn run_arrays<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    op: &Matmul<'_>,
+    a: In<'_, TA>,
+    b: In<'_, TB>,
+    c: Out<'_, TC>,
+) -> Result<()> {
+    let (va, vb, mut ca, mut cb);
+    let a: In<'_, TA> = match a {
+        In::Array(v) => {
+            va = v;
+            ca = None;
+            In::Host(host_view(&va, &mut ca))
         }
-        if c.t().is_standard_layout() {
-            if let Some(s) = c.as_slice_memory_order_mut() {
-                return self.gemm_with(am, bm, MatMut::col_major(s, rows, cols), options);
-            }
+        a => a.shorten(),
+    };
+    let b: In<'_, TB> = match b {
+        In::Array(v) => {
+            vb = v;
+            cb = None;
+            In::Host(host_view(&vb, &mut cb))
         }
-        let mut tmp = c.as_standard_layout().into_owned();
-        let out = tmp.as_slice_mut().expect("standard layout");
-        self.gemm_with(am, bm, MatMut::new(out, rows, cols), options)?;
-        c.assign(&tmp);
-        Ok(())
+        b => b.shorten(),
+    };
+    let Out::Array(mut c) = c else {
+        return ctx.run_operands(op, a, b, c);
+    };
+    let (rows, cols) = c.dim();
+    if let Some(s) = c.as_slice_mut() {
+        return ctx.run_operands(op, a, b, Out::Host(MatMut::new(s, rows, cols)));
     }
+    if c.t().is_standard_layout() {
+        if let Some(s) = c.as_slice_memory_order_mut() {
+            return ctx.run_operands(op, a, b, Out::Host(MatMut::col_major(s, rows, cols)));
+        }
+    }
+    let mut tmp = c.as_standard_layout().into_owned();
+    let out = tmp.as_slice_mut().expect("standard layout");
+    ctx.run_operands(op, a, b, Out::Host(MatMut::new(out, rows, cols)))?;
+    c.assign(&tmp);
+    Ok(())
+}
 
+impl Context {
     /// Uploads an array (its storage order is kept: a Fortran-layout array becomes a
     /// column-major device matrix).
     pub fn upload_array<T: Element>(&self, a: ArrayView2<'_, T>) -> Result<DeviceMatrix<T>> {

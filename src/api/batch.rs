@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::memory::{Buffer, BufferKind};
 use crate::plan::cut::cut;
 use crate::plan::Piece;
-use crate::plan::{check_shapes, disjoint, Batch, GemmPlan};
+use crate::plan::{check_shapes, disjoint, Batch};
 use crate::record::Access;
 use crate::submit::{StreamCore, Touch};
 use crate::tiling::Layout;
@@ -266,21 +266,7 @@ pub(crate) fn entries<T: Element>(b: &impl BatchOperand<T>) -> (Placed<'_>, Opti
 }
 
 impl Context {
-    /// `c[i] = alpha * a[i] * b[i] + beta * c[i]` for every entry of host batches, in one
-    /// dispatch (see [`Context::gemm_with`] for types and integer wrap-around). A batch of f32
-    /// operands in the default accurate mode runs the exact f32 kernel: the accurate split
-    /// scales an operand by its one largest magnitude, which a batch's entries would share.
-    pub fn gemm_batched<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: BatchRef<'_, TA>,
-        b: BatchRef<'_, TB>,
-        c: BatchMut<'_, TC>,
-        options: &GemmOptions,
-    ) -> Result<()> {
-        self.batched(a, b, c, options, None)
-    }
-
-    /// [`Context::gemm_batched`], with a fused epilogue's terms where `fused` is `Some` (its
+    /// [`Context::run`] on host batches, with a fused epilogue's terms where `fused` is `Some` (its
     /// vectors shared by every entry).
     pub(crate) fn batched<TA: Element, TB: Element, TC: Element>(
         &self,
@@ -351,7 +337,7 @@ impl Context {
         Ok(())
     }
 
-    /// The pieces [`Context::gemm_with`] runs a host `m x n x k` GEMM of these types in, A, B
+    /// The pieces [`Context::run`] runs a host `m x n x k` GEMM of these types in, A, B
     /// and C stored `layouts`: one, the whole, where every operand's device copy fits the
     /// allocation limit ([`DispatchLimits::max_allocation`](crate::plan::DispatchLimits)).
     pub fn host_pieces<TA: Element, TB: Element, TC: Element>(
@@ -518,65 +504,5 @@ impl Context {
             .checked_mul(rows)
             .ok_or_else(|| Error::TooLarge(format!("{count} entries of {rows} rows overflow")))?;
         DeviceBatch::from_matrix(self.zeros::<T>(total, cols)?, count)
-    }
-
-    /// `c[i] = alpha * a[i] * b[i] + beta * c[i]` on device batches, in one dispatch; A or B may
-    /// be one [`DeviceMatrix`] shared by every entry.
-    pub fn gemm_batched_device<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &impl BatchOperand<TA>,
-        b: &impl BatchOperand<TB>,
-        c: &mut DeviceBatch<TC>,
-        options: &GemmOptions,
-    ) -> Result<()> {
-        let (plan, operands) = self.plan_batch(a, b, c, options, None)?;
-        self.run_blocking(|core| self.enqueue_plan(core, &plan, operands, TC::TYPE))
-    }
-
-    /// The plan [`Context::gemm_batched_device`] would run on these operands (for inspection
-    /// and benchmarks): its kernel, passes along the batch and dispatches.
-    pub fn plan_gemm_batched<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &impl BatchOperand<TA>,
-        b: &impl BatchOperand<TB>,
-        c: &DeviceBatch<TC>,
-        options: &GemmOptions,
-    ) -> Result<GemmPlan> {
-        Ok(self.plan_batch(a, b, c, options, None)?.0)
-    }
-
-    /// Checks device batches (counts, ownership) and plans their GEMM, with `fused`'s terms
-    /// where given; the operands in the plan's binding order.
-    pub(crate) fn plan_batch<'o, TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &'o impl BatchOperand<TA>,
-        b: &'o impl BatchOperand<TB>,
-        c: &'o DeviceBatch<TC>,
-        options: &GemmOptions,
-        fused: Option<&Fused<'_>>,
-    ) -> Result<(GemmPlan, [Placed<'o>; 3])> {
-        let ((pa, na, sa), (pb, nb, sb)) = (a.entries(), b.entries());
-        let (pc, _, sc) = entries(c);
-        for (name, n) in [("A", na), ("B", nb)] {
-            if n.is_some_and(|n| n != c.count) {
-                return Err(Error::ShapeMismatch(format!(
-                    "batch {name} has {} entries and C {}: the counts must agree",
-                    n.unwrap_or(0),
-                    c.count
-                )));
-            }
-        }
-        self.check_placed(&[&pa, &pb, &pc])?;
-        let batch = Batch {
-            count: c.count,
-            strides: [sa, sb, sc],
-        };
-        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
-        let terms = fused
-            .map(|f| self.fused_terms(f, (c.rows, c.cols), types))
-            .transpose()?;
-        let plan = self.plan_fused(pa, pb, pc, types, batch, options, terms)?;
-        let operands = plan.bind_order([pa, pb, pc]);
-        Ok((plan, operands))
     }
 }

@@ -7,7 +7,7 @@ use super::matrix::{
     bytes_of_layout, check_download_target, check_matrix, pack, poison_pattern, unpack, DeviceMatrix, Element, MatMut,
     MatRef,
 };
-use super::operand::{placed, DeviceOperand, Placed};
+use super::operand::Placed;
 use super::options::{ContextOptions, GemmOptions};
 use super::schemes::SchemeLists;
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::kernel::KernelKey;
 use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
-use crate::plan::{device_ld, Batch, DispatchLimits, GemmPlan};
+use crate::plan::{device_ld, DispatchLimits, GemmPlan};
 use crate::record::{record_plan, record_plan_marked, Access, Bindings, Recording};
 use crate::submit::StreamCore;
 use crate::tiling::Layout;
@@ -67,7 +67,7 @@ impl Context {
 
     /// A context on `options.device` of an existing instance (several contexts share one).
     pub(crate) fn on_instance(instance: Arc<Instance>, options: ContextOptions) -> Result<Self> {
-        let device = Device::new(instance, &options.device)?;
+        let device = Device::new(instance, &options.device, options.copy_queues)?;
         Self::on_device(device, options)
     }
 
@@ -83,7 +83,7 @@ impl Context {
     /// was created; the instance and device must outlive the context; the caller must not use
     /// the adopted queue from another thread while a call of this context submits to it, and
     /// must let the GPU finish every command buffer it recorded with
-    /// [`Context::record_gemm`] before dropping the context.
+    /// with [`Prepared::record`](crate::Prepared::record) before dropping the context.
     pub unsafe fn from_raw(adopted: AdoptedDevice, options: ContextOptions) -> Result<Self> {
         // SAFETY: forwarded from the caller.
         let device = unsafe { Device::adopt(adopted)? };
@@ -134,6 +134,12 @@ impl Context {
     /// missing, damaged or another device's, and ignored).
     pub fn pipeline_cache_file(&self) -> (Option<&std::path::Path>, usize) {
         (self.pipelines.cache_path(), self.pipelines.loaded_bytes())
+    }
+
+    /// The tuning file [`Context::tune`] keeps its winners in
+    /// ([`ContextOptions::autotune`](crate::ContextOptions::autotune)), if any.
+    pub fn tuning_file(&self) -> Option<&std::path::Path> {
+        self.options.autotune.as_deref()
     }
 
     /// How many queues of a copy-only family (the GPU's copy engines) the host copies of
@@ -286,24 +292,13 @@ impl Context {
         Ok(())
     }
 
-    /// `c = a * b` on host matrices. A and B take the same type, or a 16-bit float and f32
-    /// (see [`route`](crate::plan::route) and [`GemmOptions::compute`]).
-    pub fn gemm<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: MatRef<'_, TA>,
-        b: MatRef<'_, TB>,
-        c: MatMut<'_, TC>,
-    ) -> Result<()> {
-        self.gemm_with(a, b, c, &GemmOptions::default())
-    }
-
     /// `c = alpha * a * b + beta * c` on host matrices.
     ///
     /// Integer results (i8 or u8 inputs, i32 or u32 results) accumulate in 32 bits and **wrap
     /// modulo 2^32** when a sum leaves the result type's range, as cuBLAS's integer GEMMs do;
     /// alpha and beta are applied in the same 32-bit arithmetic. With 8-bit inputs no sum can
     /// wrap while K <= 66_051 (u8 -> u32) or K <= 131_071 (i8 -> i32).
-    pub fn gemm_with<TA: Element, TB: Element, TC: Element>(
+    pub(crate) fn gemm_with<TA: Element, TB: Element, TC: Element>(
         &self,
         a: MatRef<'_, TA>,
         b: MatRef<'_, TB>,
@@ -311,30 +306,18 @@ impl Context {
         options: &GemmOptions,
     ) -> Result<()> {
         // One GEMM is a batch of one.
-        self.gemm_batched(
+        self.batched(
             BatchRef::strided(a, 1, 0),
             BatchRef::strided(b, 1, 0),
             BatchMut::strided(c, 1, 0),
             options,
+            None,
         )
     }
 
-    /// `c = alpha * a * b + beta * c` on device-resident matrices ([`DeviceMatrix`] or the
-    /// caller's [`BufferMatrix`](crate::BufferMatrix); C in either storage order).
-    pub fn gemm_device<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TB>,
-        c: &mut impl DeviceOperand<TC>,
-        options: &GemmOptions,
-    ) -> Result<()> {
-        let plan = self.plan_device(a, b, c, options)?;
-        let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
-        self.run_blocking(|core| self.enqueue_plan(core, &plan, operands, TC::TYPE))
-    }
-
     /// Records `plan` on `core` over these operands (C poisoned first where the options say so
-    /// and C is not read), with scratch from the pool held until the GPU is done.
+    /// and C is not read), with scratch from the pool held until the GPU is done; its pipelines
+    /// are created first, so a failure records nothing.
     pub(crate) fn enqueue_plan(
         &self,
         core: &mut StreamCore,
@@ -342,24 +325,14 @@ impl Context {
         [a, b, c]: [Placed<'_>; 3],
         result_type: ComponentType,
     ) -> Result<()> {
+        self.pipelines.prepare(plan)?;
         core.access(&[a.touch(), b.touch()], &[c.touch()])?;
-        self.record_on(core, plan, [a, b, c], result_type)
+        self.record_fused(core, plan, [a, b, c], result_type, [None; 4])
     }
 
-    /// [`Context::enqueue_plan`] without ordering against earlier work on the stream (the
-    /// caller's `core.access` did that): several plans recorded so run concurrently.
-    pub(crate) fn record_on(
-        &self,
-        core: &mut StreamCore,
-        plan: &GemmPlan,
-        operands: [Placed<'_>; 3],
-        result_type: ComponentType,
-    ) -> Result<()> {
-        self.record_fused(core, plan, operands, result_type, [None; 4])
-    }
-
-    /// [`Context::record_on`] with a fused epilogue's vector buffers (bias, row scales, column
-    /// scales) and a grouped GEMM's counts on the device, already ordered by the caller.
+    /// Records `plan` without ordering against earlier work on the stream (the caller's
+    /// `core.access` did that), with a fused epilogue's vector buffers (bias, row scales, column
+    /// scales) and a grouped GEMM's counts on the device; its pipelines already created.
     pub(crate) fn record_fused(
         &self,
         core: &mut StreamCore,
@@ -448,19 +421,6 @@ impl Context {
         (plan.scratch_bytes > 0)
             .then(|| self.pool.take(plan.scratch_bytes, BufferKind::Storage))
             .transpose()
-    }
-
-    /// Checks that device operands belong to this context, then plans.
-    pub(crate) fn plan_device<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TB>,
-        c: &impl DeviceOperand<TC>,
-        options: &GemmOptions,
-    ) -> Result<GemmPlan> {
-        let (a, b, c) = (placed(a), placed(b), placed(c));
-        self.check_placed(&[&a, &b, &c])?;
-        self.plan(a, b, c, [TA::TYPE, TB::TYPE, TC::TYPE], Batch::ONE, options)
     }
 
     /// Checks that every operand held in vk-sgmat's buffers belongs to this context (the

@@ -4,7 +4,7 @@
 
 use super::context::Context;
 use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
-use super::operand::{placed, DeviceOperand, Placed};
+use super::operand::{placed, Placed};
 use super::options::GemmOptions;
 use super::stored::piece_bytes;
 use crate::config::ComponentType;
@@ -80,18 +80,13 @@ impl EpilogueVector<'_> {
 /// ```no_run
 /// # fn main() -> vk_sgmat::Result<()> {
 /// use half::f16;
-/// use vk_sgmat::{Activation, Axis, Context, Fused, GemmOptions, MatMut, MatRef};
+/// use vk_sgmat::{Activation, Axis, Context, Fused, MatMut, MatRef, Matmul};
 /// let ctx = Context::new()?;
 /// let (x, w, bias) = (vec![f16::ONE; 64 * 32], vec![f16::ONE; 32 * 48], vec![0.5f32; 48]);
 /// let mut y = vec![f16::ZERO; 64 * 48];
 /// let fused = Fused::new().bias(Axis::Col, &bias).activation(Activation::Gelu);
-/// ctx.gemm_fused(
-///     MatRef::new(&x, 64, 32),
-///     MatRef::new(&w, 32, 48),
-///     MatMut::new(&mut y, 64, 48),
-///     &GemmOptions::default(),
-///     &fused,
-/// )?;
+/// let op = Matmul::new().fused(&fused); // or Matmul::new().bias(..).activation(..)
+/// ctx.run(&op, MatRef::new(&x, 64, 32), MatRef::new(&w, 32, 48), MatMut::new(&mut y, 64, 48))?;
 /// # Ok(()) }
 /// ```
 #[derive(Copy, Clone, Debug, Default)]
@@ -206,24 +201,6 @@ impl<'a> Fused<'a> {
         }
     }
 
-    /// The vectors' buffers in binding order for a plan (transposed or not), all on the device.
-    pub(crate) fn device_buffers(&self, transposed: bool) -> Result<[Option<ash::vk::Buffer>; 3]> {
-        let f = if transposed { self.transposed() } else { *self };
-        let mut out = [None; 3];
-        for (slot, v) in out.iter_mut().zip(f.vectors()) {
-            *slot = match v.map(|v| v.0) {
-                Some(Source::Device(_, buffer, ..)) => Some(buffer.raw()),
-                Some(Source::Host(..)) => {
-                    return Err(Error::InvalidOperand(
-                        "timing takes epilogue vectors on the device (DeviceMatrix)".into(),
-                    ))
-                }
-                None => None,
-            };
-        }
-        Ok(out)
-    }
-
     /// The vectors in binding order (bias, row scales, column scales).
     fn vectors(&self) -> [Option<EpilogueVector<'a>>; 3] {
         [
@@ -236,8 +213,8 @@ impl<'a> Fused<'a> {
 
 impl Context {
     /// `c = act(alpha * deq(a * b) + beta * c + bias)` on host matrices, in one kernel (see
-    /// [`Fused`]; A and B types as [`Context::gemm_with`]). C may be row- or column-major.
-    pub fn gemm_fused<TA: Element, TB: Element, TC: Element>(
+    /// [`Fused`]; A and B types as [`Context::run`]). C may be row- or column-major.
+    pub(crate) fn gemm_fused<TA: Element, TB: Element, TC: Element>(
         &self,
         a: MatRef<'_, TA>,
         b: MatRef<'_, TB>,
@@ -267,7 +244,10 @@ impl Context {
         let da = self.alloc_matrix::<TA>(a.rows, a.cols, a.layout)?;
         let db = self.alloc_matrix::<TB>(b.rows, b.cols, b.layout)?;
         let dc = self.alloc_matrix::<TC>(c.rows, c.cols, c.layout)?;
-        let plan = self.plan_fused_device(&da, &db, &dc, options, fused)?;
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let terms = self.fused_terms(fused, (c.rows, c.cols), types)?;
+        let (pa, pb, pc) = (placed(&da), placed(&db), placed(&dc));
+        let plan = self.plan_fused(pa, pb, pc, types, Batch::ONE, options, Some(terms))?;
         // Everything is validated; now move data and run, in one submission.
         let staging = self.run_blocking(|core| {
             self.enqueue_upload(core, &a, &da)?;
@@ -284,38 +264,6 @@ impl Context {
         unpack(staging.mapped()?, dc.ld, c);
         self.pool.give(staging);
         Ok(())
-    }
-
-    /// [`Context::gemm_fused`] on device-resident matrices ([`DeviceMatrix`] or
-    /// [`BufferMatrix`](crate::BufferMatrix); C in either storage order).
-    pub fn gemm_fused_device<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TB>,
-        c: &mut impl DeviceOperand<TC>,
-        options: &GemmOptions,
-        fused: &Fused<'_>,
-    ) -> Result<()> {
-        let plan = self.plan_fused_device(a, b, c, options, fused)?;
-        let operands = plan.bind_order([placed(a), placed(b), placed(c)]);
-        self.run_blocking(|core| self.enqueue_fused(core, &plan, operands, fused, TC::TYPE))
-    }
-
-    /// The plan [`Context::gemm_fused_device`] would run with these operands (checked as it
-    /// checks them): its kernels, scheme and passes. For inspection and benchmarks.
-    pub fn plan_fused_device<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &impl DeviceOperand<TA>,
-        b: &impl DeviceOperand<TB>,
-        c: &impl DeviceOperand<TC>,
-        options: &GemmOptions,
-        fused: &Fused<'_>,
-    ) -> Result<GemmPlan> {
-        let (a, b, c) = (placed(a), placed(b), placed(c));
-        self.check_placed(&[&a, &b, &c])?;
-        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
-        let terms = self.fused_terms(fused, (c.rows, c.cols), types)?;
-        self.plan_fused(a, b, c, types, Batch::ONE, options, Some(terms))
     }
 
     /// The kernel's terms of `fused` for an `m x n` C (of every entry, in a batch), checked:
@@ -339,6 +287,34 @@ impl Context {
             )));
         }
         Ok(terms)
+    }
+
+    /// The vectors of `fused` on the device, in a plan's binding order (`transposed` or not):
+    /// host ones uploaded now into buffers of their own, device ones held.
+    pub(crate) fn hold_vectors(&self, fused: &Fused<'_>, transposed: bool) -> Result<[Option<Arc<Buffer>>; 3]> {
+        let f = if transposed { fused.transposed() } else { *fused };
+        let mut out = [None, None, None];
+        for (slot, v) in out.iter_mut().zip(f.vectors()) {
+            *slot = match v.map(|v| v.0) {
+                Some(Source::Host(_, bytes)) => {
+                    let buf = Arc::new(
+                        self.pool
+                            .allocate((bytes.len() as u64).next_multiple_of(16), BufferKind::Storage)?,
+                    );
+                    self.run_blocking(|core| {
+                        core.access(&[], &[(&buf).into()])?;
+                        core.upload(buf.raw(), 0, bytes.len() as u64, |out| out.copy_from_slice(bytes))
+                    })?;
+                    Some(buf)
+                }
+                Some(Source::Device(_, buffer, ..)) => {
+                    self.check_owned(buffer)?;
+                    Some(buffer.clone())
+                }
+                None => None,
+            };
+        }
+        Ok(out)
     }
 
     /// Records a fused plan on `core`: host vectors uploaded into pooled buffers the stream
@@ -365,6 +341,9 @@ impl Context {
         fused: &Fused<'_>,
         (output, counts): (ComponentType, Option<Placed<'_>>),
     ) -> Result<()> {
+        for (plan, _) in plans {
+            self.pipelines.prepare(plan)?;
+        }
         let transposed = plans.first().is_some_and(|(p, _)| p.transposed);
         let fused = if transposed { fused.transposed() } else { *fused };
         let mut uploaded: Vec<Arc<Buffer>> = Vec::new();

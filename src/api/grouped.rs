@@ -20,21 +20,7 @@ use crate::submit::StreamCore;
 use crate::tiling::Layout;
 
 impl Context {
-    /// `C[rows of g] = alpha * A[rows of g] * B[g] + beta * C[rows of g]` for every group `g`, on
-    /// host matrices: A (`sum(rows) x K`) and C (`sum(rows) x N`) row-major, B a batch of
-    /// `rows.len()` `K x N` weights (any layout, one per group).
-    pub fn gemm_grouped<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: MatRef<'_, TA>,
-        b: BatchRef<'_, TB>,
-        c: MatMut<'_, TC>,
-        rows: &[usize],
-        options: &GemmOptions,
-    ) -> Result<()> {
-        self.grouped_host(a, b, c, rows, options, None)
-    }
-
-    /// [`Context::gemm_grouped`], with a fused epilogue where `fused` is given.
+    /// A grouped [`Context::run`] on host operands, with a fused epilogue where `fused` is given.
     pub(crate) fn grouped_host<TA: Element, TB: Element, TC: Element>(
         &self,
         a: MatRef<'_, TA>,
@@ -89,7 +75,7 @@ impl Context {
         Ok(())
     }
 
-    /// [`Context::gemm_grouped`] as one [`Context::gemm_with`] (or [`Context::gemm_fused`],
+    /// a grouped GEMM as one `Context::gemm_with` (or `Context::gemm_fused`,
     /// with its rows and columns of the vectors) per group, of checked operands.
     fn groups_one_by_one<TA: Element, TB: Element, TC: Element>(
         &self,
@@ -119,37 +105,6 @@ impl Context {
             first += m;
         }
         Ok(())
-    }
-
-    /// [`Context::gemm_grouped`] on device matrices (A and C row-major).
-    pub fn gemm_grouped_device<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceBatch<TB>,
-        c: &mut DeviceMatrix<TC>,
-        rows: &[usize],
-        options: &GemmOptions,
-    ) -> Result<()> {
-        let plans = self.plan_groups(a, b, c, rows, options, None)?;
-        self.run_blocking(|core| self.enqueue_groups(core, &plans, (a, b, c), None))
-    }
-
-    /// What [`Context::gemm_grouped_device`] would record, as plain data: one plan whose
-    /// dispatch covers every group (see [`GemmPlan::grouped`]), or one plan per non-empty group
-    /// where the groups cannot run as one dispatch.
-    pub fn plan_gemm_grouped<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceBatch<TB>,
-        c: &DeviceMatrix<TC>,
-        rows: &[usize],
-        options: &GemmOptions,
-    ) -> Result<Vec<GemmPlan>> {
-        Ok(self
-            .plan_groups(a, b, c, rows, options, None)?
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect())
     }
 
     /// Checks the groups (and a fused epilogue's vectors: see [`group_vectors`]) and plans them,

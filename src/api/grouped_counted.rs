@@ -8,40 +8,29 @@ use super::batch::{entries, DeviceBatch};
 use super::context::Context;
 use super::fused::Fused;
 use super::matrix::{DeviceMatrix, Element};
-use super::operand::{placed, DeviceOperand, Placed};
+use super::operand::{placed, Placed};
 use super::options::GemmOptions;
+use super::work::{Counts, Work};
 use crate::error::{Error, Result};
 use crate::memory::BufferKind;
 use crate::plan::{DeviceCounts, GemmPlan};
 use crate::record::Access;
-use crate::stream::Stream;
-use crate::submit::StreamCore;
 use crate::tiling::Layout;
 
 impl Context {
-    /// [`Context::gemm_grouped_device`] (or, with `fused`, [`Context::gemm_grouped_fused_device`])
-    /// with the group sizes on the device: `counts` holds one u32 per weight of B, in one row or one
-    /// column. Group `g` takes the `counts[g]` rows of A and C after the groups before it.
-    /// Counts adding up to fewer rows than A's leave C's last rows as they were. This call
-    /// waits, then reads the counts back: counts adding up to more rows than A's are an error,
-    /// and C is then as it was (no group ran). Rows of C past the counts are never poisoned
-    /// ([`crate::ContextOptions::poison_outputs`]).
-    pub fn gemm_grouped_counted<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceBatch<TB>,
-        c: &mut DeviceMatrix<TC>,
-        counts: &impl DeviceOperand<u32>,
-        options: &GemmOptions,
-        fused: Option<&Fused<'_>>,
-    ) -> Result<()> {
-        let (plan, operands, where_) = self.plan_counted(a, b, c, counts, options, fused)?;
-        let pc = placed(counts);
+    /// Runs a counted grouped GEMM, planned ([`Context::plan_work`]), and waits, then reads the
+    /// counts back: counts adding up to more rows than A's are an error, and C is then as it
+    /// was (no group ran).
+    pub(crate) fn run_counted(&self, work: Work<'_>, fused: Option<&Fused<'_>>) -> Result<()> {
+        let Some(Counts { at: pc, where_, groups }) = work.counts else {
+            return self.run_blocking(|core| self.enqueue_work(core, work, fused));
+        };
+        let a_rows = work.whole[0].rows;
         // The plan checked that it does not overflow.
-        let span = where_.span(b.count()).unwrap_or(0);
+        let span = where_.span(groups).unwrap_or(0);
         let staging = self.pool.take(span as u64, BufferKind::Readback)?;
         let ran = self.run_blocking(|core| {
-            self.enqueue_counted(core, (&plan, operands), (a, b, c), pc, fused)?;
+            self.enqueue_work(core, work, fused)?;
             core.access(&[pc.touch()], &[])?;
             let mut rec = core.recording()?;
             rec.copy_region(pc.raw, pc.offset, staging.raw(), 0, span as u64);
@@ -54,42 +43,26 @@ impl Context {
         });
         self.pool.give(staging);
         let total = read?;
-        if total > a.rows as u64 {
+        if total > a_rows as u64 {
             return Err(Error::ShapeMismatch(format!(
-                "the device counts add up to {total} rows and A has {}: no group ran, C is as it was",
-                a.rows
+                "the device counts add up to {total} rows and A has {a_rows}: no group ran, C is as it was"
             )));
         }
         Ok(())
     }
 
-    /// What [`Context::gemm_grouped_counted`] would record, as plain data: the table pass, then
-    /// the one grouped dispatch.
-    pub fn plan_gemm_grouped_counted<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceBatch<TB>,
-        c: &DeviceMatrix<TC>,
-        counts: &impl DeviceOperand<u32>,
-        options: &GemmOptions,
-        fused: Option<&Fused<'_>>,
-    ) -> Result<GemmPlan> {
-        Ok(self.plan_counted(a, b, c, counts, options, fused)?.0)
-    }
-
     /// Checks the operands and the counts (B's count of u32 values in one row or column) and
     /// plans: the plan, its operands in bind order, and where the counts lie.
-    fn plan_counted<'o, TA: Element, TB: Element, TC: Element>(
+    pub(crate) fn plan_counted<'o, TA: Element, TB: Element, TC: Element>(
         &self,
         a: &'o DeviceMatrix<TA>,
         b: &'o DeviceBatch<TB>,
         c: &'o DeviceMatrix<TC>,
-        counts: &impl DeviceOperand<u32>,
+        pk: Placed<'_>,
         options: &GemmOptions,
         fused: Option<&Fused<'_>>,
     ) -> Result<(GemmPlan, [Placed<'o>; 3], DeviceCounts)> {
         let groups = b.count();
-        let pk = placed(counts);
         let stride = match (pk.rows, pk.cols, pk.layout) {
             (1, _, Layout::RowMajor) | (_, 1, Layout::ColMajor) => 1,
             (1, _, Layout::ColMajor) | (_, 1, Layout::RowMajor) => pk.ld,
@@ -127,41 +100,5 @@ impl Context {
         let plan = plan.grouped_counted(groups, where_, b_stride, &self.limits)?;
         let operands = plan.bind_order([pa, pb, pc]);
         Ok((plan, operands, where_))
-    }
-
-    /// Records a counted grouped GEMM on `core` after one ordering point for A, B, C, the
-    /// counts and a fused epilogue's vectors.
-    fn enqueue_counted<TA: Element, TB: Element, TC: Element>(
-        &self,
-        core: &mut StreamCore,
-        (plan, operands): (&GemmPlan, [Placed<'_>; 3]),
-        (a, b, c): (&DeviceMatrix<TA>, &DeviceBatch<TB>, &DeviceMatrix<TC>),
-        counts: Placed<'_>,
-        fused: Option<&Fused<'_>>,
-    ) -> Result<()> {
-        let whole = [placed(a), placed(b.matrix()), placed(c)];
-        let fused = fused.copied().unwrap_or_default();
-        self.enqueue_fused_plans(core, &[(plan, operands)], whole, &fused, (TC::TYPE, Some(counts)))
-    }
-}
-
-impl Stream<'_> {
-    /// Enqueues a grouped GEMM whose group sizes the device holds
-    /// ([`Context::gemm_grouped_counted`], which says what the counts mean). Checked now; the
-    /// counts are read when the stream runs, after whatever the stream ordered before. Counts
-    /// adding up to more rows than A's run no group (C stays as it was), and nothing reports
-    /// it here: the blocking call reads them back.
-    pub fn gemm_grouped_counted<TA: Element, TB: Element, TC: Element>(
-        &mut self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceBatch<TB>,
-        c: &mut DeviceMatrix<TC>,
-        counts: &impl DeviceOperand<u32>,
-        options: &GemmOptions,
-        fused: Option<&Fused<'_>>,
-    ) -> Result<()> {
-        let ctx = self.context();
-        let (plan, operands, _) = ctx.plan_counted(a, b, c, counts, options, fused)?;
-        ctx.enqueue_counted(&mut self.core, (&plan, operands), (a, b, c), placed(counts), fused)
     }
 }

@@ -1,38 +1,48 @@
-//! The public calls: [`Context`] and its GEMMs, host views ([`MatRef`], [`MatMut`]),
-//! [`DeviceMatrix`], options, and the free [`gemm`] on a lazily created default context. Thin:
-//! each call validates, plans and delegates.
+//! The public calls: one description of the work ([`Matmul`]), the operands it takes of every
+//! residency ([`Input`], [`Output`]: host views [`MatRef`] and [`MatMut`], [`DeviceMatrix`],
+//! batches, pinned and the caller's buffers), the verbs over it ([`Context::run`],
+//! [`Context::prepare`] and [`Prepared`]), options, and the free [`gemm`] on a lazily created
+//! default context. Thin: each call validates, plans and delegates.
 
+mod argument;
 #[cfg(feature = "ndarray")]
 mod arrays;
 mod batch;
-mod batch_fused;
 mod context;
+mod dist;
 mod fused;
 mod grouped;
 mod grouped_counted;
-mod grouped_fused;
-mod interop;
 mod kept;
+mod matmul;
 mod matrix;
 mod operand;
 mod options;
 mod pinned;
+mod prepared;
 mod routing;
+mod run;
 mod schemes;
 mod stored;
+mod work;
 
-pub use batch::{BatchMut, BatchOperand, BatchRef, DeviceBatch};
+pub(crate) use argument::{input, output, In, Out};
+pub use argument::{Input, Output};
+pub use batch::{BatchMut, BatchRef, DeviceBatch};
 pub(crate) use context::RunMark;
 pub use context::{Context, MAX_SPLIT_K};
+pub use dist::DistMatrix;
+pub(crate) use dist::DistPart;
 pub use fused::{Activation, Axis, EpilogueVector, Fused};
-pub use interop::RecordedGemm;
+pub(crate) use matmul::Groups;
+pub use matmul::Matmul;
 pub(crate) use matrix::{check_download_target, check_matrix, unpack, unpack_rows};
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
-pub(crate) use operand::placed;
 pub use operand::{BufferMatrix, DeviceOperand};
 pub use options::{ContextOptions, GemmOptions};
 pub(crate) use pinned::Direct;
 pub use pinned::PinnedMatrix;
+pub use prepared::{Prepared, RecordedGemm};
 
 use crate::error::Result;
 use std::sync::{Arc, Mutex};
@@ -57,5 +67,5 @@ pub fn gemm<TA: Element, TB: Element, TC: Element>(
     b: MatRef<'_, TB>,
     c: MatMut<'_, TC>,
 ) -> Result<()> {
-    default_context()?.gemm(a, b, c)
+    default_context()?.run(&Matmul::new(), a, b, c)
 }

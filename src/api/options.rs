@@ -61,7 +61,7 @@ pub struct GemmOptions {
     /// Build the problem's N, K and leading dimensions into the GEMM kernel as constants
     /// ([`crate::kernel::FixedSizes`]; M stays free), where the GEMM runs on a workgroup-scope
     /// kernel in one pass, one GEMM at a time, reading its operands as stored: NVIDIA's driver
-    /// then compiles a faster loop (H100, `nn` 4096³ +9%, 2048³ +7%: docs/performance.md,
+    /// then compiles a faster loop (H100, `nn` 4096³ +9%, 2048³ +7%: docs/perf/JOURNAL.md,
     /// "Sizes built into the kernel"), at the cost of a pipeline (seconds to compile on the
     /// H200, kept in the pipeline cache) per shape. Default `None`: from M·N·K of 2048³ on;
     /// `Some(true)`: at any size; `Some(false)`: never. The K sums run in the same order
@@ -121,18 +121,23 @@ pub struct ContextOptions {
     /// [`PipelineCacheFile::UserCache`](crate::PipelineCacheFile::UserCache), a file per device
     /// and driver version in the user's cache directory; `Off` keeps it in memory.
     pub pipeline_cache: crate::PipelineCacheFile,
-    /// Autotune: the first GEMM of each (config, layouts, shape rounded up to powers of two)
-    /// times the candidate tile schemes on scratch matrices of its size and keeps the fastest in
-    /// this JSON file (keyed by device UUID and driver version; a stale or corrupt file is
-    /// ignored and replaced). Later GEMMs of that bucket, in any process, use the stored winner.
-    /// Default: none ([`Context::choose_scheme`](crate::Context::choose_scheme)'s heuristic). An explicit
-    /// [`GemmOptions::scheme`] always wins.
+    /// The tuning file: the winners [`Context::tune`](crate::Context::tune) finds for each
+    /// (config, layouts, shape rounded up to powers of two), keyed by device UUID and driver
+    /// version (a stale or corrupt file is ignored and replaced). Every plan of a bucket that
+    /// has a winner, in any process, uses it; planning never times anything itself. Default:
+    /// none ([`Context::choose_scheme`](crate::Context::choose_scheme)'s heuristic). An
+    /// explicit [`GemmOptions::scheme`] always wins.
     pub autotune: Option<PathBuf>,
     /// How long waiting on a submission may take before the GPU counts as hung: the wait then
     /// returns an error, and what that submission may still use (its memory and semaphores, the
     /// device's pipelines, the device) is leaked rather than destroyed under the GPU. Default:
     /// 600 s.
     pub gpu_timeout: Duration,
+    /// Queues of a copy-only family (the GPU's copy engines) the host copies of pinned and
+    /// multi-device GEMMs use, at most [`MAX_COPY_QUEUES`](crate::device::MAX_COPY_QUEUES): 0 puts
+    /// them on the compute queues, 1 both directions on one copy queue. A diagnostic for
+    /// comparing the two. Default: the most.
+    pub copy_queues: u32,
 }
 
 impl Default for ContextOptions {
@@ -145,6 +150,7 @@ impl Default for ContextOptions {
             pipeline_cache: crate::PipelineCacheFile::default(),
             autotune: None,
             gpu_timeout: crate::submit::SUBMIT_TIMEOUT,
+            copy_queues: crate::device::MAX_COPY_QUEUES,
         }
     }
 }

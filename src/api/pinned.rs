@@ -2,7 +2,7 @@
 //! (`VK_EXT_external_memory_host`), so their copy engines read A and B and write C in place.
 //! Host operands in ordinary memory are copied by the CPU into staging memory first, and the
 //! GPUs then copy from there: with several GPUs the host's memory bandwidth, spent twice per
-//! byte, bounds them all (docs/performance.md, "Several GPUs"). Importing costs a page pin per
+//! byte, bounds them all (docs/perf/JOURNAL.md, "Several GPUs"). Importing costs a page pin per
 //! allocation (13-16 GB/s measured on an H100 host), so it is paid once, when the matrix is made,
 //! not per GEMM: the matrix is the caller's to fill and reuse, as CUDA's pinned host buffers are.
 
@@ -24,7 +24,7 @@ const MIN_ALIGN: usize = 4096;
 /// devices, made by [`Context::pinned_matrix`] or
 /// [`MultiContext::pinned_matrix`](crate::MultiContext::pinned_matrix). Read and write it through
 /// [`PinnedMatrix::as_ref`], [`PinnedMatrix::as_mut`] or its slices; pass it to
-/// [`MultiContext::gemm_pinned`](crate::MultiContext::gemm_pinned), whose copies then read and
+/// [`Context::run`](crate::Context::run) or [`MultiContext::run`](crate::MultiContext::run), whose copies then read and
 /// write it without a staging copy. A device that cannot import it (no
 /// `VK_EXT_external_memory_host`, or more than one allocation) stages as for any host matrix:
 /// [`PinnedMatrix::imported_on`] says which. Starts zeroed.

@@ -2,6 +2,7 @@
 //! take, the tile scheme (the converting paths' own choice included), then the plan.
 
 use super::context::{Context, MAX_SPLIT_K};
+use super::matmul::{Groups, Matmul};
 use super::matrix::Element;
 use super::operand::Placed;
 use super::options::GemmOptions;
@@ -288,9 +289,9 @@ impl Context {
         (subgroup, lists.small)
     }
 
-    /// Validates shapes, types and scalars; chooses config and scheme; plans; creates the
-    /// pipelines the plan needs, so a failure surfaces before anything is submitted.
-    pub(crate) fn plan(
+    /// Validates shapes, types and scalars; chooses config and scheme; plans. Pure: compiles
+    /// nothing and runs nothing (the recorders create the pipelines before they record).
+    pub(crate) fn plan_placed(
         &self,
         a: Placed<'_>,
         b: Placed<'_>,
@@ -302,7 +303,7 @@ impl Context {
         self.plan_fused(a, b, c, types, batch, options, None)
     }
 
-    /// [`Context::plan`] for a fused GEMM's terms (`Some`, even with no terms: the fused API
+    /// [`Context::plan_placed`] for a fused GEMM's terms (`Some`, even with no terms: the fused API
     /// promises f32 accumulation for 16-bit float C), its `output` derived here from C's type
     /// and the accumulator (see [`accumulator`]); `None` plans a plain GEMM.
     #[allow(clippy::too_many_arguments)]
@@ -470,7 +471,6 @@ impl Context {
             }
             other => other?,
         };
-        self.pipelines.prepare(&plan)?;
         Ok(plan)
     }
 
@@ -544,20 +544,26 @@ impl Context {
             reads_c: options.beta != 0.0,
             transposed: false,
         };
-        self.pipelines.prepare(&plan)?;
         Ok(Some(plan))
     }
 
-    /// The plan a GEMM of this shape would run: its kernels, passes and dispatches. For
-    /// inspection and benchmarks.
-    pub fn plan_gemm<TA: Element, TB: Element, TC: Element>(
+    /// The plan `op` would run on an `m x n x k` GEMM of these types, A and B stored `layouts`
+    /// and C row-major, each in vk-sgmat's own layout (leading dimensions padded to 16 bytes):
+    /// its config, scheme, passes and dispatches, as plain data. Pure and cheap: it allocates
+    /// nothing, compiles no pipeline and runs nothing (an autotuned scheme is read from the
+    /// tuning file, never timed here: see [`Context::tune`](crate::Context::tune)). For one GEMM
+    /// (not a grouped `op`); the epilogue's vectors are checked against `m` and `n`.
+    pub fn plan<TA: Element, TB: Element, TC: Element>(
         &self,
-        m: usize,
-        n: usize,
-        k: usize,
+        op: &Matmul<'_>,
+        (m, n, k): (usize, usize, usize),
         layouts: (Layout, Layout),
-        options: &GemmOptions,
     ) -> Result<GemmPlan> {
+        if !matches!(op.groups, Groups::None) {
+            return Err(Error::Unsupported(
+                "Context::plan plans one GEMM; a grouped one is planned on its operands by Context::prepare".into(),
+            ));
+        }
         // vk-sgmat's own layout of the three matrices (device_problem's leading dimensions).
         let p = device_problem((m, n, k), layouts, (size_of::<TA>(), size_of::<TB>(), size_of::<TC>()));
         let host = |rows, cols, layout, ld| Placed {
@@ -570,8 +576,14 @@ impl Context {
             owned: None,
         };
         let (a, b) = (host(m, k, layouts.0, p.lda), host(k, n, layouts.1, p.ldb));
+        let c = host(m, n, Layout::RowMajor, p.ldc);
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
-        self.plan(a, b, host(m, n, Layout::RowMajor, p.ldc), types, Batch::ONE, options)
+        let terms = op
+            .fused
+            .as_ref()
+            .map(|f| self.fused_terms(f, (m, n), types))
+            .transpose()?;
+        self.plan_fused(a, b, c, types, Batch::ONE, &op.options, terms)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A `VkDevice` with its compute queues and allocator: created here ([`Device::new`]) or the
@@ -27,8 +27,11 @@ pub struct Device {
     info: DeviceInfo,
     owned: bool,
     /// Set once a wait on this device gave up (a timeout): its work may still run, so nothing
-    /// that work could use is destroyed from then on (semaphores, pipelines, the device).
-    abandoned: AtomicBool,
+    /// that work could use is destroyed from then on (semaphores, pipelines, the device). Holds
+    /// the timeout that passed, in nanoseconds plus one (0: none did).
+    abandoned: AtomicU64,
+    /// Set once a call reported the device lost.
+    lost: AtomicBool,
     /// Where the caller's host memory can be imported (`VK_EXT_external_memory_host`).
     host_import: Option<HostImport>,
     instance: Arc<Instance>,
@@ -45,16 +48,7 @@ pub(crate) struct HostImport {
 const MAX_QUEUES: u32 = 4;
 
 /// How many queues of a copy-only family it gets: one for each direction over the bus.
-const MAX_COPY_QUEUES: u32 = 2;
-
-/// [`MAX_COPY_QUEUES`], or fewer as `VK_SGMAT_COPY_QUEUES` says (a diagnostic: 0 puts host
-/// copies on compute queues, 1 both directions on one copy queue).
-fn copy_queue_limit() -> u32 {
-    std::env::var("VK_SGMAT_COPY_QUEUES")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .map_or(MAX_COPY_QUEUES, |n| n.min(MAX_COPY_QUEUES))
-}
+pub const MAX_COPY_QUEUES: u32 = 2;
 
 /// A queue vk-sgmat submits to: compute queue `i`, or copy lane `i`, which records copies alone
 /// and runs on the copy-only family where the device has one (else on compute queue `1 + i`).
@@ -88,13 +82,18 @@ pub struct AdoptedDevice {
 }
 
 impl Device {
-    /// Selects a device and creates it.
-    pub fn new(instance: Arc<Instance>, selector: &DeviceSelector) -> Result<Arc<Self>> {
+    /// Selects a device and creates it, with at most `copy_queues` queues of a copy-only family.
+    pub fn new(instance: Arc<Instance>, selector: &DeviceSelector, copy_queues: u32) -> Result<Arc<Self>> {
         let (physical, info) = select(&instance, selector)?;
-        Self::create(instance, physical, info)
+        Self::create(instance, physical, info, copy_queues)
     }
 
-    fn create(instance: Arc<Instance>, physical: vk::PhysicalDevice, info: DeviceInfo) -> Result<Arc<Self>> {
+    fn create(
+        instance: Arc<Instance>,
+        physical: vk::PhysicalDevice,
+        info: DeviceInfo,
+        copy_queues: u32,
+    ) -> Result<Arc<Self>> {
         let raw_instance = instance.raw();
         // SAFETY: plain query.
         let families = unsafe { raw_instance.get_physical_device_queue_family_properties(physical) };
@@ -118,7 +117,7 @@ impl Device {
                         .queue_flags
                         .intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
             })
-            .map(|i| (i as u32, families[i].queue_count.min(copy_queue_limit())))
+            .map(|i| (i as u32, families[i].queue_count.min(copy_queues.min(MAX_COPY_QUEUES))))
             .filter(|&(_, count)| count > 0);
         let required = DeviceRequirements::for_device(&info);
         let mut extensions: Vec<_> = required.extensions.iter().map(|e| e.as_ptr()).collect();
@@ -282,7 +281,8 @@ impl Device {
             physical,
             info,
             owned,
-            abandoned: AtomicBool::new(false),
+            abandoned: AtomicU64::new(0),
+            lost: AtomicBool::new(false),
             instance,
         }))
     }
@@ -318,14 +318,42 @@ impl Device {
     }
 
     /// Notes that a wait gave up on work that may still run (see [`Device::work_abandoned`]).
-    pub(crate) fn abandon_work(&self) {
-        self.abandoned.store(true, Ordering::Release);
+    pub(crate) fn abandon_work(&self, timeout: std::time::Duration) {
+        let nanos = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX - 1);
+        let _ = self
+            .abandoned
+            .compare_exchange(0, nanos + 1, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Notes `e` and returns it: a lost device stays lost (see [`Device::usable`]).
+    pub(crate) fn note(&self, e: Error) -> Error {
+        if matches!(e, Error::DeviceLost { .. }) {
+            self.lost.store(true, Ordering::Release);
+        }
+        e
+    }
+
+    /// Whether new work may go to the device: not after it was lost
+    /// ([`Error::DeviceLost`]), nor after a wait on it timed out ([`Error::GpuTimeout`]), so a
+    /// later call fails at once instead of hanging.
+    pub(crate) fn usable(&self) -> Result<()> {
+        if self.lost.load(Ordering::Acquire) {
+            return Err(Error::DeviceLost {
+                call: "an earlier call",
+            });
+        }
+        match self.abandoned.load(Ordering::Acquire) {
+            0 => Ok(()),
+            n => Err(Error::GpuTimeout {
+                timeout: std::time::Duration::from_nanos(n - 1),
+            }),
+        }
     }
 
     /// Whether a wait gave up on this device's work: objects that work may use are then leaked
     /// rather than destroyed under the GPU.
     pub(crate) fn work_abandoned(&self) -> bool {
-        self.abandoned.load(Ordering::Acquire)
+        self.abandoned.load(Ordering::Acquire) != 0
     }
 
     /// Whether vk-sgmat created the device (and so destroys it).

@@ -18,7 +18,7 @@ pub use info::{
 };
 pub use instance::{Instance, InstanceOptions, ValidationMessages};
 pub(crate) use logical::QueueRef;
-pub use logical::{AdoptedDevice, Device};
+pub use logical::{AdoptedDevice, Device, MAX_COPY_QUEUES};
 pub(crate) use query::query_device;
 pub use requirements::{DeviceRequirements, EnabledFeatures, FeatureChain};
 

@@ -28,7 +28,7 @@ use serde::Serialize;
 
 /// A diagnostic variant of the GEMM kernel with one part of its main loop removed, timed to see
 /// where the time goes (`vk-sgmat tune --probe`). Every variant but [`Probe::Full`] computes a
-/// wrong result by design: the library only builds them for [`crate::Context::time_probe`].
+/// wrong result by design: the library only builds them for [`crate::Timing::Probe`].
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Probe {

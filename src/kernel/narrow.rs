@@ -3,7 +3,7 @@
 //! split into f16 `hi` and `lo` planes for the accurate mode ([`super::Load::Planes`], with the
 //! scale of `convert::scales`). Converting first costs a read and a narrower write of
 //! the operand, and lets the GEMM run the workgroup-scope kernel, whose loads the driver stages
-//! itself and which cannot convert as it loads (see docs/performance.md).
+//! itself and which cannot convert as it loads (see docs/perf/JOURNAL.md).
 //!
 //! Bindings: 0 = the f32 matrix (16-byte vectors), 2 = the copy (16-byte vectors), 3 = the
 //! scale words (planes only). Push constants reuse [`super::PushConstants`]: `m` = rows of the

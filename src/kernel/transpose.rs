@@ -3,7 +3,7 @@
 //! bf16 on the way, or split into the accurate mode's f16 `hi` and `lo` planes (the converting
 //! passes of [`super::narrow`], transposed). On NVIDIA's
 //! workgroup-scope kernel the layout with A column-major and B row-major (each operand
-//! contiguous along M or N) runs 5-11% faster than the others (docs/performance.md), which
+//! contiguous along M or N) runs 5-11% faster than the others (docs/perf/JOURNAL.md), which
 //! repays a copy of an operand where the GEMM is large against it.
 //!
 //! An 8-bit integer operand is copied as it is too, into the order NVIDIA's int8 kernel reads
@@ -18,7 +18,7 @@
 //! 128-byte lines, and it walks such tiles in a grid-stride loop. No shared memory and no
 //! barrier: each invocation keeps eight (16-bit), sixteen (f32 or 8-bit) loads in flight, where
 //! the shared-memory transpose this replaced kept two and capped the pass at 2.1-2.8 TB/s on the
-//! H200 (docs/performance.md). Source rows past the last are read as zero, so a copy
+//! H200 (docs/perf/JOURNAL.md). Source rows past the last are read as zero, so a copy
 //! row's padding up to its leading dimension is zero (the GEMM's K may run along it); copy rows
 //! past the source's row length (its padding) are not written.
 //!

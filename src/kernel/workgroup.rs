@@ -295,7 +295,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         // One K step's loads: the left operand's slice, and the right's for each accumulator.
         let load = |b: &mut ModuleBuilder, k: Word| -> BuildResult<(Word, Vec<Word>)> {
             // The order of a step's loads is the scheme's (`right_first`): the driver schedules
-            // them differently (docs/performance.md, "Deeper iterations").
+            // them differently (docs/perf/JOURNAL.md, "Deeper iterations").
             let load_left = |b: &mut ModuleBuilder| -> BuildResult<Word> {
                 let sa = slice(b, t_layout, la, &left, (row0, c_rows), (k, c_bk))?;
                 let (ta, xa) = addressing(&left);
@@ -338,7 +338,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         // `x` plus the step's product for accumulator `j`: with split planes `lo*hi + hi*lo +
         // hi*hi`, summed into a partial sum that starts from zero each loop iteration and is
         // then added to the accumulator in f32 (the matrix units accumulate f32 less carefully
-        // than an add: see docs/performance.md, f32 and mixed types).
+        // than an add: see docs/perf/JOURNAL.md, f32 and mixed types).
         let multiply = |b: &mut ModuleBuilder, ((ma, mbs), lo): &Step, j: usize, x: Word| -> BuildResult<Word> {
             let Some((la, lbs)) = lo else {
                 return b

@@ -4,12 +4,16 @@
 //! the next band multiplies. Pinned operands ([`PinnedMatrix`]) skip the host copies: each
 //! device's copy engine reads A and B and writes C in place.
 
-use super::split::{pipeline_blocks, Split, SplitKind};
 use super::trace::{HostMarks, PipelineStep, PipelineTrace, Tracer};
 use super::MultiContext;
-use crate::api::{check_matrix, Context, Direct, Element, GemmOptions, MatMut, MatRef, PinnedMatrix};
+use crate::api::{
+    check_matrix, input, output, Context, Direct, Element, GemmOptions, Groups, In, Input, MatMut, MatRef, Matmul, Out,
+    Output, PinnedMatrix,
+};
+use crate::error::Error;
 use crate::error::Result;
 use crate::plan::check_shapes;
+use crate::plan::{pipeline_blocks, Split, SplitKind};
 use crate::stream::Download;
 use crate::submit::{StreamCore, Ticket};
 use crate::tiling::Layout;
@@ -34,75 +38,56 @@ fn transposed([a, b, c]: &Directs) -> Directs {
 }
 
 impl MultiContext {
-    /// `c = a * b` over every device (see [`MultiContext::gemm_with`]).
-    pub fn gemm<TA: Element, TB: Element, TC: Element>(
+    /// Runs `op` over every device and waits: host matrices ([`MatRef`], [`MatMut`]) cut as
+    /// [`Matmul::split`] says (default [`SplitKind::Auto`]), each device receiving B's columns
+    /// for its block once, then its rows of A in bands that overlap the multiplies; pinned
+    /// matrices ([`PinnedMatrix`], made by [`MultiContext::pinned_matrix`]) likewise, each
+    /// device's copy engine reading and writing them in place where it imported them; or
+    /// [`DistMatrix`](crate::DistMatrix)es already on the devices (made by
+    /// [`MultiContext::distribute`] for one split; the split is theirs), where no data moves.
+    /// The result is the one a single [`Context`] gives, bit for bit where both run the same
+    /// kernel on a block (the tile scheme may differ with the block's size). Plain GEMMs only (no
+    /// fused epilogue, no groups). On an error C's contents are unspecified; an error of one
+    /// device names it.
+    pub fn run<'a, 'b, 'c, TA: Element, TB: Element, TC: Element>(
         &self,
-        a: MatRef<'_, TA>,
-        b: MatRef<'_, TB>,
-        c: MatMut<'_, TC>,
+        op: &Matmul<'_>,
+        a: impl Input<'a, TA>,
+        b: impl Input<'b, TB>,
+        c: impl Output<'c, TC>,
     ) -> Result<()> {
-        self.gemm_with(a, b, c, &GemmOptions::default())
+        if op.fused.is_some() || !matches!(op.groups, Groups::None) {
+            return Err(Error::Unsupported(
+                "several GPUs run plain GEMMs (no fused epilogue, no groups); run those on each device's Context"
+                    .into(),
+            ));
+        }
+        let options = &op.options;
+        let split = |(m, n, k): (usize, usize, usize)| match op.split {
+            Some(s) => Ok(s.clone()),
+            None => self.split::<TA, TB>(m, n, k, SplitKind::Auto),
+        };
+        match (input(a), input(b), output(c)) {
+            (In::Host(a), In::Host(b), Out::Host(c)) => {
+                let split = split(check_host(&a, &b, &c)?)?;
+                self.split_with(a, b, c, options, &split, (&[None, None, None], false))
+                    .map(|_| ())
+            }
+            (In::Pinned(a), In::Pinned(b), Out::Pinned(c)) => {
+                let split = split((a.rows(), b.cols(), a.cols()))?;
+                self.pinned_parts(a, b, c, options, &split, false).map(|_| ())
+            }
+            (In::Dist(a), In::Dist(b), Out::Dist(c)) => self.gemm_distributed(a, b, c, options),
+            (a, b, c) => Err(Error::Unsupported(format!(
+                "A is {}, B {} and C {}: several GPUs take three host, three pinned or three distributed matrices",
+                a.residency(),
+                b.residency(),
+                c.residency()
+            ))),
+        }
     }
 
-    /// `c = alpha * a * b + beta * c` on host matrices over every device, cut by
-    /// [`SplitKind::Auto`]. The result is the one a single [`Context`] gives, bit for bit where
-    /// both run the same kernel on a block (the tile scheme may differ with the block's size).
-    /// On an error C's contents are unspecified.
-    pub fn gemm_with<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: MatRef<'_, TA>,
-        b: MatRef<'_, TB>,
-        c: MatMut<'_, TC>,
-        options: &GemmOptions,
-    ) -> Result<()> {
-        let (m, n, k) = check_host(&a, &b, &c)?;
-        let split = self.split::<TA, TB>(m, n, k, SplitKind::Auto)?;
-        self.gemm_split(a, b, c, options, &split)
-    }
-
-    /// [`MultiContext::gemm_with`] cut as `split` says (from [`MultiContext::split`], or built
-    /// by hand: it is checked).
-    pub fn gemm_split<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: MatRef<'_, TA>,
-        b: MatRef<'_, TB>,
-        c: MatMut<'_, TC>,
-        options: &GemmOptions,
-        split: &Split,
-    ) -> Result<()> {
-        self.split_with(a, b, c, options, split, (&[None, None, None], false))
-            .map(|_| ())
-    }
-
-    /// [`MultiContext::gemm_with`] on pinned matrices: every device's copy engine reads its
-    /// rows of A and columns of B, and writes its block of C, in place (where the matrix is
-    /// imported on it; see [`PinnedMatrix::imported_on`]), so the host copies nothing. The
-    /// matrices must have been made for these devices ([`MultiContext::pinned_matrix`]); one made
-    /// elsewhere is staged like any host matrix.
-    pub fn gemm_pinned<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &PinnedMatrix<TA>,
-        b: &PinnedMatrix<TB>,
-        c: &mut PinnedMatrix<TC>,
-        options: &GemmOptions,
-    ) -> Result<()> {
-        let split = self.split::<TA, TB>(a.rows(), b.cols(), a.cols(), SplitKind::Auto)?;
-        self.gemm_pinned_split(a, b, c, options, &split)
-    }
-
-    /// [`MultiContext::gemm_pinned`] cut as `split` says (see [`MultiContext::gemm_split`]).
-    pub fn gemm_pinned_split<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &PinnedMatrix<TA>,
-        b: &PinnedMatrix<TB>,
-        c: &mut PinnedMatrix<TC>,
-        options: &GemmOptions,
-        split: &Split,
-    ) -> Result<()> {
-        self.pinned_parts(a, b, c, options, split, false).map(|_| ())
-    }
-
-    /// [`MultiContext::gemm_pinned_split`], each part traced where `trace` says.
+    /// [`MultiContext::run`] on pinned matrices cut as `split` says, each part traced where `trace` says.
     pub(crate) fn pinned_parts<TA: Element, TB: Element, TC: Element>(
         &self,
         a: &PinnedMatrix<TA>,
@@ -117,13 +102,13 @@ impl MultiContext {
     }
 
     /// A zeroed `rows x cols` host matrix stored `layout`, imported into every device of this
-    /// set that can (see [`PinnedMatrix`]), for [`MultiContext::gemm_pinned`].
+    /// set that can (see [`PinnedMatrix`]), for [`MultiContext::run`].
     pub fn pinned_matrix<T: Element>(&self, rows: usize, cols: usize, layout: Layout) -> Result<PinnedMatrix<T>> {
         let devices: Vec<_> = self.contexts.iter().map(|c| &c.device).collect();
         PinnedMatrix::new(&devices, rows, cols, layout)
     }
 
-    /// [`MultiContext::gemm_split`], with operands found in place where `direct` says; each
+    /// [`MultiContext::run`] on host matrices cut as `split` says, with operands found in place where `direct` says; each
     /// part's trace where `trace` asks for them.
     fn split_with<TA: Element, TB: Element, TC: Element>(
         &self,
@@ -167,9 +152,9 @@ impl MultiContext {
 impl Context {
     /// `c = alpha * a * b + beta * c` on pinned host matrices, on this device alone: B is copied
     /// in place once, then A's rows in bands, each band's multiply overlapping the next band's
-    /// copy and the last band's C (see [`MultiContext::gemm_pinned`]). Matrices this device
+    /// copy and the last band's C (see [`MultiContext::run`]). Matrices this device
     /// cannot import are staged, with the same result.
-    pub fn gemm_pinned<TA: Element, TB: Element, TC: Element>(
+    pub(crate) fn gemm_pinned<TA: Element, TB: Element, TC: Element>(
         &self,
         a: &PinnedMatrix<TA>,
         b: &PinnedMatrix<TB>,
@@ -181,7 +166,7 @@ impl Context {
     }
 }
 
-/// [`Context::gemm_pinned`] on views of the pinned matrices.
+/// `Context::gemm_pinned` on views of the pinned matrices.
 fn pinned_alone<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     a: MatRef<'_, TA>,
@@ -194,7 +179,7 @@ fn pinned_alone<TA: Element, TB: Element, TC: Element>(
     if c.layout == Layout::ColMajor {
         return pinned_alone(ctx, b.t(), a.t(), c.t(), options, &transposed(direct));
     }
-    ctx.plan_gemm::<TA, TB, TC>(m, n, k, (a.layout, b.layout), options)?;
+    ctx.plan::<TA, TB, TC>(&Matmul::with_options(options), (m, n, k), (a.layout, b.layout))?;
     let whole = Split::new((m, n, k), &[1.0], SplitKind::Rows, (size_of::<TA>(), size_of::<TB>()))?;
     let rows = carve(c, &whole).pop().expect("one part");
     run_part(ctx, (a, b, rows), options, direct, None).map(|_| ())
@@ -343,7 +328,7 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         inp.submit()?;
         let flops = 2 * (r * cols * k) as u64;
         timed(&mut mm.core, (PipelineStep::Multiply, i, flops), &mut |core| {
-            ctx.gemm_on(core, &ad, &bd, &mut cd, options)
+            ctx.enqueue_run(core, &Matmul::with_options(options), &ad, &bd, &mut cd)
         })?;
         mm.core.hold(ad.buffer.clone(), true);
         mm.core.hold(cd.buffer.clone(), true);

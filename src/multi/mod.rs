@@ -2,18 +2,17 @@
 //! device, each block's size proportional to its device's measured speed; every device gets the
 //! rows of A and the columns of B its block needs and computes on its own stream, so one
 //! device's transfers overlap the others' multiplies. Operands may live on the host
-//! ([`MultiContext::gemm`]) or stay distributed across the devices between GEMMs
-//! ([`DistMatrix`], [`MultiContext::gemm_distributed`]).
+//! ([`MultiContext::run`]) or stay distributed across the devices between GEMMs
+//! ([`DistMatrix`](crate::DistMatrix), [`MultiContext::run`]).
 //!
 //! The portable path stages everything through the host: devices do not share memory here.
 
 mod host;
 mod resident;
-mod split;
 mod trace;
 
-pub use resident::{DistMatrix, Role};
-pub use split::{Split, SplitKind, SplitPart};
+pub use crate::plan::{Split, SplitKind, SplitPart};
+pub use resident::Role;
 pub use trace::{HostTimes, PipelineStep, PipelineTrace, TraceStep};
 
 use crate::api::{Context, ContextOptions, Element, GemmOptions};
@@ -127,7 +126,7 @@ impl MultiContext {
                 contexts.len()
             )));
         }
-        split::check_weights(&weights)?;
+        crate::plan::split_check_weights(&weights)?;
         Ok(Self { contexts, weights })
     }
 
@@ -176,7 +175,11 @@ impl MultiContext {
     ) -> Result<()> {
         for p in &split.parts {
             self.contexts[p.device]
-                .plan_gemm::<TA, TB, TC>(p.rows.len(), p.cols.len(), split.k, layouts, options)
+                .plan::<TA, TB, TC>(
+                    &crate::Matmul::with_options(options),
+                    (p.rows.len(), p.cols.len(), split.k),
+                    layouts,
+                )
                 .map_err(|e| self.on_device(p.device, e))?;
         }
         Ok(())
@@ -270,21 +273,20 @@ fn measure_speed(ctx: &Context) -> Result<f64> {
 fn time_square<T: Element>(ctx: &Context, n: usize) -> Result<f64> {
     let (a, b) = (ctx.zeros::<T>(n, n)?, ctx.zeros::<T>(n, n)?);
     let mut c = ctx.zeros::<f32>(n, n)?;
-    let options = GemmOptions::default();
-    ctx.gemm_device(&a, &b, &mut c, &options)?; // creates the pipelines
+    let op = crate::Matmul::new();
+    ctx.run(&op, &a, &b, &mut c)?; // creates the pipelines
     if !ctx.is_cpu() {
         // An idle GPU runs at a fraction of its clock for a few hundred ms: timed cold, two
-        // identical H200s once measured 0.217 apart (docs/performance.md, two H200s).
+        // identical H200s once measured 0.217 apart (docs/perf/JOURNAL.md, two H200s).
         let warm = Instant::now();
         while warm.elapsed() < WARM_UP {
-            ctx.gemm_device(&a, &b, &mut c, &options)?;
+            ctx.run(&op, &a, &b, &mut c)?;
         }
     }
     let mut times: Vec<f64> = (0..5)
         .map(|_| {
             let t = Instant::now();
-            ctx.gemm_device(&a, &b, &mut c, &options)
-                .map(|()| t.elapsed().as_secs_f64())
+            ctx.run(&op, &a, &b, &mut c).map(|()| t.elapsed().as_secs_f64())
         })
         .collect::<Result<_>>()?;
     Ok(2.0 * (n as f64).powi(3) / crate::median(&mut times))

@@ -1,10 +1,13 @@
 //! Matrices kept on the devices between multi-device GEMMs: [`DistMatrix`], each device holding
 //! the block of it that its part of a [`Split`] needs.
 
-use super::split::Split;
 use super::MultiContext;
-use crate::api::{check_matrix, DeviceMatrix, Direct, Element, GemmOptions, MatMut, MatRef, PinnedMatrix};
+use crate::api::{
+    check_matrix, DeviceMatrix, Direct, DistMatrix, DistPart, Element, GemmOptions, MatMut, MatRef, Matmul,
+    PinnedMatrix,
+};
 use crate::error::{Error, Result};
+use crate::plan::Split;
 use crate::tiling::Layout;
 use crate::Ticket;
 use std::ops::Range;
@@ -18,75 +21,6 @@ pub enum Role {
     B,
     /// Each device holds its part's block.
     C,
-}
-
-/// A matrix held across the devices of a [`MultiContext`], each device its block: made by
-/// [`MultiContext::distribute`] or [`MultiContext::zeros`], multiplied by
-/// [`MultiContext::gemm_distributed`], read back by [`MultiContext::gather`]. A C cut by rows is
-/// the A of a next GEMM cut the same way, with no transfer.
-pub struct DistMatrix<T: Element> {
-    rows: usize,
-    cols: usize,
-    parts: Vec<DistPart<T>>,
-}
-
-struct DistPart<T: Element> {
-    device: usize,
-    rows: Range<usize>,
-    cols: Range<usize>,
-    matrix: DeviceMatrix<T>,
-}
-
-impl<T: Element> DistMatrix<T> {
-    /// Rows.
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Columns.
-    pub fn cols(&self) -> usize {
-        self.cols
-    }
-
-    /// Each block: its device and which rows and columns of the matrix it holds.
-    pub fn blocks(&self) -> Vec<(usize, Range<usize>, Range<usize>)> {
-        self.parts
-            .iter()
-            .map(|p| (p.device, p.rows.clone(), p.cols.clone()))
-            .collect()
-    }
-
-    /// An error unless every block is on one of `devices` devices (a matrix of a larger
-    /// [`MultiContext`] names devices this one lacks).
-    fn check_devices(&self, devices: usize) -> Result<()> {
-        match self.parts.iter().find(|p| p.device >= devices) {
-            Some(p) => Err(Error::InvalidOperand(format!(
-                "a block on device {}; this MultiContext has {devices} devices",
-                p.device
-            ))),
-            None => Ok(()),
-        }
-    }
-
-    /// The part on `device` holding exactly these rows and columns.
-    fn part(&self, device: usize, rows: &Range<usize>, cols: &Range<usize>) -> Option<&DistPart<T>> {
-        self.parts
-            .iter()
-            .find(|p| p.device == device && p.rows == *rows && p.cols == *cols)
-    }
-}
-
-impl<T: Element> std::fmt::Debug for DistMatrix<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "DistMatrix<{}>({}x{}, {:?})",
-            T::TYPE,
-            self.rows,
-            self.cols,
-            self.blocks()
-        )
-    }
 }
 
 /// The blocks of `role`'s matrix each part of `split` needs: (device, rows, cols).
@@ -197,7 +131,7 @@ impl MultiContext {
     /// device, A's block of the same rows and every column and B's of every row and the same
     /// columns (what [`MultiContext::distribute`] makes for one split). Returns when every
     /// device is done; an error names the device.
-    pub fn gemm_distributed<TA: Element, TB: Element, TC: Element>(
+    pub(crate) fn gemm_distributed<TA: Element, TB: Element, TC: Element>(
         &self,
         a: &DistMatrix<TA>,
         b: &DistMatrix<TB>,
@@ -229,7 +163,8 @@ impl MultiContext {
         let mut streams = Vec::with_capacity(work.len());
         for (d, am, bm, cm) in work {
             let mut s = self.contexts[d].stream().map_err(|e| self.on_device(d, e))?;
-            s.gemm(am, bm, cm, options).map_err(|e| self.on_device(d, e))?;
+            s.run(&Matmul::with_options(options), am, bm, cm)
+                .map_err(|e| self.on_device(d, e))?;
             streams.push((d, s));
         }
         let tickets: Vec<(usize, Result<Ticket>)> = streams.iter_mut().map(|(d, s)| (*d, s.submit())).collect();

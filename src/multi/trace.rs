@@ -1,9 +1,9 @@
 //! GPU timestamps around each step of one device's host pipeline (B in, each band's A in,
 //! multiply and C out), for finding where the copies and the kernels fail to overlap:
-//! [`MultiContext::gemm_pinned_traced`], `vk-sgmat bench --devices all --trace`.
+//! [`MultiContext::run_traced`], `vk-sgmat bench --devices all --trace`.
 
-use super::{MultiContext, Split};
-use crate::api::{Context, Element, GemmOptions, PinnedMatrix};
+use super::MultiContext;
+use crate::api::{Context, Element, Groups, Matmul, PinnedMatrix};
 use crate::device::QueueRef;
 use crate::error::{Error, Result};
 use crate::submit::StreamCore;
@@ -176,18 +176,28 @@ impl Tracer {
 }
 
 impl MultiContext {
-    /// [`MultiContext::gemm_pinned_split`], with GPU timestamps around every step of each
-    /// device's pipeline. A diagnostic: the timestamps of different queues are compared as one clock
-    /// (so they are on NVIDIA). An error where a queue it uses has no timestamps.
-    pub fn gemm_pinned_traced<TA: Element, TB: Element, TC: Element>(
+    /// [`MultiContext::run`] on pinned matrices, cut as `op`'s split says (default
+    /// [`SplitKind::Auto`](crate::SplitKind::Auto)), with GPU timestamps around every step of
+    /// each device's pipeline: a timing diagnostic, as [`Stream::timed`](crate::Stream::timed)
+    /// is for streams. The timestamps of different queues are compared as one clock (so they
+    /// are on NVIDIA). An error where a queue it uses has no timestamps.
+    pub fn run_traced<TA: Element, TB: Element, TC: Element>(
         &self,
+        op: &Matmul<'_>,
         a: &PinnedMatrix<TA>,
         b: &PinnedMatrix<TB>,
         c: &mut PinnedMatrix<TC>,
-        options: &GemmOptions,
-        split: &Split,
     ) -> Result<Vec<PipelineTrace>> {
-        self.pinned_parts(a, b, c, options, split, true)
+        if op.fused.is_some() || !matches!(op.groups, Groups::None) {
+            return Err(crate::Error::Unsupported(
+                "several GPUs run plain GEMMs (no fused epilogue, no groups)".into(),
+            ));
+        }
+        let split = match op.split {
+            Some(s) => s.clone(),
+            None => self.split::<TA, TB>(a.rows(), b.cols(), a.cols(), crate::SplitKind::Auto)?,
+        };
+        self.pinned_parts(a, b, c, &op.options, &split, true)
             .map(|traces| traces.into_iter().flatten().collect())
     }
 }

@@ -15,6 +15,9 @@ pub use narrow::{
     NT_RELAYOUT,
 };
 pub mod passes;
+mod split;
+pub(crate) use split::{check_weights as split_check_weights, pipeline_blocks};
+pub use split::{Split, SplitKind, SplitPart};
 #[cfg(test)]
 mod properties;
 pub mod types;

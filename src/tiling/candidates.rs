@@ -14,7 +14,7 @@ pub fn candidate_schemes(
 ) -> Vec<TileScheme> {
     let es = config.component_type.size_bytes();
     // (subgroups, fragments per subgroup, k_step in fragments of k). The GPU order is measured
-    // with `vk-sgmat tune` on the H200 (docs/performance.md): 4 subgroups of 4x4 fragments
+    // with `vk-sgmat tune` on the H200 (docs/perf/JOURNAL.md): 4 subgroups of 4x4 fragments
     // (128x128 tiles, two fragments of K per stage) first, then the other schemes that led there.
     // CPU drivers take one small scheme with 64 bytes of K per stage.
     type Shape = ((u32, u32), (u32, u32), u32);
@@ -123,7 +123,7 @@ pub fn tuning_candidates(
 /// size the device lists, each with (K step, steps per loop iteration) of (64 bytes, 4),
 /// (64 bytes, 2), (128 bytes, 2) and (128 bytes, 8, each loaded just before its multiply): on
 /// the H200, 256 bytes of K per iteration in 64-byte steps measured fastest for every tile
-/// (docs/performance.md). A tile keeps at most 512 bytes of accumulator per invocation (128x256
+/// (docs/perf/JOURNAL.md). A tile keeps at most 512 bytes of accumulator per invocation (128x256
 /// f32 over 256 invocations): more does not fit in registers. Empty where the device has no
 /// usable `VK_NV_cooperative_matrix2`.
 pub fn workgroup_candidates(

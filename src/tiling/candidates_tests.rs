@@ -54,7 +54,7 @@ fn default_scheme_fills_the_gpu_or_takes_the_small_tile() {
     all.extend(sg.iter().copied());
     let small = small_problem_scheme(&sg);
     let pick = |m, n| pick_scheme(&all, small, &c, (m, n), 1, false).unwrap().name();
-    // The sizes measured on the H200 (docs/performance.md, "Small problems").
+    // The sizes measured on the H200 (docs/perf/JOURNAL.md, "Small problems").
     assert_eq!(pick(64, 64), "sg1x2_fr2x2_k32_s32");
     assert_eq!(pick(512, 512), "sg1x2_fr2x2_k32_s32");
     assert_eq!(pick(16, 4096), "sg1x2_fr2x2_k32_s32");

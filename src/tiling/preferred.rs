@@ -1,5 +1,5 @@
 //! The workgroup-scope schemes taken by default on NVIDIA, measured faster there
-//! (docs/performance.md), and the conditions under which each list leads.
+//! (docs/perf/JOURNAL.md), and the conditions under which each list leads.
 
 use super::candidates::{is_square_128, on_grouped_walk, workgroup_candidates};
 use super::TileScheme;
@@ -14,7 +14,7 @@ pub(crate) const VENDOR_NVIDIA: u32 = 0x10de;
 type Wanted = (u32, u32, u32, u32, u32, bool, bool);
 
 /// The workgroup-scope schemes taken by default, ahead of the subgroup-scope ones: those measured
-/// faster than every subgroup-scope scheme on the H200 (docs/performance.md): 128x128 tiles with
+/// faster than every subgroup-scope scheme on the H200 (docs/perf/JOURNAL.md): 128x128 tiles with
 /// 128 invocations in eight 64-byte K steps per loop iteration taken step by step (3-8% faster
 /// than four steps loaded first, in every layout measured), then, for grids too small for those,
 /// 64x64 tiles with 128 invocations and two 128-byte steps per iteration (1024x1024x1024

@@ -269,7 +269,7 @@ impl TileScheme {
     /// For workgroup scope: whether the kernel computes its tile of C as the transpose
     /// `(B^T A^T)^T`, the roles of A and B swapped, and stores it through a transposing tensor
     /// view. Same tile of C, same result; NVIDIA's driver stores an accumulator 4-8% faster that
-    /// way (docs/performance.md). Not with N parts. Always false for subgroup scope.
+    /// way (docs/perf/JOURNAL.md). Not with N parts. Always false for subgroup scope.
     pub fn c_transposed(&self) -> bool {
         self.c_transposed
     }
@@ -289,7 +289,7 @@ impl TileScheme {
 
     /// For workgroup scope: whether each K step loads its right operand (B, or A^T when the tile
     /// is computed transposed) before its left one. The same loads in the other order; NVIDIA's
-    /// driver schedules them differently (docs/performance.md, "Deeper iterations"). Always false
+    /// driver schedules them differently (docs/perf/JOURNAL.md, "Deeper iterations"). Always false
     /// for subgroup scope.
     pub fn right_first(&self) -> bool {
         self.right_first

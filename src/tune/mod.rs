@@ -7,4 +7,4 @@ mod search;
 pub(crate) mod timing;
 
 pub(crate) use cache::TuneCache;
-pub use timing::{GemmStep, StreamTiming};
+pub use timing::{GemmStep, StreamTiming, Timing, Timings};

@@ -2,9 +2,9 @@
 //! ([`TuneCache`]); later GEMMs of the bucket take it without timing.
 
 use super::cache::{TuneCache, TuneKey};
-use crate::api::{Context, GemmOptions};
+use crate::api::{Context, Element, GemmOptions, Matmul};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernel::Load;
 use crate::plan::Batch;
 use crate::tiling::{not_oversized, Layout, TileScheme};
@@ -12,9 +12,9 @@ use crate::timestamps::median;
 use std::time::Duration;
 
 impl Context {
-    /// The scheme for a problem: the autotuner's (see
-    /// [`ContextOptions::autotune`](crate::ContextOptions::autotune)) when it is on, else
-    /// [`Context::choose_scheme`]'s. Operands converted as loaded take the heuristic's
+    /// The scheme for a problem: the autotuner's winner for its bucket where the tuning file
+    /// (see [`ContextOptions::autotune`](crate::ContextOptions::autotune)) has one, else
+    /// [`Context::choose_scheme`]'s. Never times anything: [`Context::tune`] does. Operands converted as loaded take the heuristic's
     /// subgroup-scope scheme (the workgroup-scope kernel does not convert). `narrow_c`: C is
     /// stored in a 16-bit type.
     pub(crate) fn scheme_for(
@@ -34,17 +34,44 @@ impl Context {
         };
         let key = TuneKey::new(config, layouts, (m, n, k));
         let known = lock(cache).get(&key, config, self.device_info());
+        match known {
+            Some(s) => Ok(s),
+            None => self.choose_layout_scheme(config, (m, n, k), layouts, (batch, narrow_c)),
+        }
+    }
+
+    /// Autotunes the tile scheme of an `m x n x k` GEMM of these types, A and B stored
+    /// `layouts`, as `op` describes it: the first time its bucket (config, layouts, shape
+    /// rounded up to powers of two) is seen, times each candidate scheme on scratch matrices of
+    /// its size until steady and keeps the fastest in the tuning file
+    /// ([`ContextOptions::autotune`](crate::ContextOptions::autotune)), which every later plan
+    /// of the bucket, in any process, reads. Returns the bucket's scheme. Planning never tunes:
+    /// this is the one step that does. [`Error::InvalidOption`] without a tuning file.
+    pub fn tune<TA: Element, TB: Element, TC: Element>(
+        &self,
+        op: &Matmul<'_>,
+        (m, n, k): (usize, usize, usize),
+        layouts: (Layout, Layout),
+    ) -> Result<TileScheme> {
+        let Some(cache) = &self.tune_cache else {
+            return Err(Error::InvalidOption(
+                "tuning keeps its winners in a file: set ContextOptions::autotune".into(),
+            ));
+        };
+        let config = self.plan::<TA, TB, TC>(op, (m, n, k), layouts)?.config;
+        let key = TuneKey::new(&config, layouts, (m, n, k));
+        let known = lock(cache).get(&key, &config, self.device_info());
         if let Some(s) = known {
             return Ok(s);
         }
-        let (scheme, tflops) = self.autotune(config, (m, n, k), layouts)?;
+        let (scheme, tflops) = self.autotune(&config, (m, n, k), layouts)?;
         lock(cache).insert(key, scheme, tflops, [m, n, k])?;
         Ok(scheme)
     }
 
     /// Times each candidate scheme that fits the problem (tile at most twice the problem) on
     /// scratch matrices of its size and returns the fastest with its TFLOP/s. Each candidate runs
-    /// until its speed is steady (0.1 to 3 s, see [`Context::warm_up`]) before it is timed.
+    /// until its speed is steady (0.1 to 3 s, as [`Timing::WarmUp`](crate::Timing::WarmUp)) before it is timed.
     fn autotune(
         &self,
         config: &GPUSubgroupMatrixConfig,
@@ -86,9 +113,9 @@ impl Context {
                 scheme: Some(scheme),
                 ..Default::default()
             };
-            let plan = self.plan(a.1, b.1, c.1, [ct, ct, rt], Batch::ONE, &options)?;
+            let plan = self.plan_placed(a.1, b.1, c.1, [ct, ct, rt], Batch::ONE, &options)?;
             let operands = plan.bind_order([&a.0, &b.0, &c.0]);
-            self.warm_plan(&plan, operands, WARM)?;
+            self.warm_plan(&plan, (operands, [None; 3]), WARM)?;
             let median = median(&mut self.time_plan(&plan, operands, 7)?);
             if best.is_none_or(|(_, t)| median < t) {
                 best = Some((scheme, median));

@@ -1,6 +1,6 @@
 //! GPU timing of GEMMs with timestamp queries, warm-up until steady, and the diagnostic probes.
 
-use crate::api::{BatchOperand, Context, DeviceBatch, DeviceMatrix, Element, GemmOptions, RunMark};
+use crate::api::{Context, Prepared, RunMark};
 use crate::error::{Error, Result};
 use crate::kernel::Probe;
 use crate::memory::Buffer;
@@ -11,7 +11,7 @@ use crate::timestamps::{median, TimestampPool};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// What a batch of work on one stream cost ([`Context::time_stream`]).
+/// What a batch of work on one stream cost ([`Stream::timed`]).
 #[derive(Copy, Clone, Debug, serde::Serialize)]
 pub struct StreamTiming {
     /// GEMMs (or other operations) the batch enqueued, as its closure reported.
@@ -69,50 +69,130 @@ impl Stream<'_> {
 
 impl Context {
     /// A typed error where the device has no timestamp queries, which every timing here reads.
-    fn require_timestamps(&self) -> Result<()> {
+    pub(crate) fn require_timestamps(&self) -> Result<()> {
         if self.device_info().limits.timestamp_period > 0.0 {
             Ok(())
         } else {
             Err(Error::Unsupported("the device has no timestamp queries".into()))
         }
     }
+}
 
-    /// Runs `enqueue` on a new stream and times it ([`Stream::timed`]).
-    pub fn time_stream(&self, enqueue: impl FnOnce(&mut Stream<'_>) -> Result<usize>) -> Result<StreamTiming> {
-        self.stream()?.timed(enqueue)
+/// How [`Prepared::time`] times a prepared GEMM, each run on the GPU's timestamps (submission
+/// overhead excluded).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Timing {
+    /// `reps` runs in one submission, a barrier between each: each run's GPU seconds
+    /// ([`Timings::Runs`]).
+    Runs(u32),
+    /// `reps` runs in one submission, a barrier between each: the GPU time from the first
+    /// one's start to the last one's end divided by `reps` ([`Timings::Mean`]). That is how
+    /// graph-level benchmarks time a kernel (ggml-vulkan's `mm_bench`: the wall clock over a
+    /// graph of copies of one node, barriers between them): a GEMM's launch and drain overlap
+    /// the barriers around it, which its own timestamps count.
+    Stream(u32),
+    /// For each dispatch of the plan (a copy or conversion pass, the GEMM, a split-K
+    /// reduction), its kernel and each of `reps` runs' GPU seconds from the end of the step
+    /// before (the first from the run's start, with any scratch fill); dispatches that run
+    /// concurrently with the one before share their time with it ([`Timings::Steps`]).
+    Steps(u32),
+    /// Runs untimed for at least `.0` and until two consecutive batches' median GPU times agree
+    /// within 3% (at most `.1`), so that timings taken next see a steady kernel: NVIDIA's driver
+    /// runs a freshly compiled pipeline slowly at first (docs/perf/JOURNAL.md). The last batch's
+    /// median ([`Timings::Mean`]).
+    WarmUp(Duration, Duration),
+    /// `reps` runs of a diagnostic variant of the kernel with one part of its main loop removed
+    /// (see [`Probe`]), as [`Timing::Runs`]. For performance analysis only: C's contents are
+    /// unspecified afterwards.
+    Probe(Probe, u32),
+}
+
+/// What [`Prepared::time`] measured, in seconds.
+#[derive(Clone, Debug)]
+pub enum Timings {
+    /// Each run's GPU seconds.
+    Runs(Vec<f64>),
+    /// One figure per run (a mean over the runs, or a warm-up's last median).
+    Mean(f64),
+    /// Each dispatch's GPU seconds per run.
+    Steps(Vec<GemmStep>),
+}
+
+impl Timings {
+    /// Seconds per run: each run's ([`Timings::Runs`]), the one figure ([`Timings::Mean`]), or
+    /// each run's steps summed ([`Timings::Steps`]).
+    pub fn into_seconds(self) -> Vec<f64> {
+        match self {
+            Timings::Runs(r) => r,
+            Timings::Mean(m) => vec![m],
+            Timings::Steps(steps) => {
+                let runs = steps.first().map_or(0, |s| s.seconds.len());
+                (0..runs).map(|r| steps.iter().map(|s| s.seconds[r]).sum()).collect()
+            }
+        }
     }
 
-    /// Runs `reps` GEMMs on device-resident matrices in one submission, a barrier between each, and
-    /// returns each one's GPU time in seconds from timestamp queries (submission overhead excluded).
-    pub fn time_gemm_device<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TB>,
-        c: &mut DeviceMatrix<TC>,
-        options: &GemmOptions,
-        reps: u32,
-    ) -> Result<Vec<f64>> {
-        let plan = self.plan_device(a, b, c, options)?;
-        self.time_plan(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), reps)
+    /// The median seconds per run: of [`Timings::Runs`], the figure of [`Timings::Mean`], the
+    /// median of the steps' summed runs.
+    pub fn median(&self) -> f64 {
+        match self {
+            Timings::Runs(r) => median(&mut r.clone()),
+            Timings::Mean(m) => *m,
+            Timings::Steps(_) => median(&mut self.clone().into_seconds()),
+        }
     }
+}
 
-    /// [`Context::time_gemm_device`] as a stream: `reps` GEMMs in one submission, a barrier
-    /// between each, and the GPU time from the first one's start to the last one's end divided
-    /// by `reps`, in seconds. That is how graph-level benchmarks time a kernel (ggml-vulkan's
-    /// `mm_bench`: the wall clock over a graph of copies of one node, barriers between them): a
-    /// GEMM's launch and drain overlap the barriers around it, which its own timestamps count.
-    pub fn time_gemm_stream<TA: Element, TB: Element, TC: Element>(
+impl Prepared<'_> {
+    /// Times it as `how` says. Timing takes one plan (not a grouped GEMM of several) on
+    /// vk-sgmat's own matrices, on a device with timestamp queries; each is otherwise a typed
+    /// error.
+    pub fn time(&self, how: Timing) -> Result<Timings> {
+        let ctx = self.context();
+        ctx.require_timestamps()?;
+        let work = self.work();
+        let (plan, operands) = match (work.plans, work.counts) {
+            ([(plan, _)], None) => {
+                let [a, b, c] = work.whole.map(|p| p.owned);
+                match (a, b, c) {
+                    (Some(a), Some(b), Some(c)) => (plan, plan.bind_order([a, b, c])),
+                    _ => {
+                        return Err(Error::InvalidOperand(
+                            "timing takes vk-sgmat's own matrices (DeviceMatrix, DeviceBatch), not buffer matrices".into(),
+                        ))
+                    }
+                }
+            }
+            _ => {
+                return Err(Error::Unsupported(
+                    "timing takes one plan; this GEMM runs several (a grouped GEMM of groups planned apart, or device counts)".into(),
+                ))
+            }
+        };
+        let vectors = self.vector_raws();
+        Ok(match how {
+            Timing::Runs(reps) => Timings::Runs(ctx.time_plan_with(plan, operands, vectors, reps)?),
+            Timing::Stream(reps) => Timings::Mean(ctx.time_plan_stream(plan, (operands, vectors), reps)?),
+            Timing::Steps(reps) => Timings::Steps(ctx.time_plan_steps(plan, (operands, vectors), reps)?),
+            Timing::WarmUp(min, max) => Timings::Mean(ctx.warm_plan(plan, (operands, vectors), (min, max))?),
+            Timing::Probe(probe, reps) => {
+                let plan = ctx.probe_plan(plan, probe)?;
+                Timings::Runs(ctx.time_plan_with(&plan, operands, vectors, reps)?)
+            }
+        })
+    }
+}
+
+impl Context {
+    /// `plan` timed as a stream ([`Timing::Stream`]).
+    fn time_plan_stream(
         &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TB>,
-        c: &mut DeviceMatrix<TC>,
-        options: &GemmOptions,
+        plan: &GemmPlan,
+        operands: ([&Arc<Buffer>; 3], [Option<ash::vk::Buffer>; 3]),
         reps: u32,
     ) -> Result<f64> {
-        let plan = self.plan_device(a, b, c, options)?;
         let reps = reps.max(1);
-        let operands = (plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), [None; 3]);
-        let pool = self.run_stamped(&plan, operands, reps, 2, |r, mark| match mark {
+        let pool = self.run_stamped(plan, operands, reps, 2, |r, mark| match mark {
             RunMark::Start if r == 0 => Some(0),
             RunMark::End if r + 1 == reps => Some(1),
             _ => None,
@@ -120,95 +200,17 @@ impl Context {
         Ok(pool.intervals()?[0] / f64::from(reps))
     }
 
-    /// [`Context::time_gemm_device`] for a batched GEMM ([`Context::gemm_batched_device`]): each
-    /// run's GPU time for the whole batch.
-    pub fn time_gemm_batched<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &impl BatchOperand<TA>,
-        b: &impl BatchOperand<TB>,
-        c: &mut DeviceBatch<TC>,
-        options: &GemmOptions,
-        reps: u32,
-    ) -> Result<Vec<f64>> {
-        self.time_batch(a, b, c, options, None, reps)
-    }
-
-    /// [`Context::time_gemm_batched`] with a fused epilogue
-    /// ([`Context::gemm_batched_fused_device`]) whose vectors are device matrices.
-    pub fn time_gemm_batched_fused<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &impl BatchOperand<TA>,
-        b: &impl BatchOperand<TB>,
-        c: &mut DeviceBatch<TC>,
-        options: &GemmOptions,
-        fused: &crate::Fused<'_>,
-        reps: u32,
-    ) -> Result<Vec<f64>> {
-        self.time_batch(a, b, c, options, Some(fused), reps)
-    }
-
-    fn time_batch<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &impl BatchOperand<TA>,
-        b: &impl BatchOperand<TB>,
-        c: &mut DeviceBatch<TC>,
-        options: &GemmOptions,
-        fused: Option<&crate::Fused<'_>>,
-        reps: u32,
-    ) -> Result<Vec<f64>> {
-        let (plan, operands) = self.plan_batch(a, b, c, options, fused)?;
-        let vectors = match fused {
-            Some(f) => f.device_buffers(plan.transposed)?,
-            None => [None; 3],
-        };
-        match operands.map(|p| p.owned) {
-            [Some(a), Some(b), Some(c)] => self.time_plan_with(&plan, [a, b, c], vectors, reps),
-            _ => Err(Error::InvalidOperand("timing takes vk-sgmat's own matrices".into())),
-        }
-    }
-
-    /// [`Context::time_gemm_device`] for a GEMM with a fused epilogue
-    /// ([`Context::gemm_fused_device`]) whose vectors are device matrices.
-    pub fn time_gemm_fused<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TB>,
-        c: &mut DeviceMatrix<TC>,
-        options: &GemmOptions,
-        fused: &crate::Fused<'_>,
-        reps: u32,
-    ) -> Result<Vec<f64>> {
-        let plan = self.plan_fused_device(a, b, c, options, fused)?;
-        let vectors = fused.device_buffers(plan.transposed)?;
-        self.time_plan_with(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), vectors, reps)
-    }
-
-    /// Runs the GEMM repeatedly, untimed, for at least `min` and until two consecutive batches'
-    /// median GPU times agree within 3% (at most `max`), so that timings taken next see a steady
-    /// kernel: NVIDIA's driver runs a freshly compiled pipeline slowly at first, for seconds with
-    /// workgroup-scope kernels (docs/performance.md). Returns the last batch's median in seconds.
-    pub fn warm_up<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TB>,
-        c: &mut DeviceMatrix<TC>,
-        options: &GemmOptions,
-        (min, max): (Duration, Duration),
-    ) -> Result<f64> {
-        let plan = self.plan_device(a, b, c, options)?;
-        self.warm_plan(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), (min, max))
-    }
-
+    /// Runs `plan` untimed until steady ([`Timing::WarmUp`]); the last batch's median.
     pub(crate) fn warm_plan(
         &self,
         plan: &GemmPlan,
-        operands: [&Arc<Buffer>; 3],
+        (operands, vectors): ([&Arc<Buffer>; 3], [Option<ash::vk::Buffer>; 3]),
         (min, max): (Duration, Duration),
     ) -> Result<f64> {
         let start = Instant::now();
         let mut last = f64::INFINITY;
         loop {
-            let median = median(&mut self.time_plan(plan, operands, 8)?);
+            let median = median(&mut self.time_plan_with(plan, operands, vectors, 8)?);
             let steady = (median - last).abs() <= 0.03 * last;
             last = median;
             if (steady && start.elapsed() >= min) || start.elapsed() >= max {
@@ -217,19 +219,9 @@ impl Context {
         }
     }
 
-    /// Times a diagnostic variant of the kernel that `options` selects for this problem, with one
-    /// part of its main loop removed (see [`Probe`]), like [`Context::time_gemm_device`]. For
-    /// performance analysis only: C's contents are unspecified afterwards.
-    pub fn time_probe<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TB>,
-        c: &mut DeviceMatrix<TC>,
-        options: &GemmOptions,
-        probe: Probe,
-        reps: u32,
-    ) -> Result<Vec<f64>> {
-        let plan = self.plan_device(a, b, c, options)?;
+    /// `plan` with one part of its main loop removed ([`Timing::Probe`]), checked against what
+    /// the probe can take apart.
+    fn probe_plan(&self, plan: &GemmPlan, probe: Probe) -> Result<GemmPlan> {
         if let (Some(key), false) = (plan.gemv_kernel(), probe == Probe::Full) {
             return Err(Error::Unsupported(format!(
                 "probes take apart the GEMM kernels; this problem runs on {} (matrix_vector: Some(false) runs a GEMM kernel)",
@@ -265,8 +257,9 @@ impl Context {
                 )));
             }
         }
-        let plan = plan.with_probe(probe);
-        self.time_plan(&plan, plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), reps)
+        let plan = plan.clone().with_probe(probe);
+        self.pipelines.prepare(&plan)?;
+        Ok(plan)
     }
 
     /// Runs `plan` `reps` times in one submission and returns each run's GPU time in seconds.
@@ -320,25 +313,17 @@ impl Context {
         Ok(pool)
     }
 
-    /// [`Context::time_gemm_device`] step by step: for each dispatch of the GEMM's plan (a copy
-    /// or conversion pass, the GEMM, a split-K reduction), its kernel and each run's GPU seconds
-    /// from the end of the step before (the first from the run's start, with any scratch fill).
-    /// Dispatches that run concurrently with the one before (no barrier between them) share
-    /// their time with it.
-    pub fn time_gemm_steps<TA: Element, TB: Element, TC: Element>(
+    /// `plan` timed step by step ([`Timing::Steps`]).
+    fn time_plan_steps(
         &self,
-        a: &DeviceMatrix<TA>,
-        b: &DeviceMatrix<TB>,
-        c: &mut DeviceMatrix<TC>,
-        options: &GemmOptions,
+        plan: &GemmPlan,
+        operands: ([&Arc<Buffer>; 3], [Option<ash::vk::Buffer>; 3]),
         reps: u32,
     ) -> Result<Vec<GemmStep>> {
-        let plan = self.plan_device(a, b, c, options)?;
         let (reps, steps) = (reps.max(1), plan.dispatches.len() as u32);
         // Each run: a timestamp at its start and one after each dispatch.
         let per_run = steps + 1;
-        let operands = (plan.bind_order([&a.buffer, &b.buffer, &c.buffer]), [None; 3]);
-        let pool = self.run_stamped(&plan, operands, reps, per_run * reps, |r, mark| match mark {
+        let pool = self.run_stamped(plan, operands, reps, per_run * reps, |r, mark| match mark {
             RunMark::Start => Some(per_run * r),
             RunMark::Dispatched(i) => Some(per_run * r + 1 + i as u32),
             RunMark::End => None,
@@ -356,7 +341,7 @@ impl Context {
     }
 }
 
-/// One dispatch of a timed GEMM ([`Context::time_gemm_steps`]).
+/// One dispatch of a timed GEMM ([`Timing::Steps`]).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct GemmStep {
     /// What it ran: a GEMM's tile scheme, or the pass (`transpose`, `round`, `reduce`, ...).

@@ -68,8 +68,8 @@ pub fn spirv_dis(words: &[u32]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+use crate::verify::{Check, Rng};
 use std::sync::OnceLock;
-use vk_sgmat::verify::{Check, Rng};
 use vk_sgmat::{Context, ContextOptions, Element, GemmOptions, Layout};
 
 /// One context for every test in a binary (lavapipe compiles pipelines slowly: share them), with
@@ -137,6 +137,6 @@ pub fn run_case<TA: Element, TB: Element, TC: Element>(
     extra_ld: usize,
     options: &GemmOptions,
 ) -> Check {
-    vk_sgmat::verify::run_random_gemm::<TA, TB, TC>(ctx, rng, shape, layouts, extra_ld, options, usize::MAX)
+    crate::verify::run_random_gemm::<TA, TB, TC>(ctx, rng, shape, layouts, extra_ld, options, usize::MAX)
         .unwrap_or_else(|e| panic!("gemm {shape:?} {layouts:?}: {e}"))
 }

@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 use crate::common::assert_no_validation_messages;
+use crate::verify::{reference, Rng};
 use std::sync::{Arc, OnceLock};
-use vk_sgmat::verify::{reference, Rng};
 use vk_sgmat::{Context, ContextOptions, Element, Layout, MatRef, MultiContext, PinnedMatrix};
 
 /// Four contexts on the device, validation on and outputs poisoned; shared by the tests

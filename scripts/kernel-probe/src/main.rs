@@ -15,7 +15,7 @@
 //! sampled elements of C against an f64 reference, instead of all ones and every element;
 //! `KP_PINNED=1` times only the pipeline with vk-sgmat's subgroup flags. SPV: ggml's f16 x f16 -> f32
 //! coopmat2 matmul, module 1772 of those `carve_spv.py` finds in the anchor's `mm_bench`
-//! (docs/performance.md, "ggml's kernel in our harness").
+//! (docs/perf/JOURNAL.md, "ggml's kernel in our harness").
 use ash::vk;
 use std::ffi::c_void;
 use vk_sgmat::config::{ComponentType, GPUSubgroupMatrixConfig};

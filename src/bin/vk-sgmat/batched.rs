@@ -6,17 +6,18 @@ use crate::bench_cmd::bench_types;
 use crate::cli::{BatchArgs, DeviceArgs};
 use crate::run::{context_with, finish, parse_layout, parse_shapes};
 use crate::types::{with_types, Types};
+use crate::verify::fused::{compare_fused, FusedRef};
+use crate::verify::{compare_rounded, input_roundoff, random_vec, reference, rows_to_check, Check, Rng};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 use vk_sgmat::device::DeviceKind;
-use vk_sgmat::verify::fused::{compare_fused, FusedRef};
-use vk_sgmat::verify::{compare_rounded, input_roundoff, random_vec, reference, rows_to_check, Check, Rng};
 use vk_sgmat::{
     Activation, Axis, BatchRef, ComponentType, ComputeMode, Context, DeviceBatch, DeviceMatrix, Element, Fused,
     GemmOptions, Layout, MatRef,
 };
+use vk_sgmat::{Matmul, Timing, Timings};
 
 /// Entries checked in full (or on sampled rows) per run: the first, the last and a few between.
 const CHECKED_ENTRIES: usize = 6;
@@ -149,10 +150,22 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
         }
     });
     let time = |c: &mut DeviceBatch<TC>, reps| match (&db, &fused) {
-        (B::Shared(w), None) => ctx.time_gemm_batched(&da, w, c, options, reps),
-        (B::Own(bb), None) => ctx.time_gemm_batched(&da, bb, c, options, reps),
-        (B::Shared(w), Some(f)) => ctx.time_gemm_batched_fused(&da, w, c, options, f, reps),
-        (B::Own(bb), Some(f)) => ctx.time_gemm_batched_fused(&da, bb, c, options, f, reps),
+        (B::Shared(w), None) => ctx
+            .prepare(&Matmul::with_options(options), &da, w, c)
+            .and_then(|p| p.time(Timing::Runs(reps)))
+            .map(Timings::into_seconds),
+        (B::Own(bb), None) => ctx
+            .prepare(&Matmul::with_options(options), &da, bb, c)
+            .and_then(|p| p.time(Timing::Runs(reps)))
+            .map(Timings::into_seconds),
+        (B::Shared(w), Some(f)) => ctx
+            .prepare(&Matmul::with_options(options).fused(f), &da, w, c)
+            .and_then(|p| p.time(Timing::Runs(reps)))
+            .map(Timings::into_seconds),
+        (B::Own(bb), Some(f)) => ctx
+            .prepare(&Matmul::with_options(options).fused(f), &da, bb, c)
+            .and_then(|p| p.time(Timing::Runs(reps)))
+            .map(Timings::into_seconds),
     };
     // One run, then the check: alpha * A B + beta * C_in for sampled entries and rows.
     time(&mut dc, 1)?;
@@ -203,10 +216,18 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
     }
     let check = check.expect("at least one entry is checked");
     let plan = match (&db, &fused) {
-        (B::Shared(w), None) => ctx.plan_gemm_batched(&da, w, &dc, options)?,
-        (B::Own(bb), None) => ctx.plan_gemm_batched(&da, bb, &dc, options)?,
-        (B::Shared(w), Some(f)) => ctx.plan_gemm_batched_fused(&da, w, &dc, options, f)?,
-        (B::Own(bb), Some(f)) => ctx.plan_gemm_batched_fused(&da, bb, &dc, options, f)?,
+        (B::Shared(w), None) => ctx
+            .prepare(&Matmul::with_options(options), &da, w, &mut dc)
+            .map(|p| p.plans().next().expect("a plan").clone())?,
+        (B::Own(bb), None) => ctx
+            .prepare(&Matmul::with_options(options), &da, bb, &mut dc)
+            .map(|p| p.plans().next().expect("a plan").clone())?,
+        (B::Shared(w), Some(f)) => ctx
+            .prepare(&Matmul::with_options(options).fused(f), &da, w, &mut dc)
+            .map(|p| p.plans().next().expect("a plan").clone())?,
+        (B::Own(bb), Some(f)) => ctx
+            .prepare(&Matmul::with_options(options).fused(f), &da, bb, &mut dc)
+            .map(|p| p.plans().next().expect("a plan").clone())?,
     };
     let mut report = BatchedReport {
         device: ctx.device_info().name.clone(),
@@ -245,8 +266,14 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
     let b1 = ctx.upload(view(&b, k, n, lb))?;
     let mut c1 = ctx.zeros::<TC>(m, n)?;
     let single = |c: &mut DeviceMatrix<TC>, reps| match &fused {
-        None => ctx.time_gemm_device(&a1, &b1, c, options, reps),
-        Some(f) => ctx.time_gemm_fused(&a1, &b1, c, options, f, reps),
+        None => ctx
+            .prepare(&Matmul::with_options(options), &a1, &b1, c)
+            .and_then(|p| p.time(Timing::Runs(reps)))
+            .map(Timings::into_seconds),
+        Some(f) => ctx
+            .prepare(&Matmul::with_options(options).fused(f), &a1, &b1, c)
+            .and_then(|p| p.time(Timing::Runs(reps)))
+            .map(Timings::into_seconds),
     };
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_millis(300) {

@@ -4,12 +4,13 @@
 use crate::report;
 use crate::run::{parse_shapes, tunable_schemes};
 use crate::types::{with_types, Types};
+use crate::verify::{compare, random_matrix, reference, rows_to_check, Rng};
 use anyhow::{bail, Context as _, Result};
 use std::time::Duration;
 use vk_sgmat::kernel::KernelKey;
 use vk_sgmat::tiling::TileScheme;
-use vk_sgmat::verify::{compare, random_matrix, reference, rows_to_check, Rng};
 use vk_sgmat::{Context, Element, GPUSubgroupMatrixConfig, GemmOptions, Layout, MatMut, MatRef, Probe};
+use vk_sgmat::{Matmul, Timings};
 
 /// The element types `bench` runs: those asked for (`A:C` or `A,B:C`, comma-separated or
 /// repeated), else every pair the device has configs for.
@@ -56,7 +57,7 @@ pub(crate) struct Timing {
     pub steps: bool,
     /// The least untimed warm-up before timing (then until steady).
     pub warm: Duration,
-    /// Per GEMM in a stream of `reps` back-to-back runs ([`Context::time_gemm_stream`], median
+    /// Per GEMM in a stream of `reps` back-to-back runs (`Timing::Stream`, median
     /// of [`STREAM_RUNS`]) instead of the median of each run's own timestamps.
     pub stream: bool,
 }
@@ -226,14 +227,10 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
         Layout::RowMajor => ctx.zeros::<TC>(m, n)?,
         Layout::ColMajor => ctx.upload(MatRef::col_major(&vec![TC::from_f64(0.0); m * n], m, n))?,
     };
-    ctx.warm_up(
-        &da,
-        &db,
-        &mut dc,
-        options,
-        (timing.warm, timing.warm.max(Duration::from_secs(10))),
-    )?;
-    let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (al, bl), options)?;
+    let gemm = ctx.prepare(&Matmul::with_options(options), &da, &db, &mut dc)?;
+    let warm_max = timing.warm.max(Duration::from_secs(10));
+    gemm.time(vk_sgmat::Timing::WarmUp(timing.warm, warm_max))?;
+    let plan = gemm.plans().next().context("a plan")?;
     let kernel = match plan.is_split_k() {
         true => format!("{} x{}", plan.kernel_name(), plan.gemm_dispatches().count()),
         false => plan.kernel_name(),
@@ -246,16 +243,19 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
             (key.a_layout, key.b_layout)
         }
     };
+    let gemv = plan.gemv_kernel().is_some();
     let median = if timing.stream {
         let mut runs = (0..STREAM_RUNS)
-            .map(|_| ctx.time_gemm_stream(&da, &db, &mut dc, options, reps))
+            .map(|_| gemm.time(vk_sgmat::Timing::Stream(reps)).map(|t| t.median()))
             .collect::<vk_sgmat::Result<Vec<f64>>>()?;
         vk_sgmat::median(&mut runs)
     } else {
-        vk_sgmat::median(&mut ctx.time_gemm_device(&da, &db, &mut dc, options, reps)?)
+        gemm.time(vk_sgmat::Timing::Runs(reps))?.median()
     };
     if timing.steps {
-        let timed = ctx.time_gemm_steps(&da, &db, &mut dc, options, reps)?;
+        let Timings::Steps(timed) = gemm.time(vk_sgmat::Timing::Steps(reps))? else {
+            anyhow::bail!("step timing returned no steps");
+        };
         let each: Vec<String> = timed
             .into_iter()
             .map(|mut s| format!("{} {:.4} ms", s.kernel, vk_sgmat::median(&mut s.seconds) * 1e3))
@@ -266,7 +266,7 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
         median,
         read_as,
         kernel,
-        gemv: plan.gemv_kernel().is_some(),
+        gemv,
     })
 }
 
@@ -329,12 +329,14 @@ pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
                 relayout,
                 ..Default::default()
             };
-            ctx.gemm_device(&da, &db, &mut dc, &options)?;
+            ctx.run(&Matmul::with_options(&options), &da, &db, &mut dc)?;
             let mut c = vec![TC::from_f64(0.0); m * n];
             ctx.download(&dc, MatMut::new(&mut c, m, n))?;
             let check = compare(&c, n, n, &check_rows, &expected, &magnitude, k);
             let g = scheme.geometry(&config);
-            let key = ctx.plan_gemm::<TA, TB, TC>(m, n, k, layouts, &options)?.main_kernel();
+            let key = ctx
+                .plan::<TA, TB, TC>(&Matmul::with_options(&options), (m, n, k), layouts)?
+                .main_kernel();
             let mut probe_list = vec![Probe::Full];
             if probes {
                 probe_list = Probe::PARTS.to_vec();
@@ -347,10 +349,16 @@ pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
                         .map(Probe::SharedAtLeast),
                 );
             }
-            ctx.warm_up(&da, &db, &mut dc, &options, (warm, warm.max(Duration::from_secs(5))))?;
+            ctx.prepare(&Matmul::with_options(&options), &da, &db, &mut dc)
+                .and_then(|p| p.time(vk_sgmat::Timing::WarmUp(warm, warm.max(Duration::from_secs(5)))))
+                .map(|t| t.median())?;
             let mut group = Vec::new();
             for probe in probe_list {
-                let mut times = match ctx.time_probe(&da, &db, &mut dc, &options, probe, reps) {
+                let mut times = match ctx
+                    .prepare(&Matmul::with_options(&options), &da, &db, &mut dc)
+                    .and_then(|p| p.time(vk_sgmat::Timing::Probe(probe, reps)))
+                    .map(Timings::into_seconds)
+                {
                     Ok(t) => t,
                     // A probe that does not apply to this problem (unchecked loads on partial
                     // tiles) is skipped.

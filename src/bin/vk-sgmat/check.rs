@@ -6,9 +6,10 @@ use crate::progress::Progress;
 use crate::report::CheckRow;
 use crate::run::layout_name;
 use crate::types::{with_types, Types};
+use crate::verify::{run_random_gemm, run_random_gemm_c, Check, Rng};
 use anyhow::{bail, Result};
 use vk_sgmat::tiling::{self as t, KernelScope, TileScheme};
-use vk_sgmat::verify::{run_random_gemm, run_random_gemm_c, Check, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{ComponentType, ComputeMode, Context, GPUSubgroupMatrixConfig, GemmOptions, Layout};
 
 const LAYOUTS: [(Layout, Layout); 4] = [
@@ -447,7 +448,11 @@ fn check_types(
         ..Default::default()
     };
     let workgroup = ctx
-        .plan_gemm::<f32, f32, f32>(64, 64, 64, (Layout::RowMajor, Layout::RowMajor), &first)
+        .plan::<f32, f32, f32>(
+            &Matmul::with_options(&first),
+            (64, 64, 64),
+            (Layout::RowMajor, Layout::RowMajor),
+        )
         .is_ok();
     let mut skipped = Vec::new();
     for &t in typed {

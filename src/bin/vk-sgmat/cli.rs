@@ -30,8 +30,13 @@ pub struct DeviceArgs {
     /// Keep no pipeline cache on disk: compile every pipeline in this process.
     #[arg(long, conflicts_with = "pipeline_cache")]
     pub no_pipeline_cache: bool,
-    /// Autotune tile schemes: time the candidates the first time a shape bucket is seen and keep
-    /// the winner in this JSON file (keyed by device UUID and driver version).
+    /// Copy-engine queues for pinned and multi-device host copies (0: on the compute queues;
+    /// at most 2, the default).
+    #[arg(long, default_value_t = vk_sgmat::device::MAX_COPY_QUEUES)]
+    pub copy_queues: u32,
+    /// Autotune tile schemes: `gemm` times the candidates of its shape's bucket the first time
+    /// it is seen and keeps the winner in this JSON file (keyed by device UUID and driver
+    /// version); every command then plans with the winners it holds.
     #[arg(long)]
     pub autotune: Option<std::path::PathBuf>,
     /// Allocate no buffer larger than this many bytes (at most the device's
@@ -76,7 +81,7 @@ pub struct BatchArgs {
     #[arg(long, value_delimiter = ',')]
     pub groups: Vec<usize>,
     /// With --groups: the group sizes go to the device as u32 counts and the GEMM reads them
-    /// there (`gemm_grouped_counted`: a pass builds the tile table, as a router's counts would).
+    /// there (`Matmul::grouped_by_device_counts`: a pass builds the tile table, as a router's counts would).
     #[arg(long)]
     pub counts_on_device: bool,
 }
@@ -211,7 +216,7 @@ pub enum Command {
         /// Seconds of untimed runs before each point is timed (then on until two batches agree
         /// within 3%). This sets the regime measured: on the H200 the fastest kernels reach the
         /// board's power limit within a second of load and run 3-5% slower from then on
-        /// (docs/performance.md, "Power").
+        /// (docs/perf/JOURNAL.md, "Power").
         #[arg(long, default_value_t = BENCH_WARM_S)]
         warm: f64,
         /// Time each point as a stream: the GPU time of `--reps` GEMMs recorded back to back
@@ -294,7 +299,7 @@ pub enum Command {
         reps: u32,
         /// Seconds of untimed runs before each candidate is timed (then on until steady). Short
         /// by default, so that many candidates time quickly; the H200 then runs below its power
-        /// limit, where `bench`'s default second of warm-up does not (docs/performance.md,
+        /// limit, where `bench`'s default second of warm-up does not (docs/perf/JOURNAL.md,
         /// "Power"): compare `tune` figures with `tune` figures.
         #[arg(long, default_value_t = 0.2)]
         warm: f64,

@@ -4,10 +4,11 @@
 //! the first result's wall time, the first run against the steady state (the median of the last
 //! third), and when the runs came within 5% of it for good.
 
+use crate::verify::{random_matrix, Rng};
 use anyhow::Result;
 use std::time::{Duration, Instant};
-use vk_sgmat::verify::{random_matrix, Rng};
 use vk_sgmat::{Context, Element, GemmOptions, Layout, MatRef};
+use vk_sgmat::{Matmul, Timing, Timings};
 
 /// One shape's first runs.
 pub(crate) struct FirstRuns {
@@ -77,13 +78,16 @@ pub(crate) fn first_runs<TA: Element, TB: Element, TC: Element>(
     let mut dc = ctx.zeros::<TC>(m, n)?;
     let start = Instant::now();
     // Planning creates every pipeline the GEMM needs.
-    let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (al, bl), options)?;
+    let plan = ctx.plan::<TA, TB, TC>(&Matmul::with_options(options), (m, n, k), (al, bl))?;
     let prepare = start.elapsed();
     let ready = Instant::now();
     let mut runs = Vec::new();
     let mut first_result = Duration::ZERO;
     while runs.len() < 3 || ready.elapsed() < seconds {
-        let gpu = ctx.time_gemm_device(&da, &db, &mut dc, options, 1)?[0];
+        let gpu = ctx
+            .prepare(&Matmul::with_options(options), &da, &db, &mut dc)
+            .and_then(|p| p.time(Timing::Runs(1)))
+            .map(Timings::into_seconds)?[0];
         if runs.is_empty() {
             first_result = start.elapsed();
         }

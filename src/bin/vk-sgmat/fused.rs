@@ -6,14 +6,15 @@ use crate::bench_cmd::bench_types;
 use crate::cli::DeviceArgs;
 use crate::run::{context_with, finish, parse_layout, parse_shapes};
 use crate::types::Types;
+use crate::verify::fused::{compare_fused, FusedRef};
+use crate::verify::{random_vec, reference, rows_to_check, Check, Rng};
 use anyhow::{bail, Result};
 use half::{bf16, f16};
 use std::time::{Duration, Instant};
-use vk_sgmat::verify::fused::{compare_fused, FusedRef};
-use vk_sgmat::verify::{random_vec, reference, rows_to_check, Check, Rng};
 use vk_sgmat::{
     Activation, Axis, ComponentType, Context, DeviceMatrix, Element, Fused, GemmOptions, Layout, MatMut, MatRef,
 };
+use vk_sgmat::{Matmul, Timing, Timings};
 
 /// Fused epilogue options of `gemm`.
 #[derive(Debug, clap::Args)]
@@ -292,8 +293,11 @@ fn run<T: Element, TC: Element>(
         fused = fused.scales(r, c);
     }
     let mut dc = ctx.upload(MatRef::new(&c_in, m, n))?;
-    let scheme = ctx.plan_fused_device(&da, &db, &dc, options, &fused)?.kernel_name();
-    ctx.gemm_fused_device(&da, &db, &mut dc, options, &fused)?;
+    let scheme = ctx
+        .prepare(&Matmul::with_options(options).fused(&fused), &da, &db, &mut dc)
+        .map(|p| p.plans().next().expect("a plan").clone())?
+        .kernel_name();
+    ctx.run(&Matmul::with_options(options).fused(&fused), &da, &db, &mut dc)?;
     let mut out = vec![TC::from_f64(0.0); m * n];
     ctx.download(&dc, MatMut::new(&mut out, m, n))?;
     let rows = rows_to_check(m, n, 4096, 64, &mut rng);
@@ -316,7 +320,7 @@ fn run<T: Element, TC: Element>(
         }
     }
     let acc = if int { ComponentType::I32 } else { ComponentType::F32 };
-    let input_u = vk_sgmat::verify::input_roundoff(T::TYPE, T::TYPE, options.compute)?;
+    let input_u = crate::verify::input_roundoff(T::TYPE, T::TYPE, options.compute)?;
     let check = compare_fused(&out, (n, n), &rows, (&want, &magnitude), (acc, k), input_u);
     let mut report = FusedReport {
         device: ctx.device_info().name.clone(),
@@ -337,7 +341,9 @@ fn run<T: Element, TC: Element>(
         return Ok(report);
     };
     let fused_s = timed(reps, &mut |r| {
-        ctx.time_gemm_fused(&da, &db, &mut dc, options, &fused, r)
+        ctx.prepare(&Matmul::with_options(options).fused(&fused), &da, &db, &mut dc)
+            .and_then(|p| p.time(Timing::Runs(r)))
+            .map(Timings::into_seconds)
     })?;
     // The plain GEMM of the same inputs into the accumulator's type: what the epilogue replaces.
     let plain_s = match T::TYPE {
@@ -377,6 +383,12 @@ fn time_plain<T: Element, TC: Element>(
     reps: u32,
 ) -> vk_sgmat::Result<f64> {
     let mut c: DeviceMatrix<TC> = ctx.zeros(a.rows(), b.cols())?;
-    ctx.warm_up(a, b, &mut c, options, (Duration::from_secs(2), Duration::from_secs(20)))?;
-    timed(reps, &mut |r| ctx.time_gemm_device(a, b, &mut c, options, r))
+    ctx.prepare(&Matmul::with_options(options), a, b, &mut c)
+        .and_then(|p| p.time(Timing::WarmUp(Duration::from_secs(2), Duration::from_secs(20))))
+        .map(|t| t.median())?;
+    timed(reps, &mut |r| {
+        ctx.prepare(&Matmul::with_options(options), a, b, &mut c)
+            .and_then(|p| p.time(Timing::Runs(r)))
+            .map(Timings::into_seconds)
+    })
 }

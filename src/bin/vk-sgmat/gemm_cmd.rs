@@ -4,10 +4,11 @@
 
 use crate::report::GemmReport;
 use crate::types::Types;
+use crate::verify::{compare_rounded, input_roundoff, random_matrix, random_vec, reference, rows_to_check, Rng};
 use anyhow::Result;
 use std::time::Instant;
 use vk_sgmat::plan::Kernel;
-use vk_sgmat::verify::{compare_rounded, input_roundoff, random_matrix, random_vec, reference, rows_to_check, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{Context, Element, GemmOptions, Layout, MatMut, MatRef};
 
 /// The `rows x cols` row-major `data` stored column by column (equally: its transpose, row-major).
@@ -63,7 +64,11 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
 ) -> Result<GemmReport> {
     let seed = Rng::fresh_seed();
     let mut rng = Rng::new(seed);
-    let plan = ctx.plan_gemm::<TA, TB, TC>(m, n, k, (la, lb), options)?;
+    if ctx.tuning_file().is_some() {
+        // `--autotune FILE`: the explicit tuning step, before anything is planned.
+        ctx.tune::<TA, TB, TC>(&Matmul::with_options(options), (m, n, k), (la, lb))?;
+    }
+    let plan = ctx.plan::<TA, TB, TC>(&Matmul::with_options(options), (m, n, k), (la, lb))?;
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, la, 0);
     let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, lb, 0);
     // With beta = 0, C starts poisoned (NaN, or 2^31-1 for integers) so unwritten elements fail.
@@ -92,7 +97,11 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
     let passes = if pieces > 1 {
         let mut passes = 0;
         for p in &cut {
-            let piece = ctx.plan_gemm::<TA, TB, TC>(p.rows.len(), p.cols.len(), p.k.len(), (la, lb), options)?;
+            let piece = ctx.plan::<TA, TB, TC>(
+                &Matmul::with_options(options),
+                (p.rows.len(), p.cols.len(), p.k.len()),
+                (la, lb),
+            )?;
             passes += piece.gemm_dispatches().count();
         }
         passes
@@ -108,7 +117,7 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
             Layout::ColMajor => MatMut::col_major(&mut c_store, m, n),
         };
         let t = Instant::now();
-        ctx.gemm_with(am, bm, cm, options)?;
+        ctx.run(&Matmul::with_options(options), am, bm, cm)?;
         let secs = t.elapsed().as_secs_f64();
         (row_major(c_store, (m, n), lc), secs * 1e3, vec![secs])
     } else {
@@ -182,7 +191,7 @@ fn device_runs<TA: Element, TB: Element, TC: Element>(
     let mut dc = ctx.upload(c_ref)?;
     // The first call creates the pipelines (from the pipeline cache, if one is warm).
     let first = Instant::now();
-    ctx.gemm_device(&da, &db, &mut dc, options)?;
+    ctx.run(&Matmul::with_options(options), &da, &db, &mut dc)?;
     let first_call_ms = first.elapsed().as_secs_f64() * 1e3;
     // A column-major device matrix downloads as its transpose's row-major storage.
     let (dr, dcols) = match lc {
@@ -195,12 +204,12 @@ fn device_runs<TA: Element, TB: Element, TC: Element>(
     // Warm up (GPU clocks rise under load), then time each call to completion.
     let warm = Instant::now();
     while warm.elapsed().as_secs_f64() < 0.5 {
-        ctx.gemm_device(&da, &db, &mut dc, options)?;
+        ctx.run(&Matmul::with_options(options), &da, &db, &mut dc)?;
     }
     let mut times = Vec::with_capacity(repeat);
     for _ in 0..repeat {
         let t = Instant::now();
-        ctx.gemm_device(&da, &db, &mut dc, options)?;
+        ctx.run(&Matmul::with_options(options), &da, &db, &mut dc)?;
         times.push(t.elapsed().as_secs_f64());
     }
     Ok((c, first_call_ms, times))

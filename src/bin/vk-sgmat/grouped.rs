@@ -7,12 +7,13 @@
 
 use crate::batched::{fused_terms, view, worse, Terms};
 use crate::types::{with_types, Types};
+use crate::verify::fused::{compare_fused, FusedRef};
+use crate::verify::{compare_rounded, input_roundoff, random_vec, reference, rows_to_check, Check, Rng};
 use anyhow::{bail, Result};
 use half::{bf16, f16};
 use serde::Serialize;
 use std::time::{Duration, Instant};
-use vk_sgmat::verify::fused::{compare_fused, FusedRef};
-use vk_sgmat::verify::{compare_rounded, input_roundoff, random_vec, reference, rows_to_check, Check, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{Axis, BatchRef, ComponentType, Context, DeviceMatrix, Element, Fused, GemmOptions, Layout, MatRef};
 
 /// One grouped GEMM, checked and timed.
@@ -93,9 +94,26 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
     let sizes: Vec<u32> = rows.iter().map(|&m| m as u32).collect();
     let counts = ctx.upload(MatRef::new(&sizes, 1, sizes.len()))?;
     let plans = match (&fused, counted) {
-        (_, true) => vec![ctx.plan_gemm_grouped_counted(&da, &dw, &dc, &counts, options, fused.as_ref())?],
-        (None, false) => ctx.plan_gemm_grouped(&da, &dw, &dc, rows, options)?,
-        (Some(f), false) => ctx.plan_gemm_grouped_fused(&da, &dw, &dc, rows, options, f)?,
+        (_, true) => vec![ctx
+            .prepare(
+                &{
+                    let d = Matmul::with_options(options).grouped_by_device_counts(&counts);
+                    match fused.as_ref() {
+                        Some(f) => d.fused(f),
+                        None => d,
+                    }
+                },
+                &da,
+                &dw,
+                &mut dc,
+            )
+            .map(|p| p.plans().next().expect("a plan").clone())?],
+        (None, false) => ctx
+            .prepare(&Matmul::with_options(options).grouped(rows), &da, &dw, &mut dc)
+            .map(|p| p.plans().cloned().collect::<Vec<_>>())?,
+        (Some(f), false) => ctx
+            .prepare(&Matmul::with_options(options).grouped(rows).fused(f), &da, &dw, &mut dc)
+            .map(|p| p.plans().cloned().collect::<Vec<_>>())?,
     };
     let kernel = match plans.as_slice() {
         [one] if one.counts_on_device() => format!("table pass + one dispatch, {}", one.scheme.name()),
@@ -105,11 +123,23 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
         _ => format!("{} GEMMs", plans.len()),
     };
     let enqueue = |s: &mut vk_sgmat::Stream<'_>, dc: &mut DeviceMatrix<TC>| match (&fused, counted) {
-        (_, true) => s.gemm_grouped_counted(&da, &dw, dc, &counts, options, fused.as_ref()),
-        (None, false) => s.gemm_grouped(&da, &dw, dc, rows, options),
-        (Some(f), false) => s.gemm_grouped_fused(&da, &dw, dc, rows, options, f),
+        (_, true) => s.run(
+            &{
+                let d = Matmul::with_options(options).grouped_by_device_counts(&counts);
+                match fused.as_ref() {
+                    Some(f) => d.fused(f),
+                    None => d,
+                }
+            },
+            &da,
+            &dw,
+            dc,
+        ),
+        (None, false) => s.run(&Matmul::with_options(options).grouped(rows), &da, &dw, dc),
+        (Some(f), false) => s.run(&Matmul::with_options(options).grouped(rows).fused(f), &da, &dw, dc),
     };
-    ctx.time_stream(|s| enqueue(s, &mut dc).map(|()| 1))?;
+    ctx.stream()
+        .and_then(|mut s| s.timed(|s| enqueue(s, &mut dc).map(|()| 1)))?;
     let mut out = vec![TC::from_f64(0.0); total * n];
     ctx.download(&dc, vk_sgmat::MatMut::new(&mut out, total, n))?;
     let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
@@ -174,7 +204,11 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
         kernel,
     };
     if let Some(reps) = reps {
-        let span = |dc: &mut DeviceMatrix<TC>| ctx.time_stream(|s| enqueue(s, dc).map(|()| 1)).map(|t| t.gpu_span_s);
+        let span = |dc: &mut DeviceMatrix<TC>| {
+            ctx.stream()
+                .and_then(|mut s| s.timed(|s| enqueue(s, dc).map(|()| 1)))
+                .map(|t| t.gpu_span_s)
+        };
         let warm = Instant::now();
         while warm.elapsed() < Duration::from_millis(1500) {
             span(&mut dc)?;

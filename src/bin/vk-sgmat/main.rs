@@ -17,6 +17,9 @@ mod report;
 mod run;
 mod runtime;
 mod types;
+#[path = "../../../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -3,20 +3,23 @@
 
 use crate::gemm_cmd::FULL_CHECK;
 use crate::types::{with_types, Types};
+use crate::verify::{compare_rounded, input_roundoff, random_matrix, reference, rows_to_check, Check, Rng};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::Instant;
-use vk_sgmat::verify::{compare_rounded, input_roundoff, random_matrix, reference, rows_to_check, Check, Rng};
+use vk_sgmat::Matmul;
 use vk_sgmat::{
     ComponentType, ContextOptions, DeviceSet, Element, GemmOptions, Layout, MatMut, MatRef, MultiContext, PinnedMatrix,
     Split, SplitKind,
 };
 
-/// The multi-device handle for `--devices` (`all` or `0,1`).
-pub fn multi_context(devices: &str, validation: bool) -> Result<MultiContext> {
+/// The multi-device handle for `--devices` (`all` or `0,1`), with the validation layer and
+/// `copy_queues` copy-engine queues as asked.
+pub fn multi_context(devices: &str, (validation, copy_queues): (bool, u32)) -> Result<MultiContext> {
     let options = ContextOptions {
         validation,
+        copy_queues,
         ..Default::default()
     };
     Ok(MultiContext::with_options(&DeviceSet::parse(devices), options)?)
@@ -50,7 +53,7 @@ pub struct MultiGemmReport {
     /// Operands already on the devices.
     pub resident_ms: f64,
     pub resident_tflops: f64,
-    /// Pinned host operands (`gemm_pinned`), checked on the same rows.
+    /// Pinned host operands (`Context::run`/`MultiContext::run` on pinned matrices), checked on the same rows.
     pub pinned_check: Check,
     /// How many devices imported the pinned operands (the others staged them).
     pub pinned_imported_on: usize,
@@ -129,33 +132,45 @@ pub fn gemm<TA: Element, TB: Element, TC: Element>(
     let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, lb, 0);
     let am = MatRef::stored(&a, m, k, la, lda);
     let bm = MatRef::stored(&b, k, n, lb, ldb);
-    let c_in: Vec<TC> = vk_sgmat::verify::random_vec(&mut rng, m * n);
+    let c_in: Vec<TC> = crate::verify::random_vec(&mut rng, m * n);
     let mut c = c_in.clone();
-    mc.gemm_split(am, bm, MatMut::new(&mut c, m, n), options, &split)?;
+    mc.run(
+        &Matmul::with_options(options).split(&split),
+        am,
+        bm,
+        MatMut::new(&mut c, m, n),
+    )?;
     let rows = check_rows(&split, 32, &mut rng);
     let (expected, magnitude) = reference(&am, &bm, Some((&c_in, n)), options.alpha, options.beta, &rows);
     let u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
     let check = compare_rounded(&c, n, n, &rows, (&expected, &magnitude), k, u);
 
     let host_ms = median_ms(repeat, || {
-        mc.gemm_split(am, bm, MatMut::new(&mut c, m, n), options, &split)
+        mc.run(
+            &Matmul::with_options(options).split(&split),
+            am,
+            bm,
+            MatMut::new(&mut c, m, n),
+        )
     })?;
     let da = mc.distribute(am, &split, vk_sgmat::Role::A)?;
     let db = mc.distribute(bm, &split, vk_sgmat::Role::B)?;
     let mut dc = mc.zeros::<TC>(&split)?;
-    let resident_ms = median_ms(repeat, || mc.gemm_distributed(&da, &db, &mut dc, options))?;
+    let resident_ms = median_ms(repeat, || mc.run(&Matmul::with_options(options), &da, &db, &mut dc))?;
     drop((da, db, dc));
     let (pa, pb) = (pinned_copy(mc, &am)?, pinned_copy(mc, &bm)?);
     let mut pc = mc.pinned_matrix::<TC>(m, n, Layout::RowMajor)?;
     pc.data_mut().copy_from_slice(&c_in);
-    mc.gemm_pinned_split(&pa, &pb, &mut pc, options, &split)?;
+    mc.run(&Matmul::with_options(options).split(&split), &pa, &pb, &mut pc)?;
     let pinned_check = compare_rounded(pc.data(), n, n, &rows, (&expected, &magnitude), k, u);
     let pinned_imported_on = mc
         .contexts()
         .iter()
         .filter(|x| pa.imported_on(x) && pb.imported_on(x) && pc.imported_on(x))
         .count();
-    let pinned_ms = median_ms(repeat, || mc.gemm_pinned_split(&pa, &pb, &mut pc, options, &split))?;
+    let pinned_ms = median_ms(repeat, || {
+        mc.run(&Matmul::with_options(options).split(&split), &pa, &pb, &mut pc)
+    })?;
     let flop = 2.0 * (m * n * k) as f64;
     Ok(MultiGemmReport {
         devices: mc
@@ -251,7 +266,7 @@ pub struct MultiBenchRow {
     pub k: usize,
     pub types: String,
     pub split: String,
-    /// Device 0's blocking `Context::gemm_with`.
+    /// Device 0's blocking `Context::run`.
     pub blocking_ms: f64,
     /// Device 0 alone through the multi-device pipeline.
     pub pipelined_ms: f64,
@@ -260,7 +275,7 @@ pub struct MultiBenchRow {
     pub multi_host_ms: f64,
     pub single_resident_ms: f64,
     pub multi_resident_ms: f64,
-    /// Pinned host operands (`gemm_pinned`): device 0 alone, all devices.
+    /// Pinned host operands: device 0 alone, all devices.
     pub single_pinned_ms: f64,
     pub multi_pinned_ms: f64,
     /// Whether every device imported the pinned operands (else they were staged).
@@ -300,7 +315,7 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
         let (da1, db1) = (one.upload(am)?, one.upload(bm)?);
         let mut dc1 = one.zeros::<TC>(m, n)?;
         let single_resident_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 dev"))), || {
-            one.gemm_device(&da1, &db1, &mut dc1, &options)
+            one.run(&Matmul::with_options(&options), &da1, &db1, &mut dc1)
         })?;
         drop((da1, db1, dc1));
         let (da, db) = (
@@ -309,20 +324,25 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
         );
         let mut dc = mc.zeros::<TC>(&split)?;
         let multi_resident_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("N dev"))), || {
-            mc.gemm_distributed(&da, &db, &mut dc, &options)
+            mc.run(&Matmul::with_options(&options), &da, &db, &mut dc)
         })?;
         drop((da, db, dc));
         // One device's fastest host path: the blocking call, or the banded pipeline alone.
         let blocking_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 block"))), || {
-            one.gemm_with(am, bm, MatMut::new(&mut c, m, n), &options)
+            one.run(&Matmul::with_options(&options), am, bm, MatMut::new(&mut c, m, n))
         })?;
         let pipelined_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 pipe"))), || {
-            solo.gemm_with(am, bm, MatMut::new(&mut c, m, n), &options)
+            solo.run(&Matmul::with_options(&options), am, bm, MatMut::new(&mut c, m, n))
         })?;
         let single_host_ms = blocking_ms.min(pipelined_ms);
         c.fill(TC::from_f64(f64::NAN));
         let multi_host_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("N host"))), || {
-            mc.gemm_split(am, bm, MatMut::new(&mut c, m, n), &options, &split)
+            mc.run(
+                &Matmul::with_options(&options).split(&split),
+                am,
+                bm,
+                MatMut::new(&mut c, m, n),
+            )
         })?;
         // Pinned host operands: imported by every device, so no host copy.
         let (pa, pb) = (pinned_copy(mc, &am)?, pinned_copy(mc, &bm)?);
@@ -332,11 +352,11 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
             .iter()
             .all(|x| pa.imported_on(x) && pb.imported_on(x) && pc.imported_on(x));
         let single_pinned_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 pin"))), || {
-            solo.gemm_pinned(&pa, &pb, &mut pc, &options)
+            solo.run(&Matmul::with_options(&options), &pa, &pb, &mut pc)
         })?;
         pc.data_mut().fill(TC::from_f64(f64::NAN));
         let multi_pinned_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("N pin"))), || {
-            mc.gemm_pinned_split(&pa, &pb, &mut pc, &options, &split)
+            mc.run(&Matmul::with_options(&options).split(&split), &pa, &pb, &mut pc)
         })?;
         if trace {
             let whole = solo.split::<TA, TB>(m, n, k, kind)?;
@@ -497,7 +517,7 @@ fn clean(mc: &MultiContext) -> bool {
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_command(
     devices: &str,
-    validation: bool,
+    context: (bool, u32),
     types: Types,
     shape: (usize, usize, usize),
     layouts: (Layout, Layout),
@@ -505,7 +525,7 @@ pub fn gemm_command(
     kind: SplitKind,
     (repeat, json): (usize, bool),
 ) -> Result<bool> {
-    let mc = multi_context(devices, validation)?;
+    let mc = multi_context(devices, context)?;
     let r = with_types!(types, |TA, TB, TC| gemm::<TA, TB, TC>(
         &mc, shape, layouts, options, kind, repeat
     )?);
@@ -521,13 +541,13 @@ pub fn gemm_command(
 /// (256^3 and 512^3 on CPU drivers) unless shapes are given.
 pub fn bench_command(
     devices: &str,
-    validation: bool,
+    context: (bool, u32),
     types: &[String],
     shapes: Vec<(usize, usize, usize)>,
     kind: SplitKind,
     (reps, json, trace): (usize, bool, bool),
 ) -> Result<bool> {
-    let mc = multi_context(devices, validation)?;
+    let mc = multi_context(devices, context)?;
     let t = match types.first() {
         Some(t) => Types::parse(t)?,
         None => Types::pair(ComponentType::F16, ComponentType::F32),

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::time::Instant;
-use vk_sgmat::{Element, GemmOptions, MultiContext, PinnedMatrix, PipelineStep, PipelineTrace, Split};
+use vk_sgmat::{Element, GemmOptions, Matmul, MultiContext, PinnedMatrix, PipelineStep, PipelineTrace, Split};
 
 /// One traced call: its wall time (ms) and each device's trace.
 pub type TracedCall = (f64, Vec<PipelineTrace>);
@@ -19,7 +19,7 @@ pub fn traced_calls<TA: Element, TB: Element, TC: Element>(
     (0..reps.max(1))
         .map(|_| {
             let t = Instant::now();
-            let parts = set.gemm_pinned_traced(a, b, c, options, split)?;
+            let parts = set.run_traced(&Matmul::with_options(options).split(split), a, b, c)?;
             Ok((t.elapsed().as_secs_f64() * 1e3, parts))
         })
         .collect()

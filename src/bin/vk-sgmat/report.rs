@@ -1,9 +1,9 @@
 //! Rendering: pure functions from report structs to text, tested without a device.
 
+use crate::verify::Check;
 use serde::Serialize;
 use std::fmt::Write;
 use vk_sgmat::device::DeviceInfo;
-use vk_sgmat::verify::Check;
 
 /// `vk-sgmat info`: every device found. JSON: `{"devices": [DeviceInfo, ...], "selected": index}`.
 #[derive(Debug, Serialize)]

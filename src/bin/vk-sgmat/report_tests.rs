@@ -105,7 +105,7 @@ fn bench_rows() -> Vec<BenchRow> {
         .collect()
 }
 
-/// The H200's f16 -> f32 and f16 -> f16 figures of docs/performance.md's v3 bench, with the
+/// The H200's f16 -> f32 and f16 -> f16 figures of docs/perf/JOURNAL.md's v3 bench, with the
 /// cuBLAS figures of the same run where recorded.
 fn chart_rows() -> Vec<BenchRow> {
     let f32_rows = [

@@ -96,7 +96,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 let kind = crate::multi::parse_split(&split)?;
                 return crate::multi::gemm_command(
                     &devices,
-                    dev.validation,
+                    (dev.validation, dev.copy_queues),
                     types,
                     (m, n, k),
                     layouts,
@@ -177,7 +177,7 @@ pub fn run(cli: Cli) -> Result<bool> {
                 let kind = crate::multi::parse_split(&split)?;
                 return crate::multi::bench_command(
                     &devices,
-                    dev.validation,
+                    (dev.validation, dev.copy_queues),
                     &types,
                     shapes,
                     kind,
@@ -382,6 +382,7 @@ pub(crate) fn context_with(dev: &DeviceArgs, poison: bool) -> Result<Context> {
             (None, false) => PipelineCacheFile::UserCache,
         },
         autotune: dev.autotune.clone(),
+        copy_queues: dev.copy_queues,
         ..Default::default()
     };
     if let Some(d) = &dev.device {

@@ -1,12 +1,13 @@
 //! `vk-sgmat runtime`: what the runtime costs beyond the kernels. Host time per enqueued GEMM,
 //! how busy 1000 back-to-back small GEMMs keep the GPU, a transformer layer's GEMMs as one
-//! stream, and the overhead of one blocking call (docs/performance.md, "Runtime").
+//! stream, and the overhead of one blocking call (docs/perf/JOURNAL.md, "Runtime").
 
+use crate::verify::{compare, random_matrix, reference, rows_to_check, Rng};
 use anyhow::Result;
 use half::f16;
 use std::time::{Duration, Instant};
-use vk_sgmat::verify::{compare, random_matrix, reference, rows_to_check, Rng};
 use vk_sgmat::{median, Context, DeviceMatrix, Element, GemmOptions, MatRef};
+use vk_sgmat::{Matmul, Timing, Timings};
 
 /// The figures, as printed in the `runtime` line.
 #[derive(Debug, serde::Serialize)]
@@ -27,7 +28,7 @@ pub struct RuntimeReport {
     pub layer_stream_wall_ms: f64,
     /// torch.matmul on the same shapes, same call (from `--torch`), if given.
     pub layer_torch_ms: Option<f64>,
-    /// One blocking 4096^3 f16->f32 `gemm_device`: median submit-to-completion minus median GPU time.
+    /// One blocking 4096^3 f16->f32 `Context::run` on device matrices: median submit-to-completion minus median GPU time.
     pub call_overhead_us_4096: f64,
     pub call_wall_us_4096: f64,
     pub call_gpu_us_4096: f64,
@@ -110,23 +111,26 @@ pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Resul
     let mut outs: Vec<DeviceMatrix<f32>> = (0..count)
         .map(|_| ctx.zeros::<f32>(small, small))
         .collect::<vk_sgmat::Result<_>>()?;
-    ctx.warm_up(
-        &a,
-        &b,
-        &mut outs[0],
-        &opts,
-        (Duration::from_millis(200), Duration::from_secs(2)),
-    )?;
-    let single = median(&mut ctx.time_gemm_device(&a, &b, &mut outs[0], &opts, 50)?);
+    ctx.prepare(&Matmul::with_options(&opts), &a, &b, &mut outs[0])
+        .and_then(|p| p.time(Timing::WarmUp(Duration::from_millis(200), Duration::from_secs(2))))
+        .map(|t| t.median())?;
+    let single = median(
+        &mut ctx
+            .prepare(&Matmul::with_options(&opts), &a, &b, &mut outs[0])
+            .and_then(|p| p.time(Timing::Runs(50)))
+            .map(Timings::into_seconds)?,
+    );
     let run = |serial: bool, outs: &mut [DeviceMatrix<f32>]| {
-        ctx.time_stream(|s| {
-            for (i, c) in outs.iter_mut().enumerate() {
-                if serial && i > 0 {
-                    s.barrier()?;
+        ctx.stream().and_then(|mut s| {
+            s.timed(|s| {
+                for (i, c) in outs.iter_mut().enumerate() {
+                    if serial && i > 0 {
+                        s.barrier()?;
+                    }
+                    s.run(&Matmul::with_options(&opts), &a, &b, c)?;
                 }
-                s.gemm(&a, &b, c, &opts)?;
-            }
-            Ok(outs.len())
+                Ok(outs.len())
+            })
         })
     };
     run(true, &mut outs)?; // warm: first use of the stream path
@@ -163,14 +167,16 @@ pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Resul
         hosts.push((x_host, w_host, (m, n, k)));
     }
     let layer_run = |layer: &mut Vec<(DeviceMatrix<f16>, DeviceMatrix<f16>, DeviceMatrix<f16>)>| {
-        ctx.time_stream(|s| {
-            for (i, (x, w, y)) in layer.iter_mut().enumerate() {
-                if i > 0 {
-                    s.barrier()?;
+        ctx.stream().and_then(|mut s| {
+            s.timed(|s| {
+                for (i, (x, w, y)) in layer.iter_mut().enumerate() {
+                    if i > 0 {
+                        s.barrier()?;
+                    }
+                    s.run(&Matmul::with_options(&opts), x, w, y)?;
                 }
-                s.gemm(x, w, y, &opts)?;
-            }
-            Ok(layer.len())
+                Ok(layer.len())
+            })
         })
     };
     // Until two runs agree within 3% (after at least 2 s): the driver runs freshly created
@@ -201,20 +207,21 @@ pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Resul
     let a = upload_random::<f16>(ctx, &mut rng, big, big)?;
     let b = upload_random::<f16>(ctx, &mut rng, big, big)?;
     let mut c = ctx.zeros::<f32>(big, big)?;
-    ctx.warm_up(
-        &a,
-        &b,
-        &mut c,
-        &opts,
-        (Duration::from_millis(500), Duration::from_secs(3)),
-    )?;
+    ctx.prepare(&Matmul::with_options(&opts), &a, &b, &mut c)
+        .and_then(|p| p.time(Timing::WarmUp(Duration::from_millis(500), Duration::from_secs(3))))
+        .map(|t| t.median())?;
     let mut wall = Vec::new();
     for _ in 0..50 {
         let t = Instant::now();
-        ctx.gemm_device(&a, &b, &mut c, &opts)?;
+        ctx.run(&Matmul::with_options(&opts), &a, &b, &mut c)?;
         wall.push(t.elapsed().as_secs_f64());
     }
-    let gpu = median(&mut ctx.time_gemm_device(&a, &b, &mut c, &opts, 50)?);
+    let gpu = median(
+        &mut ctx
+            .prepare(&Matmul::with_options(&opts), &a, &b, &mut c)
+            .and_then(|p| p.time(Timing::Runs(50)))
+            .map(Timings::into_seconds)?,
+    );
     let wall = median(&mut wall);
     // Where a single call's time goes: the same GEMM alone, 20 times on one stream, on queue 0
     // (the blocking calls' queue) and on another queue where the device has one.
@@ -223,7 +230,7 @@ pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Resul
         let singles: Vec<_> = (0..20)
             .map(|_| {
                 s.timed(|s| {
-                    s.gemm(&a, &b, &mut c, &opts)?;
+                    s.run(&Matmul::with_options(&opts), &a, &b, &mut c)?;
                     Ok(1)
                 })
             })

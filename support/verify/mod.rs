@@ -1,5 +1,7 @@
 //! Checking GEMM results: random inputs, a CPU reference in f64, and an error measure with a bound
-//! fitting the types. Used by the tests, `vk-sgmat gemm`/`check`, and the examples.
+//! fitting the types. Not part of the library: the tests, the benchmarks and the `vk-sgmat`
+//! command line (`gemm`, `check`, `bench`) include this module by path (`#[path]`), so the
+//! library exports no test helper and reads no seed from the environment.
 //!
 //! The error measure is the relative Frobenius norm `||C - C_ref|| / ||M||`, where
 //! `M = |alpha| * |A| |B| + |beta| * |C_in|` (element-wise absolute values). Normalising by `M`
@@ -8,9 +10,9 @@
 //! with `u` the unit roundoff of the accumulator and result types (2^-11 for f16, 2^-24 for f32).
 //! Integer results must match exactly. Any non-finite output where the reference is finite fails.
 
-use crate::api::{Element, MatRef};
-use crate::config::ComponentType;
-use crate::tiling::Layout;
+use vk_sgmat::config::ComponentType;
+use vk_sgmat::tiling::Layout;
+use vk_sgmat::{Element, MatRef};
 
 /// A small, fast, seedable generator (SplitMix64): fresh inputs each run, reproducible by seed.
 #[derive(Clone, Debug)]
@@ -276,14 +278,14 @@ pub fn random_matrix<T: Element>(
 /// exercised), every row is checked when `m * n <= full_limit`, else 256 sampled rows.
 #[allow(clippy::too_many_arguments)]
 pub fn run_random_gemm<TA: Element, TB: Element, TC: Element>(
-    ctx: &crate::Context,
+    ctx: &vk_sgmat::Context,
     rng: &mut Rng,
     shape: (usize, usize, usize),
     (la, lb): (Layout, Layout),
     extra_ld: usize,
-    options: &crate::GemmOptions,
+    options: &vk_sgmat::GemmOptions,
     full_limit: usize,
-) -> crate::Result<Check> {
+) -> vk_sgmat::Result<Check> {
     run_random_gemm_c::<TA, TB, TC>(
         ctx,
         rng,
@@ -298,28 +300,28 @@ pub fn run_random_gemm<TA: Element, TB: Element, TC: Element>(
 /// [`run_random_gemm`] with C stored `lc` (column-major C is checked through its transpose).
 #[allow(clippy::too_many_arguments)]
 pub fn run_random_gemm_c<TA: Element, TB: Element, TC: Element>(
-    ctx: &crate::Context,
+    ctx: &vk_sgmat::Context,
     rng: &mut Rng,
     (m, n, k): (usize, usize, usize),
     (la, lb, lc): (Layout, Layout, Layout),
     extra_ld: usize,
-    options: &crate::GemmOptions,
+    options: &vk_sgmat::GemmOptions,
     full_limit: usize,
-) -> crate::Result<Check> {
+) -> vk_sgmat::Result<Check> {
     let (a, lda) = random_matrix::<TA>(rng, m, k, la, extra_ld);
     let (b, ldb) = random_matrix::<TB>(rng, k, n, lb, extra_ld);
     let (c_in, ldc) = random_matrix::<TC>(rng, m, n, lc, extra_ld);
     let am = MatRef::stored(&a, m, k, la, lda);
     let bm = MatRef::stored(&b, k, n, lb, ldb);
     let mut c = c_in.clone();
-    let cm = crate::MatMut {
+    let cm = vk_sgmat::MatMut {
         data: &mut c,
         rows: m,
         cols: n,
         layout: lc,
         ld: ldc,
     };
-    ctx.gemm_with(am, bm, cm, options)?;
+    ctx.run(&vk_sgmat::Matmul::with_options(options), am, bm, cm)?;
     // The reference and the comparison read C row-major: dense copies of the old and new C.
     let view = |data: &[TC]| {
         let src = MatRef {
@@ -347,9 +349,9 @@ pub fn run_random_gemm_c<TA: Element, TB: Element, TC: Element>(
 
 /// The unit roundoff of what A and B are rounded to on their way to the matrix units (0 when
 /// neither is rounded).
-pub fn input_roundoff(a: ComponentType, b: ComponentType, mode: crate::ComputeMode) -> crate::Result<f64> {
-    use crate::kernel::Load;
-    let route = crate::plan::route(a, b, mode)?;
+pub fn input_roundoff(a: ComponentType, b: ComponentType, mode: vk_sgmat::ComputeMode) -> vk_sgmat::Result<f64> {
+    use vk_sgmat::kernel::Load;
+    let route = vk_sgmat::plan::route(a, b, mode)?;
     Ok(if route.loads.contains(&Load::Round) {
         unit_roundoff(route.component)
     } else if route.loads.contains(&Load::Split) {
@@ -361,46 +363,4 @@ pub fn input_roundoff(a: ComponentType, b: ComponentType, mode: crate::ComputeMo
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reference_matches_hand_computation() {
-        let a = [1.0f32, 2.0, 3.0, 4.0]; // [[1,2],[3,4]]
-        let b = [5.0f32, 6.0, 7.0, 8.0]; // col-major [[5,7],[6,8]]
-        let am = MatRef::new(&a, 2, 2);
-        let bm = MatRef::col_major(&b, 2, 2);
-        let c = [1.0f32, 1.0, 1.0, 1.0];
-        let (v, m) = reference(&am, &bm, Some((&c[..], 2)), 2.0, -1.0, &[0, 1]);
-        assert_eq!(
-            v,
-            vec![2.0 * 17.0 - 1.0, 2.0 * 23.0 - 1.0, 2.0 * 39.0 - 1.0, 2.0 * 53.0 - 1.0]
-        );
-        assert_eq!(m[0], 2.0 * 17.0 + 1.0);
-    }
-
-    #[test]
-    fn compare_catches_nan_and_integer_mismatch() {
-        let exp = [1.0, 2.0];
-        let mag = [1.0, 2.0];
-        let good = compare(&[1.0f32, 2.0], 2, 2, &[0], &exp, &mag, 8);
-        assert!(good.passed);
-        let nan = compare(&[1.0f32, f32::NAN], 2, 2, &[0], &exp, &mag, 8);
-        assert!(!nan.passed && nan.first_bad.unwrap().1 == 1);
-        let ints = compare(&[1i32, 3], 2, 2, &[0], &exp, &mag, 8);
-        assert_eq!(ints.mismatches, 1);
-        let off = compare(&[1.0f32, 2.1], 2, 2, &[0], &exp, &mag, 8);
-        assert!(!off.passed, "{off:?}");
-    }
-
-    #[test]
-    fn rng_spans_integer_extremes() {
-        let mut r = Rng::new(1);
-        let v: Vec<i8> = random_vec(&mut r, 20000);
-        assert!(v.contains(&-128) && v.contains(&127));
-    }
-}
-
-#[path = "verify_fused.rs"]
 pub mod fused;

@@ -1,4 +1,4 @@
-//! The reference of a fused epilogue (see [`crate::Fused`]), in f64, and its element-wise check.
+//! The reference of a fused epilogue (see [`vk_sgmat::Fused`]), in f64, and its element-wise check.
 //!
 //! Each element `d = act(v)`, `v = alpha * s * dot + beta * c + bias` with `s` the product of the
 //! dequantisation scales, is checked against
@@ -9,8 +9,8 @@
 //! (NaN for NaN).
 
 use super::{tolerance, unit_roundoff, Check};
-use crate::config::ComponentType;
-use crate::{Activation, Axis, Element};
+use vk_sgmat::config::ComponentType;
+use vk_sgmat::{Activation, Axis, Element};
 
 /// A fused epilogue's terms and vectors, in f64.
 #[derive(Clone, Debug, Default)]
