@@ -394,6 +394,17 @@ pub struct GPUSubgroupMatrixConfig {
     pub k: u32,
 }
 
+/// The config the kernels without matrix units carry (`kernel::Load::Simt`): f32 in and out. Its
+/// 8x8x8 "fragments" only size a scheme's tile (`sg_m * fr_m * 8` rows); no matrix unit runs
+/// them. Here, below the tiling layer that sizes tiles by it.
+pub const SIMT_CONFIG: GPUSubgroupMatrixConfig = GPUSubgroupMatrixConfig {
+    component_type: ComponentType::F32,
+    result_type: ComponentType::F32,
+    m: 8,
+    n: 8,
+    k: 8,
+};
+
 impl GPUSubgroupMatrixConfig {
     /// Multiply-accumulates per fragment MulAdd (used to rank shapes).
     pub fn volume(&self) -> u64 {

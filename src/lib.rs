@@ -89,6 +89,7 @@ pub mod plan;
 mod record;
 mod stream;
 mod submit;
+mod sync;
 pub mod tiling;
 mod timestamps;
 mod tune;

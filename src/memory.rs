@@ -5,7 +5,7 @@
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::submit::Uses;
+use crate::sync::Uses;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::{AllocationError, MemoryLocation};

@@ -2,14 +2,12 @@
 //! validates its input, makes a [`GemmPlan`] (`crate::plan`), records it (`crate::record`) and
 //! submits it (`crate::submit`); nothing reaches the GPU before the plan exists.
 
-use super::batch::{BatchMut, BatchRef};
 use super::matrix::{
     bytes_of_layout, check_download_target, check_matrix, pack, poison_pattern, unpack, DeviceMatrix, Element, MatMut,
     MatRef,
 };
 use super::operand::Placed;
-use super::options::{ContextOptions, GemmOptions};
-use super::schemes::SchemeLists;
+use super::options::ContextOptions;
 use crate::config::{choose_config, ComponentType, GPUSubgroupMatrixConfig};
 use crate::device::{
     AdoptedDevice, Device, DeviceInfo, DeviceKind, Instance, InstanceOptions, QueueRef, ValidationMessages,
@@ -22,7 +20,7 @@ use crate::plan::{device_ld, DispatchLimits, GemmPlan};
 use crate::record::{record_plan, record_plan_marked, Access, Bindings, Recording};
 use crate::submit::StreamCore;
 use crate::tiling::Layout;
-use crate::tune::TuneCache;
+use crate::tiling::{SchemeLists, TuneCache};
 use rustc_hash::FxHashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
@@ -290,29 +288,6 @@ impl Context {
         unpack(staging.mapped()?, m.ld, out);
         self.pool.give(staging);
         Ok(())
-    }
-
-    /// `c = alpha * a * b + beta * c` on host matrices.
-    ///
-    /// Integer results (i8 or u8 inputs, i32 or u32 results) accumulate in 32 bits and **wrap
-    /// modulo 2^32** when a sum leaves the result type's range, as cuBLAS's integer GEMMs do;
-    /// alpha and beta are applied in the same 32-bit arithmetic. With 8-bit inputs no sum can
-    /// wrap while K <= 66_051 (u8 -> u32) or K <= 131_071 (i8 -> i32).
-    pub(crate) fn gemm_with<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: MatRef<'_, TA>,
-        b: MatRef<'_, TB>,
-        c: MatMut<'_, TC>,
-        options: &GemmOptions,
-    ) -> Result<()> {
-        // One GEMM is a batch of one.
-        self.batched(
-            BatchRef::strided(a, 1, 0),
-            BatchRef::strided(b, 1, 0),
-            BatchMut::strided(c, 1, 0),
-            options,
-            None,
-        )
     }
 
     /// Records `plan` on `core` over these operands (C poisoned first where the options say so

@@ -120,7 +120,7 @@ impl Context {
     ) -> Result<Vec<(GemmPlan, [Placed<'o>; 3])>> {
         check_groups(rows, b.count(), (a.rows, a.layout), (c.rows, c.layout))?;
         let (pa, pc) = (placed(a), placed(c));
-        let (pb, _, b_stride) = super::batch::entries(b);
+        let (pb, _, b_stride) = b.entries();
         self.check_placed(&[&pa, &pb, &pc])?;
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
         let terms = match fused {

@@ -4,7 +4,7 @@
 //! ([`crate::plan::GemmPlan::grouped_counted`]); the GEMM runs as the one dispatch a grouped
 //! GEMM with host sizes takes.
 
-use super::batch::{entries, DeviceBatch};
+use super::batch::DeviceBatch;
 use super::context::Context;
 use super::fused::Fused;
 use super::matrix::{DeviceMatrix, Element};
@@ -81,7 +81,7 @@ impl Context {
             )));
         }
         let (pa, pc) = (placed(a), placed(c));
-        let (pb, _, b_stride) = entries(b);
+        let (pb, _, b_stride) = b.entries();
         self.check_placed(&[&pa, &pb, &pc, &pk])?;
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
         let terms = match fused {

@@ -8,6 +8,7 @@ mod argument;
 #[cfg(feature = "ndarray")]
 mod arrays;
 mod batch;
+mod batched;
 mod context;
 mod dist;
 mod fused;
@@ -43,6 +44,7 @@ pub use options::{ContextOptions, GemmOptions};
 pub(crate) use pinned::Direct;
 pub use pinned::PinnedMatrix;
 pub use prepared::{Prepared, RecordedGemm};
+pub(crate) use schemes::lock_tuning;
 
 use crate::error::Result;
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,6 @@
 //! checks and plans, and neither compiles a pipeline nor records a command.
 
 use super::argument::{In, Out};
-use super::batch::entries;
 use super::context::Context;
 use super::matmul::{Groups, Matmul};
 use super::matrix::Element;
@@ -63,7 +62,7 @@ fn in_entries<'o, T: Element>(x: &'o In<'_, T>) -> Option<Entries<'o>> {
     match x {
         In::Device(m) => Some((placed(*m), None, 0)),
         In::Buffer(m) => Some((placed(*m), None, 0)),
-        In::DeviceBatch(b) => Some(entries(*b)),
+        In::DeviceBatch(b) => Some(b.entries()),
         _ => None,
     }
 }
@@ -72,7 +71,7 @@ fn out_entries<'o, T: Element>(x: &'o Out<'_, T>) -> Option<Entries<'o>> {
     match x {
         Out::Device(m) => Some((placed(&**m), None, 0)),
         Out::Buffer(m) => Some((placed(&**m), None, 0)),
-        Out::DeviceBatch(b) => Some(entries(&**b)),
+        Out::DeviceBatch(b) => Some(b.entries()),
         _ => None,
     }
 }

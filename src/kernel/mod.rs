@@ -288,15 +288,8 @@ impl KernelKey {
     }
 }
 
-/// The config a [`Load::Simt`] key carries: f32 in and out. Its 8x8x8 "fragments" only size the
-/// scheme's tile (`sg_m * fr_m * 8` rows); no matrix unit runs them.
-pub const SIMT_CONFIG: GPUSubgroupMatrixConfig = GPUSubgroupMatrixConfig {
-    component_type: ComponentType::F32,
-    result_type: ComponentType::F32,
-    m: 8,
-    n: 8,
-    k: 8,
-};
+/// The config a [`Load::Simt`] key carries ([`crate::config::SIMT_CONFIG`]).
+pub use crate::config::SIMT_CONFIG;
 
 impl KernelKey {
     /// The SIMT kernel's rules: both operands, [`SIMT_CONFIG`], a subgroup-scope scheme with one

@@ -2,6 +2,7 @@
 //! windows, push constants, split-K slices and scratch, the kernels it needs). Pure: nothing here
 //! touches Vulkan, so every rule is unit-tested without a device.
 
+mod build;
 pub mod cut;
 pub mod gemm;
 mod gemv;

@@ -182,7 +182,7 @@ pub(super) fn is_square_128(s: &TileScheme, config: &GPUSubgroupMatrixConfig) ->
 /// block of C per invocation, 128x128 (256 invocations) on GPUs, 64x64 on CPU drivers, smaller
 /// where the device's limits or subgroup size need it; K steps of 16.
 pub fn simt_scheme(limits: &DeviceLimits, subgroup_size: u32, cpu_device: bool) -> Option<TileScheme> {
-    let config = crate::kernel::SIMT_CONFIG;
+    let config = crate::config::SIMT_CONFIG;
     let tiles: &[u32] = if cpu_device { &[64, 32] } else { &[128, 64, 32] };
     for &tile in tiles {
         let threads = (tile / 8) * (tile / 8);

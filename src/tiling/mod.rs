@@ -7,14 +7,18 @@
 //! passes is [`crate::plan`]'s job.
 
 pub mod candidates;
+mod lists;
 pub mod preferred;
 pub mod scheme;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod tuned;
 
 pub use candidates::*;
+pub(crate) use lists::SchemeLists;
 pub use preferred::*;
 pub use scheme::{shared_unit, TileGeometry, TileScheme};
+pub(crate) use tuned::{TuneCache, TuneKey};
 
 use serde::{Deserialize, Serialize};
 

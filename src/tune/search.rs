@@ -1,45 +1,15 @@
 //! The autotuner: times the candidate schemes of a problem's bucket once and remembers the winner
 //! ([`TuneCache`]); later GEMMs of the bucket take it without timing.
 
-use super::cache::{TuneCache, TuneKey};
-use crate::api::{Context, Element, GemmOptions, Matmul};
+use crate::api::{lock_tuning, Context, Element, GemmOptions, Matmul};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
-use crate::kernel::Load;
 use crate::plan::Batch;
-use crate::tiling::{not_oversized, Layout, TileScheme};
+use crate::tiling::{not_oversized, Layout, TileScheme, TuneKey};
 use crate::timestamps::median;
 use std::time::Duration;
 
 impl Context {
-    /// The scheme for a problem: the autotuner's winner for its bucket where the tuning file
-    /// (see [`ContextOptions::autotune`](crate::ContextOptions::autotune)) has one, else
-    /// [`Context::choose_scheme`]'s. Never times anything: [`Context::tune`] does. Operands converted as loaded take the heuristic's
-    /// subgroup-scope scheme (the workgroup-scope kernel does not convert). `narrow_c`: C is
-    /// stored in a 16-bit type.
-    pub(crate) fn scheme_for(
-        &self,
-        config: &GPUSubgroupMatrixConfig,
-        (m, n, k): (usize, usize, usize),
-        layouts: (Layout, Layout),
-        loads: [Load; 2],
-        (batch, narrow_c): (usize, bool),
-    ) -> Result<TileScheme> {
-        if loads != [Load::Native; 2] {
-            return self.choose_subgroup_scheme(config, (m, n), batch);
-        }
-        // Autotuning times single GEMMs: a batch takes the rule, over its whole grid.
-        let (Some(cache), 1) = (&self.tune_cache, batch) else {
-            return self.choose_layout_scheme(config, (m, n, k), layouts, (batch, narrow_c));
-        };
-        let key = TuneKey::new(config, layouts, (m, n, k));
-        let known = lock(cache).get(&key, config, self.device_info());
-        match known {
-            Some(s) => Ok(s),
-            None => self.choose_layout_scheme(config, (m, n, k), layouts, (batch, narrow_c)),
-        }
-    }
-
     /// Autotunes the tile scheme of an `m x n x k` GEMM of these types, A and B stored
     /// `layouts`, as `op` describes it: the first time its bucket (config, layouts, shape
     /// rounded up to powers of two) is seen, times each candidate scheme on scratch matrices of
@@ -60,12 +30,12 @@ impl Context {
         };
         let config = self.plan::<TA, TB, TC>(op, (m, n, k), layouts)?.config;
         let key = TuneKey::new(&config, layouts, (m, n, k));
-        let known = lock(cache).get(&key, &config, self.device_info());
+        let known = lock_tuning(cache).get(&key, &config, self.device_info());
         if let Some(s) = known {
             return Ok(s);
         }
         let (scheme, tflops) = self.autotune(&config, (m, n, k), layouts)?;
-        lock(cache).insert(key, scheme, tflops, [m, n, k])?;
+        lock_tuning(cache).insert(key, scheme, tflops, [m, n, k])?;
         Ok(scheme)
     }
 
@@ -124,8 +94,4 @@ impl Context {
         let (scheme, seconds) = best.expect("at least two candidates");
         Ok((scheme, 2.0 * (m * n * k) as f64 / seconds / 1e12))
     }
-}
-
-fn lock(cache: &std::sync::Mutex<TuneCache>) -> std::sync::MutexGuard<'_, TuneCache> {
-    cache.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -2,9 +2,11 @@
 //! entry against the f64 reference, timed with GPU timestamps, beside the loop of single GEMMs
 //! they replace.
 
-use crate::bench_cmd::bench_types;
+use crate::args::bench_types;
+use crate::args::{context_with, finish, parse_layout, parse_shapes};
+use crate::checking::{view, worse};
 use crate::cli::{BatchArgs, DeviceArgs};
-use crate::run::{context_with, finish, parse_layout, parse_shapes};
+use crate::terms::{fused_terms, Terms};
 use crate::types::{with_types, Types};
 use crate::verify::fused::{compare_fused, FusedRef};
 use crate::verify::{compare_rounded, input_roundoff, random_vec, reference, rows_to_check, Check, Rng};
@@ -14,8 +16,8 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 use vk_sgmat::device::DeviceKind;
 use vk_sgmat::{
-    Activation, Axis, BatchRef, ComponentType, ComputeMode, Context, DeviceBatch, DeviceMatrix, Element, Fused,
-    GemmOptions, Layout, MatRef,
+    Axis, BatchRef, ComponentType, ComputeMode, Context, DeviceBatch, DeviceMatrix, Element, Fused, GemmOptions,
+    Layout, MatRef,
 };
 use vk_sgmat::{Matmul, Timing, Timings};
 
@@ -46,54 +48,6 @@ pub struct BatchedReport {
     /// `batch` times the median GPU time of one entry's GEMM alone: what a loop of single
     /// GEMMs costs at the least (it adds a dispatch and a barrier per entry).
     pub loop_ms: f64,
-}
-
-/// The worse of two checks: a failure over a pass, else the larger error.
-pub fn worse(kept: Option<Check>, got: Check) -> Option<Check> {
-    match kept {
-        Some(c) if !c.passed || (got.passed && got.rel_error <= c.rel_error) => Some(c),
-        _ => Some(got),
-    }
-}
-
-/// A dense `rows x cols` matrix stored `layout`.
-pub fn view<T>(data: &[T], rows: usize, cols: usize, layout: Layout) -> MatRef<'_, T> {
-    match layout {
-        Layout::RowMajor => MatRef::new(data, rows, cols),
-        Layout::ColMajor => MatRef::col_major(data, rows, cols),
-    }
-}
-
-/// A batch's fused epilogue (`--epilogue`, `--out`): its bias axis, activation and label.
-#[derive(Clone, Debug)]
-pub struct Terms {
-    pub bias: Option<Axis>,
-    pub activation: Activation,
-    pub label: String,
-}
-
-/// The types a batch (`dequant`: or a grouped GEMM, which also dequantises 8-bit inputs) runs
-/// with `--epilogue`/`--out` (C of the `--out` type), and its terms; `types` and `None` where
-/// neither flag was given.
-pub fn fused_terms(args: &crate::fused::FusedArgs, types: Types, dequant: bool) -> Result<(Types, Option<Terms>)> {
-    if args.epilogue.is_none() && args.out.is_none() {
-        return Ok((types, None));
-    }
-    let label = args.epilogue.clone().unwrap_or_else(|| "none".into());
-    let (bias, activation) = crate::fused::parse(&label)?;
-    let int = matches!(types.a, ComponentType::I8 | ComponentType::U8);
-    let c = args.out_type(if int { ComponentType::F32 } else { types.c })?;
-    if !(types.a.is_float() || (int && dequant)) || !c.is_float() {
-        bail!(
-            "--batch with --epilogue/--out runs float inputs and results here (--groups and the library dequantise 8-bit ones too)"
-        );
-    }
-    let terms = Terms {
-        bias,
-        activation,
-        label,
-    };
-    Ok((Types { c, ..types }, Some(terms)))
 }
 
 /// B on the device: one matrix every entry shares, or one per entry.
@@ -293,7 +247,7 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_args(
     args: &BatchArgs,
-    fused: &crate::fused::FusedArgs,
+    fused: &crate::cli::FusedArgs,
     dev: &DeviceArgs,
     types: Types,
     (m, n, k): (usize, usize, usize),
@@ -313,7 +267,7 @@ pub fn gemm_args(
     }
     let ctx = context_with(dev, false)?;
     let named = scheme
-        .map(|name| crate::run::scheme_named(&ctx, types, options.compute, options.shape, name))
+        .map(|name| crate::args::scheme_named(&ctx, types, options.compute, options.shape, name))
         .transpose()?;
     let options = &GemmOptions {
         scheme: named.or(options.scheme),
@@ -350,7 +304,7 @@ pub fn gemm_args(
 
 /// `bench --batch` or `bench --groups`, as [`gemm_args`].
 pub fn bench_args(
-    (args, fused): (&BatchArgs, &crate::fused::FusedArgs),
+    (args, fused): (&BatchArgs, &crate::cli::FusedArgs),
     dev: &DeviceArgs,
     types: &[String],
     shapes: &[String],
@@ -416,7 +370,7 @@ pub fn command(
     count: usize,
     shared_b: bool,
     layouts: (Layout, Layout),
-    (options, fused): (&GemmOptions, &crate::fused::FusedArgs),
+    (options, fused): (&GemmOptions, &crate::cli::FusedArgs),
     (reps, json): (u32, bool),
 ) -> Result<bool> {
     let mut reports = Vec::new();

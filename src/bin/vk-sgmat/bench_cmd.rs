@@ -1,53 +1,17 @@
 //! `vk-sgmat bench` and `vk-sgmat tune`: GPU-timed GEMMs over shapes and types, and every
 //! candidate scheme of a config timed and checked.
 
+use crate::args::bench_types;
+use crate::args::{parse_shapes, tunable_schemes};
 use crate::report;
-use crate::run::{parse_shapes, tunable_schemes};
-use crate::types::{with_types, Types};
+use crate::types::with_types;
 use crate::verify::{compare, random_matrix, reference, rows_to_check, Rng};
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use std::time::Duration;
 use vk_sgmat::kernel::KernelKey;
 use vk_sgmat::tiling::TileScheme;
 use vk_sgmat::{Context, Element, GPUSubgroupMatrixConfig, GemmOptions, Layout, MatMut, MatRef, Probe};
 use vk_sgmat::{Matmul, Timings};
-
-/// The element types `bench` runs: those asked for (`A:C` or `A,B:C`, comma-separated or
-/// repeated), else every pair the device has configs for.
-pub(crate) fn bench_types(ctx: &Context, asked: &[String]) -> Result<Vec<Types>> {
-    if !asked.is_empty() {
-        // "f16:f32,f16,f32:f32": a piece without ':' is the A of the next one.
-        let mut out = Vec::new();
-        let mut pending = String::new();
-        for piece in asked.iter().flat_map(|t| t.split(',')) {
-            if piece.contains(':') {
-                let full = if pending.is_empty() {
-                    piece.to_string()
-                } else {
-                    format!("{pending},{piece}")
-                };
-                out.push(Types::parse(&full)?);
-                pending.clear();
-            } else if pending.is_empty() {
-                pending = piece.to_string();
-            } else {
-                bail!("--types: {pending},{piece} has no result type");
-            }
-        }
-        if !pending.is_empty() {
-            bail!("--types: {pending} has no result type (e.g. {pending}:f32)");
-        }
-        return Ok(out);
-    }
-    let mut all: Vec<Types> = ctx
-        .configs()
-        .iter()
-        .map(|c| Types::pair(c.component_type, c.result_type))
-        .collect();
-    all.sort();
-    all.dedup();
-    Ok(all)
-}
 
 /// How `bench` times each point.
 pub(crate) struct Timing {
@@ -101,7 +65,7 @@ pub(crate) fn bench(
     let (compute, convert_first, relayout) = (forced.compute, forced.convert_first, forced.relayout);
     for &t in &all_types {
         let scheme = scheme
-            .map(|name| crate::run::scheme_named(ctx, t, compute, None, name))
+            .map(|name| crate::args::scheme_named(ctx, t, compute, None, name))
             .transpose()?;
         let options = GemmOptions {
             scheme,

@@ -1,10 +1,10 @@
 //! `vk-sgmat check`: every config's kernels, and every type combination and mode, against the
 //! f64 CPU reference over awkward shapes and all layouts.
 
-use crate::gemm_cmd::FULL_CHECK;
+use crate::args::layout_name;
+use crate::checking::FULL_CHECK;
 use crate::progress::Progress;
 use crate::report::CheckRow;
-use crate::run::layout_name;
 use crate::types::{with_types, Types};
 use crate::verify::{run_random_gemm, run_random_gemm_c, Check, Rng};
 use anyhow::{bail, Result};
@@ -260,7 +260,7 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
         }
     }
     // Fused: bias and activation on every entry, f16 inputs stored as f16 from f32 sums.
-    let terms = crate::batched::Terms {
+    let terms = crate::terms::Terms {
         bias: Some(vk_sgmat::Axis::Col),
         activation: vk_sgmat::Activation::Gelu,
         label: "bias-col,gelu".into(),
@@ -366,7 +366,7 @@ fn check_fused(
             beta: scalars.1,
             ..Default::default()
         };
-        let report = crate::fused::parse(terms).and_then(|(bias, act)| {
+        let report = crate::terms::parse(terms).and_then(|(bias, act)| {
             let spec = (bias, act, terms.to_string());
             crate::fused::run_types(ctx, (input, out), shape, l, &options, &spec, None)
         });

@@ -90,270 +90,338 @@ pub struct BatchArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List Vulkan devices, their cooperative-matrix properties and usable configs.
-    Info {
-        /// Print JSON (field names are stable; see README.md).
-        #[arg(long)]
-        json: bool,
-    },
+    Info(InfoArgs),
     /// Run one GEMM on random data, verify it against an f64 CPU reference, report throughput.
-    Gemm {
-        /// Rows of A and C.
-        m: usize,
-        /// Columns of B and C.
-        n: usize,
-        /// Columns of A, rows of B.
-        k: usize,
-        /// Element types as INPUT:RESULT or A,B:RESULT (f16:f32, f16:f16, bf16:f32, f32:f32,
-        /// f16,f32:f32, f32,bf16:f32, i8:i32, u8:u32).
-        #[arg(long, default_value = "f16:f32")]
-        types: String,
-        /// How f32 operands are multiplied: accurate (f32-level error), fast (rounded to f16 as
-        /// loaded), fast-bf16, exact (plain f32 without the matrix units).
-        #[arg(long, default_value = "accurate")]
-        mode: String,
-        /// Where f32 operands of the fast paths are rounded: auto (chosen per problem), first (a
-        /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
-        #[arg(long, default_value = "auto")]
-        convert: String,
-        /// Whether operands are first copied into the order the workgroup-scope kernel reads
-        /// fastest (16-bit: A column-major, B row-major; 8-bit: A row-major, B column-major):
-        /// auto (chosen per problem), on or off.
-        #[arg(long, default_value = "auto")]
-        relayout: String,
-        /// Whether N, K and the leading dimensions are built into the workgroup-scope kernel
-        /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
-        #[arg(long, default_value = "auto")]
-        specialize: String,
-        #[command(flatten)]
-        gemv: GemvArgs,
-        /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
-        /// (off) to 64.
-        #[arg(long, default_value = "auto")]
-        split_k: String,
-        /// Layouts of A and B: n = row-major, t = column-major (nn, nt, tn, tt).
-        #[arg(long, default_value = "nn")]
-        layout: String,
-        /// Layout of C: n = row-major, t = column-major.
-        #[arg(long, default_value = "n")]
-        c_layout: String,
-        /// Fragment shape MxNxK (default: the largest the device offers for the types).
-        #[arg(long)]
-        shape: Option<String>,
-        /// Tile scheme by name, as `vk-sgmat tune` lists them (default: chosen per problem).
-        #[arg(long)]
-        scheme: Option<String>,
-        /// alpha in C = alpha*A*B + beta*C.
-        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-        alpha: f64,
-        /// beta in C = alpha*A*B + beta*C.
-        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
-        beta: f64,
-        /// Timed runs (the median is reported).
-        #[arg(long, default_value_t = 20)]
-        repeat: usize,
-        /// Run over several devices: `all` (every usable GPU) or a list such as `0,1`; reports
-        /// host-operand and device-resident times.
-        #[arg(long)]
-        devices: Option<String>,
-        /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
-        #[arg(long, default_value = "auto")]
-        split: String,
-        #[command(flatten)]
-        batching: BatchArgs,
-        #[command(flatten)]
-        fused: crate::fused::FusedArgs,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        dev: DeviceArgs,
-    },
+    Gemm(GemmArgs),
     /// Throughput sweep: square sizes and LLM shapes per element-type pair, median TFLOP/s from
     /// GPU timestamps, with cuBLAS ratios and the `peak` fraction when available.
-    Bench {
-        /// Element types to run, comma-separated or repeated (f16:f32,f16,f32:f32; default: every
-        /// pair the device has configs for).
-        #[arg(long)]
-        types: Vec<String>,
-        /// How f32 operands are multiplied (see `gemm --mode`).
-        #[arg(long, default_value = "accurate")]
-        mode: String,
-        /// Where f32 operands of the fast paths are rounded: auto (chosen per problem), first (a
-        /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
-        #[arg(long, default_value = "auto")]
-        convert: String,
-        /// Whether operands are first copied into the order the workgroup-scope kernel reads
-        /// fastest (16-bit: A column-major, B row-major; 8-bit: A row-major, B column-major):
-        /// auto (chosen per problem), on or off.
-        #[arg(long, default_value = "auto")]
-        relayout: String,
-        /// Whether N, K and the leading dimensions are built into the workgroup-scope kernel
-        /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
-        #[arg(long, default_value = "auto")]
-        specialize: String,
-        #[command(flatten)]
-        gemv: GemvArgs,
-        /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
-        /// (off) to 64.
-        #[arg(long, default_value = "auto")]
-        split_k: String,
-        /// Tile scheme by name for every point, as `vk-sgmat tune` lists them (default: chosen
-        /// per problem).
-        #[arg(long)]
-        scheme: Option<String>,
-        /// Shapes MxNxK to run (default: squares 256..8192 and 4096x11008x4096, 16x4096x4096,
-        /// 4096x4096x256; squares up to 256 on CPU drivers).
-        #[arg(long, value_delimiter = ',')]
-        shapes: Vec<String>,
-        /// Sweep one transformer layer's GEMMs instead of --shapes: llama-7b, llama-3-8b or
-        /// mixtral-expert, at 1, 8, 32, 128, 512 and 2048 tokens, weights N x K (layout nt),
-        /// with each GEMM's weight TB/s and the layer's time per token count.
-        #[arg(long, conflicts_with = "shapes")]
-        model: Option<String>,
-        /// Timed runs per point.
-        #[arg(long, default_value_t = 20)]
-        reps: u32,
-        /// Seconds of untimed runs before each point is timed (then on until two batches agree
-        /// within 3%). This sets the regime measured: on the H200 the fastest kernels reach the
-        /// board's power limit within a second of load and run 3-5% slower from then on
-        /// (docs/perf/JOURNAL.md, "Power").
-        #[arg(long, default_value_t = BENCH_WARM_S)]
-        warm: f64,
-        /// Time each point as a stream: the GPU time of `--reps` GEMMs recorded back to back
-        /// (a barrier between each) divided by `--reps`, the median of 5 such streams, as
-        /// graph-level benchmarks such as ggml-vulkan's time theirs; by default each GEMM is
-        /// timed by its own timestamps, which also count its launch and drain.
-        #[arg(long)]
-        stream: bool,
-        /// Measure as a fresh process meets each shape, in order, with no warm-up: the time to
-        /// plan it and create its pipelines, the first result, then runs back to back for this
-        /// many seconds, each timed alone; prints the first run against the steady state and
-        /// when the runs came within 5% of it (run it in a new process, with and without a
-        /// pipeline cache on disk).
-        #[arg(long)]
-        first_runs: Option<f64>,
-        /// Layout of C: n = row-major, t = column-major (ggml-vulkan writes its result
-        /// column-major).
-        #[arg(long, default_value = "n")]
-        c_layout: String,
-        /// cuBLAS figures (JSON lines from scripts/cublas_reference.py) for the ratio column; for
-        /// each point the fastest matching row (any layout: the peer's fastest path) is used.
-        #[arg(long)]
-        cublas: Option<std::path::PathBuf>,
-        /// Peer figures (JSON lines with "peer", "types", "m", "n", "k", "tflops", e.g. from
-        /// scripts/ggml_to_jsonl.py): a column and a ratio per peer. Repeatable.
-        #[arg(long)]
-        peer: Vec<std::path::PathBuf>,
-        /// Layouts of A and B for our GEMMs: n = row-major, t = column-major (nn, nt, tn, tt).
-        #[arg(long, default_value = "nn")]
-        layout: String,
-        /// Write a throughput-vs-size chart (SVG) here.
-        #[arg(long)]
-        plot: Option<std::path::PathBuf>,
-        /// Time one GEMM over several devices (`all` or `0,1`) against device 0 alone, with host
-        /// operands and device-resident ones (default shapes 8192^3 and 16384^3, f16:f32).
-        #[arg(long)]
-        devices: Option<String>,
-        /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
-        #[arg(long, default_value = "auto")]
-        split: String,
-        /// With `--devices`: print every timed sample, and trace `--reps` pinned GEMMs per shape
-        /// (device 0 alone, then all): each call's GPU span and host times on a line, and when
-        /// each band's copies and multiply ran on each GPU in the slowest call. On one device:
-        /// time each dispatch of every point apart (a copy or conversion pass, the GEMM, a split-K
-        /// reduction) and print their medians on stderr.
-        #[arg(long)]
-        trace: bool,
-        #[command(flatten)]
-        batching: BatchArgs,
-        #[command(flatten)]
-        fused: crate::fused::FusedArgs,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        dev: DeviceArgs,
-    },
+    Bench(BenchArgs),
     /// Time every candidate tile scheme (and fragment shape) for one GEMM; fastest first.
-    Tune {
-        /// Rows of A and C.
-        m: usize,
-        /// Columns of B and C.
-        n: usize,
-        /// Columns of A, rows of B.
-        k: usize,
-        /// Element types as INPUT:RESULT.
-        #[arg(long, default_value = "f16:f32")]
-        types: String,
-        /// Layouts of A and B (nn, nt, tn, tt).
-        #[arg(long, default_value = "nn")]
-        layout: String,
-        /// Only schemes whose name contains one of these (comma-separated).
-        #[arg(long, value_delimiter = ',')]
-        filter: Vec<String>,
-        /// Only this fragment shape MxNxK (default: every shape for the types).
-        #[arg(long)]
-        shape: Option<String>,
-        /// Timed runs per candidate (GPU timestamps; the median is reported).
-        #[arg(long, default_value_t = 10)]
-        reps: u32,
-        /// Seconds of untimed runs before each candidate is timed (then on until steady). Short
-        /// by default, so that many candidates time quickly; the H200 then runs below its power
-        /// limit, where `bench`'s default second of warm-up does not (docs/perf/JOURNAL.md,
-        /// "Power"): compare `tune` figures with `tune` figures.
-        #[arg(long, default_value_t = 0.2)]
-        warm: f64,
-        /// Whether operands are first copied into the order the workgroup-scope kernel reads
-        /// fastest (see `bench --relayout`): auto, on or off. The candidates then run on the
-        /// copies.
-        #[arg(long, default_value = "auto")]
-        relayout: String,
-        /// Also time each scheme with parts of its main loop removed (no global loads, no
-        /// multiplies, no barriers, multiplies only), to see where the time goes. Those variants
-        /// compute wrong results by design and are not checked.
-        #[arg(long)]
-        probe: bool,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        dev: DeviceArgs,
-    },
+    Tune(TuneArgs),
     /// Measure each config's register-resident multiply-accumulate ceiling (like vkpeak).
-    Peak {
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        dev: DeviceArgs,
-    },
+    Peak(PeakArgs),
     /// Measure the runtime's own costs: host time per enqueued GEMM, GPU busy fraction of 1000
     /// back-to-back 256^3 GEMMs, a transformer layer's GEMMs as one stream, blocking-call overhead.
-    Runtime {
-        /// JSON from scripts/torch_layer.py ({"layer_torch_ms": ...}) to print beside ours.
-        #[arg(long)]
-        torch: Option<std::path::PathBuf>,
-        /// Small sizes (for CPU drivers).
-        #[arg(long)]
-        quick: bool,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        dev: DeviceArgs,
-    },
+    Runtime(RuntimeArgs),
     /// Check every config of the device on odd shapes, all layouts, and alpha/beta.
-    Check {
-        /// Fewer and smaller shapes (for CPU drivers).
-        #[arg(long)]
-        quick: bool,
-        /// Type pairs to check (default: every pair the device has).
-        #[arg(long, value_delimiter = ',')]
-        types: Vec<String>,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        dev: DeviceArgs,
-    },
+    Check(CheckArgs),
+}
+
+impl Command {
+    /// Whether the command prints JSON (progress then stays plain).
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Info(a) => a.json,
+            Command::Gemm(a) => a.json,
+            Command::Bench(a) => a.json,
+            Command::Tune(a) => a.json,
+            Command::Peak(a) => a.json,
+            Command::Runtime(a) => a.json,
+            Command::Check(a) => a.json,
+        }
+    }
+}
+
+/// The options of `vk-sgmat info`.
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    /// Print JSON (field names are stable; see README.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The options of `vk-sgmat gemm`.
+#[derive(Debug, clap::Args)]
+pub struct GemmArgs {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// Columns of A, rows of B.
+    pub k: usize,
+    /// Element types as INPUT:RESULT or A,B:RESULT (f16:f32, f16:f16, bf16:f32, f32:f32,
+    /// f16,f32:f32, f32,bf16:f32, i8:i32, u8:u32).
+    #[arg(long, default_value = "f16:f32")]
+    pub types: String,
+    /// How f32 operands are multiplied: accurate (f32-level error), fast (rounded to f16 as
+    /// loaded), fast-bf16, exact (plain f32 without the matrix units).
+    #[arg(long, default_value = "accurate")]
+    pub mode: String,
+    /// Where f32 operands of the fast paths are rounded: auto (chosen per problem), first (a
+    /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
+    #[arg(long, default_value = "auto")]
+    pub convert: String,
+    /// Whether operands are first copied into the order the workgroup-scope kernel reads
+    /// fastest (16-bit: A column-major, B row-major; 8-bit: A row-major, B column-major):
+    /// auto (chosen per problem), on or off.
+    #[arg(long, default_value = "auto")]
+    pub relayout: String,
+    /// Whether N, K and the leading dimensions are built into the workgroup-scope kernel
+    /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
+    #[arg(long, default_value = "auto")]
+    pub specialize: String,
+    #[command(flatten)]
+    pub gemv: GemvArgs,
+    /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
+    /// (off) to 64.
+    #[arg(long, default_value = "auto")]
+    pub split_k: String,
+    /// Layouts of A and B: n = row-major, t = column-major (nn, nt, tn, tt).
+    #[arg(long, default_value = "nn")]
+    pub layout: String,
+    /// Layout of C: n = row-major, t = column-major.
+    #[arg(long, default_value = "n")]
+    pub c_layout: String,
+    /// Fragment shape MxNxK (default: the largest the device offers for the types).
+    #[arg(long)]
+    pub shape: Option<String>,
+    /// Tile scheme by name, as `vk-sgmat tune` lists them (default: chosen per problem).
+    #[arg(long)]
+    pub scheme: Option<String>,
+    /// alpha in C = alpha*A*B + beta*C.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub alpha: f64,
+    /// beta in C = alpha*A*B + beta*C.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub beta: f64,
+    /// Timed runs (the median is reported).
+    #[arg(long, default_value_t = 20)]
+    pub repeat: usize,
+    /// Run over several devices: `all` (every usable GPU) or a list such as `0,1`; reports
+    /// host-operand and device-resident times.
+    #[arg(long)]
+    pub devices: Option<String>,
+    /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
+    #[arg(long, default_value = "auto")]
+    pub split: String,
+    #[command(flatten)]
+    pub batching: BatchArgs,
+    #[command(flatten)]
+    pub fused: crate::cli::FusedArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub dev: DeviceArgs,
+}
+
+/// The options of `vk-sgmat bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Element types to run, comma-separated or repeated (f16:f32,f16,f32:f32; default: every
+    /// pair the device has configs for).
+    #[arg(long)]
+    pub types: Vec<String>,
+    /// How f32 operands are multiplied (see `gemm --mode`).
+    #[arg(long, default_value = "accurate")]
+    pub mode: String,
+    /// Where f32 operands of the fast paths are rounded: auto (chosen per problem), first (a
+    /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
+    #[arg(long, default_value = "auto")]
+    pub convert: String,
+    /// Whether operands are first copied into the order the workgroup-scope kernel reads
+    /// fastest (16-bit: A column-major, B row-major; 8-bit: A row-major, B column-major):
+    /// auto (chosen per problem), on or off.
+    #[arg(long, default_value = "auto")]
+    pub relayout: String,
+    /// Whether N, K and the leading dimensions are built into the workgroup-scope kernel
+    /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
+    #[arg(long, default_value = "auto")]
+    pub specialize: String,
+    #[command(flatten)]
+    pub gemv: GemvArgs,
+    /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
+    /// (off) to 64.
+    #[arg(long, default_value = "auto")]
+    pub split_k: String,
+    /// Tile scheme by name for every point, as `vk-sgmat tune` lists them (default: chosen
+    /// per problem).
+    #[arg(long)]
+    pub scheme: Option<String>,
+    /// Shapes MxNxK to run (default: squares 256..8192 and 4096x11008x4096, 16x4096x4096,
+    /// 4096x4096x256; squares up to 256 on CPU drivers).
+    #[arg(long, value_delimiter = ',')]
+    pub shapes: Vec<String>,
+    /// Sweep one transformer layer's GEMMs instead of --shapes: llama-7b, llama-3-8b or
+    /// mixtral-expert, at 1, 8, 32, 128, 512 and 2048 tokens, weights N x K (layout nt),
+    /// with each GEMM's weight TB/s and the layer's time per token count.
+    #[arg(long, conflicts_with = "shapes")]
+    pub model: Option<String>,
+    /// Timed runs per point.
+    #[arg(long, default_value_t = 20)]
+    pub reps: u32,
+    /// Seconds of untimed runs before each point is timed (then on until two batches agree
+    /// within 3%). This sets the regime measured: on the H200 the fastest kernels reach the
+    /// board's power limit within a second of load and run 3-5% slower from then on
+    /// (docs/perf/JOURNAL.md, "Power").
+    #[arg(long, default_value_t = BENCH_WARM_S)]
+    pub warm: f64,
+    /// Time each point as a stream: the GPU time of `--reps` GEMMs recorded back to back
+    /// (a barrier between each) divided by `--reps`, the median of 5 such streams, as
+    /// graph-level benchmarks such as ggml-vulkan's time theirs; by default each GEMM is
+    /// timed by its own timestamps, which also count its launch and drain.
+    #[arg(long)]
+    pub stream: bool,
+    /// Measure as a fresh process meets each shape, in order, with no warm-up: the time to
+    /// plan it and create its pipelines, the first result, then runs back to back for this
+    /// many seconds, each timed alone; prints the first run against the steady state and
+    /// when the runs came within 5% of it (run it in a new process, with and without a
+    /// pipeline cache on disk).
+    #[arg(long)]
+    pub first_runs: Option<f64>,
+    /// Layout of C: n = row-major, t = column-major (ggml-vulkan writes its result
+    /// column-major).
+    #[arg(long, default_value = "n")]
+    pub c_layout: String,
+    /// cuBLAS figures (JSON lines from scripts/cublas_reference.py) for the ratio column; for
+    /// each point the fastest matching row (any layout: the peer's fastest path) is used.
+    #[arg(long)]
+    pub cublas: Option<std::path::PathBuf>,
+    /// Peer figures (JSON lines with "peer", "types", "m", "n", "k", "tflops", e.g. from
+    /// scripts/ggml_to_jsonl.py): a column and a ratio per peer. Repeatable.
+    #[arg(long)]
+    pub peer: Vec<std::path::PathBuf>,
+    /// Layouts of A and B for our GEMMs: n = row-major, t = column-major (nn, nt, tn, tt).
+    #[arg(long, default_value = "nn")]
+    pub layout: String,
+    /// Write a throughput-vs-size chart (SVG) here.
+    #[arg(long)]
+    pub plot: Option<std::path::PathBuf>,
+    /// Time one GEMM over several devices (`all` or `0,1`) against device 0 alone, with host
+    /// operands and device-resident ones (default shapes 8192^3 and 16384^3, f16:f32).
+    #[arg(long)]
+    pub devices: Option<String>,
+    /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
+    #[arg(long, default_value = "auto")]
+    pub split: String,
+    /// With `--devices`: print every timed sample, and trace `--reps` pinned GEMMs per shape
+    /// (device 0 alone, then all): each call's GPU span and host times on a line, and when
+    /// each band's copies and multiply ran on each GPU in the slowest call. On one device:
+    /// time each dispatch of every point apart (a copy or conversion pass, the GEMM, a split-K
+    /// reduction) and print their medians on stderr.
+    #[arg(long)]
+    pub trace: bool,
+    #[command(flatten)]
+    pub batching: BatchArgs,
+    #[command(flatten)]
+    pub fused: crate::cli::FusedArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub dev: DeviceArgs,
+}
+
+/// The options of `vk-sgmat tune`.
+#[derive(Debug, clap::Args)]
+pub struct TuneArgs {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// Columns of A, rows of B.
+    pub k: usize,
+    /// Element types as INPUT:RESULT.
+    #[arg(long, default_value = "f16:f32")]
+    pub types: String,
+    /// Layouts of A and B (nn, nt, tn, tt).
+    #[arg(long, default_value = "nn")]
+    pub layout: String,
+    /// Only schemes whose name contains one of these (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub filter: Vec<String>,
+    /// Only this fragment shape MxNxK (default: every shape for the types).
+    #[arg(long)]
+    pub shape: Option<String>,
+    /// Timed runs per candidate (GPU timestamps; the median is reported).
+    #[arg(long, default_value_t = 10)]
+    pub reps: u32,
+    /// Seconds of untimed runs before each candidate is timed (then on until steady). Short
+    /// by default, so that many candidates time quickly; the H200 then runs below its power
+    /// limit, where `bench`'s default second of warm-up does not (docs/perf/JOURNAL.md,
+    /// "Power"): compare `tune` figures with `tune` figures.
+    #[arg(long, default_value_t = 0.2)]
+    pub warm: f64,
+    /// Whether operands are first copied into the order the workgroup-scope kernel reads
+    /// fastest (see `bench --relayout`): auto, on or off. The candidates then run on the
+    /// copies.
+    #[arg(long, default_value = "auto")]
+    pub relayout: String,
+    /// Also time each scheme with parts of its main loop removed (no global loads, no
+    /// multiplies, no barriers, multiplies only), to see where the time goes. Those variants
+    /// compute wrong results by design and are not checked.
+    #[arg(long)]
+    pub probe: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub dev: DeviceArgs,
+}
+
+/// The options of `vk-sgmat peak`.
+#[derive(Debug, clap::Args)]
+pub struct PeakArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub dev: DeviceArgs,
+}
+
+/// The options of `vk-sgmat runtime`.
+#[derive(Debug, clap::Args)]
+pub struct RuntimeArgs {
+    /// JSON from scripts/torch_layer.py ({"layer_torch_ms": ...}) to print beside ours.
+    #[arg(long)]
+    pub torch: Option<std::path::PathBuf>,
+    /// Small sizes (for CPU drivers).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub dev: DeviceArgs,
+}
+
+/// The options of `vk-sgmat check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Fewer and smaller shapes (for CPU drivers).
+    #[arg(long)]
+    pub quick: bool,
+    /// Type pairs to check (default: every pair the device has).
+    #[arg(long, value_delimiter = ',')]
+    pub types: Vec<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub dev: DeviceArgs,
+}
+
+/// Fused epilogue options of `gemm`.
+#[derive(Debug, clap::Args)]
+pub struct FusedArgs {
+    /// Fused epilogue terms, comma-separated: none, bias-row, bias-col, relu, gelu, gelu-erf,
+    /// silu (e.g. `bias-col,gelu`). i8/u8 inputs are dequantised by random row and column scales.
+    #[arg(long)]
+    pub epilogue: Option<String>,
+    /// Store C as this type (f16, bf16, f32): f32 accumulation cast at the store, or (i8/u8
+    /// inputs) the dequantised result. Default: the result type of --types.
+    #[arg(long)]
+    pub out: Option<String>,
+}
+
+impl FusedArgs {
+    /// C's type from `--out`, or `default` where it was not given.
+    pub fn out_type(&self, default: vk_sgmat::ComponentType) -> anyhow::Result<vk_sgmat::ComponentType> {
+        match self.out.as_deref() {
+            Some(s) => {
+                vk_sgmat::ComponentType::parse(s).ok_or_else(|| anyhow::anyhow!("--out {s}: use f16, bf16 or f32"))
+            }
+            None => Ok(default),
+        }
+    }
 }

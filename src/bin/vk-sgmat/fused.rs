@@ -2,9 +2,11 @@
 //! checked element-wise against the f64 reference (`verify::fused`), and with `--repeat` timed
 //! beside the plain GEMM of the same inputs (the epilogue's overhead).
 
-use crate::bench_cmd::bench_types;
+use crate::args::bench_types;
+use crate::args::{context_with, finish, parse_layout, parse_shapes};
 use crate::cli::DeviceArgs;
-use crate::run::{context_with, finish, parse_layout, parse_shapes};
+use crate::cli::FusedArgs;
+use crate::terms::parse;
 use crate::types::Types;
 use crate::verify::fused::{compare_fused, FusedRef};
 use crate::verify::{random_vec, reference, rows_to_check, Check, Rng};
@@ -15,46 +17,6 @@ use vk_sgmat::{
     Activation, Axis, ComponentType, Context, DeviceMatrix, Element, Fused, GemmOptions, Layout, MatMut, MatRef,
 };
 use vk_sgmat::{Matmul, Timing, Timings};
-
-/// Fused epilogue options of `gemm`.
-#[derive(Debug, clap::Args)]
-pub struct FusedArgs {
-    /// Fused epilogue terms, comma-separated: none, bias-row, bias-col, relu, gelu, gelu-erf,
-    /// silu (e.g. `bias-col,gelu`). i8/u8 inputs are dequantised by random row and column scales.
-    #[arg(long)]
-    pub epilogue: Option<String>,
-    /// Store C as this type (f16, bf16, f32): f32 accumulation cast at the store, or (i8/u8
-    /// inputs) the dequantised result. Default: the result type of --types.
-    #[arg(long)]
-    pub out: Option<String>,
-}
-
-impl FusedArgs {
-    /// C's type from `--out`, or `default` where it was not given.
-    pub fn out_type(&self, default: ComponentType) -> Result<ComponentType> {
-        match self.out.as_deref() {
-            Some(s) => ComponentType::parse(s).ok_or_else(|| anyhow::anyhow!("--out {s}: use f16, bf16 or f32")),
-            None => Ok(default),
-        }
-    }
-}
-
-/// The parsed terms: bias axis and activation.
-pub fn parse(s: &str) -> Result<(Option<Axis>, Activation)> {
-    let (mut bias, mut act) = (None, Activation::None);
-    for t in s.split(',').map(str::trim) {
-        match t {
-            "none" | "" => {}
-            "bias-row" => bias = Some(Axis::Row),
-            "bias-col" => bias = Some(Axis::Col),
-            _ => match Activation::ALL.into_iter().find(|a| a.name() == t) {
-                Some(a) => act = a,
-                None => bail!("--epilogue {t}: use none, bias-row, bias-col, relu, gelu, gelu-erf or silu"),
-            },
-        }
-    }
-    Ok((bias, act))
-}
 
 /// What one fused run measured.
 #[derive(Debug, serde::Serialize)]

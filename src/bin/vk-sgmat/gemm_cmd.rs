@@ -2,6 +2,7 @@
 //! device-resident operands, or as one host call in pieces where an operand exceeds the
 //! allocation limit.
 
+use crate::checking::FULL_CHECK;
 use crate::report::GemmReport;
 use crate::types::Types;
 use crate::verify::{compare_rounded, input_roundoff, random_matrix, random_vec, reference, rows_to_check, Rng};
@@ -27,9 +28,6 @@ fn row_major<T: Copy>(stored: Vec<T>, (m, n): (usize, usize), lc: Layout) -> Vec
         Layout::ColMajor => transpose_copy(&stored, n, m),
     }
 }
-
-/// Outputs checked in full up to this many elements; beyond, 256 sampled rows.
-pub const FULL_CHECK: usize = 1 << 26;
 
 /// The report's config and tile words for what multiplies in `plan`.
 fn kernel_words(plan: &vk_sgmat::plan::GemmPlan) -> (String, String) {
@@ -218,7 +216,7 @@ fn device_runs<TA: Element, TB: Element, TC: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::scheme_named;
+    use crate::args::scheme_named;
     use half::f16;
     use vk_sgmat::ComponentType;
     use vk_sgmat::ComputeMode;

@@ -5,7 +5,8 @@
 //! or the host, checked on sampled rows of every group against the f64 reference and timed
 //! with GPU timestamps.
 
-use crate::batched::{fused_terms, view, worse, Terms};
+use crate::checking::{view, worse};
+use crate::terms::{fused_terms, Terms};
 use crate::types::{with_types, Types};
 use crate::verify::fused::{compare_fused, FusedRef};
 use crate::verify::{compare_rounded, input_roundoff, random_vec, reference, rows_to_check, Check, Rng};
@@ -231,7 +232,7 @@ pub fn command(
     rows: &[usize],
     (n, k): (usize, usize),
     lb: Layout,
-    (options, fused, counted): (&GemmOptions, &crate::fused::FusedArgs, bool),
+    (options, fused, counted): (&GemmOptions, &crate::cli::FusedArgs, bool),
     (reps, json): (u32, bool),
 ) -> Result<bool> {
     use ComponentType::*;

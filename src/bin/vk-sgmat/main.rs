@@ -1,9 +1,11 @@
-//! The `vk-sgmat` command: `info`, `gemm`, `bench`, `tune`, `peak`, `check`.
+//! The `vk-sgmat` command: `info`, `gemm`, `bench`, `tune`, `peak`, `runtime`, `check`.
 
+mod args;
 mod batched;
 mod bench_cmd;
 mod chart;
 mod check;
+mod checking;
 mod cli;
 mod first_runs;
 mod fused;
@@ -16,6 +18,7 @@ mod progress;
 mod report;
 mod run;
 mod runtime;
+mod terms;
 mod types;
 #[path = "../../../support/verify/mod.rs"]
 #[allow(dead_code)]

@@ -1,7 +1,7 @@
 //! `gemm --devices` and `bench --devices`: one GEMM over several devices, verified against the
 //! f64 reference, and its speedup over one device of the same machine in the same run.
 
-use crate::gemm_cmd::FULL_CHECK;
+use crate::checking::FULL_CHECK;
 use crate::types::{with_types, Types};
 use crate::verify::{compare_rounded, input_roundoff, random_matrix, reference, rows_to_check, Check, Rng};
 use anyhow::{bail, Result};

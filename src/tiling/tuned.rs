@@ -4,7 +4,8 @@
 //! save; an entry whose scheme breaks [`TileScheme`]'s bounds is dropped when the file is read,
 //! and one that fails [`TileScheme::check_device`] when it is looked up; both with a `log`
 //! warning, and the bucket is tuned again. So the file can change which correct kernel runs,
-//! never a result. The timing itself is `Context`'s (it owns the buffers and pipelines).
+//! never a result. Plain data the planner reads, so it lives beside the schemes; the timing that
+//! fills it is `Context::tune`'s (`crate::tune`), which owns the buffers and pipelines.
 
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::device::DeviceInfo;
