@@ -5,7 +5,7 @@
 use super::batch::{check_batch, BatchMut, BatchRef, DeviceBatch};
 use super::context::Context;
 use super::fused::Fused;
-use super::matrix::{unpack, Element, MatMut, MatRef};
+use super::matrix::{unpack, Element, MatMut};
 use super::operand::Placed;
 use super::options::GemmOptions;
 use super::stored::{piece_bytes, Stored};
@@ -19,30 +19,7 @@ use crate::submit::{StreamCore, Touch};
 use crate::tiling::Layout;
 
 impl Context {
-    /// `c = alpha * a * b + beta * c` on host matrices.
-    ///
-    /// Integer results (i8 or u8 inputs, i32 or u32 results) accumulate in 32 bits and **wrap
-    /// modulo 2^32** when a sum leaves the result type's range, as cuBLAS's integer GEMMs do;
-    /// alpha and beta are applied in the same 32-bit arithmetic. With 8-bit inputs no sum can
-    /// wrap while K <= 66_051 (u8 -> u32) or K <= 131_071 (i8 -> i32).
-    pub(crate) fn gemm_with<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: MatRef<'_, TA>,
-        b: MatRef<'_, TB>,
-        c: MatMut<'_, TC>,
-        options: &GemmOptions,
-    ) -> Result<()> {
-        // One GEMM is a batch of one.
-        self.batched(
-            BatchRef::strided(a, 1, 0),
-            BatchRef::strided(b, 1, 0),
-            BatchMut::strided(c, 1, 0),
-            options,
-            None,
-        )
-    }
-
-    /// [`Context::run`] on host batches, with a fused epilogue's terms where `fused` is `Some` (its
+    /// [`Context::run`] on host batches (one GEMM is a batch of one), with a fused epilogue's terms where `fused` is `Some` (its
     /// vectors shared by every entry).
     pub(crate) fn batched<TA: Element, TB: Element, TC: Element>(
         &self,
@@ -231,13 +208,18 @@ impl Context {
     /// Uploads a host batch into a [`DeviceBatch`] (entries back to back, each in vk-sgmat's
     /// layout; a stride of 0 uploads `count` copies).
     pub fn upload_batch<T: Element>(&self, b: BatchRef<'_, T>) -> Result<DeviceBatch<T>> {
-        let (storage, stored) = self.alloc_batch(&b)?;
+        let (storage, stored) = self.alloc_batch(&b, false)?;
         self.run_blocking(|core| self.enqueue_upload_batch(core, &b, &storage, &stored))?;
         Ok(storage)
     }
 
     /// A device batch for the entries of `b` (contents undefined), and how `b` packs into it.
-    pub(crate) fn alloc_batch<T: Element>(&self, b: &BatchRef<'_, T>) -> Result<(DeviceBatch<T>, Stored)> {
+    /// `pooled`: the storage comes from the pool, for work whose stream holds it as pooled.
+    pub(crate) fn alloc_batch<T: Element>(
+        &self,
+        b: &BatchRef<'_, T>,
+        pooled: bool,
+    ) -> Result<(DeviceBatch<T>, Stored)> {
         check_batch("batch", b)?;
         let m = &b.matrix;
         if m.rows == 0 || m.cols == 0 {
@@ -252,9 +234,13 @@ impl Context {
             .count
             .checked_mul(outer)
             .ok_or_else(|| Error::TooLarge(format!("{} entries of {outer} rows overflow", b.count)))?;
-        let storage = match m.layout {
-            Layout::RowMajor => self.alloc_matrix::<T>(stacked, m.cols, m.layout)?,
-            Layout::ColMajor => self.alloc_matrix::<T>(m.rows, stacked, m.layout)?,
+        let (rows, cols) = match m.layout {
+            Layout::RowMajor => (stacked, m.cols),
+            Layout::ColMajor => (m.rows, stacked),
+        };
+        let storage = match pooled {
+            true => self.pooled_matrix::<T>(rows, cols, m.layout)?,
+            false => self.alloc_matrix::<T>(rows, cols, m.layout)?,
         };
         // Every entry stored, a shared one too.
         let stored = Stored::new(m.rows, m.cols, m.layout, size_of::<T>(), b.count);

@@ -3,20 +3,15 @@
 //! linear layer's bias, activation and output cast cost no extra pass over C.
 
 use super::context::Context;
-use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
-use super::operand::{placed, Placed};
-use super::options::GemmOptions;
-use super::stored::piece_bytes;
+use super::matrix::{DeviceMatrix, Element};
+use super::operand::Placed;
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::kernel::Epilogue;
 pub use crate::kernel::{Activation, Axis};
 use crate::memory::{Buffer, BufferKind};
-use crate::plan::cut::cut;
-use crate::plan::Piece;
-use crate::plan::{check_shapes, Batch, GemmPlan};
+use crate::plan::GemmPlan;
 use crate::submit::{StreamCore, Touch};
-use crate::tiling::Layout;
 use half::{bf16, f16};
 use std::ops::Range;
 use std::sync::Arc;
@@ -212,60 +207,6 @@ impl<'a> Fused<'a> {
 }
 
 impl Context {
-    /// `c = act(alpha * deq(a * b) + beta * c + bias)` on host matrices, in one kernel (see
-    /// [`Fused`]; A and B types as [`Context::run`]). C may be row- or column-major.
-    pub(crate) fn gemm_fused<TA: Element, TB: Element, TC: Element>(
-        &self,
-        a: MatRef<'_, TA>,
-        b: MatRef<'_, TB>,
-        c: MatMut<'_, TC>,
-        options: &GemmOptions,
-        fused: &Fused<'_>,
-    ) -> Result<()> {
-        check_matrix("A", &a)?;
-        check_matrix("B", &b)?;
-        check_matrix("C", &c.as_ref())?;
-        let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
-        // Too large for one allocation: blocks of C (never K: the activation does not
-        // distribute over a sum), each with its rows and columns of the vectors.
-        let es = [size_of::<TA>(), size_of::<TB>(), size_of::<TC>()];
-        let bytes = piece_bytes(es, [a.layout, b.layout, c.layout], [false; 2]);
-        let pieces = cut(Piece::whole(1, m, n, k), self.limits.max_allocation, false, bytes)?;
-        if pieces.len() > 1 {
-            fused.terms((m, n))?;
-            let mut c = c;
-            for p in pieces {
-                let (a_p, b_p) = (a.block(p.rows.clone(), 0..k), b.block(0..k, p.cols.clone()));
-                let c_p = c.reborrow().block(p.rows.clone(), p.cols.clone());
-                self.gemm_fused(a_p, b_p, c_p, options, &fused.piece(&p.rows, &p.cols)?)?;
-            }
-            return Ok(());
-        }
-        let da = self.alloc_matrix::<TA>(a.rows, a.cols, a.layout)?;
-        let db = self.alloc_matrix::<TB>(b.rows, b.cols, b.layout)?;
-        let dc = self.alloc_matrix::<TC>(c.rows, c.cols, c.layout)?;
-        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
-        let terms = self.fused_terms(fused, (c.rows, c.cols), types)?;
-        let (pa, pb, pc) = (placed(&da), placed(&db), placed(&dc));
-        let plan = self.plan_fused(pa, pb, pc, types, Batch::ONE, options, Some(terms))?;
-        // Everything is validated; now move data and run, in one submission.
-        let staging = self.run_blocking(|core| {
-            self.enqueue_upload(core, &a, &da)?;
-            self.enqueue_upload(core, &b, &db)?;
-            if plan.reads_c {
-                self.enqueue_upload(core, &c.as_ref(), &dc)?;
-            }
-            let operands = plan.bind_order([placed(&da), placed(&db), placed(&dc)]);
-            self.enqueue_fused(core, &plan, operands, fused, TC::TYPE)?;
-            self.enqueue_download(core, &dc)
-        })?;
-        // The readback holds C's storage order: a column-major C receives it as its transpose.
-        let c = if c.layout == Layout::ColMajor { c.t() } else { c };
-        unpack(staging.mapped()?, dc.ld, c);
-        self.pool.give(staging);
-        Ok(())
-    }
-
     /// The kernel's terms of `fused` for an `m x n` C (of every entry, in a batch), checked:
     /// device vectors are this context's, lengths fit C, and dequantisation scales go with 8-bit
     /// inputs and only with them.
@@ -333,23 +274,32 @@ impl Context {
     /// [`Context::enqueue_fused`] for several plans (all transposed or none) that read the same
     /// vectors: one upload of each, one ordering point after whatever wrote `touched` (A, B,
     /// C), then the plans with no barrier between them.
-    pub(crate) fn enqueue_fused_plans(
+    pub(crate) fn enqueue_fused_plans<P: std::borrow::Borrow<GemmPlan>>(
         &self,
         core: &mut StreamCore,
-        plans: &[(&GemmPlan, [Placed<'_>; 3])],
+        plans: &[(P, [Placed<'_>; 3])],
         [a, b, c]: [Placed<'_>; 3],
         fused: &Fused<'_>,
         (output, counts): (ComponentType, Option<Placed<'_>>),
     ) -> Result<()> {
         for (plan, _) in plans {
-            self.pipelines.prepare(plan)?;
+            self.pipelines.prepare(plan.borrow())?;
         }
-        let transposed = plans.first().is_some_and(|(p, _)| p.transposed);
+        let transposed = plans.first().is_some_and(|(p, _)| p.borrow().transposed);
         let fused = if transposed { fused.transposed() } else { *fused };
         let mut uploaded: Vec<Arc<Buffer>> = Vec::new();
         let mut raws = [None, None, None, counts.map(|p| p.raw)];
-        let mut reads: Vec<Touch<'_>> = vec![a.touch(), b.touch()];
-        reads.extend(counts.map(|p| p.touch()));
+        // A, B, the counts and three vectors at most: no allocation per GEMM.
+        let mut reads = [a.touch(); 6];
+        let mut n_reads = 1;
+        let mut read = |t| {
+            reads[n_reads] = t;
+            n_reads += 1;
+        };
+        read(b.touch());
+        if let Some(p) = counts {
+            read(p.touch());
+        }
         let vectors = fused.vectors();
         for (i, v) in vectors.iter().enumerate() {
             match v.map(|v| v.0) {
@@ -362,20 +312,20 @@ impl Context {
                     core.access(&[], &[unowned(&buf)])?;
                     core.upload(buf.raw(), 0, bytes.len() as u64, |out| out.copy_from_slice(bytes))?;
                     raws[i] = Some(buf.raw());
-                    reads.push(unowned(&buf));
+                    read(unowned(&buf));
                     uploaded.push(buf);
                 }
                 Some(Source::Device(_, buffer, ..)) => {
                     raws[i] = Some(buffer.raw());
-                    reads.push(Touch::from(buffer));
+                    read(Touch::from(buffer));
                 }
                 None => {}
             }
         }
-        core.access(&reads, &[c.touch()])?;
+        core.access(&reads[..n_reads], &[c.touch()])?;
         let recorded = plans
             .iter()
-            .try_for_each(|(plan, operands)| self.record_fused(core, plan, *operands, output, raws));
+            .try_for_each(|(plan, operands)| self.record_fused(core, plan.borrow(), *operands, output, raws));
         for buf in uploaded {
             core.hold(buf, true);
         }

@@ -7,7 +7,7 @@
 //! them concurrently (a group of 0 rows records nothing; split-K, whose reduction is a barrier,
 //! is off unless asked).
 
-use super::batch::{check_batch, BatchRef, DeviceBatch};
+use super::batch::{check_batch, BatchMut, BatchRef, DeviceBatch};
 use super::context::Context;
 use super::fused::Fused;
 use super::matrix::{check_matrix, unpack, DeviceMatrix, Element, MatMut, MatRef};
@@ -55,10 +55,11 @@ impl Context {
             // group, each cut into pieces that fit as `gemm_with` cuts any GEMM.
             return self.groups_one_by_one(a, b, c, rows, options, fused);
         }
-        let da = self.alloc_matrix::<TA>(a.rows, a.cols, Layout::RowMajor)?;
-        let (db, stored) = self.alloc_batch(&b)?;
+        // Staged through the pool, as every host path is: the stream gives them back once done.
+        let da = self.pooled_matrix::<TA>(a.rows, a.cols, Layout::RowMajor)?;
+        let (db, stored) = self.alloc_batch(&b, true)?;
         // Every row of C belongs to a group, so C needs no clearing where beta is 0.
-        let dc = self.alloc_matrix::<TC>(c.rows, c.cols, Layout::RowMajor)?;
+        let dc = self.pooled_matrix::<TC>(c.rows, c.cols, Layout::RowMajor)?;
         let plans = self.plan_groups(&da, &db, &dc, rows, options, fused)?;
         // Everything is validated; now move data and run, in one submission.
         let staging = self.run_blocking(|core| {
@@ -68,15 +69,19 @@ impl Context {
                 self.enqueue_upload(core, &c.as_ref(), &dc)?;
             }
             self.enqueue_groups(core, &plans, (&da, &db, &dc), fused)?;
-            self.enqueue_download(core, &dc)
+            let down = self.enqueue_download(core, &dc)?;
+            for buffer in [&da.buffer, &db.matrix().buffer, &dc.buffer] {
+                core.hold(buffer.clone(), true);
+            }
+            Ok(down)
         })?;
         unpack(staging.mapped()?, dc.ld, c);
         self.pool.give(staging);
         Ok(())
     }
 
-    /// a grouped GEMM as one `Context::gemm_with` (or `Context::gemm_fused`,
-    /// with its rows and columns of the vectors) per group, of checked operands.
+    /// A grouped GEMM as one host GEMM per group (with its rows and columns of the epilogue's
+    /// vectors), each cut into pieces that fit as any host GEMM is, of checked operands.
     fn groups_one_by_one<TA: Element, TB: Element, TC: Element>(
         &self,
         a: MatRef<'_, TA>,
@@ -94,13 +99,11 @@ impl Context {
                     a.block(first..first + m, 0..k),
                     c.reborrow().block(first..first + m, 0..n),
                 );
-                match fused {
-                    Some(f) => {
-                        let f = f.piece(&(first..first + m), &(g * n..(g + 1) * n))?;
-                        self.gemm_fused(a_g, b.entry(g), c_g, options, &f)?
-                    }
-                    None => self.gemm_with(a_g, b.entry(g), c_g, options)?,
-                }
+                let f = fused
+                    .map(|f| f.piece(&(first..first + m), &(g * n..(g + 1) * n)))
+                    .transpose()?;
+                let (a_g, b_g) = (BatchRef::strided(a_g, 1, 0), BatchRef::strided(b.entry(g), 1, 0));
+                self.batched(a_g, b_g, BatchMut::strided(c_g, 1, 0), options, f)?;
             }
             first += m;
         }
@@ -214,8 +217,7 @@ impl Context {
         fused: Option<&Fused<'_>>,
     ) -> Result<()> {
         let whole = [placed(a), placed(b.matrix()), placed(c)];
-        let plans: Vec<_> = plans.iter().map(|(p, operands)| (p, *operands)).collect();
-        self.enqueue_fused_plans(core, &plans, whole, fused.unwrap_or(&Fused::new()), (TC::TYPE, None))
+        self.enqueue_fused_plans(core, plans, whole, fused.unwrap_or(&Fused::new()), (TC::TYPE, None))
     }
 }
 

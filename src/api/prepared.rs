@@ -46,10 +46,10 @@ impl Context {
     ) -> Result<Prepared<'_>> {
         let (a, b, c) = (input(a), input(b), output(c));
         let planned = self.plan_work(op, (&a, &b, &c))?;
-        for (plan, _) in &planned.plans {
+        for (plan, _) in planned.plans.as_slice() {
             self.pipelines.prepare(plan)?;
         }
-        let transposed = planned.plans.first().is_some_and(|(p, _)| p.transposed);
+        let transposed = planned.plans.as_slice().first().is_some_and(|(p, _)| p.transposed);
         let vectors = match &op.fused {
             Some(f) => self.hold_vectors(f, transposed)?,
             None => [None, None, None],
@@ -72,13 +72,11 @@ impl Context {
 
 /// Planned work without its operands' owners (the [`Prepared`] holds them).
 fn detach(p: Planned<'_>) -> Planned<'static> {
-    let unowned = |p: Placed<'_>| Placed { owned: None, ..p };
+    fn unowned(p: Placed<'_>) -> Placed<'static> {
+        Placed { owned: None, ..p }
+    }
     Planned {
-        plans: p
-            .plans
-            .into_iter()
-            .map(|(plan, ops)| (plan, ops.map(unowned)))
-            .collect(),
+        plans: p.plans.map(unowned),
         whole: p.whole.map(unowned),
         counts: p.counts.map(|c| Counts { at: unowned(c.at), ..c }),
         output: p.output,
@@ -89,7 +87,7 @@ impl Prepared<'_> {
     /// The plans it runs, as plain data: one, or one per group of a grouped GEMM that cannot run
     /// as one dispatch.
     pub fn plans(&self) -> impl Iterator<Item = &GemmPlan> {
-        self.planned.plans.iter().map(|(p, _)| p)
+        self.planned.plans.as_slice().iter().map(|(p, _)| p)
     }
 
     /// The context it runs on.
@@ -125,7 +123,7 @@ impl Prepared<'_> {
         let mut rec = Recording::new(&self.ctx.device, cmd);
         let [v0, v1, v2] = self.vector_raws();
         let counts = self.planned.counts.map(|c| c.at.raw);
-        for (plan, [a, b, c]) in &self.planned.plans {
+        for (plan, [a, b, c]) in self.planned.plans.as_slice() {
             let buf = self.ctx.scratch(plan)?.map(Arc::new);
             let buffers = Bindings {
                 vectors: [v0, v1, v2, counts],
@@ -165,7 +163,7 @@ impl Prepared<'_> {
         let [a, b, c] = self.planned.whole;
         let [oa, ob, oc, ok] = &self.owners;
         Work {
-            plans: &self.planned.plans,
+            plans: self.planned.plans.as_slice(),
             whole: [owned(a, oa), owned(b, ob), owned(c, oc)],
             counts: self.planned.counts.map(|k| Counts {
                 at: owned(k.at, ok),

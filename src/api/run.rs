@@ -3,14 +3,13 @@
 //! limit), the pinned path, or the device path ([`Context::plan_work`]), and waits.
 
 use super::argument::{input, output, In, Input, Out, Output};
-use super::batch::BatchRef;
+use super::batch::{BatchMut, BatchRef};
 use super::context::Context;
 use super::fused::Fused;
 use super::matmul::{Groups, Matmul};
 use super::matrix::Element;
 use super::work::Work;
 use crate::error::{Error, Result};
-use crate::plan::GemmPlan;
 use crate::submit::StreamCore;
 
 impl Context {
@@ -100,10 +99,12 @@ impl Context {
             (Groups::Counted(_), ..) => Err(Error::Unsupported(
                 "device counts go with device operands: A and C DeviceMatrix, B a DeviceBatch".into(),
             )),
-            (Groups::None, In::Host(a), In::Host(b), Out::Host(c)) => match fused {
-                Some(f) => self.gemm_fused(a, b, c, options, f),
-                None => self.gemm_with(a, b, c, options),
-            },
+            // One GEMM is a batch of one: the batched path stages through the pool and cuts
+            // what passes the allocation limit into pieces, epilogue or not.
+            (Groups::None, In::Host(a), In::Host(b), Out::Host(c)) => {
+                let (a, b) = (BatchRef::strided(a, 1, 0), BatchRef::strided(b, 1, 0));
+                self.batched(a, b, BatchMut::strided(c, 1, 0), options, op.fused)
+            }
             (Groups::None, a, b, Out::HostBatch(c)) => match (as_batch(a, c.count), as_batch(b, c.count)) {
                 (Some(a), Some(b)) => self.batched(a, b, c, options, op.fused),
                 _ => Err(Error::InvalidOperand("a host batch takes host operands".into())),
@@ -141,10 +142,9 @@ impl Context {
     /// the stream as it was), the epilogue's host vectors uploaded, one ordering point, then
     /// every plan with no barrier between them.
     pub(crate) fn enqueue_work(&self, core: &mut StreamCore, work: Work<'_>, fused: Option<&Fused<'_>>) -> Result<()> {
-        let plans: Vec<(&GemmPlan, _)> = work.plans.iter().map(|(plan, ops)| (plan, *ops)).collect();
         let fused = fused.copied().unwrap_or_default();
         let counts = work.counts.map(|c| c.at);
-        self.enqueue_fused_plans(core, &plans, work.whole, &fused, (work.output, counts))
+        self.enqueue_fused_plans(core, work.plans, work.whole, &fused, (work.output, counts))
     }
 }
 

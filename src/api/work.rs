@@ -14,7 +14,7 @@ use crate::plan::{Batch, DeviceCounts, GemmPlan};
 /// A device GEMM, planned (owning its plans; [`Planned::work`] lends them out).
 pub(crate) struct Planned<'o> {
     /// The plans, recorded with no barrier between them, with their operands in binding order.
-    pub plans: Vec<(GemmPlan, [Placed<'o>; 3])>,
+    pub plans: Plans<'o>,
     /// A, B and C whole, as the stream orders the work by them.
     pub whole: [Placed<'o>; 3],
     /// A grouped GEMM's counts on the device.
@@ -32,11 +32,41 @@ pub(crate) struct Work<'o> {
     pub output: ComponentType,
 }
 
+/// A plan with its operands in binding order.
+pub(crate) type PlanOn<'o> = (GemmPlan, [Placed<'o>; 3]);
+
+/// One plan (nearly every GEMM: no allocation for the list), or several (a grouped GEMM planned
+/// group by group).
+// Boxing the one plan would allocate on every GEMM, which this enum exists to avoid.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Plans<'o> {
+    One([PlanOn<'o>; 1]),
+    Many(Vec<PlanOn<'o>>),
+}
+
+impl<'o> Plans<'o> {
+    pub(crate) fn as_slice(&self) -> &[PlanOn<'o>] {
+        match self {
+            Plans::One(one) => one,
+            Plans::Many(many) => many,
+        }
+    }
+
+    /// The same plans with their operands mapped.
+    pub(crate) fn map<'p>(self, f: impl Fn(Placed<'o>) -> Placed<'p>) -> Plans<'p> {
+        let each = |(plan, ops): PlanOn<'o>| (plan, ops.map(&f));
+        match self {
+            Plans::One([one]) => Plans::One([each(one)]),
+            Plans::Many(many) => Plans::Many(many.into_iter().map(each).collect()),
+        }
+    }
+}
+
 impl Planned<'_> {
     /// The work, borrowed.
     pub(crate) fn work(&self) -> Work<'_> {
         Work {
-            plans: &self.plans,
+            plans: self.plans.as_slice(),
             whole: self.whole,
             counts: self.counts,
             output: self.output,
@@ -106,10 +136,10 @@ impl Context {
             ))
         };
         let (plans, counts) = match op.groups {
-            Groups::None => (vec![self.plan_entries((ea, eb, ec), types, op)?], None),
+            Groups::None => (Plans::One([self.plan_entries((ea, eb, ec), types, op)?]), None),
             Groups::Rows(rows) => match (a, b, c) {
                 (In::Device(a), In::DeviceBatch(b), Out::Device(c)) => {
-                    (self.plan_groups(a, b, c, rows, options, fused)?, None)
+                    (Plans::Many(self.plan_groups(a, b, c, rows, options, fused)?), None)
                 }
                 _ => return Err(grouped("")),
             },
@@ -121,7 +151,7 @@ impl Context {
                         where_,
                         groups: b.count(),
                     };
-                    (vec![(plan, operands)], Some(counts))
+                    (Plans::One([(plan, operands)]), Some(counts))
                 }
                 _ => return Err(grouped("with device counts")),
             },

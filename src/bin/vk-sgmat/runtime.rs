@@ -277,7 +277,7 @@ pub fn render(r: &RuntimeReport) -> String {
          host time per enqueued GEMM ({s}^3, {n} on one stream): {:.2} us\n\
          GPU busy, {n} GEMMs of {s}^3 with a barrier between each: {:.3} (independent outputs, no barriers: {:.3})\n\
          Llama-7B layer GEMMs at 512 tokens (shapes / {scale}, f16 -> f16, 4 GEMMs, one stream): {:.3} ms GPU, {:.3} ms host wall; torch.matmul loop: {torch} ms\n\
-         blocking {big}^3 f16->f32 gemm_device: {:.1} us submit to completion, {:.1} us GPU, overhead {:.1} us\n\
+         blocking {big}^3 f16->f32 Context::run: {:.1} us submit to completion, {:.1} us GPU, overhead {:.1} us\n\
          {}\
          runtime {}: host_us_per_gemm={:.2} busy_1000x256={:.3} layer_stream_ms={:.3} layer_torch_ms={torch} call_overhead_us_4096={:.1}\n",
         r.device,
