@@ -305,7 +305,11 @@ impl Context {
 
     /// [`Context::plan_placed`] for a fused GEMM's terms (`Some`, even with no terms: the fused API
     /// promises f32 accumulation for 16-bit float C), its `output` derived here from C's type
-    /// and the accumulator (see [`accumulator`]); `None` plans a plain GEMM.
+    /// and the accumulator (see [`accumulator`]); `None` plans a plain GEMM. The steps: C
+    /// column-major is planned as C^T = B^T A^T; decode's shapes take the matrix-vector kernel;
+    /// else the kernel path ([`Context::decide`]), the copies first, the scheme
+    /// ([`Context::scheme_of`]), the mid-size grids' rule, and the plan, whose copies are dropped
+    /// where they would not fit.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn plan_fused(
         &self,
@@ -334,132 +338,56 @@ impl Context {
         if let Some(plan) = self.plan_gemv((a, b, c), [ta, tb, tc], batch, options, fused)? {
             return Ok(plan);
         }
-        let terms = fused;
-        let (tr, fused) = match fused {
-            Some(fused) => {
-                let tr = accumulator(route(ta, tb, options.compute)?.component, tc);
-                let output = (tr != tc).then_some(tc);
-                (tr, Epilogue { output, ..fused })
-            }
-            None => (tc, Epilogue::default()),
-        };
-        let (route, config) = self.route_batch([ta, tb, tr], batch.count, options)?;
-        let fused_on_workgroup = self.fused_fits_workgroup(&config, &fused);
-        if fused.is_fused() && !fused_on_workgroup && options.scheme.is_some_and(|s| s.scope() != KernelScope::Subgroup)
-        {
-            fused.check_workgroup_scope(config.result_type)?;
-            return Err(Error::InvalidTileScheme(
-                "this fused epilogue runs on subgroup-scope schemes here (the device lacks per-element operations on workgroup-scope matrices of its types); leave the scheme to vk-sgmat or pick one of subgroup scope".into(),
-            ));
-        }
-        let simt = route.loads == [Load::Simt; 2];
-        let rounds = route.loads.contains(&Load::Round);
-        let split = route.loads == [Load::Split; 2];
-        let convert_first = (rounds || split)
-            && match (options.convert_first, options.scheme) {
-                (Some(first), _) => first,
-                (None, _) if batch.count > 1 => false,
-                (None, Some(s)) => s.scope() != KernelScope::Subgroup,
-                // The planes where the rounded operands would be converted first too: on the
-                // H200, written in the kernel's fast order, 89.2 TFLOP/s against 61.8 for the
-                // split as loaded (4096^3), at an error still under SGEMM's.
-                (None, None) => self.converts_first(&config, (m, n, k)),
-            };
-        // What the GEMM kernel loads: converted operands arrive as 16-bit ones.
-        let kernel_loads = if convert_first {
-            route.loads.map(Load::converted_first)
-        } else {
-            route.loads
-        };
-        let copyable = kernel_loads.map(|l| l == Load::Native && matches!(config.component_type.size_bytes(), 1 | 2));
-        let free = route.loads.map(|l| l == Load::Round && convert_first);
         let shape = (m, n, k);
+        let d = self.decide([ta, tb, tc], batch.count, options, fused, shape)?;
+        let layouts = (a.layout, b.layout);
         // The accurate split's planes are written in the fast order by their own pass.
-        let mut relayout = if split {
+        let mut relayout = if d.split() {
             [false; 2]
         } else {
-            self.relayout_for(
-                options,
-                (&config, shape, (a.layout, b.layout)),
-                (copyable, free),
-                batch.count,
-            )?
+            let copyable = d
+                .kernel_loads
+                .map(|l| l == Load::Native && matches!(d.config.component_type.size_bytes(), 1 | 2));
+            let free = d.route.loads.map(|l| l == Load::Round && d.convert_first);
+            self.relayout_for(options, (&d.config, shape, layouts), (copyable, free), batch.count)?
         };
-        let choose = |relayout: [bool; 2]| -> Result<TileScheme> {
-            let flip = |l: Layout, f: bool| if f { l.transposed() } else { l };
-            let layouts = (flip(a.layout, relayout[0]), flip(b.layout, relayout[1]));
-            Ok(match options.scheme {
-                Some(s) => {
-                    s.check_device(&config, self.device.info())?;
-                    if split && !convert_first && !self.split_fits(&s, &config) {
-                        return Err(Error::InvalidTileScheme(format!(
-                            "{}: the accurate split stores each operand tile twice, {} bytes of shared memory where the device has {}",
-                            s.name(),
-                            2 * s.geometry(&config).shared_bytes,
-                            self.device.info().limits.max_shared_memory
-                        )));
-                    }
-                    s
-                }
-                None if simt => simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
-                    .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?,
-                None if split && convert_first => self.choose_planes_scheme(&config, (m, n))?,
-                None if split => self.choose_split_scheme(&config, m, n)?,
-                None if fused.is_fused() && !fused_on_workgroup => {
-                    self.choose_subgroup_scheme(&config, (m, n), batch.count)?
-                }
-                None => {
-                    let narrow_c = tc.size_bytes() == 2;
-                    self.scheme_for(&config, shape, layouts, kernel_loads, (batch.count, narrow_c))?
-                }
-            })
-        };
-        let mut scheme = choose(relayout)?;
+        let at = (shape, layouts, batch.count, tc);
+        let mut scheme = self.scheme_of(&d, relayout, at, options)?;
         // Most copies pay only for the workgroup-scope kernel's sake.
         if options.relayout.is_none() && relayout.contains(&true) && scheme.scope() != KernelScope::Workgroup {
-            relayout = relayout_without_workgroup(config.component_type, relayout);
-            scheme = choose(relayout)?;
+            relayout = relayout_without_workgroup(d.config.component_type, relayout);
+            scheme = self.scheme_of(&d, relayout, at, options)?;
         }
         let free_choice = options.scheme.is_none() && options.split_k.is_none() && batch.count == 1;
-        let plain = !fused.is_fused() && !convert_first && relayout == [false; 2] && route.loads == [Load::Native; 2];
+        let plain =
+            !d.epilogue.is_fused() && !d.convert_first && relayout == [false; 2] && d.route.loads == [Load::Native; 2];
         let mid = (free_choice && plain)
-            .then(|| self.mid_grid(&config, shape, (a.layout, b.layout)))
+            .then(|| self.mid_grid(&d.config, shape, layouts))
             .flatten();
         if let Some((s, _)) = mid {
             scheme = s;
         }
         let request = PlanRequest {
             problem: placed_problem((a, b, c), [ta, tb, tc], batch),
-            config,
+            config: d.config,
             scheme,
-            loads: route.loads,
+            loads: d.route.loads,
             alpha: options.alpha,
             beta: options.beta,
-            split_k: match (mid, options.split_k) {
-                (Some((_, splits)), _) => SplitK::Slices(splits),
-                (None, Some(s @ 1..=MAX_SPLIT_K)) => SplitK::Slices(s),
-                (None, Some(s)) => {
-                    return Err(Error::InvalidOption(format!(
-                        "split_k = {s}: use 1 (off) to {MAX_SPLIT_K}, or None to choose per problem"
-                    )))
-                }
-                (None, None) => SplitK::Auto {
-                    cpu_device: self.is_cpu(),
-                },
-            },
-            epilogue: fused,
-            convert_first,
+            split_k: self.split_k_request(mid.map(|(_, splits)| splits), options.split_k)?,
+            epilogue: d.epilogue,
+            convert_first: d.convert_first,
             relayout,
             specialize: match options.specialize {
                 Some(on) => on,
                 None => m as f64 * n as f64 * k as f64 >= SPECIALIZE_FROM,
             },
         };
-        let plan = match GemmPlan::new(&request, &self.limits) {
+        match GemmPlan::new(&request, &self.limits) {
             // Copies chosen by default but over a binding's range or the scratch limit: the
             // operands are read where they are instead, which splits into passes that fit.
             Err(Error::TooLarge(_))
-                if (convert_first && options.convert_first.is_none())
+                if (d.convert_first && options.convert_first.is_none())
                     || (relayout.contains(&true) && options.relayout.is_none()) =>
             {
                 let as_loaded = GemmOptions {
@@ -467,11 +395,125 @@ impl Context {
                     relayout: options.relayout.or(Some(false)),
                     ..options.clone()
                 };
-                return self.plan_fused(a, b, c, [ta, tb, tc], batch, &as_loaded, terms);
+                self.plan_fused(a, b, c, [ta, tb, tc], batch, &as_loaded, fused)
             }
-            other => other?,
+            other => other,
+        }
+    }
+
+    /// The kernel path of a row-major-C GEMM of these types (A, B, C): its epilogue with the
+    /// output cast, its route and config, and whether f32 operands are converted first.
+    fn decide(
+        &self,
+        [ta, tb, tc]: [ComponentType; 3],
+        batch: usize,
+        options: &GemmOptions,
+        fused: Option<Epilogue>,
+        shape: (usize, usize, usize),
+    ) -> Result<Decided> {
+        let (tr, epilogue) = match fused {
+            Some(fused) => {
+                let tr = accumulator(route(ta, tb, options.compute)?.component, tc);
+                let output = (tr != tc).then_some(tc);
+                (tr, Epilogue { output, ..fused })
+            }
+            None => (tc, Epilogue::default()),
         };
-        Ok(plan)
+        let (route, config) = self.route_batch([ta, tb, tr], batch, options)?;
+        let fused_on_workgroup = self.fused_fits_workgroup(&config, &epilogue);
+        if epilogue.is_fused()
+            && !fused_on_workgroup
+            && options.scheme.is_some_and(|s| s.scope() != KernelScope::Subgroup)
+        {
+            epilogue.check_workgroup_scope(config.result_type)?;
+            return Err(Error::InvalidTileScheme(
+                "this fused epilogue runs on subgroup-scope schemes here (the device lacks per-element operations on workgroup-scope matrices of its types); leave the scheme to vk-sgmat or pick one of subgroup scope".into(),
+            ));
+        }
+        let converts = route.loads.contains(&Load::Round) || route.loads == [Load::Split; 2];
+        let convert_first = converts
+            && match (options.convert_first, options.scheme) {
+                (Some(first), _) => first,
+                (None, _) if batch > 1 => false,
+                (None, Some(s)) => s.scope() != KernelScope::Subgroup,
+                // The planes where the rounded operands would be converted first too: on the
+                // H200, written in the kernel's fast order, 89.2 TFLOP/s against 61.8 for the
+                // split as loaded (4096^3), at an error still under SGEMM's.
+                (None, None) => self.converts_first(&config, shape),
+            };
+        // What the GEMM kernel loads: converted operands arrive as 16-bit ones.
+        let kernel_loads = if convert_first {
+            route.loads.map(Load::converted_first)
+        } else {
+            route.loads
+        };
+        Ok(Decided {
+            route,
+            config,
+            epilogue,
+            fused_on_workgroup,
+            convert_first,
+            kernel_loads,
+        })
+    }
+
+    /// The tile scheme of a decided GEMM whose operands are copied transposed where `relayout`
+    /// says: the caller's (checked against the device and the accurate split's shared memory),
+    /// else the path's own choice.
+    fn scheme_of(
+        &self,
+        d: &Decided,
+        relayout: [bool; 2],
+        ((m, n, k), (la, lb), batch, tc): ((usize, usize, usize), (Layout, Layout), usize, ComponentType),
+        options: &GemmOptions,
+    ) -> Result<TileScheme> {
+        let config = &d.config;
+        let flip = |l: Layout, f: bool| if f { l.transposed() } else { l };
+        let layouts = (flip(la, relayout[0]), flip(lb, relayout[1]));
+        Ok(match options.scheme {
+            Some(s) => {
+                s.check_device(config, self.device.info())?;
+                if d.split() && !d.convert_first && !self.split_fits(&s, config) {
+                    return Err(Error::InvalidTileScheme(format!(
+                        "{}: the accurate split stores each operand tile twice, {} bytes of shared memory where the device has {}",
+                        s.name(),
+                        2 * s.geometry(config).shared_bytes,
+                        self.device.info().limits.max_shared_memory
+                    )));
+                }
+                s
+            }
+            None if d.route.loads == [Load::Simt; 2] => {
+                simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
+                    .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?
+            }
+            None if d.split() && d.convert_first => self.choose_planes_scheme(config, (m, n))?,
+            None if d.split() => self.choose_split_scheme(config, m, n)?,
+            None if d.epilogue.is_fused() && !d.fused_on_workgroup => {
+                self.choose_subgroup_scheme(config, (m, n), batch)?
+            }
+            None => {
+                let narrow_c = tc.size_bytes() == 2;
+                self.scheme_for(config, (m, n, k), layouts, d.kernel_loads, (batch, narrow_c))?
+            }
+        })
+    }
+
+    /// The split-K of a plan: the mid-size grids' rule's (`mid`), the caller's (1 to
+    /// [`MAX_SPLIT_K`]), or chosen per problem.
+    fn split_k_request(&self, mid: Option<u32>, asked: Option<u32>) -> Result<SplitK> {
+        Ok(match (mid, asked) {
+            (Some(splits), _) => SplitK::Slices(splits),
+            (None, Some(s @ 1..=MAX_SPLIT_K)) => SplitK::Slices(s),
+            (None, Some(s)) => {
+                return Err(Error::InvalidOption(format!(
+                    "split_k = {s}: use 1 (off) to {MAX_SPLIT_K}, or None to choose per problem"
+                )))
+            }
+            (None, None) => SplitK::Auto {
+                cpu_device: self.is_cpu(),
+            },
+        })
     }
 
     /// [`mid_grid_choice`]'s scheme and split for a GEMM of 16-bit float operands into f32 in
@@ -621,5 +663,26 @@ pub(crate) fn accumulator(component: ComponentType, c: ComponentType) -> Compone
         (U8, _) => U32,
         (_, F16 | Bf16) => F32,
         _ => c,
+    }
+}
+
+/// A GEMM's kernel path, decided before its scheme ([`Context::decide`]).
+struct Decided {
+    route: Route,
+    config: GPUSubgroupMatrixConfig,
+    /// The epilogue with its output cast (none for a plain GEMM).
+    epilogue: Epilogue,
+    /// Whether the epilogue's per-element operations run on workgroup-scope matrices here.
+    fused_on_workgroup: bool,
+    /// Whether f32 operands are converted first, each in a pass of its own.
+    convert_first: bool,
+    /// What the GEMM kernel loads (converted operands arrive as 16-bit ones).
+    kernel_loads: [Load; 2],
+}
+
+impl Decided {
+    /// The accurate f32 split (three products of f16 halves).
+    fn split(&self) -> bool {
+        self.route.loads == [Load::Split; 2]
     }
 }

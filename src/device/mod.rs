@@ -50,6 +50,12 @@ impl DeviceSelector {
 
     /// The selector from `VK_SGMAT_DEVICE`, or [`DeviceSelector::Best`].
     pub fn from_env() -> Self {
-        std::env::var("VK_SGMAT_DEVICE").map_or(Self::Best, |s| Self::parse(&s))
+        device_env().map_or(Self::Best, |s| Self::parse(&s))
     }
+}
+
+/// `VK_SGMAT_DEVICE`, the one setting the library reads from the environment (a device index or
+/// name, or for several GPUs a list of them), where it is set.
+pub(crate) fn device_env() -> Option<String> {
+    std::env::var("VK_SGMAT_DEVICE").ok()
 }

@@ -47,7 +47,7 @@ impl DeviceSet {
 
     /// The set named by `VK_SGMAT_DEVICE`, else [`DeviceSet::All`].
     pub fn from_env() -> Self {
-        std::env::var("VK_SGMAT_DEVICE").map_or(Self::All, |s| Self::parse(&s))
+        crate::device::device_env().map_or(Self::All, |s| Self::parse(&s))
     }
 }
 
