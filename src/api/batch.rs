@@ -152,7 +152,8 @@ pub(crate) fn check_batch<T>(name: &'static str, b: &BatchRef<'_, T>) -> Result<
 /// `count` matrices of one shape in one device buffer, back to back along the storage's outer
 /// dimension: a row-major batch of `rows x cols` entries is stored as one `(count * rows) x cols`
 /// [`DeviceMatrix`], a column-major one as `rows x (count * cols)`. Create with
-/// [`Context::upload_batch`], [`Context::zeros_batch`] or [`DeviceBatch::from_matrix`].
+/// [`Context::upload_batch`](crate::Context::upload_batch), [`Context::zeros_batch`](crate::Context::zeros_batch) or
+/// [`DeviceBatch::from_matrix`].
 #[derive(Debug)]
 pub struct DeviceBatch<T: Element> {
     storage: DeviceMatrix<T>,

@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
-/// The most K slices [`GemmOptions::split_k`] takes (the automatic rule stops at 16).
+/// The most K slices [`GemmOptions::split_k`](crate::GemmOptions::split_k) takes (the automatic rule stops at 16).
 pub const MAX_SPLIT_K: u32 = 64;
 
 /// A device with its pipelines and buffers. Cheap to share (`&Context` is `Sync`).
@@ -173,7 +173,7 @@ impl Context {
         self.device.info().all_configs()
     }
 
-    /// The config used for these element types (see [`GemmOptions::shape`]).
+    /// The config used for these element types (see [`GemmOptions::shape`](crate::GemmOptions::shape)).
     pub fn choose_config(
         &self,
         component_type: ComponentType,

@@ -121,7 +121,7 @@ pub struct Dispatch {
 /// How many K slices to run concurrently (split-K).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum SplitK {
-    /// [`choose_split_k`]'s rule (never on CPU drivers).
+    /// [`choose_split_k`](crate::plan::choose_split_k)'s rule (never on CPU drivers).
     Auto {
         /// Whether the device is a CPU driver.
         cpu_device: bool,
