@@ -140,4 +140,15 @@ impl<'a> Matmul<'a> {
         self.split = Some(split);
         self
     }
+
+    /// An error unless this is a plain GEMM (no fused epilogue, no groups), which is all `what`
+    /// runs.
+    pub(crate) fn plain_only(&self, what: &str) -> crate::error::Result<()> {
+        if self.fused.is_some() || !matches!(self.groups, Groups::None) {
+            return Err(crate::error::Error::Unsupported(format!(
+                "{what} run plain GEMMs (no fused epilogue, no groups)"
+            )));
+        }
+        Ok(())
+    }
 }

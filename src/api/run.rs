@@ -63,11 +63,7 @@ impl Context {
         }
         match (a, b, c) {
             (In::Pinned(a), In::Pinned(b), Out::Pinned(c)) => {
-                if op.fused.is_some() || !matches!(op.groups, Groups::None) {
-                    return Err(Error::Unsupported(
-                        "pinned matrices run plain GEMMs (no fused epilogue, no groups); upload them and pass device matrices".into(),
-                    ));
-                }
+                op.plain_only("pinned matrices (upload them for the rest)")?;
                 self.gemm_pinned(a, b, c, &op.options)
             }
             (a, b, c) if on_host(&a) && on_host(&b) && matches!(c, Out::Host(_) | Out::HostBatch(_)) => {

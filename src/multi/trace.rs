@@ -3,7 +3,7 @@
 //! [`MultiContext::run_traced`], `vk-sgmat bench --devices all --trace`.
 
 use super::MultiContext;
-use crate::api::{Context, Element, Groups, Matmul, PinnedMatrix};
+use crate::api::{Context, Element, Matmul, PinnedMatrix};
 use crate::device::QueueRef;
 use crate::error::{Error, Result};
 use crate::submit::StreamCore;
@@ -188,11 +188,7 @@ impl MultiContext {
         b: &PinnedMatrix<TB>,
         c: &mut PinnedMatrix<TC>,
     ) -> Result<Vec<PipelineTrace>> {
-        if op.fused.is_some() || !matches!(op.groups, Groups::None) {
-            return Err(crate::Error::Unsupported(
-                "several GPUs run plain GEMMs (no fused epilogue, no groups)".into(),
-            ));
-        }
+        op.plain_only("several GPUs")?;
         let split = match op.split {
             Some(s) => s.clone(),
             None => self.split::<TA, TB>(a.rows(), b.cols(), a.cols(), crate::SplitKind::Auto)?,

@@ -1,7 +1,7 @@
 //! Parsing the command line's values, and the setup every command shares: its context (with
 //! the device options) and how it finishes (validation messages counted as failures).
 
-use crate::cli::DeviceArgs;
+use crate::cli::{DeviceArgs, PathArgs};
 use crate::types::Types;
 use anyhow::{bail, Context as _, Result};
 use vk_sgmat::plan::DispatchLimits;
@@ -214,4 +214,33 @@ pub(crate) fn bench_types(ctx: &Context, asked: &[String]) -> Result<Vec<Types>>
     all.sort();
     all.dedup();
     Ok(all)
+}
+
+/// The kernel path's options as `GemmOptions` (the rest default).
+pub(crate) fn path_options(p: &PathArgs) -> Result<GemmOptions> {
+    Ok(GemmOptions {
+        compute: parse_mode(&p.mode)?,
+        convert_first: parse_convert(&p.convert)?,
+        relayout: parse_on_off("--relayout", &p.relayout)?,
+        specialize: parse_on_off("--specialize", &p.specialize)?,
+        matrix_vector: parse_on_off("--matrix-vector", &p.gemv.matrix_vector)?,
+        gemv_cols: p.gemv.gemv_cols,
+        gemv_unroll: p.gemv.gemv_unroll,
+        split_k: parse_split_k(&p.split_k)?,
+        ..Default::default()
+    })
+}
+
+/// Prints `value` as JSON, or as the text `render` makes of it.
+pub(crate) fn print_report<T: serde::Serialize + ?Sized>(
+    json: bool,
+    value: &T,
+    render: impl FnOnce(&T) -> String,
+) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        print!("{}", render(value));
+    }
+    Ok(())
 }

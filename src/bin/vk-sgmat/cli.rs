@@ -46,6 +46,34 @@ pub struct DeviceArgs {
     pub max_allocation: Option<u64>,
 }
 
+/// How the GEMMs run: the kernel path's options `gemm` and `bench` share.
+#[derive(Debug, clap::Args)]
+pub struct PathArgs {
+    /// How f32 operands are multiplied: accurate (f32-level error), fast (rounded to f16 as
+    /// loaded), fast-bf16, exact (plain f32 without the matrix units).
+    #[arg(long, default_value = "accurate")]
+    pub mode: String,
+    /// Where f32 operands of the fast paths are rounded: auto (chosen per problem), first (a
+    /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
+    #[arg(long, default_value = "auto")]
+    pub convert: String,
+    /// Whether operands are first copied into the order the workgroup-scope kernel reads
+    /// fastest (16-bit: A column-major, B row-major; 8-bit: A row-major, B column-major):
+    /// auto (chosen per problem), on or off.
+    #[arg(long, default_value = "auto")]
+    pub relayout: String,
+    /// Whether N, K and the leading dimensions are built into the workgroup-scope kernel
+    /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
+    #[arg(long, default_value = "auto")]
+    pub specialize: String,
+    #[command(flatten)]
+    pub gemv: GemvArgs,
+    /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
+    /// (off) to 64.
+    #[arg(long, default_value = "auto")]
+    pub split_k: String,
+}
+
 /// The matrix-vector kernel's switches, for `gemm` and `bench`.
 #[derive(Debug, clap::Args)]
 pub struct GemvArgs {
@@ -143,29 +171,8 @@ pub struct GemmArgs {
     /// f16,f32:f32, f32,bf16:f32, i8:i32, u8:u32).
     #[arg(long, default_value = "f16:f32")]
     pub types: String,
-    /// How f32 operands are multiplied: accurate (f32-level error), fast (rounded to f16 as
-    /// loaded), fast-bf16, exact (plain f32 without the matrix units).
-    #[arg(long, default_value = "accurate")]
-    pub mode: String,
-    /// Where f32 operands of the fast paths are rounded: auto (chosen per problem), first (a
-    /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
-    #[arg(long, default_value = "auto")]
-    pub convert: String,
-    /// Whether operands are first copied into the order the workgroup-scope kernel reads
-    /// fastest (16-bit: A column-major, B row-major; 8-bit: A row-major, B column-major):
-    /// auto (chosen per problem), on or off.
-    #[arg(long, default_value = "auto")]
-    pub relayout: String,
-    /// Whether N, K and the leading dimensions are built into the workgroup-scope kernel
-    /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
-    #[arg(long, default_value = "auto")]
-    pub specialize: String,
     #[command(flatten)]
-    pub gemv: GemvArgs,
-    /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
-    /// (off) to 64.
-    #[arg(long, default_value = "auto")]
-    pub split_k: String,
+    pub path: PathArgs,
     /// Layouts of A and B: n = row-major, t = column-major (nn, nt, tn, tt).
     #[arg(long, default_value = "nn")]
     pub layout: String,
@@ -212,28 +219,8 @@ pub struct BenchArgs {
     /// pair the device has configs for).
     #[arg(long)]
     pub types: Vec<String>,
-    /// How f32 operands are multiplied (see `gemm --mode`).
-    #[arg(long, default_value = "accurate")]
-    pub mode: String,
-    /// Where f32 operands of the fast paths are rounded: auto (chosen per problem), first (a
-    /// pass of its own, then the 16-bit kernels) or load (as the GEMM loads them).
-    #[arg(long, default_value = "auto")]
-    pub convert: String,
-    /// Whether operands are first copied into the order the workgroup-scope kernel reads
-    /// fastest (16-bit: A column-major, B row-major; 8-bit: A row-major, B column-major):
-    /// auto (chosen per problem), on or off.
-    #[arg(long, default_value = "auto")]
-    pub relayout: String,
-    /// Whether N, K and the leading dimensions are built into the workgroup-scope kernel
-    /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
-    #[arg(long, default_value = "auto")]
-    pub specialize: String,
     #[command(flatten)]
-    pub gemv: GemvArgs,
-    /// K slices run concurrently, then summed (split-K): auto (chosen per problem) or 1
-    /// (off) to 64.
-    #[arg(long, default_value = "auto")]
-    pub split_k: String,
+    pub path: PathArgs,
     /// Tile scheme by name for every point, as `vk-sgmat tune` lists them (default: chosen
     /// per problem).
     #[arg(long)]

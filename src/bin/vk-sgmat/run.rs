@@ -2,8 +2,8 @@
 //! it checked was correct.
 
 use crate::args::{
-    bench_types, context, context_with, finish, parse_c_layout, parse_convert, parse_layout, parse_mode, parse_on_off,
-    parse_shape, parse_shapes, parse_split_k, scheme_named, seconds,
+    bench_types, context, context_with, finish, parse_c_layout, parse_layout, parse_on_off, parse_shape, parse_shapes,
+    path_options, print_report, scheme_named, seconds,
 };
 use crate::bench_cmd::{bench, tune};
 use crate::cli::{BenchArgs, CheckArgs, Cli, Command, GemmArgs, PeakArgs, RuntimeArgs, TuneArgs};
@@ -34,12 +34,7 @@ fn gemm_command(args: GemmArgs) -> Result<bool> {
         n,
         k,
         types,
-        mode,
-        convert,
-        relayout,
-        specialize,
-        gemv,
-        split_k,
+        path,
         layout,
         c_layout,
         shape,
@@ -57,22 +52,14 @@ fn gemm_command(args: GemmArgs) -> Result<bool> {
     let types = Types::parse(&types)?;
     let layouts = parse_layout(&layout)?;
     let c_layout = parse_c_layout(&c_layout)?;
-    let compute = parse_mode(&mode)?;
     let shape = shape.as_deref().map(parse_shape).transpose()?;
     let options = GemmOptions {
         alpha,
         beta,
         shape,
-        compute,
-        convert_first: parse_convert(&convert)?,
-        relayout: parse_on_off("--relayout", &relayout)?,
-        specialize: parse_on_off("--specialize", &specialize)?,
-        matrix_vector: parse_on_off("--matrix-vector", &gemv.matrix_vector)?,
-        gemv_cols: gemv.gemv_cols,
-        gemv_unroll: gemv.gemv_unroll,
-        split_k: parse_split_k(&split_k)?,
-        ..Default::default()
+        ..path_options(&path)?
     };
+    let compute = options.compute;
     let single = devices.is_none() && scheme.is_none() && c_layout == Layout::RowMajor;
     let run = (repeat.max(1) as u32, json);
     let batchable = (devices.is_none() && c_layout == Layout::RowMajor, scheme.as_deref());
@@ -123,11 +110,7 @@ fn gemm_command(args: GemmArgs) -> Result<bool> {
         &options,
         repeat.max(1)
     )?);
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report::render_gemm(&report));
-    }
+    print_report(json, &report, report::render_gemm)?;
     finish(&ctx, report.check.passed)
 }
 
@@ -135,12 +118,7 @@ fn gemm_command(args: GemmArgs) -> Result<bool> {
 fn bench_command(args: BenchArgs) -> Result<bool> {
     let BenchArgs {
         types,
-        mode,
-        convert,
-        relayout,
-        specialize,
-        gemv,
-        split_k,
+        path,
         scheme,
         shapes,
         reps,
@@ -161,7 +139,8 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
         json,
         dev,
     } = args;
-    let compute = parse_mode(&mode)?;
+    let forced = path_options(&path)?;
+    let compute = forced.compute;
     let run = (reps, json);
     let c_layout = parse_c_layout(&c_layout)?;
     let single = batching.batch.is_none()
@@ -215,17 +194,6 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
         let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
         peers.extend(report::read_peers(&text)?);
     }
-    let forced = GemmOptions {
-        compute: parse_mode(&mode)?,
-        convert_first: parse_convert(&convert)?,
-        relayout: parse_on_off("--relayout", &relayout)?,
-        specialize: parse_on_off("--specialize", &specialize)?,
-        matrix_vector: parse_on_off("--matrix-vector", &gemv.matrix_vector)?,
-        gemv_cols: gemv.gemv_cols,
-        gemv_unroll: gemv.gemv_unroll,
-        split_k: parse_split_k(&split_k)?,
-        ..Default::default()
-    };
     if let Some(s) = first_runs {
         let seconds = seconds("--first-runs", s)?;
         for t in bench_types(&ctx, &types)? {
@@ -257,11 +225,7 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
         std::fs::write(&path, crate::chart::render_svg(&device, &rows)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        print!("{}", report::render_bench(&device, stream, &rows));
-    }
+    print_report(json, &rows, |rows| report::render_bench(&device, stream, rows))?;
     if let Some(m) = model {
         print!("{}", m.summary(&rows));
     }
@@ -300,11 +264,9 @@ fn tune_command(args: TuneArgs) -> Result<bool> {
         &filter,
         probe
     )?);
-    if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        print!("{}", report::render_tune(&ctx.device_info().name, (m, n, k), &rows));
-    }
+    print_report(json, &rows, |rows| {
+        report::render_tune(&ctx.device_info().name, (m, n, k), rows)
+    })?;
     finish(&ctx, rows.iter().all(|r| r.passed))
 }
 
@@ -351,11 +313,7 @@ fn runtime(args: RuntimeArgs) -> Result<bool> {
         None => None,
     };
     let r = crate::runtime::measure(&ctx, quick, torch_ms)?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
-    } else {
-        print!("{}", crate::runtime::render(&r));
-    }
+    print_report(json, &r, crate::runtime::render)?;
     finish(&ctx, r.verified)
 }
 
@@ -397,10 +355,6 @@ fn info(json: bool) -> Result<bool> {
         selected,
         device_groups,
     };
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report::render_info(&report));
-    }
+    print_report(json, &report, report::render_info)?;
     Ok(true)
 }
