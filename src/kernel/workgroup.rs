@@ -27,11 +27,12 @@ use super::epilogue::{store_type, Fused};
 use super::push::{Pc, PC_MEMBERS};
 use super::raster::{group_table, skip_empty, tile, Tile};
 use super::{KernelKey, Load};
-use crate::tiling::{Layout, VECTOR_BYTES};
+use crate::config::GPUSubgroupMatrixConfig;
+use crate::tiling::{Layout, TileGeometry, TileScheme, VECTOR_BYTES};
 use rspirv::dr::{InsertPoint, Instruction, Operand};
 use rspirv::spirv::{
-    BuiltIn, Capability, FunctionControl, LoopControl, MemoryAccess, Op, Scope, SelectionControl, StorageClass,
-    TensorAddressingOperands, Word,
+    BuiltIn, Capability, CooperativeMatrixOperands, FunctionControl, LoopControl, MemoryAccess, Op, Scope,
+    SelectionControl, StorageClass, TensorAddressingOperands, Word,
 };
 
 /// `TensorClampMode` values (SPV_NV_tensor_addressing).
@@ -40,6 +41,7 @@ const CLAMP_CONSTANT: u32 = 1;
 
 /// How one operand lies in memory: the tensor's dimensions in storage order, and whether the
 /// matrix is its transpose.
+#[derive(Clone, Copy)]
 struct Tensor {
     dims: (Word, Word),
     stride: Word,
@@ -65,13 +67,76 @@ impl Tensor {
 }
 
 pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
+    let mut mb = ModuleBuilder::new();
+    let d = declare(&mut mb, key)?;
+    let t_fn = mb.b.type_function(d.t_void, []);
+    let f_main = mb.b.begin_function(d.t_void, None, FunctionControl::NONE, t_fn)?;
+    mb.b.begin_block(None)?;
+    let st = setup(&mut mb, key, &d)?;
+    loops(&mut mb, &d, &st)?;
+    epilogue(&mut mb, key, &d, &st)?;
+    mb.end_compute(f_main, d.g.threads)?;
+    Ok(mb.finish())
+}
+
+/// What every stage of the kernel refers to, declared before its function: the key's sizes, the
+/// types (the accumulators', the tensor layouts' and view's), the interface, the constants, and
+/// a fused epilogue's per-element function.
+#[derive(Clone, Copy)]
+struct Decl {
+    cfg: GPUSubgroupMatrixConfig,
+    s: TileScheme,
+    g: TileGeometry,
+    vw: u32,
+    /// Accumulators along the tile's N side, and each one's shape.
+    parts: u32,
+    acc_rows: u32,
+    acc_cols: u32,
+    planes: bool,
+    fused: bool,
+    /// Whether the per-element function takes the tile's group (it reads columns).
+    group_cols: bool,
+    t_void: Word,
+    t_bool: Word,
+    t_u32: Word,
+    t_uvec3: Word,
+    t_c: Word,
+    t_res: Word,
+    t_mat_a: Word,
+    t_mat_b: Word,
+    t_mat_acc: Word,
+    c_rows: Word,
+    c_cols: Word,
+    c_bk: Word,
+    t_layout_clamped: Word,
+    t_layout_unclamped: Word,
+    c0: Word,
+    c1: Word,
+    t_view_transpose: Word,
+    v_workgroup: Word,
+    v_pc: Word,
+    v_a: Word,
+    v_b: Word,
+    v_c: Word,
+    v_scale: Option<Word>,
+    v_groups: Option<Word>,
+    p_sb_comp: Word,
+    p_sb_res: Word,
+    p_fn_acc: Word,
+    zero_res: Word,
+    zero_comp: Word,
+    f_element: Option<Word>,
+}
+
+/// Declares the module's types, interface and constants, and a fused epilogue's per-element
+/// function ([`Decl`]).
+fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<Decl> {
     let cfg = key.config;
     let s = key.scheme;
     let g = s.geometry(&cfg);
     let es = cfg.component_type.size_bytes();
     let rs = cfg.result_type.size_bytes();
     let vw = VECTOR_BYTES / es;
-    let mut mb = ModuleBuilder::new();
     mb.need(Capability::CooperativeMatrixKHR);
     mb.need(Capability::CooperativeMatrixTensorAddressingNV);
     mb.need(Capability::TensorAddressingNV);
@@ -92,7 +157,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     }
     // C is stored in its own type: the accumulator's, or a fused epilogue's output.
     let (t_c, cs) = if fused {
-        store_type(&mut mb, key.epilogue.output_type(cfg.result_type))
+        store_type(mb, key.epilogue.output_type(cfg.result_type))
     } else {
         (t_res, rs)
     };
@@ -128,7 +193,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_c = mb.storage_buffer(t_c, cs, 2, false);
     let planes = key.loads == [Load::Planes; 2];
     let v_scale = planes.then(|| mb.storage_buffer(t_u32, 4, 3, true));
-    let v_groups = group_table(&mut mb, key.grouped);
+    let v_groups = group_table(mb, key.grouped);
     let p_sb_comp = mb.ptr(StorageClass::StorageBuffer, t_comp);
     let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_c);
     let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
@@ -138,9 +203,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     // A grouped kernel passes its group to the per-element function where it reads columns.
     let group_cols = key.grouped && key.epilogue.reads_columns();
     let f_element = if fused {
-        let mut ep = Fused::declare(&mut mb, key.epilogue, cfg.result_type);
+        let mut ep = Fused::declare(mb, key.epilogue, cfg.result_type);
         Some(element_function(
-            &mut mb,
+            mb,
             &mut ep,
             v_pc,
             (v_c, t_c),
@@ -150,10 +215,112 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         None
     };
 
-    // ---- function ---------------------------------------------------------------------------
-    let t_fn = mb.b.type_function(t_void, []);
-    let f_main = mb.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    mb.b.begin_block(None)?;
+    Ok(Decl {
+        cfg,
+        s,
+        g,
+        vw,
+        parts,
+        acc_rows,
+        acc_cols,
+        planes,
+        fused,
+        group_cols,
+        t_void,
+        t_bool,
+        t_u32,
+        t_uvec3,
+        t_c,
+        t_res,
+        t_mat_a,
+        t_mat_b,
+        t_mat_acc,
+        c_rows,
+        c_cols,
+        c_bk,
+        t_layout_clamped,
+        t_layout_unclamped,
+        c0,
+        c1,
+        t_view_transpose,
+        v_workgroup,
+        v_pc,
+        v_a,
+        v_b,
+        v_c,
+        v_scale,
+        v_groups,
+        p_sb_comp,
+        p_sb_res,
+        p_fn_acc,
+        zero_res,
+        zero_comp,
+        f_element,
+    })
+}
+
+/// What the loops and the epilogue refer to: the accumulators (and a split's partial sums), the
+/// sizes, the tile, the multiply's left and right operands and C as tensors over their
+/// buffers, the transposing view, and the zero matrices.
+struct Setup {
+    v_acc: Vec<Word>,
+    v_sum: Vec<Word>,
+    pm: Word,
+    pn: Word,
+    /// Half of K (split planes: the lo plane follows the hi one) and the scales' reciprocals.
+    k_half: Option<Word>,
+    unscale: Option<[Word; 2]>,
+    k_loop_end: Word,
+    m0: Word,
+    n0: Word,
+    c_off: Word,
+    group: Option<Word>,
+    p_c: Word,
+    left: Tensor,
+    p_left: Word,
+    row0: Word,
+    right: Tensor,
+    p_right: Word,
+    col0s: Vec<Word>,
+    c: Tensor,
+    view: Word,
+    operands: Option<CooperativeMatrixOperands>,
+    zero_a: Word,
+    zero_b: Word,
+    zero_acc: Word,
+}
+
+/// The function's first block: the accumulators' variables, the sizes (pushed or built in),
+/// the tile (an empty one returns), the operands' tensors, and zeroed accumulators.
+fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup> {
+    let Decl {
+        cfg,
+        s,
+        g,
+        vw,
+        parts,
+        acc_cols,
+        planes,
+        t_uvec3,
+        t_mat_a,
+        t_mat_b,
+        t_mat_acc,
+        t_view_transpose,
+        v_workgroup,
+        v_pc,
+        v_a,
+        v_b,
+        v_c,
+        v_scale,
+        v_groups,
+        p_sb_comp,
+        p_sb_res,
+        p_fn_acc,
+        zero_res,
+        zero_comp,
+        c0,
+        ..
+    } = *d;
     let v_acc: Vec<Word> = (0..parts)
         .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
         .collect();
@@ -161,7 +328,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_sum: Vec<Word> = (0..if planes { parts } else { 0 })
         .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
         .collect();
-    let b = &mut mb;
+    let b = mb;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
     // N, K and the leading dimensions: pushed (`per` elements to the pushed unit), or built in
     // (`KernelKey::fixed`), which the driver compiles into a faster loop (perf/h100-27-10.txt:
@@ -238,38 +405,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         .map(|j| if j == 0 { Ok(col0) } else { b.add_u(col0, j * acc_cols) })
         .collect::<BuildResult<Vec<Word>>>()?;
     let view = b.b.create_tensor_view_nv(t_view_transpose, None)?;
-    // A tensor layout of `t` over the operand, sliced to the matrix at (row0, col0) of the
-    // matrix's (not the storage's) coordinates.
-    let layout = |b: &mut ModuleBuilder, t_layout: Word, t: &Tensor| -> BuildResult<Word> {
-        let l = b.b.create_tensor_layout_nv(t_layout, None)?;
-        let l =
-            b.b.tensor_layout_set_dimension_nv(t_layout, None, l, [t.dims.0, t.dims.1])?;
-        b.b.tensor_layout_set_stride_nv(t_layout, None, l, [t.stride, c1])
-    };
-    let slice = |b: &mut ModuleBuilder,
-                 t_layout: Word,
-                 l: Word,
-                 t: &Tensor,
-                 (row0, rows): (Word, Word),
-                 (col0, cols): (Word, Word)|
-     -> BuildResult<Word> {
-        if t.transposed {
-            b.b.tensor_layout_slice_nv(t_layout, None, l, [col0, cols, row0, rows])
-        } else {
-            b.b.tensor_layout_slice_nv(t_layout, None, l, [row0, rows, col0, cols])
-        }
-    };
-    let addressing = |t: &Tensor| {
-        if t.transposed {
-            (
-                TensorAddressingOperands::TENSOR_VIEW,
-                vec![rspirv::dr::Operand::IdRef(view)],
-            )
-        } else {
-            (TensorAddressingOperands::NONE, vec![])
-        }
-    };
-
     let operands = mul_add_operands(&cfg);
     // Values for elements a load skips (none here: no clipping); zero for clarity.
     let zero_a = b.b.composite_construct(t_mat_a, None, [zero_comp])?;
@@ -278,155 +413,309 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     for &v in &v_acc {
         b.b.store(v, zero_acc, None, [])?;
     }
+    Ok(Setup {
+        v_acc,
+        v_sum,
+        pm,
+        pn,
+        k_half,
+        unscale,
+        k_loop_end,
+        m0,
+        n0,
+        c_off,
+        group,
+        p_c,
+        left,
+        p_left,
+        row0,
+        right,
+        p_right,
+        col0s,
+        c,
+        view,
+        operands,
+        zero_a,
+        zero_b,
+        zero_acc,
+    })
+}
 
-    // The K loop with layouts of type `t_layout`, entered from block `l_pre`, `steps` K steps per
-    // iteration; ends in the block after the loop. Each step's loads are issued `ahead` steps
-    // before its multiply: `steps - 1` puts all of an iteration's loads first, so the driver may
-    // overlap the later steps' staging with the earlier steps' math; fewer keeps fewer operand
-    // matrices live at once.
-    let k_loop = |b: &mut ModuleBuilder,
-                  t_layout: Word,
-                  l_pre: Word,
-                  (steps, ahead): (u32, u32),
-                  (k_start, k_end): (Word, Word)|
-     -> BuildResult<()> {
-        let la = layout(b, t_layout, &left)?;
-        let lb = layout(b, t_layout, &right)?;
-        // One K step's loads: the left operand's slice, and the right's for each accumulator.
-        let load = |b: &mut ModuleBuilder, k: Word| -> BuildResult<(Word, Vec<Word>)> {
-            // The order of a step's loads is the scheme's (`right_first`): the driver schedules
-            // them differently (docs/perf/JOURNAL.md, "Deeper iterations").
-            let load_left = |b: &mut ModuleBuilder| -> BuildResult<Word> {
-                let sa = slice(b, t_layout, la, &left, (row0, c_rows), (k, c_bk))?;
-                let (ta, xa) = addressing(&left);
-                b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_left, zero_a, sa, MemoryAccess::NONE, ta, xa)
-            };
-            let ma = if s.right_first() { None } else { Some(load_left(b)?) };
-            let mut mbs = Vec::with_capacity(parts as usize);
-            for &cj in &col0s {
-                let sb = slice(b, t_layout, lb, &right, (k, c_bk), (cj, c_cols))?;
-                let (tb, xb) = addressing(&right);
-                mbs.push(b.b.cooperative_matrix_load_tensor_nv(
-                    t_mat_b,
-                    None,
-                    p_right,
-                    zero_b,
-                    sb,
-                    MemoryAccess::NONE,
-                    tb,
-                    xb,
-                )?);
-            }
-            let ma = match ma {
-                Some(ma) => ma,
-                None => load_left(b)?,
-            };
-            Ok((ma, mbs))
-        };
-        // A K step's operands: (left, rights) at k, and with split planes the lo plane's too.
-        let load = |b: &mut ModuleBuilder, k: Word| -> BuildResult<Step> {
-            let hi = load(b, k)?;
-            let lo = match k_half {
-                Some(half) => {
-                    let k_lo = b.b.i_add(t_u32, None, k, half)?;
-                    Some(load(b, k_lo)?)
-                }
-                None => None,
-            };
-            Ok((hi, lo))
-        };
-        // `x` plus the step's product for accumulator `j`: with split planes `lo*hi + hi*lo +
-        // hi*hi`, summed into a partial sum that starts from zero each loop iteration and is
-        // then added to the accumulator in f32 (the matrix units accumulate f32 less carefully
-        // than an add: see docs/perf/JOURNAL.md, f32 and mixed types).
-        let multiply = |b: &mut ModuleBuilder, ((ma, mbs), lo): &Step, j: usize, x: Word| -> BuildResult<Word> {
-            let Some((la, lbs)) = lo else {
-                return b
-                    .b
-                    .cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, mbs[j], x, operands);
-            };
-            let t =
-                b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *la, mbs[j], x, operands)?;
-            let t =
-                b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, lbs[j], t, operands)?;
-            b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, mbs[j], t, operands)
-        };
-        // Where an iteration's products go: the partial sums (split planes) or the accumulators.
-        let into = if planes { &v_sum } else { &v_acc };
-        let add_sums = |b: &mut ModuleBuilder| -> BuildResult<()> {
-            for (&v, &t) in v_acc.iter().zip(&v_sum) {
-                let x = b.b.load(t_mat_acc, None, v, None, [])?;
-                let y = b.b.load(t_mat_acc, None, t, None, [])?;
-                let x = b.b.f_add(t_mat_acc, None, x, y)?;
-                b.b.store(v, x, None, [])?;
-            }
-            Ok(())
-        };
-        if ahead == 0 && steps > 1 {
-            // Load, multiply, step by step: an inner loop of `steps` K steps that the driver
-            // unrolls (its hint), not unrolled here. The driver pipelines this form's loads
-            // better: +7% at 4096^3 `nt` on the H200 for the same kernel unrolled by hand. The
-            // inner loop counts its steps from 0, so its trip count is a constant the driver
-            // sees (counting K from `kb` to `kb + steps * BK` was 1.4% slower).
-            let c_steps = b.c_u32(steps);
-            return b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
-                for &t in &v_sum {
-                    b.b.store(t, zero_acc, None, [])?;
-                }
-                let l_inner = b.b.id();
-                b.b.branch(l_inner)?;
-                b.b.begin_block(Some(l_inner))?;
-                b.counted_loop_ctl(l_inner, (c0, c_steps, c1), LoopControl::UNROLL, |b, step| {
-                    let dk = b.mul_u(step, g.bk)?;
-                    let k = b.b.i_add(t_u32, None, kb, dk)?;
-                    let step = load(b, k)?;
-                    for (j, &v) in into.iter().enumerate() {
-                        let x = b.b.load(t_mat_acc, None, v, None, [])?;
-                        let x = multiply(b, &step, j, x)?;
-                        b.b.store(v, x, None, [])?;
-                    }
-                    Ok(())
-                })?;
-                add_sums(b)
-            });
-        }
-        b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
-            let load_step = |b: &mut ModuleBuilder, step: u32| -> BuildResult<Step> {
-                let k = if step == 0 { kb } else { b.add_u(kb, step * g.bk)? };
-                load(b, k)
-            };
-            let mut pending = std::collections::VecDeque::with_capacity(steps as usize);
-            let (mut loaded, mut acc) = (0, Vec::new());
-            for step in 0..steps {
-                while loaded <= (step + ahead).min(steps - 1) {
-                    pending.push_back(load_step(b, loaded)?);
-                    loaded += 1;
-                }
-                if acc.is_empty() {
-                    for &v in &v_acc {
-                        acc.push(if planes {
-                            zero_acc
-                        } else {
-                            b.b.load(t_mat_acc, None, v, None, [])?
-                        });
-                    }
-                }
-                let step = pending.pop_front().expect("step loaded above");
-                for (j, x) in acc.iter_mut().enumerate() {
-                    *x = multiply(b, &step, j, *x)?;
-                }
-            }
-            for (&v, x) in into.iter().zip(acc) {
-                b.b.store(v, x, None, [])?;
-            }
-            add_sums(b)
-        })
+/// A tensor layout of `t` over the operand.
+fn layout(b: &mut ModuleBuilder, d: &Decl, t_layout: Word, t: &Tensor) -> BuildResult<Word> {
+    let l = b.b.create_tensor_layout_nv(t_layout, None)?;
+    let l =
+        b.b.tensor_layout_set_dimension_nv(t_layout, None, l, [t.dims.0, t.dims.1])?;
+    b.b.tensor_layout_set_stride_nv(t_layout, None, l, [t.stride, d.c1])
+}
+
+/// Layout `l` of `t` sliced to the matrix at (row0, col0) of the matrix's (not the storage's)
+/// coordinates.
+fn slice(
+    b: &mut ModuleBuilder,
+    (t_layout, l, t): (Word, Word, &Tensor),
+    (row0, rows): (Word, Word),
+    (col0, cols): (Word, Word),
+) -> BuildResult<Word> {
+    if t.transposed {
+        b.b.tensor_layout_slice_nv(t_layout, None, l, [col0, cols, row0, rows])
+    } else {
+        b.b.tensor_layout_slice_nv(t_layout, None, l, [row0, rows, col0, cols])
+    }
+}
+
+/// How a load or store addresses `t`: through the transposing `view` where it is transposed.
+fn addressing(t: &Tensor, view: Word) -> (TensorAddressingOperands, Vec<rspirv::dr::Operand>) {
+    if t.transposed {
+        (
+            TensorAddressingOperands::TENSOR_VIEW,
+            vec![rspirv::dr::Operand::IdRef(view)],
+        )
+    } else {
+        (TensorAddressingOperands::NONE, vec![])
+    }
+}
+
+/// A K loop's view of the kernel: the type of its layouts and the operands' layouts of it.
+struct LoopCtx<'a> {
+    d: &'a Decl,
+    st: &'a Setup,
+    t_layout: Word,
+    la: Word,
+    lb: Word,
+}
+
+/// One K step's loads at `k`: the left operand's slice, and the right's for each accumulator.
+fn load_operands(b: &mut ModuleBuilder, x: &LoopCtx<'_>, k: Word) -> BuildResult<(Word, Vec<Word>)> {
+    let Decl {
+        s,
+        parts,
+        t_mat_a,
+        t_mat_b,
+        c_rows,
+        c_cols,
+        c_bk,
+        ..
+    } = *x.d;
+    let Setup {
+        ref left,
+        ref right,
+        p_left,
+        p_right,
+        row0,
+        ref col0s,
+        view,
+        zero_a,
+        zero_b,
+        ..
+    } = *x.st;
+    let (t_layout, la, lb) = (x.t_layout, x.la, x.lb);
+    // The order of a step's loads is the scheme's (`right_first`): the driver schedules
+    // them differently (docs/perf/JOURNAL.md, "Deeper iterations").
+    let load_left = |b: &mut ModuleBuilder| -> BuildResult<Word> {
+        let sa = slice(b, (t_layout, la, left), (row0, c_rows), (k, c_bk))?;
+        let (ta, xa) = addressing(left, view);
+        b.b.cooperative_matrix_load_tensor_nv(t_mat_a, None, p_left, zero_a, sa, MemoryAccess::NONE, ta, xa)
     };
+    let ma = if s.right_first() { None } else { Some(load_left(b)?) };
+    let mut mbs = Vec::with_capacity(parts as usize);
+    for &cj in col0s {
+        let sb = slice(b, (t_layout, lb, right), (k, c_bk), (cj, c_cols))?;
+        let (tb, xb) = addressing(right, view);
+        mbs.push(b.b.cooperative_matrix_load_tensor_nv(
+            t_mat_b,
+            None,
+            p_right,
+            zero_b,
+            sb,
+            MemoryAccess::NONE,
+            tb,
+            xb,
+        )?);
+    }
+    let ma = match ma {
+        Some(ma) => ma,
+        None => load_left(b)?,
+    };
+    Ok((ma, mbs))
+}
 
-    // Workgroups inside C need no clamping but in K's last partial step: after the whole loop
-    // iterations, an unclamped loop of single steps takes the whole steps left (all of K when
-    // K is under one iteration, as in attention's K of 64 to 128), and a clamped one the
-    // partial step. Workgroups on C's edge clamp throughout. The choice is workgroup-uniform.
+/// A K step's operands at `k`: (left, rights), and with split planes the lo plane's too.
+fn load_step(b: &mut ModuleBuilder, x: &LoopCtx<'_>, k: Word) -> BuildResult<Step> {
+    let hi = load_operands(b, x, k)?;
+    let lo = match x.st.k_half {
+        Some(half) => {
+            let k_lo = b.b.i_add(x.d.t_u32, None, k, half)?;
+            Some(load_operands(b, x, k_lo)?)
+        }
+        None => None,
+    };
+    Ok((hi, lo))
+}
+
+/// `x` plus the step's product for accumulator `j`: with split planes `lo*hi + hi*lo + hi*hi`,
+/// summed into a partial sum that starts from zero each loop iteration and is then added to the
+/// accumulator in f32 (the matrix units accumulate f32 less carefully than an add: see
+/// docs/perf/JOURNAL.md, f32 and mixed types).
+fn multiply(
+    b: &mut ModuleBuilder,
+    (d, st): (&Decl, &Setup),
+    ((ma, mbs), lo): &Step,
+    j: usize,
+    x: Word,
+) -> BuildResult<Word> {
+    let (t_mat_acc, operands) = (d.t_mat_acc, st.operands);
+    let Some((la, lbs)) = lo else {
+        return b
+            .b
+            .cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, mbs[j], x, operands);
+    };
+    let t =
+        b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *la, mbs[j], x, operands)?;
+    let t =
+        b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, lbs[j], t, operands)?;
+    b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, mbs[j], t, operands)
+}
+
+/// Adds a split's partial sums into the accumulators (nothing without split planes).
+fn add_sums(b: &mut ModuleBuilder, d: &Decl, st: &Setup) -> BuildResult<()> {
+    for (&v, &t) in st.v_acc.iter().zip(&st.v_sum) {
+        let x = b.b.load(d.t_mat_acc, None, v, None, [])?;
+        let y = b.b.load(d.t_mat_acc, None, t, None, [])?;
+        let x = b.b.f_add(d.t_mat_acc, None, x, y)?;
+        b.b.store(v, x, None, [])?;
+    }
+    Ok(())
+}
+
+/// The K loop with layouts of type `t_layout`, entered from block `l_pre`, `steps` K steps per
+/// iteration; ends in the block after the loop. Each step's loads are issued `ahead` steps
+/// before its multiply: `steps - 1` puts all of an iteration's loads first, so the driver may
+/// overlap the later steps' staging with the earlier steps' math; fewer keeps fewer operand
+/// matrices live at once.
+fn k_loop(
+    b: &mut ModuleBuilder,
+    (d, st): (&Decl, &Setup),
+    t_layout: Word,
+    l_pre: Word,
+    (steps, ahead): (u32, u32),
+    (k_start, k_end): (Word, Word),
+) -> BuildResult<()> {
+    let Decl {
+        g,
+        planes,
+        t_u32,
+        t_mat_acc,
+        c0,
+        c1,
+        ..
+    } = *d;
+    let Setup {
+        ref v_acc,
+        ref v_sum,
+        zero_acc,
+        ..
+    } = *st;
+    let la = layout(b, d, t_layout, &st.left)?;
+    let lb = layout(b, d, t_layout, &st.right)?;
+    let x = LoopCtx {
+        d,
+        st,
+        t_layout,
+        la,
+        lb,
+    };
+    let load = |b: &mut ModuleBuilder, k: Word| load_step(b, &x, k);
+    let multiply = |b: &mut ModuleBuilder, step: &Step, j: usize, v: Word| multiply(b, (d, st), step, j, v);
+    let add_sums = |b: &mut ModuleBuilder| add_sums(b, d, st);
+    // Where an iteration's products go: the partial sums (split planes) or the accumulators.
+    let into = if planes { v_sum } else { v_acc };
+    if ahead == 0 && steps > 1 {
+        // Load, multiply, step by step: an inner loop of `steps` K steps that the driver
+        // unrolls (its hint), not unrolled here. The driver pipelines this form's loads
+        // better: +7% at 4096^3 `nt` on the H200 for the same kernel unrolled by hand. The
+        // inner loop counts its steps from 0, so its trip count is a constant the driver
+        // sees (counting K from `kb` to `kb + steps * BK` was 1.4% slower).
+        let c_steps = b.c_u32(steps);
+        return b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
+            for &t in v_sum {
+                b.b.store(t, zero_acc, None, [])?;
+            }
+            let l_inner = b.b.id();
+            b.b.branch(l_inner)?;
+            b.b.begin_block(Some(l_inner))?;
+            b.counted_loop_ctl(l_inner, (c0, c_steps, c1), LoopControl::UNROLL, |b, step| {
+                let dk = b.mul_u(step, g.bk)?;
+                let k = b.b.i_add(t_u32, None, kb, dk)?;
+                let step = load(b, k)?;
+                for (j, &v) in into.iter().enumerate() {
+                    let x = b.b.load(t_mat_acc, None, v, None, [])?;
+                    let x = multiply(b, &step, j, x)?;
+                    b.b.store(v, x, None, [])?;
+                }
+                Ok(())
+            })?;
+            add_sums(b)
+        });
+    }
+    b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
+        let load_step = |b: &mut ModuleBuilder, step: u32| -> BuildResult<Step> {
+            let k = if step == 0 { kb } else { b.add_u(kb, step * g.bk)? };
+            load(b, k)
+        };
+        let mut pending = std::collections::VecDeque::with_capacity(steps as usize);
+        let (mut loaded, mut acc) = (0, Vec::new());
+        for step in 0..steps {
+            while loaded <= (step + ahead).min(steps - 1) {
+                pending.push_back(load_step(b, loaded)?);
+                loaded += 1;
+            }
+            if acc.is_empty() {
+                for &v in v_acc {
+                    acc.push(if planes {
+                        zero_acc
+                    } else {
+                        b.b.load(t_mat_acc, None, v, None, [])?
+                    });
+                }
+            }
+            let step = pending.pop_front().expect("step loaded above");
+            for (j, x) in acc.iter_mut().enumerate() {
+                *x = multiply(b, &step, j, *x)?;
+            }
+        }
+        for (&v, x) in into.iter().zip(acc) {
+            b.b.store(v, x, None, [])?;
+        }
+        add_sums(b)
+    })
+}
+
+/// The loops over K. Workgroups inside C need no clamping but in K's last partial step: after
+/// the whole loop iterations, an unclamped loop of single steps takes the whole steps left (all
+/// of K when K is under one iteration, as in attention's K of 64 to 128), and a clamped one the
+/// partial step. Workgroups on C's edge clamp throughout. The choice is workgroup-uniform.
+fn loops(mb: &mut ModuleBuilder, d: &Decl, st: &Setup) -> BuildResult<()> {
+    let Decl {
+        s,
+        g,
+        t_bool,
+        t_u32,
+        t_layout_clamped,
+        t_layout_unclamped,
+        c0,
+        ..
+    } = *d;
+    let Setup {
+        pm,
+        pn,
+        m0,
+        n0,
+        k_loop_end,
+        ..
+    } = *st;
+    let b = mb;
+    let k_loop = |b: &mut ModuleBuilder, t_layout, l_pre, steps, ks| k_loop(b, (d, st), t_layout, l_pre, steps, ks);
     let m_end = b.add_u(m0, g.bm)?;
     let n_end = b.add_u(n0, g.bn)?;
     let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
@@ -459,8 +748,42 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     k_loop(b, t_layout_clamped, l_edge, (1, 0), (c0, k_loop_end))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_joined))?;
+    Ok(())
+}
 
-    // ---- epilogue: alpha * acc + beta * C through a clamped layout over C ------------------
+/// The epilogue: alpha * acc + beta * C (or the fused terms) through a clamped layout over C.
+fn epilogue(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, st: &Setup) -> BuildResult<()> {
+    let Decl {
+        cfg,
+        acc_rows,
+        acc_cols,
+        fused,
+        group_cols,
+        t_c,
+        t_res,
+        t_mat_acc,
+        c_rows,
+        c_cols,
+        t_layout_clamped,
+        v_pc,
+        f_element,
+        ..
+    } = *d;
+    let Setup {
+        ref v_acc,
+        ref col0s,
+        ref c,
+        row0,
+        c_off,
+        group,
+        unscale,
+        p_c,
+        view,
+        zero_acc,
+        ..
+    } = *st;
+    let b = mb;
+    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
     let is_float = cfg.result_type.is_float();
     let mul = |b: &mut ModuleBuilder, x: Word, y: Word| {
         if is_float {
@@ -469,9 +792,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             b.b.i_mul(t_mat_acc, None, x, y)
         }
     };
-    let lc_full = layout(b, t_layout_clamped, &c)?;
-    for (&v, &cj) in v_acc.iter().zip(&col0s) {
-        let lc = slice(b, t_layout_clamped, lc_full, &c, (row0, c_rows), (cj, c_cols))?;
+    let lc_full = layout(b, d, t_layout_clamped, c)?;
+    for (&v, &cj) in v_acc.iter().zip(col0s) {
+        let lc = slice(b, (t_layout_clamped, lc_full, c), (row0, c_rows), (cj, c_cols))?;
         let mut out = b.b.load(t_mat_acc, None, v, None, [])?;
         // One factor at a time: their product may leave f32's range.
         for u in unscale.into_iter().flatten() {
@@ -502,7 +825,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             let bits = pc(b, Pc::Beta)?;
             let beta = b.scalar_from_bits(cfg.result_type, t_res, bits)?;
             let beta = b.b.composite_construct(t_mat_acc, None, [beta])?;
-            let (tc, xc) = addressing(&c);
+            let (tc, xc) = addressing(c, view);
             let cv =
                 b.b.cooperative_matrix_load_tensor_nv(t_mat_acc, None, p_c, zero_acc, lc, MemoryAccess::NONE, tc, xc)?;
             let t = mul(b, cv, beta)?;
@@ -512,11 +835,10 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 b.b.i_add(t_mat_acc, None, out, t)?
             };
         }
-        let (tc, xc) = addressing(&c);
+        let (tc, xc) = addressing(c, view);
         b.b.cooperative_matrix_store_tensor_nv(p_c, out, lc, MemoryAccess::NONE, tc, xc)?;
     }
-    b.end_compute(f_main, g.threads)?;
-    Ok(mb.finish())
+    Ok(())
 }
 
 /// One K step's operands: the left matrix and the right ones (one per accumulator), and with
