@@ -99,7 +99,7 @@ impl Context {
         [la, lb, lc]: [Layout; 3],
     ) -> Result<Vec<Piece>> {
         if lc == Layout::ColMajor {
-            // As `gemm_batched` runs it: the row-major C^T = B^T A^T, its pieces turned back.
+            // As the host batched path runs it: the row-major C^T = B^T A^T, its pieces turned back.
             let t = [lb.transposed(), la.transposed(), Layout::RowMajor];
             let pieces = self.host_pieces::<TB, TA, TC>((n, m, k), t)?;
             return Ok(pieces

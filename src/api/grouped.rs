@@ -52,7 +52,7 @@ impl Context {
         .any(|s| s.bytes() > limit);
         if over {
             // Too large for one allocation (all of MoE's expert weights often are): a GEMM per
-            // group, each cut into pieces that fit as `gemm_with` cuts any GEMM.
+            // group, each cut into pieces that fit as any host GEMM is.
             return self.groups_one_by_one(a, b, c, rows, options, fused);
         }
         // Staged through the pool, as every host path is: the stream gives them back once done.

@@ -296,7 +296,7 @@ fn check_batched(ctx: &Context, types: &[Types]) -> Result<Vec<CheckRow>> {
         beta: 1.0,
         ..Default::default()
     };
-    // Each also with the sizes as counts on the device (`gemm_grouped_counted`).
+    // Each also with the sizes as counts on the device (`Matmul::grouped_by_device_counts`).
     let plain = types
         .iter()
         .flat_map(|&t| [Layout::RowMajor, Layout::ColMajor].map(|lb| (t, lb, None)));

@@ -482,7 +482,7 @@ pub fn render_bench(mc: &MultiContext, rows: &[MultiBenchRow]) -> String {
         s,
         "(ms, medians. Host operands: device 0's blocking call, device 0 alone through the banded \
          pipeline, all devices; x = the faster of the first two over all devices. Pinned host \
-         operands (gemm_pinned; x ending in s: not imported, staged): device 0 alone, all \
+         operands (pinned matrices; x ending in s: not imported, staged): device 0 alone, all \
          devices. Resident: device 0 alone, all devices. TFLOP/s: all devices, resident.)"
     );
     let find = |n: usize| rows.iter().find(|r| (r.m, r.n, r.k) == (n, n, n));
