@@ -15,7 +15,7 @@ use super::epilogue::{store_type, Fused};
 use super::push::{Pc, PC_MEMBERS};
 use super::raster::{group_table, tile, Tile};
 use super::KernelKey;
-use crate::tiling::{Layout, VECTOR_BYTES};
+use crate::tiling::{Layout, TileGeometry, VECTOR_BYTES};
 use rspirv::spirv::{
     BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
 };
@@ -26,10 +26,60 @@ pub const BLOCK: u32 = 8;
 const VW: u32 = VECTOR_BYTES / 4;
 
 pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
+    let mut mb = ModuleBuilder::new();
+    let (d, mut fuse) = declare(&mut mb, key)?;
+    let t_fn = mb.b.type_function(d.t_void, []);
+    let f_main = mb.b.begin_function(d.t_void, None, FunctionControl::NONE, t_fn)?;
+    let l_entry = mb.b.begin_block(None)?;
+    let st = setup(&mut mb, key, &d)?;
+    mb.counted_loop(l_entry, (d.c0, st.pk, d.g.bk), |b, kb| k_step(b, &d, &st, kb))?;
+    epilogue(&mut mb, key, &d, &st, fuse.as_mut())?;
+    mb.end_compute(f_main, d.g.threads)?;
+    Ok(mb.finish())
+}
+
+/// What the stages refer to, declared before the function: the tile's sizes, the types, the
+/// interface, the K-major shared slices and the constants.
+#[derive(Clone, Copy)]
+struct Decl {
+    g: TileGeometry,
+    /// Blocks of the tile along N (invocations per row of blocks).
+    gn: u32,
+    fused: bool,
+    t_void: Word,
+    t_bool: Word,
+    t_u32: Word,
+    t_f32: Word,
+    t_uvec3: Word,
+    t_vec4: Word,
+    t_out: Word,
+    v_local_index: Word,
+    v_workgroup: Word,
+    v_pc: Word,
+    v_a: Word,
+    v_b: Word,
+    v_c: Word,
+    v_groups: Option<Word>,
+    pitch_a: u32,
+    pitch_b: u32,
+    sh_a: Word,
+    sh_b: Word,
+    p_wg_vec4: Word,
+    p_wg_f32: Word,
+    p_fn_vec4: Word,
+    c0: Word,
+    zero_uvec4: Word,
+    zero_vec4: Word,
+    c_scope_wg: Word,
+    c_sem: Word,
+}
+
+/// Declares the module's types, interface, shared slices and constants ([`Decl`]), and the
+/// fused epilogue's declarations where the key has one.
+fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option<Fused>)> {
     let g = key.scheme.geometry(&key.config);
     let (gm, gn) = (g.bm / BLOCK, g.bn / BLOCK);
     debug_assert_eq!(gm * gn, g.threads, "checked by KernelKey::check_loads");
-    let mut mb = ModuleBuilder::new();
     let t_void = mb.t_void();
     let t_bool = mb.t_bool();
     let t_u32 = mb.t_u32();
@@ -45,13 +95,13 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let v_b = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true);
     let fused = key.epilogue.is_fused();
     let (t_out, os) = if fused {
-        store_type(&mut mb, key.epilogue.output_type(key.config.result_type))
+        store_type(mb, key.epilogue.output_type(key.config.result_type))
     } else {
         (t_f32, 4)
     };
     let v_c = mb.storage_buffer(t_out, os, 2, false);
-    let v_groups = group_table(&mut mb, key.grouped);
-    let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, key.config.result_type));
+    let v_groups = group_table(mb, key.grouped);
+    let fuse = fused.then(|| Fused::declare(mb, key.epilogue, key.config.result_type));
 
     // K-major shared slices, in vectors: row pitch of a `[k][x]` slice is x / 4 + 1.
     let (pitch_a, pitch_b) = (g.bm / VW + 1, g.bn / VW + 1);
@@ -63,8 +113,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
         mb.interface.push(v);
         v
     };
-    let sh_a = shared(&mut mb, g.bk * pitch_a);
-    let sh_b = shared(&mut mb, g.bk * pitch_b);
+    let sh_a = shared(mb, g.bk * pitch_a);
+    let sh_b = shared(mb, g.bk * pitch_b);
 
     let p_wg_vec4 = mb.ptr(StorageClass::Workgroup, t_vec4);
     let p_wg_f32 = mb.ptr(StorageClass::Workgroup, t_f32);
@@ -74,16 +124,105 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let zero_vec4 = mb.b.constant_null(t_vec4);
     let c_scope_wg = mb.c_u32(Scope::Workgroup as u32);
     let c_sem = mb.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
-    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
+    let d = Decl {
+        g,
+        gn,
+        fused,
+        t_void,
+        t_bool,
+        t_u32,
+        t_f32,
+        t_uvec3,
+        t_vec4,
+        t_out,
+        v_local_index,
+        v_workgroup,
+        v_pc,
+        v_a,
+        v_b,
+        v_c,
+        v_groups,
+        pitch_a,
+        pitch_b,
+        sh_a,
+        sh_b,
+        p_wg_vec4,
+        p_wg_f32,
+        p_fn_vec4,
+        c0,
+        zero_uvec4,
+        zero_vec4,
+        c_scope_wg,
+        c_sem,
+    };
+    Ok((d, fuse))
+}
 
-    let t_fn = mb.b.type_function(t_void, []);
-    let f_main = mb.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = mb.b.begin_block(None)?;
+/// One operand's slice of one K step, global -> shared. `k_outer`: stored `[k][x]` in global
+/// memory (vectors along x: stored whole); else `[x][k]` (vectors along k: transposed into four
+/// scalars). `x0`/`x_limit`: the slice's first row of C (or column) and M (or N).
+struct Slice {
+    buf: Word,
+    off: Word,
+    ld: Word,
+    sh: Word,
+    pitch: u32,
+    extent: u32,
+    k_outer: bool,
+    x0: Word,
+    x_limit: Word,
+}
+
+/// What the loop and the epilogue refer to: the accumulators, the ids and sizes, the tile, the
+/// invocation's block in it, and the two operands' slices.
+struct Setup {
+    /// acc[i][h]: row i of the block, columns 4h..4h+4.
+    acc: Vec<Word>,
+    tid: Word,
+    pm: Word,
+    pn: Word,
+    pk: Word,
+    ldc: Word,
+    c_off: Word,
+    m0: Word,
+    n0: Word,
+    group: Option<Word>,
+    /// The invocation's block row and column, and its vectors' offsets in the shared slices.
+    tr: Word,
+    tc: Word,
+    a_at: Word,
+    b_at: Word,
+    slice_a: Slice,
+    slice_b: Slice,
+}
+
+/// The function's first block: the accumulators, the ids, push constants and tile, the
+/// invocation's block and the operands' slices.
+fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup> {
+    let Decl {
+        g,
+        gn,
+        t_u32,
+        t_uvec3,
+        v_local_index,
+        v_workgroup,
+        v_pc,
+        v_a,
+        v_b,
+        v_groups,
+        pitch_a,
+        pitch_b,
+        sh_a,
+        sh_b,
+        p_fn_vec4,
+        zero_vec4,
+        ..
+    } = *d;
     // acc[i][h]: row i of the block, columns 4h..4h+4.
     let acc: Vec<Word> = (0..2 * BLOCK)
         .map(|_| mb.b.variable(p_fn_vec4, None, StorageClass::Function, Some(zero_vec4)))
         .collect();
-    let b = &mut mb;
+    let b = mb;
 
     let tid = b.b.load(t_u32, None, v_local_index, None, [])?;
     let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
@@ -101,71 +240,6 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let tr = b.div_u(tid, gn)?;
     let tc = b.mod_u(tid, gn)?;
 
-    // One operand's slice of one K step, global -> shared. `k_outer`: stored `[k][x]` in global
-    // memory (vectors along x: stored whole); else `[x][k]` (vectors along k: transposed into
-    // four scalars). `x0`/`x_limit`: the slice's first row of C (or column) and M (or N).
-    struct Slice {
-        buf: Word,
-        off: Word,
-        ld: Word,
-        sh: Word,
-        pitch: u32,
-        extent: u32,
-        k_outer: bool,
-        x0: Word,
-        x_limit: Word,
-    }
-    let copy = |b: &mut ModuleBuilder, op: &Slice, kb: Word| -> BuildResult<()> {
-        let (outer, inner) = if op.k_outer {
-            (g.bk, op.extent)
-        } else {
-            (op.extent, g.bk)
-        };
-        let inner_vecs = inner / VW;
-        let per_thread = outer * inner_vecs / g.threads;
-        let (outer_base, outer_limit, inner_base, inner_limit) = if op.k_outer {
-            (kb, pk, op.x0, op.x_limit)
-        } else {
-            (op.x0, op.x_limit, kb, pk)
-        };
-        let inner_base_vec = b.div_u(inner_base, VW)?;
-        let row_base = b.b.i_add(t_u32, None, op.off, inner_base_vec)?;
-        for t in 0..per_thread {
-            let v = b.add_u(tid, t * g.threads)?;
-            let o = b.div_u(v, inner_vecs)?;
-            let iv = b.mod_u(v, inner_vecs)?;
-            let go = b.b.i_add(t_u32, None, outer_base, o)?;
-            let iv_el = b.mul_u(iv, VW)?;
-            let gi = b.b.i_add(t_u32, None, inner_base, iv_el)?;
-            let ok_o = b.b.u_less_than(t_bool, None, go, outer_limit)?;
-            let ok_i = b.b.u_less_than(t_bool, None, gi, inner_limit)?;
-            let ok = b.b.logical_and(t_bool, None, ok_o, ok_i)?;
-            let row = b.b.i_mul(t_u32, None, go, op.ld)?;
-            let idx = b.b.i_add(t_u32, None, row_base, row)?;
-            let idx = b.b.i_add(t_u32, None, idx, iv)?;
-            let raw = b.load_vector_or_zero((op.buf, op.off), idx, ok, zero_uvec4)?;
-            let val = b.b.bitcast(t_vec4, None, raw)?;
-            if op.k_outer {
-                let at = b.mul_u(o, op.pitch)?;
-                let at = b.b.i_add(t_u32, None, at, iv)?;
-                let p = b.b.access_chain(p_wg_vec4, None, op.sh, [at])?;
-                b.b.store(p, val, np, [])?;
-            } else {
-                // Element e of the vector is k = iv*4 + e of row o: shared [k][o].
-                let comp = b.mod_u(o, VW)?;
-                let col_vec = b.div_u(o, VW)?;
-                for e in 0..VW {
-                    let k = b.add_u(iv_el, e)?;
-                    let at = b.mul_u(k, op.pitch)?;
-                    let at = b.b.i_add(t_u32, None, at, col_vec)?;
-                    let x = b.b.composite_extract(t_f32, None, val, [e])?;
-                    let p = b.b.access_chain(p_wg_f32, None, op.sh, [at, comp])?;
-                    b.b.store(p, x, np, [])?;
-                }
-            }
-        }
-        Ok(())
-    };
     let slice_a = Slice {
         buf: v_a,
         off: a_off,
@@ -192,48 +266,197 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let a_at = b.mul_u(tr, BLOCK / VW)?;
     let b_at = b.mul_u(tc, BLOCK / VW)?;
 
-    b.counted_loop(l_entry, (c0, pk, g.bk), |b, kb| {
-        b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
-        copy(b, &slice_a, kb)?;
-        copy(b, &slice_b, kb)?;
-        b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
-        let mut sums: Vec<Word> = Vec::with_capacity(acc.len());
-        for &v in &acc {
-            sums.push(b.b.load(t_vec4, None, v, None, [])?);
-        }
-        let read = |b: &mut ModuleBuilder, sh: Word, base: Word, at: u32| -> BuildResult<Word> {
-            let i = b.add_u(base, at)?;
-            let p = b.b.access_chain(p_wg_vec4, None, sh, [i])?;
-            b.b.load(t_vec4, None, p, np, [])
-        };
-        for kk in 0..g.bk {
-            let a_row = b.add_u(a_at, kk * pitch_a)?;
-            let b_row = b.add_u(b_at, kk * pitch_b)?;
-            let av = [read(b, sh_a, a_row, 0)?, read(b, sh_a, a_row, 1)?];
-            let bv = [read(b, sh_b, b_row, 0)?, read(b, sh_b, b_row, 1)?];
-            for i in 0..BLOCK {
-                let a = b.b.composite_extract(t_f32, None, av[(i / VW) as usize], [i % VW])?;
-                for h in 0..2 {
-                    let slot = (2 * i + h) as usize;
-                    let prod = b.b.vector_times_scalar(t_vec4, None, bv[h as usize], a)?;
-                    sums[slot] = b.b.f_add(t_vec4, None, sums[slot], prod)?;
-                }
+    Ok(Setup {
+        acc,
+        tid,
+        pm,
+        pn,
+        pk,
+        ldc,
+        c_off,
+        m0,
+        n0,
+        group,
+        tr,
+        tc,
+        a_at,
+        b_at,
+        slice_a,
+        slice_b,
+    })
+}
+
+/// Non-private pointers: the shared slices are written and read across invocations.
+const NP: Option<MemoryAccess> = Some(MemoryAccess::NON_PRIVATE_POINTER);
+
+/// Copies `op`'s slice of the K step from `kb` into shared memory.
+fn copy(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word) -> BuildResult<()> {
+    let Decl {
+        g,
+        t_bool,
+        t_u32,
+        t_f32,
+        t_vec4,
+        p_wg_vec4,
+        p_wg_f32,
+        zero_uvec4,
+        ..
+    } = *d;
+    let (tid, pk) = (st.tid, st.pk);
+    let (outer, inner) = if op.k_outer {
+        (g.bk, op.extent)
+    } else {
+        (op.extent, g.bk)
+    };
+    let inner_vecs = inner / VW;
+    let per_thread = outer * inner_vecs / g.threads;
+    let (outer_base, outer_limit, inner_base, inner_limit) = if op.k_outer {
+        (kb, pk, op.x0, op.x_limit)
+    } else {
+        (op.x0, op.x_limit, kb, pk)
+    };
+    let inner_base_vec = b.div_u(inner_base, VW)?;
+    let row_base = b.b.i_add(t_u32, None, op.off, inner_base_vec)?;
+    for t in 0..per_thread {
+        let v = b.add_u(tid, t * g.threads)?;
+        let o = b.div_u(v, inner_vecs)?;
+        let iv = b.mod_u(v, inner_vecs)?;
+        let go = b.b.i_add(t_u32, None, outer_base, o)?;
+        let iv_el = b.mul_u(iv, VW)?;
+        let gi = b.b.i_add(t_u32, None, inner_base, iv_el)?;
+        let ok_o = b.b.u_less_than(t_bool, None, go, outer_limit)?;
+        let ok_i = b.b.u_less_than(t_bool, None, gi, inner_limit)?;
+        let ok = b.b.logical_and(t_bool, None, ok_o, ok_i)?;
+        let row = b.b.i_mul(t_u32, None, go, op.ld)?;
+        let idx = b.b.i_add(t_u32, None, row_base, row)?;
+        let idx = b.b.i_add(t_u32, None, idx, iv)?;
+        let raw = b.load_vector_or_zero((op.buf, op.off), idx, ok, zero_uvec4)?;
+        let val = b.b.bitcast(t_vec4, None, raw)?;
+        if op.k_outer {
+            let at = b.mul_u(o, op.pitch)?;
+            let at = b.b.i_add(t_u32, None, at, iv)?;
+            let p = b.b.access_chain(p_wg_vec4, None, op.sh, [at])?;
+            b.b.store(p, val, NP, [])?;
+        } else {
+            // Element e of the vector is k = iv*4 + e of row o: shared [k][o].
+            let comp = b.mod_u(o, VW)?;
+            let col_vec = b.div_u(o, VW)?;
+            for e in 0..VW {
+                let k = b.add_u(iv_el, e)?;
+                let at = b.mul_u(k, op.pitch)?;
+                let at = b.b.i_add(t_u32, None, at, col_vec)?;
+                let x = b.b.composite_extract(t_f32, None, val, [e])?;
+                let p = b.b.access_chain(p_wg_f32, None, op.sh, [at, comp])?;
+                b.b.store(p, x, NP, [])?;
             }
         }
-        for (&v, &s) in acc.iter().zip(&sums) {
-            b.b.store(v, s, None, [])?;
-        }
-        Ok(())
-    })?;
+    }
+    Ok(())
+}
 
-    // Epilogue: each element inside C, alpha * acc (+ beta * C).
+/// One K step: both slices to shared memory between barriers, then 16 vector multiply-adds per
+/// `k` into the accumulators.
+fn k_step(b: &mut ModuleBuilder, d: &Decl, st: &Setup, kb: Word) -> BuildResult<()> {
+    let Decl {
+        g,
+        t_f32,
+        t_vec4,
+        pitch_a,
+        pitch_b,
+        sh_a,
+        sh_b,
+        p_wg_vec4,
+        c_scope_wg,
+        c_sem,
+        ..
+    } = *d;
+    let Setup {
+        ref acc,
+        a_at,
+        b_at,
+        ref slice_a,
+        ref slice_b,
+        ..
+    } = *st;
+    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
+    copy(b, d, st, slice_a, kb)?;
+    copy(b, d, st, slice_b, kb)?;
+    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
+    let mut sums: Vec<Word> = Vec::with_capacity(acc.len());
+    for &v in acc {
+        sums.push(b.b.load(t_vec4, None, v, None, [])?);
+    }
+    let read = |b: &mut ModuleBuilder, sh: Word, base: Word, at: u32| -> BuildResult<Word> {
+        let i = b.add_u(base, at)?;
+        let p = b.b.access_chain(p_wg_vec4, None, sh, [i])?;
+        b.b.load(t_vec4, None, p, NP, [])
+    };
+    for kk in 0..g.bk {
+        let a_row = b.add_u(a_at, kk * pitch_a)?;
+        let b_row = b.add_u(b_at, kk * pitch_b)?;
+        let av = [read(b, sh_a, a_row, 0)?, read(b, sh_a, a_row, 1)?];
+        let bv = [read(b, sh_b, b_row, 0)?, read(b, sh_b, b_row, 1)?];
+        for i in 0..BLOCK {
+            let a = b.b.composite_extract(t_f32, None, av[(i / VW) as usize], [i % VW])?;
+            for h in 0..2 {
+                let slot = (2 * i + h) as usize;
+                let prod = b.b.vector_times_scalar(t_vec4, None, bv[h as usize], a)?;
+                sums[slot] = b.b.f_add(t_vec4, None, sums[slot], prod)?;
+            }
+        }
+    }
+    for (&v, &s) in acc.iter().zip(&sums) {
+        b.b.store(v, s, None, [])?;
+    }
+    Ok(())
+}
+
+/// The epilogue: each element inside C, alpha * acc (+ beta * C), or the fused terms.
+fn epilogue(
+    mb: &mut ModuleBuilder,
+    key: &KernelKey,
+    d: &Decl,
+    st: &Setup,
+    fuse: Option<&mut Fused>,
+) -> BuildResult<()> {
+    let Decl {
+        fused,
+        t_bool,
+        t_u32,
+        t_f32,
+        t_vec4,
+        t_out,
+        v_pc,
+        v_c,
+        c0,
+        ..
+    } = *d;
+    let Setup {
+        ref acc,
+        pm,
+        pn,
+        ldc,
+        c_off,
+        m0,
+        n0,
+        group,
+        tr,
+        tc,
+        ..
+    } = *st;
+    let b = mb;
+    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
     let f32_of = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
         let bits = pc(b, which)?;
         b.b.bitcast(t_f32, None, bits)
     };
-    if let Some(f) = fuse.as_mut() {
-        f.prepare(b, v_pc, group)?;
-    }
+    let fuse = match fuse {
+        Some(f) => {
+            f.prepare(b, v_pc, group)?;
+            Some(&*f)
+        }
+        None => None,
+    };
     let p_sb_out = b.ptr(StorageClass::StorageBuffer, t_out);
     let alpha = if key.epilogue.alpha && !fused {
         Some(f32_of(b, Pc::Alpha)?)
@@ -267,7 +490,7 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
                 let gi = b.b.i_add(t_u32, None, base, col)?;
                 let p = b.b.access_chain(p_sb_out, None, v_c, [c0, gi])?;
                 let mut x = b.b.composite_extract(t_f32, None, sum, [e])?;
-                if let Some(f) = &fuse {
+                if let Some(f) = fuse {
                     x = f.element(b, x, (row, col), p)?;
                 }
                 if let Some(a) = alpha {
@@ -284,6 +507,5 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             }
         }
     }
-    b.end_compute(f_main, g.threads)?;
-    Ok(mb.finish())
+    Ok(())
 }
