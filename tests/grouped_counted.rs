@@ -36,10 +36,19 @@ fn upload_counts(ctx: &Context, counts: &[u32], stored: Stored) -> DeviceMatrix<
     .unwrap()
 }
 
+/// How a case runs: the blocking call, a stream, or a prepared operation's own run (which binds
+/// the epilogue's vectors it holds).
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Via {
+    Blocking,
+    Stream,
+    Prepared,
+}
+
 /// One case: A and C of `m` rows, groups of `counts` rows (their sum at most `m` unless the
 /// case expects an error), `K x N` weights stored `b_layout`, an optional column bias per group
-/// with ReLU. Runs the blocking call (or the stream form) and checks every element: each
-/// group's rows against the reference, the rows past the counts' sum as they were.
+/// with ReLU. Runs it `via` and checks every element: each group's rows against the reference,
+/// the rows past the counts' sum as they were.
 struct Case<'a> {
     m: usize,
     counts: &'a [u32],
@@ -47,7 +56,7 @@ struct Case<'a> {
     b_layout: Layout,
     stored: Stored,
     fused: bool,
-    stream: bool,
+    via: Via,
 }
 
 fn run<TA: Element, TC: Element>(ctx: &Context, rng: &mut Rng, case: &Case<'_>, options: &GemmOptions) {
@@ -64,23 +73,11 @@ fn run<TA: Element, TC: Element>(ctx: &Context, rng: &mut Rng, case: &Case<'_>, 
     let dcounts = upload_counts(ctx, case.counts, case.stored);
     let dbias = ctx.upload(MatRef::new(&bias, 1, g * n)).unwrap();
     let f = Fused::new().bias(Axis::Col, &dbias).activation(Activation::Relu);
-    let fused = case.fused.then_some(&f);
+    let counted = Matmul::with_options(options).grouped_by_device_counts(&dcounts);
+    let op = if case.fused { counted.fused(&f) } else { counted };
 
-    let plan = ctx
-        .prepare(
-            &{
-                let d = Matmul::with_options(options).grouped_by_device_counts(&dcounts);
-                match fused {
-                    Some(f) => d.fused(f),
-                    None => d,
-                }
-            },
-            &da,
-            &dw,
-            &mut dc,
-        )
-        .map(|p| p.plans().next().expect("a plan").clone())
-        .unwrap();
+    let prepared = ctx.prepare(&op, &da, &dw, &mut dc).unwrap();
+    let plan = prepared.plans().next().expect("a plan").clone();
     let kinds: Vec<_> = plan.dispatches.iter().map(|d| d.kernel).collect();
     assert!(
         matches!(kinds[..], [Kernel::GroupTable, Kernel::Gemm(key)] if key.grouped),
@@ -89,36 +86,14 @@ fn run<TA: Element, TC: Element>(ctx: &Context, rng: &mut Rng, case: &Case<'_>, 
     let bm = plan.scheme.geometry(&plan.config).bm as usize;
     assert_eq!(plan.dispatches[1].groups[1] as usize, m.div_ceil(bm) + g - 1);
 
-    if case.stream {
-        let mut s = ctx.stream().unwrap();
-        s.run(
-            &{
-                let d = Matmul::with_options(options).grouped_by_device_counts(&dcounts);
-                match fused {
-                    Some(f) => d.fused(f),
-                    None => d,
-                }
-            },
-            &da,
-            &dw,
-            &mut dc,
-        )
-        .unwrap();
-        s.submit().unwrap().wait().unwrap();
-    } else {
-        ctx.run(
-            &{
-                let d = Matmul::with_options(options).grouped_by_device_counts(&dcounts);
-                match fused {
-                    Some(f) => d.fused(f),
-                    None => d,
-                }
-            },
-            &da,
-            &dw,
-            &mut dc,
-        )
-        .unwrap();
+    match case.via {
+        Via::Prepared => prepared.run().unwrap(),
+        Via::Stream => {
+            let mut s = ctx.stream().unwrap();
+            s.run(&op, &da, &dw, &mut dc).unwrap();
+            s.submit().unwrap().wait().unwrap();
+        }
+        Via::Blocking => ctx.run(&op, &da, &dw, &mut dc).unwrap(),
     }
     let mut got = vec![TC::from_f64(0.0); m * n];
     ctx.download(&dc, MatMut::new(&mut got, m, n)).unwrap();
@@ -128,14 +103,14 @@ fn run<TA: Element, TC: Element>(ctx: &Context, rng: &mut Rng, case: &Case<'_>, 
         Layout::ColMajor => w[gi * k * n + j * k + p].to_f64(),
     };
     let what = format!(
-        "{} -> {}, counts {:?} of {m} rows stored as a {:?}, B {:?}, fused {}, stream {}",
+        "{} -> {}, counts {:?} of {m} rows stored as a {:?}, B {:?}, fused {}, via {:?}",
         TA::TYPE,
         TC::TYPE,
         case.counts,
         case.stored,
         case.b_layout,
         case.fused,
-        case.stream
+        case.via
     );
     let mut first = 0;
     for (gi, &rows) in case.counts.iter().enumerate() {
@@ -188,7 +163,7 @@ fn counts_on_the_device_run_every_group() {
                 b_layout,
                 stored: if (i + j) % 2 == 0 { Stored::Row } else { Stored::Column },
                 fused: false,
-                stream: false,
+                via: Via::Blocking,
             };
             run::<f16, f32>(ctx, &mut rng, &case, &options);
         }
@@ -198,25 +173,27 @@ fn counts_on_the_device_run_every_group() {
 
 /// Integer and 16-bit results, beta 0 (C is then only written, and its rows past the counts
 /// must survive the poisoning the tests' context does), a fused column bias per group with
-/// ReLU, and the stream form.
+/// ReLU, the stream form, and a prepared operation's own run (with the epilogue's bias).
 #[test]
 fn counted_groups_in_other_types_fused_and_on_streams() {
     let ctx = context();
     let mut rng = Rng::new(Rng::fresh_seed());
     let plain = GemmOptions::default();
-    let case = |counts, fused, stream| Case {
+    let case = |counts, fused, via| Case {
         m: 100,
         counts,
         nk: (24, 40),
         b_layout: Layout::ColMajor,
         stored: Stored::Row,
         fused,
-        stream,
+        via,
     };
-    run::<i8, i32>(ctx, &mut rng, &case(&[40, 0, 17, 30], false, false), &plain);
-    run::<f16, f16>(ctx, &mut rng, &case(&[9, 51, 1], false, true), &plain);
-    run::<f16, f32>(ctx, &mut rng, &case(&[60, 0, 39], true, false), &plain);
-    run::<f16, f16>(ctx, &mut rng, &case(&[12, 88], true, true), &plain);
+    run::<i8, i32>(ctx, &mut rng, &case(&[40, 0, 17, 30], false, Via::Blocking), &plain);
+    run::<f16, f16>(ctx, &mut rng, &case(&[9, 51, 1], false, Via::Stream), &plain);
+    run::<f16, f32>(ctx, &mut rng, &case(&[60, 0, 39], true, Via::Blocking), &plain);
+    run::<f16, f16>(ctx, &mut rng, &case(&[12, 88], true, Via::Stream), &plain);
+    run::<f16, f32>(ctx, &mut rng, &case(&[30, 0, 55], true, Via::Prepared), &plain);
+    run::<i8, i32>(ctx, &mut rng, &case(&[1, 70, 9, 0], false, Via::Prepared), &plain);
     assert_no_validation_messages(ctx);
 }
 

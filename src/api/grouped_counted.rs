@@ -15,22 +15,27 @@ use crate::error::{Error, Result};
 use crate::memory::BufferKind;
 use crate::plan::{DeviceCounts, GemmPlan};
 use crate::record::Access;
+use crate::submit::StreamCore;
 use crate::tiling::Layout;
 
 impl Context {
-    /// Runs a counted grouped GEMM, planned ([`Context::plan_work`]), and waits, then reads the
-    /// counts back: counts adding up to more rows than A's are an error, and C is then as it
-    /// was (no group ran).
-    pub(crate) fn run_counted(&self, work: Work<'_>, fused: Option<&Fused<'_>>) -> Result<()> {
+    /// Runs planned device work that `enqueue` records (freshly, or as a prepared operation
+    /// binds it) and waits; a grouped GEMM's device counts are then read back: counts adding up
+    /// to more rows than A's are an error, and C is then as it was (no group ran).
+    pub(crate) fn run_checked(
+        &self,
+        work: Work<'_>,
+        enqueue: impl FnOnce(&mut StreamCore) -> Result<()>,
+    ) -> Result<()> {
         let Some(Counts { at: pc, where_, groups }) = work.counts else {
-            return self.run_blocking(|core| self.enqueue_work(core, work, fused));
+            return self.run_blocking(enqueue);
         };
         let a_rows = work.whole[0].rows;
         // The plan checked that it does not overflow.
         let span = where_.span(groups).unwrap_or(0);
         let staging = self.pool.take(span as u64, BufferKind::Readback)?;
         let ran = self.run_blocking(|core| {
-            self.enqueue_work(core, work, fused)?;
+            enqueue(core)?;
             core.access(&[pc.touch()], &[])?;
             let mut rec = core.recording()?;
             rec.copy_region(pc.raw, pc.offset, staging.raw(), 0, span as u64);

@@ -98,11 +98,8 @@ impl Prepared<'_> {
     /// Runs it and waits (a grouped GEMM's device counts are read back and checked, as
     /// [`Context::run`] does).
     pub fn run(&self) -> Result<()> {
-        let work = self.work();
-        if work.counts.is_some() {
-            return self.ctx.run_counted(work, None);
-        }
-        self.ctx.run_blocking(|core| self.enqueue(core))
+        // Its own recording, which binds the epilogue's vectors it holds.
+        self.ctx.run_checked(self.work(), |core| self.enqueue(core))
     }
 
     /// Records it into the caller's command buffer `cmd`. See docs/runtime.md for the contract:

@@ -128,10 +128,7 @@ impl Context {
 
     /// Runs planned device work and waits (a grouped GEMM's device counts then read back).
     pub(crate) fn run_work(&self, work: Work<'_>, fused: Option<&Fused<'_>>) -> Result<()> {
-        if work.counts.is_some() {
-            return self.run_counted(work, fused);
-        }
-        self.run_blocking(|core| self.enqueue_work(core, work, fused))
+        self.run_checked(work, |core| self.enqueue_work(core, work, fused))
     }
 
     /// Records planned device work on `core`: its pipelines created first (so a failure leaves
