@@ -35,7 +35,6 @@ pub use context::{Context, MAX_SPLIT_K};
 pub use dist::DistMatrix;
 pub(crate) use dist::DistPart;
 pub use fused::{Activation, Axis, EpilogueVector, Fused};
-pub(crate) use matmul::Groups;
 pub use matmul::Matmul;
 pub(crate) use matrix::{check_download_target, check_matrix, unpack, unpack_rows};
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};

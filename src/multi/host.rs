@@ -7,11 +7,10 @@
 use super::trace::{HostMarks, PipelineStep, PipelineTrace, Tracer};
 use super::MultiContext;
 use crate::api::{
-    check_matrix, input, output, Context, Direct, Element, GemmOptions, Groups, In, Input, MatMut, MatRef, Matmul, Out,
-    Output, PinnedMatrix,
+    check_matrix, input, output, Context, Direct, Element, GemmOptions, In, Input, MatMut, MatRef, Matmul, Out, Output,
+    PinnedMatrix,
 };
-use crate::error::Error;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::plan::check_shapes;
 use crate::plan::{pipeline_blocks, Split, SplitKind};
 use crate::stream::Download;
@@ -56,25 +55,16 @@ impl MultiContext {
         b: impl Input<'b, TB>,
         c: impl Output<'c, TC>,
     ) -> Result<()> {
-        if op.fused.is_some() || !matches!(op.groups, Groups::None) {
-            return Err(Error::Unsupported(
-                "several GPUs run plain GEMMs (no fused epilogue, no groups); run those on each device's Context"
-                    .into(),
-            ));
-        }
+        op.plain_only("several GPUs (run the rest on each device's Context)")?;
         let options = &op.options;
-        let split = |(m, n, k): (usize, usize, usize)| match op.split {
-            Some(s) => Ok(s.clone()),
-            None => self.split::<TA, TB>(m, n, k, SplitKind::Auto),
-        };
         match (input(a), input(b), output(c)) {
             (In::Host(a), In::Host(b), Out::Host(c)) => {
-                let split = split(check_host(&a, &b, &c)?)?;
+                let split = self.split_of::<TA, TB>(op, check_host(&a, &b, &c)?)?;
                 self.split_with(a, b, c, options, &split, (&[None, None, None], false))
                     .map(|_| ())
             }
             (In::Pinned(a), In::Pinned(b), Out::Pinned(c)) => {
-                let split = split((a.rows(), b.cols(), a.cols()))?;
+                let split = self.split_of::<TA, TB>(op, (a.rows(), b.cols(), a.cols()))?;
                 self.pinned_parts(a, b, c, options, &split, false).map(|_| ())
             }
             (In::Dist(a), In::Dist(b), Out::Dist(c)) => self.gemm_distributed(a, b, c, options),
@@ -84,6 +74,19 @@ impl MultiContext {
                 b.residency(),
                 c.residency()
             ))),
+        }
+    }
+
+    /// The cut of an `m x n x k` GEMM `op` asks for ([`Matmul::split`]), else
+    /// [`SplitKind::Auto`]'s.
+    pub(crate) fn split_of<TA: Element, TB: Element>(
+        &self,
+        op: &Matmul<'_>,
+        (m, n, k): (usize, usize, usize),
+    ) -> Result<Split> {
+        match op.split {
+            Some(s) => Ok(s.clone()),
+            None => self.split::<TA, TB>(m, n, k, SplitKind::Auto),
         }
     }
 

@@ -189,10 +189,7 @@ impl MultiContext {
         c: &mut PinnedMatrix<TC>,
     ) -> Result<Vec<PipelineTrace>> {
         op.plain_only("several GPUs")?;
-        let split = match op.split {
-            Some(s) => s.clone(),
-            None => self.split::<TA, TB>(a.rows(), b.cols(), a.cols(), crate::SplitKind::Auto)?,
-        };
+        let split = self.split_of::<TA, TB>(op, (a.rows(), b.cols(), a.cols()))?;
         self.pinned_parts(a, b, c, &op.options, &split, true)
             .map(|traces| traces.into_iter().flatten().collect())
     }
