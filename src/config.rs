@@ -405,6 +405,24 @@ pub const SIMT_CONFIG: GPUSubgroupMatrixConfig = GPUSubgroupMatrixConfig {
     k: 8,
 };
 
+/// The config the kernels without matrix units carry for A and B of `component`
+/// (`kernel::Load::Simt` and `kernel::Load::Widen`): f32 products for f32, f16 and bf16, i32 and
+/// u32 ones for i8 and u8; [`SIMT_CONFIG`] for f32. `None` for other types. Like [`SIMT_CONFIG`],
+/// its 8x8x8 only sizes a scheme's tile.
+pub fn simt_config(component: ComponentType) -> Option<GPUSubgroupMatrixConfig> {
+    let result_type = match component {
+        ComponentType::F32 | ComponentType::F16 | ComponentType::Bf16 => ComponentType::F32,
+        ComponentType::I8 => ComponentType::I32,
+        ComponentType::U8 => ComponentType::U32,
+        _ => return None,
+    };
+    Some(GPUSubgroupMatrixConfig {
+        component_type: component,
+        result_type,
+        ..SIMT_CONFIG
+    })
+}
+
 impl GPUSubgroupMatrixConfig {
     /// Multiply-accumulates per fragment MulAdd (used to rank shapes).
     pub fn volume(&self) -> u64 {

@@ -153,14 +153,13 @@ impl Pipelines {
             return Ok(p.clone());
         }
         let words = kernel::generate_reduce(result_type, epilogue)?;
-        let pipeline = Arc::new(self.build(&words, subgroup_size)?);
+        let pipeline = Arc::new(self.build_unpinned(&words)?);
         let mut map = self.reduce.lock().unwrap_or_else(|e| e.into_inner());
         Ok(map.entry(key).or_insert(pipeline).clone())
     }
 
     /// The pipeline of a pass without subgroup operations ([`Kernel::AbsMax`], [`Kernel::Narrow`],
-    /// [`Kernel::Transpose`], ...),
-    /// created on first use: any subgroup size the device allows for 256 invocations will do.
+    /// [`Kernel::Transpose`], ...), created on first use: any subgroup size will do.
     fn get_helper(&self, kernel: Kernel) -> Result<Arc<Pipeline>> {
         let mut map = self.helpers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = map.get(&kernel) {
@@ -174,13 +173,7 @@ impl Pipelines {
             Kernel::Gemv(key) => kernel::generate_gemv(&key)?,
             _ => kernel::generate_absmax()?,
         };
-        let l = &self.device.info().limits;
-        let sg = if l.min_subgroup_size <= 32 && 32 <= l.max_subgroup_size {
-            32
-        } else {
-            l.max_subgroup_size.max(l.subgroup_size)
-        };
-        let pipeline = Arc::new(self.build(&words, sg)?);
+        let pipeline = Arc::new(self.build_unpinned(&words)?);
         map.insert(kernel, pipeline.clone());
         Ok(pipeline)
     }
@@ -248,7 +241,7 @@ impl Pipelines {
         if !self.device.info().features.pipeline_executable_info {
             return Ok(Vec::new());
         }
-        let pipeline = self.build_with(&words, sg, vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR)?;
+        let pipeline = self.build_with(&words, Some(sg), vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR)?;
         Ok(statistics(&self.device, pipeline.raw))
     }
 
@@ -278,20 +271,33 @@ impl Pipelines {
 
     /// Creates a pipeline from SPIR-V words, pinning subgroup size `sg` (checked by the caller).
     pub fn build(&self, words: &[u32], sg: u32) -> Result<Pipeline> {
-        self.build_with(words, sg, vk::PipelineCreateFlags::empty())
+        self.build_with(words, Some(sg), vk::PipelineCreateFlags::empty())
     }
 
-    fn build_with(&self, words: &[u32], sg: u32, create_flags: vk::PipelineCreateFlags) -> Result<Pipeline> {
+    /// Creates the pipeline of a kernel without subgroup operations, at whatever subgroup size
+    /// the driver picks: pinning one could ask for more subgroups per workgroup than the device
+    /// allows (256 invocations at lavapipe's 4 lanes is 64 subgroups, where it allows 32).
+    fn build_unpinned(&self, words: &[u32]) -> Result<Pipeline> {
+        self.build_with(words, None, vk::PipelineCreateFlags::empty())
+    }
+
+    /// `sg`: the subgroup size the kernel needs (pinned where the device allows, with full
+    /// subgroups), or `None` for any.
+    fn build_with(&self, words: &[u32], sg: Option<u32>, create_flags: vk::PipelineCreateFlags) -> Result<Pipeline> {
         let limits = &self.device.info().limits;
-        let pin = limits.required_subgroup_size_compute;
+        let pin = limits.required_subgroup_size_compute && sg.is_some();
         let raw = self.device.raw();
         let info = vk::ShaderModuleCreateInfo::default().code(words);
         // SAFETY: `words` is a complete SPIR-V module from our generator.
         let module =
             unsafe { raw.create_shader_module(&info, None) }.map_err(|r| Error::vk("vkCreateShaderModule", r))?;
-        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default().required_subgroup_size(sg);
-        let mut flags = vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS;
-        if !pin {
+        let mut required =
+            vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default().required_subgroup_size(sg.unwrap_or(0));
+        let mut flags = vk::PipelineShaderStageCreateFlags::empty();
+        if sg.is_some() {
+            flags |= vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS;
+        }
+        if sg.is_some() && !pin {
             flags |= vk::PipelineShaderStageCreateFlags::ALLOW_VARYING_SUBGROUP_SIZE;
         }
         let mut stage = vk::PipelineShaderStageCreateInfo::default()

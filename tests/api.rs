@@ -130,32 +130,58 @@ fn bad_input_gets_typed_errors_and_c_is_untouched() {
     assert_no_validation_messages(ctx);
 }
 
+/// A type pair the device has no config for runs without matrix units; a fragment shape it
+/// lacks is a typed error that lists what exists.
 #[test]
-fn a_type_pair_without_config_lists_what_exists() {
+fn a_type_pair_without_config_runs_without_matrix_units() {
     let ctx = context();
     let a = vec![bf16::ONE; 4];
-    let mut c = vec![0.0f32; 4];
-    let has_bf16 = ctx
-        .configs()
-        .iter()
-        .any(|c| c.component_type == vk_sgmat::ComponentType::Bf16);
-    let r = ctx.run(
+    let mut c = vec![f32::NAN; 4];
+    ctx.run(
         &Matmul::new(),
         MatRef::new(&a, 2, 2),
         MatRef::new(&a, 2, 2),
         MatMut::new(&mut c, 2, 2),
+    )
+    .expect("bf16 runs with or without a bf16 config");
+    assert!(c.iter().all(|&v| v == 2.0), "{c:?}");
+    let has_bf16 = ctx
+        .configs()
+        .iter()
+        .any(|c| c.component_type == vk_sgmat::ComponentType::Bf16);
+    let (route, config) = ctx
+        .route_for(
+            [
+                vk_sgmat::ComponentType::Bf16,
+                vk_sgmat::ComponentType::Bf16,
+                vk_sgmat::ComponentType::F32,
+            ],
+            &GemmOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(
+        has_bf16,
+        route.loads == [vk_sgmat::kernel::Load::Native; 2],
+        "{route:?} {config}"
     );
-    if has_bf16 {
-        r.expect("the device lists bf16, so the GEMM must run");
-        assert!(c.iter().all(|&v| v == 2.0));
-    } else {
-        let e = err(r);
-        let msg = e.to_string();
-        assert!(matches!(e, Error::NoConfig { .. }), "{msg}");
-        assert!(msg.contains("bf16 x bf16 -> f32"), "{msg}");
-        for cfg in ctx.configs() {
-            assert!(msg.contains(&cfg.to_string()), "the message must list {cfg}: {msg}");
-        }
+
+    let h = vec![f16::ONE; 4];
+    let opts = GemmOptions {
+        shape: Some((3, 3, 3)),
+        ..Default::default()
+    };
+    let r = ctx.run(
+        &Matmul::with_options(&opts),
+        MatRef::new(&h, 2, 2),
+        MatRef::new(&h, 2, 2),
+        MatMut::new(&mut c, 2, 2),
+    );
+    let e = err(r);
+    let msg = e.to_string();
+    assert!(matches!(e, Error::NoConfig { .. }), "{msg}");
+    assert!(msg.contains("f16 x f16 -> f32"), "{msg}");
+    for cfg in ctx.configs() {
+        assert!(msg.contains(&cfg.to_string()), "the message must list {cfg}: {msg}");
     }
     // f32 x f32 needs no f32 config: it runs on every device (the accurate split, or the exact
     // kernel), so a user's f32 matrices always multiply.
@@ -226,9 +252,8 @@ fn device_resident_matrices_run_many_gemms() {
 }
 
 /// A context whose dispatch limits are cut down so that GEMMs split into many passes (bands over
-/// M and N, chunks over K that accumulate): the planner's output runs on a real driver.
-#[test]
-fn multi_pass_plans_are_correct() {
+/// M and N, chunks over K that accumulate).
+fn multi_pass_context() -> Context {
     let limits = DispatchLimits {
         max_groups: [2, 3, 4],
         max_range: 32 << 10,
@@ -236,20 +261,28 @@ fn multi_pass_plans_are_correct() {
         // Vulkan's guaranteed minimum maxMemoryAllocationSize.
         max_allocation: 1 << 30,
     };
-    let ctx = Context::with_options(ContextOptions {
+    Context::with_options(ContextOptions {
         validation: true,
         poison_outputs: true,
         limits_override: Some(limits),
         ..Default::default()
     })
-    .expect("context");
+    .expect("context")
+}
+
+const MULTI_PASS_LAYOUTS: [(Layout, Layout); 4] = [
+    (Layout::RowMajor, Layout::RowMajor),
+    (Layout::RowMajor, Layout::ColMajor),
+    (Layout::ColMajor, Layout::RowMajor),
+    (Layout::ColMajor, Layout::ColMajor),
+];
+
+/// [`multi_pass_context`]'s plans run on a real driver and pass the reference.
+#[test]
+fn multi_pass_plans_are_correct() {
+    let ctx = multi_pass_context();
     let mut rng = Rng::new(Rng::fresh_seed());
-    let layouts = [
-        (Layout::RowMajor, Layout::RowMajor),
-        (Layout::RowMajor, Layout::ColMajor),
-        (Layout::ColMajor, Layout::RowMajor),
-        (Layout::ColMajor, Layout::ColMajor),
-    ];
+    let layouts = MULTI_PASS_LAYOUTS;
     for (i, l) in layouts.into_iter().enumerate() {
         let shape = [(130, 150, 70), (67, 200, 45), (150, 66, 91), (97, 97, 97)][i];
         let plan = ctx
@@ -285,6 +318,45 @@ fn multi_pass_plans_are_correct() {
         );
         assert!(check.passed, "i8 {shape:?} {l:?}: {check:?}");
     }
+    // Column-major A with a long K: only chunks along K shrink its window.
+    let plan = ctx
+        .plan::<f16, f16, f32>(
+            &Matmul::with_options(&GemmOptions::default()),
+            (16, 16, 4000),
+            (Layout::ColMajor, Layout::RowMajor),
+        )
+        .unwrap();
+    assert!(
+        plan.dispatches.iter().any(|d| d.after_previous),
+        "a long K must be split into accumulating passes"
+    );
+    // Row-major A whose 16 rows of K = 4000 exceed the range cannot be split: a typed error.
+    let e = ctx.plan::<f16, f16, f32>(
+        &Matmul::with_options(&GemmOptions::default()),
+        (16, 16, 4000),
+        (Layout::RowMajor, Layout::RowMajor),
+    );
+    assert!(matches!(e, Err(Error::TooLarge(_))), "{e:?}");
+    let check = run_case::<f16, f16, f32>(
+        &ctx,
+        &mut rng,
+        (16, 16, 4000),
+        (Layout::ColMajor, Layout::RowMajor),
+        0,
+        &GemmOptions::default(),
+    );
+    assert!(check.passed, "{check:?}");
+    assert_no_validation_messages(&ctx);
+}
+
+/// [`multi_pass_context`]'s plans with copies first (f32 operands rounded to f16, operands
+/// transposed) run on a real driver and pass the reference.
+#[test]
+fn multi_pass_copies_first_are_correct_on_matrix_units() {
+    let ctx = multi_pass_context();
+    common::require_matrix_units(&ctx, "operands rounded or transposed first");
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let layouts = MULTI_PASS_LAYOUTS;
     // f32 operands converted first: copies in scratch, then the same multi-pass GEMM over them.
     let first = GemmOptions {
         compute: vk_sgmat::ComputeMode::FastF16,
@@ -344,34 +416,6 @@ fn multi_pass_plans_are_correct() {
         matches!(big, vk_sgmat::Error::TooLarge(ref m) if m.contains("as it loads")),
         "{big}"
     );
-    // Column-major A with a long K: only chunks along K shrink its window.
-    let plan = ctx
-        .plan::<f16, f16, f32>(
-            &Matmul::with_options(&GemmOptions::default()),
-            (16, 16, 4000),
-            (Layout::ColMajor, Layout::RowMajor),
-        )
-        .unwrap();
-    assert!(
-        plan.dispatches.iter().any(|d| d.after_previous),
-        "a long K must be split into accumulating passes"
-    );
-    // Row-major A whose 16 rows of K = 4000 exceed the range cannot be split: a typed error.
-    let e = ctx.plan::<f16, f16, f32>(
-        &Matmul::with_options(&GemmOptions::default()),
-        (16, 16, 4000),
-        (Layout::RowMajor, Layout::RowMajor),
-    );
-    assert!(matches!(e, Err(Error::TooLarge(_))), "{e:?}");
-    let check = run_case::<f16, f16, f32>(
-        &ctx,
-        &mut rng,
-        (16, 16, 4000),
-        (Layout::ColMajor, Layout::RowMajor),
-        0,
-        &GemmOptions::default(),
-    );
-    assert!(check.passed, "{check:?}");
     assert_no_validation_messages(&ctx);
 }
 
@@ -393,7 +437,8 @@ fn free_function_uses_the_default_context() {
 /// stores the winner keyed by the device; a later context reuses it without timing anything. A
 /// corrupt file and a file from another device are ignored and replaced.
 #[test]
-fn autotune_stores_and_reuses_winners() {
+fn autotune_stores_and_reuses_winners_on_matrix_units() {
+    common::require_matrix_units(context(), "the autotuner choosing among their schemes");
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("autotune-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("tune.json");
@@ -461,7 +506,8 @@ fn autotune_stores_and_reuses_winners() {
 /// (lavapipe: no workgroup scope, no tensor addressing), asking for one is a typed error that
 /// names what is missing, raised before anything runs.
 #[test]
-fn workgroup_scope_schemes_run_where_offered_and_are_refused_elsewhere() {
+fn workgroup_scope_schemes_run_where_offered_and_are_refused_elsewhere_on_matrix_units() {
+    common::require_matrix_units(context(), "workgroup-scope schemes");
     use vk_sgmat::tiling::{KernelScope, TileScheme};
     use vk_sgmat::ComponentType::{F16, F32};
     let ctx = context();

@@ -280,8 +280,9 @@ fn passes_cut_by_the_limits_read_their_own_rows_and_columns_of_the_vectors() {
             (Layout::RowMajor, Layout::RowMajor),
         )
         .expect("plan");
+    // At least two passes along each of M and N, whichever tile the device takes.
     assert!(
-        plan.gemm_dispatches().count() > 4,
+        plan.gemm_dispatches().count() >= 4,
         "the override cuts the problem into passes"
     );
     for (axis, seed) in [(Axis::Row, 300), (Axis::Col, 301)] {

@@ -22,7 +22,7 @@ proptest! {
     /// A scheme from arbitrary fields either runs an i8 GEMM exactly or is refused with a typed
     /// error before anything is submitted.
     #[test]
-    fn arbitrary_schemes_give_exact_results_or_typed_errors(
+    fn arbitrary_schemes_give_exact_results_or_typed_errors_on_matrix_units(
         sg in (1u32..=2, 1u32..=3),
         fr in (1u32..=3, 1u32..=2),
         k_mult in 1u32..=4,
@@ -33,6 +33,7 @@ proptest! {
         b_col in any::<bool>(),
     ) {
         let ctx = context();
+        common::require_matrix_units(ctx, "arbitrary tile schemes");
         let config = ctx.choose_config(vk_sgmat::ComponentType::I8, vk_sgmat::ComponentType::I32, None).unwrap();
         let json = serde_json::json!({
             "subgroup_size": ctx.subgroup_size(), "sg_m": sg.0, "sg_n": sg.1, "fr_m": fr.0, "fr_n": fr.1,
@@ -57,7 +58,8 @@ proptest! {
 /// device cannot run is dropped when looked up; either way the bucket is tuned again and the
 /// result is right.
 #[test]
-fn damaged_autotune_entries_are_dropped_and_retuned() {
+fn damaged_autotune_entries_are_dropped_and_retuned_on_matrix_units() {
+    common::require_matrix_units(context(), "the autotuner");
     let path = std::env::temp_dir().join(format!("vk-sgmat-hardening-{}.json", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let make = || {

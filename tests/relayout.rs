@@ -71,7 +71,8 @@ fn both<TA: Element, TB: Element, TC: Element>(
 /// 16-bit operands and f32 operands rounded first: copied transposed (A column-major, B
 /// row-major) or read in place, the same scheme gives the same bits, beta and split-K included.
 #[test]
-fn relaid_operands_give_the_results_of_reading_them_in_place_bit_for_bit() {
+fn relaid_operands_give_the_results_of_reading_them_in_place_bit_for_bit_on_matrix_units() {
+    common::require_matrix_units(context(), "operands copied into the order their kernels read fastest");
     let mut rng = Rng::new(Rng::fresh_seed());
     for (i, &shape) in SHAPES.iter().enumerate() {
         for (j, l) in [(0, 0, 0), (0, 1, 0), (1, 1, 1), (0, 1, 1), (1, 0, 0)]
@@ -118,8 +119,9 @@ fn relaid_operands_give_the_results_of_reading_them_in_place_bit_for_bit() {
 /// integers either way, and both match the f64 reference exactly, in every layout of A, B and C
 /// with beta and split-K.
 #[test]
-fn relaid_int8_operands_give_the_exact_results_of_reading_them_in_place() {
+fn relaid_int8_operands_give_the_exact_results_of_reading_them_in_place_on_matrix_units() {
     let ctx = context();
+    common::require_matrix_units(ctx, "operands copied into the order their kernels read fastest");
     let mut rng = Rng::new(Rng::fresh_seed());
     for (i, &shape) in SHAPES.iter().chain(&[(300, 17, 529), (5, 531, 33)]).enumerate() {
         for l in 0..8 {
@@ -149,8 +151,9 @@ fn relaid_int8_operands_give_the_exact_results_of_reading_them_in_place() {
 /// Against the f64 reference, fresh inputs, C poisoned where it is not read: every layout of A,
 /// B and C with the schemes vk-sgmat picks for the relaid problem.
 #[test]
-fn relaid_gemms_pass_the_reference_in_every_layout() {
+fn relaid_gemms_pass_the_reference_in_every_layout_on_matrix_units() {
     let ctx = context();
+    common::require_matrix_units(ctx, "operands copied into the order their kernels read fastest");
     let mut rng = Rng::new(Rng::fresh_seed());
     for (i, &shape) in SHAPES.iter().enumerate() {
         for l in 0..8 {
@@ -176,8 +179,9 @@ fn relaid_gemms_pass_the_reference_in_every_layout() {
 }
 
 #[test]
-fn relayout_is_planned_as_transposing_passes_and_refused_where_it_cannot_run() {
+fn relayout_is_planned_as_transposing_passes_and_refused_where_it_cannot_run_on_matrix_units() {
     let ctx = context();
+    common::require_matrix_units(ctx, "operands copied into the order their kernels read fastest");
     let on = GemmOptions {
         relayout: Some(true),
         ..Default::default()

@@ -172,8 +172,9 @@ fn f32_operands_rounded_first_match_rounding_as_loaded_bit_for_bit() {
 
 /// Rounding first is a pass of its own in the plan; a batch refuses it with a typed error.
 #[test]
-fn rounding_first_is_planned_as_narrowing_passes_and_refused_for_a_batch() {
+fn rounding_first_is_planned_as_narrowing_passes_and_refused_for_a_batch_on_matrix_units() {
     let ctx = context();
+    common::require_matrix_units(ctx, "f32 operands rounded to f16 first");
     let first = GemmOptions {
         convert_first: Some(true),
         ..fast()
@@ -218,8 +219,9 @@ fn rounding_first_is_planned_as_narrowing_passes_and_refused_for_a_batch() {
 /// Inputs spread over ten binary orders of magnitude (within f16's range) stay inside the
 /// rounded bound, which is relative to `sum |a||b|`.
 #[test]
-fn fast_mode_holds_its_bound_on_inputs_of_varied_magnitude() {
+fn fast_mode_holds_its_bound_on_inputs_of_varied_magnitude_on_matrix_units() {
     let ctx = context();
+    common::require_matrix_units(ctx, "f32 operands rounded to f16");
     let mut rng = Rng::new(Rng::fresh_seed());
     let (m, n, k) = (45, 77, 301);
     let (a, b) = (varied(&mut rng, m * k, 0, 5), varied(&mut rng, k * n, 0, 5));
@@ -332,9 +334,23 @@ fn exact_mode_holds_the_f32_bound_on_inputs_of_varied_magnitude() {
     let (want, mag) = reference::<f32, f32, f32>(&am, &bm, None, 1.0, 0.0, &rows);
     let check = compare_rounded(&c, n, n, &rows, (&want, &mag), k, 0.0);
     assert!(check.passed, "{check:?}");
-    // The same inputs through f16 break f32's bound: the test data can tell the two apart.
+}
+
+/// The inputs of [`exact_mode_holds_the_f32_bound_on_inputs_of_varied_magnitude`] through f16
+/// break f32's bound: the test data can tell the two apart.
+#[test]
+fn varied_magnitudes_break_the_f32_bound_when_rounded_to_f16_on_matrix_units() {
+    let ctx = context();
+    common::require_matrix_units(ctx, "f32 operands rounded to f16");
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (33, 70, 517);
+    let (a, b) = (varied(&mut rng, m * k, 0, 10), varied(&mut rng, k * n, 0, 10));
+    let mut c = vec![f32::NAN; m * n];
+    let (am, bm) = (MatRef::col_major(&a, m, k), MatRef::new(&b, k, n));
     ctx.run(&Matmul::with_options(&fast()), am, bm, MatMut::new(&mut c, m, n))
         .unwrap();
+    let rows: Vec<usize> = (0..m).collect();
+    let (want, mag) = reference::<f32, f32, f32>(&am, &bm, None, 1.0, 0.0, &rows);
     let rounded = compare_rounded(&c, n, n, &rows, (&want, &mag), k, 0.0);
     assert!(!rounded.passed, "{rounded:?}");
 }
@@ -356,22 +372,21 @@ fn unsupported_type_pairs_and_modes_are_typed_errors() {
         matches!(e, Error::Unsupported(ref m) if m.contains("f32") && m.contains("i8")),
         "{e}"
     );
-    // bf16 needs a bf16 config: where the device has none, the error lists what it has.
+    // The fast bf16 mode rounds to bf16 on a bf16 config; where the device has none, it runs on
+    // the f32 kernel without matrix units instead (exact here either way).
     let bf16 = GemmOptions {
         compute: ComputeMode::FastBf16,
         ..Default::default()
     };
-    let has_bf16 = ctx.configs().iter().any(|c| c.component_type == ComponentType::Bf16);
-    let r = ctx.run(
+    c.fill(f32::NAN);
+    ctx.run(
         &Matmul::with_options(&bf16),
         MatRef::new(&a, 8, 8),
         MatRef::new(&a, 8, 8),
         MatMut::new(&mut c, 8, 8),
-    );
-    match r {
-        Ok(()) => assert!(has_bf16 && c.iter().all(|&x| x == 8.0), "{c:?}"),
-        Err(e) => assert!(!has_bf16 && matches!(e, Error::NoConfig { .. }), "{e}"),
-    }
+    )
+    .expect("the fast bf16 mode runs with or without a bf16 config");
+    assert!(c.iter().all(|&x| x == 8.0), "{c:?}");
 }
 
 /// The accurate split converted first runs on workgroup scope alone: where the device has it,
@@ -379,8 +394,9 @@ fn unsupported_type_pairs_and_modes_are_typed_errors() {
 /// `VK_NV_cooperative_matrix2`), the call is a typed error that names the reason and the
 /// options that do run, and C is untouched.
 #[test]
-fn accurate_planes_first_run_on_workgroup_scope_or_say_why_not() {
+fn accurate_planes_first_run_on_workgroup_scope_or_say_why_not_on_matrix_units() {
     let ctx = context();
+    common::require_matrix_units(ctx, "the accurate split on workgroup scope");
     let info = ctx.device_info();
     let workgroup =
         info.kind != vk_sgmat::device::DeviceKind::Cpu && info.cooperative_matrix2.as_ref().is_some_and(|c| c.usable());

@@ -168,8 +168,12 @@ impl Context {
         self.pipelines.statistics(key)
     }
 
-    /// Every config the device offers (standard, then extended).
+    /// Every config the device offers (standard, then extended); none where
+    /// [`ContextOptions::matrix_units`] is off.
     pub fn configs(&self) -> Vec<GPUSubgroupMatrixConfig> {
+        if !self.options.matrix_units {
+            return Vec::new();
+        }
         self.device.info().all_configs()
     }
 

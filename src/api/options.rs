@@ -14,6 +14,8 @@ pub struct GemmOptions {
     /// Scale of C's old value. Default 0 (C is then not read, so it may hold anything).
     pub beta: f64,
     /// Fragment shape (m, n, k) to use; default: the largest the device offers for the types.
+    /// A shape asks for the matrix units: one the device lacks is [`Error::NoConfig`](crate::Error::NoConfig), never
+    /// the kernels without them.
     pub shape: Option<(u32, u32, u32)>,
     /// Tile scheme to use; default: chosen per problem (see [`Context::choose_scheme`](crate::Context::choose_scheme)).
     pub scheme: Option<TileScheme>,
@@ -138,6 +140,11 @@ pub struct ContextOptions {
     /// them on the compute queues, 1 both directions on one copy queue. A diagnostic for
     /// comparing the two. Default: the most.
     pub copy_queues: u32,
+    /// Whether GEMMs may run on the matrix units (cooperative matrices). `false` runs every GEMM
+    /// on the kernels without them, as on a GPU that has none, so that path can be tested and
+    /// timed anywhere ([`Context::configs`](crate::Context::configs) is then empty). Default:
+    /// true.
+    pub matrix_units: bool,
 }
 
 impl Default for ContextOptions {
@@ -151,6 +158,7 @@ impl Default for ContextOptions {
             autotune: None,
             gpu_timeout: crate::submit::SUBMIT_TIMEOUT,
             copy_queues: crate::device::MAX_COPY_QUEUES,
+            matrix_units: true,
         }
     }
 }

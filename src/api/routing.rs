@@ -8,12 +8,12 @@ use super::operand::Placed;
 use super::options::GemmOptions;
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
-use crate::kernel::{Epilogue, Load, SIMT_CONFIG};
+use crate::kernel::{simt_config, Epilogue, Load, SIMT_CONFIG};
 use crate::plan::{
     check_shapes, conversion_pays, device_problem, fast_order, gemv_dispatch, relayout_pays,
     relayout_without_workgroup, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK,
 };
-use crate::tiling::{mid_grid_choice, simt_scheme, KernelScope, Layout, TileScheme};
+use crate::tiling::{mid_grid_choice, simt_scheme, simt_schemes, KernelScope, Layout, TileScheme};
 
 /// M·N·K from which GEMMs take kernels with their sizes built in by default
 /// ([`GemmOptions::specialize`]): 2048³, where the H100 measured `nn` 7% faster
@@ -61,7 +61,14 @@ impl Context {
             }
         }
         if route.loads != [Load::Simt; 2] {
-            return Ok((route, self.choose_config(route.component, tc, options.shape)?));
+            return match self.choose_config(route.component, tc, options.shape) {
+                // A fragment shape asks for the matrix units: one the device lacks is the
+                // caller's mistake, not a reason to leave them.
+                Err(no_config @ Error::NoConfig { .. }) if options.shape.is_none() => {
+                    self.without_matrix_units(route, tc, no_config)
+                }
+                other => Ok((route, other?)),
+            };
         }
         if tc != ComponentType::F32 {
             return Err(Error::Unsupported(format!(
@@ -72,6 +79,47 @@ impl Context {
             )));
         }
         Ok((route, SIMT_CONFIG))
+    }
+
+    /// The route on the kernels without matrix units where the device has no config for
+    /// `route` (or [`ContextOptions::matrix_units`](crate::ContextOptions::matrix_units) is
+    /// off): each operand widened from its stored type (an f32 one beside a 16-bit float one
+    /// stays f32: nothing is rounded), products in f32 or in 32-bit integers, a 16-bit float C
+    /// cast from the f32 sums by the epilogue. `no_config` is the error where that kernel does
+    /// not give C's type either (an integer product into a float C without dequantisation).
+    fn without_matrix_units(
+        &self,
+        route: Route,
+        tc: ComponentType,
+        no_config: Error,
+    ) -> Result<(Route, GPUSubgroupMatrixConfig)> {
+        let loads = route
+            .loads
+            .map(|l| if l == Load::Round { Load::Simt } else { Load::Widen });
+        // Two f32 operands (a fast mode) multiply in f32 like the exact kernel.
+        let component = if loads == [Load::Simt; 2] {
+            ComponentType::F32
+        } else {
+            route.component
+        };
+        let Some(config) = simt_config(component) else {
+            return Err(no_config);
+        };
+        let casts = config.result_type == ComponentType::F32 && matches!(tc, ComponentType::F16 | ComponentType::Bf16);
+        if config.result_type != tc && !casts {
+            return Err(no_config);
+        }
+        let features = &self.device.info().features;
+        if casts && !(features.shader_float16 && features.storage_buffer_16bit_access) {
+            return Err(Error::Unsupported(format!(
+                "{} x {} -> {tc} without matrix units stores 16-bit results, which needs shaderFloat16 and \
+                 storageBuffer16BitAccess; {} lacks them (an f32 C works)",
+                route.component,
+                route.component,
+                self.device.info().name
+            )));
+        }
+        Ok((Route { component, loads }, config))
     }
 
     /// Whether the workgroup-scope kernel can run `fused` for `config` here: the terms it takes
@@ -287,7 +335,10 @@ impl Context {
                 None => m as f64 * n as f64 * k as f64 >= SPECIALIZE_FROM,
             },
         };
-        match GemmPlan::new(&request, &self.limits) {
+        match self.plan_request(
+            &request,
+            Load::without_matrix_units(d.route.loads) && options.scheme.is_none(),
+        ) {
             // Copies chosen by default but over a binding's range or the scratch limit: the
             // operands are read where they are instead, which splits into passes that fit.
             Err(Error::TooLarge(_))
@@ -303,6 +354,24 @@ impl Context {
             }
             other => other,
         }
+    }
+
+    /// [`GemmPlan::new`], and for a kernel without matrix units whose scheme vk-sgmat chose
+    /// (`simt_tiles`), where the problem's windows do not fit the device at that tile, the
+    /// plan of the largest smaller tile that fits.
+    fn plan_request(&self, request: &PlanRequest, simt_tiles: bool) -> Result<GemmPlan> {
+        let first = GemmPlan::new(request, &self.limits);
+        if !simt_tiles || !matches!(first, Err(Error::TooLarge(_))) {
+            return first;
+        }
+        let smaller = simt_schemes(&self.device.info().limits, self.subgroup_size(), self.is_cpu());
+        smaller
+            .into_iter()
+            .skip_while(|s| *s != request.scheme)
+            .skip(1)
+            .map(|scheme| GemmPlan::new(&PlanRequest { scheme, ..*request }, &self.limits))
+            .find(|plan| !matches!(plan, Err(Error::TooLarge(_))))
+            .unwrap_or(first)
     }
 
     /// The kernel path of a row-major-C GEMM of these types (A, B, C): its epilogue with the
@@ -324,6 +393,15 @@ impl Context {
             None => (tc, Epilogue::default()),
         };
         let (route, config) = self.route_batch([ta, tb, tr], batch, options)?;
+        // Without matrix units a 16-bit float C is the f32 sums cast by the epilogue.
+        let epilogue = if config.result_type != tr && Load::without_matrix_units(route.loads) {
+            Epilogue {
+                output: Some(tr),
+                ..epilogue
+            }
+        } else {
+            epilogue
+        };
         let fused_on_workgroup = self.fused_fits_workgroup(&config, &epilogue);
         if epilogue.is_fused()
             && !fused_on_workgroup
@@ -387,7 +465,7 @@ impl Context {
                 }
                 s
             }
-            None if d.route.loads == [Load::Simt; 2] => {
+            None if Load::without_matrix_units(d.route.loads) => {
                 simt_scheme(&self.device.info().limits, self.subgroup_size(), self.is_cpu())
                     .ok_or_else(|| Error::InvalidTileScheme("no f32 kernel tile fits this device".into()))?
             }

@@ -121,7 +121,8 @@ fn names<S: serde::Serializer>(v: &[&'static CStr], s: S) -> Result<S::Ok, S::Er
 
 impl DeviceRequirements {
     /// What vk-sgmat enables on the device `info` describes: the features its configs need
-    /// (16-bit types only where a config uses them, `VK_NV_cooperative_matrix2` where usable),
+    /// (8-bit and bf16 types only where a config uses them; 16-bit storage and f16 arithmetic
+    /// wherever offered, for 16-bit results; `VK_NV_cooperative_matrix2` where usable),
     /// plus the memory model, subgroup control, timeline semaphores and push descriptors.
     pub fn for_device(info: &DeviceInfo) -> Self {
         let uses = |t: ComponentType| info.configs.all().any(|c| c.component_type == t || c.result_type == t);
@@ -131,9 +132,10 @@ impl DeviceRequirements {
         // The workgroup-scope kernels read A and B through arrays of their element type.
         let cm2 = info.cooperative_matrix2.as_ref().is_some_and(|c| c.usable());
         let features = EnabledFeatures {
-            // f16 configs imply 16-bit storage (the config filter requires it).
-            storage_buffer_16bit_access: f16 || (bf16 && cm2 && info.features.storage_buffer_16bit_access),
-            shader_float16: f16,
+            // f16 configs imply 16-bit storage (the config filter requires it); without them the
+            // kernels without matrix units store 16-bit C where the device has both.
+            storage_buffer_16bit_access: f16 || info.features.storage_buffer_16bit_access,
+            shader_float16: f16 || info.features.shader_float16,
             shader_int8: int8,
             storage_buffer_8bit_access: int8 && cm2 && info.features.storage_buffer_8bit_access,
             vulkan_memory_model: true,

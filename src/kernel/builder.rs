@@ -19,6 +19,8 @@ pub(crate) struct ModuleBuilder {
     decorated: HashSet<(Word, u32)>,
     /// Global variables for the entry point's interface (SPIR-V 1.4+ lists all of them).
     pub interface: Vec<Word>,
+    /// The GLSL.std.450 import, once made ([`ModuleBuilder::glsl`]).
+    glsl: Option<Word>,
 }
 
 impl ModuleBuilder {
@@ -32,6 +34,7 @@ impl ModuleBuilder {
             constants: HashMap::new(),
             decorated: HashSet::new(),
             interface: Vec::new(),
+            glsl: None,
         };
         s.need(Capability::Shader);
         s.need(Capability::VulkanMemoryModel);
@@ -47,6 +50,14 @@ impl ModuleBuilder {
     pub fn extension(&mut self, name: &'static str) {
         if !self.extensions.contains(&name) {
             self.extensions.push(name);
+        }
+    }
+
+    /// The module's GLSL.std.450 import, made on first use.
+    pub fn glsl(&mut self) -> Word {
+        match self.glsl {
+            Some(id) => id,
+            None => *self.glsl.insert(self.b.ext_inst_import("GLSL.std.450")),
         }
     }
 

@@ -251,7 +251,7 @@ impl Fused {
                 b.storage_buffer(t_f32, 4, BIAS_BINDING + 2, true),
             ]
         });
-        let glsl = b.b.ext_inst_import("GLSL.std.450");
+        let glsl = b.glsl();
         Self {
             ep,
             result,

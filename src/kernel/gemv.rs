@@ -16,7 +16,6 @@ use super::epilogue::{store_type, Epilogue, Fused};
 use super::push::{Pc, PC_MEMBERS};
 use crate::config::ComponentType;
 use crate::tiling::VECTOR_BYTES;
-use rspirv::dr::Operand;
 use rspirv::spirv::{
     BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
 };
@@ -28,8 +27,6 @@ pub const GEMV_THREADS: u32 = 128;
 pub const GEMV_MAX_ROWS: u32 = 8;
 /// The most rows of W one workgroup takes.
 pub const GEMV_MAX_COLS: u32 = 8;
-/// GLSL.std.450 `UnpackHalf2x16`.
-const GLSL_UNPACK_HALF_2X16: u32 = 62;
 
 /// One matrix-vector kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -101,7 +98,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let t_bool = mb.t_bool();
     let t_vec4 = mb.b.type_vector(t_f32, 4);
     let t_bvec4 = mb.b.type_vector(t_bool, 4);
-    let glsl = mb.b.ext_inst_import("GLSL.std.450");
+    let glsl = mb.glsl();
     let ids = Ids {
         t_u32,
         t_bool,
@@ -246,40 +243,7 @@ fn load_vector(b: &mut ModuleBuilder, ids: &Ids, buf: Word, at: Word) -> BuildRe
 /// from this vector on) zeroed. The order of elements across the four-vectors is the same for
 /// every operand of one type, which is all a dot product needs.
 fn widen(b: &mut ModuleBuilder, ids: &Ids, elem: ComponentType, raw: Word, left: Word) -> BuildResult<Vec<Word>> {
-    let t_vec2 = b.b.type_vector(ids.t_f32, 2);
-    // (four-vector, the index of each of its elements within the 16-byte vector)
-    let parts: Vec<(Word, [u32; 4])> = match elem {
-        ComponentType::F32 => vec![(b.b.bitcast(ids.t_vec4, None, raw)?, [0, 1, 2, 3])],
-        ComponentType::Bf16 => {
-            let sixteen = b.c_u32(16);
-            let shift = b.b.constant_composite(ids.t_uvec4, [sixteen; 4]);
-            let high = b.c_u32(0xffff_0000);
-            let mask = b.b.constant_composite(ids.t_uvec4, [high; 4]);
-            let even = b.b.shift_left_logical(ids.t_uvec4, None, raw, shift)?;
-            let odd = b.b.bitwise_and(ids.t_uvec4, None, raw, mask)?;
-            vec![
-                (b.b.bitcast(ids.t_vec4, None, even)?, [0, 2, 4, 6]),
-                (b.b.bitcast(ids.t_vec4, None, odd)?, [1, 3, 5, 7]),
-            ]
-        }
-        _ => {
-            let mut pairs = Vec::new();
-            for w in 0..4 {
-                let word = b.b.composite_extract(ids.t_u32, None, raw, [w])?;
-                pairs.push(b.b.ext_inst(t_vec2, None, ids.glsl, GLSL_UNPACK_HALF_2X16, [Operand::IdRef(word)])?);
-            }
-            vec![
-                (
-                    b.b.vector_shuffle(ids.t_vec4, None, pairs[0], pairs[1], [0, 1, 2, 3])?,
-                    [0, 1, 2, 3],
-                ),
-                (
-                    b.b.vector_shuffle(ids.t_vec4, None, pairs[2], pairs[3], [0, 1, 2, 3])?,
-                    [4, 5, 6, 7],
-                ),
-            ]
-        }
-    };
+    let parts = super::widen::widen(b, ids.glsl, elem, raw)?;
     let left4 = b.b.composite_construct(ids.t_uvec4, None, [left; 4])?;
     let mut out = Vec::new();
     for (v, index) in parts {

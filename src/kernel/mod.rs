@@ -19,6 +19,7 @@ mod raster;
 pub mod reduce;
 mod simt;
 pub mod transpose;
+mod widen;
 mod workgroup;
 
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
@@ -87,9 +88,14 @@ pub enum Load {
     /// Stored as f32 and rounded to nearest even in the config's 16-bit float type (f16 or bf16)
     /// as it is copied to shared memory: no extra pass over memory.
     Round,
-    /// Stored as f32 and multiplied in f32 by the invocations, not the matrix units (both operands;
-    /// the config is [`SIMT_CONFIG`]).
+    /// Stored as f32 and multiplied in f32 by the invocations, not the matrix units (the config is
+    /// [`SIMT_CONFIG`], or for an f32 operand beside a 16-bit float one, that type's
+    /// [`simt_config`]).
     Simt,
+    /// Stored in the config's component type (f16, bf16, i8 or u8) and widened to f32 (or i32 /
+    /// u32) as the kernel without matrix units copies it to shared memory (the config is that
+    /// type's [`simt_config`]).
+    Widen,
     /// Stored as f32, scaled by a power of two (from the largest magnitude, see [`absmax`], read
     /// from binding 3) and split into two f16 parts `hi + lo` as it is copied to shared memory;
     /// the kernel multiplies `hi*hi + hi*lo + lo*hi` (both operands; an f16 -> f32 config).
@@ -107,7 +113,7 @@ impl Load {
     /// the stored element's size to the config's.
     pub fn storage_vectors(self) -> u32 {
         match self {
-            Load::Native | Load::Simt | Load::Planes => 1,
+            Load::Native | Load::Simt | Load::Widen | Load::Planes => 1,
             Load::Round | Load::Split => 2,
         }
     }
@@ -124,9 +130,14 @@ impl Load {
     /// The type the operand is stored in, for a config whose component type is `component`.
     pub fn storage_type(self, component: ComponentType) -> ComponentType {
         match self {
-            Load::Native | Load::Planes => component,
+            Load::Native | Load::Widen | Load::Planes => component,
             Load::Round | Load::Simt | Load::Split => ComponentType::F32,
         }
+    }
+
+    /// Whether both operands run on the kernel without matrix units.
+    pub fn without_matrix_units(loads: [Load; 2]) -> bool {
+        loads.iter().all(|l| matches!(l, Load::Simt | Load::Widen))
     }
 }
 
@@ -187,6 +198,7 @@ impl KernelKey {
                     Load::Round => "32",
                     Load::Split => "_split",
                     Load::Planes => "_planes",
+                    Load::Widen => "_widen",
                     _ => "_simt",
                 };
                 format!("_{name}{suffix}")
@@ -245,7 +257,7 @@ impl KernelKey {
         if self.loads == [Load::Native; 2] {
             return Ok(());
         }
-        if self.loads.contains(&Load::Simt) {
+        if self.loads.iter().any(|l| matches!(l, Load::Simt | Load::Widen)) {
             return self.check_simt();
         }
         let c = self.config;
@@ -288,21 +300,36 @@ impl KernelKey {
     }
 }
 
-/// The config a [`Load::Simt`] key carries ([`crate::config::SIMT_CONFIG`]).
-pub use crate::config::SIMT_CONFIG;
+/// The config a [`Load::Simt`] key carries ([`crate::config::SIMT_CONFIG`]), and that of each
+/// type the kernel without matrix units widens ([`crate::config::simt_config`]).
+pub use crate::config::{simt_config, SIMT_CONFIG};
 
 impl KernelKey {
-    /// The SIMT kernel's rules: both operands, [`SIMT_CONFIG`], a subgroup-scope scheme with one
-    /// 8x8 block of C per invocation, and whole vectors per invocation in each slice copy.
+    /// The rules of the kernel without matrix units: both operands on it, each stored in the
+    /// config's type (widened, 16-bit floats and 8-bit integers) or as f32 (beside a float
+    /// config), the config the one [`simt_config`] gives, a subgroup-scope scheme with one 8x8
+    /// block of C per invocation, and K steps of whole vectors of every stored type.
     fn check_simt(&self) -> Result<()> {
         let bad = |why: String| Err(Error::InvalidTileScheme(format!("{}: {why}", self.scheme.name())));
-        if self.loads != [Load::Simt; 2] || self.config != SIMT_CONFIG {
+        let c = self.config;
+        let ct = c.component_type;
+        let loads_fit = match ct {
+            ComponentType::F32 => self.loads == [Load::Simt; 2],
+            ComponentType::F16 | ComponentType::Bf16 => {
+                Load::without_matrix_units(self.loads) && self.loads != [Load::Simt; 2]
+            }
+            _ => self.loads == [Load::Widen; 2],
+        };
+        if !loads_fit || simt_config(ct) != Some(c) {
             return Err(Error::Unsupported(format!(
-                "the f32 kernel without matrix units takes f32 A and B and the {SIMT_CONFIG} config"
+                "the kernel without matrix units takes A and B of one type (f32, f16, bf16, i8 or u8; an f32 one beside a 16-bit float one) on that type's config ({} -> {}), not {c} with loads {:?}",
+                ct,
+                simt_config(ct).map_or("none".into(), |s| s.result_type.to_string()),
+                self.loads
             )));
         }
         if self.scheme.scope() != KernelScope::Subgroup {
-            return bad("the f32 kernel needs a subgroup-scope scheme".into());
+            return bad("the kernel without matrix units needs a subgroup-scope scheme".into());
         }
         let g = self.scheme.geometry(&self.config);
         let block = simt::BLOCK;
@@ -312,11 +339,16 @@ impl KernelKey {
                 g.bm, g.bn, block, block, g.threads
             ));
         }
-        let vecs = |x: u32| x * g.bk / 4;
-        if g.bk % 4 != 0 || vecs(g.bm) % g.threads != 0 || vecs(g.bn) % g.threads != 0 {
+        let widest = self
+            .loads
+            .iter()
+            .map(|l| simt::per_vector(l.storage_type(ct)))
+            .max()
+            .unwrap_or(4);
+        if g.bk % widest != 0 || g.bm % widest != 0 || g.bn % widest != 0 {
             return bad(format!(
-                "K step {} does not split into whole vectors per invocation",
-                g.bk
+                "a {}x{} tile with K step {} does not split into whole {widest}-element vectors",
+                g.bm, g.bn, g.bk
             ));
         }
         Ok(())
@@ -452,14 +484,21 @@ pub fn generate_reduce(result_type: crate::config::ComponentType, epilogue: Epil
 /// (without device limits: [`TileScheme::check_device`] is the pipeline's job), since a key can
 /// pair any scheme with any config.
 pub fn generate(key: &KernelKey) -> Result<Vec<u32>> {
-    key.scheme.check(&key.config, &crate::device::DeviceLimits::default())?;
     key.check_loads()?;
+    // The kernel without matrix units widens every type to 32 bits in shared memory: its tile
+    // is f32's whatever the operands' type.
+    let sized_as = if Load::without_matrix_units(key.loads) {
+        SIMT_CONFIG
+    } else {
+        key.config
+    };
+    key.scheme.check(&sized_as, &crate::device::DeviceLimits::default())?;
     key.epilogue.check(key.config.result_type)?;
     if key.scheme.scope() == KernelScope::Workgroup {
         key.epilogue.check_workgroup_scope(key.config.result_type)?;
     }
     let words = match key.scheme.scope() {
-        _ if key.loads == [Load::Simt; 2] => simt::emit(key),
+        _ if Load::without_matrix_units(key.loads) => simt::emit(key),
         KernelScope::Subgroup => gemm::emit(key),
         KernelScope::Workgroup => workgroup::emit(key),
     };

@@ -1,12 +1,15 @@
-//! The f32 GEMM without matrix units ([`super::Load::Simt`]): plain f32 multiply-adds, exact to
-//! f32 arithmetic, on any Vulkan 1.3 device.
+//! The GEMM without matrix units ([`super::Load::Simt`], [`super::Load::Widen`]): plain 32-bit
+//! multiply-adds by the invocations, on any Vulkan 1.3 device. f32, f16 and bf16 operands
+//! multiply in f32 (exact to f32 arithmetic), i8 and u8 ones in 32-bit integers (exact, wrapping
+//! modulo 2^32 like the matrix units' kernels).
 //!
 //! The scheme's `BM x BN` tile is split into `8 x 8` blocks, one per invocation (the scheme is
 //! chosen so there are exactly as many blocks as invocations). Per K step of `BK`: barrier; the
-//! workgroup copies the A and B slices to shared memory, both stored K-major (`[k][m]` and
-//! `[k][n]`, rows skewed by one vector), so each invocation reads its 8 rows of A and 8 columns of
-//! B at one `k` as two vectors each; barrier; 16 vector multiply-adds per `k`. Global reads follow
-//! the subgroup-scope kernel's rules (16-byte vectors, a vector read only if its row and first
+//! workgroup copies the A and B slices to shared memory, widened to 32 bits as they are copied
+//! (`super::widen`) and both stored K-major (`[k][m]` and `[k][n]`, rows skewed by one
+//! four-vector), so each invocation reads its 8 rows of A and 8 columns of B at one `k` as two
+//! four-vectors each; barrier; 16 four-vector multiply-adds per `k`. Global reads follow the
+//! subgroup-scope kernel's rules (16-byte vectors, a vector read only if its row and first
 //! element are inside the matrix, zero padding beyond). The epilogue writes each element inside
 //! C, with alpha and beta, one by one.
 
@@ -14,16 +17,19 @@ use super::builder::{BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Fused};
 use super::push::{Pc, PC_MEMBERS};
 use super::raster::{group_table, tile, Tile};
+use super::widen::{widen, widen_in_order, widens_to_int};
 use super::KernelKey;
+use crate::config::ComponentType;
 use crate::tiling::{Layout, TileGeometry, VECTOR_BYTES};
 use rspirv::spirv::{
-    BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
+    BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
 };
 
 /// Rows and columns of C per invocation.
 pub const BLOCK: u32 = 8;
-/// f32 per 16-byte vector.
+/// 32-bit elements per four-vector of shared memory.
 const VW: u32 = VECTOR_BYTES / 4;
+pub use super::widen::per_vector;
 
 pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
@@ -46,12 +52,16 @@ struct Decl {
     /// Blocks of the tile along N (invocations per row of blocks).
     gn: u32,
     fused: bool,
+    /// Whether products are integers (i8 and u8 operands: u32 bits) rather than f32.
+    int: bool,
     t_void: Word,
     t_bool: Word,
     t_u32: Word,
     t_f32: Word,
     t_uvec3: Word,
-    t_vec4: Word,
+    /// The arithmetic's scalar (f32, or u32 for integers) and four-vector.
+    t_s: Word,
+    t_v4: Word,
     t_out: Word,
     v_local_index: Word,
     v_workgroup: Word,
@@ -64,12 +74,12 @@ struct Decl {
     pitch_b: u32,
     sh_a: Word,
     sh_b: Word,
-    p_wg_vec4: Word,
-    p_wg_f32: Word,
-    p_fn_vec4: Word,
+    p_wg_v4: Word,
+    p_wg_s: Word,
+    p_fn_v4: Word,
     c0: Word,
     zero_uvec4: Word,
-    zero_vec4: Word,
+    zero_v4: Word,
     c_scope_wg: Word,
     c_sem: Word,
 }
@@ -80,6 +90,7 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
     let g = key.scheme.geometry(&key.config);
     let (gm, gn) = (g.bm / BLOCK, g.bn / BLOCK);
     debug_assert_eq!(gm * gn, g.threads, "checked by KernelKey::check_loads");
+    let int = widens_to_int(key.config.component_type);
     let t_void = mb.t_void();
     let t_bool = mb.t_bool();
     let t_u32 = mb.t_u32();
@@ -87,6 +98,7 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
     let t_uvec3 = mb.t_uvec(3);
     let t_uvec4 = mb.t_uvec(4);
     let t_vec4 = mb.b.type_vector(t_f32, 4);
+    let (t_s, t_v4) = if int { (t_u32, t_uvec4) } else { (t_f32, t_vec4) };
 
     let v_local_index = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
     let v_workgroup = mb.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
@@ -97,17 +109,20 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
     let (t_out, os) = if fused {
         store_type(mb, key.epilogue.output_type(key.config.result_type))
     } else {
-        (t_f32, 4)
+        (t_s, 4)
     };
+    if os == 2 {
+        mb.need(Capability::StorageBuffer16BitAccess);
+    }
     let v_c = mb.storage_buffer(t_out, os, 2, false);
     let v_groups = group_table(mb, key.grouped);
     let fuse = fused.then(|| Fused::declare(mb, key.epilogue, key.config.result_type));
 
-    // K-major shared slices, in vectors: row pitch of a `[k][x]` slice is x / 4 + 1.
+    // K-major shared slices, in four-vectors: row pitch of a `[k][x]` slice is x / 4 + 1.
     let (pitch_a, pitch_b) = (g.bm / VW + 1, g.bn / VW + 1);
     let shared = |mb: &mut ModuleBuilder, len: u32| {
         let c_len = mb.c_u32(len);
-        let t_arr = mb.b.type_array(t_vec4, c_len);
+        let t_arr = mb.b.type_array(t_v4, c_len);
         let p = mb.ptr(StorageClass::Workgroup, t_arr);
         let v = mb.b.variable(p, None, StorageClass::Workgroup, None);
         mb.interface.push(v);
@@ -116,24 +131,26 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
     let sh_a = shared(mb, g.bk * pitch_a);
     let sh_b = shared(mb, g.bk * pitch_b);
 
-    let p_wg_vec4 = mb.ptr(StorageClass::Workgroup, t_vec4);
-    let p_wg_f32 = mb.ptr(StorageClass::Workgroup, t_f32);
-    let p_fn_vec4 = mb.ptr(StorageClass::Function, t_vec4);
+    let p_wg_v4 = mb.ptr(StorageClass::Workgroup, t_v4);
+    let p_wg_s = mb.ptr(StorageClass::Workgroup, t_s);
+    let p_fn_v4 = mb.ptr(StorageClass::Function, t_v4);
     let c0 = mb.c_u32(0);
     let zero_uvec4 = mb.b.constant_null(t_uvec4);
-    let zero_vec4 = mb.b.constant_null(t_vec4);
+    let zero_v4 = if int { zero_uvec4 } else { mb.b.constant_null(t_vec4) };
     let c_scope_wg = mb.c_u32(Scope::Workgroup as u32);
     let c_sem = mb.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
     let d = Decl {
         g,
         gn,
         fused,
+        int,
         t_void,
         t_bool,
         t_u32,
         t_f32,
         t_uvec3,
-        t_vec4,
+        t_s,
+        t_v4,
         t_out,
         v_local_index,
         v_workgroup,
@@ -146,12 +163,12 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
         pitch_b,
         sh_a,
         sh_b,
-        p_wg_vec4,
-        p_wg_f32,
-        p_fn_vec4,
+        p_wg_v4,
+        p_wg_s,
+        p_fn_v4,
         c0,
         zero_uvec4,
-        zero_vec4,
+        zero_v4,
         c_scope_wg,
         c_sem,
     };
@@ -159,9 +176,11 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
 }
 
 /// One operand's slice of one K step, global -> shared. `k_outer`: stored `[k][x]` in global
-/// memory (vectors along x: stored whole); else `[x][k]` (vectors along k: transposed into four
-/// scalars). `x0`/`x_limit`: the slice's first row of C (or column) and M (or N).
+/// memory (vectors along x: stored as whole four-vectors); else `[x][k]` (vectors along k:
+/// transposed into scalars). `x0`/`x_limit`: the slice's first row of C (or column) and M (or
+/// N). `stored`: the type in global memory.
 struct Slice {
+    stored: ComponentType,
     buf: Word,
     off: Word,
     ld: Word,
@@ -214,13 +233,13 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup
         pitch_b,
         sh_a,
         sh_b,
-        p_fn_vec4,
-        zero_vec4,
+        p_fn_v4,
+        zero_v4,
         ..
     } = *d;
     // acc[i][h]: row i of the block, columns 4h..4h+4.
     let acc: Vec<Word> = (0..2 * BLOCK)
-        .map(|_| mb.b.variable(p_fn_vec4, None, StorageClass::Function, Some(zero_vec4)))
+        .map(|_| mb.b.variable(p_fn_v4, None, StorageClass::Function, Some(zero_v4)))
         .collect();
     let b = mb;
 
@@ -240,7 +259,9 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup
     let tr = b.div_u(tid, gn)?;
     let tc = b.mod_u(tid, gn)?;
 
+    let ct = key.config.component_type;
     let slice_a = Slice {
+        stored: key.loads[0].storage_type(ct),
         buf: v_a,
         off: a_off,
         ld: lda,
@@ -252,6 +273,7 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup
         x_limit: pm,
     };
     let slice_b = Slice {
+        stored: key.loads[1].storage_type(ct),
         buf: v_b,
         off: b_off,
         ld: ldb,
@@ -289,40 +311,54 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup
 /// Non-private pointers: the shared slices are written and read across invocations.
 const NP: Option<MemoryAccess> = Some(MemoryAccess::NON_PRIVATE_POINTER);
 
-/// Copies `op`'s slice of the K step from `kb` into shared memory.
+/// Copies `op`'s slice of the K step from `kb` into shared memory, widened to 32 bits. Where
+/// the slice has fewer vectors than a whole number of rounds of the workgroup (8-bit operands'
+/// K-contiguous slices), the invocations past its end copy nothing.
 fn copy(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word) -> BuildResult<()> {
     let Decl {
         g,
         t_bool,
         t_u32,
-        t_f32,
-        t_vec4,
-        p_wg_vec4,
-        p_wg_f32,
+        t_s,
+        p_wg_v4,
+        p_wg_s,
         zero_uvec4,
         ..
     } = *d;
     let (tid, pk) = (st.tid, st.pk);
+    let per = per_vector(op.stored);
     let (outer, inner) = if op.k_outer {
         (g.bk, op.extent)
     } else {
         (op.extent, g.bk)
     };
-    let inner_vecs = inner / VW;
-    let per_thread = outer * inner_vecs / g.threads;
+    let inner_vecs = inner / per;
+    let total = outer * inner_vecs;
     let (outer_base, outer_limit, inner_base, inner_limit) = if op.k_outer {
         (kb, pk, op.x0, op.x_limit)
     } else {
         (op.x0, op.x_limit, kb, pk)
     };
-    let inner_base_vec = b.div_u(inner_base, VW)?;
+    let inner_base_vec = b.div_u(inner_base, per)?;
     let row_base = b.b.i_add(t_u32, None, op.off, inner_base_vec)?;
-    for t in 0..per_thread {
+    for t in 0..total.div_ceil(g.threads) {
         let v = b.add_u(tid, t * g.threads)?;
+        let partial = (t + 1) * g.threads > total;
+        let l_skip = if partial {
+            let c_total = b.c_u32(total);
+            let inside = b.b.u_less_than(t_bool, None, v, c_total)?;
+            let (l_copy, l_skip) = (b.b.id(), b.b.id());
+            b.b.selection_merge(l_skip, SelectionControl::NONE)?;
+            b.b.branch_conditional(inside, l_copy, l_skip, [])?;
+            b.b.begin_block(Some(l_copy))?;
+            Some(l_skip)
+        } else {
+            None
+        };
         let o = b.div_u(v, inner_vecs)?;
         let iv = b.mod_u(v, inner_vecs)?;
         let go = b.b.i_add(t_u32, None, outer_base, o)?;
-        let iv_el = b.mul_u(iv, VW)?;
+        let iv_el = b.mul_u(iv, per)?;
         let gi = b.b.i_add(t_u32, None, inner_base, iv_el)?;
         let ok_o = b.b.u_less_than(t_bool, None, go, outer_limit)?;
         let ok_i = b.b.u_less_than(t_bool, None, gi, inner_limit)?;
@@ -331,41 +367,54 @@ fn copy(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word) -> Bu
         let idx = b.b.i_add(t_u32, None, row_base, row)?;
         let idx = b.b.i_add(t_u32, None, idx, iv)?;
         let raw = b.load_vector_or_zero((op.buf, op.off), idx, ok, zero_uvec4)?;
-        let val = b.b.bitcast(t_vec4, None, raw)?;
+        let glsl = if op.stored == ComponentType::F16 { b.glsl() } else { 0 };
         if op.k_outer {
+            // The vector's elements are x = iv*per.. of row o: shared [o][x], whole four-vectors.
+            let vals = widen_in_order(b, glsl, op.stored, raw)?;
             let at = b.mul_u(o, op.pitch)?;
-            let at = b.b.i_add(t_u32, None, at, iv)?;
-            let p = b.b.access_chain(p_wg_vec4, None, op.sh, [at])?;
-            b.b.store(p, val, NP, [])?;
+            let first = b.mul_u(iv, per / VW)?;
+            let at = b.b.i_add(t_u32, None, at, first)?;
+            for (j, val) in (0u32..).zip(vals) {
+                let at = b.add_u(at, j)?;
+                let p = b.b.access_chain(p_wg_v4, None, op.sh, [at])?;
+                b.b.store(p, val, NP, [])?;
+            }
         } else {
-            // Element e of the vector is k = iv*4 + e of row o: shared [k][o].
+            // Element e of the vector is k = iv*per + e of row o: shared [k][o].
             let comp = b.mod_u(o, VW)?;
             let col_vec = b.div_u(o, VW)?;
-            for e in 0..VW {
-                let k = b.add_u(iv_el, e)?;
-                let at = b.mul_u(k, op.pitch)?;
-                let at = b.b.i_add(t_u32, None, at, col_vec)?;
-                let x = b.b.composite_extract(t_f32, None, val, [e])?;
-                let p = b.b.access_chain(p_wg_f32, None, op.sh, [at, comp])?;
-                b.b.store(p, x, NP, [])?;
+            for (val, index) in widen(b, glsl, op.stored, raw)? {
+                for (lane, e) in (0u32..).zip(index) {
+                    let k = b.add_u(iv_el, e)?;
+                    let at = b.mul_u(k, op.pitch)?;
+                    let at = b.b.i_add(t_u32, None, at, col_vec)?;
+                    let x = b.b.composite_extract(t_s, None, val, [lane])?;
+                    let p = b.b.access_chain(p_wg_s, None, op.sh, [at, comp])?;
+                    b.b.store(p, x, NP, [])?;
+                }
             }
+        }
+        if let Some(l_skip) = l_skip {
+            b.b.branch(l_skip)?;
+            b.b.begin_block(Some(l_skip))?;
         }
     }
     Ok(())
 }
 
-/// One K step: both slices to shared memory between barriers, then 16 vector multiply-adds per
-/// `k` into the accumulators.
+/// One K step: both slices to shared memory between barriers, then 16 four-vector
+/// multiply-adds per `k` into the accumulators (f32, or wrapping 32-bit integers).
 fn k_step(b: &mut ModuleBuilder, d: &Decl, st: &Setup, kb: Word) -> BuildResult<()> {
     let Decl {
         g,
-        t_f32,
-        t_vec4,
+        int,
+        t_s,
+        t_v4,
         pitch_a,
         pitch_b,
         sh_a,
         sh_b,
-        p_wg_vec4,
+        p_wg_v4,
         c_scope_wg,
         c_sem,
         ..
@@ -384,12 +433,12 @@ fn k_step(b: &mut ModuleBuilder, d: &Decl, st: &Setup, kb: Word) -> BuildResult<
     b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
     let mut sums: Vec<Word> = Vec::with_capacity(acc.len());
     for &v in acc {
-        sums.push(b.b.load(t_vec4, None, v, None, [])?);
+        sums.push(b.b.load(t_v4, None, v, None, [])?);
     }
     let read = |b: &mut ModuleBuilder, sh: Word, base: Word, at: u32| -> BuildResult<Word> {
         let i = b.add_u(base, at)?;
-        let p = b.b.access_chain(p_wg_vec4, None, sh, [i])?;
-        b.b.load(t_vec4, None, p, NP, [])
+        let p = b.b.access_chain(p_wg_v4, None, sh, [i])?;
+        b.b.load(t_v4, None, p, NP, [])
     };
     for kk in 0..g.bk {
         let a_row = b.add_u(a_at, kk * pitch_a)?;
@@ -397,11 +446,24 @@ fn k_step(b: &mut ModuleBuilder, d: &Decl, st: &Setup, kb: Word) -> BuildResult<
         let av = [read(b, sh_a, a_row, 0)?, read(b, sh_a, a_row, 1)?];
         let bv = [read(b, sh_b, b_row, 0)?, read(b, sh_b, b_row, 1)?];
         for i in 0..BLOCK {
-            let a = b.b.composite_extract(t_f32, None, av[(i / VW) as usize], [i % VW])?;
+            let a = b.b.composite_extract(t_s, None, av[(i / VW) as usize], [i % VW])?;
+            let a4 = if int {
+                Some(b.b.composite_construct(t_v4, None, [a; 4])?)
+            } else {
+                None
+            };
             for h in 0..2 {
                 let slot = (2 * i + h) as usize;
-                let prod = b.b.vector_times_scalar(t_vec4, None, bv[h as usize], a)?;
-                sums[slot] = b.b.f_add(t_vec4, None, sums[slot], prod)?;
+                sums[slot] = match a4 {
+                    Some(a4) => {
+                        let prod = b.b.i_mul(t_v4, None, bv[h as usize], a4)?;
+                        b.b.i_add(t_v4, None, sums[slot], prod)?
+                    }
+                    None => {
+                        let prod = b.b.vector_times_scalar(t_v4, None, bv[h as usize], a)?;
+                        b.b.f_add(t_v4, None, sums[slot], prod)?
+                    }
+                };
             }
         }
     }
@@ -421,10 +483,12 @@ fn epilogue(
 ) -> BuildResult<()> {
     let Decl {
         fused,
+        int,
         t_bool,
         t_u32,
         t_f32,
-        t_vec4,
+        t_s,
+        t_v4,
         t_out,
         v_pc,
         v_c,
@@ -446,9 +510,14 @@ fn epilogue(
     } = *st;
     let b = mb;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
-    let f32_of = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
+    // alpha and beta in the arithmetic's type: f32, or the integer result's bits.
+    let scalar_of = |b: &mut ModuleBuilder, which: Pc| -> BuildResult<Word> {
         let bits = pc(b, which)?;
-        b.b.bitcast(t_f32, None, bits)
+        if int {
+            Ok(bits)
+        } else {
+            b.b.bitcast(t_f32, None, bits)
+        }
     };
     let fuse = match fuse {
         Some(f) => {
@@ -459,12 +528,12 @@ fn epilogue(
     };
     let p_sb_out = b.ptr(StorageClass::StorageBuffer, t_out);
     let alpha = if key.epilogue.alpha && !fused {
-        Some(f32_of(b, Pc::Alpha)?)
+        Some(scalar_of(b, Pc::Alpha)?)
     } else {
         None
     };
     let beta = if key.epilogue.beta && !fused {
-        Some(f32_of(b, Pc::Beta)?)
+        Some(scalar_of(b, Pc::Beta)?)
     } else {
         None
     };
@@ -478,7 +547,7 @@ fn epilogue(
         let base = b.b.i_mul(t_u32, None, row, ldc)?;
         let base = b.b.i_add(t_u32, None, base, c_off)?;
         for h in 0..2 {
-            let sum = b.b.load(t_vec4, None, acc[(2 * i + h) as usize], None, [])?;
+            let sum = b.b.load(t_v4, None, acc[(2 * i + h) as usize], None, [])?;
             for e in 0..VW {
                 let col = b.add_u(col0, h * VW + e)?;
                 let ok_c = b.b.u_less_than(t_bool, None, col, pn)?;
@@ -489,17 +558,26 @@ fn epilogue(
                 b.b.begin_block(Some(l_store))?;
                 let gi = b.b.i_add(t_u32, None, base, col)?;
                 let p = b.b.access_chain(p_sb_out, None, v_c, [c0, gi])?;
-                let mut x = b.b.composite_extract(t_f32, None, sum, [e])?;
+                let mut x = b.b.composite_extract(t_s, None, sum, [e])?;
                 if let Some(f) = fuse {
                     x = f.element(b, x, (row, col), p)?;
                 }
                 if let Some(a) = alpha {
-                    x = b.b.f_mul(t_f32, None, x, a)?;
+                    x = if int {
+                        b.b.i_mul(t_s, None, x, a)?
+                    } else {
+                        b.b.f_mul(t_s, None, x, a)?
+                    };
                 }
                 if let Some(bt) = beta {
-                    let old = b.b.load(t_f32, None, p, None, [])?;
-                    let t = b.b.f_mul(t_f32, None, old, bt)?;
-                    x = b.b.f_add(t_f32, None, x, t)?;
+                    let old = b.b.load(t_s, None, p, None, [])?;
+                    x = if int {
+                        let t = b.b.i_mul(t_s, None, old, bt)?;
+                        b.b.i_add(t_s, None, x, t)?
+                    } else {
+                        let t = b.b.f_mul(t_s, None, old, bt)?;
+                        b.b.f_add(t_s, None, x, t)?
+                    };
                 }
                 b.b.store(p, x, None, [])?;
                 b.b.branch(l_skip)?;

@@ -178,12 +178,20 @@ pub(super) fn is_square_128(s: &TileScheme, config: &GPUSubgroupMatrixConfig) ->
     (g.bm, g.bn) == (128, 128)
 }
 
-/// The tile of the f32 kernel without matrix units ([`crate::kernel::Load::Simt`]): one 8x8
-/// block of C per invocation, 128x128 (256 invocations) on GPUs, 64x64 on CPU drivers, smaller
-/// where the device's limits or subgroup size need it; K steps of 16.
+/// The tile of the kernel without matrix units ([`crate::kernel::Load::Simt`] and
+/// [`crate::kernel::Load::Widen`]): one 8x8 block of C per invocation, 128x128 (256
+/// invocations) on GPUs, 64x64 on CPU drivers, smaller where the device's limits or subgroup
+/// size need it; K steps of 16. The first of [`simt_schemes`].
 pub fn simt_scheme(limits: &DeviceLimits, subgroup_size: u32, cpu_device: bool) -> Option<TileScheme> {
+    simt_schemes(limits, subgroup_size, cpu_device).into_iter().next()
+}
+
+/// Every tile [`simt_scheme`] could take here, largest first: a problem whose rows do not fit
+/// the device's buffer windows at the first takes the next.
+pub fn simt_schemes(limits: &DeviceLimits, subgroup_size: u32, cpu_device: bool) -> Vec<TileScheme> {
     let config = crate::config::SIMT_CONFIG;
-    let tiles: &[u32] = if cpu_device { &[64, 32] } else { &[128, 64, 32] };
+    let tiles: &[u32] = if cpu_device { &[64, 32, 16] } else { &[128, 64, 32, 16] };
+    let mut out = Vec::new();
     for &tile in tiles {
         let threads = (tile / 8) * (tile / 8);
         if threads % subgroup_size != 0 {
@@ -191,18 +199,20 @@ pub fn simt_scheme(limits: &DeviceLimits, subgroup_size: u32, cpu_device: bool) 
         }
         let subgroups = threads / subgroup_size;
         // Subgroups arranged as squarely as the tile divides.
-        for sg_m in (1..=subgroups).filter(|d| subgroups % d == 0) {
-            let sg_n = subgroups / sg_m;
-            if sg_m > sg_n || tile % (sg_m * 8) != 0 || tile % (sg_n * 8) != 0 {
-                continue;
-            }
-            let fr = (tile / (sg_m * 8), tile / (sg_n * 8));
-            if let Ok(s) = TileScheme::new(&config, limits, subgroup_size, (sg_m, sg_n), fr, 16) {
-                return Some(s);
-            }
-        }
+        let scheme = (1..=subgroups)
+            .filter(|d| subgroups % d == 0)
+            .filter_map(|sg_m| {
+                let sg_n = subgroups / sg_m;
+                if sg_m > sg_n || tile % (sg_m * 8) != 0 || tile % (sg_n * 8) != 0 {
+                    return None;
+                }
+                let fr = (tile / (sg_m * 8), tile / (sg_n * 8));
+                TileScheme::new(&config, limits, subgroup_size, (sg_m, sg_n), fr, 16).ok()
+            })
+            .next();
+        out.extend(scheme);
     }
-    None
+    out
 }
 
 /// Whether a `bm x bn` tile is at most twice an `m x n` problem in each direction (so at most half

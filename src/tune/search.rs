@@ -4,7 +4,8 @@
 use crate::api::{lock_tuning, Context, Element, GemmOptions, Matmul};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
-use crate::plan::Batch;
+use crate::kernel::Load;
+use crate::plan::{Batch, Kernel};
 use crate::tiling::{not_oversized, Layout, TileScheme, TuneKey};
 use crate::timestamps::median;
 use std::time::Duration;
@@ -16,7 +17,9 @@ impl Context {
     /// its size until steady and keeps the fastest in the tuning file
     /// ([`ContextOptions::autotune`](crate::ContextOptions::autotune)), which every later plan
     /// of the bucket, in any process, reads. Returns the bucket's scheme. Planning never tunes:
-    /// this is the one step that does. [`Error::InvalidOption`] without a tuning file.
+    /// this is the one step that does. A GEMM that runs without the matrix units (or on the
+    /// matrix-vector kernel) has nothing to choose: its plan's scheme comes back and nothing is
+    /// timed or stored. [`Error::InvalidOption`] without a tuning file.
     pub fn tune<TA: Element, TB: Element, TC: Element>(
         &self,
         op: &Matmul<'_>,
@@ -28,7 +31,17 @@ impl Context {
                 "tuning keeps its winners in a file: set ContextOptions::autotune".into(),
             ));
         };
-        let config = self.plan::<TA, TB, TC>(op, (m, n, k), layouts)?.config;
+        let plan = self.plan::<TA, TB, TC>(op, (m, n, k), layouts)?;
+        // Only the matrix units' kernels have schemes to choose among: the kernels without them
+        // have one tile per device, and the matrix-vector kernel none.
+        let on_matrix_units = plan
+            .kernels()
+            .iter()
+            .any(|kernel| matches!(kernel, Kernel::Gemm(key) if !Load::without_matrix_units(key.loads)));
+        if !on_matrix_units {
+            return Ok(plan.scheme);
+        }
+        let config = plan.config;
         let key = TuneKey::new(&config, layouts, (m, n, k));
         let known = lock_tuning(cache).get(&key, &config, self.device_info());
         if let Some(s) = known {

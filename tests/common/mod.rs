@@ -116,6 +116,18 @@ pub fn ints<T: Element>(rng: &mut Rng, len: usize) -> Vec<T> {
         .collect()
 }
 
+/// Fails, naming what the test exercises, where the device has no matrix units (no
+/// cooperative-matrix config, as lavapipe at `LP_NATIVE_VECTOR_WIDTH=128` or `512`). Such tests
+/// end in `_on_matrix_units`, so the CI tier without matrix units skips them by name.
+pub fn require_matrix_units(ctx: &Context, what: &str) {
+    assert!(
+        !ctx.configs().is_empty(),
+        "this test exercises {what} on the matrix units, and {} offers no cooperative-matrix config; \
+         the tier without them skips the tests named *_on_matrix_units",
+        ctx.device_info().name
+    );
+}
+
 /// Asserts that the validation layer has reported nothing so far.
 pub fn assert_no_validation_messages(ctx: &Context) {
     assert!(ctx.validation_enabled(), "validation layer must be on in tests");
