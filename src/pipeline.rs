@@ -248,8 +248,8 @@ impl Pipelines {
     /// `key`'s SPIR-V and subgroup size, once the scheme is checked against the device.
     fn checked_words(&self, key: &KernelKey) -> Result<(Vec<u32>, u32)> {
         let limits = &self.device.info().limits;
-        key.scheme.check_device(&key.config, self.device.info())?;
-        let threads = key.scheme.geometry(&key.config).threads;
+        key.scheme.check_device(&key.tile_config(), self.device.info())?;
+        let threads = key.scheme.geometry(&key.tile_config()).threads;
         let sg = key.scheme.subgroup_size();
         if threads % sg != 0 {
             return Err(Error::InvalidTileScheme(format!(

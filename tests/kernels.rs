@@ -289,6 +289,10 @@ fn simt_kernels_pass_spirv_val() {
                 })
             }));
             for key in keys {
+                // What pipeline creation checks against the device: the tile as f32's.
+                key.scheme
+                    .check(&key.tile_config(), &limits(sg, 49152))
+                    .unwrap_or_else(|e| panic!("{}: {e}", key.name()));
                 let words = generate(&key).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
                 match common::spirv_val(&words, &key.name()) {
                     Ok(()) => n += 1,

@@ -305,6 +305,16 @@ impl KernelKey {
 pub use crate::config::{simt_config, SIMT_CONFIG};
 
 impl KernelKey {
+    /// The config the key's tile is sized and checked by: its own, but [`SIMT_CONFIG`] for
+    /// the kernel without matrix units, which widens every type to 32 bits in shared memory.
+    pub fn tile_config(&self) -> GPUSubgroupMatrixConfig {
+        if Load::without_matrix_units(self.loads) {
+            SIMT_CONFIG
+        } else {
+            self.config
+        }
+    }
+
     /// The rules of the kernel without matrix units: both operands on it, each stored in the
     /// config's type (widened, 16-bit floats and 8-bit integers) or as f32 (beside a float
     /// config), the config the one [`simt_config`] gives, a subgroup-scope scheme with one 8x8
@@ -485,14 +495,8 @@ pub fn generate_reduce(result_type: crate::config::ComponentType, epilogue: Epil
 /// pair any scheme with any config.
 pub fn generate(key: &KernelKey) -> Result<Vec<u32>> {
     key.check_loads()?;
-    // The kernel without matrix units widens every type to 32 bits in shared memory: its tile
-    // is f32's whatever the operands' type.
-    let sized_as = if Load::without_matrix_units(key.loads) {
-        SIMT_CONFIG
-    } else {
-        key.config
-    };
-    key.scheme.check(&sized_as, &crate::device::DeviceLimits::default())?;
+    key.scheme
+        .check(&key.tile_config(), &crate::device::DeviceLimits::default())?;
     key.epilogue.check(key.config.result_type)?;
     if key.scheme.scope() == KernelScope::Workgroup {
         key.epilogue.check_workgroup_scope(key.config.result_type)?;

@@ -30,4 +30,4 @@ pub use gemm::{
 };
 pub(crate) use passes::disjoint;
 pub use passes::{choose_split_k, plan, plan_split_k, Batch, DispatchLimits, Pass, Problem, Window};
-pub use types::{f32_paths, route, ComputeMode, Route};
+pub use types::{f32_paths, route, type_paths, ComputeMode, Route, TYPE_PAIRS};

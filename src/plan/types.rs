@@ -125,6 +125,45 @@ pub fn f32_paths(configs: &[crate::config::GPUSubgroupMatrixConfig]) -> String {
     out.join("; ")
 }
 
+/// The element types (A, B, C) the API takes, apart from f32 x f32 ([`f32_paths`]): 16-bit
+/// floats into f32 or themselves, each beside an f32 operand, and 8-bit integers.
+pub const TYPE_PAIRS: [[ComponentType; 3]; 8] = [
+    [F16, F16, F32],
+    [F16, F16, F16],
+    [Bf16, Bf16, F32],
+    [Bf16, Bf16, Bf16],
+    [F16, F32, F32],
+    [Bf16, F32, F32],
+    [I8, I8, I32],
+    [U8, U8, U32],
+];
+
+/// Which path each of [`TYPE_PAIRS`] takes on a device with these configs, in words (for device
+/// reports), as the planner routes it: the matrix units where a config of the pair's product
+/// type and C's type exists, else the kernels without them (products in f32 or in 32-bit
+/// integers); a 16-bit float C there needs `sixteen_bit` (`shaderFloat16` and 16-bit storage).
+pub fn type_paths(configs: &[crate::config::GPUSubgroupMatrixConfig], sixteen_bit: bool) -> Vec<(String, String)> {
+    TYPE_PAIRS
+        .iter()
+        .map(|&[a, b, c]| {
+            let name = if a == b { format!("{a} -> {c}") } else { format!("{a} x {b} -> {c}") };
+            let component = if a == F32 { b } else { a };
+            let path = if let Some(cfg) = configs
+                .iter()
+                .find(|cfg| cfg.component_type == component && cfg.result_type == c)
+            {
+                format!("matrix units ({cfg})")
+            } else if c.size_bytes() == 2 && !sixteen_bit {
+                format!("none: no {component} -> {c} config, and 16-bit results without matrix units need shaderFloat16 and 16-bit storage")
+            } else {
+                let product = if matches!(component, I8 | U8) { c } else { F32 };
+                format!("without matrix units ({product} products; no {component} -> {c} config)")
+            };
+            (name, path)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,6 +197,29 @@ mod tests {
         assert_eq!(route(F32, F32, ComputeMode::FastF16).unwrap().component, F16);
         assert_eq!(route(F32, F32, ComputeMode::Exact).unwrap().loads, [Load::Simt; 2]);
         assert_eq!(route(F32, F32, ComputeMode::default()).unwrap().loads, [Load::Split; 2]);
+    }
+
+    #[test]
+    fn type_paths_take_the_matrix_units_where_a_config_fits_and_say_why_not_elsewhere() {
+        use crate::tiling::test_support::cfg;
+        let lavapipe = [cfg(8, 8, 8, F16, F16), cfg(8, 8, 8, F16, F32), cfg(8, 8, 8, I8, I32)];
+        let paths = type_paths(&lavapipe, true);
+        let path = |name: &str| &paths.iter().find(|(n, _)| n == name).unwrap().1;
+        assert!(
+            path("f16 -> f32").starts_with("matrix units (8x8x8 f16->f32"),
+            "{paths:?}"
+        );
+        assert!(path("f16 x f32 -> f32").starts_with("matrix units"), "{paths:?}");
+        assert!(path("bf16 -> f32").starts_with("without matrix units (f32 products; no bf16 -> f32"));
+        assert!(path("u8 -> u32").starts_with("without matrix units (u32 products"));
+        assert!(path("i8 -> i32").starts_with("matrix units"));
+        let none = type_paths(&[], false);
+        assert_eq!(none.len(), TYPE_PAIRS.len());
+        for (name, path) in &none {
+            let sixteen = name.ends_with("-> f16") || name.ends_with("-> bf16");
+            assert_eq!(path.starts_with("none: "), sixteen, "{name}: {path}");
+            assert_eq!(path.starts_with("without matrix units"), !sixteen, "{name}: {path}");
+        }
     }
 
     #[test]

@@ -71,10 +71,11 @@ pub(crate) fn bench(
             scheme,
             ..forced.clone()
         };
-        let (_, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
+        let (route, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
         let (groups, iters) = if cpu { (4, 64) } else { (2048, 4096) };
-        // The exact kernel has no matrix-unit peak to compare with (0: none).
-        let peak = if config == vk_sgmat::kernel::SIMT_CONFIG {
+        // The kernels without matrix units have no matrix-unit peak to compare with (0: none).
+        let without_matrix_units = vk_sgmat::kernel::Load::without_matrix_units(route.loads);
+        let peak = if without_matrix_units {
             0.0
         } else {
             ctx.peak(&config, groups, iters, 3)?.flops / 1e12
@@ -142,6 +143,8 @@ pub(crate) fn bench(
                 kernel,
                 config: if gemv {
                     "matrix-vector".into()
+                } else if without_matrix_units {
+                    "no matrix units".into()
                 } else {
                     config.to_string()
                 },

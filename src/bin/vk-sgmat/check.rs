@@ -39,12 +39,20 @@ pub fn check(ctx: &Context, quick: bool, asked: &[Types], all: bool) -> Result<V
         }
     }
     let mut rng = Rng::new(Rng::fresh_seed());
-    // A and B of one type, not f32: the configs' own kernels.
-    let pairs: Vec<(ComponentType, ComponentType)> = asked
+    // A and B of one type, not f32: the configs' own kernels; with none asked, also every
+    // such pair of the API the device has no config for (the kernels without matrix units).
+    let mut pairs: Vec<(ComponentType, ComponentType)> = asked
         .iter()
         .filter(|t| t.a == t.b && t.a != ComponentType::F32)
         .map(|t| (t.a, t.c))
         .collect();
+    if all {
+        for [a, b, c] in vk_sgmat::plan::TYPE_PAIRS {
+            if a == b && !pairs.contains(&(a, c)) {
+                pairs.push((a, c));
+            }
+        }
+    }
     let mut rows = check_configs(ctx, &mut rng, &shapes, &pairs)?;
     let mut typed: Vec<Types> = asked
         .iter()
@@ -68,7 +76,7 @@ pub fn check(ctx: &Context, quick: bool, asked: &[Types], all: bool) -> Result<V
     rows.extend(check_batched(ctx, &batched)?);
     rows.extend(check_fused(ctx, &pairs, &shapes));
     if rows.is_empty() {
-        bail!("the device offers no configs");
+        bail!("nothing to check: no type was asked");
     }
     Ok(rows)
 }
@@ -90,21 +98,33 @@ fn check_configs(
     // pair, operands copied transposed first (`relayout`), which the default takes only at
     // sizes larger than these. Once per pair, the first of those workgroup-scope schemes with
     // the sizes built into its kernel (taken by default from 2048^3 on), on two shapes with
-    // edges and a K remainder: a pipeline per shape. (config, scheme, form).
-    let mut runs: Vec<(GPUSubgroupMatrixConfig, Option<TileScheme>, Form)> = Vec::new();
+    // edges and a K remainder: a pipeline per shape. A pair without a config runs on the
+    // kernels without matrix units, as the planner routes it. (pair, config, scheme, form).
+    type Run = (
+        (ComponentType, ComponentType),
+        Option<GPUSubgroupMatrixConfig>,
+        Option<TileScheme>,
+        Form,
+    );
+    let configs = ctx.configs();
+    let mut runs: Vec<Run> = pairs
+        .iter()
+        .filter(|&&(a, c)| !configs.iter().any(|k| (k.component_type, k.result_type) == (a, c)))
+        .map(|&pair| (pair, None, None, Form::AsStored))
+        .collect();
     let mut extras = Vec::new();
     let mut pairs_seen = Vec::new();
-    for config in ctx.configs() {
+    for config in configs {
         let pair = (config.component_type, config.result_type);
         if !pairs.contains(&pair) {
             continue;
         }
-        runs.push((config, None, Form::AsStored));
+        runs.push((pair, Some(config), None, Form::AsStored));
         if pairs_seen.contains(&pair) {
             continue;
         }
         if matches!(config.component_type.size_bytes(), 1 | 2) {
-            extras.push((config, None, Form::Relaid));
+            extras.push((pair, Some(config), None, Form::Relaid));
         }
         pairs_seen.push(pair);
         let wg: Vec<TileScheme> = ctx
@@ -129,37 +149,38 @@ fn check_configs(
         }
         preferred.extend(t::preferred_k_contiguous_short_schemes(&config, info, ctx.subgroup_size()).concat());
         for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
-            if !extras.contains(&(config, Some(*s), Form::AsStored)) {
-                extras.push((config, Some(*s), Form::AsStored));
+            let run = (pair, Some(config), Some(*s), Form::AsStored);
+            if !extras.contains(&run) {
+                extras.push(run);
             }
         }
         if let Some(s) = preferred.first() {
-            extras.push((config, Some(*s), Form::SizesBuiltIn));
+            extras.push((pair, Some(config), Some(*s), Form::SizesBuiltIn));
         }
     }
     runs.extend(extras);
     let cases: usize = runs
         .iter()
         // Two (alpha, beta) pairs per case, as below.
-        .map(|(_, s, form)| run_shapes(shapes, s.is_some(), *form).len() * layouts.len() * 2)
+        .map(|(_, _, s, form)| run_shapes(shapes, s.is_some(), *form).len() * layouts.len() * 2)
         .sum();
     let mut progress = Progress::new(cases);
-    for (config, scheme, form) in runs {
-        let pair = (config.component_type, config.result_type);
-        let name = match (scheme, form) {
-            (None, Form::Relaid) => format!("{config}, relaid"),
-            (None, _) => config.to_string(),
-            (Some(s), Form::SizesBuiltIn) => format!("{config} [{}], sizes built in", s.name()),
-            (Some(s), _) => format!("{config} [{}]", s.name()),
+    for (pair, config, scheme, form) in runs {
+        let name = match (config, scheme, form) {
+            (None, ..) => format!("{}->{} without matrix units", pair.0, pair.1),
+            (Some(config), None, Form::Relaid) => format!("{config}, relaid"),
+            (Some(config), None, _) => config.to_string(),
+            (Some(config), Some(s), Form::SizesBuiltIn) => format!("{config} [{}], sizes built in", s.name()),
+            (Some(config), Some(s), _) => format!("{config} [{}]", s.name()),
         };
-        let scalars = scalar_pairs(config.result_type);
+        let scalars = scalar_pairs(pair.1);
         for shape in run_shapes(shapes, scheme.is_some(), form) {
             for (li, &l) in layouts.iter().enumerate() {
                 for (alpha, beta) in scalars {
                     let options = GemmOptions {
                         alpha,
                         beta,
-                        shape: Some((config.m, config.n, config.k)),
+                        shape: config.map(|c| (c.m, c.n, c.k)),
                         scheme,
                         relayout: (form == Form::Relaid).then_some(true),
                         specialize: (form == Form::SizesBuiltIn).then_some(true),

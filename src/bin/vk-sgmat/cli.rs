@@ -44,6 +44,10 @@ pub struct DeviceArgs {
     /// it does past the device's own limit. To try the cut on any device.
     #[arg(long)]
     pub max_allocation: Option<u64>,
+    /// Run every GEMM on the kernels without matrix units, as on a GPU that has none (to test
+    /// and time that path on any device).
+    #[arg(long)]
+    pub no_matrix_units: bool,
 }
 
 /// How the GEMMs run: the kernel path's options `gemm` and `bench` share.

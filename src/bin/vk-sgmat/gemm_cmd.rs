@@ -50,6 +50,13 @@ fn kernel_words(plan: &vk_sgmat::plan::GemmPlan) -> (String, String) {
         g.threads,
         if key.fixed.is_some() { ", sizes built in" } else { "" }
     );
+    if vk_sgmat::kernel::Load::without_matrix_units(key.loads) {
+        let c = &key.config;
+        return (
+            format!("no matrix units, {}->{} products", c.component_type, c.result_type),
+            tile,
+        );
+    }
     (key.config.to_string(), tile)
 }
 

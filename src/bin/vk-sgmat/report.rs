@@ -89,6 +89,10 @@ pub fn render_info(r: &InfoReport) -> String {
         list(&mut s, "extended configs (bf16, fp8)", &d.configs.extended);
         let all: Vec<_> = d.configs.all().copied().collect();
         let _ = writeln!(s, "  f32 x f32 -> f32: {}", vk_sgmat::plan::f32_paths(&all));
+        let sixteen = d.features.shader_float16 && d.features.storage_buffer_16bit_access;
+        for (pair, path) in vk_sgmat::plan::type_paths(&all, sixteen) {
+            let _ = writeln!(s, "  {pair}: {path}");
+        }
         if let Some(c) = &d.cooperative_matrix2 {
             let _ = writeln!(
                 s,
@@ -127,7 +131,8 @@ pub fn render_info(r: &InfoReport) -> String {
         let verdict = if d.has_matrix_units() {
             "usable".to_string()
         } else if d.usable() {
-            "usable without matrix units (f32 on the exact kernel; no cooperative-matrix config)".to_string()
+            "usable without matrix units (every type on the kernels without them; no cooperative-matrix config)"
+                .to_string()
         } else {
             format!("not usable: missing {}", d.missing().join(", "))
         };

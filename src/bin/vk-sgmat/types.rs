@@ -77,6 +77,12 @@ macro_rules! with_types {
                 type $tc = f32;
                 $body
             }
+            (Bf16, Bf16, Bf16) => {
+                type $ta = bf16;
+                type $tb = bf16;
+                type $tc = bf16;
+                $body
+            }
             (F32, F32, F32) => {
                 type $ta = f32;
                 type $tb = f32;
@@ -150,7 +156,7 @@ macro_rules! with_types {
                 $body
             }
             _ => anyhow::bail!(
-                "element types {} are not supported; use f16:f32, f16:f16, bf16:f32, f32:f32, f32:f16, \
+                "element types {} are not supported; use f16:f32, f16:f16, bf16:f32, bf16:bf16, f32:f32, f32:f16, \
                  f16,f32:f32 (and f32,f16 / bf16,f32 / f32,bf16), i8:i32 or u8:u32",
                 t.name()
             ),
