@@ -79,10 +79,13 @@ impl App {
         }
     }
 
-    /// A device with what vk-sgmat asks for (minus `drop_extension`, to test the refusal).
-    fn device(&self, drop_extension: Option<&CStr>) -> (ash::Device, AdoptedDevice) {
+    /// A device with what vk-sgmat asks for (minus `drop_extension`, to test the refusal, and
+    /// the optional packed dot products where `dot_products` is off).
+    fn device(&self, drop_extension: Option<&CStr>, dot_products: bool) -> (ash::Device, AdoptedDevice) {
         // SAFETY: valid handles.
-        let (req, _info) = unsafe { DeviceRequirements::query(&self.entry, &self.instance, self.physical) }.unwrap();
+        let (mut req, _info) =
+            unsafe { DeviceRequirements::query(&self.entry, &self.instance, self.physical) }.unwrap();
+        req.features.shader_integer_dot_product &= dot_products;
         let extensions: Vec<&CStr> = req
             .extensions
             .iter()
@@ -211,7 +214,7 @@ fn barrier(device: &ash::Device, cmd: vk::CommandBuffer, src: vk::PipelineStageF
 #[test]
 fn gemm_recorded_into_the_callers_command_buffer() {
     let app = App::new();
-    let (device, adopted) = app.device(None);
+    let (device, adopted) = app.device(None, true);
     // SAFETY: the handles are valid and outlive the context (dropped before the device below).
     let ctx = unsafe { Context::from_raw(adopted, ContextOptions::default()) }.unwrap();
     let mut rng = Rng::new(Rng::fresh_seed());
@@ -362,7 +365,7 @@ fn gemm_recorded_into_the_callers_command_buffer() {
 #[test]
 fn a_device_without_what_vk_sgmat_needs_is_refused_by_name() {
     let app = App::new();
-    let (device, adopted) = app.device(Some(ash::khr::push_descriptor::NAME));
+    let (device, adopted) = app.device(Some(ash::khr::push_descriptor::NAME), true);
     // SAFETY: valid handles.
     let e = unsafe { Context::from_raw(adopted, ContextOptions::default()) }.unwrap_err();
     let msg = e.to_string();
@@ -393,6 +396,49 @@ fn a_device_without_what_vk_sgmat_needs_is_refused_by_name() {
         assert!(BufferMatrix::<f16>::new(null, 128, 0, (8, 8), Layout::RowMajor, 8).is_ok());
     }
     // SAFETY: nothing was made from the device.
+    unsafe { device.destroy_device(None) };
+    let messages = MESSAGES.lock().unwrap().clone();
+    assert!(messages.is_empty(), "validation messages:\n{}", messages.join("\n"));
+}
+
+/// Packed dot products are optional: a device created without them is adopted, and its 8-bit
+/// GEMMs without matrix units widen to 32-bit products instead, exact.
+#[test]
+fn a_device_without_packed_dot_products_widens_8_bit_operands() {
+    let app = App::new();
+    let (device, adopted) = app.device(None, false);
+    let options = ContextOptions {
+        validation: true,
+        matrix_units: false,
+        ..Default::default()
+    };
+    // SAFETY: valid handles, the device outlives the context (dropped first below).
+    let ctx = unsafe { Context::from_raw(adopted, options) }.unwrap();
+    assert!(!ctx.device_info().features.shader_integer_dot_product);
+    let plan = ctx
+        .plan::<i8, i8, i32>(&Matmul::new(), (64, 64, 64), (Layout::RowMajor, Layout::ColMajor))
+        .unwrap();
+    assert_eq!(plan.main_kernel().loads, [vk_sgmat::kernel::Load::Widen; 2]);
+    let mut rng = Rng::new(Rng::fresh_seed());
+    for layouts in [
+        (Layout::RowMajor, Layout::ColMajor),
+        (Layout::ColMajor, Layout::RowMajor),
+    ] {
+        let check = crate::verify::run_random_gemm::<i8, i8, i32>(
+            &ctx,
+            &mut rng,
+            (67, 45, 1031),
+            layouts,
+            3,
+            &GemmOptions::default(),
+            usize::MAX,
+        )
+        .unwrap();
+        assert!(check.passed, "{layouts:?}: {check:?}");
+    }
+    assert!(ctx.validation_messages().messages().is_empty());
+    drop(ctx);
+    // SAFETY: the context and everything made from the device are gone.
     unsafe { device.destroy_device(None) };
     let messages = MESSAGES.lock().unwrap().clone();
     assert!(messages.is_empty(), "validation messages:\n{}", messages.join("\n"));

@@ -261,6 +261,8 @@ fn simt_kernels_pass_spirv_val() {
         (simt(Bf16), [Load::Widen; 2]),
         (simt(I8), [Load::Widen; 2]),
         (simt(U8), [Load::Widen; 2]),
+        (simt(I8), [Load::Packed; 2]),
+        (simt(U8), [Load::Packed; 2]),
     ];
     let mut n = 0;
     for (sg, cpu) in [(32, false), (8, true), (16, false), (64, false)] {
@@ -304,7 +306,7 @@ fn simt_kernels_pass_spirv_val() {
             }
         }
     }
-    assert!(n >= 4 * 7 * EPILOGUES.len(), "validated {n}");
+    assert!(n >= 4 * families.len() * EPILOGUES.len(), "validated {n}");
     // One SIMT operand, or a coop config under SIMT loads: refused before any code is generated.
     let scheme = vk_sgmat::tiling::simt_scheme(&limits(32, 49152), 32, false).unwrap();
     let mut key = KernelKey {
@@ -325,6 +327,8 @@ fn simt_kernels_pass_spirv_val() {
     // Integers do not stay f32, nor f32 widen; each type keeps its own config.
     for (config, loads) in [
         (simt(I8), [Load::Simt, Load::Widen]),
+        (simt(I8), [Load::Packed, Load::Widen]),
+        (simt(F16), [Load::Packed; 2]),
         (SIMT_CONFIG, [Load::Widen; 2]),
         (simt(F16), [Load::Simt; 2]),
         (cfg(8, 8, 8, I8, F32), [Load::Widen; 2]),

@@ -137,6 +137,16 @@ fn f32_in_every_mode() {
 fn i8_and_u8_exact() {
     sweep::<i8, i8, i32>(&scaled_int());
     sweep::<u8, u8, u32>(&scaled_int());
+    // Packed dot products where the device has them, else widened to 32 bits.
+    let plan = context()
+        .plan::<i8, i8, i32>(&Matmul::new(), (64, 64, 64), (Layout::RowMajor, Layout::RowMajor))
+        .unwrap();
+    let want = if context().device_info().features.shader_integer_dot_product {
+        Load::Packed
+    } else {
+        Load::Widen
+    };
+    assert_eq!(plan.main_kernel().loads, [want; 2]);
 }
 
 /// The extremes of i8 and u8 over a K long enough to sum past 2^24 (where an f32 accumulator

@@ -84,7 +84,8 @@ impl Context {
     /// The route on the kernels without matrix units where the device has no config for
     /// `route` (or [`ContextOptions::matrix_units`](crate::ContextOptions::matrix_units) is
     /// off): each operand widened from its stored type (an f32 one beside a 16-bit float one
-    /// stays f32: nothing is rounded), products in f32 or in 32-bit integers, a 16-bit float C
+    /// stays f32: nothing is rounded), products in f32 or in 32-bit integers (8-bit operands
+    /// packed four to a dot product where the device has them), a 16-bit float C
     /// cast from the f32 sums by the epilogue. `no_config` is the error where that kernel does
     /// not give C's type either (an integer product into a float C without dequantisation).
     fn without_matrix_units(
@@ -110,6 +111,13 @@ impl Context {
             return Err(no_config);
         }
         let features = &self.device.info().features;
+        // 8-bit operands multiply four at a time where the device has packed dot products.
+        let int8 = matches!(component, ComponentType::I8 | ComponentType::U8);
+        let loads = if int8 && features.shader_integer_dot_product {
+            [Load::Packed; 2]
+        } else {
+            loads
+        };
         if casts && !(features.shader_float16 && features.storage_buffer_16bit_access) {
             return Err(Error::Unsupported(format!(
                 "{} x {} -> {tc} without matrix units stores 16-bit results, which needs shaderFloat16 and \

@@ -46,6 +46,9 @@ pub struct DeviceFeatures {
     pub subgroup_size_control: bool,
     /// `computeFullSubgroups` (Vulkan 1.3).
     pub compute_full_subgroups: bool,
+    /// `shaderIntegerDotProduct` (Vulkan 1.3): packed 8-bit dot products, which the 8-bit
+    /// kernel without matrix units multiplies with where enabled.
+    pub shader_integer_dot_product: bool,
     /// The device advertises `VK_KHR_shader_bfloat16`.
     pub ext_shader_bfloat16: bool,
     /// `shaderBFloat16Type`.

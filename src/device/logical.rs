@@ -176,6 +176,7 @@ impl Device {
                 cm2.per_element_operations = false;
             }
         }
+        optional_features_as_enabled(&mut info, &adopted.enabled_features);
         // SAFETY: plain query.
         let families = unsafe {
             instance
@@ -509,4 +510,22 @@ fn select(instance: &Instance, selector: &DeviceSelector) -> Result<(vk::Physica
         });
     }
     Ok((pdev, info))
+}
+
+/// The features an adopted device may lack without being refused, as its creator enabled them:
+/// packed dot products (the 8-bit kernel without matrix units then widens), and 16-bit storage
+/// and f16 arithmetic where no f16 config needs them (16-bit results without matrix units are
+/// then refused, and workgroup-scope bf16 schemes not offered).
+fn optional_features_as_enabled(info: &mut DeviceInfo, enabled: &EnabledFeatures) {
+    use crate::config::ComponentType::F16;
+    let f = &mut info.features;
+    f.shader_integer_dot_product &= enabled.shader_integer_dot_product;
+    if !info
+        .configs
+        .all()
+        .any(|c| c.component_type == F16 || c.result_type == F16)
+    {
+        f.storage_buffer_16bit_access &= enabled.storage_buffer_16bit_access;
+        f.shader_float16 &= enabled.shader_float16;
+    }
 }

@@ -150,6 +150,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         storage_buffer_8bit_access: b(f12.storage_buffer8_bit_access),
         subgroup_size_control: b(f13.subgroup_size_control),
         compute_full_subgroups: b(f13.compute_full_subgroups),
+        shader_integer_dot_product: b(f13.shader_integer_dot_product),
         ext_shader_bfloat16: has_bf16,
         shader_bfloat16_type: has_bf16 && b(fbf.shader_bfloat16_type),
         shader_bfloat16_cooperative_matrix: has_bf16 && b(fbf.shader_bfloat16_cooperative_matrix),

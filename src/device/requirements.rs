@@ -37,6 +37,9 @@ pub struct EnabledFeatures {
     pub subgroup_size_control: bool,
     /// `computeFullSubgroups` (Vulkan 1.3).
     pub compute_full_subgroups: bool,
+    /// `shaderIntegerDotProduct` (Vulkan 1.3; optional: the 8-bit kernel without matrix units
+    /// widens to 32-bit products without it).
+    pub shader_integer_dot_product: bool,
     /// `cooperativeMatrix` (`VK_KHR_cooperative_matrix`).
     pub cooperative_matrix: bool,
     /// `shaderBFloat16Type` and `shaderBFloat16CooperativeMatrix` (`VK_KHR_shader_bfloat16`).
@@ -143,6 +146,7 @@ impl DeviceRequirements {
             timeline_semaphore: true,
             subgroup_size_control: true,
             compute_full_subgroups: true,
+            shader_integer_dot_product: info.features.shader_integer_dot_product,
             cooperative_matrix: info.has_matrix_units(),
             shader_bfloat16: bf16,
             nv_cooperative_matrix2: cm2,
@@ -208,7 +212,8 @@ impl DeviceRequirements {
                 .timeline_semaphore(f.timeline_semaphore),
             vulkan13: vk::PhysicalDeviceVulkan13Features::default()
                 .subgroup_size_control(f.subgroup_size_control)
-                .compute_full_subgroups(f.compute_full_subgroups),
+                .compute_full_subgroups(f.compute_full_subgroups)
+                .shader_integer_dot_product(f.shader_integer_dot_product),
             cooperative_matrix: vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default()
                 .cooperative_matrix(f.cooperative_matrix),
             bfloat16: f.shader_bfloat16.then(|| Bf16Features {

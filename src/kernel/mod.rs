@@ -96,6 +96,10 @@ pub enum Load {
     /// u32) as the kernel without matrix units copies it to shared memory (the config is that
     /// type's [`simt_config`]).
     Widen,
+    /// Stored as i8 or u8 and kept packed, four along K to a 32-bit word, in shared memory: the
+    /// kernel without matrix units multiplies them by packed dot products (four products a
+    /// word; `shaderIntegerDotProduct`; both operands, the type's [`simt_config`]).
+    Packed,
     /// Stored as f32, scaled by a power of two (from the largest magnitude, see [`absmax`], read
     /// from binding 3) and split into two f16 parts `hi + lo` as it is copied to shared memory;
     /// the kernel multiplies `hi*hi + hi*lo + lo*hi` (both operands; an f16 -> f32 config).
@@ -113,7 +117,7 @@ impl Load {
     /// the stored element's size to the config's.
     pub fn storage_vectors(self) -> u32 {
         match self {
-            Load::Native | Load::Simt | Load::Widen | Load::Planes => 1,
+            Load::Native | Load::Simt | Load::Widen | Load::Packed | Load::Planes => 1,
             Load::Round | Load::Split => 2,
         }
     }
@@ -130,14 +134,16 @@ impl Load {
     /// The type the operand is stored in, for a config whose component type is `component`.
     pub fn storage_type(self, component: ComponentType) -> ComponentType {
         match self {
-            Load::Native | Load::Widen | Load::Planes => component,
+            Load::Native | Load::Widen | Load::Packed | Load::Planes => component,
             Load::Round | Load::Simt | Load::Split => ComponentType::F32,
         }
     }
 
     /// Whether both operands run on the kernel without matrix units.
     pub fn without_matrix_units(loads: [Load; 2]) -> bool {
-        loads.iter().all(|l| matches!(l, Load::Simt | Load::Widen))
+        loads
+            .iter()
+            .all(|l| matches!(l, Load::Simt | Load::Widen | Load::Packed))
     }
 }
 
@@ -199,6 +205,7 @@ impl KernelKey {
                     Load::Split => "_split",
                     Load::Planes => "_planes",
                     Load::Widen => "_widen",
+                    Load::Packed => "_packed",
                     _ => "_simt",
                 };
                 format!("_{name}{suffix}")
@@ -257,7 +264,11 @@ impl KernelKey {
         if self.loads == [Load::Native; 2] {
             return Ok(());
         }
-        if self.loads.iter().any(|l| matches!(l, Load::Simt | Load::Widen)) {
+        if self
+            .loads
+            .iter()
+            .any(|l| matches!(l, Load::Simt | Load::Widen | Load::Packed))
+        {
             return self.check_simt();
         }
         let c = self.config;
@@ -326,9 +337,9 @@ impl KernelKey {
         let loads_fit = match ct {
             ComponentType::F32 => self.loads == [Load::Simt; 2],
             ComponentType::F16 | ComponentType::Bf16 => {
-                Load::without_matrix_units(self.loads) && self.loads != [Load::Simt; 2]
+                self.loads.iter().all(|l| matches!(l, Load::Simt | Load::Widen)) && self.loads != [Load::Simt; 2]
             }
-            _ => self.loads == [Load::Widen; 2],
+            _ => self.loads == [Load::Widen; 2] || self.loads == [Load::Packed; 2],
         };
         if !loads_fit || simt_config(ct) != Some(c) {
             return Err(Error::Unsupported(format!(

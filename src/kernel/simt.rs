@@ -18,7 +18,7 @@ use super::epilogue::{store_type, Fused};
 use super::push::{Pc, PC_MEMBERS};
 use super::raster::{group_table, tile, Tile};
 use super::widen::{widen, widen_in_order, widens_to_int};
-use super::KernelKey;
+use super::{KernelKey, Load};
 use crate::config::ComponentType;
 use crate::tiling::{Layout, TileGeometry, VECTOR_BYTES};
 use rspirv::spirv::{
@@ -29,6 +29,8 @@ use rspirv::spirv::{
 pub const BLOCK: u32 = 8;
 /// 32-bit elements per four-vector of shared memory.
 const VW: u32 = VECTOR_BYTES / 4;
+/// 8-bit elements per packed word ([`super::Load::Packed`]).
+const PACK: u32 = 4;
 pub use super::widen::per_vector;
 
 pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
@@ -54,6 +56,9 @@ struct Decl {
     fused: bool,
     /// Whether products are integers (i8 and u8 operands: u32 bits) rather than f32.
     int: bool,
+    /// Whether 8-bit operands stay packed four along K in shared memory ([`super::Load::Packed`]):
+    /// a slice has `BK / 4` rows of words, multiplied by packed dot products.
+    packed: bool,
     t_void: Word,
     t_bool: Word,
     t_u32: Word,
@@ -91,6 +96,7 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
     let (gm, gn) = (g.bm / BLOCK, g.bn / BLOCK);
     debug_assert_eq!(gm * gn, g.threads, "checked by KernelKey::check_loads");
     let int = widens_to_int(key.config.component_type);
+    let packed = key.loads == [Load::Packed; 2];
     let t_void = mb.t_void();
     let t_bool = mb.t_bool();
     let t_u32 = mb.t_u32();
@@ -128,8 +134,13 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
         mb.interface.push(v);
         v
     };
-    let sh_a = shared(mb, g.bk * pitch_a);
-    let sh_b = shared(mb, g.bk * pitch_b);
+    let rows = if packed { g.bk / PACK } else { g.bk };
+    let sh_a = shared(mb, rows * pitch_a);
+    let sh_b = shared(mb, rows * pitch_b);
+    if packed {
+        mb.need(Capability::DotProduct);
+        mb.need(Capability::DotProductInput4x8BitPacked);
+    }
 
     let p_wg_v4 = mb.ptr(StorageClass::Workgroup, t_v4);
     let p_wg_s = mb.ptr(StorageClass::Workgroup, t_s);
@@ -144,6 +155,7 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
         gn,
         fused,
         int,
+        packed,
         t_void,
         t_bool,
         t_u32,
@@ -315,6 +327,9 @@ const NP: Option<MemoryAccess> = Some(MemoryAccess::NON_PRIVATE_POINTER);
 /// the slice has fewer vectors than a whole number of rounds of the workgroup (8-bit operands'
 /// K-contiguous slices), the invocations past its end copy nothing.
 fn copy(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word) -> BuildResult<()> {
+    if d.packed {
+        return copy_packed(b, d, st, op, kb);
+    }
     let Decl {
         g,
         t_bool,
@@ -341,20 +356,7 @@ fn copy(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word) -> Bu
     };
     let inner_base_vec = b.div_u(inner_base, per)?;
     let row_base = b.b.i_add(t_u32, None, op.off, inner_base_vec)?;
-    for t in 0..total.div_ceil(g.threads) {
-        let v = b.add_u(tid, t * g.threads)?;
-        let partial = (t + 1) * g.threads > total;
-        let l_skip = if partial {
-            let c_total = b.c_u32(total);
-            let inside = b.b.u_less_than(t_bool, None, v, c_total)?;
-            let (l_copy, l_skip) = (b.b.id(), b.b.id());
-            b.b.selection_merge(l_skip, SelectionControl::NONE)?;
-            b.b.branch_conditional(inside, l_copy, l_skip, [])?;
-            b.b.begin_block(Some(l_copy))?;
-            Some(l_skip)
-        } else {
-            None
-        };
+    for_each_item(b, (tid, g.threads, total), |b, v| {
         let o = b.div_u(v, inner_vecs)?;
         let iv = b.mod_u(v, inner_vecs)?;
         let go = b.b.i_add(t_u32, None, outer_base, o)?;
@@ -394,12 +396,133 @@ fn copy(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word) -> Bu
                 }
             }
         }
-        if let Some(l_skip) = l_skip {
-            b.b.branch(l_skip)?;
-            b.b.begin_block(Some(l_skip))?;
+        Ok(())
+    })
+}
+
+/// Runs `body` for items `tid, tid + threads, ...` below `total` (ids): whole rounds of the
+/// workgroup unguarded, a last partial one behind a branch.
+fn for_each_item(
+    b: &mut ModuleBuilder,
+    (tid, threads, total): (Word, u32, u32),
+    mut body: impl FnMut(&mut ModuleBuilder, Word) -> BuildResult<()>,
+) -> BuildResult<()> {
+    let t_bool = b.t_bool();
+    for t in 0..total.div_ceil(threads) {
+        let v = b.add_u(tid, t * threads)?;
+        if (t + 1) * threads <= total {
+            body(b, v)?;
+            continue;
         }
+        let c_total = b.c_u32(total);
+        let inside = b.b.u_less_than(t_bool, None, v, c_total)?;
+        let (l_copy, l_skip) = (b.b.id(), b.b.id());
+        b.b.selection_merge(l_skip, SelectionControl::NONE)?;
+        b.b.branch_conditional(inside, l_copy, l_skip, [])?;
+        b.b.begin_block(Some(l_copy))?;
+        body(b, v)?;
+        b.b.branch(l_skip)?;
+        b.b.begin_block(Some(l_skip))?;
     }
     Ok(())
+}
+
+/// [`copy`] for packed 8-bit operands: shared `[k / 4][x]` words, four K-consecutive bytes
+/// each. Stored `[x][k]`, a word of a 16-byte vector is such a word already; stored `[k][x]`,
+/// an invocation reads four rows' vectors of 16 x and interleaves their bytes.
+fn copy_packed(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word) -> BuildResult<()> {
+    let Decl {
+        g,
+        t_bool,
+        t_u32,
+        t_v4,
+        p_wg_v4,
+        p_wg_s,
+        zero_uvec4,
+        ..
+    } = *d;
+    let (tid, pk) = (st.tid, st.pk);
+    let per = 16;
+    let in_range = |b: &mut ModuleBuilder, (k, x): (Word, Word)| -> BuildResult<Word> {
+        let ok_k = b.b.u_less_than(t_bool, None, k, pk)?;
+        let ok_x = b.b.u_less_than(t_bool, None, x, op.x_limit)?;
+        b.b.logical_and(t_bool, None, ok_k, ok_x)
+    };
+    if !op.k_outer {
+        let k_vecs = g.bk / per;
+        let kb_vec = b.div_u(kb, per)?;
+        let row_base = b.b.i_add(t_u32, None, op.off, kb_vec)?;
+        return for_each_item(b, (tid, g.threads, op.extent * k_vecs), |b, v| {
+            let o = b.div_u(v, k_vecs)?;
+            let iv = b.mod_u(v, k_vecs)?;
+            let x = b.b.i_add(t_u32, None, op.x0, o)?;
+            let iv_el = b.mul_u(iv, per)?;
+            let k = b.b.i_add(t_u32, None, kb, iv_el)?;
+            let ok = in_range(b, (k, x))?;
+            let row = b.b.i_mul(t_u32, None, x, op.ld)?;
+            let idx = b.b.i_add(t_u32, None, row_base, row)?;
+            let idx = b.b.i_add(t_u32, None, idx, iv)?;
+            let raw = b.load_vector_or_zero((op.buf, op.off), idx, ok, zero_uvec4)?;
+            let comp = b.mod_u(o, VW)?;
+            let col_vec = b.div_u(o, VW)?;
+            let first_row = b.mul_u(iv, per / PACK)?;
+            for w in 0..per / PACK {
+                let word = b.b.composite_extract(t_u32, None, raw, [w])?;
+                let krow = b.add_u(first_row, w)?;
+                let at = b.mul_u(krow, op.pitch)?;
+                let at = b.b.i_add(t_u32, None, at, col_vec)?;
+                let p = b.b.access_chain(p_wg_s, None, op.sh, [at, comp])?;
+                b.b.store(p, word, NP, [])?;
+            }
+            Ok(())
+        });
+    }
+    let x_vecs = op.extent / per;
+    let x0_vec = b.div_u(op.x0, per)?;
+    let row_base = b.b.i_add(t_u32, None, op.off, x0_vec)?;
+    let splat = |b: &mut ModuleBuilder, v: [u32; 4]| {
+        let c = v.map(|x| b.c_u32(x));
+        b.b.constant_composite(t_v4, c)
+    };
+    let (bytes, low) = (splat(b, [0, 8, 16, 24]), splat(b, [0xff; 4]));
+    for_each_item(b, (tid, g.threads, (g.bk / PACK) * x_vecs), |b, v| {
+        let k4 = b.div_u(v, x_vecs)?;
+        let xv = b.mod_u(v, x_vecs)?;
+        let xv_el = b.mul_u(xv, per)?;
+        let x = b.b.i_add(t_u32, None, op.x0, xv_el)?;
+        let k_first = b.mul_u(k4, PACK)?;
+        let k_first = b.b.i_add(t_u32, None, kb, k_first)?;
+        let mut rows = Vec::with_capacity(PACK as usize);
+        for r in 0..PACK {
+            let k = b.add_u(k_first, r)?;
+            let ok = in_range(b, (k, x))?;
+            let row = b.b.i_mul(t_u32, None, k, op.ld)?;
+            let idx = b.b.i_add(t_u32, None, row_base, row)?;
+            let idx = b.b.i_add(t_u32, None, idx, xv)?;
+            rows.push(b.load_vector_or_zero((op.buf, op.off), idx, ok, zero_uvec4)?);
+        }
+        // Word j of each row holds x = 4j..4j+4: byte e of row r goes to byte r of x's word.
+        let at = b.mul_u(k4, op.pitch)?;
+        let first = b.mul_u(xv, per / VW)?;
+        let at = b.b.i_add(t_u32, None, at, first)?;
+        for j in 0..per / VW {
+            // Lane e of row r's bytes, moved to byte r: OR over the rows.
+            let mut packed = b.b.constant_null(t_v4);
+            for (r, &raw) in (0u32..).zip(&rows) {
+                let word = b.b.composite_extract(t_u32, None, raw, [j])?;
+                let words = b.b.composite_construct(t_v4, None, [word; 4])?;
+                let each = b.b.shift_right_logical(t_v4, None, words, bytes)?;
+                let each = b.b.bitwise_and(t_v4, None, each, low)?;
+                let to = splat(b, [8 * r; 4]);
+                let placed = b.b.shift_left_logical(t_v4, None, each, to)?;
+                packed = b.b.bitwise_or(t_v4, None, packed, placed)?;
+            }
+            let at = b.add_u(at, j)?;
+            let p = b.b.access_chain(p_wg_v4, None, op.sh, [at])?;
+            b.b.store(p, packed, NP, [])?;
+        }
+        Ok(())
+    })
 }
 
 /// One K step: both slices to shared memory between barriers, then 16 four-vector
@@ -435,6 +558,13 @@ fn k_step(b: &mut ModuleBuilder, d: &Decl, st: &Setup, kb: Word) -> BuildResult<
     for &v in acc {
         sums.push(b.b.load(t_v4, None, v, None, [])?);
     }
+    if d.packed {
+        packed_products(b, d, st, &mut sums)?;
+        for (&v, &s) in acc.iter().zip(&sums) {
+            b.b.store(v, s, None, [])?;
+        }
+        return Ok(());
+    }
     let read = |b: &mut ModuleBuilder, sh: Word, base: Word, at: u32| -> BuildResult<Word> {
         let i = b.add_u(base, at)?;
         let p = b.b.access_chain(p_wg_v4, None, sh, [i])?;
@@ -469,6 +599,58 @@ fn k_step(b: &mut ModuleBuilder, d: &Decl, st: &Setup, kb: Word) -> BuildResult<
     }
     for (&v, &s) in acc.iter().zip(&sums) {
         b.b.store(v, s, None, [])?;
+    }
+    Ok(())
+}
+
+/// A K step's products of packed 8-bit slices into `sums`: per word row (four K), 64 packed
+/// dot products (each exact in 32 bits), added wrapping like the widened kernel's.
+fn packed_products(b: &mut ModuleBuilder, d: &Decl, st: &Setup, sums: &mut [Word]) -> BuildResult<()> {
+    let Decl {
+        g,
+        t_u32,
+        t_v4,
+        pitch_a,
+        pitch_b,
+        sh_a,
+        sh_b,
+        p_wg_v4,
+        ..
+    } = *d;
+    let signed = st.slice_a.stored == ComponentType::I8;
+    let t_i32 = b.b.type_int(32, 1);
+    let read = |b: &mut ModuleBuilder, sh: Word, base: Word, at: u32| -> BuildResult<Word> {
+        let i = b.add_u(base, at)?;
+        let p = b.b.access_chain(p_wg_v4, None, sh, [i])?;
+        b.b.load(t_v4, None, p, NP, [])
+    };
+    let packed = Some(rspirv::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit);
+    for kk in 0..g.bk / PACK {
+        let a_row = b.add_u(st.a_at, kk * pitch_a)?;
+        let b_row = b.add_u(st.b_at, kk * pitch_b)?;
+        let av = [read(b, sh_a, a_row, 0)?, read(b, sh_a, a_row, 1)?];
+        let bv = [read(b, sh_b, b_row, 0)?, read(b, sh_b, b_row, 1)?];
+        let b_words: Vec<Word> = (0..BLOCK)
+            .map(|j| b.b.composite_extract(t_u32, None, bv[(j / VW) as usize], [j % VW]))
+            .collect::<BuildResult<_>>()?;
+        for i in 0..BLOCK {
+            let a = b.b.composite_extract(t_u32, None, av[(i / VW) as usize], [i % VW])?;
+            for h in 0..2 {
+                let mut lanes = [0; VW as usize];
+                for (e, lane) in lanes.iter_mut().enumerate() {
+                    let bw = b_words[h * VW as usize + e];
+                    *lane = if signed {
+                        let dot = b.b.s_dot(t_i32, None, a, bw, packed)?;
+                        b.b.bitcast(t_u32, None, dot)?
+                    } else {
+                        b.b.u_dot(t_u32, None, a, bw, packed)?
+                    };
+                }
+                let dots = b.b.composite_construct(t_v4, None, lanes)?;
+                let slot = 2 * i as usize + h;
+                sums[slot] = b.b.i_add(t_v4, None, sums[slot], dots)?;
+            }
+        }
     }
     Ok(())
 }

@@ -52,8 +52,13 @@ fn kernel_words(plan: &vk_sgmat::plan::GemmPlan) -> (String, String) {
     );
     if vk_sgmat::kernel::Load::without_matrix_units(key.loads) {
         let c = &key.config;
+        let how = if key.loads == [vk_sgmat::kernel::Load::Packed; 2] {
+            "packed dot products"
+        } else {
+            "products"
+        };
         return (
-            format!("no matrix units, {}->{} products", c.component_type, c.result_type),
+            format!("no matrix units, {}->{} {how}", c.component_type, c.result_type),
             tile,
         );
     }
