@@ -398,6 +398,13 @@ impl Context {
                 let output = (tr != tc).then_some(tc);
                 (tr, Epilogue { output, ..fused })
             }
+            None if self.casts_from_f32(route(ta, tb, options.compute)?.component, tc, options) => (
+                ComponentType::F32,
+                Epilogue {
+                    output: Some(tc),
+                    ..Epilogue::default()
+                },
+            ),
             None => (tc, Epilogue::default()),
         };
         let (route, config) = self.route_batch([ta, tb, tr], batch, options)?;
@@ -445,6 +452,16 @@ impl Context {
             convert_first,
             kernel_loads,
         })
+    }
+
+    /// Whether a plain GEMM of `component` operands into a 16-bit float C runs on the matrix
+    /// units' `component -> f32` config with the epilogue's cast, the device lacking a config
+    /// into C's type (the H200 has bf16 -> f32 but no bf16 -> bf16): f32 sums rounded once,
+    /// as the fused API promises, rather than the kernels without matrix units.
+    fn casts_from_f32(&self, component: ComponentType, tc: ComponentType, options: &GemmOptions) -> bool {
+        matches!(tc, ComponentType::F16 | ComponentType::Bf16)
+            && self.choose_config(component, tc, options.shape).is_err()
+            && self.choose_config(component, ComponentType::F32, options.shape).is_ok()
     }
 
     /// The tile scheme of a decided GEMM whose operands are copied transposed where `relayout`

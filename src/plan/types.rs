@@ -140,19 +140,24 @@ pub const TYPE_PAIRS: [[ComponentType; 3]; 8] = [
 
 /// Which path each of [`TYPE_PAIRS`] takes on a device with these configs, in words (for device
 /// reports), as the planner routes it: the matrix units where a config of the pair's product
-/// type and C's type exists, else the kernels without them (products in f32 or in 32-bit
-/// integers); a 16-bit float C there needs `sixteen_bit` (`shaderFloat16` and 16-bit storage).
+/// type and C's type exists (for a 16-bit float C, else one into f32, its sums rounded by the
+/// epilogue), else the kernels without them (products in f32 or in 32-bit integers); a 16-bit
+/// float C there needs `sixteen_bit` (`shaderFloat16` and 16-bit storage).
 pub fn type_paths(configs: &[crate::config::GPUSubgroupMatrixConfig], sixteen_bit: bool) -> Vec<(String, String)> {
     TYPE_PAIRS
         .iter()
         .map(|&[a, b, c]| {
             let name = if a == b { format!("{a} -> {c}") } else { format!("{a} x {b} -> {c}") };
             let component = if a == F32 { b } else { a };
-            let path = if let Some(cfg) = configs
-                .iter()
-                .find(|cfg| cfg.component_type == component && cfg.result_type == c)
-            {
+            let config = |result| {
+                configs
+                    .iter()
+                    .find(|cfg| cfg.component_type == component && cfg.result_type == result)
+            };
+            let path = if let Some(cfg) = config(c) {
                 format!("matrix units ({cfg})")
+            } else if let (Some(cfg), true) = (config(F32), matches!(c, F16 | Bf16)) {
+                format!("matrix units ({cfg}, f32 sums rounded to {c})")
             } else if c.size_bytes() == 2 && !sixteen_bit {
                 format!("none: no {component} -> {c} config, and 16-bit results without matrix units need shaderFloat16 and 16-bit storage")
             } else {
@@ -213,6 +218,14 @@ mod tests {
         assert!(path("bf16 -> f32").starts_with("without matrix units (f32 products; no bf16 -> f32"));
         assert!(path("u8 -> u32").starts_with("without matrix units (u32 products"));
         assert!(path("i8 -> i32").starts_with("matrix units"));
+        let f16_f32_only = type_paths(&[cfg(8, 8, 8, F16, F32)], true);
+        assert_eq!(
+            f16_f32_only[1],
+            (
+                "f16 -> f16".into(),
+                "matrix units (8x8x8 f16->f32, f32 sums rounded to f16)".into()
+            )
+        );
         let none = type_paths(&[], false);
         assert_eq!(none.len(), TYPE_PAIRS.len());
         for (name, path) in &none {
