@@ -196,15 +196,49 @@ impl Pipelines {
         }
     }
 
-    /// Creates every pipeline `plan` needs, so a failure surfaces before anything is recorded;
+    /// Creates every pipeline `plan` needs, on a thread each, so a failure surfaces before
+    /// anything is recorded;
     /// saves the cache file when that created pipelines it lacks (at most every
     /// [`SAVE_EVERY`]; the rest on drop).
     pub fn prepare(&self, plan: &GemmPlan) -> Result<()> {
-        for k in plan.kernels() {
-            self.kernel(&k)?;
+        let kernels: Vec<Kernel> = plan.kernels().into_iter().filter(|k| !self.has(k)).collect();
+        if let [one] = kernels[..] {
+            self.kernel(&one)?;
+        } else if kernels.len() > 1 {
+            // A plan's passes (a copy first, split-K's reduction) compile at the same time:
+            // drivers compile one pipeline per thread, and the maps take each once.
+            std::thread::scope(|s| {
+                let each: Vec<_> = kernels
+                    .iter()
+                    .map(|k| s.spawn(move || self.kernel(k).map(drop)))
+                    .collect();
+                each.into_iter()
+                    .try_for_each(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            })?;
         }
         self.save_if_new();
         Ok(())
+    }
+
+    /// Whether `kernel`'s pipeline exists already.
+    fn has(&self, kernel: &Kernel) -> bool {
+        match *kernel {
+            Kernel::Gemm(ref key) => self.map.lock().unwrap_or_else(|e| e.into_inner()).contains_key(key),
+            Kernel::Reduce {
+                result_type,
+                epilogue,
+                subgroup_size,
+            } => self.reduce.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&(
+                result_type,
+                epilogue,
+                subgroup_size,
+            )),
+            _ => self
+                .helpers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(kernel),
+        }
     }
 
     /// Saves the cache file if pipelines were created since the last save and one is due. The
