@@ -86,6 +86,7 @@ mod peak;
 mod pipeline;
 mod pipeline_file;
 pub mod plan;
+pub mod quant;
 mod record;
 mod stream;
 mod submit;
