@@ -407,7 +407,7 @@ fn gemm_stream_time_is_per_gemm() {
             .map(Timings::into_seconds)
             .unwrap();
         let own = vk_sgmat::median(&mut own);
-        for reps in [2, 12] {
+        let mut per_gemm = |reps: u32| {
             let mut t: Vec<f64> = (0..3)
                 .map(|_| {
                     ctx.prepare(&Matmul::with_options(&opts), &da, &db, &mut dc)
@@ -416,16 +416,16 @@ fn gemm_stream_time_is_per_gemm() {
                         .unwrap()
                 })
                 .collect();
-            let t = vk_sgmat::median(&mut t);
-            // A CPU driver's times are noisy (tests run side by side: 3.1x one run's own time
-            // was seen for 2 runs of split-K on a loaded CI machine); a span not divided by
-            // `reps` would be `reps` runs' time, which the bound for 12 runs catches.
-            let most = if reps == 12 { 6.0 } else { 4.0 };
-            assert!(
-                t > 0.15 * own && t < most * own,
-                "{split_k:?}, {reps} runs: {t} s per GEMM, {own} s each alone"
-            );
-        }
+            vk_sgmat::median(&mut t)
+        };
+        let (two, twelve) = (per_gemm(2), per_gemm(12));
+        // A CPU driver's times are noisy (tests run side by side, and 5x one run's own time was
+        // seen for 2 runs on a loaded CI machine), so the spans are compared with each other:
+        // one not divided by `reps` would make 12 runs' figure 6 times 2 runs'.
+        assert!(
+            twelve < 3.0 * two && two > 0.1 * own && twelve > 0.1 * own,
+            "{split_k:?}: {two} s per GEMM over 2 runs, {twelve} over 12, {own} each alone"
+        );
         assert_exact(ctx, &dc, &want, &format!("{split_k:?}"));
     }
     assert_no_validation_messages(ctx);

@@ -260,6 +260,15 @@ pub struct BenchArgs {
     /// pipeline cache on disk).
     #[arg(long)]
     pub first_runs: Option<f64>,
+    /// With `--first-runs`: wait this many milliseconds after the first run before the rest, to
+    /// tell a slow start that follows the count of runs from one that follows the time since
+    /// the first.
+    #[arg(long, default_value_t = 0)]
+    pub pause_after_first: u64,
+    /// With `--first-runs`: run each GEMM's kernel this many times on 16 rows first (the same
+    /// pipeline), counted in its preparation: whether cheap runs end the slow start.
+    #[arg(long, default_value_t = 0)]
+    pub prime: usize,
     /// Layout of C: n = row-major, t = column-major (ggml-vulkan writes its result
     /// column-major).
     #[arg(long, default_value = "n")]

@@ -125,6 +125,8 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
         warm,
         stream,
         first_runs,
+        pause_after_first,
+        prime,
         model,
         c_layout,
         cublas,
@@ -203,7 +205,7 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
                     shape,
                     (layouts.0, layouts.1),
                     &forced,
-                    seconds
+                    (seconds, std::time::Duration::from_millis(pause_after_first), prime)
                 )?);
                 println!("{} {}", t.label(forced.compute), r.line());
             }
