@@ -431,52 +431,76 @@ fn for_each_item(
 /// each. Stored `[x][k]`, a word of a 16-byte vector is such a word already; stored `[k][x]`,
 /// an invocation reads four rows' vectors of 16 x and interleaves their bytes.
 fn copy_packed(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word) -> BuildResult<()> {
+    if op.k_outer {
+        copy_interleaved(b, d, st, op, kb)
+    } else {
+        copy_words(b, d, st, op, kb)
+    }
+}
+
+/// Bytes per 16-byte vector of an 8-bit operand.
+const BYTES: u32 = 16;
+
+/// Whether element (`k`, `x`) of `op` lies inside the matrix (ids).
+fn inside(b: &mut ModuleBuilder, (st, op): (&Setup, &Slice), (k, x): (Word, Word)) -> BuildResult<Word> {
+    let t_bool = b.t_bool();
+    let ok_k = b.b.u_less_than(t_bool, None, k, st.pk)?;
+    let ok_x = b.b.u_less_than(t_bool, None, x, op.x_limit)?;
+    b.b.logical_and(t_bool, None, ok_k, ok_x)
+}
+
+/// [`copy_packed`] of an operand stored `[x][k]`: each 32-bit word of a vector is four
+/// K-consecutive bytes of one x, stored to its word row as it is.
+fn copy_words(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word) -> BuildResult<()> {
     let Decl {
         g,
-        t_bool,
         t_u32,
-        t_v4,
-        p_wg_v4,
         p_wg_s,
         zero_uvec4,
         ..
     } = *d;
-    let (tid, pk) = (st.tid, st.pk);
-    let per = 16;
-    let in_range = |b: &mut ModuleBuilder, (k, x): (Word, Word)| -> BuildResult<Word> {
-        let ok_k = b.b.u_less_than(t_bool, None, k, pk)?;
-        let ok_x = b.b.u_less_than(t_bool, None, x, op.x_limit)?;
-        b.b.logical_and(t_bool, None, ok_k, ok_x)
-    };
-    if !op.k_outer {
-        let k_vecs = g.bk / per;
-        let kb_vec = b.div_u(kb, per)?;
-        let row_base = b.b.i_add(t_u32, None, op.off, kb_vec)?;
-        return for_each_item(b, (tid, g.threads, op.extent * k_vecs), |b, v| {
-            let o = b.div_u(v, k_vecs)?;
-            let iv = b.mod_u(v, k_vecs)?;
-            let x = b.b.i_add(t_u32, None, op.x0, o)?;
-            let iv_el = b.mul_u(iv, per)?;
-            let k = b.b.i_add(t_u32, None, kb, iv_el)?;
-            let ok = in_range(b, (k, x))?;
-            let row = b.b.i_mul(t_u32, None, x, op.ld)?;
-            let idx = b.b.i_add(t_u32, None, row_base, row)?;
-            let idx = b.b.i_add(t_u32, None, idx, iv)?;
-            let raw = b.load_vector_or_zero((op.buf, op.off), idx, ok, zero_uvec4)?;
-            let comp = b.mod_u(o, VW)?;
-            let col_vec = b.div_u(o, VW)?;
-            let first_row = b.mul_u(iv, per / PACK)?;
-            for w in 0..per / PACK {
-                let word = b.b.composite_extract(t_u32, None, raw, [w])?;
-                let krow = b.add_u(first_row, w)?;
-                let at = b.mul_u(krow, op.pitch)?;
-                let at = b.b.i_add(t_u32, None, at, col_vec)?;
-                let p = b.b.access_chain(p_wg_s, None, op.sh, [at, comp])?;
-                b.b.store(p, word, NP, [])?;
-            }
-            Ok(())
-        });
-    }
+    let per = BYTES;
+    let k_vecs = g.bk / per;
+    let kb_vec = b.div_u(kb, per)?;
+    let row_base = b.b.i_add(t_u32, None, op.off, kb_vec)?;
+    for_each_item(b, (st.tid, g.threads, op.extent * k_vecs), |b, v| {
+        let o = b.div_u(v, k_vecs)?;
+        let iv = b.mod_u(v, k_vecs)?;
+        let x = b.b.i_add(t_u32, None, op.x0, o)?;
+        let iv_el = b.mul_u(iv, per)?;
+        let k = b.b.i_add(t_u32, None, kb, iv_el)?;
+        let ok = inside(b, (st, op), (k, x))?;
+        let row = b.b.i_mul(t_u32, None, x, op.ld)?;
+        let idx = b.b.i_add(t_u32, None, row_base, row)?;
+        let idx = b.b.i_add(t_u32, None, idx, iv)?;
+        let raw = b.load_vector_or_zero((op.buf, op.off), idx, ok, zero_uvec4)?;
+        let comp = b.mod_u(o, VW)?;
+        let col_vec = b.div_u(o, VW)?;
+        let first_row = b.mul_u(iv, per / PACK)?;
+        for w in 0..per / PACK {
+            let word = b.b.composite_extract(t_u32, None, raw, [w])?;
+            let krow = b.add_u(first_row, w)?;
+            let at = b.mul_u(krow, op.pitch)?;
+            let at = b.b.i_add(t_u32, None, at, col_vec)?;
+            let p = b.b.access_chain(p_wg_s, None, op.sh, [at, comp])?;
+            b.b.store(p, word, NP, [])?;
+        }
+        Ok(())
+    })
+}
+
+/// [`copy_packed`] of an operand stored `[k][x]`: an invocation reads four K rows' vectors of
+/// the same 16 x and moves byte `e` of row `r` to byte `r` of x's word.
+fn copy_interleaved(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word) -> BuildResult<()> {
+    let Decl {
+        g,
+        t_u32,
+        t_v4,
+        p_wg_v4,
+        zero_uvec4,
+        ..
+    } = *d;
+    let per = BYTES;
     let x_vecs = op.extent / per;
     let x0_vec = b.div_u(op.x0, per)?;
     let row_base = b.b.i_add(t_u32, None, op.off, x0_vec)?;
@@ -485,7 +509,7 @@ fn copy_packed(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word
         b.b.constant_composite(t_v4, c)
     };
     let (bytes, low) = (splat(b, [0, 8, 16, 24]), splat(b, [0xff; 4]));
-    for_each_item(b, (tid, g.threads, (g.bk / PACK) * x_vecs), |b, v| {
+    for_each_item(b, (st.tid, g.threads, (g.bk / PACK) * x_vecs), |b, v| {
         let k4 = b.div_u(v, x_vecs)?;
         let xv = b.mod_u(v, x_vecs)?;
         let xv_el = b.mul_u(xv, per)?;
@@ -495,7 +519,7 @@ fn copy_packed(b: &mut ModuleBuilder, d: &Decl, st: &Setup, op: &Slice, kb: Word
         let mut rows = Vec::with_capacity(PACK as usize);
         for r in 0..PACK {
             let k = b.add_u(k_first, r)?;
-            let ok = in_range(b, (k, x))?;
+            let ok = inside(b, (st, op), (k, x))?;
             let row = b.b.i_mul(t_u32, None, k, op.ld)?;
             let idx = b.b.i_add(t_u32, None, row_base, row)?;
             let idx = b.b.i_add(t_u32, None, idx, xv)?;
@@ -655,6 +679,38 @@ fn packed_products(b: &mut ModuleBuilder, d: &Decl, st: &Setup, sums: &mut [Word
     Ok(())
 }
 
+/// `alpha * x + beta * C` of one element (C at `p`), each term where present, in the
+/// arithmetic's type (wrapping for integers).
+fn scaled(
+    b: &mut ModuleBuilder,
+    d: &Decl,
+    (x, p): (Word, Word),
+    (alpha, beta): (Option<Word>, Option<Word>),
+) -> BuildResult<Word> {
+    let t = d.t_s;
+    let mul = |b: &mut ModuleBuilder, x, y| {
+        if d.int {
+            b.b.i_mul(t, None, x, y)
+        } else {
+            b.b.f_mul(t, None, x, y)
+        }
+    };
+    let mut x = x;
+    if let Some(a) = alpha {
+        x = mul(b, x, a)?;
+    }
+    if let Some(bt) = beta {
+        let old = b.b.load(t, None, p, None, [])?;
+        let term = mul(b, old, bt)?;
+        x = if d.int {
+            b.b.i_add(t, None, x, term)?
+        } else {
+            b.b.f_add(t, None, x, term)?
+        };
+    }
+    Ok(x)
+}
+
 /// The epilogue: each element inside C, alpha * acc (+ beta * C), or the fused terms.
 fn epilogue(
     mb: &mut ModuleBuilder,
@@ -744,23 +800,7 @@ fn epilogue(
                 if let Some(f) = fuse {
                     x = f.element(b, x, (row, col), p)?;
                 }
-                if let Some(a) = alpha {
-                    x = if int {
-                        b.b.i_mul(t_s, None, x, a)?
-                    } else {
-                        b.b.f_mul(t_s, None, x, a)?
-                    };
-                }
-                if let Some(bt) = beta {
-                    let old = b.b.load(t_s, None, p, None, [])?;
-                    x = if int {
-                        let t = b.b.i_mul(t_s, None, old, bt)?;
-                        b.b.i_add(t_s, None, x, t)?
-                    } else {
-                        let t = b.b.f_mul(t_s, None, old, bt)?;
-                        b.b.f_add(t_s, None, x, t)?
-                    };
-                }
+                let x = scaled(b, d, (x, p), (alpha, beta))?;
                 b.b.store(p, x, None, [])?;
                 b.b.branch(l_skip)?;
                 b.b.begin_block(Some(l_skip))?;
