@@ -65,7 +65,12 @@ impl Context {
 
     /// A context on `options.device` of an existing instance (several contexts share one).
     pub(crate) fn on_instance(instance: Arc<Instance>, options: ContextOptions) -> Result<Self> {
-        let device = Device::new(instance, &options.device, options.copy_queues)?;
+        let device = Device::new(
+            instance,
+            &options.device,
+            options.copy_queues,
+            options.compute_limits.as_ref(),
+        )?;
         Self::on_device(device, options)
     }
 

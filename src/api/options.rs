@@ -145,6 +145,10 @@ pub struct ContextOptions {
     /// timed anywhere ([`Context::configs`](crate::Context::configs) is then empty). Default:
     /// true.
     pub matrix_units: bool,
+    /// Plan as a device with these smaller compute limits would (shared memory, invocations
+    /// per workgroup), each the smaller of the device's and these: a diagnostic that runs a
+    /// small GPU's plans on any device. Default: none.
+    pub compute_limits: Option<crate::device::ComputeLimits>,
 }
 
 impl Default for ContextOptions {
@@ -159,6 +163,7 @@ impl Default for ContextOptions {
             gpu_timeout: crate::submit::SUBMIT_TIMEOUT,
             copy_queues: crate::device::MAX_COPY_QUEUES,
             matrix_units: true,
+            compute_limits: None,
         }
     }
 }

@@ -100,6 +100,27 @@ pub struct DeviceLimits {
     pub timestamp_period: f32,
 }
 
+/// Tighter compute limits to plan as a smaller device would
+/// ([`ContextOptions::compute_limits`](crate::ContextOptions::compute_limits)): each replaces the
+/// device's own where smaller.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ComputeLimits {
+    /// Shared memory per workgroup in bytes (small GPUs have 16 or 32 KiB).
+    pub max_shared_memory: u32,
+    /// Invocations per workgroup (and along its X side; small GPUs allow 256).
+    pub max_workgroup_invocations: u32,
+}
+
+impl DeviceLimits {
+    /// These limits, no larger than `to`'s.
+    pub fn within(mut self, to: &ComputeLimits) -> Self {
+        self.max_shared_memory = self.max_shared_memory.min(to.max_shared_memory);
+        self.max_workgroup_invocations = self.max_workgroup_invocations.min(to.max_workgroup_invocations);
+        self.max_workgroup_size[0] = self.max_workgroup_size[0].min(to.max_workgroup_invocations);
+        self
+    }
+}
+
 /// One requirement for running the GEMM kernels, and whether the device meets it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Requirement {

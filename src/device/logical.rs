@@ -82,9 +82,18 @@ pub struct AdoptedDevice {
 }
 
 impl Device {
-    /// Selects a device and creates it, with at most `copy_queues` queues of a copy-only family.
-    pub fn new(instance: Arc<Instance>, selector: &DeviceSelector, copy_queues: u32) -> Result<Arc<Self>> {
-        let (physical, info) = select(&instance, selector)?;
+    /// Selects a device and creates it, with at most `copy_queues` queues of a copy-only family,
+    /// planning within `compute` where given (a diagnostic: the device's own limits, tightened).
+    pub fn new(
+        instance: Arc<Instance>,
+        selector: &DeviceSelector,
+        copy_queues: u32,
+        compute: Option<&super::ComputeLimits>,
+    ) -> Result<Arc<Self>> {
+        let (physical, mut info) = select(&instance, selector)?;
+        if let Some(c) = compute {
+            info.limits = info.limits.within(c);
+        }
         Self::create(instance, physical, info, copy_queues)
     }
 

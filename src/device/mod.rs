@@ -14,7 +14,8 @@ mod requirements;
 #[cfg(test)]
 pub(crate) use info::test_device;
 pub use info::{
-    evaluate_requirements, rank_devices, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits, Requirement,
+    evaluate_requirements, rank_devices, ComputeLimits, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits,
+    Requirement,
 };
 pub use instance::{Instance, InstanceOptions, ValidationMessages};
 pub(crate) use logical::QueueRef;
