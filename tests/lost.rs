@@ -79,6 +79,10 @@ fn a_timed_out_context_refuses_every_later_call_and_a_new_one_works() {
     let (want, magnitude) = reference::<f16, f16, f32>(&ar, &br, None, 1.0, 0.0, &rows);
     let check = compare(&c, n, n, &rows, &want, &magnitude, k);
     assert!(check.passed, "{check:?}");
+    // The timed-out submission still runs on the device, and nothing may wait for it: a process
+    // that exits under it can crash the driver (lavapipe's threads outlived its teardown in a
+    // CI run: SIGSEGV after every test had passed). Give it far longer than it takes.
+    std::thread::sleep(Duration::from_secs(3));
 }
 
 /// Planning a 16384^3 f16 GEMM allocates nothing, compiles no pipeline and runs nothing: the
