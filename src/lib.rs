@@ -98,7 +98,7 @@ mod tune;
 pub use api::{
     default_context, gemm, Activation, Axis, BatchMut, BatchRef, BufferMatrix, Context, ContextOptions, DeviceBatch,
     DeviceMatrix, DeviceOperand, DistMatrix, Element, EpilogueVector, Fused, GemmOptions, Input, MatMut, MatRef,
-    Matmul, Output, PinnedMatrix, Prepared, RecordedGemm, MAX_SPLIT_K,
+    Matmul, Output, PinnedMatrix, Prepared, QuantMatrix, QuantRef, RecordedGemm, MAX_SPLIT_K,
 };
 pub use config::{ComponentType, GPUSubgroupMatrixConfig};
 pub use device::DeviceSelector;

@@ -170,6 +170,7 @@ impl Pipelines {
             Kernel::SplitPlanes { transposed } => kernel::generate_split_planes(transposed)?,
             Kernel::Transpose { rounds_to, bytes } => kernel::generate_transpose(rounds_to, bytes)?,
             Kernel::GroupTable => kernel::generate_group_table()?,
+            Kernel::Dequant { quant, to } => kernel::generate_dequant(quant, to)?,
             Kernel::Gemv(key) => kernel::generate_gemv(&key)?,
             _ => kernel::generate_absmax()?,
         };
@@ -187,6 +188,7 @@ impl Pipelines {
             | Kernel::SplitPlanes { .. }
             | Kernel::Transpose { .. }
             | Kernel::GroupTable
+            | Kernel::Dequant { .. }
             | Kernel::Gemv(_) => self.get_helper(*kernel),
             Kernel::Reduce {
                 result_type,

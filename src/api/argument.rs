@@ -7,6 +7,8 @@ use super::dist::DistMatrix;
 use super::matrix::{DeviceMatrix, Element, MatMut, MatRef};
 use super::operand::BufferMatrix;
 use super::pinned::PinnedMatrix;
+use super::quant::{QuantMatrix, QuantRef, QuantView};
+use half::f16;
 
 impl<'a, T: Element> In<'a, T> {
     /// The same operand, borrowed for a shorter time (an ndarray view makes `In` invariant in
@@ -24,6 +26,7 @@ impl<'a, T: Element> In<'a, T> {
             In::DeviceBatch(b) => In::DeviceBatch(b),
             In::Pinned(m) => In::Pinned(m),
             In::Dist(m) => In::Dist(m),
+            In::Quant(q) => In::Quant(q),
             In::Array(v) => In::Array(v.reborrow()),
         }
     }
@@ -38,9 +41,15 @@ impl<'a, T: Element> In<'a, T> {
             In::DeviceBatch(_) => "a device batch",
             In::Pinned(_) => "a pinned matrix",
             In::Dist(_) => "a distributed matrix",
+            In::Quant(_) => "a quantized matrix",
             #[cfg(feature = "ndarray")]
             In::Array(_) => "an ndarray view",
         }
+    }
+
+    /// Whether it is held in a block format.
+    pub(crate) fn is_quantized(&self) -> bool {
+        matches!(self, In::Quant(_))
     }
 }
 
@@ -64,6 +73,7 @@ impl<T: Element> Out<'_, T> {
 mod private {
     use super::{
         BatchMut, BatchRef, BufferMatrix, DeviceBatch, DeviceMatrix, DistMatrix, Element, MatMut, MatRef, PinnedMatrix,
+        QuantView,
     };
 
     /// What an input operand is.
@@ -75,6 +85,8 @@ mod private {
         DeviceBatch(&'a DeviceBatch<T>),
         Pinned(&'a PinnedMatrix<T>),
         Dist(&'a DistMatrix<T>),
+        /// Weights in a block format, read as their f16 or f32 values.
+        Quant(QuantView<'a>),
         #[cfg(feature = "ndarray")]
         Array(ndarray::ArrayView2<'a, T>),
     }
@@ -107,7 +119,8 @@ pub(crate) use private::{In, Out};
 
 /// A or B of a [`Matmul`](crate::Matmul): a host [`MatRef`] or [`BatchRef`], a
 /// `&`[`DeviceMatrix`], `&`[`BufferMatrix`] or `&`[`DeviceBatch`], a `&`[`PinnedMatrix`], a
-/// `&`[`DistMatrix`] (several GPUs), or an ndarray view (feature `ndarray`). Sealed.
+/// `&`[`DistMatrix`] (several GPUs), an ndarray view (feature `ndarray`), or weights in a block
+/// format (`&`[`QuantMatrix`] or its transpose [`QuantRef`], as f16 or f32). Sealed.
 pub trait Input<'a, T: Element>: private::SealedIn<'a, T> {}
 
 /// C of a [`Matmul`](crate::Matmul): a host [`MatMut`] or [`BatchMut`], a
@@ -161,6 +174,26 @@ input!(ndarray::ArrayView2<'a, T>, Array);
 input_from_mut!(DeviceMatrix<T>, Device);
 input_from_mut!(BufferMatrix<T>, Buffer);
 input_from_mut!(DeviceBatch<T>, DeviceBatch);
+
+/// Quantized weights read as f16 or f32 values.
+macro_rules! quantized {
+    ($t:ty) => {
+        impl<'a> private::SealedIn<'a, $t> for QuantRef<'a, $t> {
+            fn into_in(self) -> In<'a, $t> {
+                In::Quant(self.view)
+            }
+        }
+        impl<'a> Input<'a, $t> for QuantRef<'a, $t> {}
+    };
+}
+quantized!(f16);
+quantized!(f32);
+impl<'a> private::SealedIn<'a, f16> for &'a QuantMatrix {
+    fn into_in(self) -> In<'a, f16> {
+        In::Quant(self.as_ref().view)
+    }
+}
+impl<'a> Input<'a, f16> for &'a QuantMatrix {}
 
 output!(MatMut<'a, T>, Host);
 output!(BatchMut<'a, T>, HostBatch);

@@ -21,6 +21,7 @@ mod operand;
 mod options;
 mod pinned;
 mod prepared;
+mod quant;
 mod routing;
 mod run;
 mod schemes;
@@ -43,6 +44,7 @@ pub use options::{ContextOptions, GemmOptions};
 pub(crate) use pinned::Direct;
 pub use pinned::PinnedMatrix;
 pub use prepared::{Prepared, RecordedGemm};
+pub use quant::{QuantMatrix, QuantRef};
 pub(crate) use schemes::lock_tuning;
 
 use crate::error::Result;

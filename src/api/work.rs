@@ -115,6 +115,9 @@ impl Context {
         op: &Matmul<'o>,
         (a, b, c): (&'o In<'_, TA>, &'o In<'_, TB>, &'o Out<'_, TC>),
     ) -> Result<Planned<'o>> {
+        if a.is_quantized() || b.is_quantized() {
+            return self.plan_quantized(op, (a, b, c));
+        }
         let (Some(ea), Some(eb), Some(ec)) = (in_entries(a), in_entries(b), out_entries(c)) else {
             return Err(Error::Unsupported(format!(
                 "A is {}, B {} and C {}: this call takes device operands (DeviceMatrix, BufferMatrix, DeviceBatch) for all three",

@@ -4,6 +4,7 @@
 pub mod absmax;
 mod builder;
 mod convert;
+pub mod dequant;
 mod epilogue;
 pub use epilogue::{Activation, Axis, Epilogue};
 mod gemm;
@@ -435,6 +436,17 @@ pub fn generate_peak(config: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> Re
 /// Generates the largest-magnitude pass of the accurate split (see [`absmax`]).
 pub fn generate_absmax() -> Result<Vec<u32>> {
     absmax::emit().map_err(|e| Error::Codegen(format!("absmax: {e}")))
+}
+
+/// Generates the pass that dequantizes blocks of `quant` into a dense copy of `to` (f16 or f32)
+/// before the GEMM (see [`dequant`]).
+pub fn generate_dequant(quant: crate::quant::QuantType, to: ComponentType) -> Result<Vec<u32>> {
+    if !matches!(to, ComponentType::F16 | ComponentType::F32) {
+        return Err(Error::Unsupported(format!(
+            "{quant} blocks dequantize to f16 or f32, not {to}"
+        )));
+    }
+    dequant::emit(quant, to).map_err(|e| Error::Codegen(format!("dequantize {quant} to {to}: {e}")))
 }
 
 /// Generates the pass that rounds an f32 operand to `to` (f16 or bf16) before the GEMM (see

@@ -7,6 +7,7 @@ use super::passes::{Batch, DispatchLimits, Problem, Window};
 use crate::config::{ComponentType, GPUSubgroupMatrixConfig};
 use crate::error::{Error, Result};
 use crate::kernel::{Axis, Epilogue, GemvKey, KernelKey, Load, Probe, PushConstants};
+use crate::quant::QuantType;
 use crate::tiling::{Layout, TileScheme, VECTOR_BYTES};
 use serde::Serialize;
 
@@ -62,6 +63,14 @@ pub enum Kernel {
         /// Bytes per element of the copy: 2 (16-bit operands, rounded f32 ones) or 1 (8-bit).
         bytes: u8,
     },
+    /// The pass that dequantizes an operand held in a ggml block format into a dense copy in
+    /// scratch before the GEMM ([`crate::kernel::dequant`]).
+    Dequant {
+        /// The block format.
+        quant: QuantType,
+        /// The copy's type: f16 or f32.
+        to: ComponentType,
+    },
     /// The pass that builds a grouped GEMM's tile table from counts on the device
     /// ([`crate::kernel::group_table`]).
     GroupTable,
@@ -92,6 +101,7 @@ impl Kernel {
             Kernel::Transpose { rounds_to: None, .. } => "transpose".into(),
             Kernel::Transpose { rounds_to: Some(t), .. } => format!("transpose, round to {t}"),
             Kernel::GroupTable => "group table".into(),
+            Kernel::Dequant { quant, to } => format!("dequantize {quant} to {to}"),
             Kernel::Reduce { .. } => "split-K reduce".into(),
         }
     }

@@ -4,6 +4,8 @@
 
 mod build;
 pub mod cut;
+mod dequant;
+pub use dequant::{dequantized_first, Quantized};
 pub mod gemm;
 mod gemv;
 pub use gemv::gemv_dispatch;

@@ -3,7 +3,8 @@
 //! ([`quantize`]). The layouts and the dequantization arithmetic follow ggml's definitions
 //! (`ggml-common.h`'s block structs, `ggml-quants.c`'s `dequantize_row_*`), written here from
 //! them: every value is computed with the same f32 operations in the same order, so it equals
-//! ggml's reference bit for bit. The GPU kernels that read these blocks are still to come.
+//! ggml's reference bit for bit. On the GPU, weights in these formats are
+//! [`QuantMatrix`](crate::QuantMatrix)es ([`Context::upload_quantized`](crate::Context::upload_quantized)).
 
 mod dequantize;
 mod quantize;
@@ -15,7 +16,7 @@ use crate::error::{Error, Result};
 use std::fmt;
 
 /// A ggml block format.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub enum QuantType {
     /// 32 values: an f16 scale and 32 signed 8-bit integers (34 bytes).
     Q8_0,

@@ -1,0 +1,273 @@
+//! Weights in a ggml block format on the device ([`QuantMatrix`]), uploaded from the bytes a GGUF
+//! file holds, and GEMMs that take them as A or B: the planner dequantizes them into a dense
+//! copy in scratch first ([`crate::plan::dequantized_first`]), f16 or f32 as the operand's
+//! element type says, and runs the GEMM on the copy.
+
+use super::argument::{In, Out};
+use super::context::Context;
+use super::matmul::{Groups, Matmul};
+use super::matrix::Element;
+use super::operand::{placed, Placed};
+use super::work::{Planned, Plans};
+use crate::config::ComponentType;
+use crate::error::{Error, Result};
+use crate::memory::{Buffer, BufferKind};
+use crate::plan::{dequantized_first, Batch, Operand, Quantized, Window};
+use crate::quant::QuantType;
+use crate::tiling::{Layout, VECTOR_BYTES};
+use half::f16;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// A matrix in a ggml block format in device memory: `rows` rows of `cols` values, each row
+/// `cols / block_values` blocks stored one after the other, exactly as a GGUF file stores a
+/// weight tensor of `ne = [cols, rows]` (an `nn.Linear` weight: `rows` = output features,
+/// `cols` = input features, K). Create with [`Context::upload_quantized`].
+///
+/// As an operand of [`Context::run`] it reads as the `rows x cols` matrix of its dequantized
+/// values (`&w`), or as its transpose ([`QuantMatrix::t`]: `y = x * w^T`, the usual layer), in
+/// f16 (each value rounded to nearest even, as ggml-vulkan's f16 matrix multiply reads it), or
+/// exactly in f32 ([`QuantRef::as_f32`]). Either goes with activations of f16 or f32.
+pub struct QuantMatrix {
+    pub(crate) buffer: Arc<Buffer>,
+    quant: QuantType,
+    rows: usize,
+    cols: usize,
+}
+
+/// A [`QuantMatrix`] as an operand: as stored or transposed, its values read as `T` (f16 or
+/// f32).
+#[derive(Debug)]
+pub struct QuantRef<'a, T = f16> {
+    pub(crate) view: QuantView<'a>,
+    _t: PhantomData<T>,
+}
+
+impl<T> Clone for QuantRef<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for QuantRef<'_, T> {}
+
+/// A [`QuantRef`] without its element type, as the planner takes it.
+#[derive(Copy, Clone, Debug)]
+pub struct QuantView<'a> {
+    pub(crate) matrix: &'a QuantMatrix,
+    pub(crate) transposed: bool,
+}
+
+impl<'a, T> QuantRef<'a, T> {
+    fn new(matrix: &'a QuantMatrix, transposed: bool) -> Self {
+        QuantRef {
+            view: QuantView { matrix, transposed },
+            _t: PhantomData,
+        }
+    }
+
+    /// The same operand read exactly, as the f32 values of ggml's dequantization (the copy the
+    /// GEMM reads is then twice the size of an f16 one).
+    pub fn as_f32(self) -> QuantRef<'a, f32> {
+        QuantRef::new(self.view.matrix, self.view.transposed)
+    }
+
+    /// The same operand read as f16 (the default).
+    pub fn as_f16(self) -> QuantRef<'a, f16> {
+        QuantRef::new(self.view.matrix, self.view.transposed)
+    }
+}
+
+impl QuantMatrix {
+    /// The block format.
+    pub fn quant(&self) -> QuantType {
+        self.quant
+    }
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Values per row (a whole number of blocks).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Bytes of blocks it holds.
+    pub fn bytes(&self) -> usize {
+        self.rows * self.cols / self.quant.block_values() * self.quant.block_bytes()
+    }
+    /// The transpose as an operand, read as f16: the `cols x rows` matrix, B of `y = x * w^T`.
+    pub fn t(&self) -> QuantRef<'_> {
+        QuantRef::new(self, true)
+    }
+
+    /// The matrix as an operand, read as f16 (as `&w` is).
+    pub fn as_ref(&self) -> QuantRef<'_> {
+        QuantRef::new(self, false)
+    }
+}
+
+impl std::fmt::Debug for QuantMatrix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "QuantMatrix<{}>({}x{})", self.quant, self.rows, self.cols)
+    }
+}
+
+impl QuantView<'_> {
+    /// Rows and columns as the GEMM sees them.
+    fn shape(&self) -> (usize, usize) {
+        let m = self.matrix;
+        if self.transposed {
+            (m.cols, m.rows)
+        } else {
+            (m.rows, m.cols)
+        }
+    }
+}
+
+impl Context {
+    /// Uploads a `rows x cols` matrix of `quant` blocks: `blocks` holds each row's
+    /// `cols / block_values` blocks, row after row, as a GGUF file stores them (no repacking).
+    /// A typed error, before anything reaches the GPU, where `cols` is not a whole number of
+    /// blocks or `blocks` is not exactly that many bytes.
+    pub fn upload_quantized(&self, quant: QuantType, rows: usize, cols: usize, blocks: &[u8]) -> Result<QuantMatrix> {
+        if rows == 0 || cols == 0 {
+            return Err(Error::InvalidOperand(format!(
+                "a {rows}x{cols} {quant} matrix: both sides must be at least 1"
+            )));
+        }
+        let row_bytes = quant.bytes_for(cols)?;
+        let bytes = row_bytes
+            .checked_mul(rows)
+            .ok_or_else(|| Error::TooLarge(format!("{rows} rows of {row_bytes} bytes overflow")))?;
+        if blocks.len() != bytes {
+            return Err(Error::InvalidOperand(format!(
+                "a {rows}x{cols} {quant} matrix is {} blocks of {} bytes per row, {bytes} bytes in all; {} were given",
+                cols / quant.block_values(),
+                quant.block_bytes(),
+                blocks.len()
+            )));
+        }
+        // Whole 16-byte vectors: the kernels read words, and a row's blocks need not fill one.
+        let size = (bytes as u64).next_multiple_of(u64::from(VECTOR_BYTES));
+        if size > self.limits.max_range {
+            return Err(Error::TooLarge(format!(
+                "a {rows}x{cols} {quant} matrix takes {size} bytes, over the device's largest binding ({})",
+                self.limits.max_range
+            )));
+        }
+        let buffer = Arc::new(self.pool.allocate(size, BufferKind::Storage)?);
+        self.run_blocking(|core| {
+            core.access(&[], &[(&buffer).into()])?;
+            core.upload(buffer.raw(), 0, size, |out| {
+                out[..bytes].copy_from_slice(blocks);
+                out[bytes..].fill(0);
+            })
+        })?;
+        Ok(QuantMatrix {
+            buffer,
+            quant,
+            rows,
+            cols,
+        })
+    }
+
+    /// Plans `op` with a quantized A or B (the other operand and C on the device): the GEMM on
+    /// the dense copy, after the pass that makes it.
+    pub(crate) fn plan_quantized<'o, TA: Element, TB: Element, TC: Element>(
+        &self,
+        op: &Matmul<'o>,
+        (a, b, c): (&'o In<'_, TA>, &'o In<'_, TB>, &'o Out<'_, TC>),
+    ) -> Result<Planned<'o>> {
+        if !matches!(op.groups, Groups::None) || op.split.is_some() {
+            return Err(Error::Unsupported(
+                "a quantized operand runs in one GEMM: grouped and split GEMMs take dense weights for now".into(),
+            ));
+        }
+        let pc = match c {
+            Out::Device(m) => placed(&**m),
+            Out::Buffer(m) => placed(&**m),
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "beside a quantized operand, C is {}: pass a DeviceMatrix (Context::zeros) and download it",
+                    other.residency()
+                )))
+            }
+        };
+        let (j, q, to) = match (a, b) {
+            (In::Quant(_), In::Quant(_)) => {
+                return Err(Error::Unsupported(
+                    "A and B are both quantized: one operand (the weights) may be".into(),
+                ))
+            }
+            (In::Quant(q), _) => (0, *q, TA::TYPE),
+            (_, In::Quant(q)) => (1, *q, TB::TYPE),
+            _ => unreachable!("called with a quantized operand"),
+        };
+        let quantized = Quantized {
+            quant: q.matrix.quant,
+            rows: q.matrix.rows,
+            cols: q.matrix.cols,
+            window: Window::from_start(q.matrix.buffer.size()),
+        };
+        let seen = self.dense_view(q, &quantized, to);
+        let (pa, pb) = if j == 0 {
+            (seen, dense(b, "B")?)
+        } else {
+            (dense(a, "A")?, seen)
+        };
+        self.check_placed(&[&pa, &pb, &pc])?;
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let terms = op
+            .fused
+            .as_ref()
+            .map(|f| self.fused_terms(f, (pc.rows, pc.cols), types))
+            .transpose()?;
+        let plan = self.plan_fused(pa, pb, pc, types, Batch::ONE, &op.options, terms)?;
+        // A column-major C swaps A and B in the plan.
+        let which = if (j == 0) != plan.transposed {
+            Operand::A
+        } else {
+            Operand::B
+        };
+        let plan = dequantized_first(plan, which, &quantized, to, &self.limits)?;
+        let operands = plan.bind_order([pa, pb, pc]);
+        Ok(Planned {
+            plans: Plans::One([(plan, operands)]),
+            whole: [pa, pb, pc],
+            counts: None,
+            output: TC::TYPE,
+        })
+    }
+}
+
+/// The dense operand beside a quantized one: on the device, whole.
+fn dense<'o, T: Element>(x: &'o In<'_, T>, name: &str) -> Result<Placed<'o>> {
+    match x {
+        In::Device(m) => Ok(placed(*m)),
+        In::Buffer(m) => Ok(placed(*m)),
+        other => Err(Error::Unsupported(format!(
+            "beside a quantized operand, {name} is {}: upload it (Context::upload) and pass the DeviceMatrix",
+            other.residency()
+        ))),
+    }
+}
+
+impl Context {
+    /// The quantized operand as the GEMM is planned on it: the dense copy the pass will make
+    /// (row-major `rows x cols`, or its transpose seen column-major), bound where the blocks are.
+    fn dense_view<'o>(&self, q: QuantView<'o>, quantized: &Quantized, to: ComponentType) -> Placed<'o> {
+        let (rows, cols) = q.shape();
+        Placed {
+            rows,
+            cols,
+            layout: if q.transposed {
+                Layout::ColMajor
+            } else {
+                Layout::RowMajor
+            },
+            ld: quantized.copy_ld(to),
+            offset: 0,
+            raw: q.matrix.buffer.raw(),
+            owned: Some(&q.matrix.buffer),
+        }
+    }
+}

@@ -1,0 +1,465 @@
+//! Blocks of a ggml format ([`QuantType`]) dequantized into a dense copy, in a pass of its own
+//! into scratch memory, which the GEMM then reads as an f16 or f32 operand (issue 47's first
+//! path: llama.cpp's CUDA backend also dequantizes to f16 for its large-batch GEMMs).
+//!
+//! Every value is the f32 arithmetic of ggml's `dequantize_row_*` in its order, as
+//! [`crate::quant::dequantize`] computes it, each product and sum rounded on its own
+//! (`NoContraction`: a fused multiply-add would round once and differ from ggml), so an f32 copy
+//! equals the CPU reference bit for bit; an f16 copy is that value rounded to nearest even.
+//!
+//! Bindings: 0 = the blocks as 32-bit words (a row's blocks need not start on a word), 2 = the
+//! copy (16-byte vectors). Push constants ([`super::PushConstants`]): `m` = rows, `n` = octets
+//! of values per row (K / 8), `k` = workgroups dispatched (they stride over the copy together),
+//! `lda_vec` = bytes per row of blocks, `a_off_vec` = the first block's byte in the binding,
+//! `ldb_vec` and `c_off` = the copy's leading dimension and first vector (16-byte vectors).
+
+use super::builder::{BuildResult, ModuleBuilder};
+use super::convert::narrow_f32x8;
+use super::push::Pc;
+use crate::config::ComponentType;
+use crate::quant::QuantType;
+use rspirv::dr::Operand;
+use rspirv::spirv::{BuiltIn, Decoration, FunctionControl, StorageClass, Word};
+
+/// Invocations per workgroup.
+pub const THREADS: u32 = 256;
+/// Most workgroups per dispatch: enough to keep a large GPU's memory busy.
+pub const MAX_GROUPS: u32 = 8192;
+
+/// GLSL.std.450 `UnpackHalf2x16` (exact; needs no Float16 capability).
+const GLSL_UNPACK_HALF_2X16: u32 = 62;
+
+/// One block's bytes as the kernel reads them: the word buffer and the block's first byte.
+struct Block {
+    words: Word,
+    base: Word,
+}
+
+pub(super) fn emit(q: QuantType, to: ComponentType) -> BuildResult<Vec<u32>> {
+    let mut mb = ModuleBuilder::new();
+    let b = &mut mb;
+    let t_void = b.t_void();
+    let t_u32 = b.t_u32();
+    let t_uvec3 = b.t_uvec(3);
+    let t_uvec4 = b.t_uvec(4);
+    let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+    let v_wg = b.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
+    let v_pc = b.push_constant_block(super::push::PC_MEMBERS);
+    let words = b.storage_buffer(t_u32, 4, 0, true);
+    let v_dst = b.storage_buffer(t_uvec4, 16, 2, false);
+
+    let t_fn = b.b.type_function(t_void, []);
+    let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
+    let l_entry = b.b.begin_block(None)?;
+    let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
+    let (rows, octets, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
+    let (row_bytes, first_byte) = (pc(b, Pc::LdaVec)?, pc(b, Pc::AOff)?);
+    let (dst_ld, dst_off) = (pc(b, Pc::LdbVec)?, pc(b, Pc::COff)?);
+    let (per_block, block_bytes) = (q.block_values() as u32, q.block_bytes() as u32);
+    b.grid_stride_rows(l_entry, (v_local, v_wg, THREADS), (rows, octets, groups), |b, r, c| {
+        // Octet c of row r: values 8c.. of the row, all in one block (blocks hold 32 or 256).
+        let first = b.mul_u(c, 8)?;
+        let block = b.div_u(first, per_block)?;
+        let j0 = b.mod_u(first, per_block)?;
+        let row = b.b.i_mul(t_u32, None, r, row_bytes)?;
+        let at = b.mul_u(block, block_bytes)?;
+        let at = b.b.i_add(t_u32, None, row, at)?;
+        let base = b.b.i_add(t_u32, None, at, first_byte)?;
+        let blk = Block { words, base };
+        let mut bits = [0; 8];
+        for (i, out) in bits.iter_mut().enumerate() {
+            let j = b.add_u(j0, i as u32)?;
+            let v = value(b, q, &blk, j)?;
+            *out = b.b.bitcast(t_u32, None, v)?;
+        }
+        let lo = b.b.composite_construct(t_uvec4, None, bits[..4].to_vec())?;
+        let hi = b.b.composite_construct(t_uvec4, None, bits[4..].to_vec())?;
+        let row_at = b.b.i_mul(t_u32, None, r, dst_ld)?;
+        let row_at = b.b.i_add(t_u32, None, row_at, dst_off)?;
+        let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
+        let u0 = b.c_u32(0);
+        if to == ComponentType::F32 {
+            let at = b.mul_u(c, 2)?;
+            let at = b.b.i_add(t_u32, None, row_at, at)?;
+            for (h, v) in [lo, hi].into_iter().enumerate() {
+                let at = b.add_u(at, h as u32)?;
+                let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+                b.b.store(p, v, None, [])?;
+            }
+        } else {
+            let packed = narrow_f32x8(b, lo, hi, to)?;
+            let at = b.b.i_add(t_u32, None, row_at, c)?;
+            let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+            b.b.store(p, packed, None, [])?;
+        }
+        Ok(())
+    })?;
+    b.end_compute(f, THREADS)?;
+    Ok(mb.finish())
+}
+
+/// Value `j` (a u32 id, 0 to the block's values) of the block, as f32: one arm per format, each
+/// the formula of [`crate::quant::dequantize`]'s function for it, value by value.
+fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, j: Word) -> BuildResult<Word> {
+    let jj = b.mod_u(j, 16)?;
+    // The nibble of byte `x` that holds value j of a 32-value block: low for j < 16.
+    let nibble_of = |b: &mut ModuleBuilder, x: Word, j: Word| -> BuildResult<Word> {
+        let half = b.div_u(j, 16)?;
+        let shift = b.mul_u(half, 4)?;
+        bits(b, x, shift, 0xf)
+    };
+    match q {
+        QuantType::Q8_0 => {
+            let d = half_at(b, blk, 0)?;
+            let x = byte_at(b, blk, j, 2)?;
+            let v = signed_byte(b, x)?;
+            let v = s2f(b, v)?;
+            fmul(b, v, d)
+        }
+        QuantType::Q4_0 | QuantType::Mxfp4 => {
+            let skip = u32::from(q == QuantType::Q4_0) + 1;
+            let x = byte_at(b, blk, jj, skip)?;
+            let nib = nibble_of(b, x, j)?;
+            let (v, d) = if q == QuantType::Q4_0 {
+                (b.add_u(nib, u32::MAX - 7)?, half_at(b, blk, 0)?)
+            } else {
+                let e = byte_c(b, blk, 0)?;
+                (fp4(b, nib)?, e8m0_half(b, e)?)
+            };
+            let v = s2f(b, v)?;
+            fmul(b, v, d)
+        }
+        QuantType::Q4_1 => {
+            let (d, m) = (half_at(b, blk, 0)?, half_at(b, blk, 2)?);
+            let x = byte_at(b, blk, jj, 4)?;
+            let nib = nibble_of(b, x, j)?;
+            let v = u2f(b, nib)?;
+            let v = fmul(b, v, d)?;
+            fadd(b, v, m)
+        }
+        QuantType::Q5_0 | QuantType::Q5_1 => {
+            let plus = q == QuantType::Q5_1;
+            let (qh_at, qs_at) = if plus { (4, 8) } else { (2, 6) };
+            let x = byte_at(b, blk, jj, qs_at)?;
+            let nib = nibble_of(b, x, j)?;
+            let high = fifth_bit(b, blk, qh_at, j)?;
+            let t_u32 = b.t_u32();
+            let v = b.b.bitwise_or(t_u32, None, nib, high)?;
+            let d = half_at(b, blk, 0)?;
+            if plus {
+                let m = half_at(b, blk, 2)?;
+                let v = u2f(b, v)?;
+                let v = fmul(b, v, d)?;
+                fadd(b, v, m)
+            } else {
+                let v = b.add_u(v, u32::MAX - 15)?;
+                let v = s2f(b, v)?;
+                fmul(b, v, d)
+            }
+        }
+        QuantType::Q2K => q2_k(b, blk, j),
+        QuantType::Q3K => q3_k(b, blk, j),
+        QuantType::Q4K | QuantType::Q5K => q45_k(b, q, blk, j),
+        QuantType::Q6K => q6_k(b, blk, j),
+    }
+}
+
+/// `block_q2_K`: value j is two bits of `qs[32 (j / 128) + j % 32]` at `2 ((j / 32) % 4)`,
+/// times `d * (scale & 15)`, less `dmin * (scale >> 4)`, with `scales[j / 16]`.
+fn q2_k(b: &mut ModuleBuilder, blk: &Block, j: Word) -> BuildResult<Word> {
+    let sub = b.div_u(j, 16)?;
+    let sc = byte_at(b, blk, sub, 0)?;
+    let at = qs_index(b, j)?;
+    let x = byte_at(b, blk, at, 16)?;
+    let shift = pair_shift(b, j)?;
+    let v = bits(b, x, shift, 3)?;
+    let (d, min) = (half_at(b, blk, 80)?, half_at(b, blk, 82)?);
+    let (c0, c4) = (b.c_u32(0), b.c_u32(4));
+    let scale = bits(b, sc, c0, 0xf)?;
+    let low = bits(b, sc, c4, 0xf)?;
+    let scale = u2f(b, scale)?;
+    let dl = fmul(b, d, scale)?;
+    let low = u2f(b, low)?;
+    let ml = fmul(b, min, low)?;
+    let v = u2f(b, v)?;
+    let v = fmul(b, dl, v)?;
+    fsub(b, v, ml)
+}
+
+/// `block_q3_K`: value j is two bits of `qs` as in Q2_K, less 4 where bit `j / 32` of
+/// `hmask[j % 32]` is clear, times `d * (scale - 32)` with the 6-bit `scales[j / 16]`.
+fn q3_k(b: &mut ModuleBuilder, blk: &Block, j: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let at = qs_index(b, j)?;
+    let x = byte_at(b, blk, at, 32)?;
+    let shift = pair_shift(b, j)?;
+    let low = bits(b, x, shift, 3)?;
+    let l = b.mod_u(j, 32)?;
+    let hm = byte_at(b, blk, l, 0)?;
+    let which = b.div_u(j, 32)?;
+    let set = bits(b, hm, which, 1)?;
+    // low - 4 + 4 * set.
+    let plus = b.mul_u(set, 4)?;
+    let v = b.b.i_add(t_u32, None, low, plus)?;
+    let v = b.add_u(v, u32::MAX - 3)?;
+    // Scale i: low four bits in byte i % 8's nibble i / 8, high two in byte 8 + i % 4 at 2 (i / 4).
+    let i = b.div_u(j, 16)?;
+    let i8_ = b.mod_u(i, 8)?;
+    let lo_byte = byte_at(b, blk, i8_, 96)?;
+    let nib_shift = b.div_u(i, 8)?;
+    let nib_shift = b.mul_u(nib_shift, 4)?;
+    let lo4 = bits(b, lo_byte, nib_shift, 0xf)?;
+    let i4 = b.mod_u(i, 4)?;
+    let hi_byte = byte_at(b, blk, i4, 104)?;
+    let hi_shift = b.div_u(i, 4)?;
+    let hi_shift = b.mul_u(hi_shift, 2)?;
+    let hi2 = bits(b, hi_byte, hi_shift, 3)?;
+    let hi2 = b.mul_u(hi2, 16)?;
+    let scale = b.b.bitwise_or(t_u32, None, lo4, hi2)?;
+    let scale = b.add_u(scale, u32::MAX - 31)?;
+    let d = half_at(b, blk, 108)?;
+    let scale = s2f(b, scale)?;
+    let dl = fmul(b, d, scale)?;
+    let v = s2f(b, v)?;
+    fmul(b, dl, v)
+}
+
+/// `block_q4_K` / `block_q5_K`: sub-block `s = j / 32` has a 6-bit scale and minimum
+/// (`get_scale_min_k4`); value j is nibble `s % 2` of `qs[32 (j / 64) + j % 32]` (plus 16 where
+/// bit `s` of `qh[j % 32]` is set, Q5_K), times `d * scale`, less `dmin * min`.
+fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, j: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let t_bool = b.t_bool();
+    let five = q == QuantType::Q5K;
+    let s = b.div_u(j, 32)?;
+    let l = b.mod_u(j, 32)?;
+    let chunk = b.div_u(j, 64)?;
+    let at = b.mul_u(chunk, 32)?;
+    let at = b.b.i_add(t_u32, None, at, l)?;
+    let x = byte_at(b, blk, at, if five { 48 } else { 16 })?;
+    let odd = b.mod_u(s, 2)?;
+    let shift = b.mul_u(odd, 4)?;
+    let mut v = bits(b, x, shift, 0xf)?;
+    if five {
+        let h = byte_at(b, blk, l, 16)?;
+        let h = bits(b, h, s, 1)?;
+        let h = b.mul_u(h, 16)?;
+        v = b.b.i_add(t_u32, None, v, h)?;
+    }
+    // get_scale_min_k4 over bytes 4..16: with i = s % 4, a = [4 + i], m = [8 + i], c = [12 + i].
+    let i = b.mod_u(s, 4)?;
+    let [a, m, c] = [4, 8, 12].map(|o| byte_at(b, blk, i, o));
+    let (a, m, c) = (a?, m?, c?);
+    let (c0, c4, c6) = (b.c_u32(0), b.c_u32(4), b.c_u32(6));
+    let first = b.b.u_less_than(t_bool, None, s, c4)?;
+    let sc_lo = bits(b, a, c0, 63)?;
+    let m_lo = bits(b, m, c0, 63)?;
+    let c_lo = bits(b, c, c0, 0xf)?;
+    let c_hi = bits(b, c, c4, 0xf)?;
+    let a_top = bits(b, a, c6, 3)?;
+    let a_top = b.mul_u(a_top, 16)?;
+    let m_top = bits(b, m, c6, 3)?;
+    let m_top = b.mul_u(m_top, 16)?;
+    let sc_hi = b.b.bitwise_or(t_u32, None, c_lo, a_top)?;
+    let m_hi = b.b.bitwise_or(t_u32, None, c_hi, m_top)?;
+    let sc = b.b.select(t_u32, None, first, sc_lo, sc_hi)?;
+    let mn = b.b.select(t_u32, None, first, m_lo, m_hi)?;
+    let (d, min) = (half_at(b, blk, 0)?, half_at(b, blk, 2)?);
+    let sc = u2f(b, sc)?;
+    let d1 = fmul(b, d, sc)?;
+    let mn = u2f(b, mn)?;
+    let m1 = fmul(b, min, mn)?;
+    let v = u2f(b, v)?;
+    let v = fmul(b, d1, v)?;
+    fsub(b, v, m1)
+}
+
+/// `block_q6_K`: with `n = j / 128`, quarter `t = (j / 32) % 4` and `l = j % 32`, value j is
+/// nibble `t / 2` of `ql[64 n + 32 (t % 2) + l]` with bits `2t` of `qh[32 n + l]` above it,
+/// less 32, times `d * scales[8 n + l / 16 + 2 t]` (signed).
+fn q6_k(b: &mut ModuleBuilder, blk: &Block, j: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let n = b.div_u(j, 128)?;
+    let quarter = b.div_u(j, 32)?;
+    let quarter = b.mod_u(quarter, 4)?;
+    let l = b.mod_u(j, 32)?;
+    let odd = b.mod_u(quarter, 2)?;
+    let at = b.mul_u(n, 64)?;
+    let step = b.mul_u(odd, 32)?;
+    let at = b.b.i_add(t_u32, None, at, step)?;
+    let at = b.b.i_add(t_u32, None, at, l)?;
+    let ql = byte_at(b, blk, at, 0)?;
+    let upper = b.div_u(quarter, 2)?;
+    let shift = b.mul_u(upper, 4)?;
+    let low = bits(b, ql, shift, 0xf)?;
+    let at = b.mul_u(n, 32)?;
+    let at = b.b.i_add(t_u32, None, at, l)?;
+    let qh = byte_at(b, blk, at, 128)?;
+    let shift = b.mul_u(quarter, 2)?;
+    let high = bits(b, qh, shift, 3)?;
+    let high = b.mul_u(high, 16)?;
+    let v = b.b.bitwise_or(t_u32, None, low, high)?;
+    let v = b.add_u(v, u32::MAX - 31)?;
+    let at = b.mul_u(n, 8)?;
+    let is = b.div_u(l, 16)?;
+    let at = b.b.i_add(t_u32, None, at, is)?;
+    let step = b.mul_u(quarter, 2)?;
+    let at = b.b.i_add(t_u32, None, at, step)?;
+    let sc = byte_at(b, blk, at, 192)?;
+    let sc = signed_byte(b, sc)?;
+    let d = half_at(b, blk, 208)?;
+    let sc = s2f(b, sc)?;
+    let scale = fmul(b, d, sc)?;
+    let v = s2f(b, v)?;
+    fmul(b, scale, v)
+}
+
+/// The `qs` byte of value j in Q2_K and Q3_K: `32 (j / 128) + j % 32`.
+fn qs_index(b: &mut ModuleBuilder, j: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let half = b.div_u(j, 128)?;
+    let at = b.mul_u(half, 32)?;
+    let l = b.mod_u(j, 32)?;
+    b.b.i_add(t_u32, None, at, l)
+}
+
+/// The shift of value j's two bits in its Q2_K/Q3_K byte: `2 ((j / 32) % 4)`.
+fn pair_shift(b: &mut ModuleBuilder, j: Word) -> BuildResult<Word> {
+    let s = b.div_u(j, 32)?;
+    let s = b.mod_u(s, 4)?;
+    b.mul_u(s, 2)
+}
+
+/// Q5's fifth bit of value j, in place (16 or 0): bit `j % 8` of byte `qh + j / 8`.
+fn fifth_bit(b: &mut ModuleBuilder, blk: &Block, qh: u32, j: Word) -> BuildResult<Word> {
+    let at = b.div_u(j, 8)?;
+    let x = byte_at(b, blk, at, qh)?;
+    let bit = b.mod_u(j, 8)?;
+    let h = bits(b, x, bit, 1)?;
+    b.mul_u(h, 16)
+}
+
+/// An FP4 (E2M1) code doubled, as ggml's `kvalues_mxfp4` holds it, as i32 bits: magnitudes 0,
+/// 1, 2, 3, 4, 6, 8, 12 (`c` for c < 4, else `(2 + c % 2) << (c / 2 - 1)`), negative with bit 3.
+fn fp4(b: &mut ModuleBuilder, code: Word) -> BuildResult<Word> {
+    let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
+    let (c0, c4, c7, c8) = (b.c_u32(0), b.c_u32(4), b.c_u32(7), b.c_u32(8));
+    let c = b.b.bitwise_and(t_u32, None, code, c7)?;
+    let small = b.b.u_less_than(t_bool, None, c, c4)?;
+    let odd = b.mod_u(c, 2)?;
+    let base = b.add_u(odd, 2)?;
+    let e = b.div_u(c, 2)?;
+    let e = b.add_u(e, u32::MAX)?;
+    let e = b.b.select(t_u32, None, small, c0, e)?;
+    let big = b.b.shift_left_logical(t_u32, None, base, e)?;
+    let mag = b.b.select(t_u32, None, small, c, big)?;
+    let negative = b.b.u_greater_than_equal(t_bool, None, code, c8)?;
+    let neg = b.b.s_negate(t_u32, None, mag)?;
+    b.b.select(t_u32, None, negative, neg, mag)
+}
+
+/// Half the E8M0 scale `2^(e - 127)` as f32 (ggml's `GGML_E8M0_TO_FP32_HALF`): the bits
+/// `(e - 1) << 23`, or `0x200000 << e` (subnormal) for e < 2.
+fn e8m0_half(b: &mut ModuleBuilder, e: Word) -> BuildResult<Word> {
+    let (t_u32, t_bool, t_f32) = (b.t_u32(), b.t_bool(), b.t_f32());
+    let (c2, c23, least) = (b.c_u32(2), b.c_u32(23), b.c_u32(0x0020_0000));
+    let tiny = b.b.u_less_than(t_bool, None, e, c2)?;
+    let sub = b.b.shift_left_logical(t_u32, None, least, e)?;
+    let em1 = b.add_u(e, u32::MAX)?;
+    let normal = b.b.shift_left_logical(t_u32, None, em1, c23)?;
+    let bits = b.b.select(t_u32, None, tiny, sub, normal)?;
+    b.b.bitcast(t_f32, None, bits)
+}
+
+/// Byte `at + offset` of the block (u32 0..=255): the word holding it, shifted.
+fn byte_at(b: &mut ModuleBuilder, blk: &Block, at: Word, offset: u32) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let addr = b.b.i_add(t_u32, None, blk.base, at)?;
+    let addr = b.add_u(addr, offset)?;
+    let word = word_at(b, blk, addr)?;
+    let lane = b.mod_u(addr, 4)?;
+    let shift = b.mul_u(lane, 8)?;
+    bits(b, word, shift, 0xff)
+}
+
+/// Byte `offset` of the block.
+fn byte_c(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word> {
+    let c0 = b.c_u32(0);
+    byte_at(b, blk, c0, offset)
+}
+
+/// The little-endian f16 at byte `offset` of the block (always even in every format, and every
+/// block size is even but MXFP4's, which holds none), as f32.
+fn half_at(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    let t_vec2 = b.b.type_vector(t_f32, 2);
+    let addr = b.add_u(blk.base, offset)?;
+    let word = word_at(b, blk, addr)?;
+    let lane = b.mod_u(addr, 4)?;
+    let shift = b.mul_u(lane, 8)?;
+    let h = bits(b, word, shift, 0xffff)?;
+    let glsl = b.glsl();
+    let pair =
+        b.b.ext_inst(t_vec2, None, glsl, GLSL_UNPACK_HALF_2X16, [Operand::IdRef(h)])?;
+    b.b.composite_extract(t_f32, None, pair, [0])
+}
+
+/// The word holding byte `addr` of the binding.
+fn word_at(b: &mut ModuleBuilder, blk: &Block, addr: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+    let at = b.div_u(addr, 4)?;
+    let c0 = b.c_u32(0);
+    let p = b.b.access_chain(p_u32, None, blk.words, [c0, at])?;
+    b.b.load(t_u32, None, p, None, [])
+}
+
+/// `(x >> shift) & mask`.
+fn bits(b: &mut ModuleBuilder, x: Word, shift: Word, mask: u32) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let s = b.b.shift_right_logical(t_u32, None, x, shift)?;
+    let m = b.c_u32(mask);
+    b.b.bitwise_and(t_u32, None, s, m)
+}
+
+/// A byte (0..=255) as the i8 it holds, sign-extended (i32 bits).
+fn signed_byte(b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let c24 = b.c_u32(24);
+    let up = b.b.shift_left_logical(t_u32, None, x, c24)?;
+    b.b.shift_right_arithmetic(t_u32, None, up, c24)
+}
+
+fn s2f(b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    b.b.convert_s_to_f(t_f32, None, x)
+}
+
+fn u2f(b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    b.b.convert_u_to_f(t_f32, None, x)
+}
+
+/// `x * y`, rounded on its own.
+fn fmul(b: &mut ModuleBuilder, x: Word, y: Word) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    let r = b.b.f_mul(t_f32, None, x, y)?;
+    b.b.decorate(r, Decoration::NoContraction, []);
+    Ok(r)
+}
+
+/// `x + y`, rounded on its own.
+fn fadd(b: &mut ModuleBuilder, x: Word, y: Word) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    let r = b.b.f_add(t_f32, None, x, y)?;
+    b.b.decorate(r, Decoration::NoContraction, []);
+    Ok(r)
+}
+
+/// `x - y`, rounded on its own.
+fn fsub(b: &mut ModuleBuilder, x: Word, y: Word) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    let r = b.b.f_sub(t_f32, None, x, y)?;
+    b.b.decorate(r, Decoration::NoContraction, []);
+    Ok(r)
+}

@@ -1,0 +1,199 @@
+//! GEMMs with an operand held in a ggml block format ([`QuantType`]): a pass dequantizes it into
+//! a dense f16 or f32 copy in scratch ([`crate::kernel::dequant`]), and the GEMM planned on that
+//! copy as on any dense operand reads it from there. The GEMM's own plan is made first, with the
+//! operand seen as the dense copy at the start of its binding; [`dequantized_first`] then puts
+//! the copy after the plan's own scratch (whose start may hold zeroed scale words or a tile
+//! table) and points every binding of the operand at it.
+
+use super::device_ld;
+use super::gemm::{Dispatch, GemmPlan, Kernel, Operand};
+use super::passes::{DispatchLimits, Window};
+use crate::config::ComponentType;
+use crate::error::{Error, Result};
+use crate::kernel::{dequant, PushConstants};
+use crate::quant::QuantType;
+use crate::tiling::VECTOR_BYTES;
+
+/// An operand in a block format as the planner sees it: `rows` rows of `cols` values, each row
+/// `cols / block_values` blocks one after the other, bound at `window`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Quantized {
+    /// The block format.
+    pub quant: QuantType,
+    /// Rows (blocks run along them).
+    pub rows: usize,
+    /// Values per row: a whole number of blocks.
+    pub cols: usize,
+    /// Where the blocks lie (`start`: the first block's byte in the binding).
+    pub window: Window,
+}
+
+impl Quantized {
+    /// Bytes of blocks per row; a typed error where `cols` is not a whole number of blocks.
+    pub fn row_bytes(&self) -> Result<usize> {
+        self.quant.bytes_for(self.cols)
+    }
+
+    /// The dense copy's leading dimension, in elements of `to`: as the GEMM must see the
+    /// operand while it is planned.
+    pub fn copy_ld(&self, to: ComponentType) -> usize {
+        device_ld(self.cols, to.size_bytes() as usize)
+    }
+}
+
+/// `gemm` (planned with the operand bound as `which` read as a dense row-major `rows x cols`
+/// matrix of `to`, leading dimension [`Quantized::copy_ld`], at the start of its binding), with
+/// the pass that dequantizes `q` into that copy first: the copy in scratch after the plan's own,
+/// every binding of `which` pointed at it, a barrier before the plan's first dispatch.
+pub fn dequantized_first(
+    mut gemm: GemmPlan,
+    which: Operand,
+    q: &Quantized,
+    to: ComponentType,
+    limits: &DispatchLimits,
+) -> Result<GemmPlan> {
+    if !matches!(to, ComponentType::F16 | ComponentType::F32) {
+        return Err(Error::Unsupported(format!(
+            "{} blocks dequantize to f16 or f32, not {to}",
+            q.quant
+        )));
+    }
+    let row_bytes = q.row_bytes()?;
+    let bytes = to.size_bytes() as usize;
+    let copy_ld = q.copy_ld(to);
+    let copy_bytes = (q.rows * copy_ld * bytes) as u64;
+    let align = limits.offset_alignment.max(u64::from(VECTOR_BYTES));
+    let offset = gemm.scratch_bytes.next_multiple_of(align);
+    if copy_bytes > limits.max_range || offset + copy_bytes > limits.max_allocation {
+        return Err(Error::TooLarge(format!(
+            "dequantizing a {}x{} {} operand takes {copy_bytes} bytes of {to} in scratch, over the device's limits (binding {}, allocation {})",
+            q.rows, q.cols, q.quant, limits.max_range, limits.max_allocation
+        )));
+    }
+    let copy = Window {
+        bind_offset: offset,
+        bind_range: copy_bytes,
+        start: 0,
+    };
+    let octets = q.rows * (q.cols / 8);
+    let groups = octets
+        .div_ceil(dequant::THREADS as usize)
+        .min(dequant::MAX_GROUPS.min(limits.max_groups[0]) as usize) as u32;
+    let pass = Dispatch {
+        kernel: Kernel::Dequant { quant: q.quant, to },
+        bindings: [(which, q.window), (which, q.window), (Operand::Scratch, copy)],
+        aux: None,
+        vectors: [None; 3],
+        push: PushConstants {
+            m: q.rows as u32,
+            n: (q.cols / 8) as u32,
+            k: groups,
+            lda_vec: row_bytes as u32,
+            a_off_vec: q.window.start as u32,
+            ldb_vec: (copy_ld * bytes / VECTOR_BYTES as usize) as u32,
+            c_off: 0,
+            ..Default::default()
+        },
+        groups: [groups, 1, 1],
+        after_previous: false,
+    };
+    for d in &mut gemm.dispatches {
+        for (op, w) in d.bindings.iter_mut().chain(d.aux.iter_mut()) {
+            if *op == which {
+                *op = Operand::Scratch;
+                w.bind_offset += offset;
+            }
+        }
+    }
+    gemm.dispatches[0].after_previous = true;
+    gemm.dispatches.insert(0, pass);
+    gemm.scratch_bytes = offset + copy_bytes;
+    Ok(gemm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ComponentType::{Bf16, F16, F32};
+    use crate::plan::gemm::tests::{request, unlimited};
+    use crate::plan::SplitK;
+
+    fn quantized(quant: QuantType, rows: usize, cols: usize) -> Quantized {
+        let bytes = (rows * quant.bytes_for(cols).unwrap()) as u64;
+        Quantized {
+            quant,
+            rows,
+            cols,
+            window: Window::from_start(bytes.next_multiple_of(16)),
+        }
+    }
+
+    /// A 3 x 64 x 256 GEMM whose B (64 x 256 stored row-major: `nt`) is the copy, in `slices`
+    /// split-K slices.
+    fn gemm(slices: u32) -> GemmPlan {
+        GemmPlan::new(&request(3, 64, 256, 1.0, 0.0, SplitK::Slices(slices)), &unlimited()).unwrap()
+    }
+
+    #[test]
+    fn the_copy_follows_the_plans_own_scratch_and_every_binding_of_the_operand_reads_it() {
+        let inner = gemm(4);
+        assert!(inner.scratch_bytes > 0 && inner.dispatches.len() > 1);
+        let q = quantized(QuantType::Q4K, 64, 256);
+        let plan = dequantized_first(inner.clone(), Operand::B, &q, F16, &unlimited()).unwrap();
+        assert_eq!(plan.dispatches.len(), inner.dispatches.len() + 1);
+        let pass = &plan.dispatches[0];
+        assert_eq!(
+            pass.kernel,
+            Kernel::Dequant {
+                quant: QuantType::Q4K,
+                to: F16
+            }
+        );
+        assert_eq!(pass.bindings[0], (Operand::B, q.window));
+        let (op, copy) = pass.bindings[2];
+        assert_eq!(op, Operand::Scratch);
+        let align = unlimited().offset_alignment.max(16);
+        assert_eq!(copy.bind_offset, inner.scratch_bytes.next_multiple_of(align));
+        assert_eq!(copy.bind_range, 64 * 256 * 2);
+        assert_eq!(plan.scratch_bytes, copy.bind_offset + copy.bind_range);
+        assert_eq!(pass.push.lda_vec, 144, "one Q4_K block per row");
+        assert_eq!((pass.push.m, pass.push.n, pass.push.ldb_vec), (64, 32, 32));
+        for (d, was) in plan.dispatches[1..].iter().zip(&inner.dispatches) {
+            for ((op, w), (was_op, was_w)) in d.bindings.iter().zip(&was.bindings) {
+                match was_op {
+                    Operand::B => assert_eq!(
+                        (*op, w.bind_offset),
+                        (Operand::Scratch, was_w.bind_offset + copy.bind_offset)
+                    ),
+                    _ => assert_eq!((op, w), (was_op, was_w), "the plan's other bindings stay"),
+                }
+            }
+        }
+        assert!(plan.dispatches[1].after_previous, "the GEMM waits for the copy");
+    }
+
+    #[test]
+    fn f32_copies_and_limits_are_checked() {
+        let q = quantized(QuantType::Q8_0, 64, 256);
+        let plan = dequantized_first(gemm(1), Operand::B, &q, F32, &unlimited()).unwrap();
+        assert_eq!(plan.dispatches[0].push.ldb_vec, 64);
+        assert_eq!(plan.dispatches[0].bindings[2].1.bind_offset, 0);
+        assert!(matches!(
+            dequantized_first(gemm(1), Operand::B, &q, Bf16, &unlimited()),
+            Err(Error::Unsupported(_))
+        ));
+        let small = DispatchLimits {
+            max_range: 1024,
+            ..unlimited()
+        };
+        assert!(matches!(
+            dequantized_first(gemm(1), Operand::B, &q, F32, &small),
+            Err(Error::TooLarge(_))
+        ));
+        let ragged = Quantized { cols: 48, ..q };
+        assert!(matches!(
+            dequantized_first(gemm(1), Operand::B, &ragged, F32, &unlimited()),
+            Err(Error::InvalidOperand(_))
+        ));
+    }
+}

@@ -1,0 +1,338 @@
+//! Weights in ggml's block formats on the device (issue 47): every format's values as the GEMM
+//! reads them equal the CPU reference dequantization bit for bit (f32) or rounded once (f16);
+//! layers `y = x * w^T` (and `w * x`) match an f64 product of the dequantized weights at odd
+//! shapes (M and N = 1, 3, 17; K a whole number of blocks only), with alpha/beta, a
+//! column-major C, a fused bias and on a stream; and what does not fit is a typed error.
+
+mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
+
+use crate::verify::{compare, reference, Rng};
+use common::{assert_no_validation_messages, context};
+use half::f16;
+use vk_sgmat::quant::{dequantize, quantize, QuantType};
+use vk_sgmat::{
+    Axis, ComponentType, ComputeMode, Context, DeviceMatrix, Element, Error, GemmOptions, Layout, MatMut, MatRef,
+    Matmul, QuantMatrix,
+};
+
+/// Byte offsets of each format's f16 scale fields (d, and the minimum where it has one).
+fn half_fields(q: QuantType) -> &'static [usize] {
+    match q {
+        QuantType::Q4_1 | QuantType::Q5_1 | QuantType::Q4K | QuantType::Q5K => &[0, 2],
+        QuantType::Q2K => &[80, 82],
+        QuantType::Q3K => &[108],
+        QuantType::Q6K => &[208],
+        QuantType::Mxfp4 => &[],
+        _ => &[0],
+    }
+}
+
+/// `rows x cols` values' worth of random blocks: every bit of the codes and packed scales
+/// random, the f16 scale fields random finite halves (subnormals included), MXFP4's exponent
+/// byte random with its values finite (2..=250: below 2 its scale is an f32 subnormal, which
+/// a GPU may flush; above 250 a code times it overflows). With `f16_range`, scales of at most 4
+/// (MXFP4: 2^12) keep every value within f16's range.
+fn random_blocks(q: QuantType, rows: usize, cols: usize, f16_range: bool, rng: &mut Rng) -> Vec<u8> {
+    let len = rows * q.bytes_for(cols).unwrap();
+    let mut bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+    for block in bytes.chunks_exact_mut(q.block_bytes()) {
+        for &at in half_fields(q) {
+            let h = loop {
+                let h = f16::from_bits(rng.next_u64() as u16);
+                if h.is_finite() && (!f16_range || h.to_f32().abs() <= 4.0) {
+                    break h;
+                }
+            };
+            block[at..at + 2].copy_from_slice(&h.to_le_bytes());
+        }
+        if q == QuantType::Mxfp4 {
+            block[0] = rng.int(2, if f16_range { 140 } else { 250 }) as u8;
+        }
+    }
+    bytes
+}
+
+/// The dequantized values of `blocks` (`rows x cols`, row-major), on the CPU.
+fn values(q: QuantType, blocks: &[u8], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0f32; rows * cols];
+    dequantize(q, blocks, &mut out).unwrap();
+    out
+}
+
+fn exact() -> GemmOptions {
+    GemmOptions {
+        compute: ComputeMode::Exact,
+        ..Default::default()
+    }
+}
+
+/// `w * I` on the device, `w` read as f32 (exactly) or as f16: the values as the GEMM sees them.
+fn seen_as(ctx: &Context, w: &QuantMatrix, as_f32: bool) -> Vec<f32> {
+    let k = w.cols();
+    let mut c = ctx.zeros::<f32>(w.rows(), k).unwrap();
+    if as_f32 {
+        let eye = ctx.upload(MatRef::new(&identity::<f32>(k), k, k)).unwrap();
+        ctx.run(&Matmul::with_options(&exact()), w.as_ref().as_f32(), &eye, &mut c)
+    } else {
+        let eye = ctx.upload(MatRef::new(&identity::<f16>(k), k, k)).unwrap();
+        ctx.run(&Matmul::new(), w, &eye, &mut c)
+    }
+    .unwrap();
+    download(ctx, &c)
+}
+
+fn identity<T: Element>(k: usize) -> Vec<T> {
+    (0..k * k)
+        .map(|i| T::from_f64(if i / k == i % k { 1.0 } else { 0.0 }))
+        .collect()
+}
+
+fn download(ctx: &Context, c: &DeviceMatrix<f32>) -> Vec<f32> {
+    let (outer, inner) = c.layout().outer_inner(c.rows(), c.cols());
+    let mut out = vec![f32::NAN; outer * inner];
+    ctx.download(c, MatMut::new(&mut out, outer, inner)).unwrap();
+    out
+}
+
+#[test]
+fn every_format_reads_as_the_reference_values_bit_for_bit() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    for q in QuantType::ALL {
+        // Two blocks per row, odd rows.
+        let (rows, cols) = (5, 2 * q.block_values());
+        let blocks = random_blocks(q, rows, cols, false, &mut rng);
+        let want = values(q, &blocks, rows, cols);
+        let w = ctx.upload_quantized(q, rows, cols, &blocks).unwrap();
+        assert_eq!((w.rows(), w.cols(), w.bytes()), (rows, cols, blocks.len()));
+        // f32: the GEMM's values times one plus zeros are the values themselves.
+        let got = seen_as(ctx, &w, true);
+        for (i, (g, v)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                g == v,
+                "{q} as f32, value {i} (row {}, {}): got {g:e}, ggml's {v:e}",
+                i / cols,
+                i % cols
+            );
+        }
+        // f16: each value rounded to nearest even once (values within f16's range: an infinite
+        // one times the identity's zeros would be NaN).
+        let blocks = random_blocks(q, rows, cols, true, &mut rng);
+        let want = values(q, &blocks, rows, cols);
+        let w = ctx.upload_quantized(q, rows, cols, &blocks).unwrap();
+        let got = seen_as(ctx, &w, false);
+        for (i, (g, v)) in got.iter().zip(&want).enumerate() {
+            let r = f16::from_f32(*v).to_f32();
+            assert!(*g == r, "{q} as f16, value {i}: got {g:e}, ggml's {v:e} rounded {r:e}");
+        }
+    }
+    assert_no_validation_messages(ctx);
+}
+
+/// `y = alpha * x * w^T + beta * y0` (or `y^T = w * x^T` where `w_first`) for random `x`
+/// (`m x k`, `T`) and quantized `w` (`n x k`), against the f64 product of `x` and the
+/// dequantized weights as `T` holds them.
+#[allow(clippy::too_many_arguments)]
+fn layer<T: Element>(
+    q: QuantType,
+    (m, n, kb): (usize, usize, usize),
+    w_first: bool,
+    lc: Layout,
+    options: &GemmOptions,
+    rng: &mut Rng,
+) {
+    let ctx = context();
+    let k = kb * q.block_values();
+    let blocks = random_blocks_small(q, n, k, rng);
+    let deq: Vec<f32> = values(q, &blocks, n, k)
+        .into_iter()
+        .map(|v| T::from_f64(f64::from(v)).to_f64() as f32)
+        .collect();
+    let w = ctx.upload_quantized(q, n, k, &blocks).unwrap();
+    let xs = verify::random_vec::<T>(rng, m * k);
+    let x = ctx.upload(MatRef::new(&xs, m, k)).unwrap();
+    // The result: m x n (x w^T), or n x m (w x^T), stored `lc`.
+    let (rows, cols) = if w_first { (n, m) } else { (m, n) };
+    let c0: Vec<f32> = verify::random_vec(rng, rows * cols);
+    let (_, inner) = lc.outer_inner(rows, cols);
+    let host_c0 = MatRef::stored(&c0, rows, cols, lc, inner);
+    let mut c = ctx.upload(host_c0).unwrap();
+    let op = Matmul::with_options(options);
+    let xt = ctx.upload(MatRef::col_major(&xs, k, m)).unwrap();
+    // The weights read in the activations' type.
+    match (T::TYPE == ComponentType::F32, w_first) {
+        (true, true) => ctx.run(&op, w.as_ref().as_f32(), &xt, &mut c),
+        (false, true) => ctx.run(&op, &w, &xt, &mut c),
+        (true, false) => ctx.run(&op, &x, w.t().as_f32(), &mut c),
+        (false, false) => ctx.run(&op, &x, w.t(), &mut c),
+    }
+    .unwrap();
+    let got = download(ctx, &c);
+    // The reference on row-major copies of the operands and of C's old value.
+    // (x's elements and the dequantized weights are exact in f32.)
+    let xf: Vec<f32> = xs.iter().map(|v| v.to_f64() as f32).collect();
+    let (a_host, b_host) = if w_first {
+        (deq.clone(), transpose(&xf, m, k))
+    } else {
+        (xf, transpose(&deq, n, k))
+    };
+    let c_rows: Vec<f32> = (0..rows * cols)
+        .map(|i| c0[at(lc, i / cols, i % cols, inner)])
+        .collect();
+    let a_ref = MatRef::new(&a_host, rows, k);
+    let b_ref = MatRef::new(&b_host, k, cols);
+    let all: Vec<usize> = (0..rows).collect();
+    let (want, mag) =
+        reference::<f32, f32, f32>(&a_ref, &b_ref, Some((&c_rows, cols)), options.alpha, options.beta, &all);
+    let got_rows: Vec<f32> = (0..rows * cols)
+        .map(|i| got[at(lc, i / cols, i % cols, inner)])
+        .collect();
+    let check = compare(&got_rows, cols, cols, &all, &want, &mag, k);
+    assert!(
+        check.passed,
+        "{q} {} {m}x{n}x{k} w_first {w_first} C {lc:?}: {check:?}",
+        T::TYPE
+    );
+    // ggml's own metric on top: the normalised mean squared error.
+    let (err, norm) = want.iter().zip(&got_rows).fold((0.0, 0.0), |(e, s), (w, g)| {
+        (e + (f64::from(*g) - w).powi(2), s + w * w)
+    });
+    assert!(err <= 5e-4 * norm.max(f64::MIN_POSITIVE), "{q}: NMSE {}", err / norm);
+}
+
+/// Random blocks whose values stay near 1 in magnitude (scales from quantizing uniform values),
+/// so products sum without overflow: quantized from random values, then their codes randomized.
+fn random_blocks_small(q: QuantType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8> {
+    let v: Vec<f32> = (0..rows * cols).map(|_| (rng.unit() * 2.0 - 1.0) as f32).collect();
+    quantize(q, &v).unwrap()
+}
+
+/// Index of (r, c) in a matrix stored `lc` with `inner` elements per stored row.
+fn at(lc: Layout, r: usize, c: usize, inner: usize) -> usize {
+    match lc {
+        Layout::RowMajor => r * inner + c,
+        Layout::ColMajor => c * inner + r,
+    }
+}
+
+/// `m x k` row-major values as `k x m` row-major.
+fn transpose(x: &[f32], m: usize, k: usize) -> Vec<f32> {
+    (0..k * m).map(|i| x[(i % m) * k + i / m]).collect()
+}
+
+#[test]
+fn layers_match_the_f64_product_of_the_dequantized_weights() {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let row = Layout::RowMajor;
+    let plain = GemmOptions::default();
+    for (i, q) in QuantType::ALL.into_iter().enumerate() {
+        let kb = if q.block_values() == 32 { 3 } else { 1 };
+        let shape = [(1, 17, kb), (3, 1, kb), (17, 3, kb + 1)][i % 3];
+        layer::<f16>(q, shape, false, row, &plain, &mut rng);
+        layer::<f32>(q, (5, 7, kb), false, row, &plain, &mut rng);
+    }
+    let scaled = GemmOptions {
+        alpha: -1.5,
+        beta: 0.25,
+        ..Default::default()
+    };
+    // Both sides of the product, a column-major C, alpha and beta, decode's single row, and a
+    // K of many blocks.
+    for (q, shape, w_first, lc) in [
+        (QuantType::Q4K, (1, 67, 3), false, Layout::ColMajor),
+        (QuantType::Q8_0, (17, 33, 5), true, row),
+        (QuantType::Q6K, (3, 17, 2), true, Layout::ColMajor),
+        (QuantType::Q4_0, (65, 4, 8), false, row),
+    ] {
+        layer::<f16>(q, shape, w_first, lc, &scaled, &mut rng);
+        layer::<f32>(q, shape, w_first, lc, &exact(), &mut rng);
+    }
+    assert_no_validation_messages(context());
+}
+
+#[test]
+fn a_fused_bias_and_a_stream_take_quantized_weights() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (m, n, k) = (3, 20, 64);
+    let blocks = random_blocks_small(QuantType::Q5_1, n, k, &mut rng);
+    let deq = values(QuantType::Q5_1, &blocks, n, k);
+    let w = ctx.upload_quantized(QuantType::Q5_1, n, k, &blocks).unwrap();
+    let xs: Vec<f32> = verify::random_vec(&mut rng, m * k);
+    let x = ctx.upload(MatRef::new(&xs, m, k)).unwrap();
+    let bias: Vec<f32> = verify::random_vec(&mut rng, n);
+    let op = Matmul::with_options(&exact()).bias(Axis::Col, &bias);
+    let mut fused = ctx.zeros::<f32>(m, n).unwrap();
+    ctx.run(&op, &x, w.t().as_f32(), &mut fused).unwrap();
+    let mut streamed = ctx.zeros::<f32>(m, n).unwrap();
+    let mut stream = ctx.stream().unwrap();
+    stream
+        .run(&Matmul::with_options(&exact()), &x, w.t().as_f32(), &mut streamed)
+        .unwrap();
+    stream.submit().unwrap().wait().unwrap();
+    let (fused, streamed) = (download(ctx, &fused), download(ctx, &streamed));
+    for i in 0..m {
+        for j in 0..n {
+            let (dot, mag) = (0..k).fold((0.0f64, 0.0f64), |(d, s), kk| {
+                let p = f64::from(xs[i * k + kk]) * f64::from(deq[j * k + kk]);
+                (d + p, s + p.abs())
+            });
+            let bound = 1e-6 * (mag + 1.0);
+            let (f, s) = (f64::from(fused[i * n + j]), f64::from(streamed[i * n + j]));
+            assert!(
+                (f - dot - f64::from(bias[j])).abs() <= bound,
+                "fused ({i}, {j}): {f} vs {}",
+                dot + f64::from(bias[j])
+            );
+            assert!((s - dot).abs() <= bound, "streamed ({i}, {j}): {s} vs {dot}");
+        }
+    }
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn what_does_not_fit_is_a_typed_error_before_the_gpu() {
+    let ctx = context();
+    let q = QuantType::Q4K;
+    let row = vec![0u8; q.block_bytes()];
+    // K not a whole number of blocks; bytes that do not match; an empty matrix.
+    assert!(matches!(
+        ctx.upload_quantized(q, 1, 128, &row),
+        Err(Error::InvalidOperand(_))
+    ));
+    assert!(matches!(
+        ctx.upload_quantized(q, 2, 256, &row),
+        Err(Error::InvalidOperand(_))
+    ));
+    assert!(matches!(
+        ctx.upload_quantized(q, 0, 256, &[]),
+        Err(Error::InvalidOperand(_))
+    ));
+    let w = ctx.upload_quantized(q, 1, 256, &row).unwrap();
+    let xs = vec![f16::ONE; 256];
+    let x = ctx.upload(MatRef::new(&xs, 1, 256)).unwrap();
+    let mut c = ctx.zeros::<f32>(1, 1).unwrap();
+    // A host operand beside it; shapes that disagree; a grouped GEMM.
+    let host = ctx.run(&Matmul::new(), MatRef::new(&xs, 1, 256), w.t(), &mut c);
+    assert!(matches!(host, Err(Error::Unsupported(_))), "{host:?}");
+    let wrong = ctx.run(&Matmul::new(), &x, &w, &mut c);
+    assert!(matches!(wrong, Err(Error::ShapeMismatch(_))), "{wrong:?}");
+    let rows = [1usize];
+    let grouped = ctx.run(&Matmul::new().grouped(&rows), &x, w.t(), &mut c);
+    assert!(matches!(grouped, Err(Error::Unsupported(_))), "{grouped:?}");
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn every_dequantizing_kernel_passes_spirv_val() {
+    for q in QuantType::ALL {
+        for to in [ComponentType::F16, ComponentType::F32] {
+            let words = vk_sgmat::kernel::generate_dequant(q, to).unwrap();
+            let name = format!("dequant_{q}_{to}");
+            common::spirv_val(&words, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+}
