@@ -8,8 +8,8 @@
 //! equals the CPU reference bit for bit; an f16 copy is that value rounded to nearest even.
 //!
 //! Bindings: 0 = the blocks as 32-bit words (a row's blocks need not start on a word), 2 = the
-//! copy (16-byte vectors). Push constants ([`super::PushConstants`]): `m` = rows, `n` = octets
-//! of values per row (K / 8), `k` = workgroups dispatched (they stride over the copy together),
+//! copy (16-byte vectors). Push constants ([`super::PushConstants`]): `m` = rows, `n` = units of
+//! [`UNIT`] values per row (K / 32), `k` = workgroups dispatched (they stride over the copy together),
 //! `lda_vec` = bytes per row of blocks, `a_off_vec` = the first block's byte in the binding,
 //! `ldb_vec` and `c_off` = the copy's leading dimension and first vector (16-byte vectors).
 
@@ -30,7 +30,7 @@ pub const MAX_GROUPS: u32 = 8192;
 const GLSL_UNPACK_HALF_2X16: u32 = 62;
 
 /// One block's bytes as the kernel reads them: the word buffer and the block's first byte.
-struct Block {
+pub(super) struct Block {
     words: Word,
     base: Word,
 }
@@ -52,45 +52,41 @@ pub(super) fn emit(q: QuantType, to: ComponentType) -> BuildResult<Vec<u32>> {
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
     let l_entry = b.b.begin_block(None)?;
     let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
-    let (rows, octets, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
+    let (rows, units, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
     let (row_bytes, first_byte) = (pc(b, Pc::LdaVec)?, pc(b, Pc::AOff)?);
     let (dst_ld, dst_off) = (pc(b, Pc::LdbVec)?, pc(b, Pc::COff)?);
-    let (per_block, block_bytes) = (q.block_values() as u32, q.block_bytes() as u32);
-    b.grid_stride_rows(l_entry, (v_local, v_wg, THREADS), (rows, octets, groups), |b, r, c| {
-        // Octet c of row r: values 8c.. of the row, all in one block (blocks hold 32 or 256).
-        let first = b.mul_u(c, 8)?;
-        let block = b.div_u(first, per_block)?;
-        let j0 = b.mod_u(first, per_block)?;
+    b.grid_stride_rows(l_entry, (v_local, v_wg, THREADS), (rows, units, groups), |b, r, u| {
         let row = b.b.i_mul(t_u32, None, r, row_bytes)?;
-        let at = b.mul_u(block, block_bytes)?;
-        let at = b.b.i_add(t_u32, None, row, at)?;
-        let base = b.b.i_add(t_u32, None, at, first_byte)?;
-        let blk = Block { words, base };
-        let mut bits = [0; 8];
-        for (i, out) in bits.iter_mut().enumerate() {
-            let j = b.add_u(j0, i as u32)?;
-            let v = value(b, q, &blk, j)?;
-            *out = b.b.bitcast(t_u32, None, v)?;
-        }
-        let lo = b.b.composite_construct(t_uvec4, None, bits[..4].to_vec())?;
-        let hi = b.b.composite_construct(t_uvec4, None, bits[4..].to_vec())?;
+        let row = b.b.i_add(t_u32, None, row, first_byte)?;
+        let (blk, s) = unit(b, q, words, row, u)?;
+        let values = (0..UNIT)
+            .map(|l| value(b, q, &blk, s, l))
+            .collect::<BuildResult<Vec<Word>>>()?;
         let row_at = b.b.i_mul(t_u32, None, r, dst_ld)?;
         let row_at = b.b.i_add(t_u32, None, row_at, dst_off)?;
         let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
         let u0 = b.c_u32(0);
-        if to == ComponentType::F32 {
-            let at = b.mul_u(c, 2)?;
-            let at = b.b.i_add(t_u32, None, row_at, at)?;
-            for (h, v) in [lo, hi].into_iter().enumerate() {
-                let at = b.add_u(at, h as u32)?;
-                let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-                b.b.store(p, v, None, [])?;
+        // The unit's 32 values are 8 vectors of f32 or 4 of f16 from vector `u * that`.
+        let per = 16 / to.size_bytes();
+        let first = b.mul_u(u, UNIT / per)?;
+        let first = b.b.i_add(t_u32, None, row_at, first)?;
+        for (v, eight) in values.chunks(8).enumerate() {
+            let mut bits = [0; 8];
+            for (out, &x) in bits.iter_mut().zip(eight) {
+                *out = b.b.bitcast(t_u32, None, x)?;
             }
-        } else {
-            let packed = narrow_f32x8(b, lo, hi, to)?;
-            let at = b.b.i_add(t_u32, None, row_at, c)?;
-            let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-            b.b.store(p, packed, None, [])?;
+            let lo = b.b.composite_construct(t_uvec4, None, bits[..4].to_vec())?;
+            let hi = b.b.composite_construct(t_uvec4, None, bits[4..].to_vec())?;
+            let stores = if to == ComponentType::F32 {
+                vec![(2 * v as u32, lo), (2 * v as u32 + 1, hi)]
+            } else {
+                vec![(v as u32, narrow_f32x8(b, lo, hi, to)?)]
+            };
+            for (at, x) in stores {
+                let at = b.add_u(first, at)?;
+                let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+                b.b.store(p, x, None, [])?;
+            }
         }
         Ok(())
     })?;
@@ -98,53 +94,73 @@ pub(super) fn emit(q: QuantType, to: ComponentType) -> BuildResult<Vec<u32>> {
     Ok(mb.finish())
 }
 
-/// Value `j` (a u32 id, 0 to the block's values) of the block, as f32: one arm per format, each
-/// the formula of [`crate::quant::dequantize`]'s function for it, value by value.
-fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, j: Word) -> BuildResult<Word> {
-    let jj = b.mod_u(j, 16)?;
-    // The nibble of byte `x` that holds value j of a 32-value block: low for j < 16.
-    let nibble_of = |b: &mut ModuleBuilder, x: Word, j: Word| -> BuildResult<Word> {
-        let half = b.div_u(j, 16)?;
-        let shift = b.mul_u(half, 4)?;
+/// Values per unit: the 32 values one invocation dequantizes at a time, a block of the 32-value
+/// formats or a sub-block of 32 of the 256-value ones.
+pub const UNIT: u32 = 32;
+
+/// Unit `u` of a row of blocks whose first byte is `row` (in the 32-bit words `words`): its
+/// block, and its index `s` within the block (0 for 32-value blocks).
+pub(super) fn unit(b: &mut ModuleBuilder, q: QuantType, words: Word, row: Word, u: Word) -> BuildResult<(Block, Word)> {
+    let t_u32 = b.t_u32();
+    let per_block = q.block_values() as u32 / UNIT;
+    let block = b.div_u(u, per_block)?;
+    let s = b.mod_u(u, per_block)?;
+    let at = b.mul_u(block, q.block_bytes() as u32)?;
+    let base = b.b.i_add(t_u32, None, row, at)?;
+    Ok((Block { words, base }, s))
+}
+
+/// Value `32 s + l` of the block (`s` the unit, a u32 id; `l` < 32 a literal, so everything
+/// that depends on it alone is folded), as f32: one arm per format, each the formula of
+/// [`crate::quant::dequantize`]'s function for it, value by value.
+pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
+    // The nibble of a 32-value block's byte `l % 16` that holds value l: low for l < 16.
+    let nibble = |b: &mut ModuleBuilder, qs: u32| -> BuildResult<Word> {
+        let x = byte_at(b, blk, None, qs + l % 16)?;
+        let shift = b.c_u32(4 * (l / 16));
         bits(b, x, shift, 0xf)
     };
     match q {
         QuantType::Q8_0 => {
             let d = half_at(b, blk, 0)?;
-            let x = byte_at(b, blk, j, 2)?;
+            let x = byte_at(b, blk, None, 2 + l)?;
             let v = signed_byte(b, x)?;
             let v = s2f(b, v)?;
             fmul(b, v, d)
         }
-        QuantType::Q4_0 | QuantType::Mxfp4 => {
-            let skip = u32::from(q == QuantType::Q4_0) + 1;
-            let x = byte_at(b, blk, jj, skip)?;
-            let nib = nibble_of(b, x, j)?;
-            let (v, d) = if q == QuantType::Q4_0 {
-                (b.add_u(nib, u32::MAX - 7)?, half_at(b, blk, 0)?)
-            } else {
-                let e = byte_c(b, blk, 0)?;
-                (fp4(b, nib)?, e8m0_half(b, e)?)
-            };
+        QuantType::Q4_0 => {
+            let d = half_at(b, blk, 0)?;
+            let v = nibble(b, 2)?;
+            let v = b.add_u(v, u32::MAX - 7)?;
+            let v = s2f(b, v)?;
+            fmul(b, v, d)
+        }
+        QuantType::Mxfp4 => {
+            let e = byte_at(b, blk, None, 0)?;
+            let d = e8m0_half(b, e)?;
+            let v = nibble(b, 1)?;
+            let v = fp4(b, v)?;
             let v = s2f(b, v)?;
             fmul(b, v, d)
         }
         QuantType::Q4_1 => {
             let (d, m) = (half_at(b, blk, 0)?, half_at(b, blk, 2)?);
-            let x = byte_at(b, blk, jj, 4)?;
-            let nib = nibble_of(b, x, j)?;
-            let v = u2f(b, nib)?;
+            let v = nibble(b, 4)?;
+            let v = u2f(b, v)?;
             let v = fmul(b, v, d)?;
             fadd(b, v, m)
         }
         QuantType::Q5_0 | QuantType::Q5_1 => {
             let plus = q == QuantType::Q5_1;
-            let (qh_at, qs_at) = if plus { (4, 8) } else { (2, 6) };
-            let x = byte_at(b, blk, jj, qs_at)?;
-            let nib = nibble_of(b, x, j)?;
-            let high = fifth_bit(b, blk, qh_at, j)?;
+            let (qh, qs) = if plus { (4, 8) } else { (2, 6) };
+            let low = nibble(b, qs)?;
+            // The fifth bit: bit l % 8 of byte qh + l / 8, put at 16.
+            let h = byte_at(b, blk, None, qh + l / 8)?;
+            let shift = b.c_u32(l % 8);
+            let h = bits(b, h, shift, 1)?;
+            let h = b.mul_u(h, 16)?;
             let t_u32 = b.t_u32();
-            let v = b.b.bitwise_or(t_u32, None, nib, high)?;
+            let v = b.b.bitwise_or(t_u32, None, low, h)?;
             let d = half_at(b, blk, 0)?;
             if plus {
                 let m = half_at(b, blk, 2)?;
@@ -157,21 +173,19 @@ fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, j: Word) -> BuildResu
                 fmul(b, v, d)
             }
         }
-        QuantType::Q2K => q2_k(b, blk, j),
-        QuantType::Q3K => q3_k(b, blk, j),
-        QuantType::Q4K | QuantType::Q5K => q45_k(b, q, blk, j),
-        QuantType::Q6K => q6_k(b, blk, j),
+        QuantType::Q2K => q2_k(b, blk, s, l),
+        QuantType::Q3K => q3_k(b, blk, s, l),
+        QuantType::Q4K | QuantType::Q5K => q45_k(b, q, blk, s, l),
+        QuantType::Q6K => q6_k(b, blk, s, l),
     }
 }
 
-/// `block_q2_K`: value j is two bits of `qs[32 (j / 128) + j % 32]` at `2 ((j / 32) % 4)`,
-/// times `d * (scale & 15)`, less `dmin * (scale >> 4)`, with `scales[j / 16]`.
-fn q2_k(b: &mut ModuleBuilder, blk: &Block, j: Word) -> BuildResult<Word> {
-    let sub = b.div_u(j, 16)?;
-    let sc = byte_at(b, blk, sub, 0)?;
-    let at = qs_index(b, j)?;
-    let x = byte_at(b, blk, at, 16)?;
-    let shift = pair_shift(b, j)?;
+/// `block_q2_K`: value `32 s + l` is two bits of `qs[32 (s / 4) + l]` at `2 (s % 4)`, times
+/// `d * (scale & 15)`, less `dmin * (scale >> 4)`, with `scales[2 s + l / 16]`.
+fn q2_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
+    let two_s = b.mul_u(s, 2)?;
+    let sc = byte_at(b, blk, Some(two_s), l / 16)?;
+    let (x, shift) = two_bits_byte(b, blk, s, 16 + l)?;
     let v = bits(b, x, shift, 3)?;
     let (d, min) = (half_at(b, blk, 80)?, half_at(b, blk, 82)?);
     let (c0, c4) = (b.c_u32(0), b.c_u32(4));
@@ -186,31 +200,28 @@ fn q2_k(b: &mut ModuleBuilder, blk: &Block, j: Word) -> BuildResult<Word> {
     fsub(b, v, ml)
 }
 
-/// `block_q3_K`: value j is two bits of `qs` as in Q2_K, less 4 where bit `j / 32` of
-/// `hmask[j % 32]` is clear, times `d * (scale - 32)` with the 6-bit `scales[j / 16]`.
-fn q3_k(b: &mut ModuleBuilder, blk: &Block, j: Word) -> BuildResult<Word> {
+/// `block_q3_K`: value `32 s + l` is two bits of `qs` as in Q2_K, less 4 where bit `s` of
+/// `hmask[l]` is clear, times `d * (scale - 32)` with the 6-bit scale `2 s + l / 16`.
+fn q3_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
-    let at = qs_index(b, j)?;
-    let x = byte_at(b, blk, at, 32)?;
-    let shift = pair_shift(b, j)?;
+    let (x, shift) = two_bits_byte(b, blk, s, 32 + l)?;
     let low = bits(b, x, shift, 3)?;
-    let l = b.mod_u(j, 32)?;
-    let hm = byte_at(b, blk, l, 0)?;
-    let which = b.div_u(j, 32)?;
-    let set = bits(b, hm, which, 1)?;
+    let hm = byte_at(b, blk, None, l)?;
+    let set = bits(b, hm, s, 1)?;
     // low - 4 + 4 * set.
     let plus = b.mul_u(set, 4)?;
     let v = b.b.i_add(t_u32, None, low, plus)?;
     let v = b.add_u(v, u32::MAX - 3)?;
     // Scale i: low four bits in byte i % 8's nibble i / 8, high two in byte 8 + i % 4 at 2 (i / 4).
-    let i = b.div_u(j, 16)?;
+    let i = b.mul_u(s, 2)?;
+    let i = b.add_u(i, l / 16)?;
     let i8_ = b.mod_u(i, 8)?;
-    let lo_byte = byte_at(b, blk, i8_, 96)?;
+    let lo_byte = byte_at(b, blk, Some(i8_), 96)?;
     let nib_shift = b.div_u(i, 8)?;
     let nib_shift = b.mul_u(nib_shift, 4)?;
     let lo4 = bits(b, lo_byte, nib_shift, 0xf)?;
     let i4 = b.mod_u(i, 4)?;
-    let hi_byte = byte_at(b, blk, i4, 104)?;
+    let hi_byte = byte_at(b, blk, Some(i4), 104)?;
     let hi_shift = b.div_u(i, 4)?;
     let hi_shift = b.mul_u(hi_shift, 2)?;
     let hi2 = bits(b, hi_byte, hi_shift, 3)?;
@@ -224,31 +235,28 @@ fn q3_k(b: &mut ModuleBuilder, blk: &Block, j: Word) -> BuildResult<Word> {
     fmul(b, dl, v)
 }
 
-/// `block_q4_K` / `block_q5_K`: sub-block `s = j / 32` has a 6-bit scale and minimum
-/// (`get_scale_min_k4`); value j is nibble `s % 2` of `qs[32 (j / 64) + j % 32]` (plus 16 where
-/// bit `s` of `qh[j % 32]` is set, Q5_K), times `d * scale`, less `dmin * min`.
-fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, j: Word) -> BuildResult<Word> {
+/// `block_q4_K` / `block_q5_K`: sub-block `s` has a 6-bit scale and minimum
+/// (`get_scale_min_k4`); value `32 s + l` is nibble `s % 2` of `qs[32 (s / 2) + l]` (plus 16
+/// where bit `s` of `qh[l]` is set, Q5_K), times `d * scale`, less `dmin * min`.
+fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
     let t_bool = b.t_bool();
     let five = q == QuantType::Q5K;
-    let s = b.div_u(j, 32)?;
-    let l = b.mod_u(j, 32)?;
-    let chunk = b.div_u(j, 64)?;
-    let at = b.mul_u(chunk, 32)?;
-    let at = b.b.i_add(t_u32, None, at, l)?;
-    let x = byte_at(b, blk, at, if five { 48 } else { 16 })?;
+    let pair = b.div_u(s, 2)?;
+    let at = b.mul_u(pair, 32)?;
+    let x = byte_at(b, blk, Some(at), if five { 48 } else { 16 } + l)?;
     let odd = b.mod_u(s, 2)?;
     let shift = b.mul_u(odd, 4)?;
     let mut v = bits(b, x, shift, 0xf)?;
     if five {
-        let h = byte_at(b, blk, l, 16)?;
+        let h = byte_at(b, blk, None, 16 + l)?;
         let h = bits(b, h, s, 1)?;
         let h = b.mul_u(h, 16)?;
         v = b.b.i_add(t_u32, None, v, h)?;
     }
     // get_scale_min_k4 over bytes 4..16: with i = s % 4, a = [4 + i], m = [8 + i], c = [12 + i].
     let i = b.mod_u(s, 4)?;
-    let [a, m, c] = [4, 8, 12].map(|o| byte_at(b, blk, i, o));
+    let [a, m, c] = [4, 8, 12].map(|o| byte_at(b, blk, Some(i), o));
     let (a, m, c) = (a?, m?, c?);
     let (c0, c4, c6) = (b.c_u32(0), b.c_u32(4), b.c_u32(6));
     let first = b.b.u_less_than(t_bool, None, s, c4)?;
@@ -274,38 +282,32 @@ fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, j: Word) -> BuildResu
     fsub(b, v, m1)
 }
 
-/// `block_q6_K`: with `n = j / 128`, quarter `t = (j / 32) % 4` and `l = j % 32`, value j is
-/// nibble `t / 2` of `ql[64 n + 32 (t % 2) + l]` with bits `2t` of `qh[32 n + l]` above it,
-/// less 32, times `d * scales[8 n + l / 16 + 2 t]` (signed).
-fn q6_k(b: &mut ModuleBuilder, blk: &Block, j: Word) -> BuildResult<Word> {
+/// `block_q6_K`: with `n = s / 4` and quarter `t = s % 4`, value `32 s + l` is nibble `t / 2` of
+/// `ql[64 n + 32 (t % 2) + l]` with bits `2t` of `qh[32 n + l]` above it, less 32, times
+/// `d * scales[8 n + 2 t + l / 16]` (signed).
+fn q6_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
-    let n = b.div_u(j, 128)?;
-    let quarter = b.div_u(j, 32)?;
-    let quarter = b.mod_u(quarter, 4)?;
-    let l = b.mod_u(j, 32)?;
+    let n = b.div_u(s, 4)?;
+    let quarter = b.mod_u(s, 4)?;
     let odd = b.mod_u(quarter, 2)?;
     let at = b.mul_u(n, 64)?;
     let step = b.mul_u(odd, 32)?;
     let at = b.b.i_add(t_u32, None, at, step)?;
-    let at = b.b.i_add(t_u32, None, at, l)?;
-    let ql = byte_at(b, blk, at, 0)?;
+    let ql = byte_at(b, blk, Some(at), l)?;
     let upper = b.div_u(quarter, 2)?;
     let shift = b.mul_u(upper, 4)?;
     let low = bits(b, ql, shift, 0xf)?;
     let at = b.mul_u(n, 32)?;
-    let at = b.b.i_add(t_u32, None, at, l)?;
-    let qh = byte_at(b, blk, at, 128)?;
+    let qh = byte_at(b, blk, Some(at), 128 + l)?;
     let shift = b.mul_u(quarter, 2)?;
     let high = bits(b, qh, shift, 3)?;
     let high = b.mul_u(high, 16)?;
     let v = b.b.bitwise_or(t_u32, None, low, high)?;
     let v = b.add_u(v, u32::MAX - 31)?;
     let at = b.mul_u(n, 8)?;
-    let is = b.div_u(l, 16)?;
-    let at = b.b.i_add(t_u32, None, at, is)?;
     let step = b.mul_u(quarter, 2)?;
     let at = b.b.i_add(t_u32, None, at, step)?;
-    let sc = byte_at(b, blk, at, 192)?;
+    let sc = byte_at(b, blk, Some(at), 192 + l / 16)?;
     let sc = signed_byte(b, sc)?;
     let d = half_at(b, blk, 208)?;
     let sc = s2f(b, sc)?;
@@ -314,29 +316,14 @@ fn q6_k(b: &mut ModuleBuilder, blk: &Block, j: Word) -> BuildResult<Word> {
     fmul(b, scale, v)
 }
 
-/// The `qs` byte of value j in Q2_K and Q3_K: `32 (j / 128) + j % 32`.
-fn qs_index(b: &mut ModuleBuilder, j: Word) -> BuildResult<Word> {
-    let t_u32 = b.t_u32();
-    let half = b.div_u(j, 128)?;
+/// The Q2_K/Q3_K `qs` byte of unit `s` at `offset` (the field's start plus l): byte
+/// `32 (s / 4) + offset`, and the shift of its two bits, `2 (s % 4)`.
+fn two_bits_byte(b: &mut ModuleBuilder, blk: &Block, s: Word, offset: u32) -> BuildResult<(Word, Word)> {
+    let half = b.div_u(s, 4)?;
     let at = b.mul_u(half, 32)?;
-    let l = b.mod_u(j, 32)?;
-    b.b.i_add(t_u32, None, at, l)
-}
-
-/// The shift of value j's two bits in its Q2_K/Q3_K byte: `2 ((j / 32) % 4)`.
-fn pair_shift(b: &mut ModuleBuilder, j: Word) -> BuildResult<Word> {
-    let s = b.div_u(j, 32)?;
-    let s = b.mod_u(s, 4)?;
-    b.mul_u(s, 2)
-}
-
-/// Q5's fifth bit of value j, in place (16 or 0): bit `j % 8` of byte `qh + j / 8`.
-fn fifth_bit(b: &mut ModuleBuilder, blk: &Block, qh: u32, j: Word) -> BuildResult<Word> {
-    let at = b.div_u(j, 8)?;
-    let x = byte_at(b, blk, at, qh)?;
-    let bit = b.mod_u(j, 8)?;
-    let h = bits(b, x, bit, 1)?;
-    b.mul_u(h, 16)
+    let x = byte_at(b, blk, Some(at), offset)?;
+    let shift = b.mod_u(s, 4)?;
+    Ok((x, b.mul_u(shift, 2)?))
 }
 
 /// An FP4 (E2M1) code doubled, as ggml's `kvalues_mxfp4` holds it, as i32 bits: magnitudes 0,
@@ -371,21 +358,19 @@ fn e8m0_half(b: &mut ModuleBuilder, e: Word) -> BuildResult<Word> {
     b.b.bitcast(t_f32, None, bits)
 }
 
-/// Byte `at + offset` of the block (u32 0..=255): the word holding it, shifted.
-fn byte_at(b: &mut ModuleBuilder, blk: &Block, at: Word, offset: u32) -> BuildResult<Word> {
+/// Byte `at + offset` of the block (u32 0..=255; `at` a run-time part, if any): the word
+/// holding it, shifted.
+fn byte_at(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, offset: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
-    let addr = b.b.i_add(t_u32, None, blk.base, at)?;
+    let addr = match at {
+        Some(at) => b.b.i_add(t_u32, None, blk.base, at)?,
+        None => blk.base,
+    };
     let addr = b.add_u(addr, offset)?;
     let word = word_at(b, blk, addr)?;
     let lane = b.mod_u(addr, 4)?;
     let shift = b.mul_u(lane, 8)?;
     bits(b, word, shift, 0xff)
-}
-
-/// Byte `offset` of the block.
-fn byte_c(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word> {
-    let c0 = b.c_u32(0);
-    byte_at(b, blk, c0, offset)
 }
 
 /// The little-endian f16 at byte `offset` of the block (always even in every format, and every

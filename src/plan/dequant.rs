@@ -75,8 +75,8 @@ pub fn dequantized_first(
         bind_range: copy_bytes,
         start: 0,
     };
-    let octets = q.rows * (q.cols / 8);
-    let groups = octets
+    let units = q.cols / dequant::UNIT as usize;
+    let groups = (q.rows * units)
         .div_ceil(dequant::THREADS as usize)
         .min(dequant::MAX_GROUPS.min(limits.max_groups[0]) as usize) as u32;
     let pass = Dispatch {
@@ -86,7 +86,7 @@ pub fn dequantized_first(
         vectors: [None; 3],
         push: PushConstants {
             m: q.rows as u32,
-            n: (q.cols / 8) as u32,
+            n: units as u32,
             k: groups,
             lda_vec: row_bytes as u32,
             a_off_vec: q.window.start as u32,
@@ -157,7 +157,7 @@ mod tests {
         assert_eq!(copy.bind_range, 64 * 256 * 2);
         assert_eq!(plan.scratch_bytes, copy.bind_offset + copy.bind_range);
         assert_eq!(pass.push.lda_vec, 144, "one Q4_K block per row");
-        assert_eq!((pass.push.m, pass.push.n, pass.push.ldb_vec), (64, 32, 32));
+        assert_eq!((pass.push.m, pass.push.n, pass.push.ldb_vec), (64, 8, 32));
         for (d, was) in plan.dispatches[1..].iter().zip(&inner.dispatches) {
             for ((op, w), (was_op, was_w)) in d.bindings.iter().zip(&was.bindings) {
                 match was_op {
