@@ -183,6 +183,7 @@ fn every_kernel_variant_validates() {
                     unroll,
                     c_transposed,
                     epilogue,
+                    quant: None,
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -196,6 +197,7 @@ fn every_kernel_variant_validates() {
         unroll: 1,
         c_transposed: false,
         epilogue: Epilogue::default(),
+        quant: None,
     };
     assert!(matches!(generate_gemv(&bad), Err(vk_sgmat::Error::Unsupported(_))));
 }

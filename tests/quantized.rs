@@ -9,7 +9,7 @@ mod common;
 #[allow(dead_code)]
 mod verify;
 
-use crate::verify::{compare, reference, Rng};
+use crate::verify::{compare_rounded, reference, unit_roundoff, Rng};
 use common::{assert_no_validation_messages, context};
 use half::f16;
 use vk_sgmat::quant::{dequantize, quantize, QuantType};
@@ -133,8 +133,9 @@ fn every_format_reads_as_the_reference_values_bit_for_bit() {
 }
 
 /// `y = alpha * x * w^T + beta * y0` (or `y^T = w * x^T` where `w_first`) for random `x`
-/// (`m x k`, `T`) and quantized `w` (`n x k`), against the f64 product of `x` and the
-/// dequantized weights as `T` holds them.
+/// (`m x k`, `T`) and quantized `w` (`n x k`, read as `T`), against the f64 product of `x` and
+/// the dequantized weights: within the bound of a GEMM whose operands were rounded to `T` (the
+/// dense copy rounds each weight to f16; the matrix-vector kernel multiplies them in f32).
 #[allow(clippy::too_many_arguments)]
 fn layer<T: Element>(
     q: QuantType,
@@ -147,10 +148,7 @@ fn layer<T: Element>(
     let ctx = context();
     let k = kb * q.block_values();
     let blocks = random_blocks_small(q, n, k, rng);
-    let deq: Vec<f32> = values(q, &blocks, n, k)
-        .into_iter()
-        .map(|v| T::from_f64(f64::from(v)).to_f64() as f32)
-        .collect();
+    let deq = values(q, &blocks, n, k);
     let w = ctx.upload_quantized(q, n, k, &blocks).unwrap();
     let xs = verify::random_vec::<T>(rng, m * k);
     let x = ctx.upload(MatRef::new(&xs, m, k)).unwrap();
@@ -190,7 +188,7 @@ fn layer<T: Element>(
     let got_rows: Vec<f32> = (0..rows * cols)
         .map(|i| got[at(lc, i / cols, i % cols, inner)])
         .collect();
-    let check = compare(&got_rows, cols, cols, &all, &want, &mag, k);
+    let check = compare_rounded(&got_rows, cols, cols, &all, (&want, &mag), k, unit_roundoff(T::TYPE));
     assert!(
         check.passed,
         "{q} {} {m}x{n}x{k} w_first {w_first} C {lc:?}: {check:?}",
@@ -333,6 +331,86 @@ fn every_dequantizing_kernel_passes_spirv_val() {
             let words = vk_sgmat::kernel::generate_dequant(q, to).unwrap();
             let name = format!("dequant_{q}_{to}");
             common::spirv_val(&words, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let q = QuantType::Q4K;
+    let (n, k) = (37, 17 * q.block_values());
+    let w = ctx
+        .upload_quantized(q, n, k, &random_blocks_small(q, n, k, &mut rng))
+        .unwrap();
+    let kernels = |m: usize, w_first: bool| -> Vec<String> {
+        let x = ctx.zeros::<f16>(m, k).unwrap();
+        let xt = ctx.upload(MatRef::col_major(&vec![f16::ZERO; m * k], k, m)).unwrap();
+        let mut c = if w_first {
+            ctx.zeros::<f32>(n, m)
+        } else {
+            ctx.zeros::<f32>(m, n)
+        }
+        .unwrap();
+        let prepared = if w_first {
+            ctx.prepare(&Matmul::new(), &w, &xt, &mut c)
+        } else {
+            ctx.prepare(&Matmul::new(), &x, w.t(), &mut c)
+        }
+        .unwrap();
+        let names = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
+        names
+    };
+    for (m, w_first) in [(1, false), (8, false), (3, true)] {
+        let names = kernels(m, w_first);
+        assert!(
+            names.len() == 1 && names[0].starts_with("gemv_") && names[0].ends_with("_q4_K"),
+            "{m} rows, w first {w_first}: {names:?}"
+        );
+    }
+    // Both sides long: a dense copy first (the quantized operand on the short side too, as in
+    // `layers_match_...`'s 3 x 1).
+    for m in [9, 40] {
+        let names = kernels(m, false);
+        assert!(
+            names.first().is_some_and(|k| k == "dequantize q4_K to f16"),
+            "{m} rows: {names:?}"
+        );
+    }
+    // Many units per invocation (K = 17 blocks of 256), eight rows: against the reference.
+    layer::<f16>(
+        q,
+        (8, 37, 17),
+        false,
+        Layout::RowMajor,
+        &GemmOptions::default(),
+        &mut rng,
+    );
+    layer::<f32>(QuantType::Q6K, (2, 3, 9), true, Layout::RowMajor, &exact(), &mut rng);
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
+    use vk_sgmat::kernel::{generate_gemv, Epilogue, GemvKey};
+    for quant in QuantType::ALL {
+        for (elem, rows, cols) in [
+            (ComponentType::F16, 1, 4),
+            (ComponentType::F32, 8, 2),
+            (ComponentType::Bf16, 3, 4),
+        ] {
+            let key = GemvKey {
+                elem,
+                rows,
+                cols,
+                unroll: 1,
+                c_transposed: rows == 3,
+                epilogue: Epilogue::default(),
+                quant: Some(quant),
+            };
+            let words = generate_gemv(&key).unwrap();
+            common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
         }
     }
 }

@@ -12,7 +12,7 @@ use super::work::{Planned, Plans};
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, BufferKind};
-use crate::plan::{dequantized_first, Batch, Operand, Quantized, Window};
+use crate::plan::{dequantized_first, gemv_on_blocks, Batch, Operand, Quantized, Window};
 use crate::quant::QuantType;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use half::f16;
@@ -228,7 +228,11 @@ impl Context {
         } else {
             Operand::B
         };
-        let plan = dequantized_first(plan, which, &quantized, to, &self.limits)?;
+        // Decode's shapes stream the blocks; the rest multiply a dense copy.
+        let plan = match gemv_on_blocks(&plan, which, &quantized)? {
+            Some(gemv) => gemv,
+            None => dequantized_first(plan, which, &quantized, to, &self.limits)?,
+        };
         let operands = plan.bind_order([pa, pb, pc]);
         Ok(Planned {
             plans: Plans::One([(plan, operands)]),

@@ -12,9 +12,11 @@
 //! zero in both operands, whatever the padding holds.
 
 use super::builder::{BuildResult, ModuleBuilder};
+use super::dequant::UNIT;
 use super::epilogue::{store_type, Epilogue, Fused};
 use super::push::{Pc, PC_MEMBERS};
 use crate::config::ComponentType;
+use crate::quant::QuantType;
 use crate::tiling::VECTOR_BYTES;
 use rspirv::spirv::{
     BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
@@ -44,6 +46,10 @@ pub struct GemvKey {
     /// alpha and beta, and the fused terms applied to the f32 sums (bias, activation, an
     /// f16 or bf16 C), indexed as the GEMM's rows and columns whatever the orientation.
     pub epilogue: Epilogue,
+    /// W held in a block format: read as 32-bit words, a row `ldb` bytes of blocks from byte
+    /// `b_off`, each invocation dequantizing a unit of 32 values per step
+    /// ([`super::dequant::value`], in f32) where it would read a vector. `None`: W is `elem`.
+    pub quant: Option<QuantType>,
 }
 
 impl GemvKey {
@@ -61,7 +67,7 @@ impl GemvKey {
             },
             if self.c_transposed { "_t" } else { "" },
             self.epilogue.fused_suffix()
-        )
+        ) + &self.quant.map_or(String::new(), |q| format!("_{q}"))
     }
 
     /// Elements of X and W per 16-byte vector.
@@ -115,7 +121,10 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let v_workgroup = mb.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
     let v_pc = mb.push_constant_block(PC_MEMBERS);
     let v_x = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
-    let v_w = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true);
+    let v_w = match key.quant {
+        Some(_) => mb.storage_buffer(t_u32, 4, 1, true),
+        None => mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true),
+    };
     let fused = key.epilogue.is_fused();
     let (t_out, out_bytes) = if fused {
         store_type(&mut mb, key.epilogue.output_type(ComponentType::F32))
@@ -172,6 +181,28 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         let row = b.mul_u(ldx, r)?;
         x_rows.push(b.b.i_add(t_u32, None, x_off, row)?);
     }
+    if let Some(q) = key.quant {
+        blocks_loop(b, &ids, key, q, (l_entry, tid, pk), (v_w, &w_rows, v_x, &x_rows), &acc)?;
+    } else {
+        vectors_loop(b, &ids, key, (l_entry, tid, pk), (v_w, &w_rows, v_x, &x_rows), &acc)?;
+    }
+    reduce(b, &ids, (sh, tid, sums), &acc)?;
+    store(b, &ids, key, (v_pc, v_c, t_out), fuse.as_ref(), (sh, tid, n0))?;
+    b.end_compute(f_main, GEMV_THREADS)?;
+    Ok(mb.finish())
+}
+
+/// The K loop over vectors of W of `key.elem`: each invocation every `GEMV_THREADS`-th vector,
+/// `unroll` at a time, masked past K.
+fn vectors_loop(
+    b: &mut ModuleBuilder,
+    ids: &Ids,
+    key: &GemvKey,
+    (l_entry, tid, pk): (Word, Word, Word),
+    (v_w, w_rows, v_x, x_rows): (Word, &[Word], Word, &[Word]),
+    acc: &[Word],
+) -> BuildResult<()> {
+    let (t_u32, t_bool, t_f32) = (ids.t_u32, ids.t_bool, ids.t_f32);
     let per = key.per_vector();
     let kvecs = b.add_u(pk, per - 1)?;
     let kvecs = b.div_u(kvecs, per)?;
@@ -191,8 +222,8 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         }
         let load = |b: &mut ModuleBuilder, buf: Word, row: Word, (at, left): (Word, Word)| -> BuildResult<Vec<Word>> {
             let at = b.b.i_add(t_u32, None, row, at)?;
-            let raw = load_vector(b, &ids, buf, at)?;
-            widen(b, &ids, key.elem, raw, left)
+            let raw = load_vector(b, ids, buf, at)?;
+            widen(b, ids, key.elem, raw, left)
         };
         let mut ws = Vec::new();
         let mut xs = Vec::new();
@@ -224,12 +255,62 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
             }
         }
         Ok(())
-    })?;
+    })
+}
 
-    reduce(b, &ids, (sh, tid, sums), &acc)?;
-    store(b, &ids, key, (v_pc, v_c, t_out), fuse.as_ref(), (sh, tid, n0))?;
-    b.end_compute(f_main, GEMV_THREADS)?;
-    Ok(mb.finish())
+/// The K loop over W in a block format: each invocation every `GEMV_THREADS`-th unit of 32
+/// values (K is a whole number of blocks), dequantized in f32 as ggml does
+/// ([`super::dequant::value`]) and multiplied with the X values of the same K.
+fn blocks_loop(
+    b: &mut ModuleBuilder,
+    ids: &Ids,
+    key: &GemvKey,
+    q: QuantType,
+    (l_entry, tid, pk): (Word, Word, Word),
+    (v_w, w_rows, v_x, x_rows): (Word, &[Word], Word, &[Word]),
+    acc: &[Word],
+) -> BuildResult<()> {
+    let (t_f32, t_vec4) = (ids.t_f32, ids.t_vec4);
+    let units = b.div_u(pk, UNIT)?;
+    let x_vecs = UNIT / key.per_vector();
+    b.counted_loop(l_entry, (tid, units, GEMV_THREADS), |b, u| {
+        let mut xs = Vec::new();
+        for &row in x_rows {
+            let first = b.mul_u(u, x_vecs)?;
+            let first = b.b.i_add(ids.t_u32, None, row, first)?;
+            let mut fours = Vec::new();
+            for v in 0..x_vecs {
+                let at = b.add_u(first, v)?;
+                let raw = load_vector(b, ids, v_x, at)?;
+                fours.extend(super::widen::widen_in_order(b, ids.glsl, key.elem, raw)?);
+            }
+            xs.push(fours);
+        }
+        let mut ws = Vec::new();
+        for &row in w_rows {
+            let (blk, s) = super::dequant::unit(b, q, v_w, row, u)?;
+            let values = (0..UNIT)
+                .map(|l| super::dequant::value(b, q, &blk, s, l))
+                .collect::<BuildResult<Vec<Word>>>()?;
+            let fours = values
+                .chunks(4)
+                .map(|four| b.b.composite_construct(t_vec4, None, four.to_vec()))
+                .collect::<Result<Vec<Word>, _>>()?;
+            ws.push(fours);
+        }
+        for (r, x) in xs.iter().enumerate() {
+            for (c, w) in ws.iter().enumerate() {
+                let slot = acc[r * key.cols as usize + c];
+                let mut s = b.b.load(t_f32, None, slot, None, [])?;
+                for (&xv, &wv) in x.iter().zip(w) {
+                    let p = b.b.dot(t_f32, None, xv, wv)?;
+                    s = b.b.f_add(t_f32, None, s, p)?;
+                }
+                b.b.store(slot, s, None, [])?;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// The 16-byte vector `at` of `buf`.

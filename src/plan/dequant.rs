@@ -111,6 +111,31 @@ pub fn dequantized_first(
     Ok(gemm)
 }
 
+/// `plan` (planned on the dense view) as a matrix-vector plan reading W straight from the blocks
+/// of `q`, each unit dequantized in registers as it streams: where the plan is one and its W is
+/// `which` (not where the quantized operand is the short side). Bytes of blocks per row and the
+/// first block's byte go where the kernel's W leading dimension and offset in vectors would.
+pub fn gemv_on_blocks(plan: &GemmPlan, which: Operand, q: &Quantized) -> Result<Option<GemmPlan>> {
+    let Some(key) = plan.gemv_kernel() else {
+        return Ok(None);
+    };
+    if plan.dispatches.len() != 1 || plan.dispatches[0].bindings[1].0 != which {
+        return Ok(None);
+    }
+    let row_bytes = q.row_bytes()?;
+    let mut plan = plan.clone();
+    let d = &mut plan.dispatches[0];
+    d.kernel = Kernel::Gemv(crate::kernel::GemvKey {
+        quant: Some(q.quant),
+        unroll: 1,
+        ..key
+    });
+    d.bindings[1] = (which, q.window);
+    d.push.ldb_vec = row_bytes as u32;
+    d.push.b_off_vec = q.window.start as u32;
+    Ok(Some(plan))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -128,6 +128,7 @@ pub fn gemv_dispatch(
         unroll: unroll.unwrap_or_else(|| unroll_for(rows)),
         c_transposed,
         epilogue,
+        quant: None,
     };
     // A fused epilogue applies alpha and beta in f32.
     let vectors = fused_vectors(p, &epilogue, limits)?;
