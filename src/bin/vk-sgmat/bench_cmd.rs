@@ -9,9 +9,10 @@ use crate::verify::{compare, random_matrix, reference, rows_to_check, Rng};
 use anyhow::{Context as _, Result};
 use std::time::Duration;
 use vk_sgmat::kernel::KernelKey;
+use vk_sgmat::quant::QuantType;
 use vk_sgmat::tiling::TileScheme;
 use vk_sgmat::{Context, Element, GPUSubgroupMatrixConfig, GemmOptions, Layout, MatMut, MatRef, Probe};
-use vk_sgmat::{Matmul, Timings};
+use vk_sgmat::{Matmul, Prepared, Timings};
 
 /// How `bench` times each point.
 pub(crate) struct Timing {
@@ -31,7 +32,7 @@ pub(crate) const STREAM_RUNS: usize = 5;
 
 pub(crate) fn bench(
     ctx: &Context,
-    (types, shapes): (&[String], &[String]),
+    (types, shapes, weights): (&[String], &[String], Option<QuantType>),
     layouts: (Layout, Layout, Layout),
     forced: &GemmOptions,
     scheme: Option<&str>,
@@ -106,6 +107,9 @@ pub(crate) fn bench(
         if let Some(n) = forced.split_k {
             types = format!("{types}, split {n}");
         }
+        if let Some(q) = weights {
+            types = format!("{types}, {q} weights");
+        }
         for &shape in &shapes {
             progress.start(&format!("{types} {}x{}x{}", shape.0, shape.1, shape.2));
             let Point {
@@ -113,9 +117,14 @@ pub(crate) fn bench(
                 read_as,
                 kernel,
                 gemv,
-            } = with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
-                ctx, shape, layouts, &options, timing
-            )?);
+            } = match weights {
+                Some(q) => with_types!(t, |TA, TB, TC| crate::quantized::bench_point::<TA, TB, TC>(
+                    ctx, q, shape, &options, timing
+                )?),
+                None => with_types!(t, |TA, TB, TC| bench_point::<TA, TB, TC>(
+                    ctx, shape, layouts, &options, timing
+                )?),
+            };
             let tflops = 2.0 * (shape.0 * shape.1 * shape.2) as f64 / median / 1e12;
             progress.done(&format!(
                 "{types} {}x{}x{}: {tflops:.2} TFLOP/s",
@@ -166,12 +175,12 @@ pub(crate) fn bench(
 
 /// What one bench point measured: the median GPU seconds of one GEMM, the layouts its kernel
 /// read A and B in, and the kernel's name.
-struct Point {
-    median: f64,
-    read_as: (Layout, Layout),
-    kernel: String,
+pub(crate) struct Point {
+    pub median: f64,
+    pub read_as: (Layout, Layout),
+    pub kernel: String,
     /// Whether the matrix-vector kernel ran it (no config's matrix units).
-    gemv: bool,
+    pub gemv: bool,
 }
 
 /// Median GPU seconds of one GEMM on device-resident random data (C stored `cl`), after
@@ -184,7 +193,6 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
     options: &GemmOptions,
     timing: &Timing,
 ) -> Result<Point> {
-    let reps = timing.reps;
     let mut rng = Rng::new(Rng::fresh_seed());
     let (a, lda) = random_matrix::<TA>(&mut rng, m, k, al, 0);
     let (b, ldb) = random_matrix::<TB>(&mut rng, k, n, bl, 0);
@@ -195,6 +203,19 @@ fn bench_point<TA: Element, TB: Element, TC: Element>(
         Layout::ColMajor => ctx.upload(MatRef::col_major(&vec![TC::from_f64(0.0); m * n], m, n))?,
     };
     let gemm = ctx.prepare(&Matmul::with_options(options), &da, &db, &mut dc)?;
+    time_point(&gemm, (m, n, k), (al, bl), timing)
+}
+
+/// Times a prepared bench point as `timing` says: warm-up, then the median of its runs or
+/// streams, and with `timing.steps` each dispatch apart, on a line of stderr. `layouts` are how
+/// A and B are stored.
+pub(crate) fn time_point(
+    gemm: &Prepared<'_>,
+    (m, n, k): (usize, usize, usize),
+    (al, bl): (Layout, Layout),
+    timing: &Timing,
+) -> Result<Point> {
+    let reps = timing.reps;
     let warm_max = timing.warm.max(Duration::from_secs(10));
     gemm.time(vk_sgmat::Timing::WarmUp(timing.warm, warm_max))?;
     let plan = gemm.plans().next().context("a plan")?;

@@ -238,6 +238,12 @@ pub struct BenchArgs {
     /// with each GEMM's weight TB/s and the layer's time per token count.
     #[arg(long, conflicts_with = "shapes")]
     pub model: Option<String>,
+    /// B is a weight in this ggml block format (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K,
+    /// q5_K, q6_K, mxfp4): N x K blocks as a GGUF file holds them (layout nt), read as the
+    /// --types' B (f16, or f32 exactly); decode's shapes stream the blocks, the rest multiply a
+    /// dense copy made first (timed with it).
+    #[arg(long)]
+    pub weights: Option<String>,
     /// Timed runs per point.
     #[arg(long, default_value_t = 20)]
     pub reps: u32,

@@ -15,6 +15,7 @@ mod models;
 mod multi;
 mod multi_trace;
 mod progress;
+mod quantized;
 mod report;
 mod run;
 mod runtime;

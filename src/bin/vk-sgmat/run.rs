@@ -128,6 +128,7 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
         pause_after_first,
         prime,
         model,
+        weights,
         c_layout,
         cublas,
         peer,
@@ -173,10 +174,15 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
             (reps.max(1) as usize, json, trace),
         );
     }
+    let weights = weights.as_deref().map(vk_sgmat::quant::QuantType::parse).transpose()?;
+    if weights.is_some() && (first_runs.is_some() || c_layout != Layout::RowMajor) {
+        bail!("--weights times single GEMMs into a row-major C: not with --first-runs or --c-layout t");
+    }
     let ctx = context_with(&dev, false)?;
     let model = model.as_deref().map(crate::models::model).transpose()?;
-    // A model's weights are stored N x K, as nn.Linear holds them.
+    // A model's weights, and quantized ones, are stored N x K, as nn.Linear holds them.
     let layouts = match model {
+        _ if weights.is_some() => parse_layout("nt")?,
         Some(_) => parse_layout("nt")?,
         None => parse_layout(&layout)?,
     };
@@ -214,7 +220,7 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
     }
     let rows = bench(
         &ctx,
-        (&types, &shapes),
+        (&types, &shapes, weights),
         layouts,
         &forced,
         scheme.as_deref(),

@@ -1,0 +1,49 @@
+//! `vk-sgmat bench --weights FORMAT`: GEMMs whose B is a weight in a ggml block format.
+
+use crate::bench_cmd::{time_point, Point, Timing};
+use crate::verify::{random_vec, Rng};
+use anyhow::{bail, Result};
+use half::f16;
+use vk_sgmat::quant::{quantize, QuantType};
+use vk_sgmat::{ComponentType, Context, Element, GemmOptions, Layout, MatRef, Matmul};
+
+/// Distinct random rows quantized for a bench weight, repeated down its N rows: quantizing a
+/// whole 22016 x 4096 weight on the CPU would take longer than timing it, and the GPU's caches
+/// cannot tell repeated rows from distinct ones this far apart.
+const DISTINCT_ROWS: usize = 64;
+
+/// A bench point: `x` (`m x k`, `TA`) times a random `n x k` weight of `q` read as `TB` (f16, or
+/// f32 exactly), into a row-major C of `TC`.
+pub(crate) fn bench_point<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    q: QuantType,
+    (m, n, k): (usize, usize, usize),
+    options: &GemmOptions,
+    timing: &Timing,
+) -> Result<Point> {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let w = ctx.upload_quantized(q, n, k, &weights(q, n, k, &mut rng)?)?;
+    let x = random_vec::<TA>(&mut rng, m * k);
+    let x = ctx.upload(MatRef::new(&x, m, k))?;
+    let mut c = ctx.zeros::<TC>(m, n)?;
+    let op = Matmul::with_options(options);
+    let gemm = match TB::TYPE {
+        ComponentType::F16 => ctx.prepare::<TA, f16, TC>(&op, &x, w.t(), &mut c)?,
+        ComponentType::F32 => ctx.prepare::<TA, f32, TC>(&op, &x, w.t().as_f32(), &mut c)?,
+        t => bail!("quantized weights are read as f16 or f32, not {t}: use --types f16:f32 or f32:f32"),
+    };
+    time_point(&gemm, (m, n, k), (Layout::RowMajor, Layout::ColMajor), timing)
+}
+
+/// `n x k` values of `q`: [`DISTINCT_ROWS`] rows of uniform random values in [-1, 1) quantized,
+/// then repeated.
+fn weights(q: QuantType, n: usize, k: usize, rng: &mut Rng) -> Result<Vec<u8>> {
+    let distinct = n.min(DISTINCT_ROWS);
+    let values: Vec<f32> = random_vec(rng, distinct * k);
+    let rows = quantize(q, &values)?;
+    let row_bytes = rows.len() / distinct;
+    Ok((0..n)
+        .flat_map(|r| &rows[(r % distinct) * row_bytes..][..row_bytes])
+        .copied()
+        .collect())
+}
