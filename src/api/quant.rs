@@ -146,8 +146,9 @@ impl Context {
                 blocks.len()
             )));
         }
-        // Whole 16-byte vectors: the kernels read words, and a row's blocks need not fill one.
-        let size = (bytes as u64).next_multiple_of(u64::from(VECTOR_BYTES));
+        // Whole 16-byte vectors, at least 8 bytes past the last block: the kernels read the
+        // word after each one they need (a block need not start on a word).
+        let size = (bytes as u64 + 8).next_multiple_of(u64::from(VECTOR_BYTES));
         if size > self.limits.max_range {
             return Err(Error::TooLarge(format!(
                 "a {rows}x{cols} {quant} matrix takes {size} bytes, over the device's largest binding ({})",

@@ -20,6 +20,8 @@ use crate::config::ComponentType;
 use crate::quant::QuantType;
 use rspirv::dr::Operand;
 use rspirv::spirv::{BuiltIn, Decoration, FunctionControl, StorageClass, Word};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
@@ -29,10 +31,31 @@ pub const MAX_GROUPS: u32 = 8192;
 /// GLSL.std.450 `UnpackHalf2x16` (exact; needs no Float16 capability).
 const GLSL_UNPACK_HALF_2X16: u32 = 62;
 
-/// One block's bytes as the kernel reads them: the word buffer and the block's first byte.
+/// One block's bytes as the kernel reads them: the word buffer and the block's first byte,
+/// with the words read so far. Bytes are read through words aligned to the address they are
+/// taken from (the block's, plus a run-time part that depends on the unit), each funnelled once
+/// from the two words of the binding it straddles: every byte then sits at a shift known when
+/// the kernel is generated, so a value costs a shift and a mask rather than a load and the
+/// address arithmetic (a block need not start on a word: Q4_0's are 18 bytes).
 pub(super) struct Block {
     words: Word,
     base: Word,
+    /// Per run-time part of the address: the binding's word holding its first byte, and the
+    /// right and left shifts that funnel two of them into one aligned word.
+    starts: RefCell<HashMap<Option<Word>, (Word, Word, Word)>>,
+    /// Aligned word `k` after each run-time part.
+    aligned: RefCell<HashMap<(Option<Word>, u32), Word>>,
+}
+
+impl Block {
+    pub(super) fn new(words: Word, base: Word) -> Self {
+        Block {
+            words,
+            base,
+            starts: RefCell::default(),
+            aligned: RefCell::default(),
+        }
+    }
 }
 
 pub(super) fn emit(q: QuantType, to: ComponentType) -> BuildResult<Vec<u32>> {
@@ -107,7 +130,7 @@ pub(super) fn unit(b: &mut ModuleBuilder, q: QuantType, words: Word, row: Word, 
     let s = b.mod_u(u, per_block)?;
     let at = b.mul_u(block, q.block_bytes() as u32)?;
     let base = b.b.i_add(t_u32, None, row, at)?;
-    Ok((Block { words, base }, s))
+    Ok((Block::new(words, base), s))
 }
 
 /// Value `32 s + l` of the block (`s` the unit, a u32 id; `l` < 32 a literal, so everything
@@ -358,18 +381,10 @@ fn e8m0_half(b: &mut ModuleBuilder, e: Word) -> BuildResult<Word> {
     b.b.bitcast(t_f32, None, bits)
 }
 
-/// Byte `at + offset` of the block (u32 0..=255; `at` a run-time part, if any): the word
-/// holding it, shifted.
+/// Byte `at + offset` of the block (u32 0..=255; `at` a run-time part, if any).
 fn byte_at(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, offset: u32) -> BuildResult<Word> {
-    let t_u32 = b.t_u32();
-    let addr = match at {
-        Some(at) => b.b.i_add(t_u32, None, blk.base, at)?,
-        None => blk.base,
-    };
-    let addr = b.add_u(addr, offset)?;
-    let word = word_at(b, blk, addr)?;
-    let lane = b.mod_u(addr, 4)?;
-    let shift = b.mul_u(lane, 8)?;
+    let word = aligned_word(b, blk, at, offset / 4)?;
+    let shift = b.c_u32(8 * (offset % 4));
     bits(b, word, shift, 0xff)
 }
 
@@ -378,10 +393,8 @@ fn byte_at(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, offset: u32) ->
 fn half_at(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word> {
     let t_f32 = b.t_f32();
     let t_vec2 = b.b.type_vector(t_f32, 2);
-    let addr = b.add_u(blk.base, offset)?;
-    let word = word_at(b, blk, addr)?;
-    let lane = b.mod_u(addr, 4)?;
-    let shift = b.mul_u(lane, 8)?;
+    let word = aligned_word(b, blk, None, offset / 4)?;
+    let shift = b.c_u32(8 * (offset % 4));
     let h = bits(b, word, shift, 0xffff)?;
     let glsl = b.glsl();
     let pair =
@@ -389,14 +402,46 @@ fn half_at(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word>
     b.b.composite_extract(t_f32, None, pair, [0])
 }
 
-/// The word holding byte `addr` of the binding.
-fn word_at(b: &mut ModuleBuilder, blk: &Block, addr: Word) -> BuildResult<Word> {
+/// Bytes `4k..4k + 4` after the block's first byte plus `at`, as one word: the two words of
+/// the binding they straddle, funnelled (`(lo >> sh) | (hi << (31 - sh)) << 1`, well defined
+/// for every shift). The binding holds at least 8 bytes past the last block, so `hi` is inside.
+fn aligned_word(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, k: u32) -> BuildResult<Word> {
+    if let Some(&w) = blk.aligned.borrow().get(&(at, k)) {
+        return Ok(w);
+    }
     let t_u32 = b.t_u32();
+    let start = blk.starts.borrow().get(&at).copied();
+    let (first, right, left) = match start {
+        Some(s) => s,
+        None => {
+            let addr = match at {
+                Some(at) => b.b.i_add(t_u32, None, blk.base, at)?,
+                None => blk.base,
+            };
+            let first = b.div_u(addr, 4)?;
+            let lane = b.mod_u(addr, 4)?;
+            let right = b.mul_u(lane, 8)?;
+            let c31 = b.c_u32(31);
+            let left = b.b.i_sub(t_u32, None, c31, right)?;
+            blk.starts.borrow_mut().insert(at, (first, right, left));
+            (first, right, left)
+        }
+    };
     let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
-    let at = b.div_u(addr, 4)?;
     let c0 = b.c_u32(0);
-    let p = b.b.access_chain(p_u32, None, blk.words, [c0, at])?;
-    b.b.load(t_u32, None, p, None, [])
+    let mut pair = [0; 2];
+    for (j, w) in pair.iter_mut().enumerate() {
+        let i = b.add_u(first, k + j as u32)?;
+        let p = b.b.access_chain(p_u32, None, blk.words, [c0, i])?;
+        *w = b.b.load(t_u32, None, p, None, [])?;
+    }
+    let lo = b.b.shift_right_logical(t_u32, None, pair[0], right)?;
+    let hi = b.b.shift_left_logical(t_u32, None, pair[1], left)?;
+    let c1 = b.c_u32(1);
+    let hi = b.b.shift_left_logical(t_u32, None, hi, c1)?;
+    let w = b.b.bitwise_or(t_u32, None, lo, hi)?;
+    blk.aligned.borrow_mut().insert((at, k), w);
+    Ok(w)
 }
 
 /// `(x >> shift) & mask`.

@@ -272,41 +272,45 @@ fn blocks_loop(
 ) -> BuildResult<()> {
     let (t_f32, t_vec4) = (ids.t_f32, ids.t_vec4);
     let units = b.div_u(pk, UNIT)?;
-    let x_vecs = UNIT / key.per_vector();
+    let per = key.per_vector();
     b.counted_loop(l_entry, (tid, units, GEMV_THREADS), |b, u| {
-        let mut xs = Vec::new();
-        for &row in x_rows {
-            let first = b.mul_u(u, x_vecs)?;
-            let first = b.b.i_add(ids.t_u32, None, row, first)?;
-            let mut fours = Vec::new();
-            for v in 0..x_vecs {
-                let at = b.add_u(first, v)?;
-                let raw = load_vector(b, ids, v_x, at)?;
-                fours.extend(super::widen::widen_in_order(b, ids.glsl, key.elem, raw)?);
-            }
-            xs.push(fours);
-        }
-        let mut ws = Vec::new();
-        for &row in w_rows {
-            let (blk, s) = super::dequant::unit(b, q, v_w, row, u)?;
-            let values = (0..UNIT)
-                .map(|l| super::dequant::value(b, q, &blk, s, l))
-                .collect::<BuildResult<Vec<Word>>>()?;
-            let fours = values
-                .chunks(4)
-                .map(|four| b.b.composite_construct(t_vec4, None, four.to_vec()))
-                .collect::<Result<Vec<Word>, _>>()?;
-            ws.push(fours);
-        }
-        for (r, x) in xs.iter().enumerate() {
-            for (c, w) in ws.iter().enumerate() {
-                let slot = acc[r * key.cols as usize + c];
-                let mut s = b.b.load(t_f32, None, slot, None, [])?;
-                for (&xv, &wv) in x.iter().zip(w) {
-                    let p = b.b.dot(t_f32, None, xv, wv)?;
-                    s = b.b.f_add(t_f32, None, s, p)?;
+        let blocks = w_rows
+            .iter()
+            .map(|&row| super::dequant::unit(b, q, v_w, row, u))
+            .collect::<BuildResult<Vec<_>>>()?;
+        let x_first = b.mul_u(u, UNIT / per)?;
+        // Eight values at a time (one f16 vector of X, two of f32): the unit's values and the
+        // X rows' stay few in registers however many rows there are.
+        for eighth in 0..UNIT / 8 {
+            let ws = blocks
+                .iter()
+                .map(|(blk, s)| {
+                    let v = (8 * eighth..8 * eighth + 8)
+                        .map(|l| super::dequant::value(b, q, blk, *s, l))
+                        .collect::<BuildResult<Vec<Word>>>()?;
+                    Ok(vec![
+                        b.b.composite_construct(t_vec4, None, v[..4].to_vec())?,
+                        b.b.composite_construct(t_vec4, None, v[4..].to_vec())?,
+                    ])
+                })
+                .collect::<BuildResult<Vec<_>>>()?;
+            for (r, &row) in x_rows.iter().enumerate() {
+                let mut x = Vec::new();
+                for v in 0..8 / per {
+                    let at = b.b.i_add(ids.t_u32, None, row, x_first)?;
+                    let at = b.add_u(at, eighth * 8 / per + v)?;
+                    let raw = load_vector(b, ids, v_x, at)?;
+                    x.extend(super::widen::widen_in_order(b, ids.glsl, key.elem, raw)?);
                 }
-                b.b.store(slot, s, None, [])?;
+                for (c, w) in ws.iter().enumerate() {
+                    let slot = acc[r * key.cols as usize + c];
+                    let mut s = b.b.load(t_f32, None, slot, None, [])?;
+                    for (&xv, &wv) in x.iter().zip(w) {
+                        let p = b.b.dot(t_f32, None, xv, wv)?;
+                        s = b.b.f_add(t_f32, None, s, p)?;
+                    }
+                    b.b.store(slot, s, None, [])?;
+                }
             }
         }
         Ok(())
