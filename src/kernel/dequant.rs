@@ -45,6 +45,10 @@ pub(super) struct Block {
     starts: RefCell<HashMap<Option<Word>, (Word, Word, Word)>>,
     /// Aligned word `k` after each run-time part.
     aligned: RefCell<HashMap<(Option<Word>, u32), Word>>,
+    /// Aligned words shifted right by a run-time amount (the unit's field position).
+    shifted: RefCell<HashMap<(Option<Word>, u32, Word), Word>>,
+    /// What depends on the unit alone (its addresses, shifts, scales), made once.
+    unit: RefCell<HashMap<(&'static str, u32), Word>>,
 }
 
 impl Block {
@@ -54,7 +58,25 @@ impl Block {
             base,
             starts: RefCell::default(),
             aligned: RefCell::default(),
+            shifted: RefCell::default(),
+            unit: RefCell::default(),
         }
+    }
+
+    /// The word `key` names for this unit: made by `f` the first time, reused after (every
+    /// value of a unit shares its scales and field positions; the kernel emits them once).
+    fn once(
+        &self,
+        b: &mut ModuleBuilder,
+        key: (&'static str, u32),
+        f: impl FnOnce(&mut ModuleBuilder) -> BuildResult<Word>,
+    ) -> BuildResult<Word> {
+        if let Some(&w) = self.unit.borrow().get(&key) {
+            return Ok(w);
+        }
+        let w = f(b)?;
+        self.unit.borrow_mut().insert(key, w);
+        Ok(w)
     }
 }
 
@@ -147,15 +169,17 @@ pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l
         QuantType::Q8_0 => {
             let d = half_at(b, blk, 0)?;
             let x = byte_at(b, blk, None, 2 + l)?;
-            let v = signed_byte(b, x)?;
-            let v = s2f(b, v)?;
+            // The i8 plus 128 is the byte with its top bit flipped.
+            let c128 = b.c_u32(0x80);
+            let t_u32 = b.t_u32();
+            let v = b.b.bitwise_xor(t_u32, None, x, c128)?;
+            let v = code_f32(b, v, 128)?;
             fmul(b, v, d)
         }
         QuantType::Q4_0 => {
             let d = half_at(b, blk, 0)?;
             let v = nibble(b, 2)?;
-            let v = b.add_u(v, u32::MAX - 7)?;
-            let v = s2f(b, v)?;
+            let v = code_f32(b, v, 8)?;
             fmul(b, v, d)
         }
         QuantType::Mxfp4 => {
@@ -163,13 +187,13 @@ pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l
             let d = e8m0_half(b, e)?;
             let v = nibble(b, 1)?;
             let v = fp4(b, v)?;
-            let v = s2f(b, v)?;
+            let v = code_f32(b, v, 12)?;
             fmul(b, v, d)
         }
         QuantType::Q4_1 => {
             let (d, m) = (half_at(b, blk, 0)?, half_at(b, blk, 2)?);
             let v = nibble(b, 4)?;
-            let v = u2f(b, v)?;
+            let v = code_f32(b, v, 0)?;
             let v = fmul(b, v, d)?;
             fadd(b, v, m)
         }
@@ -187,12 +211,11 @@ pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l
             let d = half_at(b, blk, 0)?;
             if plus {
                 let m = half_at(b, blk, 2)?;
-                let v = u2f(b, v)?;
+                let v = code_f32(b, v, 0)?;
                 let v = fmul(b, v, d)?;
                 fadd(b, v, m)
             } else {
-                let v = b.add_u(v, u32::MAX - 15)?;
-                let v = s2f(b, v)?;
+                let v = code_f32(b, v, 16)?;
                 fmul(b, v, d)
             }
         }
@@ -206,19 +229,28 @@ pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l
 /// `block_q2_K`: value `32 s + l` is two bits of `qs[32 (s / 4) + l]` at `2 (s % 4)`, times
 /// `d * (scale & 15)`, less `dmin * (scale >> 4)`, with `scales[2 s + l / 16]`.
 fn q2_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
-    let two_s = b.mul_u(s, 2)?;
-    let sc = byte_at(b, blk, Some(two_s), l / 16)?;
-    let (x, shift) = two_bits_byte(b, blk, s, 16 + l)?;
-    let v = bits(b, x, shift, 3)?;
-    let (d, min) = (half_at(b, blk, 80)?, half_at(b, blk, 82)?);
-    let (c0, c4) = (b.c_u32(0), b.c_u32(4));
-    let scale = bits(b, sc, c0, 0xf)?;
-    let low = bits(b, sc, c4, 0xf)?;
-    let scale = u2f(b, scale)?;
-    let dl = fmul(b, d, scale)?;
-    let low = u2f(b, low)?;
-    let ml = fmul(b, min, low)?;
-    let v = u2f(b, v)?;
+    let (at, shift) = two_bit_field(b, blk, s)?;
+    let v = field(b, blk, (Some(at), 16 + l), shift, 3)?;
+    let half = l / 16;
+    let dl = blk.once(b, ("q2k dl", half), |b| {
+        let two_s = blk.once(b, ("2s", 0), |b| b.mul_u(s, 2))?;
+        let sc = byte_at(b, blk, Some(two_s), half)?;
+        let c0 = b.c_u32(0);
+        let scale = bits(b, sc, c0, 0xf)?;
+        let scale = u2f(b, scale)?;
+        let d = half_at(b, blk, 80)?;
+        fmul(b, d, scale)
+    })?;
+    let ml = blk.once(b, ("q2k ml", half), |b| {
+        let two_s = blk.once(b, ("2s", 0), |b| b.mul_u(s, 2))?;
+        let sc = byte_at(b, blk, Some(two_s), half)?;
+        let c4 = b.c_u32(4);
+        let low = bits(b, sc, c4, 0xf)?;
+        let low = u2f(b, low)?;
+        let min = half_at(b, blk, 82)?;
+        fmul(b, min, low)
+    })?;
+    let v = code_f32(b, v, 0)?;
     let v = fmul(b, dl, v)?;
     fsub(b, v, ml)
 }
@@ -227,34 +259,35 @@ fn q2_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word
 /// `hmask[l]` is clear, times `d * (scale - 32)` with the 6-bit scale `2 s + l / 16`.
 fn q3_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
-    let (x, shift) = two_bits_byte(b, blk, s, 32 + l)?;
-    let low = bits(b, x, shift, 3)?;
-    let hm = byte_at(b, blk, None, l)?;
-    let set = bits(b, hm, s, 1)?;
-    // low - 4 + 4 * set.
+    let (at, shift) = two_bit_field(b, blk, s)?;
+    let low = field(b, blk, (Some(at), 32 + l), shift, 3)?;
+    let set = field(b, blk, (None, l), s, 1)?;
+    // low - 4 + 4 * set, as code - 4.
     let plus = b.mul_u(set, 4)?;
     let v = b.b.i_add(t_u32, None, low, plus)?;
-    let v = b.add_u(v, u32::MAX - 3)?;
-    // Scale i: low four bits in byte i % 8's nibble i / 8, high two in byte 8 + i % 4 at 2 (i / 4).
-    let i = b.mul_u(s, 2)?;
-    let i = b.add_u(i, l / 16)?;
-    let i8_ = b.mod_u(i, 8)?;
-    let lo_byte = byte_at(b, blk, Some(i8_), 96)?;
-    let nib_shift = b.div_u(i, 8)?;
-    let nib_shift = b.mul_u(nib_shift, 4)?;
-    let lo4 = bits(b, lo_byte, nib_shift, 0xf)?;
-    let i4 = b.mod_u(i, 4)?;
-    let hi_byte = byte_at(b, blk, Some(i4), 104)?;
-    let hi_shift = b.div_u(i, 4)?;
-    let hi_shift = b.mul_u(hi_shift, 2)?;
-    let hi2 = bits(b, hi_byte, hi_shift, 3)?;
-    let hi2 = b.mul_u(hi2, 16)?;
-    let scale = b.b.bitwise_or(t_u32, None, lo4, hi2)?;
-    let scale = b.add_u(scale, u32::MAX - 31)?;
-    let d = half_at(b, blk, 108)?;
-    let scale = s2f(b, scale)?;
-    let dl = fmul(b, d, scale)?;
-    let v = s2f(b, v)?;
+    let dl = blk.once(b, ("q3k dl", l / 16), |b| {
+        // Scale i: low four bits in byte i % 8's nibble i / 8, high two in byte 8 + i % 4 at
+        // 2 (i / 4).
+        let i = b.mul_u(s, 2)?;
+        let i = b.add_u(i, l / 16)?;
+        let i8_ = b.mod_u(i, 8)?;
+        let lo_byte = byte_at(b, blk, Some(i8_), 96)?;
+        let nib_shift = b.div_u(i, 8)?;
+        let nib_shift = b.mul_u(nib_shift, 4)?;
+        let lo4 = bits(b, lo_byte, nib_shift, 0xf)?;
+        let i4 = b.mod_u(i, 4)?;
+        let hi_byte = byte_at(b, blk, Some(i4), 104)?;
+        let hi_shift = b.div_u(i, 4)?;
+        let hi_shift = b.mul_u(hi_shift, 2)?;
+        let hi2 = bits(b, hi_byte, hi_shift, 3)?;
+        let hi2 = b.mul_u(hi2, 16)?;
+        let scale = b.b.bitwise_or(t_u32, None, lo4, hi2)?;
+        let scale = b.add_u(scale, u32::MAX - 31)?;
+        let d = half_at(b, blk, 108)?;
+        let scale = s2f(b, scale)?;
+        fmul(b, d, scale)
+    })?;
+    let v = code_f32(b, v, 4)?;
     fmul(b, dl, v)
 }
 
@@ -263,46 +296,48 @@ fn q3_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word
 /// where bit `s` of `qh[l]` is set, Q5_K), times `d * scale`, less `dmin * min`.
 fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
-    let t_bool = b.t_bool();
     let five = q == QuantType::Q5K;
-    let pair = b.div_u(s, 2)?;
-    let at = b.mul_u(pair, 32)?;
-    let x = byte_at(b, blk, Some(at), if five { 48 } else { 16 } + l)?;
-    let odd = b.mod_u(s, 2)?;
-    let shift = b.mul_u(odd, 4)?;
-    let mut v = bits(b, x, shift, 0xf)?;
+    let at = blk.once(b, ("q45k at", 0), |b| {
+        let pair = b.div_u(s, 2)?;
+        b.mul_u(pair, 32)
+    })?;
+    let shift = blk.once(b, ("q45k shift", 0), |b| {
+        let odd = b.mod_u(s, 2)?;
+        b.mul_u(odd, 4)
+    })?;
+    let mut v = field(b, blk, (Some(at), if five { 48 } else { 16 } + l), shift, 0xf)?;
     if five {
-        let h = byte_at(b, blk, None, 16 + l)?;
-        let h = bits(b, h, s, 1)?;
+        let h = field(b, blk, (None, 16 + l), s, 1)?;
         let h = b.mul_u(h, 16)?;
         v = b.b.i_add(t_u32, None, v, h)?;
     }
-    // get_scale_min_k4 over bytes 4..16: with i = s % 4, a = [4 + i], m = [8 + i], c = [12 + i].
-    let i = b.mod_u(s, 4)?;
-    let [a, m, c] = [4, 8, 12].map(|o| byte_at(b, blk, Some(i), o));
-    let (a, m, c) = (a?, m?, c?);
-    let (c0, c4, c6) = (b.c_u32(0), b.c_u32(4), b.c_u32(6));
-    let first = b.b.u_less_than(t_bool, None, s, c4)?;
-    let sc_lo = bits(b, a, c0, 63)?;
-    let m_lo = bits(b, m, c0, 63)?;
-    let c_lo = bits(b, c, c0, 0xf)?;
-    let c_hi = bits(b, c, c4, 0xf)?;
-    let a_top = bits(b, a, c6, 3)?;
-    let a_top = b.mul_u(a_top, 16)?;
-    let m_top = bits(b, m, c6, 3)?;
-    let m_top = b.mul_u(m_top, 16)?;
-    let sc_hi = b.b.bitwise_or(t_u32, None, c_lo, a_top)?;
-    let m_hi = b.b.bitwise_or(t_u32, None, c_hi, m_top)?;
-    let sc = b.b.select(t_u32, None, first, sc_lo, sc_hi)?;
-    let mn = b.b.select(t_u32, None, first, m_lo, m_hi)?;
-    let (d, min) = (half_at(b, blk, 0)?, half_at(b, blk, 2)?);
-    let sc = u2f(b, sc)?;
-    let d1 = fmul(b, d, sc)?;
-    let mn = u2f(b, mn)?;
-    let m1 = fmul(b, min, mn)?;
-    let v = u2f(b, v)?;
+    let (d1, m1) = (scale_min_k4(b, blk, s, true)?, scale_min_k4(b, blk, s, false)?);
+    let v = code_f32(b, v, 0)?;
     let v = fmul(b, d1, v)?;
     fsub(b, v, m1)
+}
+
+/// Sub-block `s`'s `d * scale` (`scale`) or `dmin * min` of a Q4_K/Q5_K block, once per unit:
+/// `get_scale_min_k4` over bytes 4..16, with i = s % 4, a = [4 + i], m = [8 + i], c = [12 + i].
+fn scale_min_k4(b: &mut ModuleBuilder, blk: &Block, s: Word, scale: bool) -> BuildResult<Word> {
+    blk.once(b, ("q45k scale", u32::from(scale)), |b| {
+        let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
+        let i = b.mod_u(s, 4)?;
+        let own = byte_at(b, blk, Some(i), if scale { 4 } else { 8 })?;
+        let c = byte_at(b, blk, Some(i), 12)?;
+        let (c0, c4, c6) = (b.c_u32(0), b.c_u32(4), b.c_u32(6));
+        let first = b.b.u_less_than(t_bool, None, s, c4)?;
+        let low = bits(b, own, c0, 63)?;
+        let c_part = bits(b, c, if scale { c0 } else { c4 }, 0xf)?;
+        let top = bits(b, own, c6, 3)?;
+        // For s >= 4 the scale's top bits come from byte 4 + i ("a"), the minimum's from 8 + i.
+        let top = b.mul_u(top, 16)?;
+        let high = b.b.bitwise_or(t_u32, None, c_part, top)?;
+        let x = b.b.select(t_u32, None, first, low, high)?;
+        let x = u2f(b, x)?;
+        let d = half_at(b, blk, if scale { 0 } else { 2 })?;
+        fmul(b, d, x)
+    })
 }
 
 /// `block_q6_K`: with `n = s / 4` and quarter `t = s % 4`, value `32 s + l` is nibble `t / 2` of
@@ -310,47 +345,55 @@ fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> B
 /// `d * scales[8 n + 2 t + l / 16]` (signed).
 fn q6_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
-    let n = b.div_u(s, 4)?;
-    let quarter = b.mod_u(s, 4)?;
-    let odd = b.mod_u(quarter, 2)?;
-    let at = b.mul_u(n, 64)?;
-    let step = b.mul_u(odd, 32)?;
-    let at = b.b.i_add(t_u32, None, at, step)?;
-    let ql = byte_at(b, blk, Some(at), l)?;
-    let upper = b.div_u(quarter, 2)?;
-    let shift = b.mul_u(upper, 4)?;
-    let low = bits(b, ql, shift, 0xf)?;
-    let at = b.mul_u(n, 32)?;
-    let qh = byte_at(b, blk, Some(at), 128 + l)?;
-    let shift = b.mul_u(quarter, 2)?;
-    let high = bits(b, qh, shift, 3)?;
+    let n = blk.once(b, ("q6k n", 0), |b| b.div_u(s, 4))?;
+    let quarter = blk.once(b, ("q6k quarter", 0), |b| b.mod_u(s, 4))?;
+    let ql_at = blk.once(b, ("q6k ql", 0), |b| {
+        let odd = b.mod_u(quarter, 2)?;
+        let at = b.mul_u(n, 64)?;
+        let step = b.mul_u(odd, 32)?;
+        b.b.i_add(t_u32, None, at, step)
+    })?;
+    let ql_shift = blk.once(b, ("q6k ql shift", 0), |b| {
+        let upper = b.div_u(quarter, 2)?;
+        b.mul_u(upper, 4)
+    })?;
+    let low = field(b, blk, (Some(ql_at), l), ql_shift, 0xf)?;
+    let qh_at = blk.once(b, ("q6k qh", 0), |b| b.mul_u(n, 32))?;
+    let qh_shift = blk.once(b, ("q6k qh shift", 0), |b| b.mul_u(quarter, 2))?;
+    let high = field(b, blk, (Some(qh_at), 128 + l), qh_shift, 3)?;
     let high = b.mul_u(high, 16)?;
     let v = b.b.bitwise_or(t_u32, None, low, high)?;
-    let v = b.add_u(v, u32::MAX - 31)?;
-    let at = b.mul_u(n, 8)?;
-    let step = b.mul_u(quarter, 2)?;
-    let at = b.b.i_add(t_u32, None, at, step)?;
-    let sc = byte_at(b, blk, Some(at), 192 + l / 16)?;
-    let sc = signed_byte(b, sc)?;
-    let d = half_at(b, blk, 208)?;
-    let sc = s2f(b, sc)?;
-    let scale = fmul(b, d, sc)?;
-    let v = s2f(b, v)?;
+    let scale = blk.once(b, ("q6k scale", l / 16), |b| {
+        let at = b.mul_u(n, 8)?;
+        let step = b.mul_u(quarter, 2)?;
+        let at = b.b.i_add(t_u32, None, at, step)?;
+        let sc = byte_at(b, blk, Some(at), 192 + l / 16)?;
+        let sc = signed_byte(b, sc)?;
+        let d = half_at(b, blk, 208)?;
+        let sc = s2f(b, sc)?;
+        fmul(b, d, sc)
+    })?;
+    let v = code_f32(b, v, 32)?;
     fmul(b, scale, v)
 }
 
-/// The Q2_K/Q3_K `qs` byte of unit `s` at `offset` (the field's start plus l): byte
-/// `32 (s / 4) + offset`, and the shift of its two bits, `2 (s % 4)`.
-fn two_bits_byte(b: &mut ModuleBuilder, blk: &Block, s: Word, offset: u32) -> BuildResult<(Word, Word)> {
-    let half = b.div_u(s, 4)?;
-    let at = b.mul_u(half, 32)?;
-    let x = byte_at(b, blk, Some(at), offset)?;
-    let shift = b.mod_u(s, 4)?;
-    Ok((x, b.mul_u(shift, 2)?))
+/// The Q2_K/Q3_K `qs` field of unit `s`: its offset in the block, `32 (s / 4)` (the field's
+/// start and l come on top), and the shift of its two bits, `2 (s % 4)`; once per unit.
+fn two_bit_field(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word, Word)> {
+    let at = blk.once(b, ("2-bit at", 0), |b| {
+        let half = b.div_u(s, 4)?;
+        b.mul_u(half, 32)
+    })?;
+    let shift = blk.once(b, ("2-bit shift", 0), |b| {
+        let shift = b.mod_u(s, 4)?;
+        b.mul_u(shift, 2)
+    })?;
+    Ok((at, shift))
 }
 
-/// An FP4 (E2M1) code doubled, as ggml's `kvalues_mxfp4` holds it, as i32 bits: magnitudes 0,
-/// 1, 2, 3, 4, 6, 8, 12 (`c` for c < 4, else `(2 + c % 2) << (c / 2 - 1)`), negative with bit 3.
+/// An FP4 (E2M1) code doubled, as ggml's `kvalues_mxfp4` holds it, plus 12 (so 0..=24, for
+/// [`code_f32`]): magnitudes 0, 1, 2, 3, 4, 6, 8, 12 (`c` for c < 4, else
+/// `(2 + c % 2) << (c / 2 - 1)`), negative with bit 3.
 fn fp4(b: &mut ModuleBuilder, code: Word) -> BuildResult<Word> {
     let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
     let (c0, c4, c7, c8) = (b.c_u32(0), b.c_u32(4), b.c_u32(7), b.c_u32(8));
@@ -364,8 +407,10 @@ fn fp4(b: &mut ModuleBuilder, code: Word) -> BuildResult<Word> {
     let big = b.b.shift_left_logical(t_u32, None, base, e)?;
     let mag = b.b.select(t_u32, None, small, c, big)?;
     let negative = b.b.u_greater_than_equal(t_bool, None, code, c8)?;
-    let neg = b.b.s_negate(t_u32, None, mag)?;
-    b.b.select(t_u32, None, negative, neg, mag)
+    let c12 = b.c_u32(12);
+    let below = b.b.i_sub(t_u32, None, c12, mag)?;
+    let above = b.b.i_add(t_u32, None, c12, mag)?;
+    b.b.select(t_u32, None, negative, below, above)
 }
 
 /// Half the E8M0 scale `2^(e - 127)` as f32 (ggml's `GGML_E8M0_TO_FP32_HALF`): the bits
@@ -388,9 +433,40 @@ fn byte_at(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, offset: u32) ->
     bits(b, word, shift, 0xff)
 }
 
+/// Bits `shift..` of byte `at + offset`, masked to `mask` (`shift` a run-time amount the same
+/// for every value of the unit; the field must lie inside the byte): the aligned word is
+/// shifted once per unit, each value then takes its byte at a literal shift.
+fn field(
+    b: &mut ModuleBuilder,
+    blk: &Block,
+    (at, offset): (Option<Word>, u32),
+    shift: Word,
+    mask: u32,
+) -> BuildResult<Word> {
+    let k = offset / 4;
+    let key = (at, k, shift);
+    let cached = blk.shifted.borrow().get(&key).copied();
+    let word = match cached {
+        Some(w) => w,
+        None => {
+            let w = aligned_word(b, blk, at, k)?;
+            let t_u32 = b.t_u32();
+            let w = b.b.shift_right_logical(t_u32, None, w, shift)?;
+            blk.shifted.borrow_mut().insert(key, w);
+            w
+        }
+    };
+    let within = b.c_u32(8 * (offset % 4));
+    bits(b, word, within, mask)
+}
+
 /// The little-endian f16 at byte `offset` of the block (always even in every format, and every
 /// block size is even but MXFP4's, which holds none), as f32.
 fn half_at(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word> {
+    blk.once(b, ("half", offset), |b| unpacked_half(b, blk, offset))
+}
+
+fn unpacked_half(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word> {
     let t_f32 = b.t_f32();
     let t_vec2 = b.b.type_vector(t_f32, 2);
     let word = aligned_word(b, blk, None, offset / 4)?;
@@ -458,6 +534,19 @@ fn signed_byte(b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
     let c24 = b.c_u32(24);
     let up = b.b.shift_left_logical(t_u32, None, x, c24)?;
     b.b.shift_right_arithmetic(t_u32, None, up, c24)
+}
+
+/// `code - bias` as f32, exactly, for a code below 2^23: the code's bits under the exponent of
+/// 2^23 make the float `2^23 + code`, and subtracting `2^23 + bias` leaves the difference exactly
+/// (both are integers of one binade). Two full-rate operations where an integer conversion runs
+/// at a quarter of the rate on NVIDIA's SMs, once per value: the decode kernel's largest cost.
+fn code_f32(b: &mut ModuleBuilder, code: Word, bias: u32) -> BuildResult<Word> {
+    let (t_u32, t_f32) = (b.t_u32(), b.t_f32());
+    let magic = b.c_u32(0x4b00_0000);
+    let bits = b.b.bitwise_or(t_u32, None, code, magic)?;
+    let f = b.b.bitcast(t_f32, None, bits)?;
+    let offset = b.c_bits(t_f32, (8_388_608.0f32 + bias as f32).to_bits());
+    fsub(b, f, offset)
 }
 
 fn s2f(b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
