@@ -31,6 +31,9 @@ pub const MAX_GROUPS: u32 = 8192;
 /// GLSL.std.450 `UnpackHalf2x16` (exact; needs no Float16 capability).
 const GLSL_UNPACK_HALF_2X16: u32 = 62;
 
+/// An aligned word (run-time part of its address, index) and the run-time shift applied to it.
+type ShiftedKey = (Option<Word>, u32, Word);
+
 /// One block's bytes as the kernel reads them: the word buffer and the block's first byte,
 /// with the words read so far. Bytes are read through words aligned to the address they are
 /// taken from (the block's, plus a run-time part that depends on the unit), each funnelled once
@@ -46,7 +49,7 @@ pub(super) struct Block {
     /// Aligned word `k` after each run-time part.
     aligned: RefCell<HashMap<(Option<Word>, u32), Word>>,
     /// Aligned words shifted right by a run-time amount (the unit's field position).
-    shifted: RefCell<HashMap<(Option<Word>, u32, Word), Word>>,
+    shifted: RefCell<HashMap<ShiftedKey, Word>>,
     /// What depends on the unit alone (its addresses, shifts, scales), made once.
     unit: RefCell<HashMap<(&'static str, u32), Word>>,
 }
