@@ -230,7 +230,7 @@ impl Context {
             Operand::B
         };
         // Decode's shapes stream the blocks; the rest multiply a dense copy.
-        let plan = match gemv_on_blocks(&plan, which, &quantized)? {
+        let plan = match gemv_on_blocks(&plan, which, &quantized, op.options.gemv_cols)? {
             Some(gemv) => gemv,
             None => dequantized_first(plan, which, &quantized, to, &self.limits)?,
         };

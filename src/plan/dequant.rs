@@ -115,7 +115,13 @@ pub fn dequantized_first(
 /// of `q`, each unit dequantized in registers as it streams: where the plan is one and its W is
 /// `which` (not where the quantized operand is the short side). Bytes of blocks per row and the
 /// first block's byte go where the kernel's W leading dimension and offset in vectors would.
-pub fn gemv_on_blocks(plan: &GemmPlan, which: Operand, q: &Quantized) -> Result<Option<GemmPlan>> {
+/// `forced_cols`: the rows of W per workgroup the caller set (else [`blocks_cols`]'s choice).
+pub fn gemv_on_blocks(
+    plan: &GemmPlan,
+    which: Operand,
+    q: &Quantized,
+    forced_cols: Option<u32>,
+) -> Result<Option<GemmPlan>> {
     let Some(key) = plan.gemv_kernel() else {
         return Ok(None);
     };
@@ -125,15 +131,30 @@ pub fn gemv_on_blocks(plan: &GemmPlan, which: Operand, q: &Quantized) -> Result<
     let row_bytes = q.row_bytes()?;
     let mut plan = plan.clone();
     let d = &mut plan.dispatches[0];
+    let cols = forced_cols.unwrap_or_else(|| blocks_cols(key.elem, key.rows, key.cols));
+    d.groups[0] = d.push.n.div_ceil(cols);
     d.kernel = Kernel::Gemv(crate::kernel::GemvKey {
         quant: Some(q.quant),
         unroll: 1,
+        cols,
         ..key
     });
     d.bindings[1] = (which, q.window);
     d.push.ldb_vec = row_bytes as u32;
     d.push.b_off_vec = q.window.start as u32;
     Ok(Some(plan))
+}
+
+/// Rows of quantized W per workgroup of the matrix-vector kernel, where the dense kernel's
+/// choice (`dense`) is not the best: with five or more rows of f32 activations four rows of W
+/// share each load of X (H200, q4_K 8x22016x4096, f32 activations: 230 us with four, 397 with
+/// the dense choice of two, 246 with eight, 745 with one; docs/perf/h200-32-3.txt).
+pub fn blocks_cols(elem: ComponentType, rows: u32, dense: u32) -> u32 {
+    if elem == ComponentType::F32 && rows >= 5 {
+        4
+    } else {
+        dense
+    }
 }
 
 #[cfg(test)]

@@ -75,6 +75,9 @@ pub fn check(ctx: &Context, quick: bool, asked: &[Types], all: bool) -> Result<V
     );
     rows.extend(check_batched(ctx, &batched)?);
     rows.extend(check_fused(ctx, &pairs, &shapes));
+    if all {
+        rows.extend(crate::check_quant::check_quantized(ctx, &mut rng));
+    }
     if rows.is_empty() {
         bail!("nothing to check: no type was asked");
     }

@@ -5,6 +5,7 @@ mod batched;
 mod bench_cmd;
 mod chart;
 mod check;
+mod check_quant;
 mod checking;
 mod cli;
 mod first_runs;
