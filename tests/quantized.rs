@@ -387,6 +387,14 @@ fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
         &GemmOptions::default(),
         &mut rng,
     );
+    // Eight rows of f32 take four weight rows per workgroup (37 leaves one alone at the end).
+    let x = ctx.zeros::<f32>(8, k).unwrap();
+    let mut c = ctx.zeros::<f32>(8, n).unwrap();
+    let prepared = ctx
+        .prepare(&Matmul::with_options(&exact()), &x, w.t().as_f32(), &mut c)
+        .unwrap();
+    assert_eq!(prepared.plans().next().unwrap().kernel_name(), "gemv_f32_r8_c4_q4_K");
+    layer::<f32>(q, (8, 37, 17), false, Layout::RowMajor, &exact(), &mut rng);
     layer::<f32>(QuantType::Q6K, (2, 3, 9), true, Layout::RowMajor, &exact(), &mut rng);
     assert_no_validation_messages(ctx);
 }
