@@ -234,28 +234,24 @@ pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l
 fn q2_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let (at, shift) = two_bit_field(b, blk, s)?;
     let v = field(b, blk, (Some(at), 16 + l), shift, 3)?;
-    let half = l / 16;
-    let dl = blk.once(b, ("q2k dl", half), |b| {
-        let two_s = blk.once(b, ("2s", 0), |b| b.mul_u(s, 2))?;
-        let sc = byte_at(b, blk, Some(two_s), half)?;
-        let c0 = b.c_u32(0);
-        let scale = bits(b, sc, c0, 0xf)?;
-        let scale = u2f(b, scale)?;
-        let d = half_at(b, blk, 80)?;
-        fmul(b, d, scale)
-    })?;
-    let ml = blk.once(b, ("q2k ml", half), |b| {
-        let two_s = blk.once(b, ("2s", 0), |b| b.mul_u(s, 2))?;
-        let sc = byte_at(b, blk, Some(two_s), half)?;
-        let c4 = b.c_u32(4);
-        let low = bits(b, sc, c4, 0xf)?;
-        let low = u2f(b, low)?;
-        let min = half_at(b, blk, 82)?;
-        fmul(b, min, low)
-    })?;
+    let (dl, ml) = (q2_k_scale(b, blk, s, l, true)?, q2_k_scale(b, blk, s, l, false)?);
     let v = code_f32(b, v, 0)?;
     let v = fmul(b, dl, v)?;
     fsub(b, v, ml)
+}
+
+/// Q2_K's `d * (scale & 15)` (`scale`) or `dmin * (scale >> 4)` for value `32 s + l`
+/// (`scales[2 s + l / 16]`), once per unit.
+fn q2_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32, scale: bool) -> BuildResult<Word> {
+    blk.once(b, ("q2k scale", 2 * (l / 16) + u32::from(scale)), |b| {
+        let two_s = blk.once(b, ("2s", 0), |b| b.mul_u(s, 2))?;
+        let sc = byte_at(b, blk, Some(two_s), l / 16)?;
+        let shift = b.c_u32(if scale { 0 } else { 4 });
+        let x = bits(b, sc, shift, 0xf)?;
+        let x = u2f(b, x)?;
+        let d = half_at(b, blk, if scale { 80 } else { 82 })?;
+        fmul(b, d, x)
+    })
 }
 
 /// `block_q3_K`: value `32 s + l` is two bits of `qs` as in Q2_K, less 4 where bit `s` of

@@ -244,13 +244,7 @@ fn vectors_loop(
         for (ws, xs) in ws.iter().zip(&xs) {
             for (r, x) in xs.iter().enumerate() {
                 for (c, w) in ws.iter().enumerate() {
-                    let slot = acc[r * key.cols as usize + c];
-                    let mut s = b.b.load(t_f32, None, slot, None, [])?;
-                    for (&xv, &wv) in x.iter().zip(w) {
-                        let p = b.b.dot(t_f32, None, xv, wv)?;
-                        s = b.b.f_add(t_f32, None, s, p)?;
-                    }
-                    b.b.store(slot, s, None, [])?;
+                    accumulate(b, t_f32, acc[r * key.cols as usize + c], x, w)?;
                 }
             }
         }
@@ -303,18 +297,22 @@ fn blocks_loop(
                     x.extend(super::widen::widen_in_order(b, ids.glsl, key.elem, raw)?);
                 }
                 for (c, w) in ws.iter().enumerate() {
-                    let slot = acc[r * key.cols as usize + c];
-                    let mut s = b.b.load(t_f32, None, slot, None, [])?;
-                    for (&xv, &wv) in x.iter().zip(w) {
-                        let p = b.b.dot(t_f32, None, xv, wv)?;
-                        s = b.b.f_add(t_f32, None, s, p)?;
-                    }
-                    b.b.store(slot, s, None, [])?;
+                    accumulate(b, t_f32, acc[r * key.cols as usize + c], &x, w)?;
                 }
             }
         }
         Ok(())
     })
+}
+
+/// `slot += sum of dot(x[i], w[i])` over the four-vectors of X and W.
+fn accumulate(b: &mut ModuleBuilder, t_f32: Word, slot: Word, x: &[Word], w: &[Word]) -> BuildResult<()> {
+    let mut s = b.b.load(t_f32, None, slot, None, [])?;
+    for (&xv, &wv) in x.iter().zip(w) {
+        let p = b.b.dot(t_f32, None, xv, wv)?;
+        s = b.b.f_add(t_f32, None, s, p)?;
+    }
+    b.b.store(slot, s, None, [])
 }
 
 /// The 16-byte vector `at` of `buf`.
