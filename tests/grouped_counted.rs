@@ -194,6 +194,10 @@ fn counted_groups_in_other_types_fused_and_on_streams() {
     run::<f16, f16>(ctx, &mut rng, &case(&[12, 88], true, Via::Stream), &plain);
     run::<f16, f32>(ctx, &mut rng, &case(&[30, 0, 55], true, Via::Prepared), &plain);
     run::<i8, i32>(ctx, &mut rng, &case(&[1, 70, 9, 0], false, Via::Prepared), &plain);
+    // f32 in the default accurate mode (whose largest-magnitude passes would come before the
+    // one dispatch the counts need: the exact kernel runs it), plain and fused.
+    run::<f32, f32>(ctx, &mut rng, &case(&[7, 0, 13, 1, 29], false, Via::Blocking), &plain);
+    run::<f32, f32>(ctx, &mut rng, &case(&[50, 2], true, Via::Stream), &plain);
     assert_no_validation_messages(ctx);
 }
 

@@ -11,9 +11,10 @@ use super::matrix::{DeviceMatrix, Element};
 use super::operand::{placed, Placed};
 use super::options::GemmOptions;
 use super::work::{Counts, Work};
+use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::memory::BufferKind;
-use crate::plan::{DeviceCounts, GemmPlan};
+use crate::plan::{ComputeMode, DeviceCounts, GemmPlan};
 use crate::record::Access;
 use crate::submit::StreamCore;
 use crate::tiling::Layout;
@@ -96,6 +97,19 @@ impl Context {
                 Some(self.fused_terms(f, (a.rows, cols), types)?)
             }
             None => None,
+        };
+        // One dispatch for every group: f32 operands are not converted in passes of their own
+        // first, and the accurate split (whose largest-magnitude passes come first) gives way to
+        // the exact kernel, as for a batch.
+        let accurate_f32 = options.compute == ComputeMode::Accurate && types[..2] == [ComponentType::F32; 2];
+        let options = &GemmOptions {
+            convert_first: options.convert_first.or(Some(false)),
+            compute: if accurate_f32 {
+                ComputeMode::Exact
+            } else {
+                options.compute
+            },
+            ..options.clone()
         };
         let plan = self.plan_rows_as_one([pa, pb, pc], types, options, terms)?;
         let where_ = DeviceCounts {
