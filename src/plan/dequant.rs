@@ -148,7 +148,11 @@ pub fn gemv_on_blocks(
 /// Rows of quantized W per workgroup of the matrix-vector kernel, where the dense kernel's
 /// choice (`dense`) is not the best: with five or more rows of f32 activations four rows of W
 /// share each load of X (H200, q4_K 8x22016x4096, f32 activations: 230 us with four, 397 with
-/// the dense choice of two, 246 with eight, 745 with one; docs/perf/h200-32-3.txt).
+/// the dense choice of two, 246 with eight, 745 with one; docs/perf/h200-32-3.txt). Elsewhere
+/// the dense choice holds (docs/perf/h200-32-4.txt, one token of 22016x4096, us with 1/2/4/8
+/// rows: f32 activations q4_K 119/69/47/56, q6_K 122/72/62/71, q8_0 119/68/45/45, mxfp4
+/// 113/65/63/76; f16 activations q4_K 56/51/48/53, four tokens 120/75/76/89, eight
+/// 216/134/138/239).
 pub fn blocks_cols(elem: ComponentType, rows: u32, dense: u32) -> u32 {
     if elem == ComponentType::F32 && rows >= 5 {
         4
