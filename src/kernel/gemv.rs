@@ -11,8 +11,8 @@
 //! and any Vulkan 1.3 device will do). Elements past K inside the last vector are masked to
 //! zero in both operands, whatever the padding holds.
 
+use super::blocks::UNIT;
 use super::builder::{BuildResult, ModuleBuilder};
-use super::dequant::UNIT;
 use super::epilogue::{store_type, Epilogue, Fused};
 use super::push::{Pc, PC_MEMBERS};
 use crate::config::ComponentType;
@@ -48,7 +48,7 @@ pub struct GemvKey {
     pub epilogue: Epilogue,
     /// W held in a block format: read as 32-bit words, a row `ldb` bytes of blocks from byte
     /// `b_off`, each invocation dequantizing a unit of 32 values per step
-    /// ([`super::dequant::value`], in f32) where it would read a vector. `None`: W is `elem`.
+    /// ([`super::blocks::value`], in f32) where it would read a vector. `None`: W is `elem`.
     pub quant: Option<QuantType>,
 }
 
@@ -254,7 +254,7 @@ fn vectors_loop(
 
 /// The K loop over W in a block format: each invocation every `GEMV_THREADS`-th unit of 32
 /// values (K is a whole number of blocks), dequantized in f32 as ggml does
-/// ([`super::dequant::value`]) and multiplied with the X values of the same K.
+/// ([`super::blocks::value`]) and multiplied with the X values of the same K.
 fn blocks_loop(
     b: &mut ModuleBuilder,
     ids: &Ids,
@@ -270,7 +270,7 @@ fn blocks_loop(
     b.counted_loop(l_entry, (tid, units, GEMV_THREADS), |b, u| {
         let blocks = w_rows
             .iter()
-            .map(|&row| super::dequant::unit(b, q, v_w, row, u))
+            .map(|&row| super::blocks::unit(b, q, v_w, row, u))
             .collect::<BuildResult<Vec<_>>>()?;
         let x_first = b.mul_u(u, UNIT / per)?;
         // Eight values at a time (one f16 vector of X, two of f32): the unit's values and the
@@ -280,7 +280,7 @@ fn blocks_loop(
                 .iter()
                 .map(|(blk, s)| {
                     let v = (8 * eighth..8 * eighth + 8)
-                        .map(|l| super::dequant::value(b, q, blk, *s, l))
+                        .map(|l| super::blocks::value(b, q, blk, *s, l))
                         .collect::<BuildResult<Vec<Word>>>()?;
                     Ok(vec![
                         b.b.composite_construct(t_vec4, None, v[..4].to_vec())?,

@@ -2,6 +2,7 @@
 //! run time). See the `gemm` submodule for the kernel's structure.
 
 pub mod absmax;
+mod blocks;
 mod builder;
 mod convert;
 pub mod dequant;

@@ -589,11 +589,7 @@ fn k_step(b: &mut ModuleBuilder, d: &Decl, st: &Setup, kb: Word) -> BuildResult<
         }
         return Ok(());
     }
-    let read = |b: &mut ModuleBuilder, sh: Word, base: Word, at: u32| -> BuildResult<Word> {
-        let i = b.add_u(base, at)?;
-        let p = b.b.access_chain(p_wg_v4, None, sh, [i])?;
-        b.b.load(t_v4, None, p, NP, [])
-    };
+    let read = |b: &mut ModuleBuilder, sh, base, at| shared_vector(b, (p_wg_v4, t_v4), (sh, base, at));
     for kk in 0..g.bk {
         let a_row = b.add_u(a_at, kk * pitch_a)?;
         let b_row = b.add_u(b_at, kk * pitch_b)?;
@@ -643,11 +639,7 @@ fn packed_products(b: &mut ModuleBuilder, d: &Decl, st: &Setup, sums: &mut [Word
     } = *d;
     let signed = st.slice_a.stored == ComponentType::I8;
     let t_i32 = b.b.type_int(32, 1);
-    let read = |b: &mut ModuleBuilder, sh: Word, base: Word, at: u32| -> BuildResult<Word> {
-        let i = b.add_u(base, at)?;
-        let p = b.b.access_chain(p_wg_v4, None, sh, [i])?;
-        b.b.load(t_v4, None, p, NP, [])
-    };
+    let read = |b: &mut ModuleBuilder, sh, base, at| shared_vector(b, (p_wg_v4, t_v4), (sh, base, at));
     let packed = Some(rspirv::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit);
     for kk in 0..g.bk / PACK {
         let a_row = b.add_u(st.a_at, kk * pitch_a)?;
@@ -808,4 +800,15 @@ fn epilogue(
         }
     }
     Ok(())
+}
+
+/// Vector `base + at` of the shared-memory slice `sh` (`p_wg_v4` points at its `t_v4`s).
+fn shared_vector(
+    b: &mut ModuleBuilder,
+    (p_wg_v4, t_v4): (Word, Word),
+    (sh, base, at): (Word, Word, u32),
+) -> BuildResult<Word> {
+    let i = b.add_u(base, at)?;
+    let p = b.b.access_chain(p_wg_v4, None, sh, [i])?;
+    b.b.load(t_v4, None, p, NP, [])
 }

@@ -229,7 +229,7 @@ const MXFP4_VALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, 
 
 /// Half the E8M0 scale `2^(e - 127)`: the doubled FP4 values times it give the values
 /// (ggml's `GGML_E8M0_TO_FP32_HALF`, subnormal for e < 2).
-fn e8m0_half(e: u8) -> f32 {
+pub(super) fn e8m0_half(e: u8) -> f32 {
     let bits = if e < 2 {
         0x0020_0000u32 << e
     } else {

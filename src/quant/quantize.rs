@@ -310,11 +310,7 @@ fn mxfp4(x: &[f32], b: &mut [u8]) {
         0
     };
     b[0] = e;
-    let inv_half = inverse(f32::from_bits(if e < 2 {
-        0x0020_0000u32 << e
-    } else {
-        u32::from(e - 1) << 23
-    }));
+    let inv_half = inverse(super::dequantize::e8m0_half(e));
     for j in 0..16 {
         let lo = nearest_fp4(x[j] * inv_half);
         let hi = nearest_fp4(x[j + 16] * inv_half);

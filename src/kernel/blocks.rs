@@ -1,0 +1,508 @@
+//! Reading a ggml block format ([`QuantType`]) on the GPU: one value at a time, each the f32
+//! arithmetic of ggml's `dequantize_row_*` in its order, as [`crate::quant::dequantize`]
+//! computes it, each product and sum rounded on its own (`NoContraction`: a fused multiply-add
+//! would round once and differ from ggml). The dequantizing pass ([`super::dequant`]) and the
+//! matrix-vector kernel on quantized weights ([`super::gemv`]) both take values from here, a
+//! unit of [`UNIT`] values at a time.
+
+use super::builder::{BuildResult, ModuleBuilder};
+use crate::quant::QuantType;
+use rspirv::dr::Operand;
+use rspirv::spirv::{Decoration, StorageClass, Word};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// GLSL.std.450 `UnpackHalf2x16` (exact; needs no Float16 capability).
+const GLSL_UNPACK_HALF_2X16: u32 = 62;
+
+/// An aligned word (run-time part of its address, index) and the run-time shift applied to it.
+type ShiftedKey = (Option<Word>, u32, Word);
+
+/// One block's bytes as the kernel reads them: the word buffer and the block's first byte,
+/// with the words read so far. Bytes are read through words aligned to the address they are
+/// taken from (the block's, plus a run-time part that depends on the unit), each funnelled once
+/// from the two words of the binding it straddles: every byte then sits at a shift known when
+/// the kernel is generated, so a value costs a shift and a mask rather than a load and the
+/// address arithmetic (a block need not start on a word: Q4_0's are 18 bytes).
+pub(super) struct Block {
+    words: Word,
+    base: Word,
+    /// Per run-time part of the address: the binding's word holding its first byte, and the
+    /// right and left shifts that funnel two of them into one aligned word.
+    starts: RefCell<HashMap<Option<Word>, (Word, Word, Word)>>,
+    /// Aligned word `k` after each run-time part.
+    aligned: RefCell<HashMap<(Option<Word>, u32), Word>>,
+    /// Aligned words shifted right by a run-time amount (the unit's field position).
+    shifted: RefCell<HashMap<ShiftedKey, Word>>,
+    /// What depends on the unit alone (its addresses, shifts, scales), made once.
+    unit: RefCell<HashMap<(&'static str, u32), Word>>,
+}
+
+impl Block {
+    pub(super) fn new(words: Word, base: Word) -> Self {
+        Block {
+            words,
+            base,
+            starts: RefCell::default(),
+            aligned: RefCell::default(),
+            shifted: RefCell::default(),
+            unit: RefCell::default(),
+        }
+    }
+
+    /// The word `key` names for this unit: made by `f` the first time, reused after (every
+    /// value of a unit shares its scales and field positions; the kernel emits them once).
+    fn once(
+        &self,
+        b: &mut ModuleBuilder,
+        key: (&'static str, u32),
+        f: impl FnOnce(&mut ModuleBuilder) -> BuildResult<Word>,
+    ) -> BuildResult<Word> {
+        if let Some(&w) = self.unit.borrow().get(&key) {
+            return Ok(w);
+        }
+        let w = f(b)?;
+        self.unit.borrow_mut().insert(key, w);
+        Ok(w)
+    }
+}
+
+/// Values per unit: the 32 values one invocation dequantizes at a time, a block of the 32-value
+/// formats or a sub-block of 32 of the 256-value ones.
+pub const UNIT: u32 = 32;
+
+/// Unit `u` of a row of blocks whose first byte is `row` (in the 32-bit words `words`): its
+/// block, and its index `s` within the block (0 for 32-value blocks).
+pub(super) fn unit(b: &mut ModuleBuilder, q: QuantType, words: Word, row: Word, u: Word) -> BuildResult<(Block, Word)> {
+    let t_u32 = b.t_u32();
+    let per_block = q.block_values() as u32 / UNIT;
+    let block = b.div_u(u, per_block)?;
+    let s = b.mod_u(u, per_block)?;
+    let at = b.mul_u(block, q.block_bytes() as u32)?;
+    let base = b.b.i_add(t_u32, None, row, at)?;
+    Ok((Block::new(words, base), s))
+}
+
+/// Value `32 s + l` of the block (`s` the unit, a u32 id; `l` < 32 a literal, so everything
+/// that depends on it alone is folded), as f32: one arm per format, each the formula of
+/// [`crate::quant::dequantize`]'s function for it, value by value.
+pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
+    // The nibble of a 32-value block's byte `l % 16` that holds value l: low for l < 16.
+    let nibble = |b: &mut ModuleBuilder, qs: u32| -> BuildResult<Word> {
+        let x = byte_at(b, blk, None, qs + l % 16)?;
+        let shift = b.c_u32(4 * (l / 16));
+        bits(b, x, shift, 0xf)
+    };
+    match q {
+        QuantType::Q8_0 => {
+            let d = half_at(b, blk, 0)?;
+            let x = byte_at(b, blk, None, 2 + l)?;
+            // The i8 plus 128 is the byte with its top bit flipped.
+            let c128 = b.c_u32(0x80);
+            let t_u32 = b.t_u32();
+            let v = b.b.bitwise_xor(t_u32, None, x, c128)?;
+            let v = code_f32(b, v, 128)?;
+            fmul(b, v, d)
+        }
+        QuantType::Q4_0 => {
+            let d = half_at(b, blk, 0)?;
+            let v = nibble(b, 2)?;
+            let v = code_f32(b, v, 8)?;
+            fmul(b, v, d)
+        }
+        QuantType::Mxfp4 => {
+            let e = byte_at(b, blk, None, 0)?;
+            let d = e8m0_half(b, e)?;
+            let v = nibble(b, 1)?;
+            let v = fp4(b, v)?;
+            let v = code_f32(b, v, 12)?;
+            fmul(b, v, d)
+        }
+        QuantType::Q4_1 => {
+            let (d, m) = (half_at(b, blk, 0)?, half_at(b, blk, 2)?);
+            let v = nibble(b, 4)?;
+            let v = code_f32(b, v, 0)?;
+            let v = fmul(b, v, d)?;
+            fadd(b, v, m)
+        }
+        QuantType::Q5_0 | QuantType::Q5_1 => {
+            let plus = q == QuantType::Q5_1;
+            let (qh, qs) = if plus { (4, 8) } else { (2, 6) };
+            let low = nibble(b, qs)?;
+            // The fifth bit: bit l % 8 of byte qh + l / 8, put at 16.
+            let h = byte_at(b, blk, None, qh + l / 8)?;
+            let shift = b.c_u32(l % 8);
+            let h = bits(b, h, shift, 1)?;
+            let h = b.mul_u(h, 16)?;
+            let t_u32 = b.t_u32();
+            let v = b.b.bitwise_or(t_u32, None, low, h)?;
+            let d = half_at(b, blk, 0)?;
+            if plus {
+                let m = half_at(b, blk, 2)?;
+                let v = code_f32(b, v, 0)?;
+                let v = fmul(b, v, d)?;
+                fadd(b, v, m)
+            } else {
+                let v = code_f32(b, v, 16)?;
+                fmul(b, v, d)
+            }
+        }
+        QuantType::Q2K => q2_k(b, blk, s, l),
+        QuantType::Q3K => q3_k(b, blk, s, l),
+        QuantType::Q4K | QuantType::Q5K => q45_k(b, q, blk, s, l),
+        QuantType::Q6K => q6_k(b, blk, s, l),
+    }
+}
+
+/// `block_q2_K`: value `32 s + l` is two bits of `qs[32 (s / 4) + l]` at `2 (s % 4)`, times
+/// `d * (scale & 15)`, less `dmin * (scale >> 4)`, with `scales[2 s + l / 16]`.
+fn q2_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
+    let (at, shift) = two_bit_field(b, blk, s)?;
+    let v = field(b, blk, (Some(at), 16 + l), shift, 3)?;
+    let (dl, ml) = (q2_k_scale(b, blk, s, l, true)?, q2_k_scale(b, blk, s, l, false)?);
+    let v = code_f32(b, v, 0)?;
+    let v = fmul(b, dl, v)?;
+    fsub(b, v, ml)
+}
+
+/// Q2_K's `d * (scale & 15)` (`scale`) or `dmin * (scale >> 4)` for value `32 s + l`
+/// (`scales[2 s + l / 16]`), once per unit.
+fn q2_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32, scale: bool) -> BuildResult<Word> {
+    blk.once(b, ("q2k scale", 2 * (l / 16) + u32::from(scale)), |b| {
+        let two_s = blk.once(b, ("2s", 0), |b| b.mul_u(s, 2))?;
+        let sc = byte_at(b, blk, Some(two_s), l / 16)?;
+        let shift = b.c_u32(if scale { 0 } else { 4 });
+        let x = bits(b, sc, shift, 0xf)?;
+        let x = u2f(b, x)?;
+        let d = half_at(b, blk, if scale { 80 } else { 82 })?;
+        fmul(b, d, x)
+    })
+}
+
+/// `block_q3_K`: value `32 s + l` is two bits of `qs` as in Q2_K, less 4 where bit `s` of
+/// `hmask[l]` is clear, times `d * (scale - 32)` with the 6-bit scale `2 s + l / 16`.
+fn q3_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let (at, shift) = two_bit_field(b, blk, s)?;
+    let low = field(b, blk, (Some(at), 32 + l), shift, 3)?;
+    let set = field(b, blk, (None, l), s, 1)?;
+    // low - 4 + 4 * set, as code - 4.
+    let plus = b.mul_u(set, 4)?;
+    let v = b.b.i_add(t_u32, None, low, plus)?;
+    let dl = blk.once(b, ("q3k dl", l / 16), |b| {
+        // Scale i: low four bits in byte i % 8's nibble i / 8, high two in byte 8 + i % 4 at
+        // 2 (i / 4).
+        let i = b.mul_u(s, 2)?;
+        let i = b.add_u(i, l / 16)?;
+        let i8_ = b.mod_u(i, 8)?;
+        let lo_byte = byte_at(b, blk, Some(i8_), 96)?;
+        let nib_shift = b.div_u(i, 8)?;
+        let nib_shift = b.mul_u(nib_shift, 4)?;
+        let lo4 = bits(b, lo_byte, nib_shift, 0xf)?;
+        let i4 = b.mod_u(i, 4)?;
+        let hi_byte = byte_at(b, blk, Some(i4), 104)?;
+        let hi_shift = b.div_u(i, 4)?;
+        let hi_shift = b.mul_u(hi_shift, 2)?;
+        let hi2 = bits(b, hi_byte, hi_shift, 3)?;
+        let hi2 = b.mul_u(hi2, 16)?;
+        let scale = b.b.bitwise_or(t_u32, None, lo4, hi2)?;
+        let scale = b.add_u(scale, u32::MAX - 31)?;
+        let d = half_at(b, blk, 108)?;
+        let scale = s2f(b, scale)?;
+        fmul(b, d, scale)
+    })?;
+    let v = code_f32(b, v, 4)?;
+    fmul(b, dl, v)
+}
+
+/// `block_q4_K` / `block_q5_K`: sub-block `s` has a 6-bit scale and minimum
+/// (`get_scale_min_k4`); value `32 s + l` is nibble `s % 2` of `qs[32 (s / 2) + l]` (plus 16
+/// where bit `s` of `qh[l]` is set, Q5_K), times `d * scale`, less `dmin * min`.
+fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let five = q == QuantType::Q5K;
+    let at = blk.once(b, ("q45k at", 0), |b| {
+        let pair = b.div_u(s, 2)?;
+        b.mul_u(pair, 32)
+    })?;
+    let shift = blk.once(b, ("q45k shift", 0), |b| {
+        let odd = b.mod_u(s, 2)?;
+        b.mul_u(odd, 4)
+    })?;
+    let mut v = field(b, blk, (Some(at), if five { 48 } else { 16 } + l), shift, 0xf)?;
+    if five {
+        let h = field(b, blk, (None, 16 + l), s, 1)?;
+        let h = b.mul_u(h, 16)?;
+        v = b.b.i_add(t_u32, None, v, h)?;
+    }
+    let (d1, m1) = (scale_min_k4(b, blk, s, true)?, scale_min_k4(b, blk, s, false)?);
+    let v = code_f32(b, v, 0)?;
+    let v = fmul(b, d1, v)?;
+    fsub(b, v, m1)
+}
+
+/// Sub-block `s`'s `d * scale` (`scale`) or `dmin * min` of a Q4_K/Q5_K block, once per unit:
+/// `get_scale_min_k4` over bytes 4..16, with i = s % 4, a = [4 + i], m = [8 + i], c = [12 + i].
+fn scale_min_k4(b: &mut ModuleBuilder, blk: &Block, s: Word, scale: bool) -> BuildResult<Word> {
+    blk.once(b, ("q45k scale", u32::from(scale)), |b| {
+        let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
+        let i = b.mod_u(s, 4)?;
+        let own = byte_at(b, blk, Some(i), if scale { 4 } else { 8 })?;
+        let c = byte_at(b, blk, Some(i), 12)?;
+        let (c0, c4, c6) = (b.c_u32(0), b.c_u32(4), b.c_u32(6));
+        let first = b.b.u_less_than(t_bool, None, s, c4)?;
+        let low = bits(b, own, c0, 63)?;
+        let c_part = bits(b, c, if scale { c0 } else { c4 }, 0xf)?;
+        let top = bits(b, own, c6, 3)?;
+        // For s >= 4 the scale's top bits come from byte 4 + i ("a"), the minimum's from 8 + i.
+        let top = b.mul_u(top, 16)?;
+        let high = b.b.bitwise_or(t_u32, None, c_part, top)?;
+        let x = b.b.select(t_u32, None, first, low, high)?;
+        let x = u2f(b, x)?;
+        let d = half_at(b, blk, if scale { 0 } else { 2 })?;
+        fmul(b, d, x)
+    })
+}
+
+/// `block_q6_K`: with `n = s / 4` and quarter `t = s % 4`, value `32 s + l` is nibble `t / 2` of
+/// `ql[64 n + 32 (t % 2) + l]` with bits `2t` of `qh[32 n + l]` above it, less 32, times
+/// `d * scales[8 n + 2 t + l / 16]` (signed).
+fn q6_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let n = blk.once(b, ("q6k n", 0), |b| b.div_u(s, 4))?;
+    let quarter = blk.once(b, ("q6k quarter", 0), |b| b.mod_u(s, 4))?;
+    let ql_at = blk.once(b, ("q6k ql", 0), |b| {
+        let odd = b.mod_u(quarter, 2)?;
+        let at = b.mul_u(n, 64)?;
+        let step = b.mul_u(odd, 32)?;
+        b.b.i_add(t_u32, None, at, step)
+    })?;
+    let ql_shift = blk.once(b, ("q6k ql shift", 0), |b| {
+        let upper = b.div_u(quarter, 2)?;
+        b.mul_u(upper, 4)
+    })?;
+    let low = field(b, blk, (Some(ql_at), l), ql_shift, 0xf)?;
+    let qh_at = blk.once(b, ("q6k qh", 0), |b| b.mul_u(n, 32))?;
+    let qh_shift = blk.once(b, ("q6k qh shift", 0), |b| b.mul_u(quarter, 2))?;
+    let high = field(b, blk, (Some(qh_at), 128 + l), qh_shift, 3)?;
+    let high = b.mul_u(high, 16)?;
+    let v = b.b.bitwise_or(t_u32, None, low, high)?;
+    let scale = blk.once(b, ("q6k scale", l / 16), |b| {
+        let at = b.mul_u(n, 8)?;
+        let step = b.mul_u(quarter, 2)?;
+        let at = b.b.i_add(t_u32, None, at, step)?;
+        let sc = byte_at(b, blk, Some(at), 192 + l / 16)?;
+        let sc = signed_byte(b, sc)?;
+        let d = half_at(b, blk, 208)?;
+        let sc = s2f(b, sc)?;
+        fmul(b, d, sc)
+    })?;
+    let v = code_f32(b, v, 32)?;
+    fmul(b, scale, v)
+}
+
+/// The Q2_K/Q3_K `qs` field of unit `s`: its offset in the block, `32 (s / 4)` (the field's
+/// start and l come on top), and the shift of its two bits, `2 (s % 4)`; once per unit.
+fn two_bit_field(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word, Word)> {
+    let at = blk.once(b, ("2-bit at", 0), |b| {
+        let half = b.div_u(s, 4)?;
+        b.mul_u(half, 32)
+    })?;
+    let shift = blk.once(b, ("2-bit shift", 0), |b| {
+        let shift = b.mod_u(s, 4)?;
+        b.mul_u(shift, 2)
+    })?;
+    Ok((at, shift))
+}
+
+/// An FP4 (E2M1) code doubled, as ggml's `kvalues_mxfp4` holds it, plus 12 (so 0..=24, for
+/// [`code_f32`]): magnitudes 0, 1, 2, 3, 4, 6, 8, 12 (`c` for c < 4, else
+/// `(2 + c % 2) << (c / 2 - 1)`), negative with bit 3.
+fn fp4(b: &mut ModuleBuilder, code: Word) -> BuildResult<Word> {
+    let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
+    let (c0, c4, c7, c8) = (b.c_u32(0), b.c_u32(4), b.c_u32(7), b.c_u32(8));
+    let c = b.b.bitwise_and(t_u32, None, code, c7)?;
+    let small = b.b.u_less_than(t_bool, None, c, c4)?;
+    let odd = b.mod_u(c, 2)?;
+    let base = b.add_u(odd, 2)?;
+    let e = b.div_u(c, 2)?;
+    let e = b.add_u(e, u32::MAX)?;
+    let e = b.b.select(t_u32, None, small, c0, e)?;
+    let big = b.b.shift_left_logical(t_u32, None, base, e)?;
+    let mag = b.b.select(t_u32, None, small, c, big)?;
+    let negative = b.b.u_greater_than_equal(t_bool, None, code, c8)?;
+    let c12 = b.c_u32(12);
+    let below = b.b.i_sub(t_u32, None, c12, mag)?;
+    let above = b.b.i_add(t_u32, None, c12, mag)?;
+    b.b.select(t_u32, None, negative, below, above)
+}
+
+/// Half the E8M0 scale `2^(e - 127)` as f32 (ggml's `GGML_E8M0_TO_FP32_HALF`): the bits
+/// `(e - 1) << 23`, or `0x200000 << e` (subnormal) for e < 2.
+fn e8m0_half(b: &mut ModuleBuilder, e: Word) -> BuildResult<Word> {
+    let (t_u32, t_bool, t_f32) = (b.t_u32(), b.t_bool(), b.t_f32());
+    let (c2, c23, least) = (b.c_u32(2), b.c_u32(23), b.c_u32(0x0020_0000));
+    let tiny = b.b.u_less_than(t_bool, None, e, c2)?;
+    let sub = b.b.shift_left_logical(t_u32, None, least, e)?;
+    let em1 = b.add_u(e, u32::MAX)?;
+    let normal = b.b.shift_left_logical(t_u32, None, em1, c23)?;
+    let bits = b.b.select(t_u32, None, tiny, sub, normal)?;
+    b.b.bitcast(t_f32, None, bits)
+}
+
+/// Byte `at + offset` of the block (u32 0..=255; `at` a run-time part, if any).
+fn byte_at(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, offset: u32) -> BuildResult<Word> {
+    let word = aligned_word(b, blk, at, offset / 4)?;
+    let shift = b.c_u32(8 * (offset % 4));
+    bits(b, word, shift, 0xff)
+}
+
+/// Bits `shift..` of byte `at + offset`, masked to `mask` (`shift` a run-time amount the same
+/// for every value of the unit; the field must lie inside the byte): the aligned word is
+/// shifted once per unit, each value then takes its byte at a literal shift.
+fn field(
+    b: &mut ModuleBuilder,
+    blk: &Block,
+    (at, offset): (Option<Word>, u32),
+    shift: Word,
+    mask: u32,
+) -> BuildResult<Word> {
+    let k = offset / 4;
+    let key = (at, k, shift);
+    let cached = blk.shifted.borrow().get(&key).copied();
+    let word = match cached {
+        Some(w) => w,
+        None => {
+            let w = aligned_word(b, blk, at, k)?;
+            let t_u32 = b.t_u32();
+            let w = b.b.shift_right_logical(t_u32, None, w, shift)?;
+            blk.shifted.borrow_mut().insert(key, w);
+            w
+        }
+    };
+    let within = b.c_u32(8 * (offset % 4));
+    bits(b, word, within, mask)
+}
+
+/// The little-endian f16 at byte `offset` of the block (always even in every format, and every
+/// block size is even but MXFP4's, which holds none), as f32.
+fn half_at(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word> {
+    blk.once(b, ("half", offset), |b| unpacked_half(b, blk, offset))
+}
+
+fn unpacked_half(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    let t_vec2 = b.b.type_vector(t_f32, 2);
+    let word = aligned_word(b, blk, None, offset / 4)?;
+    let shift = b.c_u32(8 * (offset % 4));
+    let h = bits(b, word, shift, 0xffff)?;
+    let glsl = b.glsl();
+    let pair =
+        b.b.ext_inst(t_vec2, None, glsl, GLSL_UNPACK_HALF_2X16, [Operand::IdRef(h)])?;
+    b.b.composite_extract(t_f32, None, pair, [0])
+}
+
+/// Bytes `4k..4k + 4` after the block's first byte plus `at`, as one word: the two words of
+/// the binding they straddle, funnelled (`(lo >> sh) | (hi << (31 - sh)) << 1`, well defined
+/// for every shift). The binding holds at least 8 bytes past the last block, so `hi` is inside.
+fn aligned_word(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, k: u32) -> BuildResult<Word> {
+    if let Some(&w) = blk.aligned.borrow().get(&(at, k)) {
+        return Ok(w);
+    }
+    let t_u32 = b.t_u32();
+    let start = blk.starts.borrow().get(&at).copied();
+    let (first, right, left) = match start {
+        Some(s) => s,
+        None => {
+            let addr = match at {
+                Some(at) => b.b.i_add(t_u32, None, blk.base, at)?,
+                None => blk.base,
+            };
+            let first = b.div_u(addr, 4)?;
+            let lane = b.mod_u(addr, 4)?;
+            let right = b.mul_u(lane, 8)?;
+            let c31 = b.c_u32(31);
+            let left = b.b.i_sub(t_u32, None, c31, right)?;
+            blk.starts.borrow_mut().insert(at, (first, right, left));
+            (first, right, left)
+        }
+    };
+    let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+    let c0 = b.c_u32(0);
+    let mut pair = [0; 2];
+    for (j, w) in pair.iter_mut().enumerate() {
+        let i = b.add_u(first, k + j as u32)?;
+        let p = b.b.access_chain(p_u32, None, blk.words, [c0, i])?;
+        *w = b.b.load(t_u32, None, p, None, [])?;
+    }
+    let lo = b.b.shift_right_logical(t_u32, None, pair[0], right)?;
+    let hi = b.b.shift_left_logical(t_u32, None, pair[1], left)?;
+    let c1 = b.c_u32(1);
+    let hi = b.b.shift_left_logical(t_u32, None, hi, c1)?;
+    let w = b.b.bitwise_or(t_u32, None, lo, hi)?;
+    blk.aligned.borrow_mut().insert((at, k), w);
+    Ok(w)
+}
+
+/// `(x >> shift) & mask`.
+fn bits(b: &mut ModuleBuilder, x: Word, shift: Word, mask: u32) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let s = b.b.shift_right_logical(t_u32, None, x, shift)?;
+    let m = b.c_u32(mask);
+    b.b.bitwise_and(t_u32, None, s, m)
+}
+
+/// A byte (0..=255) as the i8 it holds, sign-extended (i32 bits).
+fn signed_byte(b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let c24 = b.c_u32(24);
+    let up = b.b.shift_left_logical(t_u32, None, x, c24)?;
+    b.b.shift_right_arithmetic(t_u32, None, up, c24)
+}
+
+/// `code - bias` as f32, exactly, for a code below 2^23: the code's bits under the exponent of
+/// 2^23 make the float `2^23 + code`, and subtracting `2^23 + bias` leaves the difference exactly
+/// (both are integers of one binade). Two full-rate operations where an integer conversion runs
+/// at a quarter of the rate on NVIDIA's SMs, once per value: the decode kernel's largest cost.
+fn code_f32(b: &mut ModuleBuilder, code: Word, bias: u32) -> BuildResult<Word> {
+    let (t_u32, t_f32) = (b.t_u32(), b.t_f32());
+    let magic = b.c_u32(0x4b00_0000);
+    let bits = b.b.bitwise_or(t_u32, None, code, magic)?;
+    let f = b.b.bitcast(t_f32, None, bits)?;
+    let offset = b.c_bits(t_f32, (8_388_608.0f32 + bias as f32).to_bits());
+    fsub(b, f, offset)
+}
+
+fn s2f(b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    b.b.convert_s_to_f(t_f32, None, x)
+}
+
+fn u2f(b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    b.b.convert_u_to_f(t_f32, None, x)
+}
+
+/// `x * y`, rounded on its own.
+fn fmul(b: &mut ModuleBuilder, x: Word, y: Word) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    let r = b.b.f_mul(t_f32, None, x, y)?;
+    b.b.decorate(r, Decoration::NoContraction, []);
+    Ok(r)
+}
+
+/// `x + y`, rounded on its own.
+fn fadd(b: &mut ModuleBuilder, x: Word, y: Word) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    let r = b.b.f_add(t_f32, None, x, y)?;
+    b.b.decorate(r, Decoration::NoContraction, []);
+    Ok(r)
+}
+
+/// `x - y`, rounded on its own.
+fn fsub(b: &mut ModuleBuilder, x: Word, y: Word) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    let r = b.b.f_sub(t_f32, None, x, y)?;
+    b.b.decorate(r, Decoration::NoContraction, []);
+    Ok(r)
+}
