@@ -1,7 +1,7 @@
 //! Blocks of a ggml format ([`QuantType`]) dequantized into a dense copy, in a pass of its own
 //! into scratch memory, which the GEMM then reads as an f16 or f32 operand (llama.cpp's CUDA
 //! backend also dequantizes to f16 for its large-batch GEMMs). Each value is
-//! [`super::blocks::value`]'s, so an f32 copy equals the CPU reference bit for bit; an f16 copy is
+//! `blocks::value`'s, so an f32 copy equals the CPU reference bit for bit; an f16 copy is
 //! that value rounded to nearest even.
 //!
 //! Bindings: 0 = the blocks as 32-bit words (a row's blocks need not start on a word), 2 = the

@@ -48,7 +48,7 @@ pub struct GemvKey {
     pub epilogue: Epilogue,
     /// W held in a block format: read as 32-bit words, a row `ldb` bytes of blocks from byte
     /// `b_off`, each invocation dequantizing a unit of 32 values per step
-    /// ([`super::blocks::value`], in f32) where it would read a vector. `None`: W is `elem`.
+    /// (`blocks::value`, in f32) where it would read a vector. `None`: W is `elem`.
     pub quant: Option<QuantType>,
 }
 
@@ -254,7 +254,7 @@ fn vectors_loop(
 
 /// The K loop over W in a block format: each invocation every `GEMV_THREADS`-th unit of 32
 /// values (K is a whole number of blocks), dequantized in f32 as ggml does
-/// ([`super::blocks::value`]) and multiplied with the X values of the same K.
+/// (`blocks::value`) and multiplied with the X values of the same K.
 fn blocks_loop(
     b: &mut ModuleBuilder,
     ids: &Ids,

@@ -1,0 +1,62 @@
+//! A layer whose weight is held in a ggml block format, as a GGUF file stores it: decode (one
+//! token: the matrix-vector kernel reads the blocks themselves) and prefill (a batch of tokens:
+//! the blocks are dequantized into a scratch copy, then multiplied on the matrix units), each
+//! checked against the CPU: the dequantized weight times the activations in f64.
+//!
+//! `cargo run --release --example quantized_weights -- q4_K`; the weight here comes from
+//! `vk_sgmat::quant::quantize` (a model's would be the tensor's bytes from its GGUF file).
+
+use anyhow::{ensure, Result};
+use vk_sgmat::quant::{dequantize, quantize, QuantType};
+use vk_sgmat::{Context, MatMut, MatRef, Matmul};
+
+fn main() -> Result<()> {
+    let quant = QuantType::parse(&std::env::args().nth(1).unwrap_or_else(|| "q4_K".into()))?;
+    let ctx = Context::new()?;
+    // An nn.Linear weight: N output features of K inputs, K a whole number of blocks.
+    let (n, k) = (384, 4 * quant.block_values());
+    let values: Vec<f32> = (0..n * k).map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0).collect();
+    let blocks = quantize(quant, &values)?;
+    let w = ctx.upload_quantized(quant, n, k, &blocks)?;
+    let mut weight = vec![0.0f32; n * k];
+    dequantize(quant, &blocks, &mut weight)?;
+    println!(
+        "{} on {}: {n}x{k} weight in {} bytes ({:.2} bits a value)",
+        quant,
+        ctx.device_info().name,
+        w.bytes(),
+        8.0 * w.bytes() as f64 / (n * k) as f64
+    );
+    for tokens in [1, 64] {
+        let x: Vec<f32> = (0..tokens * k).map(|i| ((i * 13 % 29) as f32 / 14.0) - 1.0).collect();
+        let dx = ctx.upload(MatRef::new(&x, tokens, k))?;
+        let mut dy = ctx.zeros::<f32>(tokens, n)?;
+        // y = x * w^T, the weight read exactly as its f32 values.
+        let op = Matmul::new();
+        let prepared = ctx.prepare(&op, &dx, w.t().as_f32(), &mut dy)?;
+        prepared.run()?;
+        let mut y = vec![0.0f32; tokens * n];
+        ctx.download(&dy, MatMut::new(&mut y, tokens, n))?;
+        let mut worst = 0.0f64;
+        for t in 0..tokens {
+            for j in 0..n {
+                let (dot, mag) = (0..k).fold((0.0f64, 0.0f64), |(d, s), i| {
+                    let p = f64::from(x[t * k + i]) * f64::from(weight[j * k + i]);
+                    (d + p, s + p.abs())
+                });
+                worst = worst.max((f64::from(y[t * n + j]) - dot).abs() / mag.max(f64::MIN_POSITIVE));
+            }
+        }
+        let kernels: Vec<String> = prepared
+            .plans()
+            .flat_map(|p| p.kernels())
+            .map(|k| k.label())
+            .collect();
+        println!(
+            "{tokens} token(s): {} -> largest error {worst:.2e} of the products' magnitude",
+            kernels.join(", ")
+        );
+        ensure!(worst < 1e-5, "{quant}, {tokens} tokens: error {worst:e}");
+    }
+    Ok(())
+}
