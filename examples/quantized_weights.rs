@@ -47,11 +47,7 @@ fn main() -> Result<()> {
                 worst = worst.max((f64::from(y[t * n + j]) - dot).abs() / mag.max(f64::MIN_POSITIVE));
             }
         }
-        let kernels: Vec<String> = prepared
-            .plans()
-            .flat_map(|p| p.kernels())
-            .map(|k| k.label())
-            .collect();
+        let kernels: Vec<String> = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
         println!(
             "{tokens} token(s): {} -> largest error {worst:.2e} of the products' magnitude",
             kernels.join(", ")
