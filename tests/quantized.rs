@@ -422,3 +422,56 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
         }
     }
 }
+
+#[test]
+fn host_activations_and_results_take_quantized_weights() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let q = QuantType::Q4_0;
+    let (n, k) = (21, 64);
+    let blocks = random_blocks_small(q, n, k, &mut rng);
+    let deq = values(q, &blocks, n, k);
+    let w = ctx.upload_quantized(q, n, k, &blocks).unwrap();
+    // Three rows (the matrix-vector kernel) into a row-major C with a padded leading dimension,
+    // forty (the dense copy) into a column-major one; alpha and beta both set.
+    for (m, lc) in [(3, Layout::RowMajor), (40, Layout::ColMajor)] {
+        let xs: Vec<f32> = verify::random_vec(&mut rng, m * k);
+        let (_, inner) = lc.outer_inner(m, n);
+        let ld = inner + 3;
+        let c0: Vec<f32> = verify::random_vec(&mut rng, (ld * (m * n / inner)).max(ld));
+        let mut c = c0.clone();
+        let options = GemmOptions {
+            alpha: -1.5,
+            beta: 0.5,
+            compute: ComputeMode::Exact,
+            ..Default::default()
+        };
+        let out = match lc {
+            Layout::RowMajor => MatMut::new(&mut c, m, n).with_ld(ld),
+            Layout::ColMajor => MatMut::col_major(&mut c, m, n).with_ld(ld),
+        };
+        ctx.run(
+            &Matmul::with_options(&options),
+            MatRef::new(&xs, m, k),
+            w.t().as_f32(),
+            out,
+        )
+        .unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let (dot, mag) = (0..k).fold((0.0f64, 0.0f64), |(d, s), kk| {
+                    let p = f64::from(xs[i * k + kk]) * f64::from(deq[j * k + kk]);
+                    (d + p, s + p.abs())
+                });
+                let at = at(lc, i, j, ld);
+                let want = -1.5 * dot + 0.5 * f64::from(c0[at]);
+                let got = f64::from(c[at]);
+                assert!(
+                    (got - want).abs() <= 1e-6 * (mag + 1.0),
+                    "{m} rows, ({i}, {j}): {got} vs {want}"
+                );
+            }
+        }
+    }
+    assert_no_validation_messages(ctx);
+}

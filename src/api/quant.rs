@@ -6,7 +6,7 @@
 use super::argument::{In, Out};
 use super::context::Context;
 use super::matmul::{Groups, Matmul};
-use super::matrix::Element;
+use super::matrix::{check_matrix, DeviceMatrix, Element, MatMut};
 use super::operand::{placed, Placed};
 use super::work::{Planned, Plans};
 use crate::config::ComponentType;
@@ -171,8 +171,9 @@ impl Context {
         })
     }
 
-    /// Plans `op` with a quantized A or B (the other operand and C on the device): the GEMM on
-    /// the dense copy, after the pass that makes it.
+    /// Plans `op` with a quantized A or B (the other operand and C on the device): the
+    /// matrix-vector kernel on the blocks for decode's shapes, else the GEMM on the dense copy
+    /// after the pass that makes it.
     pub(crate) fn plan_quantized<'o, TA: Element, TB: Element, TC: Element>(
         &self,
         op: &Matmul<'o>,
@@ -188,7 +189,7 @@ impl Context {
             Out::Buffer(m) => placed(&**m),
             other => {
                 return Err(Error::Unsupported(format!(
-                    "beside a quantized operand, C is {}: pass a DeviceMatrix (Context::zeros) and download it",
+                    "beside a quantized operand, C is {}: pass a DeviceMatrix or a host MatMut",
                     other.residency()
                 )))
             }
@@ -244,13 +245,71 @@ impl Context {
     }
 }
 
+impl Context {
+    /// `op` with a quantized operand, the other and C on the host: both uploaded, the GEMM run
+    /// on the device, C downloaded into the caller's matrix (any storage order and leading
+    /// dimension).
+    pub(crate) fn run_quantized_host<TA: Element, TB: Element, TC: Element>(
+        &self,
+        op: &Matmul<'_>,
+        a: In<'_, TA>,
+        b: In<'_, TB>,
+        c: MatMut<'_, TC>,
+    ) -> Result<()> {
+        check_matrix("C", &c.as_ref())?;
+        let (ua, ub) = (self.uploaded(&a)?, self.uploaded(&b)?);
+        // C's old value matters only where beta does; its layout always.
+        let mut dc = self.upload(c.as_ref())?;
+        let (a, b) = (on_device(a, ua.as_ref(), "A")?, on_device(b, ub.as_ref(), "B")?);
+        self.run_operands(op, a, b, Out::Device(&mut dc))?;
+        let (outer, inner) = c.layout.outer_inner(c.rows, c.cols);
+        let stored = MatMut {
+            data: c.data,
+            rows: outer,
+            cols: inner,
+            ld: c.ld,
+            layout: Layout::RowMajor,
+        };
+        self.download(&dc, stored)
+    }
+}
+
+impl Context {
+    /// A host input uploaded (`None` for the others).
+    fn uploaded<T: Element>(&self, x: &In<'_, T>) -> Result<Option<DeviceMatrix<T>>> {
+        match x {
+            In::Host(m) => self.upload(*m).map(Some),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// An input of a GEMM beside a quantized operand, its host matrix replaced by the upload `up`:
+/// re-made at the upload's lifetime (an ndarray view makes `In` invariant in its own).
+fn on_device<'l: 's, 's, T: Element>(
+    x: In<'l, T>,
+    up: Option<&'s DeviceMatrix<T>>,
+    name: &str,
+) -> Result<In<'s, T>> {
+    match (up, x) {
+        (Some(d), _) => Ok(In::Device(d)),
+        (None, In::Quant(v)) => Ok(In::Quant(v)),
+        (None, In::Device(m)) => Ok(In::Device(m)),
+        (None, In::Buffer(m)) => Ok(In::Buffer(m)),
+        (None, other) => Err(Error::Unsupported(format!(
+            "beside a quantized operand, {name} is {}: pass a host MatRef or a DeviceMatrix",
+            other.residency()
+        ))),
+    }
+}
+
 /// The dense operand beside a quantized one: on the device, whole.
 fn dense<'o, T: Element>(x: &'o In<'_, T>, name: &str) -> Result<Placed<'o>> {
     match x {
         In::Device(m) => Ok(placed(*m)),
         In::Buffer(m) => Ok(placed(*m)),
         other => Err(Error::Unsupported(format!(
-            "beside a quantized operand, {name} is {}: upload it (Context::upload) and pass the DeviceMatrix",
+            "beside a quantized operand, {name} is {}: pass a host MatRef (with a host MatMut C) or a DeviceMatrix",
             other.residency()
         ))),
     }

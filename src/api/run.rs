@@ -27,6 +27,9 @@ impl Context {
     /// - **Pinned** matrices ([`PinnedMatrix`](crate::PinnedMatrix)): the copy engine reads A
     ///   and B and writes C in place, in bands that overlap the multiplies.
     /// - A grouped `op` ([`Matmul::grouped`]) takes A and C whole and B as a batch of weights.
+    /// - **Quantized** weights ([`QuantMatrix`](crate::QuantMatrix), or its transpose
+    ///   [`QuantMatrix::t`](crate::QuantMatrix::t)) as A or B, beside device operands or host ones
+    ///   (then uploaded, run and downloaded); one GEMM at a time.
     ///
     /// A and B take the same type, or a 16-bit float and f32 (see [`route`](crate::plan::route)
     /// and [`GemmOptions::compute`](crate::GemmOptions::compute)). Integer results (i8 or u8
@@ -69,6 +72,7 @@ impl Context {
             (a, b, c) if on_host(&a) && on_host(&b) && matches!(c, Out::Host(_) | Out::HostBatch(_)) => {
                 self.run_host(op, a, b, c)
             }
+            (a, b, Out::Host(c)) if a.is_quantized() || b.is_quantized() => self.run_quantized_host(op, a, b, c),
             (a, b, c) => {
                 let planned = self.plan_work(op, (&a, &b, &c))?;
                 self.run_work(planned.work(), op.fused.as_ref())
