@@ -286,11 +286,7 @@ impl Context {
 
 /// An input of a GEMM beside a quantized operand, its host matrix replaced by the upload `up`:
 /// re-made at the upload's lifetime (an ndarray view makes `In` invariant in its own).
-fn on_device<'l: 's, 's, T: Element>(
-    x: In<'l, T>,
-    up: Option<&'s DeviceMatrix<T>>,
-    name: &str,
-) -> Result<In<'s, T>> {
+fn on_device<'l: 's, 's, T: Element>(x: In<'l, T>, up: Option<&'s DeviceMatrix<T>>, name: &str) -> Result<In<'s, T>> {
     match (up, x) {
         (Some(d), _) => Ok(In::Device(d)),
         (None, In::Quant(v)) => Ok(In::Quant(v)),
