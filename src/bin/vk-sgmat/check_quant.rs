@@ -1,8 +1,10 @@
-//! `vk-sgmat check`'s quantized weights: every block format, decode's and prefill's paths, f16
-//! and f32 activations, against the f64 product of the activations and ggml's dequantized
-//! weights (the CPU reference of `vk_sgmat::quant`).
+//! Quantized weights in the CLI: `vk-sgmat check`'s cases (every block format, decode's and
+//! prefill's paths, f16 and f32 activations) and `vk-sgmat gemm --weights`, each against the
+//! f64 product of the activations and ggml's dequantized weights (the CPU reference of
+//! `vk_sgmat::quant`).
 
 use crate::report::CheckRow;
+use crate::types::Types;
 use crate::verify::{compare_rounded, random_vec, reference, unit_roundoff, Check, Rng};
 use half::f16;
 use vk_sgmat::quant::{dequantize, quantize, QuantType};
@@ -22,10 +24,11 @@ pub fn check_quantized(ctx: &Context, rng: &mut Rng) -> Vec<CheckRow> {
             let shape = (m, 17, 3 * q.block_values());
             for f32_act in [false, true] {
                 let res = if f32_act {
-                    case::<f32>(ctx, rng, q, shape, scalars)
+                    case::<f32>(ctx, rng, q, shape, scalars, 0)
                 } else {
-                    case::<f16>(ctx, rng, q, shape, scalars)
-                };
+                    case::<f16>(ctx, rng, q, shape, scalars, 0)
+                }
+                .map(|(check, ..)| check);
                 let (check, error) = match res {
                     Ok(c) => (Some(c), None),
                     Err(e) => (None, Some(e.to_string())),
@@ -48,15 +51,62 @@ pub fn check_quantized(ctx: &Context, rng: &mut Rng) -> Vec<CheckRow> {
     rows
 }
 
+/// `vk-sgmat gemm M N K --weights FORMAT`: one checked GEMM on a random weight, then `repeat`
+/// timed runs; prints the check and the median, with the weight's bytes per second. Whether
+/// it passed.
+pub fn gemm_quantized(
+    ctx: &Context,
+    q: QuantType,
+    types: Types,
+    shape: (usize, usize, usize),
+    scalars: (f64, f64),
+    repeat: usize,
+) -> anyhow::Result<bool> {
+    if types.c != ComponentType::F32 {
+        anyhow::bail!("--weights writes an f32 C: use --types f16:f32 or f32:f32");
+    }
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (check, seconds, bytes, kernels) = match types.a {
+        ComponentType::F16 => case::<f16>(ctx, &mut rng, q, shape, scalars, repeat)?,
+        ComponentType::F32 => case::<f32>(ctx, &mut rng, q, shape, scalars, repeat)?,
+        t => anyhow::bail!("--weights takes f16 or f32 activations, not {t}"),
+    };
+    let (m, n, k) = shape;
+    println!(
+        "device: {}
+{q} weights {m}x{n}x{k}, {} activations: {} ({})",
+        ctx.device_info().name,
+        types.a,
+        kernels.join(", "),
+        if check.passed { "verified" } else { "FAILED" }
+    );
+    println!(
+        "  rel.err {:.2e} (bound {:.2e}), median {:.1} us of {repeat} runs, {:.3} TFLOP/s, weights {:.1} GB/s",
+        check.rel_error,
+        check.tolerance,
+        seconds * 1e6,
+        2.0 * (m * n * k) as f64 / seconds / 1e12,
+        bytes as f64 / seconds / 1e9
+    );
+    Ok(check.passed)
+}
+
+/// What [`case`] measured: the check, the median seconds of its timed runs (0 without any), the
+/// weight's bytes and the kernels that ran.
+type Measured = (Check, f64, usize, Vec<String>);
+
 /// `c = alpha * x * w^T + beta * c` for random `x` (`m x k`, `T`) and a random `n x k` weight
-/// of `q` read as `T`, C f32.
+/// of `q` read as `T`, C f32; checked, then run `repeat` more times, timed by GPU timestamps.
 fn case<T: Element>(
     ctx: &Context,
     rng: &mut Rng,
     q: QuantType,
     (m, n, k): (usize, usize, usize),
     (alpha, beta): (f64, f64),
-) -> anyhow::Result<Check> {
+    repeat: usize,
+) -> anyhow::Result<Measured> {
+    // A ragged K is named as such before the whole weight is.
+    q.bytes_for(k)?;
     let values: Vec<f32> = random_vec(rng, n * k);
     let blocks = quantize(q, &values)?;
     let mut deq = vec![0.0f32; n * k];
@@ -78,25 +128,25 @@ fn case<T: Element>(
         ..Default::default()
     };
     let op = Matmul::with_options(&options);
-    if exact {
-        ctx.run(&op, &x, w.t().as_f32(), &mut c)?;
+    let gemm = if exact {
+        ctx.prepare(&op, &x, w.t().as_f32(), &mut c)?
     } else {
-        ctx.run(&op, &x, w.t(), &mut c)?;
-    }
+        ctx.prepare(&op, &x, w.t(), &mut c)?
+    };
+    gemm.run()?;
+    let kernels = gemm.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
     let mut got = vec![f32::NAN; m * n];
     ctx.download(&c, MatMut::new(&mut got, m, n))?;
+    let seconds = if repeat > 0 {
+        gemm.time(vk_sgmat::Timing::Runs(repeat as u32))?.median()
+    } else {
+        0.0
+    };
     let xf: Vec<f32> = xs.iter().map(|v| v.to_f64() as f32).collect();
     // W^T as a k x n matrix: the dequantized rows, column-major.
     let wt = MatRef::col_major(&deq, k, n);
     let all: Vec<usize> = (0..m).collect();
     let (want, mag) = reference(&MatRef::new(&xf, m, k), &wt, Some((&c_in, n)), alpha, beta, &all);
-    Ok(compare_rounded(
-        &got,
-        n,
-        n,
-        &all,
-        (&want, &mag),
-        k,
-        unit_roundoff(T::TYPE),
-    ))
+    let check = compare_rounded(&got, n, n, &all, (&want, &mag), k, unit_roundoff(T::TYPE));
+    Ok((check, seconds, w.bytes(), kernels))
 }

@@ -205,6 +205,12 @@ pub struct GemmArgs {
     /// How C is cut across `--devices`: auto, rows, cols, or a grid PxQ.
     #[arg(long, default_value = "auto")]
     pub split: String,
+    /// B is an N x K weight in this ggml block format (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K,
+    /// q4_K, q5_K, q6_K, mxfp4), random values quantized: C = A * B^T (layout nt), A of the
+    /// --types' first type (f16 reads the weight as f16, f32 exactly), C f32; checked against
+    /// the f64 product of the dequantized weight, then timed.
+    #[arg(long)]
+    pub weights: Option<String>,
     #[command(flatten)]
     pub batching: BatchArgs,
     #[command(flatten)]

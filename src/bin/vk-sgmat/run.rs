@@ -44,12 +44,19 @@ fn gemm_command(args: GemmArgs) -> Result<bool> {
         repeat,
         devices,
         split,
+        weights,
         batching,
         fused,
         json,
         dev,
     } = args;
     let types = Types::parse(&types)?;
+    if let Some(q) = weights {
+        let q = vk_sgmat::quant::QuantType::parse(&q)?;
+        let ctx = context_with(&dev, false)?;
+        let passed = crate::check_quant::gemm_quantized(&ctx, q, types, (m, n, k), (alpha, beta), repeat.max(1))?;
+        return finish(&ctx, passed);
+    }
     let layouts = parse_layout(&layout)?;
     let c_layout = parse_c_layout(&c_layout)?;
     let shape = shape.as_deref().map(parse_shape).transpose()?;
