@@ -1,7 +1,8 @@
 //! Weights in a ggml block format on the device ([`QuantMatrix`]), uploaded from the bytes a GGUF
-//! file holds, and GEMMs that take them as A or B: the planner dequantizes them into a dense
-//! copy in scratch first ([`crate::plan::dequantized_first`]), f16 or f32 as the operand's
-//! element type says, and runs the GEMM on the copy.
+//! file holds, and GEMMs that take them as A or B: decode's shapes on the matrix-vector kernel
+//! reading the blocks ([`crate::plan::gemv_on_blocks`]), the rest on a dense copy the planner
+//! has a pass make in scratch first ([`crate::plan::dequantized_first`]), f16 or f32 as the
+//! operand's element type says. Host operands beside them are uploaded and downloaded.
 
 use super::argument::{In, Out};
 use super::context::Context;
@@ -243,9 +244,7 @@ impl Context {
             output: TC::TYPE,
         })
     }
-}
 
-impl Context {
     /// `op` with a quantized operand, the other and C on the host: both uploaded, the GEMM run
     /// on the device, C downloaded into the caller's matrix (any storage order and leading
     /// dimension).
@@ -258,8 +257,12 @@ impl Context {
     ) -> Result<()> {
         check_matrix("C", &c.as_ref())?;
         let (ua, ub) = (self.uploaded(&a)?, self.uploaded(&b)?);
-        // C's old value matters only where beta does; its layout always.
-        let mut dc = self.upload(c.as_ref())?;
+        // C's old value is read only where beta is set; otherwise it is only written.
+        let mut dc = if op.options.beta == 0.0 {
+            self.alloc_matrix::<TC>(c.rows, c.cols, c.layout)?
+        } else {
+            self.upload(c.as_ref())?
+        };
         let (a, b) = (on_device(a, ua.as_ref(), "A")?, on_device(b, ub.as_ref(), "B")?);
         self.run_operands(op, a, b, Out::Device(&mut dc))?;
         let (outer, inner) = c.layout.outer_inner(c.rows, c.cols);
@@ -272,9 +275,7 @@ impl Context {
         };
         self.download(&dc, stored)
     }
-}
 
-impl Context {
     /// A host input uploaded (`None` for the others).
     fn uploaded<T: Element>(&self, x: &In<'_, T>) -> Result<Option<DeviceMatrix<T>>> {
         match x {

@@ -111,8 +111,10 @@ pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l
             fmul(b, v, d)
         }
         QuantType::Mxfp4 => {
-            let e = byte_at(b, blk, None, 0)?;
-            let d = e8m0_half(b, e)?;
+            let d = blk.once(b, ("e8m0", 0), |b| {
+                let e = byte_at(b, blk, None, 0)?;
+                e8m0_half(b, e)
+            })?;
             let v = nibble(b, 1)?;
             let v = fp4(b, v)?;
             let v = code_f32(b, v, 12)?;

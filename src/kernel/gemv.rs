@@ -272,7 +272,12 @@ fn blocks_loop(
             .iter()
             .map(|&row| super::blocks::unit(b, q, v_w, row, u))
             .collect::<BuildResult<Vec<_>>>()?;
+        // Each X row's first vector of the unit.
         let x_first = b.mul_u(u, UNIT / per)?;
+        let x_units = x_rows
+            .iter()
+            .map(|&row| b.b.i_add(ids.t_u32, None, row, x_first))
+            .collect::<Result<Vec<Word>, _>>()?;
         // Eight values at a time (one f16 vector of X, two of f32): the unit's values and the
         // X rows' stay few in registers however many rows there are.
         for eighth in 0..UNIT / 8 {
@@ -288,11 +293,10 @@ fn blocks_loop(
                     ])
                 })
                 .collect::<BuildResult<Vec<_>>>()?;
-            for (r, &row) in x_rows.iter().enumerate() {
+            for (r, &first) in x_units.iter().enumerate() {
                 let mut x = Vec::new();
                 for v in 0..8 / per {
-                    let at = b.b.i_add(ids.t_u32, None, row, x_first)?;
-                    let at = b.add_u(at, eighth * 8 / per + v)?;
+                    let at = b.add_u(first, eighth * 8 / per + v)?;
                     let raw = load_vector(b, ids, v_x, at)?;
                     x.extend(super::widen::widen_in_order(b, ids.glsl, key.elem, raw)?);
                 }
