@@ -88,6 +88,7 @@ mod pipeline_file;
 pub mod plan;
 pub mod quant;
 mod record;
+mod selftest;
 mod stream;
 mod submit;
 mod sync;
@@ -108,6 +109,7 @@ pub use multi::{DeviceSet, HostTimes, MultiContext, PipelineStep, PipelineTrace,
 pub use peak::{FillResult, PeakResult};
 pub use pipeline_file::PipelineCacheFile;
 pub use plan::{ComputeMode, MAX_DIM};
+pub use selftest::{DroppedConfig, SelfTestReport};
 pub use stream::{Download, Stream};
 pub use submit::Ticket;
 pub use tiling::Layout;

@@ -2,9 +2,10 @@
 //! pipeline layout serve every kernel; pipelines are created once per key and kept, and a
 //! `VkPipelineCache` (optionally loaded from and saved to disk) makes re-creation cheap.
 
+use crate::config::GPUSubgroupMatrixConfig;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::kernel::{self, KernelKey, PushConstants, BINDINGS};
+use crate::kernel::{self, KernelKey, Probe, PushConstants, BINDINGS};
 use crate::plan::{GemmPlan, Kernel};
 use ash::vk;
 use rustc_hash::FxHashMap;
@@ -49,11 +50,18 @@ pub(crate) struct Pipelines {
     /// Pipelines created so far, and how many of them the file holds.
     created: AtomicUsize,
     saved: Mutex<(usize, Option<Instant>)>,
+    /// The config whose GEMM kernels are built wrong on purpose
+    /// ([`crate::ContextOptions::inject_fault`]).
+    faulty: Option<GPUSubgroupMatrixConfig>,
     device: Arc<Device>,
 }
 
 impl Pipelines {
-    pub fn new(device: Arc<Device>, cache_path: Option<PathBuf>) -> Result<Self> {
+    pub fn new(
+        device: Arc<Device>,
+        cache_path: Option<PathBuf>,
+        faulty: Option<GPUSubgroupMatrixConfig>,
+    ) -> Result<Self> {
         let raw = device.raw();
         let bindings: Vec<_> = (0..BINDINGS)
             .map(|i| {
@@ -117,6 +125,7 @@ impl Pipelines {
             loaded: initial.len(),
             created: AtomicUsize::new(0),
             saved: Mutex::new((0, None)),
+            faulty,
             device,
         })
     }
@@ -263,6 +272,12 @@ impl Pipelines {
     }
 
     fn create(&self, key: &KernelKey) -> Result<Pipeline> {
+        let faulty = KernelKey {
+            probe: Probe::NoProducts,
+            ..*key
+        };
+        let planted = self.faulty == Some(key.config) && !kernel::Load::without_matrix_units(key.loads);
+        let key = if planted { &faulty } else { key };
         let (words, sg) = self.checked_words(key)?;
         self.build(&words, sg)
     }

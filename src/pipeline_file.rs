@@ -41,6 +41,21 @@ impl PipelineCacheFile {
     }
 }
 
+impl PipelineCacheFile {
+    /// The file the driver self-test keeps its verdicts in for `device`, beside the pipeline
+    /// cache's (none where that is `Off`).
+    pub fn self_test_path_for(&self, device: &DeviceInfo) -> Option<PathBuf> {
+        let path = self.path_for(device)?;
+        Some(match self {
+            PipelineCacheFile::File(p) => p.with_extension("selftest"),
+            _ => path.with_file_name(format!(
+                "selftest-{}-{:08x}.verdicts",
+                device.device_uuid, device.driver_version
+            )),
+        })
+    }
+}
+
 /// `vk-sgmat` under the XDG cache directory, else under `~/.cache` (relative paths, which the
 /// XDG specification says to ignore, are ignored).
 fn user_cache_dir(xdg_cache_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
@@ -103,9 +118,13 @@ fn fits_device(data: &[u8], device: &DeviceInfo) -> bool {
 /// The cache data of `path` for `device`, or nothing: a missing, damaged, truncated or foreign
 /// file is ignored (and replaced at the next save), never handed to the driver.
 pub(crate) fn read(path: &Path, device: &DeviceInfo) -> Option<Vec<u8>> {
+    read_sealed(path).filter(|data| fits_device(data, device))
+}
+
+/// The payload of the sealed file at `path`, if it is there, whole and undamaged.
+pub(crate) fn read_sealed(path: &Path) -> Option<Vec<u8>> {
     let file = std::fs::read(path).ok()?;
-    let data = open(&file)?;
-    fits_device(data, device).then(|| data.to_vec())
+    open(&file).map(<[u8]>::to_vec)
 }
 
 /// Writes `data` sealed to `path`: into a file of this write's own first (process id and a

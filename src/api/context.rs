@@ -18,6 +18,7 @@ use crate::memory::{Buffer, BufferKind, BufferPool};
 use crate::pipeline::Pipelines;
 use crate::plan::{device_ld, DispatchLimits, GemmPlan};
 use crate::record::{record_plan, record_plan_marked, Access, Bindings, Recording};
+use crate::selftest::SelfTest;
 use crate::submit::StreamCore;
 use crate::tiling::Layout;
 use crate::tiling::{SchemeLists, TuneCache};
@@ -46,6 +47,8 @@ pub struct Context {
     /// scheme against the device on each call cost more host time (~5 us) than a 64x64x64
     /// GEMM's GPU time.
     pub(super) scheme_lists: Mutex<FxHashMap<GPUSubgroupMatrixConfig, Arc<SchemeLists>>>,
+    /// The driver self-test's verdicts ([`Context::self_test`]).
+    pub(super) verdicts: SelfTest,
     pub(crate) device: Arc<Device>,
 }
 
@@ -114,7 +117,19 @@ impl Context {
                 QueueRef::Compute(0),
                 options.gpu_timeout,
             )?),
-            pipelines: Pipelines::new(device.clone(), options.pipeline_cache.path_for(device.info()))?,
+            pipelines: Pipelines::new(
+                device.clone(),
+                options.pipeline_cache.path_for(device.info()),
+                options.inject_fault,
+            )?,
+            verdicts: SelfTest::open(
+                options.self_test,
+                options
+                    .pipeline_cache
+                    .self_test_path_for(device.info())
+                    .filter(|_| options.inject_fault.is_none()),
+                device.info(),
+            ),
             pool,
             streams: std::sync::atomic::AtomicUsize::new(0),
             idle_cores: Mutex::new(Vec::new()),
@@ -173,13 +188,16 @@ impl Context {
         self.pipelines.statistics(key)
     }
 
-    /// Every config the device offers (standard, then extended); none where
-    /// [`ContextOptions::matrix_units`] is off.
+    /// Every config the device offers (standard, then extended) less those the driver
+    /// self-test dropped ([`Context::self_test`]); none where [`ContextOptions::matrix_units`]
+    /// is off.
     pub fn configs(&self) -> Vec<GPUSubgroupMatrixConfig> {
         if !self.options.matrix_units {
             return Vec::new();
         }
-        self.device.info().all_configs()
+        let mut all = self.device.info().all_configs();
+        all.retain(|c| !self.verdicts.dropped(c));
+        all
     }
 
     /// The config used for these element types (see [`GemmOptions::shape`](crate::GemmOptions::shape)).

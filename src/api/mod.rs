@@ -25,6 +25,7 @@ mod quant;
 mod routing;
 mod run;
 mod schemes;
+mod self_test;
 mod stored;
 mod work;
 
@@ -37,7 +38,7 @@ pub use dist::DistMatrix;
 pub(crate) use dist::DistPart;
 pub use fused::{Activation, Axis, EpilogueVector, Fused};
 pub use matmul::Matmul;
-pub(crate) use matrix::{check_download_target, check_matrix, unpack, unpack_rows};
+pub(crate) use matrix::{check_download_target, check_matrix, poison_pattern, unpack, unpack_rows};
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
 pub use operand::{BufferMatrix, DeviceOperand};
 pub use options::{ContextOptions, GemmOptions};

@@ -149,6 +149,17 @@ pub struct ContextOptions {
     /// per workgroup), each the smaller of the device's and these: a diagnostic that runs a
     /// small GPU's plans on any device. Default: none.
     pub compute_limits: Option<crate::device::ComputeLimits>,
+    /// The driver self-test: before a cooperative-matrix configuration's kernel (each tile
+    /// scheme, storage order and load of it) first runs on this device and driver, a small
+    /// GEMM of integers with a known exact answer runs on it; a configuration that answers
+    /// wrongly is dropped ([`Context::self_test`](crate::Context::self_test) says why) and its
+    /// work planned again on the next path. Verdicts are kept in a file beside the pipeline
+    /// cache (none where [`ContextOptions::pipeline_cache`] is `Off`). Default: on.
+    pub self_test: bool,
+    /// A diagnostic: this configuration's GEMM kernels drop every product on the matrix units
+    /// (they compute wrongly, as a faulty driver's would), so the self-test can be seen to catch
+    /// them. Such a context neither reads nor writes the self-test's file. Default: none.
+    pub inject_fault: Option<crate::config::GPUSubgroupMatrixConfig>,
 }
 
 impl Default for ContextOptions {
@@ -164,6 +175,8 @@ impl Default for ContextOptions {
             copy_queues: crate::device::MAX_COPY_QUEUES,
             matrix_units: true,
             compute_limits: None,
+            self_test: true,
+            inject_fault: None,
         }
     }
 }

@@ -270,8 +270,31 @@ impl Context {
     /// else the kernel path ([`Context::decide`]), the copies first, the scheme
     /// ([`Context::scheme_of`]), the mid-size grids' rule, and the plan, whose copies are dropped
     /// where they would not fit.
+    ///
+    /// The plan's kernels pass the driver self-test first ([`Context::self_tested`]): where one
+    /// fails, its configuration is dropped and the GEMM planned again without it.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn plan_fused(
+        &self,
+        a: Placed<'_>,
+        b: Placed<'_>,
+        c: Placed<'_>,
+        types: [ComponentType; 3],
+        batch: Batch,
+        options: &GemmOptions,
+        fused: Option<Epilogue>,
+    ) -> Result<GemmPlan> {
+        loop {
+            let plan = self.plan_pure(a, b, c, types, batch, options, fused)?;
+            if self.self_tested(&plan)? {
+                return Ok(plan);
+            }
+        }
+    }
+
+    /// [`Context::plan_fused`] without the self-test: plain data, nothing run.
+    #[allow(clippy::too_many_arguments)]
+    fn plan_pure(
         &self,
         a: Placed<'_>,
         b: Placed<'_>,
@@ -291,7 +314,7 @@ impl Context {
             };
             let t = [tb, ta, tc];
             let fused = fused.map(Epilogue::transposed);
-            let mut plan = self.plan_fused(b.t(), a.t(), c.t(), t, batch, options, fused)?;
+            let mut plan = self.plan_pure(b.t(), a.t(), c.t(), t, batch, options, fused)?;
             plan.transposed = true;
             return Ok(plan);
         }
@@ -358,7 +381,7 @@ impl Context {
                     relayout: options.relayout.or(Some(false)),
                     ..options.clone()
                 };
-                self.plan_fused(a, b, c, [ta, tb, tc], batch, &as_loaded, fused)
+                self.plan_pure(a, b, c, [ta, tb, tc], batch, &as_loaded, fused)
             }
             other => other,
         }
@@ -632,7 +655,7 @@ impl Context {
             .as_ref()
             .map(|f| self.fused_terms(f, (m, n), types))
             .transpose()?;
-        self.plan_fused(a, b, c, types, Batch::ONE, &op.options, terms)
+        self.plan_pure(a, b, c, types, Batch::ONE, &op.options, terms)
     }
 }
 

@@ -21,6 +21,8 @@ pub(crate) struct ModuleBuilder {
     pub interface: Vec<Word>,
     /// The GLSL.std.450 import, once made ([`ModuleBuilder::glsl`]).
     glsl: Option<Word>,
+    /// [`ModuleBuilder::mul_add`] returns its accumulator unchanged ([`super::Probe::NoProducts`]).
+    pub drop_products: bool,
 }
 
 impl ModuleBuilder {
@@ -35,6 +37,7 @@ impl ModuleBuilder {
             decorated: HashSet::new(),
             interface: Vec::new(),
             glsl: None,
+            drop_products: false,
         };
         s.need(Capability::Shader);
         s.need(Capability::VulkanMemoryModel);
@@ -432,6 +435,23 @@ impl ModuleBuilder {
             .memory_model(spirv::AddressingModel::Logical, spirv::MemoryModel::Vulkan);
         use rspirv::binary::Assemble;
         self.b.module().assemble()
+    }
+}
+
+impl ModuleBuilder {
+    /// `a * b + c` on the matrix units, or `c` itself where the kernel is built with the
+    /// injected fault ([`super::Probe::NoProducts`]): every GEMM kernel's multiply-adds go
+    /// through here.
+    pub fn mul_add(
+        &mut self,
+        t_acc: Word,
+        (a, b, c): (Word, Word, Word),
+        operands: Option<CooperativeMatrixOperands>,
+    ) -> BuildResult<Word> {
+        if self.drop_products {
+            return Ok(c);
+        }
+        self.b.cooperative_matrix_mul_add_khr(t_acc, None, a, b, c, operands)
     }
 }
 

@@ -53,6 +53,7 @@ struct Operand2d {
 
 pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
+    mb.drop_products = key.probe == super::Probe::NoProducts;
     let (d, mut fuse) = declare(&mut mb, key)?;
     let t_fn = mb.b.type_function(d.t_void, []);
     let f_main = mb.b.begin_function(d.t_void, None, FunctionControl::NONE, t_fn)?;
@@ -1036,14 +1037,7 @@ fn slice(
         for i in 0..s.fr_m() {
             let sum = &mut sums[(i * s.fr_n() + j) as usize];
             for &(pa, pb) in terms {
-                *sum = b.b.cooperative_matrix_mul_add_khr(
-                    t_mat_acc,
-                    None,
-                    a_frags[pa][i as usize],
-                    b_frags[pb],
-                    *sum,
-                    lc.operands,
-                )?;
+                *sum = b.mul_add(t_mat_acc, (a_frags[pa][i as usize], b_frags[pb], *sum), lc.operands)?;
             }
         }
     }

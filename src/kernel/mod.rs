@@ -53,6 +53,11 @@ pub enum Probe {
     /// The real kernel with its shared memory padded to at least this many bytes (still
     /// correct): whether shared memory per workgroup limits how many workgroups share an SM.
     SharedAtLeast(u32),
+    /// Every multiply-add on the matrix units returns its accumulator unchanged, in kernels of
+    /// both scopes: the wrong results of a driver that computes a configuration wrongly. Not
+    /// for timing: [`ContextOptions::inject_fault`](crate::ContextOptions::inject_fault) builds
+    /// one configuration's kernels so, to test the driver self-test.
+    NoProducts,
 }
 
 impl Probe {
@@ -76,6 +81,7 @@ impl Probe {
             Probe::MmaOnly => "mma_only".into(),
             Probe::Unchecked => "unchecked".into(),
             Probe::SharedAtLeast(bytes) => format!("shared_{bytes}"),
+            Probe::NoProducts => "no_products".into(),
         }
     }
 }

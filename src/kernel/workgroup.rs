@@ -68,6 +68,7 @@ impl Tensor {
 
 pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
+    mb.drop_products = key.probe == super::Probe::NoProducts;
     let d = declare(&mut mb, key)?;
     let t_fn = mb.b.type_function(d.t_void, []);
     let f_main = mb.b.begin_function(d.t_void, None, FunctionControl::NONE, t_fn)?;
@@ -566,15 +567,11 @@ fn multiply(
 ) -> BuildResult<Word> {
     let (t_mat_acc, operands) = (d.t_mat_acc, st.operands);
     let Some((la, lbs)) = lo else {
-        return b
-            .b
-            .cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, mbs[j], x, operands);
+        return b.mul_add(t_mat_acc, (*ma, mbs[j], x), operands);
     };
-    let t =
-        b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *la, mbs[j], x, operands)?;
-    let t =
-        b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, lbs[j], t, operands)?;
-    b.b.cooperative_matrix_mul_add_khr(t_mat_acc, None, *ma, mbs[j], t, operands)
+    let t = b.mul_add(t_mat_acc, (*la, mbs[j], x), operands)?;
+    let t = b.mul_add(t_mat_acc, (*ma, lbs[j], t), operands)?;
+    b.mul_add(t_mat_acc, (*ma, mbs[j], t), operands)
 }
 
 /// Adds a split's partial sums into the accumulators (nothing without split planes).

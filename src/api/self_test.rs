@@ -1,0 +1,111 @@
+//! The driver self-test on a context (`crate::selftest`): each kernel family of a plan that
+//! runs on a driver's cooperative-matrix configuration is checked once, by its known-answer
+//! GEMM on the same pipeline, before the plan is used; a wrong answer drops the configuration
+//! and the caller plans again.
+
+use super::context::Context;
+use super::operand::Placed;
+use crate::error::Result;
+use crate::kernel::Load;
+use crate::memory::BufferKind;
+use crate::plan::{GemmPlan, Kernel};
+use crate::record::Access;
+use crate::selftest::known_answer::{family, first_wrong, known_answer, KnownAnswer};
+use crate::selftest::SelfTestReport;
+use crate::submit::Touch;
+use crate::tiling::Layout;
+use std::sync::Arc;
+
+impl Context {
+    /// What the driver self-test has found on this device: how many kernel families passed (in
+    /// this process or, through its file, an earlier one) and which configurations it dropped
+    /// and why. See [`ContextOptions::self_test`](crate::ContextOptions::self_test).
+    pub fn self_test(&self) -> SelfTestReport {
+        self.verdicts.report()
+    }
+
+    /// Whether every kernel of `plan` may run: each GEMM kernel on a driver's configuration
+    /// whose family has no verdict yet runs its known-answer GEMM first. `false`: a
+    /// configuration of the plan failed (now or on another thread) and is dropped, so the
+    /// caller plans again.
+    pub(crate) fn self_tested(&self, plan: &GemmPlan) -> Result<bool> {
+        if !self.verdicts.on() {
+            return Ok(true);
+        }
+        for kernel in plan.kernels() {
+            let Kernel::Gemm(key) = kernel else { continue };
+            let family = family(&key);
+            match self.verdicts.lookup(&family) {
+                Some(true) => continue,
+                Some(false) => return Ok(false),
+                None => {}
+            }
+            let _one_at_a_time = self.verdicts.running();
+            if let Some(ok) = self.verdicts.lookup(&family) {
+                if ok {
+                    continue;
+                }
+                return Ok(false);
+            }
+            let offered = self.device.info().all_configs();
+            if Load::without_matrix_units(family.loads) || !offered.contains(&family.config) {
+                // The kernels without matrix units carry a configuration of their own, which
+                // may match a driver's by its fields.
+                self.verdicts.exempt(&family);
+                continue;
+            }
+            let answer = known_answer(&family, self.limits.max_allocation)?;
+            let c = self.run_known_answer(&answer)?;
+            let wrong = first_wrong(&answer, &c);
+            let failed = wrong.is_some();
+            self.verdicts.record(&family, &offered, wrong);
+            if failed {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Runs a known-answer GEMM on a stream of its own (the caller may hold the blocking one)
+    /// and returns C's bytes.
+    fn run_known_answer(&self, answer: &KnownAnswer) -> Result<Vec<u8>> {
+        let plan = GemmPlan::new(&answer.request, &self.limits)?;
+        let p = &plan.problem;
+        let sizes = answer.bytes.each_ref().map(|b| b.len() as u64);
+        let take = |size| self.pool.take(size, BufferKind::Storage).map(Arc::new);
+        let buffers = [take(sizes[0])?, take(sizes[1])?, take(sizes[2])?];
+        let down = Arc::new(self.pool.take(sizes[2], BufferKind::Readback)?);
+        let placed = |i: usize, (rows, cols), layout, ld| Placed {
+            rows,
+            cols,
+            layout,
+            ld,
+            offset: 0,
+            raw: buffers[i].raw(),
+            owned: None,
+        };
+        let operands = [
+            placed(0, (p.m, p.k), p.a_layout, p.lda),
+            placed(1, (p.k, p.n), p.b_layout, p.ldb),
+            placed(2, (p.m, p.n), Layout::RowMajor, p.ldc),
+        ];
+        let mut stream = self.stream()?;
+        let core = &mut *stream.core;
+        core.access(&[], &buffers.each_ref().map(|b| Touch::unowned(b.raw())))?;
+        for (buffer, bytes) in buffers.iter().zip(&answer.bytes) {
+            core.upload(buffer.raw(), 0, bytes.len() as u64, |out| out.copy_from_slice(bytes))?;
+        }
+        self.enqueue_plan(core, &plan, plan.bind_order(operands), answer.c_type)?;
+        core.access(&[Touch::unowned(buffers[2].raw())], &[])?;
+        let mut rec = core.recording()?;
+        rec.copy(buffers[2].raw(), down.raw(), sizes[2]);
+        rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
+        for buffer in buffers {
+            core.hold(buffer, true);
+        }
+        core.hold(down.clone(), true);
+        stream.synchronize()?;
+        let c = down.mapped()?.to_vec();
+        Ok(c)
+    }
+}

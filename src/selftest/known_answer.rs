@@ -1,0 +1,486 @@
+//! The known-answer GEMM of one kernel family: a small problem of small integers, one whole tile
+//! and a remainder along M, N and K (so every edge path runs), in the family's storage orders,
+//! loads and alpha/beta terms, whose exact answer every element type holds. Plain data, built
+//! without a device, so what the self-test runs is itself tested on any machine.
+
+use crate::api::poison_pattern;
+use crate::config::ComponentType;
+use crate::error::{Error, Result};
+use crate::kernel::{Epilogue, KernelKey, Load, Probe};
+use crate::plan::{device_problem, PlanRequest, SplitK};
+use crate::tiling::Layout;
+
+/// The kernel a verdict covers: `key` without the terms the test cannot check exactly (the
+/// fused bias, activation and dequantisation), grouping and diagnostic probes. Alpha, beta and
+/// an output cast stay (they change the stores), and so do sizes built in: a kernel of its own
+/// the driver compiles differently, tested on its own pipeline rather than a twin compiled for
+/// the test (seconds on NVIDIA).
+pub(crate) fn family(key: &KernelKey) -> KernelKey {
+    let mut epilogue = Epilogue {
+        alpha: key.epilogue.alpha,
+        beta: key.epilogue.beta,
+        output: key.epilogue.output,
+        ..Epilogue::default()
+    };
+    if epilogue.check(key.config.result_type).is_err() {
+        // Integer products are cast only once dequantised: the family is the plain store.
+        epilogue.output = None;
+    }
+    KernelKey {
+        epilogue,
+        probe: Probe::Full,
+        grouped: false,
+        ..*key
+    }
+}
+
+/// A known-answer GEMM: the plan request, the operands' bytes in device layout, and C's exact
+/// values.
+#[derive(Clone, Debug)]
+pub(crate) struct KnownAnswer {
+    /// What to plan: the family's config, scheme, loads and epilogue.
+    pub request: PlanRequest,
+    /// A, B and C's bytes as the device holds them (C poisoned where beta is off).
+    pub bytes: [Vec<u8>; 3],
+    /// C's type.
+    pub c_type: ComponentType,
+    /// C's exact values where checked: (row, column, value).
+    pub expected: Vec<(usize, usize, i64)>,
+}
+
+/// The largest magnitude at which every integer is exact in `t`.
+fn exact_limit(t: ComponentType) -> Result<i64> {
+    Ok(match t {
+        ComponentType::Bf16 => 1 << 8,
+        ComponentType::F16 => 1 << 11,
+        ComponentType::F32 => 1 << 24,
+        ComponentType::I32 => i64::from(i32::MAX),
+        ComponentType::U32 => i64::from(u32::MAX),
+        ComponentType::I8 => i64::from(i8::MAX),
+        ComponentType::U8 => i64::from(u8::MAX),
+        t => {
+            return Err(Error::Unsupported(format!(
+                "the self-test has no known-answer GEMM for {t} elements"
+            )))
+        }
+    })
+}
+
+/// A deterministic stream of small integers (xorshift64*): the same test on every run, so a
+/// verdict means the same thing in every process.
+struct Values(u64);
+
+impl Values {
+    /// An integer in `lo..=hi`.
+    fn next(&mut self, lo: i64, hi: i64) -> i64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let r = self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32;
+        // Multiply and shift instead of a division: a weight-sized operand draws millions.
+        lo + ((r * (hi - lo + 1) as u64) >> 32) as i64
+    }
+}
+
+/// `v` (exact in `t`) as `t`'s little-endian bytes.
+fn encode(t: ComponentType, v: i64, out: &mut [u8]) {
+    match t {
+        ComponentType::F16 => out.copy_from_slice(&half::f16::from_f64(v as f64).to_le_bytes()),
+        ComponentType::Bf16 => out.copy_from_slice(&half::bf16::from_f64(v as f64).to_le_bytes()),
+        ComponentType::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
+        ComponentType::I8 | ComponentType::U8 => out[0] = v as u8,
+        _ => out.copy_from_slice(&(v as u32).to_le_bytes()),
+    }
+}
+
+/// `t`'s element at the start of `bytes` as a number (NaN for a float NaN).
+pub(crate) fn decode(t: ComponentType, bytes: &[u8]) -> f64 {
+    let two = || [bytes[0], bytes[1]];
+    let four = || [bytes[0], bytes[1], bytes[2], bytes[3]];
+    match t {
+        ComponentType::F16 => half::f16::from_le_bytes(two()).to_f64(),
+        ComponentType::Bf16 => half::bf16::from_le_bytes(two()).to_f64(),
+        ComponentType::F32 => f64::from(f32::from_le_bytes(four())),
+        ComponentType::I32 => f64::from(i32::from_le_bytes(four())),
+        _ => f64::from(u32::from_le_bytes(four())),
+    }
+}
+
+/// The known-answer GEMM of `family` (see [`family`]) whose buffers each fit `max_bytes`: one
+/// whole tile and a remainder along M, N and K, or where that is too large (a context whose
+/// allocation limit is cut below a tile, to test cutting), a tile's edge alone. A kernel with
+/// sizes built in runs at its own N, K and leading dimensions (M stays free: a tile and a
+/// remainder), on its own pipeline, and is checked on sampled columns: the first tile's, those
+/// around its edge, and the last ones.
+pub(crate) fn known_answer(family: &KernelKey, max_bytes: u64) -> Result<KnownAnswer> {
+    let g = family.scheme.geometry(&family.tile_config());
+    let (bm, bn, bk) = (g.bm as usize, g.bn as usize, g.bk as usize);
+    let fits = |answer: &KnownAnswer| answer.bytes.iter().all(|b| b.len() as u64 <= max_bytes);
+    let mut last = 0;
+    if let Some(f) = family.fixed {
+        let (n, k) = (f.n as usize, f.k as usize);
+        let lds = (f.lda as usize, f.ldb as usize, f.ldc as usize);
+        // A column-major A holds at most `lda` rows.
+        let m = (bm + 3).min(if family.a_layout == Layout::ColMajor {
+            lds.0
+        } else {
+            usize::MAX
+        });
+        let around_edge = bn.saturating_sub(4)..bn + 4;
+        let mut columns: Vec<usize> = (0..8)
+            .chain(around_edge)
+            .chain(n.saturating_sub(8)..n)
+            .filter(|&j| j < n)
+            .collect();
+        columns.sort_unstable();
+        columns.dedup();
+        let answer = known_answer_at(
+            family,
+            Test {
+                shape: (m, n, k),
+                lds: Some(lds),
+                columns,
+            },
+        )?;
+        if fits(&answer) {
+            return Ok(answer);
+        }
+        last = answer.bytes.iter().map(Vec::len).max().unwrap_or(0);
+    } else {
+        let shapes = [(bm + 3, bn + 5, bk + 3), (bm - 1, bn - 1, bk - 1), (3, 5, 3)];
+        for (m, n, k) in shapes.map(|(m, n, k)| (m.max(1), n.max(1), k.max(1))) {
+            let test = Test {
+                shape: (m, n, k),
+                lds: None,
+                columns: (0..n).collect(),
+            };
+            let answer = known_answer_at(family, test)?;
+            if fits(&answer) {
+                return Ok(answer);
+            }
+            last = answer.bytes.iter().map(Vec::len).max().unwrap_or(0);
+        }
+    }
+    Err(Error::TooLarge(format!(
+        "the self-test's smallest known-answer GEMM needs {last} bytes a buffer, over the allocation limit of {max_bytes}"
+    )))
+}
+
+/// One known-answer problem: its shape, the leading dimensions a kernel with sizes built in
+/// has (else vk-sgmat's own), and the columns of C checked (every row of each).
+struct Test {
+    shape: (usize, usize, usize),
+    lds: Option<(usize, usize, usize)>,
+    columns: Vec<usize>,
+}
+
+/// Random values of one operand: their bytes in device layout, and the values row by row.
+struct Filled {
+    bytes: Vec<u8>,
+    values: Vec<i8>,
+}
+
+/// A `rows x cols` operand of `t` stored `layout` with leading dimension `ld`, values drawn in
+/// `lo..=hi` in storage order (each value's bytes made once: the operands of a kernel with sizes
+/// built in can be a weight's size).
+fn fill(
+    values: &mut Values,
+    (rows, cols): (usize, usize),
+    (layout, ld): (Layout, usize),
+    t: ComponentType,
+    (lo, hi): (i64, i64),
+) -> Filled {
+    let es = t.size_bytes() as usize;
+    let encoded: Vec<Vec<u8>> = (lo..=hi)
+        .map(|v| {
+            let mut b = vec![0u8; es];
+            encode(t, v, &mut b);
+            b
+        })
+        .collect();
+    let (outer, inner) = layout.outer_inner(rows, cols);
+    let mut out = Filled {
+        bytes: vec![0u8; outer * ld * es],
+        values: vec![0i8; rows * cols],
+    };
+    for o in 0..outer {
+        for i in 0..inner {
+            let v = values.next(lo, hi);
+            let (r, c) = match layout {
+                Layout::RowMajor => (o, i),
+                Layout::ColMajor => (i, o),
+            };
+            out.values[r * cols + c] = v as i8;
+            let at = (o * ld + i) * es;
+            out.bytes[at..at + es].copy_from_slice(&encoded[(v - lo) as usize]);
+        }
+    }
+    out
+}
+
+/// The known-answer GEMM of `family` for `test`.
+fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
+    let (m, n, k) = test.shape;
+    let config = family.config;
+    // The accurate split done first runs from f32 operands: its planes are the plan's own.
+    let (loads, convert_first) = match family.loads {
+        [Load::Planes, Load::Planes] => ([Load::Split; 2], true),
+        loads => (loads, false),
+    };
+    let [ta, tb] = loads.map(|l| l.storage_type(config.component_type));
+    let tc = family.epilogue.output.unwrap_or(config.result_type);
+    let ct = config.component_type;
+    let unsigned = !ct.is_float() && !ct.is_signed_int();
+    // alpha and beta exact in every result type: a sign flip, or 2 where results are unsigned.
+    let scalar = |on: bool| match (on, unsigned) {
+        (false, _) => None,
+        (true, false) => Some(-1i64),
+        (true, true) => Some(2),
+    };
+    let (alpha, beta) = (scalar(family.epilogue.alpha), scalar(family.epilogue.beta));
+    // Every input type holds -2..=2; the sums must be exact in C's.
+    exact_limit(ta)?;
+    exact_limit(tb)?;
+    let limit = exact_limit(tc)?;
+    let room = |v: i64| alpha.unwrap_or(1).abs() * k as i64 * v * v + beta.map_or(0, |b| 2 * b.abs());
+    let v = if room(2) <= limit { 2 } else { 1 };
+    if room(v) > limit {
+        return Err(Error::Unsupported(format!(
+            "the self-test's K = {k} leaves no exact answer in {tc}"
+        )));
+    }
+    let range = |v: i64| if unsigned { (0, v) } else { (-v, v) };
+    let mut p = device_problem(
+        (m, n, k),
+        (family.a_layout, family.b_layout),
+        (
+            ta.size_bytes() as usize,
+            tb.size_bytes() as usize,
+            tc.size_bytes() as usize,
+        ),
+    );
+    if let Some((lda, ldb, ldc)) = test.lds {
+        (p.lda, p.ldb, p.ldc) = (lda, ldb, ldc);
+    }
+    let mut values = Values(0x9e37_79b9_7f4a_7c15);
+    let a = fill(&mut values, (m, k), (family.a_layout, p.lda), ta, range(v));
+    let b = fill(&mut values, (k, n), (family.b_layout, p.ldb), tb, range(v));
+    let mut c = fill(&mut values, (m, n), (Layout::RowMajor, p.ldc), tc, range(2));
+    if beta.is_none() {
+        // Every element must be written: a NaN (or an unlikely integer) shows one that is not.
+        let poison = poison_pattern(tc).to_le_bytes();
+        for (i, x) in c.bytes.iter_mut().enumerate() {
+            *x = poison[i % 4];
+        }
+    }
+    let mut expected = Vec::with_capacity(m * test.columns.len());
+    for &j in &test.columns {
+        let column: Vec<i64> = (0..k).map(|l| i64::from(b.values[l * n + j])).collect();
+        for i in 0..m {
+            let row = &a.values[i * k..(i + 1) * k];
+            let dot: i64 = row.iter().zip(&column).map(|(&x, &y)| i64::from(x) * y).sum();
+            let c0 = i64::from(c.values[i * n + j]);
+            expected.push((i, j, alpha.unwrap_or(1) * dot + beta.map_or(0, |beta| beta * c0)));
+        }
+    }
+    let request = PlanRequest {
+        problem: p,
+        config,
+        scheme: family.scheme,
+        loads,
+        alpha: alpha.unwrap_or(1) as f64,
+        beta: beta.unwrap_or(0) as f64,
+        split_k: SplitK::Slices(1),
+        epilogue: family.epilogue,
+        convert_first,
+        relayout: [false; 2],
+        specialize: test.lds.is_some(),
+    };
+    Ok(KnownAnswer {
+        request,
+        bytes: [a.bytes, b.bytes, c.bytes],
+        c_type: tc,
+        expected,
+    })
+}
+
+/// The first element of `c` (C's bytes in device layout) that differs from the known answer, as
+/// a sentence; `None` where every element checked is exact.
+pub(crate) fn first_wrong(answer: &KnownAnswer, c: &[u8]) -> Option<String> {
+    let p = &answer.request.problem;
+    let es = p.c_bytes;
+    answer.expected.iter().find_map(|&(i, j, want)| {
+        let at = (i * p.ldc + j) * es;
+        let got = decode(answer.c_type, &c[at..at + es]);
+        (got != want as f64).then(|| {
+            format!(
+                "C[{i}][{j}] = {got} where {want} is exact ({}x{}x{}, A {:?}, B {:?})",
+                p.m, p.n, p.k, p.a_layout, p.b_layout
+            )
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ComponentType::*;
+    use crate::kernel::{Axis, FixedSizes};
+    use crate::tiling::test_support::{cfg, h200_limits};
+    use crate::tiling::TileScheme;
+
+    fn key(ab: ComponentType, r: ComponentType, layouts: (Layout, Layout)) -> KernelKey {
+        let config = cfg(16, 16, 16, ab, r);
+        KernelKey {
+            config,
+            scheme: TileScheme::new(&config, &h200_limits(), 32, (2, 2), (2, 2), 32).unwrap(),
+            a_layout: layouts.0,
+            b_layout: layouts.1,
+            epilogue: Epilogue::default(),
+            loads: [Load::Native; 2],
+            probe: Probe::Full,
+            grouped: false,
+            fixed: None,
+        }
+    }
+
+    /// C's bytes holding `entries` (row-major, `ldc` apart), zeros elsewhere.
+    fn c_bytes(answer: &KnownAnswer, entries: &[(usize, usize, i64)]) -> Vec<u8> {
+        let p = &answer.request.problem;
+        let mut out = vec![0u8; p.m * p.ldc * p.c_bytes];
+        for &(i, j, v) in entries {
+            let at = (i * p.ldc + j) * p.c_bytes;
+            encode(answer.c_type, v, &mut out[at..at + p.c_bytes]);
+        }
+        out
+    }
+
+    #[test]
+    fn a_family_drops_what_the_test_cannot_check_and_keeps_what_changes_the_stores() {
+        let mut k = key(F16, F32, (Layout::RowMajor, Layout::ColMajor));
+        k.epilogue = Epilogue {
+            alpha: true,
+            beta: true,
+            bias: Some((Axis::Col, F32)),
+            output: Some(F16),
+            ..Epilogue::default()
+        };
+        k.grouped = true;
+        k.probe = Probe::NoMma;
+        k.fixed = Some(FixedSizes {
+            n: 300,
+            k: 200,
+            lda: 208,
+            ldb: 304,
+            ldc: 304,
+        });
+        let f = family(&k);
+        assert_eq!(f.epilogue.bias, None);
+        assert!(f.epilogue.alpha && f.epilogue.beta && f.epilogue.output == Some(F16));
+        assert!(!f.grouped && f.probe == Probe::Full && f.fixed == k.fixed);
+        assert_eq!(
+            (f.config, f.scheme, f.a_layout, f.b_layout),
+            (k.config, k.scheme, k.a_layout, k.b_layout)
+        );
+    }
+
+    #[test]
+    fn each_tile_has_an_edge_and_every_answer_is_exact_in_its_type() {
+        for (ab, r) in [(F16, F32), (F16, F16), (Bf16, F32), (I8, I32), (U8, U32)] {
+            for (alpha, beta) in [(false, false), (true, true)] {
+                let mut k = key(ab, r, (Layout::ColMajor, Layout::RowMajor));
+                k.epilogue.alpha = alpha;
+                k.epilogue.beta = beta;
+                let answer = known_answer(&k, u64::MAX).unwrap();
+                let p = &answer.request.problem;
+                let g = k.scheme.geometry(&k.config);
+                assert!(p.m > g.bm as usize && p.m % g.bm as usize != 0, "{p:?}");
+                assert!(p.n > g.bn as usize && p.n % g.bn as usize != 0);
+                assert!(p.k > g.bk as usize && p.k % g.bk as usize != 0);
+                let limit = exact_limit(answer.c_type).unwrap();
+                assert_eq!(answer.expected.len(), p.m * p.n, "every element checked");
+                assert!(answer.expected.iter().all(|e| e.2.abs() <= limit));
+                assert!(
+                    answer.expected.iter().any(|e| e.2 != 0),
+                    "a product of zeros tests nothing"
+                );
+                if ab == U8 {
+                    assert!(answer.expected.iter().all(|e| e.2 >= 0));
+                }
+                // The exact answer is accepted, poisoned C and one wrong element are not.
+                assert_eq!(first_wrong(&answer, &c_bytes(&answer, &answer.expected)), None);
+                if !beta {
+                    assert!(first_wrong(&answer, &answer.bytes[2]).is_some(), "poisoned C passed");
+                }
+                let mut wrong = answer.expected.clone();
+                let (i, j, v) = *wrong.last().unwrap();
+                *wrong.last_mut().unwrap() = (i, j, v + 1);
+                let said = first_wrong(&answer, &c_bytes(&answer, &wrong)).expect("one element off");
+                assert!(said.starts_with(&format!("C[{i}][{j}]")), "{said}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_operands_hold_the_values_the_answer_was_computed_from() {
+        let k = key(F16, F32, (Layout::ColMajor, Layout::ColMajor));
+        let answer = known_answer(&k, u64::MAX).unwrap();
+        let p = answer.request.problem;
+        let a = |i: usize, l: usize| decode(F16, &answer.bytes[0][(l * p.lda + i) * 2..]) as i64;
+        let b = |l: usize, j: usize| decode(F16, &answer.bytes[1][(j * p.ldb + l) * 2..]) as i64;
+        for &(i, j, want) in &answer.expected {
+            let dot: i64 = (0..p.k).map(|l| a(i, l) * b(l, j)).sum();
+            assert_eq!(want, dot, "C[{i}][{j}]");
+        }
+    }
+
+    #[test]
+    fn the_accurate_split_done_first_is_tested_from_f32_operands() {
+        let mut k = key(F16, F32, (Layout::RowMajor, Layout::RowMajor));
+        k.loads = [Load::Planes; 2];
+        let answer = known_answer(&k, u64::MAX).unwrap();
+        assert!(answer.request.convert_first && answer.request.loads == [Load::Split; 2]);
+        assert_eq!((answer.request.problem.a_bytes, answer.request.problem.b_bytes), (4, 4));
+    }
+
+    #[test]
+    fn a_kernel_with_sizes_built_in_runs_at_its_own_sizes_and_is_checked_on_sampled_columns() {
+        let mut k = key(F16, F32, (Layout::ColMajor, Layout::RowMajor));
+        k.fixed = Some(FixedSizes {
+            n: 300,
+            k: 200,
+            lda: 136,
+            ldb: 304,
+            ldc: 304,
+        });
+        let answer = known_answer(&k, u64::MAX).unwrap();
+        let p = answer.request.problem;
+        assert!(answer.request.specialize);
+        assert_eq!((p.n, p.k, p.lda, p.ldb, p.ldc), (300, 200, 136, 304, 304));
+        let bm = k.scheme.geometry(&k.config).bm as usize;
+        assert_eq!(p.m, (bm + 3).min(136), "a column-major A holds lda rows");
+        let columns: std::collections::BTreeSet<usize> = answer.expected.iter().map(|e| e.1).collect();
+        assert!(
+            columns.contains(&0) && columns.contains(&299) && columns.len() < 40,
+            "{columns:?}"
+        );
+        assert_eq!(answer.expected.len(), p.m * columns.len(), "every row of each");
+        assert_eq!(answer.bytes[1].len(), 200 * 304 * 2);
+    }
+
+    #[test]
+    fn a_context_with_a_tiny_allocation_limit_gets_a_smaller_test() {
+        let k = key(F16, F32, (Layout::RowMajor, Layout::RowMajor));
+        let whole = known_answer(&k, u64::MAX).unwrap();
+        let small = known_answer(&k, 4096).unwrap();
+        assert!(small.bytes.iter().all(|b| b.len() <= 4096));
+        assert!(small.request.problem.m < whole.request.problem.m);
+        assert!(matches!(known_answer(&k, 8), Err(Error::TooLarge(_))));
+    }
+
+    #[test]
+    fn a_type_without_an_exact_answer_is_an_error() {
+        let k = key(F8E4M3, F32, (Layout::RowMajor, Layout::RowMajor));
+        assert!(matches!(known_answer(&k, u64::MAX), Err(Error::Unsupported(_))));
+    }
+}
