@@ -28,6 +28,7 @@ pub(crate) fn context_with(dev: &DeviceArgs, poison: bool) -> Result<Context> {
         autotune: dev.autotune.clone(),
         copy_queues: dev.copy_queues,
         matrix_units: !dev.no_matrix_units,
+        self_test: !dev.no_self_test,
         ..Default::default()
     };
     if let Some(d) = &dev.device {

@@ -48,6 +48,10 @@ pub struct DeviceArgs {
     /// and time that path on any device).
     #[arg(long)]
     pub no_matrix_units: bool,
+    /// Skip the driver self-test (the known-answer GEMM each cooperative-matrix kernel family
+    /// runs before its first use on a device and driver; `info` lists its verdicts).
+    #[arg(long)]
+    pub no_self_test: bool,
 }
 
 /// How the GEMMs run: the kernel path's options `gemm` and `bench` share.

@@ -14,6 +14,8 @@ pub struct InfoReport {
     pub selected: Option<usize>,
     /// The driver's device groups, as device indices.
     pub device_groups: Vec<Vec<usize>>,
+    /// What the driver self-test's file holds for each device (in `devices`' order).
+    pub self_tests: Vec<vk_sgmat::SelfTestReport>,
 }
 
 fn yes(b: bool) -> &'static str {
@@ -29,7 +31,7 @@ pub fn render_info(r: &InfoReport) -> String {
     if r.devices.is_empty() {
         s.push_str("no Vulkan devices found\n");
     }
-    for d in &r.devices {
+    for (i, d) in r.devices.iter().enumerate() {
         let mark = if r.selected == Some(d.index) {
             "  (selected)"
         } else {
@@ -87,7 +89,26 @@ pub fn render_info(r: &InfoReport) -> String {
         };
         list(&mut s, "configs, Dawn's rules", &d.configs.standard);
         list(&mut s, "extended configs (bf16, fp8)", &d.configs.extended);
-        let all: Vec<_> = d.configs.all().copied().collect();
+        let self_test = r.self_tests.get(i).cloned().unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  driver self-test: {} kernel families passed{}",
+            self_test.passed,
+            self_test
+                .file
+                .as_ref()
+                .map(|f| format!(" ({})", f.display()))
+                .unwrap_or_default()
+        );
+        for x in &self_test.dropped {
+            let _ = writeln!(s, "    dropped {}: {} computed {}", x.config, x.kernel, x.reason);
+        }
+        let all: Vec<_> = d
+            .configs
+            .all()
+            .filter(|c| !self_test.dropped.iter().any(|x| x.config == **c))
+            .copied()
+            .collect();
         let _ = writeln!(s, "  f32 x f32 -> f32: {}", vk_sgmat::plan::f32_paths(&all));
         let sixteen = d.features.shader_float16 && d.features.storage_buffer_16bit_access;
         for (pair, path) in vk_sgmat::plan::type_paths(&all, sixteen) {

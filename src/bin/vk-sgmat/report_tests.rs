@@ -293,6 +293,7 @@ fn info_renders_every_section() {
         devices: vec![lavapipe_info(false)],
         selected: Some(0),
         device_groups: vec![vec![0]],
+        self_tests: vec![],
     };
     let t = render_info(&r);
     for want in [
@@ -314,6 +315,7 @@ fn info_renders_every_section() {
         devices: vec![lavapipe_info(true)],
         selected: None,
         device_groups: vec![vec![0]],
+        self_tests: vec![],
     });
     assert!(
         bad.contains("[ ] computeFullSubgroups") && bad.contains("verdict: not usable: missing computeFullSubgroups"),
@@ -327,6 +329,7 @@ fn info_json_field_names_are_stable() {
         devices: vec![lavapipe_info(false)],
         selected: Some(0),
         device_groups: vec![vec![0]],
+        self_tests: vec![],
     };
     let v: serde_json::Value = serde_json::to_value(&r).unwrap();
     assert_eq!(v["selected"], 0);
@@ -368,6 +371,44 @@ fn info_text_and_json_names() {
         devices: vec![],
         selected: None,
         device_groups: vec![],
+        self_tests: vec![],
     });
     assert!(t.contains("no Vulkan devices"));
+}
+
+#[test]
+fn info_lists_the_self_tests_verdicts_and_routes_around_a_dropped_config() {
+    let d = lavapipe_info(false);
+    let f16 = *d
+        .configs
+        .all()
+        .find(|c| c.to_string() == "8x8x8 f16->f32")
+        .expect("lavapipe's f16 -> f32 config");
+    let report = |dropped: Vec<vk_sgmat::DroppedConfig>| InfoReport {
+        devices: vec![d.clone()],
+        selected: Some(0),
+        device_groups: vec![vec![0]],
+        self_tests: vec![vk_sgmat::SelfTestReport {
+            on: true,
+            file: Some("/cache/selftest".into()),
+            passed: 7,
+            dropped,
+        }],
+    };
+    let good = render_info(&report(vec![]));
+    assert!(
+        good.contains("driver self-test: 7 kernel families passed (/cache/selftest)"),
+        "{good}"
+    );
+    assert!(good.contains("f16 -> f32: matrix units (8x8x8 f16->f32)"), "{good}");
+    let bad = render_info(&report(vec![vk_sgmat::DroppedConfig {
+        config: f16,
+        kernel: "gemm_8x8x8_f16_f32_nn".into(),
+        reason: "C[0][0] = 0 where 3 is exact".into(),
+    }]));
+    assert!(
+        bad.contains("dropped 8x8x8 f16->f32: gemm_8x8x8_f16_f32_nn computed C[0][0] = 0 where 3 is exact"),
+        "{bad}"
+    );
+    assert!(bad.contains("f16 -> f32: without matrix units"), "{bad}");
 }

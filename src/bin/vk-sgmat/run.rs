@@ -365,10 +365,16 @@ fn info(json: bool) -> Result<bool> {
     rank_devices(&mut ranked);
     let selected = ranked.first().filter(|d| d.usable()).map(|d| d.index);
     let device_groups = instance.device_groups()?;
+    let cache = vk_sgmat::PipelineCacheFile::default();
+    let self_tests = devices
+        .iter()
+        .map(|d| vk_sgmat::SelfTestReport::stored(d, &cache))
+        .collect();
     let report = InfoReport {
         devices,
         selected,
         device_groups,
+        self_tests,
     };
     print_report(json, &report, report::render_info)?;
     Ok(true)
