@@ -146,8 +146,8 @@ pub struct ContextOptions {
     /// true.
     pub matrix_units: bool,
     /// Plan as a device with these smaller compute limits would (shared memory, invocations
-    /// per workgroup), each the smaller of the device's and these: a diagnostic that runs a
-    /// small GPU's plans on any device. Default: none.
+    /// per workgroup, each the smaller of the device's and these; 16-bit storage taken away): a
+    /// diagnostic that runs a small GPU's plans on any device. Default: none.
     pub compute_limits: Option<crate::device::ComputeLimits>,
     /// The driver self-test: before a cooperative-matrix configuration's kernel (each tile
     /// scheme, storage order and load of it) first runs on this device and driver, a small

@@ -118,15 +118,6 @@ impl Context {
         } else {
             loads
         };
-        if casts && !(features.shader_float16 && features.storage_buffer_16bit_access) {
-            return Err(Error::Unsupported(format!(
-                "{} x {} -> {tc} without matrix units stores 16-bit results, which needs shaderFloat16 and \
-                 storageBuffer16BitAccess; {} lacks them (an f32 C works)",
-                route.component,
-                route.component,
-                self.device.info().name
-            )));
-        }
         Ok((Route { component, loads }, config))
     }
 
@@ -292,6 +283,21 @@ impl Context {
         }
     }
 
+    /// Every kernel stores a 16-bit C as an array of 16-bit floats, converted from f32 sums:
+    /// that takes `storageBuffer16BitAccess` and `shaderFloat16`, which devices with f16
+    /// configs always have, and others may lack (whatever the operands' path).
+    fn check_result_type(&self, tc: ComponentType) -> Result<()> {
+        let features = &self.device.info().features;
+        if tc.size_bytes() != 2 || (features.shader_float16 && features.storage_buffer_16bit_access) {
+            return Ok(());
+        }
+        Err(Error::Unsupported(format!(
+            "a {tc} C is stored as 16-bit values, which needs shaderFloat16 and storageBuffer16BitAccess; {} lacks \
+             them (an f32 C works)",
+            self.device.info().name
+        )))
+    }
+
     /// [`Context::plan_fused`] without the self-test: plain data, nothing run.
     #[allow(clippy::too_many_arguments)]
     fn plan_pure(
@@ -305,6 +311,7 @@ impl Context {
         fused: Option<Epilogue>,
     ) -> Result<GemmPlan> {
         let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
+        self.check_result_type(tc)?;
         if c.layout == Layout::ColMajor {
             // A column-major C is a row-major C^T = B^T A^T over the same memory.
             let [sa, sb, sc] = batch.strides;

@@ -109,6 +109,34 @@ pub struct ComputeLimits {
     pub max_shared_memory: u32,
     /// Invocations per workgroup (and along its X side; small GPUs allow 256).
     pub max_workgroup_invocations: u32,
+    /// `false`: as a device without `storageBuffer16BitAccess` (some mobile and older GPUs):
+    /// the feature is not enabled, f16 configs are filtered out as Dawn's rule asks (f16
+    /// operands then take the kernels without matrix units, which read 16-bit values as 32-bit
+    /// words), and a 16-bit result is a typed error (an f32 one works).
+    pub storage_buffer_16bit_access: bool,
+}
+
+impl DeviceInfo {
+    /// This device as one with `to`'s tighter limits and features would be.
+    pub fn within(mut self, to: &ComputeLimits) -> Self {
+        self.limits = self.limits.within(to);
+        if !to.storage_buffer_16bit_access {
+            self.features.storage_buffer_16bit_access = false;
+            self.configs = crate::config::filter_configs(&self.raw_properties, self.features.filter_features());
+        }
+        self
+    }
+}
+
+impl DeviceFeatures {
+    /// What the config filter asks of these features.
+    pub fn filter_features(&self) -> crate::config::FilterFeatures {
+        crate::config::FilterFeatures {
+            shader_f16: self.shader_float16 && self.storage_buffer_16bit_access,
+            bf16_cooperative_matrix: self.shader_bfloat16_type && self.shader_bfloat16_cooperative_matrix,
+            fp8_cooperative_matrix: false,
+        }
+    }
 }
 
 impl DeviceLimits {

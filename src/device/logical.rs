@@ -92,7 +92,7 @@ impl Device {
     ) -> Result<Arc<Self>> {
         let (physical, mut info) = select(&instance, selector)?;
         if let Some(c) = compute {
-            info.limits = info.limits.within(c);
+            info = info.within(c);
         }
         Self::create(instance, physical, info, copy_queues)
     }

@@ -4,7 +4,7 @@
 use super::info::{evaluate_requirements, matrix_units_met, DeviceFeatures, DeviceInfo, DeviceKind, DeviceLimits};
 use super::nv_coopmat2;
 use super::Instance;
-use crate::config::{filter_configs, FilterFeatures, FilteredConfigs, RawMatrixProperty};
+use crate::config::{filter_configs, FilteredConfigs, RawMatrixProperty};
 use crate::error::{Error, Result};
 use ash::vk;
 use std::ffi::{c_char, c_void, CStr};
@@ -178,12 +178,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         max_memory_allocation_size: p11.max_memory_allocation_size,
         timestamp_period: l.timestamp_period,
     };
-    let filter = FilterFeatures {
-        shader_f16: features.shader_float16 && features.storage_buffer_16bit_access,
-        bf16_cooperative_matrix: features.shader_bfloat16_type && features.shader_bfloat16_cooperative_matrix,
-        fp8_cooperative_matrix: false,
-    };
-    let configs = filter_configs(&raw_properties, filter);
+    let configs = filter_configs(&raw_properties, features.filter_features());
     let driver_info = c_str(&p12.driver_info);
     let requirements = evaluate_requirements(
         &features,

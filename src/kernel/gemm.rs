@@ -271,9 +271,6 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
     let t_uvec4 = mb.t_uvec(4);
     let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(&cfg, Scope::Subgroup, (cfg.m, cfg.n, cfg.k));
     let t_res = mb.t_scalar(cfg.result_type);
-    if rs == 2 {
-        mb.need(Capability::StorageBuffer16BitAccess);
-    }
 
     // ---- interface --------------------------------------------------------------------------
     let v_local_index = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
@@ -290,6 +287,9 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
     } else {
         (t_res, rs)
     };
+    if os == 2 || rs == 2 {
+        mb.need(Capability::StorageBuffer16BitAccess);
+    }
     let v_c = mb.storage_buffer(t_out, os, 2, false);
     let v_scale = split.then(|| mb.storage_buffer(t_u32, 4, 3, true));
     let v_groups = group_table(mb, key.grouped);
