@@ -240,8 +240,14 @@ fn verdicts_are_kept_on_disk_and_a_damaged_file_is_rebuilt_on_matrix_units() {
     assert!(file.starts_with(&dir) && file.exists(), "{file:?}");
     drop(first);
 
-    // A second context knows them before it runs anything.
-    assert_eq!(open().self_test().passed, report.passed);
+    assert!(report.tested >= 1 && report.testing_time > std::time::Duration::ZERO, "{report:?}");
+
+    // A second context knows them before it runs anything, and tests nothing again.
+    let second = open();
+    assert_eq!(second.self_test().passed, report.passed);
+    gemm(&second);
+    assert_eq!(second.self_test().tested, 0, "{:?}", second.self_test());
+    drop(second);
 
     // A damaged file is ignored whole, then written again by the next test.
     let mut bytes = std::fs::read(&file).unwrap();

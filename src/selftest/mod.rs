@@ -17,6 +17,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// What the known-answer GEMM of one kernel family found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,6 +55,12 @@ pub struct SelfTestReport {
     pub passed: usize,
     /// Configurations dropped, with the kernel that failed and how.
     pub dropped: Vec<DroppedConfig>,
+    /// Known-answer GEMMs this context ran (the families it met without a verdict).
+    pub tested: usize,
+    /// The time they took (on pipelines the GEMMs that met them create anyway).
+    pub testing_time: Duration,
+    /// The time reading the verdict file took when the context was made.
+    pub load_time: Duration,
 }
 
 impl SelfTestReport {
@@ -69,6 +76,7 @@ pub(crate) struct SelfTest {
     on: bool,
     file: Option<PathBuf>,
     header: String,
+    load_time: Duration,
     state: Mutex<State>,
     /// Held while a known-answer GEMM runs, so two threads never test one family twice.
     running: Mutex<()>,
@@ -82,12 +90,15 @@ struct State {
     /// each plan makes, so a name is formatted once per family and process.
     by_key: FxHashMap<KernelKey, bool>,
     dropped: Vec<DroppedConfig>,
+    /// Known-answer GEMMs run by this context, and their time.
+    tested: (usize, Duration),
 }
 
 impl SelfTest {
     /// The verdicts for `device`: the file's where it is good (`None`: no file, or a
     /// diagnostic context that must neither trust nor write one).
     pub fn open(on: bool, file: Option<PathBuf>, device: &DeviceInfo) -> Self {
+        let start = Instant::now();
         let header = file::header(device);
         let by_name = file
             .as_deref()
@@ -106,6 +117,7 @@ impl SelfTest {
             on,
             file,
             header,
+            load_time: start.elapsed(),
             state: Mutex::new(state),
             running: Mutex::new(()),
         }
@@ -151,9 +163,16 @@ impl SelfTest {
 
     /// Records `family`'s verdict (dropping its configuration if it failed) and saves the
     /// file. A file that cannot be written costs the next process a test, nothing more.
-    pub fn record(&self, family: &KernelKey, offered: &[GPUSubgroupMatrixConfig], wrong: Option<String>) {
+    pub fn record(
+        &self,
+        family: &KernelKey,
+        offered: &[GPUSubgroupMatrixConfig],
+        (wrong, took): (Option<String>, Duration),
+    ) {
         let name = family.name();
         let mut state = self.state();
+        state.tested.0 += 1;
+        state.tested.1 += took;
         let verdict = match wrong {
             None => Verdict::Passed,
             Some(reason) => {
@@ -178,6 +197,9 @@ impl SelfTest {
             file: self.file.clone(),
             passed: state.by_name.values().filter(|v| **v == Verdict::Passed).count(),
             dropped: state.dropped.clone(),
+            tested: state.tested.0,
+            testing_time: state.tested.1,
+            load_time: self.load_time,
         }
     }
 }

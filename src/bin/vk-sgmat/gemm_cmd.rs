@@ -182,6 +182,11 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
         median_ms: median * 1e3,
         tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
         first_call_ms,
+        self_test: {
+            let st = ctx.self_test();
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            (st.tested, ms(st.testing_time), ms(st.load_time))
+        },
     })
 }
 

@@ -201,6 +201,9 @@ pub struct GemmReport {
     pub tflops: f64,
     /// Wall time of the first call, pipeline creation included.
     pub first_call_ms: f64,
+    /// The driver self-test in this process: known-answer GEMMs run, their time in ms, and the
+    /// time reading the kept verdicts took (in ms).
+    pub self_test: (usize, f64, f64),
 }
 
 /// " after N f32 operands converted first, M operands copied transposed", or nothing.
@@ -279,6 +282,12 @@ pub fn render_gemm(r: &GemmReport) -> String {
             s,
             "time: median {:.4} ms over {} runs (device-resident, submit to completion): {rate}; first call {:.1} ms",
             r.median_ms, r.runs, r.first_call_ms
+        );
+        let (tested, ms, read_ms) = r.self_test;
+        let _ = writeln!(
+            s,
+            "driver self-test: {tested} kernel famil{} tested in {ms:.2} ms; verdicts read in {read_ms:.3} ms",
+            if tested == 1 { "y" } else { "ies" }
         );
     }
     s

@@ -38,6 +38,7 @@ fn gemm_report_text() {
         median_ms: 0.5,
         tflops: 1.25,
         first_call_ms: 3.0,
+        self_test: (2, 1.5, 0.01),
         pieces: 1,
     };
     let t = render_gemm(&r);
@@ -45,6 +46,10 @@ fn gemm_report_text() {
     assert!(t.contains("all 5 rows"), "{t}");
     assert!(t.contains(": PASS"), "{t}");
     assert!(t.contains("1.25 TFLOP/s"), "{t}");
+    assert!(
+        t.contains("driver self-test: 2 kernel families tested in 1.50 ms; verdicts read in 0.010 ms"),
+        "{t}"
+    );
     assert!(
         t.contains("1 pass after 2 f32 operands converted first, 1 operand copied transposed"),
         "{t}"
@@ -393,6 +398,7 @@ fn info_lists_the_self_tests_verdicts_and_routes_around_a_dropped_config() {
             file: Some("/cache/selftest".into()),
             passed: 7,
             dropped,
+            ..Default::default()
         }],
     };
     let good = render_info(&report(vec![]));
