@@ -182,13 +182,14 @@ struct Filled {
 
 /// A `rows x cols` operand of `t` stored `layout` with leading dimension `ld`, values drawn in
 /// `lo..=hi` in storage order (each value's bytes made once: the operands of a kernel with sizes
-/// built in can be a weight's size).
+/// built in can be a weight's size), zero but where `(row + col) % sparse == 0`.
 fn fill(
     values: &mut Values,
     (rows, cols): (usize, usize),
     (layout, ld): (Layout, usize),
     t: ComponentType,
     (lo, hi): (i64, i64),
+    sparse: usize,
 ) -> Filled {
     let es = t.size_bytes() as usize;
     let encoded: Vec<Vec<u8>> = (lo..=hi)
@@ -205,11 +206,11 @@ fn fill(
     };
     for o in 0..outer {
         for i in 0..inner {
-            let v = values.next(lo, hi);
             let (r, c) = match layout {
                 Layout::RowMajor => (o, i),
                 Layout::ColMajor => (i, o),
             };
+            let v = if (r + c) % sparse == 0 { values.next(lo, hi) } else { 0 };
             out.values[r * cols + c] = v as i8;
             let at = (o * ld + i) * es;
             out.bytes[at..at + es].copy_from_slice(&encoded[(v - lo) as usize]);
@@ -242,13 +243,15 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
     exact_limit(ta)?;
     exact_limit(tb)?;
     let limit = exact_limit(tc)?;
-    let room = |v: i64| alpha.unwrap_or(1).abs() * k as i64 * v * v + beta.map_or(0, |b| 2 * b.abs());
-    let v = if room(2) <= limit { 2 } else { 1 };
-    if room(v) > limit {
-        return Err(Error::Unsupported(format!(
-            "the self-test's K = {k} leaves no exact answer in {tc}"
-        )));
-    }
+    // |C| <= |alpha| * terms * v^2 + |beta| * 2, with `terms` nonzero products per element.
+    let (scale, c_part) = (alpha.unwrap_or(1).abs(), beta.map_or(0, |b| 2 * b.abs()));
+    let room = |terms: i64, v: i64| scale * terms * v * v + c_part;
+    let v = if room(k as i64, 2) <= limit { 2 } else { 1 };
+    // Where even ones would pass C's exact range (an f16 C past K = 2048, a bf16 one past 256),
+    // A keeps one value in `sparse` along each row, on a diagonal pattern so that every K
+    // position still meets a nonzero in some row.
+    let terms = ((limit - c_part) / (scale * v * v)).max(1);
+    let sparse = (k as u64).div_ceil(terms as u64).max(1) as usize;
     let range = |v: i64| if unsigned { (0, v) } else { (-v, v) };
     let mut p = device_problem(
         (m, n, k),
@@ -263,9 +266,9 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
         (p.lda, p.ldb, p.ldc) = (lda, ldb, ldc);
     }
     let mut values = Values(0x9e37_79b9_7f4a_7c15);
-    let a = fill(&mut values, (m, k), (family.a_layout, p.lda), ta, range(v));
-    let b = fill(&mut values, (k, n), (family.b_layout, p.ldb), tb, range(v));
-    let mut c = fill(&mut values, (m, n), (Layout::RowMajor, p.ldc), tc, range(2));
+    let a = fill(&mut values, (m, k), (family.a_layout, p.lda), ta, range(v), sparse);
+    let b = fill(&mut values, (k, n), (family.b_layout, p.ldb), tb, range(v), 1);
+    let mut c = fill(&mut values, (m, n), (Layout::RowMajor, p.ldc), tc, range(2), 1);
     if beta.is_none() {
         // Every element must be written: a NaN (or an unlikely integer) shows one that is not.
         let poison = poison_pattern(tc).to_le_bytes();
@@ -466,6 +469,35 @@ mod tests {
         );
         assert_eq!(answer.expected.len(), p.m * columns.len(), "every row of each");
         assert_eq!(answer.bytes[1].len(), 200 * 304 * 2);
+    }
+
+    #[test]
+    fn a_long_k_into_a_16_bit_c_stays_exact_by_a_sparse_a() {
+        for (ab, r, output, k_len) in [(F16, F16, None, 4096), (Bf16, F32, Some(Bf16), 1000)] {
+            let mut k = key(ab, r, (Layout::RowMajor, Layout::ColMajor));
+            k.epilogue.beta = true;
+            k.epilogue.output = output;
+            k.fixed = Some(FixedSizes {
+                n: 40,
+                k: k_len,
+                lda: k_len,
+                ldb: k_len,
+                ldc: 40,
+            });
+            let answer = known_answer(&k, u64::MAX).unwrap();
+            let limit = exact_limit(answer.c_type).unwrap();
+            assert!(
+                answer.expected.iter().all(|e| e.2.abs() <= limit),
+                "{ab} -> {:?}",
+                answer.c_type
+            );
+            assert!(answer.expected.iter().any(|e| e.2.abs() > 2), "products reach C");
+            // Every K position meets a nonzero A value in some row.
+            let p = answer.request.problem;
+            let es = p.a_bytes;
+            let nonzero = |i: usize, l: usize| answer.bytes[0][(i * p.lda + l) * es..][..es].iter().any(|&b| b != 0);
+            assert!((0..p.k).all(|l| (0..p.m).any(|i| nonzero(i, l))));
+        }
     }
 
     #[test]

@@ -78,8 +78,6 @@ pub(crate) struct SelfTest {
     header: String,
     load_time: Duration,
     state: Mutex<State>,
-    /// Held while a known-answer GEMM runs, so two threads never test one family twice.
-    running: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -119,7 +117,6 @@ impl SelfTest {
             header,
             load_time: start.elapsed(),
             state: Mutex::new(state),
-            running: Mutex::new(()),
         }
     }
 
@@ -132,7 +129,7 @@ impl SelfTest {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether the configurations in `configs` the self-test dropped include `config`.
+    /// Whether the self-test dropped `config`.
     pub fn dropped(&self, config: &GPUSubgroupMatrixConfig) -> bool {
         self.state().dropped.iter().any(|d| d.config == *config)
     }
@@ -154,11 +151,6 @@ impl SelfTest {
     /// Records that `family` needs no test (its configuration is no driver's).
     pub fn exempt(&self, family: &KernelKey) {
         self.state().by_key.insert(*family, true);
-    }
-
-    /// Holds off other tests while one runs.
-    pub fn running(&self) -> MutexGuard<'_, ()> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Records `family`'s verdict (dropping its configuration if it failed) and saves the
