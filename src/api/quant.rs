@@ -13,7 +13,7 @@ use super::work::{Planned, Plans};
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, BufferKind};
-use crate::plan::{dequantized_first, gemv_on_blocks, Batch, Operand, Quantized, Window};
+use crate::plan::{dequantized_first, gemv_on_blocks, streams_blocks, Batch, Operand, Quantized, Window};
 use crate::quant::QuantType;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use half::f16;
@@ -232,9 +232,10 @@ impl Context {
             Operand::B
         };
         // Decode's shapes stream the blocks; the rest multiply a dense copy.
-        let plan = match gemv_on_blocks(&plan, which, &quantized, op.options.gemv_cols)? {
-            Some(gemv) => gemv,
-            None => dequantized_first(plan, which, &quantized, to, &self.limits)?,
+        let plan = if streams_blocks(&plan, which) {
+            gemv_on_blocks(plan, which, &quantized, op.options.gemv_cols)?
+        } else {
+            dequantized_first(plan, which, &quantized, to, &self.limits)?
         };
         let operands = plan.bind_order([pa, pb, pc]);
         Ok(Planned {

@@ -111,25 +111,26 @@ pub fn dequantized_first(
     Ok(gemm)
 }
 
-/// `plan` (planned on the dense view) as a matrix-vector plan reading W straight from the blocks
-/// of `q`, each unit dequantized in registers as it streams: where the plan is one and its W is
-/// `which` (not where the quantized operand is the short side). Bytes of blocks per row and the
-/// first block's byte go where the kernel's W leading dimension and offset in vectors would.
-/// `forced_cols`: the rows of W per workgroup the caller set (else [`blocks_cols`]'s choice).
-pub fn gemv_on_blocks(
-    plan: &GemmPlan,
-    which: Operand,
-    q: &Quantized,
-    forced_cols: Option<u32>,
-) -> Result<Option<GemmPlan>> {
-    let Some(key) = plan.gemv_kernel() else {
-        return Ok(None);
+/// Whether `plan` (planned on the dense view) can read W straight from the blocks
+/// ([`gemv_on_blocks`]): it is one matrix-vector dispatch whose W is `which` (not where the
+/// quantized operand is the short side).
+pub fn streams_blocks(plan: &GemmPlan, which: Operand) -> bool {
+    plan.gemv_kernel().is_some() && plan.dispatches.len() == 1 && plan.dispatches[0].bindings[1].0 == which
+}
+
+/// `plan` (planned on the dense view; [`streams_blocks`] holds) as a matrix-vector plan reading
+/// W straight from the blocks of `q`, each unit dequantized in registers as it streams. Bytes of
+/// blocks per row and the first block's byte go where the kernel's W leading dimension and
+/// offset in vectors would. `forced_cols`: the rows of W per workgroup the caller set (else
+/// [`blocks_cols`]'s choice).
+pub fn gemv_on_blocks(mut plan: GemmPlan, which: Operand, q: &Quantized, forced_cols: Option<u32>) -> Result<GemmPlan> {
+    let Some(key) = plan.gemv_kernel().filter(|_| streams_blocks(&plan, which)) else {
+        return Err(Error::InvalidOperand(format!(
+            "plan {} does not stream a quantized operand's blocks",
+            plan.kernel_name()
+        )));
     };
-    if plan.dispatches.len() != 1 || plan.dispatches[0].bindings[1].0 != which {
-        return Ok(None);
-    }
     let row_bytes = q.row_bytes()?;
-    let mut plan = plan.clone();
     let d = &mut plan.dispatches[0];
     let cols = forced_cols.unwrap_or_else(|| blocks_cols(key.elem, key.rows, key.cols));
     d.groups[0] = d.push.n.div_ceil(cols);
@@ -142,7 +143,7 @@ pub fn gemv_on_blocks(
     d.bindings[1] = (which, q.window);
     d.push.ldb_vec = row_bytes as u32;
     d.push.b_off_vec = q.window.start as u32;
-    Ok(Some(plan))
+    Ok(plan)
 }
 
 /// Rows of quantized W per workgroup of the matrix-vector kernel, where the dense kernel's
