@@ -240,7 +240,10 @@ fn verdicts_are_kept_on_disk_and_a_damaged_file_is_rebuilt_on_matrix_units() {
     assert!(file.starts_with(&dir) && file.exists(), "{file:?}");
     drop(first);
 
-    assert!(report.tested >= 1 && report.testing_time > std::time::Duration::ZERO, "{report:?}");
+    assert!(
+        report.tested >= 1 && report.testing_time > std::time::Duration::ZERO,
+        "{report:?}"
+    );
 
     // A second context knows them before it runs anything, and tests nothing again.
     let second = open();
