@@ -34,8 +34,10 @@ impl Context {
     /// Prepares `op` on these device operands ([`DeviceMatrix`](crate::DeviceMatrix),
     /// [`BufferMatrix`](crate::BufferMatrix), [`DeviceBatch`](crate::DeviceBatch); everything
     /// [`Stream::run`](crate::Stream::run) takes): checks and plans it, creates its pipelines
-    /// (compiling them where the pipeline cache lacks them: this is the step that takes time)
-    /// and uploads its epilogue's host vectors. Run it with [`Prepared::run`], record it with
+    /// (compiling them where the pipeline cache lacks them: this is the step that takes time),
+    /// runs the driver self-test's known-answer GEMM of each kernel family new to this device
+    /// and driver ([`ContextOptions::self_test`](crate::ContextOptions::self_test): a
+    /// submission of its own, on the context's queues) and uploads its epilogue's host vectors. Run it with [`Prepared::run`], record it with
     /// [`Prepared::record`], time it with `Prepared::time`.
     pub fn prepare<'a, 'b, 'c, TA: Element, TB: Element, TC: Element>(
         &self,
