@@ -240,8 +240,9 @@ impl Context {
         }
     }
 
-    /// Validates shapes, types and scalars; chooses config and scheme; plans. Pure: compiles
-    /// nothing and runs nothing (the recorders create the pipelines before they record).
+    /// Validates shapes, types and scalars; chooses config and scheme; plans. Compiles and runs
+    /// only the driver self-test's known-answer GEMM of a kernel family new to the device
+    /// ([`Context::plan_fused`]); the recorders create the plan's other pipelines.
     pub(crate) fn plan_placed(
         &self,
         a: Placed<'_>,
