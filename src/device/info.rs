@@ -122,7 +122,12 @@ impl DeviceInfo {
         self.limits = self.limits.within(to);
         if !to.storage_buffer_16bit_access {
             self.features.storage_buffer_16bit_access = false;
-            self.configs = crate::config::filter_configs(&self.raw_properties, self.features.filter_features());
+            // Filtered again only where matrix units were usable: a device whose requirements
+            // for them were unmet (lavapipe at subgroup 4 or 16) lists raw properties it cannot
+            // run, and its configs stay empty.
+            if self.has_matrix_units() {
+                self.configs = crate::config::filter_configs(&self.raw_properties, self.features.filter_features());
+            }
         }
         self
     }
@@ -450,6 +455,35 @@ mod tests {
             &configs(),
         );
         assert!(intel.iter().all(|r| r.met));
+    }
+
+    #[test]
+    fn without_16bit_storage_keeps_unusable_matrix_units_unused() {
+        let limits = ComputeLimits {
+            max_shared_memory: u32::MAX,
+            max_workgroup_invocations: u32::MAX,
+            storage_buffer_16bit_access: false,
+        };
+        let at = |sg| DeviceInfo {
+            features: all_features(),
+            raw_properties: lavapipe_list(),
+            configs: configs(),
+            requirements: evaluate_requirements(&all_features(), true, (13, "Mesa 26.1.6"), sg, &configs()),
+            ..test_device(DeviceLimits::default(), None)
+        };
+        // Usable matrix units lose their f16 configs and keep the others.
+        let d = at(8).within(&limits);
+        assert!(!d.features.storage_buffer_16bit_access);
+        assert!(d.configs.all().next().is_some());
+        assert!(d
+            .configs
+            .all()
+            .all(|c| c.component_type != crate::config::ComponentType::F16));
+        // Unusable ones (subgroup 16) had none and get none back from their raw properties.
+        let mut d = at(16);
+        d.configs = FilteredConfigs::default();
+        assert!(!d.has_matrix_units());
+        assert!(d.within(&limits).configs.all().next().is_none());
     }
 
     #[test]
