@@ -15,9 +15,10 @@ use half::f16;
 use std::path::PathBuf;
 use verify::Rng;
 use vk_sgmat::kernel::Load;
+use vk_sgmat::plan::Kernel;
 use vk_sgmat::{
-    Activation, Axis, ComponentType, Context, ContextOptions, Error, GPUSubgroupMatrixConfig, GemmOptions, Layout,
-    MatMut, MatRef, Matmul, PipelineCacheFile,
+    Activation, Axis, BatchRef, ComponentType, Context, ContextOptions, Error, GPUSubgroupMatrixConfig, GemmOptions,
+    Layout, MatMut, MatRef, Matmul, PipelineCacheFile,
 };
 
 const LAYOUTS: [(Layout, Layout); 4] = [
@@ -45,6 +46,18 @@ fn faulty(self_test: bool, cache: PipelineCacheFile) -> Context {
         ..Default::default()
     })
     .expect("a context")
+}
+
+/// A context of its own (no kept verdicts) on a device with matrix units, for `what`.
+fn healthy(what: &str) -> Context {
+    require_matrix_units(common::context(), what);
+    Context::with_options(ContextOptions {
+        validation: true,
+        poison_outputs: true,
+        pipeline_cache: PipelineCacheFile::Off,
+        ..Default::default()
+    })
+    .unwrap()
 }
 
 /// A directory of this test's own under the system's temporary one, empty.
@@ -178,6 +191,18 @@ fn every_kind_of_work_on_a_faulty_configuration_comes_out_right_on_matrix_units(
     let mut got = vec![0f32; m * n];
     ctx.download(&dc2, MatMut::new(&mut got, m, n)).unwrap();
     assert_eq!(got, exact(None, false), "prepared");
+    // Grouped (both groups' weights B): the grouped kernel fails its own test too.
+    let rows = [30, m - 30];
+    let weights = [b.clone(), b.clone()].concat();
+    let mut c = vec![f32::NAN; m * n];
+    ctx.run(
+        &Matmul::new().grouped(&rows),
+        MatRef::new(&a, m, k),
+        BatchRef::strided(MatRef::new(&weights, k, n), 2, k * n),
+        MatMut::new(&mut c, m, n),
+    )
+    .unwrap();
+    assert_eq!(c, exact(None, false), "grouped");
     // Sizes built into the kernel (workgroup scope, where the device has it): that pipeline is
     // tested at its own sizes.
     let options = GemmOptions {
@@ -190,16 +215,70 @@ fn every_kind_of_work_on_a_faulty_configuration_comes_out_right_on_matrix_units(
     assert_no_validation_messages(&ctx);
 }
 
+/// A fused and a grouped GEMM: each kernel's own pipeline runs its known-answer GEMM (whole
+/// epilogue, two groups), so the self-test compiles nothing the GEMMs do not need.
+#[test]
+fn fused_and_grouped_kernels_are_tested_on_their_own_pipelines_on_matrix_units() {
+    let ctx = healthy("the self-test of fused and grouped kernels");
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (rows, n, k) = ([30usize, 0, 41], 45, 100);
+    let m: usize = rows.iter().sum();
+    let a: Vec<f16> = common::ints(&mut rng, m * k);
+    let w: Vec<f16> = common::ints(&mut rng, rows.len() * k * n);
+    let bias: Vec<f32> = common::ints(&mut rng, rows.len() * n);
+    let da = ctx.upload(MatRef::new(&a, m, k)).unwrap();
+    let db = ctx.upload(MatRef::new(&w[..k * n], k, n)).unwrap();
+    let dw = ctx
+        .upload_batch(BatchRef::strided(MatRef::new(&w, k, n), rows.len(), k * n))
+        .unwrap();
+    let (mut dc, mut dg) = (ctx.zeros::<f32>(m, n).unwrap(), ctx.zeros::<f32>(m, n).unwrap());
+    let fused = Matmul::new().bias(Axis::Col, &bias[..n]).activation(Activation::Relu);
+    let grouped = Matmul::new().grouped(&rows).bias(Axis::Col, &bias);
+    let mut kernels = Vec::new();
+    {
+        let one = ctx.prepare(&fused, &da, &db, &mut dc).unwrap();
+        let all = ctx.prepare(&grouped, &da, &dw, &mut dg).unwrap();
+        for plan in one.plans().chain(all.plans()) {
+            kernels.extend(plan.kernels());
+        }
+        one.run().unwrap();
+        all.run().unwrap();
+    }
+    kernels.sort_by_key(|k| format!("{k:?}"));
+    kernels.dedup();
+    let gemms = kernels.iter().filter(|k| matches!(k, Kernel::Gemm(_))).count();
+    assert!(
+        kernels.iter().any(|k| matches!(k, Kernel::Gemm(key) if key.grouped)),
+        "{kernels:?}"
+    );
+    assert_eq!(ctx.self_test().tested, gemms, "{:?}", ctx.self_test());
+    assert_eq!(
+        ctx.pipeline_count(),
+        kernels.len(),
+        "a pipeline of the test's own: {kernels:?}"
+    );
+    // Both exact: integer operands, an integer bias, ReLU. The grouped GEMM's rows take
+    // group 0's weight and bias, then group 2's (group 1 is empty).
+    for (dev, grouped) in [(&dc, false), (&dg, true)] {
+        let mut got = vec![0f32; m * n];
+        ctx.download(dev, MatMut::new(&mut got, m, n)).unwrap();
+        for (ij, &x) in got.iter().enumerate() {
+            let (i, j) = (ij / n, ij % n);
+            let g = if grouped && i >= rows[0] { 2 } else { 0 };
+            let dot: f32 = (0..k)
+                .map(|l| a[i * k + l].to_f32() * w[g * k * n + l * n + j].to_f32())
+                .sum();
+            let v = dot + bias[g * n + j];
+            let want = if grouped { v } else { v.max(0.0) };
+            assert_eq!(x, want, "grouped {grouped}: C[{i}][{j}]");
+        }
+    }
+    assert_no_validation_messages(&ctx);
+}
+
 #[test]
 fn a_kernel_with_sizes_built_in_passes_at_its_own_sizes_on_matrix_units() {
-    require_matrix_units(common::context(), "the self-test of kernels with sizes built in");
-    let ctx = Context::with_options(ContextOptions {
-        validation: true,
-        poison_outputs: true,
-        pipeline_cache: PipelineCacheFile::Off,
-        ..Default::default()
-    })
-    .unwrap();
+    let ctx = healthy("the self-test of kernels with sizes built in");
     let options = GemmOptions {
         specialize: Some(true),
         ..Default::default()

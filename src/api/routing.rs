@@ -301,7 +301,7 @@ impl Context {
 
     /// [`Context::plan_fused`] without the self-test: plain data, nothing run.
     #[allow(clippy::too_many_arguments)]
-    fn plan_pure(
+    pub(crate) fn plan_pure(
         &self,
         a: Placed<'_>,
         b: Placed<'_>,

@@ -7,7 +7,7 @@ use super::context::Context;
 use super::operand::Placed;
 use crate::error::{Error, Result};
 use crate::kernel::Load;
-use crate::memory::BufferKind;
+use crate::memory::{Buffer, BufferKind};
 use crate::plan::{GemmPlan, Kernel};
 use crate::record::Access;
 use crate::selftest::known_answer::{family as family_of, first_wrong, known_answer, KnownAnswer};
@@ -50,7 +50,12 @@ impl Context {
                 continue;
             }
             let answer = known_answer(&family, self.limits.max_allocation)?;
-            let plan = GemmPlan::new(&answer.request, &self.limits)?;
+            let (rows, b_stride) = &answer.groups;
+            let mut plan = GemmPlan::new(&answer.request, &self.limits)?;
+            if !rows.is_empty() {
+                // None leaves the plan ungrouped, so the check below names the mismatch.
+                plan = plan.clone().grouped(rows, *b_stride, &self.limits).unwrap_or(plan);
+            }
             let runs_family = plan
                 .kernels()
                 .iter()
@@ -81,17 +86,34 @@ impl Context {
     /// and returns C's bytes.
     fn run_known_answer(&self, answer: &KnownAnswer, plan: &GemmPlan) -> Result<Vec<u8>> {
         let p = &plan.problem;
-        let sizes = answer.bytes.each_ref().map(|b| b.len() as u64);
-        let take = |size| self.pool.take(size, BufferKind::Storage).map(Arc::new);
-        let buffers = [take(sizes[0])?, take(sizes[1])?, take(sizes[2])?];
-        let down = Arc::new(self.pool.take(sizes[2], BufferKind::Readback)?);
+        // A, B, C, then the epilogue's vectors that are on, each in a buffer of its own.
+        let uploads: Vec<(Arc<Buffer>, &[u8])> = answer
+            .bytes
+            .iter()
+            .chain(answer.vectors.iter().flatten())
+            .map(|bytes| {
+                let size = (bytes.len() as u64).next_multiple_of(16);
+                Ok((Arc::new(self.pool.take(size, BufferKind::Storage)?), bytes.as_slice()))
+            })
+            .collect::<Result<_>>()?;
+        let raw = |i: usize| uploads[i].0.raw();
+        let mut vectors = [None; 4];
+        let mut next = 3;
+        for (slot, on) in vectors.iter_mut().zip(&answer.vectors) {
+            if on.is_some() {
+                *slot = Some(raw(next));
+                next += 1;
+            }
+        }
+        let c_size = answer.bytes[2].len() as u64;
+        let down = Arc::new(self.pool.take(c_size, BufferKind::Readback)?);
         let placed = |i: usize, (rows, cols), layout, ld| Placed {
             rows,
             cols,
             layout,
             ld,
             offset: 0,
-            raw: buffers[i].raw(),
+            raw: raw(i),
             owned: None,
         };
         let operands = [
@@ -99,18 +121,27 @@ impl Context {
             placed(1, (p.k, p.n), p.b_layout, p.ldb),
             placed(2, (p.m, p.n), Layout::RowMajor, p.ldc),
         ];
+        let touches: Vec<Touch<'_>> = uploads.iter().map(|(b, _)| Touch::unowned(b.raw())).collect();
         let mut stream = self.stream()?;
         let core = &mut *stream.core;
-        core.access(&[], &buffers.each_ref().map(|b| Touch::unowned(b.raw())))?;
-        for (buffer, bytes) in buffers.iter().zip(&answer.bytes) {
+        core.access(&[], &touches)?;
+        for (buffer, bytes) in &uploads {
             core.upload(buffer.raw(), 0, bytes.len() as u64, |out| out.copy_from_slice(bytes))?;
         }
-        self.enqueue_plan(core, plan, plan.bind_order(operands), answer.c_type)?;
-        core.access(&[Touch::unowned(buffers[2].raw())], &[])?;
+        self.pipelines.prepare(plan)?;
+        let reads: Vec<Touch<'_>> = touches
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 2)
+            .map(|(_, t)| *t)
+            .collect();
+        core.access(&reads, &[touches[2]])?;
+        self.record_fused(core, plan, plan.bind_order(operands), answer.c_type, vectors)?;
+        core.access(&[touches[2]], &[])?;
         let mut rec = core.recording()?;
-        rec.copy(buffers[2].raw(), down.raw(), sizes[2]);
+        rec.copy(raw(2), down.raw(), c_size);
         rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
-        for buffer in buffers {
+        for (buffer, _) in uploads {
             core.hold(buffer, true);
         }
         core.hold(down.clone(), true);

@@ -99,6 +99,33 @@ impl Activation {
             Activation::Silu => "silu",
         }
     }
+
+    /// The activation in f64, written as the kernels write it so that infinities and NaN take
+    /// the same IEEE path (`x * sigmoid(z)` as `x * (1 / (1 + exp(-z)))`): the reference the
+    /// tests and the driver self-test check the f32 kernels against.
+    pub fn reference(self, x: f64) -> f64 {
+        let times_sigmoid = |x: f64, z: f64| x * (1.0 / (1.0 + (-z).exp()));
+        match self {
+            Activation::None => x,
+            Activation::Relu => {
+                if x < 0.0 {
+                    0.0
+                } else {
+                    x
+                }
+            }
+            Activation::Gelu => {
+                let k0 = 2.0 * (2.0 / std::f64::consts::PI).sqrt();
+                times_sigmoid(x, x * (k0 + k0 * 0.044715 * x * x))
+            }
+            Activation::GeluErf => {
+                // Phi(-|x|) first, as the kernel: +inf gives inf * 1, -inf gives -inf * 0 = NaN.
+                let low = 0.5 * (1.0 - erf(x.abs() / std::f64::consts::SQRT_2));
+                x * if x < 0.0 { low } else { 1.0 - low }
+            }
+            Activation::Silu => times_sigmoid(x, x),
+        }
+    }
 }
 
 impl Epilogue {
@@ -203,6 +230,35 @@ impl Epilogue {
         }
         Ok(())
     }
+}
+
+/// `erf` in f64 (a Taylor series below 3, Laplace's continued fraction for erfc above): close to
+/// f64 precision, far beyond the f32 kernels it checks.
+fn erf(x: f64) -> f64 {
+    let ax = x.abs();
+    if ax.is_nan() {
+        return x;
+    }
+    let r = if ax < 3.0 {
+        let (mut term, mut sum) = (ax, ax);
+        for n in 1..200 {
+            term *= -ax * ax / n as f64;
+            let t = term / (2 * n + 1) as f64;
+            sum += t;
+            if t.abs() < 1e-17 * sum.abs() {
+                break;
+            }
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    } else {
+        // erfc(x) = exp(-x^2) / sqrt(pi) / (x + 1/2 / (x + 1 / (x + 3/2 / (x + ...)))).
+        let mut f = ax;
+        for n in (1..80).rev() {
+            f = ax + (n as f64 / 2.0) / f;
+        }
+        1.0 - (-ax * ax).exp() / std::f64::consts::PI.sqrt() / f
+    };
+    r.copysign(x)
 }
 
 /// GLSL.std.450 instruction numbers.

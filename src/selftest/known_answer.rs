@@ -1,35 +1,24 @@
 //! The known-answer GEMM of one kernel family: a small problem of small integers, one whole tile
 //! and a remainder along M, N and K (so every edge path runs), in the family's storage orders,
-//! loads and alpha/beta terms, whose exact answer every element type holds. Plain data, built
+//! loads and whole epilogue (alpha, beta, bias, dequantisation scales, activation, output cast)
+//! and, for a grouped kernel, two groups of rows with a weight each, whose exact answer every
+//! element type holds (a smooth activation's, within its f32 evaluation). Plain data, built
 //! without a device, so what the self-test runs is itself tested on any machine.
 
 use crate::api::poison_pattern;
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
-use crate::kernel::{Epilogue, KernelKey, Load, Probe};
+use crate::kernel::{Activation, Axis, KernelKey, Load, Probe};
 use crate::plan::{device_problem, PlanRequest, SplitK};
 use crate::tiling::Layout;
 
-/// The kernel a verdict covers: `key` without the terms the test cannot check exactly (the
-/// fused bias, activation and dequantisation), grouping and diagnostic probes. Alpha, beta and
-/// an output cast stay (they change the stores), and so do sizes built in: a kernel of its own
-/// the driver compiles differently, tested on its own pipeline rather than a twin compiled for
-/// the test (seconds on NVIDIA).
+/// The kernel a verdict covers: `key` as the GEMM runs it, whole epilogue, grouping and sizes
+/// built in included (each a kernel of its own the driver compiles differently), less diagnostic
+/// probes. So the test runs on the very pipeline the GEMM that met the family needs, and costs
+/// no compile of its own (seconds on NVIDIA).
 pub(crate) fn family(key: &KernelKey) -> KernelKey {
-    let mut epilogue = Epilogue {
-        alpha: key.epilogue.alpha,
-        beta: key.epilogue.beta,
-        output: key.epilogue.output,
-        ..Epilogue::default()
-    };
-    if epilogue.check(key.config.result_type).is_err() {
-        // Integer products are cast only once dequantised: the family is the plain store.
-        epilogue.output = None;
-    }
     KernelKey {
-        epilogue,
         probe: Probe::Full,
-        grouped: false,
         ..*key
     }
 }
@@ -40,11 +29,19 @@ pub(crate) fn family(key: &KernelKey) -> KernelKey {
 pub(crate) struct KnownAnswer {
     /// What to plan: the family's config, scheme, loads and epilogue.
     pub request: PlanRequest,
-    /// A, B and C's bytes as the device holds them (C poisoned where beta is off).
+    /// A, B and C's bytes as the device holds them (C poisoned where beta is off; B holds a
+    /// weight per group, `b_stride` elements apart).
     pub bytes: [Vec<u8>; 3],
+    /// The epilogue's vectors in binding order (bias, row scales, column scales), where on.
+    pub vectors: [Option<Vec<u8>>; 3],
+    /// A grouped kernel's rows per group (empty for one GEMM) and the elements from one
+    /// group's weight to the next.
+    pub groups: (Vec<usize>, usize),
     /// C's type.
     pub c_type: ComponentType,
-    /// C's exact values where checked: (row, column, value).
+    /// The activation applied to the exact values last.
+    pub activation: Activation,
+    /// C's exact values before the activation where checked: (row, column, value).
     pub expected: Vec<(usize, usize, i64)>,
 }
 
@@ -222,14 +219,14 @@ fn fill(
 /// The known-answer GEMM of `family` for `test`.
 fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
     let (m, n, k) = test.shape;
-    let config = family.config;
+    let (config, ep) = (family.config, family.epilogue);
     // The accurate split done first runs from f32 operands: its planes are the plan's own.
     let (loads, convert_first) = match family.loads {
         [Load::Planes, Load::Planes] => ([Load::Split; 2], true),
         loads => (loads, false),
     };
     let [ta, tb] = loads.map(|l| l.storage_type(config.component_type));
-    let tc = family.epilogue.output.unwrap_or(config.result_type);
+    let tc = ep.output.unwrap_or(config.result_type);
     let ct = config.component_type;
     let unsigned = !ct.is_float() && !ct.is_signed_int();
     // alpha and beta exact in every result type: a sign flip, or 2 where results are unsigned.
@@ -238,21 +235,33 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
         (true, false) => Some(-1i64),
         (true, true) => Some(2),
     };
-    let (alpha, beta) = (scalar(family.epilogue.alpha), scalar(family.epilogue.beta));
+    let (alpha, beta) = (scalar(ep.alpha), scalar(ep.beta));
     // Every input type holds -2..=2; the sums must be exact in C's.
     exact_limit(ta)?;
     exact_limit(tb)?;
     let limit = exact_limit(tc)?;
-    // |C| <= |alpha| * terms * v^2 + |beta| * 2, with `terms` nonzero products per element.
-    let (scale, c_part) = (alpha.unwrap_or(1).abs(), beta.map_or(0, |b| 2 * b.abs()));
-    let room = |terms: i64, v: i64| scale * terms * v * v + c_part;
+    // |C| <= |alpha| * |scales| * terms * v^2 + |beta| * 2 + |bias|, with `terms` nonzero
+    // products per element, dequantisation scales in {-1, 1, 2} (a product of two at most 4)
+    // and a bias in -2..=2: integers, exact in f32 and in C's type.
+    let scale = alpha.unwrap_or(1).abs() * if ep.dequant { 4 } else { 1 };
+    let extra = beta.map_or(0, |b| 2 * b.abs()) + if ep.bias.is_some() { 2 } else { 0 };
+    let room = |terms: i64, v: i64| scale * terms * v * v + extra;
     let v = if room(k as i64, 2) <= limit { 2 } else { 1 };
     // Where even ones would pass C's exact range (an f16 C past K = 2048, a bf16 one past 256),
     // A keeps one value in `sparse` along each row, on a diagonal pattern so that every K
     // position still meets a nonzero in some row.
-    let terms = ((limit - c_part) / (scale * v * v)).max(1);
+    let terms = ((limit - extra) / (scale * v * v)).max(1);
     let sparse = (k as u64).div_ceil(terms as u64).max(1) as usize;
     let range = |v: i64| if unsigned { (0, v) } else { (-v, v) };
+    // A grouped kernel runs two groups, the first ending inside a tile, so the second's first
+    // tile starts mid-tile and each tile stops at its group's end.
+    let groups: Vec<usize> = if family.grouped {
+        vec![m.div_ceil(2), m / 2]
+    } else {
+        Vec::new()
+    };
+    let weights = groups.len().max(1);
+    let group_of = |i: usize| usize::from(!groups.is_empty() && i >= groups[0]);
     let mut p = device_problem(
         (m, n, k),
         (family.a_layout, family.b_layout),
@@ -267,7 +276,10 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
     }
     let mut values = Values(0x9e37_79b9_7f4a_7c15);
     let a = fill(&mut values, (m, k), (family.a_layout, p.lda), ta, range(v), sparse);
-    let b = fill(&mut values, (k, n), (family.b_layout, p.ldb), tb, range(v), 1);
+    let b: Vec<Filled> = (0..weights)
+        .map(|_| fill(&mut values, (k, n), (family.b_layout, p.ldb), tb, range(v), 1))
+        .collect();
+    let b_stride = b[0].bytes.len() / tb.size_bytes() as usize;
     let mut c = fill(&mut values, (m, n), (Layout::RowMajor, p.ldc), tc, range(2), 1);
     if beta.is_none() {
         // Every element must be written: a NaN (or an unlikely integer) shows one that is not.
@@ -276,16 +288,48 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
             *x = poison[i % 4];
         }
     }
+    // Column vectors hold each group's N values, group after group; row vectors one per row.
+    let mut draw =
+        |len: usize, pick: &dyn Fn(i64) -> i64| -> Vec<i64> { (0..len).map(|_| pick(values.next(-2, 2))).collect() };
+    let along = |axis: Axis| if axis == Axis::Row { m } else { n * weights };
+    let bias = ep.bias.map(|(axis, t)| (axis, t, draw(along(axis), &|x| x)));
+    let to_scale = |x: i64| [-1, 1, 1, 2, 2][(x + 2) as usize];
+    let scales = ep
+        .dequant
+        .then(|| (draw(m, &to_scale), draw(along(Axis::Col), &to_scale)));
     let mut expected = Vec::with_capacity(m * test.columns.len());
     for &j in &test.columns {
-        let column: Vec<i64> = (0..k).map(|l| i64::from(b.values[l * n + j])).collect();
+        let columns: Vec<Vec<i64>> = b
+            .iter()
+            .map(|b| (0..k).map(|l| i64::from(b.values[l * n + j])).collect())
+            .collect();
         for i in 0..m {
+            let g = group_of(i);
             let row = &a.values[i * k..(i + 1) * k];
-            let dot: i64 = row.iter().zip(&column).map(|(&x, &y)| i64::from(x) * y).sum();
+            let dot: i64 = row.iter().zip(&columns[g]).map(|(&x, &y)| i64::from(x) * y).sum();
+            let s = scales.as_ref().map_or(1, |(r, c)| r[i] * c[g * n + j]);
             let c0 = i64::from(c.values[i * n + j]);
-            expected.push((i, j, alpha.unwrap_or(1) * dot + beta.map_or(0, |beta| beta * c0)));
+            let bias = bias
+                .as_ref()
+                .map_or(0, |(axis, _, v)| v[if *axis == Axis::Row { i } else { g * n + j }]);
+            let value = alpha.unwrap_or(1) * s * dot + beta.map_or(0, |beta| beta * c0) + bias;
+            expected.push((i, j, value));
         }
     }
+    let encoded = |t: ComponentType, v: &[i64]| -> Vec<u8> {
+        let es = t.size_bytes() as usize;
+        // Whole 32-bit words, as the kernel reads them.
+        let mut out = vec![0u8; (v.len() * es).next_multiple_of(4)];
+        for (x, at) in v.iter().zip(out.chunks_exact_mut(es)) {
+            encode(t, *x, at);
+        }
+        out
+    };
+    let vectors = [
+        bias.as_ref().map(|(_, t, v)| encoded(*t, v)),
+        scales.as_ref().map(|(r, _)| encoded(ComponentType::F32, r)),
+        scales.as_ref().map(|(_, c)| encoded(ComponentType::F32, c)),
+    ];
     let request = PlanRequest {
         problem: p,
         config,
@@ -294,31 +338,56 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
         alpha: alpha.unwrap_or(1) as f64,
         beta: beta.unwrap_or(0) as f64,
         split_k: SplitK::Slices(1),
-        epilogue: family.epilogue,
+        epilogue: ep,
         convert_first,
         relayout: [false; 2],
         specialize: test.lds.is_some(),
     };
     Ok(KnownAnswer {
         request,
-        bytes: [a.bytes, b.bytes, c.bytes],
+        bytes: [a.bytes, b.into_iter().flat_map(|b| b.bytes).collect(), c.bytes],
+        vectors,
+        groups: (groups, b_stride),
         c_type: tc,
+        activation: ep.activation,
         expected,
     })
 }
 
 /// The first element of `c` (C's bytes in device layout) that differs from the known answer, as
-/// a sentence; `None` where every element checked is exact.
+/// a sentence; `None` where every element checked is exact (within the f32 evaluation and C's
+/// rounding of a smooth activation, whose reference is f64).
 pub(crate) fn first_wrong(answer: &KnownAnswer, c: &[u8]) -> Option<String> {
     let p = &answer.request.problem;
     let es = p.c_bytes;
-    answer.expected.iter().find_map(|&(i, j, want)| {
+    let act = answer.activation;
+    let smooth = !matches!(act, Activation::None | Activation::Relu);
+    let rounding = match answer.c_type {
+        ComponentType::F16 => 2f64.powi(-10),
+        ComponentType::Bf16 => 2f64.powi(-7),
+        _ => 2f64.powi(-22),
+    };
+    answer.expected.iter().find_map(|&(i, j, value)| {
         let at = (i * p.ldc + j) * es;
         let got = decode(answer.c_type, &c[at..at + es]);
-        (got != want as f64).then(|| {
+        let want = act.reference(value as f64);
+        // 4e-6 covers f32's exp and erfc fit (as the tests' fused bound), per unit of input.
+        let bound = if smooth {
+            4e-6 * (1.0 + (value as f64).abs()) + rounding * want.abs()
+        } else {
+            0.0
+        };
+        // Compared this way round so that a NaN fails.
+        let close = (got - want).abs() <= bound;
+        (!close).then(|| {
             format!(
-                "C[{i}][{j}] = {got} where {want} is exact ({}x{}x{}, A {:?}, B {:?})",
-                p.m, p.n, p.k, p.a_layout, p.b_layout
+                "C[{i}][{j}] = {got} where {want} is {} ({}x{}x{}, A {:?}, B {:?})",
+                if smooth { "the answer" } else { "exact" },
+                p.m,
+                p.n,
+                p.k,
+                p.a_layout,
+                p.b_layout
             )
         })
     })
@@ -328,7 +397,7 @@ pub(crate) fn first_wrong(answer: &KnownAnswer, c: &[u8]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::config::ComponentType::*;
-    use crate::kernel::{Axis, FixedSizes};
+    use crate::kernel::{Epilogue, FixedSizes};
     use crate::tiling::test_support::{cfg, h200_limits};
     use crate::tiling::TileScheme;
 
@@ -359,31 +428,26 @@ mod tests {
     }
 
     #[test]
-    fn a_family_drops_what_the_test_cannot_check_and_keeps_what_changes_the_stores() {
+    fn a_family_is_the_kernel_as_it_runs_but_its_probe() {
         let mut k = key(F16, F32, (Layout::RowMajor, Layout::ColMajor));
         k.epilogue = Epilogue {
             alpha: true,
             beta: true,
             bias: Some((Axis::Col, F32)),
+            activation: Activation::Gelu,
             output: Some(F16),
             ..Epilogue::default()
         };
         k.grouped = true;
         k.probe = Probe::NoMma;
-        k.fixed = Some(FixedSizes {
-            n: 300,
-            k: 200,
-            lda: 208,
-            ldb: 304,
-            ldc: 304,
-        });
         let f = family(&k);
-        assert_eq!(f.epilogue.bias, None);
-        assert!(f.epilogue.alpha && f.epilogue.beta && f.epilogue.output == Some(F16));
-        assert!(!f.grouped && f.probe == Probe::Full && f.fixed == k.fixed);
+        assert_eq!(f.probe, Probe::Full);
         assert_eq!(
-            (f.config, f.scheme, f.a_layout, f.b_layout),
-            (k.config, k.scheme, k.a_layout, k.b_layout)
+            KernelKey {
+                probe: Probe::NoMma,
+                ..f
+            },
+            k
         );
     }
 
@@ -420,6 +484,119 @@ mod tests {
                 *wrong.last_mut().unwrap() = (i, j, v + 1);
                 let said = first_wrong(&answer, &c_bytes(&answer, &wrong)).expect("one element off");
                 assert!(said.starts_with(&format!("C[{i}][{j}]")), "{said}");
+            }
+        }
+    }
+
+    /// C's values before the activation, recomputed from the bytes the device gets: A, each
+    /// group's weight, old C and the epilogue's vectors, decoded.
+    fn recomputed(answer: &KnownAnswer, ab: ComponentType) -> Vec<i64> {
+        let p = answer.request.problem;
+        let r = &answer.request;
+        let (rows, b_stride) = &answer.groups;
+        let at = |bytes: &[u8], t: ComponentType, i: usize| {
+            let es = t.size_bytes() as usize;
+            match t {
+                I8 => f64::from(bytes[i] as i8),
+                U8 => f64::from(bytes[i]),
+                t => decode(t, &bytes[i * es..]),
+            }
+        };
+        let index = |layout, (i, j): (usize, usize), ld: usize| match layout {
+            Layout::RowMajor => i * ld + j,
+            Layout::ColMajor => j * ld + i,
+        };
+        let vector = |v: usize, t, i| answer.vectors[v].as_ref().map(|bytes| at(bytes, t, i));
+        let bias_type = r.epilogue.bias.map_or(F32, |(_, t)| t);
+        answer
+            .expected
+            .iter()
+            .map(|&(i, j, _)| {
+                let g = usize::from(!rows.is_empty() && i >= rows[0]);
+                let dot: f64 = (0..p.k)
+                    .map(|l| {
+                        let a = at(&answer.bytes[0], ab, index(p.a_layout, (i, l), p.lda));
+                        let b = at(&answer.bytes[1], ab, g * b_stride + index(p.b_layout, (l, j), p.ldb));
+                        a * b
+                    })
+                    .sum();
+                let s = vector(1, F32, i).unwrap_or(1.0) * vector(2, F32, g * p.n + j).unwrap_or(1.0);
+                let c0 = at(&answer.bytes[2], answer.c_type, i * p.ldc + j);
+                let along = match r.epilogue.bias {
+                    Some((Axis::Row, _)) => i,
+                    _ => g * p.n + j,
+                };
+                let v = r.alpha * s * dot + r.beta * c0 + vector(0, bias_type, along).unwrap_or(0.0);
+                v as i64
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fused_and_grouped_answers_are_exact_and_what_the_device_gets() {
+        let fused = |ab, r, bias, activation, dequant, output| {
+            let mut k = key(ab, r, (Layout::RowMajor, Layout::ColMajor));
+            k.epilogue = Epilogue {
+                alpha: true,
+                beta: true,
+                bias,
+                activation,
+                dequant,
+                output,
+            };
+            k
+        };
+        let cases = [
+            fused(F16, F32, Some((Axis::Col, F16)), Activation::Gelu, false, Some(F16)),
+            fused(Bf16, F32, Some((Axis::Row, Bf16)), Activation::Relu, false, Some(Bf16)),
+            fused(I8, I32, Some((Axis::Col, F32)), Activation::Silu, true, Some(F32)),
+            fused(U8, U32, None, Activation::GeluErf, true, Some(F16)),
+        ];
+        for (n, base) in cases.into_iter().enumerate() {
+            for grouped in [false, true] {
+                let k = KernelKey { grouped, ..base };
+                let answer = known_answer(&k, u64::MAX).unwrap();
+                let case = format!("case {n}, grouped {grouped}");
+                let (rows, b_stride) = &answer.groups;
+                let p = answer.request.problem;
+                if grouped {
+                    assert_eq!(rows.iter().sum::<usize>(), p.m, "{case}");
+                    assert!(rows[0] % k.scheme.geometry(&k.config).bm as usize != 0, "{case}");
+                    assert_eq!(answer.bytes[1].len(), 2 * b_stride * p.b_bytes, "{case}");
+                } else {
+                    assert!(rows.is_empty());
+                }
+                let limit = exact_limit(answer.c_type).unwrap();
+                assert!(answer.expected.iter().all(|e| e.2.abs() <= limit), "{case}");
+                let want: Vec<i64> = answer.expected.iter().map(|e| e.2).collect();
+                assert_eq!(recomputed(&answer, k.config.component_type), want, "{case}");
+                // Every element of both groups differs from a product with the other's weight
+                // somewhere: the weights are not the same.
+                if grouped {
+                    let (w0, w1) = answer.bytes[1].split_at(b_stride * p.b_bytes);
+                    assert_ne!(w0, w1, "{case}");
+                }
+                // The activated answer passes; one element a unit off before it does not.
+                let activated = |v: i64| {
+                    let mut b = [0u8; 4];
+                    let x = k.epilogue.activation.reference(v as f64);
+                    match answer.c_type {
+                        F16 => b[..2].copy_from_slice(&half::f16::from_f64(x).to_le_bytes()),
+                        Bf16 => b[..2].copy_from_slice(&half::bf16::from_f64(x).to_le_bytes()),
+                        _ => b.copy_from_slice(&(x as f32).to_le_bytes()),
+                    }
+                    b
+                };
+                let es = p.c_bytes;
+                let mut c = vec![0u8; p.m * p.ldc * es];
+                for &(i, j, v) in &answer.expected {
+                    c[(i * p.ldc + j) * es..][..es].copy_from_slice(&activated(v)[..es]);
+                }
+                assert_eq!(first_wrong(&answer, &c), None, "{case}");
+                let &(i, j, v) = answer.expected.iter().max_by_key(|e| e.2).unwrap();
+                c[(i * p.ldc + j) * es..][..es].copy_from_slice(&activated(v + 1)[..es]);
+                let said = first_wrong(&answer, &c).expect("one element off");
+                assert!(said.starts_with(&format!("C[{i}][{j}]")), "{case}: {said}");
             }
         }
     }

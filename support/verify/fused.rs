@@ -27,61 +27,6 @@ pub struct FusedRef {
     pub scales: Option<(Vec<f64>, Vec<f64>)>,
 }
 
-/// `erf` in f64 (a Taylor series below 3, Laplace's continued fraction for erfc above): close to
-/// f64 precision, far beyond the f32 kernels it checks.
-pub fn erf(x: f64) -> f64 {
-    let ax = x.abs();
-    if ax.is_nan() {
-        return x;
-    }
-    let r = if ax < 3.0 {
-        let (mut term, mut sum) = (ax, ax);
-        for n in 1..200 {
-            term *= -ax * ax / n as f64;
-            let t = term / (2 * n + 1) as f64;
-            sum += t;
-            if t.abs() < 1e-17 * sum.abs() {
-                break;
-            }
-        }
-        sum * 2.0 / std::f64::consts::PI.sqrt()
-    } else {
-        // erfc(x) = exp(-x^2) / sqrt(pi) / (x + 1/2 / (x + 1 / (x + 3/2 / (x + ...)))).
-        let mut f = ax;
-        for n in (1..80).rev() {
-            f = ax + (n as f64 / 2.0) / f;
-        }
-        1.0 - (-ax * ax).exp() / std::f64::consts::PI.sqrt() / f
-    };
-    r.copysign(x)
-}
-
-/// The activation in f64, written as the kernels write it so that infinities and NaN take the
-/// same IEEE path (`x * sigmoid(z)` as `x * (1 / (1 + exp(-z)))`).
-pub fn activate(a: Activation, x: f64) -> f64 {
-    let times_sigmoid = |x: f64, z: f64| x * (1.0 / (1.0 + (-z).exp()));
-    match a {
-        Activation::None => x,
-        Activation::Relu => {
-            if x < 0.0 {
-                0.0
-            } else {
-                x
-            }
-        }
-        Activation::Gelu => {
-            let k0 = 2.0 * (2.0 / std::f64::consts::PI).sqrt();
-            times_sigmoid(x, x * (k0 + k0 * 0.044715 * x * x))
-        }
-        Activation::GeluErf => {
-            // Phi(-|x|) first, as the kernel: +inf gives inf * 1, -inf gives -inf * 0 = NaN.
-            let low = 0.5 * (1.0 - erf(x.abs() / std::f64::consts::SQRT_2));
-            x * if x < 0.0 { low } else { 1.0 - low }
-        }
-        Activation::Silu => times_sigmoid(x, x),
-    }
-}
-
 impl FusedRef {
     /// Element (i, j)'s (value, magnitude) from the plain product's `dot` and `mag` (alpha 1,
     /// beta 0) and C's old value.
@@ -98,7 +43,7 @@ impl FusedRef {
             v += x;
             m += x.abs();
         }
-        (activate(self.activation, v), m)
+        (self.activation.reference(v), m)
     }
 }
 
