@@ -336,9 +336,10 @@ fn preferred(
         .collect()
 }
 
-/// A measured choice for grids of under one wave of the 128x128 tile: f16 or bf16 operands,
+/// A measured choice for grids of up to two waves of the 128x128 tile: f16 or bf16 operands,
 /// f32 results, `nt` (weights `N x K`), K long enough for split-K to pay. The default heuristic
-/// took a subgroup-scope split-K kernel or one 64x64 tile per workgroup there.
+/// took a subgroup-scope split-K kernel, or the 64x64 tile (whose grid fills the GPU by its
+/// subgroup count where the 128x128 one's does not), there.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct MidGrid {
     /// The workgroup-scope scheme, by name.
@@ -347,28 +348,50 @@ pub struct MidGrid {
     pub splits: u32,
 }
 
-/// Below this many 128x128 tiles of C, the 64x64 tile; from it up to [`MID_GRID_TILES`], the
-/// 128x128 tile; each in two K slices (H200, f16 -> f32 `nt`, docs/perf/h200-29-8.txt, as
+/// Below this many 128x128 tiles of C, the 64x64 tile, in two K slices where its own tiles are
+/// under a wave ([`MID_GRID_TILES`]) and unsplit from there; from it up to [`MID_GRID_TILES`],
+/// the 128x128 tile in two K slices (H200, f16 -> f32 `nt`, docs/perf/h200-29-8.txt, as
 /// streams: 128x4096x4096 84.8 -> 37.3 us, 128x4096x11008 219.9 -> 85.7, 128x12288x4096 122.0
 /// -> 88.0, 512x4096x4096 100.1 -> 84.4, 512x4096x11008 266.8 -> 198.0; four slices were
-/// within 10% or slower in each).
+/// within 10% or slower in each). Llama-3-8B's QKV at 128 tokens, 128x6144x4096, has 192 tiles
+/// of 64x64, over a wave: 59.6 us unsplit against 69.9 in two slices (H100,
+/// docs/perf/h100-34-4.txt).
 pub const SMALL_GRID_TILES: usize = 64;
-/// From this many 128x128 tiles of C on (about one wave of an H200's 132 SMs), the default.
+/// About one wave of an H200's or H100's 132 SMs, in tiles.
 pub const MID_GRID_TILES: usize = 132;
-/// K from which the choice holds (measured at 4096 and 11008).
+/// From [`MID_GRID_TILES`] up to this many 128x128 tiles (one to two waves), with at least
+/// [`WIDE_GRID_MIN_ROWS`] rows, the 128x128 tile unsplit: the default took the 64x64 tile there
+/// (H100, docs/perf/h100-34-4.txt, as streams: 128x22016x4096 182.8 -> 148.4 us,
+/// 128x28672x4096 240.3 -> 165.5, 512x6144x4096 154.3 -> 138.7; two or three K slices were
+/// slower). From here on the 128x128 tile's own grid fills the GPU by the default's rule.
+pub const WIDE_GRID_TILES: usize = 256;
+/// The fewest rows [`WIDE_GRID_TILES`]' choice was measured at (128 tokens); fewer rows waste
+/// most of a 128-row tile.
+pub const WIDE_GRID_MIN_ROWS: usize = 128;
+/// K from which the choice holds (measured at 4096 to 14336).
 pub const MID_GRID_MIN_K: usize = 2048;
 /// The schemes [`mid_grid_choice`] names: the 64x64 tile, then the 128x128 one.
 pub const MID_GRID_SCHEMES: [&str; 2] = ["wg_t128_fr4x4_k64_u2_ct", "wg_t128_fr8x8_k32_u8_a0_g8_ct"];
 
-/// The choice for an `m x n x k` GEMM whose grid of 128x128 tiles is under one wave, if any.
+/// The choice for an `m x n x k` GEMM whose grid of 128x128 tiles is under two waves, if any.
 pub fn mid_grid_choice((m, n, k): (usize, usize, usize)) -> Option<MidGrid> {
     let tiles = m.div_ceil(128) * n.div_ceil(128);
-    if k < MID_GRID_MIN_K || tiles >= MID_GRID_TILES || m <= 16 {
+    if k < MID_GRID_MIN_K || m <= 16 {
         return None;
     }
+    let (scheme, splits) = if tiles < SMALL_GRID_TILES {
+        let small_tiles = m.div_ceil(64) * n.div_ceil(64);
+        (0, if small_tiles < MID_GRID_TILES { 2 } else { 1 })
+    } else if tiles < MID_GRID_TILES {
+        (1, 2)
+    } else if tiles < WIDE_GRID_TILES && m >= WIDE_GRID_MIN_ROWS {
+        (1, 1)
+    } else {
+        return None;
+    };
     Some(MidGrid {
-        scheme: MID_GRID_SCHEMES[usize::from(tiles >= SMALL_GRID_TILES)],
-        splits: 2,
+        scheme: MID_GRID_SCHEMES[scheme],
+        splits,
     })
 }
 
@@ -377,13 +400,35 @@ mod mid_grid_tests {
     use super::*;
 
     #[test]
-    fn grids_under_a_wave_on_long_k_take_the_measured_tile_and_two_slices() {
+    fn grids_under_two_waves_on_long_k_take_the_measured_tile_and_split() {
         let small = mid_grid_choice((128, 4096, 4096)).unwrap();
         assert_eq!((small.scheme, small.splits), ("wg_t128_fr4x4_k64_u2_ct", 2));
         let mid = mid_grid_choice((512, 4096, 11008)).unwrap();
         assert_eq!((mid.scheme, mid.splits), ("wg_t128_fr8x8_k32_u8_a0_g8_ct", 2));
         assert_eq!(mid_grid_choice((128, 12288, 4096)), Some(mid));
-        assert_eq!(mid_grid_choice((512, 22016, 4096)), None, "a wave or more: the default");
+        assert_eq!(
+            mid_grid_choice((512, 22016, 4096)),
+            None,
+            "two waves or more: the default"
+        );
+        // 64x64 tiles that fill a wave alone run unsplit.
+        let filled = mid_grid_choice((128, 6144, 4096)).unwrap();
+        assert_eq!((filled.scheme, filled.splits), ("wg_t128_fr4x4_k64_u2_ct", 1));
+        // One to two waves of the 128x128 tile: that tile, unsplit, from 128 rows.
+        for shape in [(128, 22016, 4096), (128, 28672, 4096), (512, 6144, 4096)] {
+            let wide = mid_grid_choice(shape).unwrap();
+            assert_eq!(
+                (wide.scheme, wide.splits),
+                ("wg_t128_fr8x8_k32_u8_a0_g8_ct", 1),
+                "{shape:?}"
+            );
+        }
+        assert_eq!(mid_grid_choice((64, 22016, 4096)), None, "fewer rows: not measured");
+        assert_eq!(
+            mid_grid_choice((1024, 8192, 4096)),
+            None,
+            "256 tiles fill the GPU by the default's rule"
+        );
         assert_eq!(mid_grid_choice((2048, 4096, 4096)), None);
         assert_eq!(mid_grid_choice((128, 4096, 1024)), None, "short K");
         assert_eq!(mid_grid_choice((8, 4096, 4096)), None, "decode's rows");
