@@ -348,15 +348,18 @@ pub struct MidGrid {
     pub splits: u32,
 }
 
-/// Below this many 128x128 tiles of C, the 64x64 tile, in two K slices where its own tiles are
-/// under a wave ([`MID_GRID_TILES`]) and unsplit from there; from it up to [`MID_GRID_TILES`],
-/// the 128x128 tile in two K slices (H200, f16 -> f32 `nt`, docs/perf/h200-29-8.txt, as
-/// streams: 128x4096x4096 84.8 -> 37.3 us, 128x4096x11008 219.9 -> 85.7, 128x12288x4096 122.0
-/// -> 88.0, 512x4096x4096 100.1 -> 84.4, 512x4096x11008 266.8 -> 198.0; four slices were
-/// within 10% or slower in each). Llama-3-8B's QKV at 128 tokens, 128x6144x4096, has 192 tiles
-/// of 64x64, over a wave: 59.6 us unsplit against 69.9 in two slices (H100,
-/// docs/perf/h100-34-4.txt).
+/// Below this many 128x128 tiles of C, the 64x64 tile in two K slices; from it up to
+/// [`MID_GRID_TILES`], the 128x128 tile in two K slices (H200, f16 -> f32 `nt`,
+/// docs/perf/h200-29-8.txt, as streams: 128x4096x4096 84.8 -> 37.3 us, 128x4096x11008 219.9
+/// -> 85.7, 128x12288x4096 122.0 -> 88.0, 512x4096x4096 100.1 -> 84.4, 512x4096x11008 266.8 ->
+/// 198.0; four slices were within 10% or slower in each). From [`WIDE_GRID_MIN_ROWS`] rows,
+/// below this many tiles, the 128x128 tile in more slices where they pay: eight from
+/// [`EIGHT_SLICES_MIN_K`], four where the 64x64 tiles would fill a wave alone (H100, as streams,
+/// docs/perf/h100-34-6.txt: 128x4096x11008 87.1 -> 79.0 us, 128x4096x14336 110.0 -> 97.2,
+/// 128x6144x4096 63.1 -> 54.1; 128x4096x4096 stays, 39.4 against 40.6 in eight).
 pub const SMALL_GRID_TILES: usize = 64;
+/// K from which small grids of at least [`WIDE_GRID_MIN_ROWS`] rows take eight K slices.
+pub const EIGHT_SLICES_MIN_K: usize = 8192;
 /// About one wave of an H200's or H100's 132 SMs, in tiles.
 pub const MID_GRID_TILES: usize = 132;
 /// From [`MID_GRID_TILES`] up to this many 128x128 tiles (one to two waves), with at least
@@ -379,9 +382,17 @@ pub fn mid_grid_choice((m, n, k): (usize, usize, usize)) -> Option<MidGrid> {
     if k < MID_GRID_MIN_K || m <= 16 {
         return None;
     }
+    let small_tiles = m.div_ceil(64) * n.div_ceil(64);
     let (scheme, splits) = if tiles < SMALL_GRID_TILES {
-        let small_tiles = m.div_ceil(64) * n.div_ceil(64);
-        (0, if small_tiles < MID_GRID_TILES { 2 } else { 1 })
+        if m < WIDE_GRID_MIN_ROWS {
+            (0, 2)
+        } else if k >= EIGHT_SLICES_MIN_K {
+            (1, 8)
+        } else if small_tiles >= MID_GRID_TILES {
+            (1, 4)
+        } else {
+            (0, 2)
+        }
     } else if tiles < MID_GRID_TILES {
         (1, 2)
     } else if tiles < WIDE_GRID_TILES && m >= WIDE_GRID_MIN_ROWS {
@@ -411,9 +422,14 @@ mod mid_grid_tests {
             None,
             "two waves or more: the default"
         );
-        // 64x64 tiles that fill a wave alone run unsplit.
+        // Small grids from 128 rows: eight slices of the 128x128 tile on a long K, four where
+        // 64x64 tiles would fill a wave alone.
+        let long = mid_grid_choice((128, 4096, 14336)).unwrap();
+        assert_eq!((long.scheme, long.splits), ("wg_t128_fr8x8_k32_u8_a0_g8_ct", 8));
         let filled = mid_grid_choice((128, 6144, 4096)).unwrap();
-        assert_eq!((filled.scheme, filled.splits), ("wg_t128_fr4x4_k64_u2_ct", 1));
+        assert_eq!((filled.scheme, filled.splits), ("wg_t128_fr8x8_k32_u8_a0_g8_ct", 4));
+        let fewer_rows = mid_grid_choice((64, 4096, 14336)).unwrap();
+        assert_eq!((fewer_rows.scheme, fewer_rows.splits), ("wg_t128_fr4x4_k64_u2_ct", 2));
         // One to two waves of the 128x128 tile: that tile, unsplit, from 128 rows.
         for shape in [(128, 22016, 4096), (128, 28672, 4096), (512, 6144, 4096)] {
             let wide = mid_grid_choice(shape).unwrap();
