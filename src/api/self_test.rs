@@ -32,8 +32,10 @@ impl Context {
         if !self.verdicts.on() {
             return Ok(true);
         }
-        for kernel in plan.kernels() {
-            let Kernel::Gemm(key) = kernel else { continue };
+        // The dispatches, not `plan.kernels()`: no list built per GEMM, and a kernel met twice
+        // finds its verdict the second time.
+        for dispatch in &plan.dispatches {
+            let Kernel::Gemm(key) = dispatch.kernel else { continue };
             let family = family_of(&key);
             // Two threads meeting one untested family both test it (the same verdict twice):
             // a lock here would make them compile one after another.

@@ -8,7 +8,7 @@
 use crate::api::poison_pattern;
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
-use crate::kernel::{Activation, Axis, KernelKey, Load, Probe};
+use crate::kernel::{Activation, Axis, Epilogue, KernelKey, Load, Probe};
 use crate::plan::{device_problem, PlanRequest, SplitK};
 use crate::tiling::Layout;
 
@@ -216,6 +216,113 @@ fn fill(
     out
 }
 
+/// The integers a known answer is made of: alpha and beta (`None`: off), operand values in
+/// `-v..=v` (`0..=v` unsigned) and A's sparsity, so that every value of C is exact in its type.
+struct Scale {
+    alpha: Option<i64>,
+    beta: Option<i64>,
+    v: i64,
+    sparse: usize,
+    unsigned: bool,
+}
+
+impl Scale {
+    /// The scale of `family`'s test along `k`, whose sums are stored as `tc`.
+    fn of(family: &KernelKey, [ta, tb, tc]: [ComponentType; 3], k: usize) -> Result<Self> {
+        let ep = family.epilogue;
+        let ct = family.config.component_type;
+        let unsigned = !ct.is_float() && !ct.is_signed_int();
+        // alpha and beta exact in every result type: a sign flip, or 2 where results are unsigned.
+        let scalar = |on: bool| match (on, unsigned) {
+            (false, _) => None,
+            (true, false) => Some(-1i64),
+            (true, true) => Some(2),
+        };
+        let (alpha, beta) = (scalar(ep.alpha), scalar(ep.beta));
+        // Every input type holds -2..=2; the sums must be exact in C's.
+        exact_limit(ta)?;
+        exact_limit(tb)?;
+        let limit = exact_limit(tc)?;
+        // |C| <= |alpha| * |scales| * terms * v^2 + |beta| * 2 + |bias|, with `terms` nonzero
+        // products per element, dequantisation scales in {-1, 1, 2} (a product of two at most
+        // 4) and a bias in -2..=2: integers, exact in f32 and in C's type.
+        let scale = alpha.unwrap_or(1).abs() * if ep.dequant { 4 } else { 1 };
+        let extra = beta.map_or(0, |b| 2 * b.abs()) + if ep.bias.is_some() { 2 } else { 0 };
+        let room = |terms: i64, v: i64| scale * terms * v * v + extra;
+        let v = if room(k as i64, 2) <= limit { 2 } else { 1 };
+        // Where even ones would pass C's exact range (an f16 C past K = 2048, a bf16 one past
+        // 256), A keeps one value in `sparse` along each row, on a diagonal pattern so that every
+        // K position still meets a nonzero in some row.
+        let terms = ((limit - extra) / (scale * v * v)).max(1);
+        Ok(Self {
+            alpha,
+            beta,
+            v,
+            sparse: (k as u64).div_ceil(terms as u64).max(1) as usize,
+            unsigned,
+        })
+    }
+
+    /// The operands' range for values up to `v`.
+    fn range(&self, v: i64) -> (i64, i64) {
+        if self.unsigned {
+            (0, v)
+        } else {
+            (-v, v)
+        }
+    }
+}
+
+/// A fused epilogue's vectors as integers: the bias (its axis and type), and the row and
+/// column dequantisation scales. Column vectors hold each group's N values, group after group;
+/// row vectors one per row.
+struct Vectors {
+    bias: Option<(Axis, ComponentType, Vec<i64>)>,
+    scales: Option<(Vec<i64>, Vec<i64>)>,
+}
+
+impl Vectors {
+    /// `ep`'s vectors for `rows` rows and `cols` columns (every group's), drawn from `values`:
+    /// a bias in -2..=2, scales in {-1, 1, 2}.
+    fn draw(values: &mut Values, ep: &Epilogue, (rows, cols): (usize, usize)) -> Self {
+        let mut draw =
+            |len: usize, pick: fn(i64) -> i64| -> Vec<i64> { (0..len).map(|_| pick(values.next(-2, 2))).collect() };
+        let along = |axis: Axis| if axis == Axis::Row { rows } else { cols };
+        let bias = ep.bias.map(|(axis, t)| (axis, t, draw(along(axis), |x| x)));
+        let to_scale: fn(i64) -> i64 = |x| [-1, 1, 1, 2, 2][(x + 2) as usize];
+        let scales = ep.dequant.then(|| (draw(rows, to_scale), draw(cols, to_scale)));
+        Self { bias, scales }
+    }
+
+    /// Element (i, j)'s scale product and bias, `column` being j's index into column vectors.
+    fn at(&self, i: usize, column: usize) -> (i64, i64) {
+        let s = self.scales.as_ref().map_or(1, |(r, c)| r[i] * c[column]);
+        let bias = self
+            .bias
+            .as_ref()
+            .map_or(0, |(axis, _, v)| v[if *axis == Axis::Row { i } else { column }]);
+        (s, bias)
+    }
+
+    /// Their bytes in binding order (bias, row scales, column scales), in whole 32-bit words as
+    /// the kernel reads them.
+    fn bytes(&self) -> [Option<Vec<u8>>; 3] {
+        let encoded = |t: ComponentType, v: &[i64]| -> Vec<u8> {
+            let es = t.size_bytes() as usize;
+            let mut out = vec![0u8; (v.len() * es).next_multiple_of(4)];
+            for (x, at) in v.iter().zip(out.chunks_exact_mut(es)) {
+                encode(t, *x, at);
+            }
+            out
+        };
+        [
+            self.bias.as_ref().map(|(_, t, v)| encoded(*t, v)),
+            self.scales.as_ref().map(|(r, _)| encoded(ComponentType::F32, r)),
+            self.scales.as_ref().map(|(_, c)| encoded(ComponentType::F32, c)),
+        ]
+    }
+}
+
 /// The known-answer GEMM of `family` for `test`.
 fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
     let (m, n, k) = test.shape;
@@ -227,32 +334,7 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
     };
     let [ta, tb] = loads.map(|l| l.storage_type(config.component_type));
     let tc = ep.output.unwrap_or(config.result_type);
-    let ct = config.component_type;
-    let unsigned = !ct.is_float() && !ct.is_signed_int();
-    // alpha and beta exact in every result type: a sign flip, or 2 where results are unsigned.
-    let scalar = |on: bool| match (on, unsigned) {
-        (false, _) => None,
-        (true, false) => Some(-1i64),
-        (true, true) => Some(2),
-    };
-    let (alpha, beta) = (scalar(ep.alpha), scalar(ep.beta));
-    // Every input type holds -2..=2; the sums must be exact in C's.
-    exact_limit(ta)?;
-    exact_limit(tb)?;
-    let limit = exact_limit(tc)?;
-    // |C| <= |alpha| * |scales| * terms * v^2 + |beta| * 2 + |bias|, with `terms` nonzero
-    // products per element, dequantisation scales in {-1, 1, 2} (a product of two at most 4)
-    // and a bias in -2..=2: integers, exact in f32 and in C's type.
-    let scale = alpha.unwrap_or(1).abs() * if ep.dequant { 4 } else { 1 };
-    let extra = beta.map_or(0, |b| 2 * b.abs()) + if ep.bias.is_some() { 2 } else { 0 };
-    let room = |terms: i64, v: i64| scale * terms * v * v + extra;
-    let v = if room(k as i64, 2) <= limit { 2 } else { 1 };
-    // Where even ones would pass C's exact range (an f16 C past K = 2048, a bf16 one past 256),
-    // A keeps one value in `sparse` along each row, on a diagonal pattern so that every K
-    // position still meets a nonzero in some row.
-    let terms = ((limit - extra) / (scale * v * v)).max(1);
-    let sparse = (k as u64).div_ceil(terms as u64).max(1) as usize;
-    let range = |v: i64| if unsigned { (0, v) } else { (-v, v) };
+    let scale = Scale::of(family, [ta, tb, tc], k)?;
     // A grouped kernel runs two groups, the first ending inside a tile, so the second's first
     // tile starts mid-tile and each tile stops at its group's end.
     let groups: Vec<usize> = if family.grouped {
@@ -261,42 +343,28 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
         Vec::new()
     };
     let weights = groups.len().max(1);
-    let group_of = |i: usize| usize::from(!groups.is_empty() && i >= groups[0]);
-    let mut p = device_problem(
-        (m, n, k),
-        (family.a_layout, family.b_layout),
-        (
-            ta.size_bytes() as usize,
-            tb.size_bytes() as usize,
-            tc.size_bytes() as usize,
-        ),
-    );
+    let sizes = [ta, tb, tc].map(|t| t.size_bytes() as usize);
+    let mut p = device_problem((m, n, k), (family.a_layout, family.b_layout), sizes.into());
     if let Some((lda, ldb, ldc)) = test.lds {
         (p.lda, p.ldb, p.ldc) = (lda, ldb, ldc);
     }
     let mut values = Values(0x9e37_79b9_7f4a_7c15);
-    let a = fill(&mut values, (m, k), (family.a_layout, p.lda), ta, range(v), sparse);
+    let range = scale.range(scale.v);
+    let a = fill(&mut values, (m, k), (family.a_layout, p.lda), ta, range, scale.sparse);
     let b: Vec<Filled> = (0..weights)
-        .map(|_| fill(&mut values, (k, n), (family.b_layout, p.ldb), tb, range(v), 1))
+        .map(|_| fill(&mut values, (k, n), (family.b_layout, p.ldb), tb, range, 1))
         .collect();
-    let b_stride = b[0].bytes.len() / tb.size_bytes() as usize;
-    let mut c = fill(&mut values, (m, n), (Layout::RowMajor, p.ldc), tc, range(2), 1);
-    if beta.is_none() {
+    let b_stride = b[0].bytes.len() / sizes[1];
+    let mut c = fill(&mut values, (m, n), (Layout::RowMajor, p.ldc), tc, scale.range(2), 1);
+    if scale.beta.is_none() {
         // Every element must be written: a NaN (or an unlikely integer) shows one that is not.
         let poison = poison_pattern(tc).to_le_bytes();
         for (i, x) in c.bytes.iter_mut().enumerate() {
             *x = poison[i % 4];
         }
     }
-    // Column vectors hold each group's N values, group after group; row vectors one per row.
-    let mut draw =
-        |len: usize, pick: &dyn Fn(i64) -> i64| -> Vec<i64> { (0..len).map(|_| pick(values.next(-2, 2))).collect() };
-    let along = |axis: Axis| if axis == Axis::Row { m } else { n * weights };
-    let bias = ep.bias.map(|(axis, t)| (axis, t, draw(along(axis), &|x| x)));
-    let to_scale = |x: i64| [-1, 1, 1, 2, 2][(x + 2) as usize];
-    let scales = ep
-        .dequant
-        .then(|| (draw(m, &to_scale), draw(along(Axis::Col), &to_scale)));
+    let vectors = Vectors::draw(&mut values, &ep, (m, n * weights));
+    let group_of = |i: usize| usize::from(!groups.is_empty() && i >= groups[0]);
     let mut expected = Vec::with_capacity(m * test.columns.len());
     for &j in &test.columns {
         let columns: Vec<Vec<i64>> = b
@@ -307,36 +375,19 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
             let g = group_of(i);
             let row = &a.values[i * k..(i + 1) * k];
             let dot: i64 = row.iter().zip(&columns[g]).map(|(&x, &y)| i64::from(x) * y).sum();
-            let s = scales.as_ref().map_or(1, |(r, c)| r[i] * c[g * n + j]);
+            let (s, bias) = vectors.at(i, g * n + j);
             let c0 = i64::from(c.values[i * n + j]);
-            let bias = bias
-                .as_ref()
-                .map_or(0, |(axis, _, v)| v[if *axis == Axis::Row { i } else { g * n + j }]);
-            let value = alpha.unwrap_or(1) * s * dot + beta.map_or(0, |beta| beta * c0) + bias;
+            let value = scale.alpha.unwrap_or(1) * s * dot + scale.beta.map_or(0, |beta| beta * c0) + bias;
             expected.push((i, j, value));
         }
     }
-    let encoded = |t: ComponentType, v: &[i64]| -> Vec<u8> {
-        let es = t.size_bytes() as usize;
-        // Whole 32-bit words, as the kernel reads them.
-        let mut out = vec![0u8; (v.len() * es).next_multiple_of(4)];
-        for (x, at) in v.iter().zip(out.chunks_exact_mut(es)) {
-            encode(t, *x, at);
-        }
-        out
-    };
-    let vectors = [
-        bias.as_ref().map(|(_, t, v)| encoded(*t, v)),
-        scales.as_ref().map(|(r, _)| encoded(ComponentType::F32, r)),
-        scales.as_ref().map(|(_, c)| encoded(ComponentType::F32, c)),
-    ];
     let request = PlanRequest {
         problem: p,
         config,
         scheme: family.scheme,
         loads,
-        alpha: alpha.unwrap_or(1) as f64,
-        beta: beta.unwrap_or(0) as f64,
+        alpha: scale.alpha.unwrap_or(1) as f64,
+        beta: scale.beta.unwrap_or(0) as f64,
         split_k: SplitK::Slices(1),
         epilogue: ep,
         convert_first,
@@ -346,7 +397,7 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
     Ok(KnownAnswer {
         request,
         bytes: [a.bytes, b.into_iter().flat_map(|b| b.bytes).collect(), c.bytes],
-        vectors,
+        vectors: vectors.bytes(),
         groups: (groups, b_stride),
         c_type: tc,
         activation: ep.activation,
@@ -397,7 +448,7 @@ pub(crate) fn first_wrong(answer: &KnownAnswer, c: &[u8]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::config::ComponentType::*;
-    use crate::kernel::{Epilogue, FixedSizes};
+    use crate::kernel::FixedSizes;
     use crate::tiling::test_support::{cfg, h200_limits};
     use crate::tiling::TileScheme;
 
