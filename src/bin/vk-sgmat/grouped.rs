@@ -37,6 +37,43 @@ pub struct GroupedReport {
     pub kernel: String,
 }
 
+/// A grouped GEMM's random host data: A (every group's rows), the weights, C's old values, and
+/// a fused epilogue's vectors (a bias, dequantisation scales per row and N per group).
+struct Inputs<TA, TB, TC> {
+    a: Vec<TA>,
+    w: Vec<TB>,
+    c_in: Vec<TC>,
+    bias: Vec<f32>,
+    scales: Option<(Vec<f32>, Vec<f32>)>,
+}
+
+impl<TA: Element, TB: Element, TC: Element> Inputs<TA, TB, TC> {
+    fn new(rng: &mut Rng, rows: &[usize], (n, k): (usize, usize), terms: Option<&Terms>) -> Self {
+        let total: usize = rows.iter().sum();
+        let a = random_vec::<TA>(rng, total * k);
+        let w = random_vec::<TB>(rng, rows.len() * k * n);
+        let c_in: Vec<TC> = random_vec(rng, total * n);
+        let bias_len = match terms.and_then(|t| t.bias) {
+            Some(Axis::Row) => total,
+            Some(Axis::Col) => rows.len() * n,
+            None => 0,
+        };
+        let bias: Vec<f32> = (0..bias_len).map(|_| (4.0 * rng.unit() - 2.0) as f32).collect();
+        let int = matches!(TA::TYPE, ComponentType::I8 | ComponentType::U8);
+        let scales = (int && terms.is_some()).then(|| {
+            let mut v = |len: usize| -> Vec<f32> { (0..len).map(|_| (0.001 + 0.03 * rng.unit()) as f32).collect() };
+            (v(total), v(rows.len() * n))
+        });
+        Self {
+            a,
+            w,
+            c_in,
+            bias,
+            scales,
+        }
+    }
+}
+
 /// Runs a grouped GEMM (rows per group, shared N and K, a weight per group stored `lb`) on
 /// random data, with `terms` fused (a row bias of `sum(rows)` values, or a column bias of N per
 /// group), the sizes on the device where `counted`, checks sampled rows of every group, and
@@ -52,30 +89,16 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
     let seed = Rng::fresh_seed();
     let mut rng = Rng::new(seed);
     let total: usize = rows.iter().sum();
-    let a = random_vec::<TA>(&mut rng, total * k);
-    let w = random_vec::<TB>(&mut rng, rows.len() * k * n);
-    let c_in: Vec<TC> = random_vec(&mut rng, total * n);
-    let w_batch = BatchRef::strided(view(&w, k, n, lb), rows.len(), k * n);
-    let da = ctx.upload(MatRef::new(&a, total, k))?;
+    let input = Inputs::<TA, TB, TC>::new(&mut rng, rows, (n, k), terms);
+    let w_batch = BatchRef::strided(view(&input.w, k, n, lb), rows.len(), k * n);
+    let da = ctx.upload(MatRef::new(&input.a, total, k))?;
     let dw = ctx.upload_batch(w_batch)?;
-    let mut dc = ctx.upload(MatRef::new(&c_in, total, n))?;
-    // The bias on the device (timing binds device vectors).
-    let bias_len = match terms.and_then(|t| t.bias) {
-        Some(Axis::Row) => total,
-        Some(Axis::Col) => rows.len() * n,
-        None => 0,
-    };
-    let bias: Vec<f32> = (0..bias_len).map(|_| (4.0 * rng.unit() - 2.0) as f32).collect();
-    let bias_dev = (bias_len > 0)
-        .then(|| ctx.upload(MatRef::new(&bias, 1, bias_len)))
+    let mut dc = ctx.upload(MatRef::new(&input.c_in, total, n))?;
+    // The epilogue's vectors on the device (timing binds device vectors).
+    let bias_dev = (!input.bias.is_empty())
+        .then(|| ctx.upload(MatRef::new(&input.bias, 1, input.bias.len())))
         .transpose()?;
-    // Dequantisation scales (8-bit inputs): per row, and N per group.
-    let int = matches!(TA::TYPE, ComponentType::I8 | ComponentType::U8);
-    let scales = (int && terms.is_some()).then(|| {
-        let mut v = |len: usize| -> Vec<f32> { (0..len).map(|_| (0.001 + 0.03 * rng.unit()) as f32).collect() };
-        (v(total), v(rows.len() * n))
-    });
-    let scales_dev = match &scales {
+    let scales_dev = match &input.scales {
         Some((r, c)) => Some((
             ctx.upload(MatRef::new(r, 1, r.len()))?,
             ctx.upload(MatRef::new(c, 1, c.len()))?,
@@ -94,28 +117,21 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
     });
     let sizes: Vec<u32> = rows.iter().map(|&m| m as u32).collect();
     let counts = ctx.upload(MatRef::new(&sizes, 1, sizes.len()))?;
-    let plans = match (&fused, counted) {
-        (_, true) => vec![ctx
-            .prepare(
-                &{
-                    let d = Matmul::with_options(options).grouped_by_device_counts(&counts);
-                    match fused.as_ref() {
-                        Some(f) => d.fused(f),
-                        None => d,
-                    }
-                },
-                &da,
-                &dw,
-                &mut dc,
-            )
-            .map(|p| p.plans().next().expect("a plan").clone())?],
-        (None, false) => ctx
-            .prepare(&Matmul::with_options(options).grouped(rows), &da, &dw, &mut dc)
-            .map(|p| p.plans().cloned().collect::<Vec<_>>())?,
-        (Some(f), false) => ctx
-            .prepare(&Matmul::with_options(options).grouped(rows).fused(f), &da, &dw, &mut dc)
-            .map(|p| p.plans().cloned().collect::<Vec<_>>())?,
+    let op = {
+        let op = Matmul::with_options(options);
+        let op = if counted {
+            op.grouped_by_device_counts(&counts)
+        } else {
+            op.grouped(rows)
+        };
+        match &fused {
+            Some(f) => op.fused(f),
+            None => op,
+        }
     };
+    let plans = ctx
+        .prepare(&op, &da, &dw, &mut dc)
+        .map(|p| p.plans().cloned().collect::<Vec<_>>())?;
     let kernel = match plans.as_slice() {
         [one] if one.counts_on_device() => format!("table pass + one dispatch, {}", one.scheme.name()),
         [one] if one.gemv_kernel().is_none() && one.main_kernel().grouped => {
@@ -123,68 +139,16 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
         }
         _ => format!("{} GEMMs", plans.len()),
     };
-    let enqueue = |s: &mut vk_sgmat::Stream<'_>, dc: &mut DeviceMatrix<TC>| match (&fused, counted) {
-        (_, true) => s.run(
-            &{
-                let d = Matmul::with_options(options).grouped_by_device_counts(&counts);
-                match fused.as_ref() {
-                    Some(f) => d.fused(f),
-                    None => d,
-                }
-            },
-            &da,
-            &dw,
-            dc,
-        ),
-        (None, false) => s.run(&Matmul::with_options(options).grouped(rows), &da, &dw, dc),
-        (Some(f), false) => s.run(&Matmul::with_options(options).grouped(rows).fused(f), &da, &dw, dc),
+    let span = |dc: &mut DeviceMatrix<TC>| {
+        ctx.stream()
+            .and_then(|mut s| s.timed(|s| s.run(&op, &da, &dw, dc).map(|()| 1)))
+            .map(|t| t.gpu_span_s)
     };
-    ctx.stream()
-        .and_then(|mut s| s.timed(|s| enqueue(s, &mut dc).map(|()| 1)))?;
+    span(&mut dc)?;
     let mut out = vec![TC::from_f64(0.0); total * n];
     ctx.download(&dc, vk_sgmat::MatMut::new(&mut out, total, n))?;
     let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
-    let (mut first, mut worst): (usize, Option<Check>) = (0, None);
-    for (g, &m) in rows.iter().enumerate() {
-        if m > 0 {
-            let ag = MatRef::new(&a[first * k..], m, k);
-            let wg = view(&w[g * k * n..], k, n, lb);
-            let sample = rows_to_check(m, n, 4096, 32, &mut rng);
-            let c0 = &c_in[first * n..];
-            let got = match terms {
-                None => {
-                    let (want, mag) = reference(&ag, &wg, Some((c0, n)), options.alpha, options.beta, &sample);
-                    compare_rounded(&out[first * n..], n, n, &sample, (&want, &mag), k, input_u)
-                }
-                Some(t) => {
-                    // The group's rows of a row bias, its own N values of a column bias.
-                    let part = match t.bias {
-                        Some(Axis::Row) => first..first + m,
-                        _ => g * n..(g + 1) * n,
-                    };
-                    let f64s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
-                    let r = FusedRef {
-                        alpha: options.alpha,
-                        beta: options.beta,
-                        bias: t.bias.map(|axis| (axis, f64s(&bias[part]))),
-                        activation: t.activation,
-                        scales: scales
-                            .as_ref()
-                            .map(|(r, c)| (f64s(&r[first..first + m]), f64s(&c[g * n..(g + 1) * n]))),
-                    };
-                    let (mut want, mut mag) = reference(&ag, &wg, None::<(&[TC], usize)>, 1.0, 0.0, &sample);
-                    for (x, (v, g)) in want.iter_mut().zip(mag.iter_mut()).enumerate() {
-                        let (i, j) = (sample[x / n], x % n);
-                        (*v, *g) = r.apply((i, j), (*v, *g), c0[i * n + j].to_f64());
-                    }
-                    let acc = (if int { ComponentType::I32 } else { ComponentType::F32 }, k);
-                    compare_fused(&out[first * n..], (n, n), &sample, (&want, &mag), acc, input_u)
-                }
-            };
-            worst = worse(worst, got);
-        }
-        first += m;
-    }
+    let worst = check_groups(&input, &out, (rows, n, k, lb), (options, terms), input_u, &mut rng);
     let mut report = GroupedReport {
         device: ctx.device_info().name.clone(),
         groups: rows.to_vec(),
@@ -205,11 +169,6 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
         kernel,
     };
     if let Some(reps) = reps {
-        let span = |dc: &mut DeviceMatrix<TC>| {
-            ctx.stream()
-                .and_then(|mut s| s.timed(|s| enqueue(s, dc).map(|()| 1)))
-                .map(|t| t.gpu_span_s)
-        };
         let warm = Instant::now();
         while warm.elapsed() < Duration::from_millis(1500) {
             span(&mut dc)?;
@@ -222,6 +181,62 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
         report.tflops = 2.0 * (total * n * k) as f64 / median / 1e12;
     }
     Ok(report)
+}
+
+/// The worst check over sampled rows of every non-empty group of `out` (C after the GEMM)
+/// against the f64 reference of `input`, with the fused terms where given.
+fn check_groups<TA: Element, TB: Element, TC: Element>(
+    input: &Inputs<TA, TB, TC>,
+    out: &[TC],
+    (rows, n, k, lb): (&[usize], usize, usize, Layout),
+    (options, terms): (&GemmOptions, Option<&Terms>),
+    input_u: f64,
+    rng: &mut Rng,
+) -> Option<Check> {
+    let int = matches!(TA::TYPE, ComponentType::I8 | ComponentType::U8);
+    let (mut first, mut worst): (usize, Option<Check>) = (0, None);
+    for (g, &m) in rows.iter().enumerate() {
+        if m > 0 {
+            let ag = MatRef::new(&input.a[first * k..], m, k);
+            let wg = view(&input.w[g * k * n..], k, n, lb);
+            let sample = rows_to_check(m, n, 4096, 32, rng);
+            let c0 = &input.c_in[first * n..];
+            let got = match terms {
+                None => {
+                    let (want, mag) = reference(&ag, &wg, Some((c0, n)), options.alpha, options.beta, &sample);
+                    compare_rounded(&out[first * n..], n, n, &sample, (&want, &mag), k, input_u)
+                }
+                Some(t) => {
+                    // The group's rows of a row bias, its own N values of a column bias.
+                    let part = match t.bias {
+                        Some(Axis::Row) => first..first + m,
+                        _ => g * n..(g + 1) * n,
+                    };
+                    let f64s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
+                    let r = FusedRef {
+                        alpha: options.alpha,
+                        beta: options.beta,
+                        bias: t.bias.map(|axis| (axis, f64s(&input.bias[part]))),
+                        activation: t.activation,
+                        scales: input
+                            .scales
+                            .as_ref()
+                            .map(|(r, c)| (f64s(&r[first..first + m]), f64s(&c[g * n..(g + 1) * n]))),
+                    };
+                    let (mut want, mut mag) = reference(&ag, &wg, None::<(&[TC], usize)>, 1.0, 0.0, &sample);
+                    for (x, (v, g)) in want.iter_mut().zip(mag.iter_mut()).enumerate() {
+                        let (i, j) = (sample[x / n], x % n);
+                        (*v, *g) = r.apply((i, j), (*v, *g), c0[i * n + j].to_f64());
+                    }
+                    let acc = (if int { ComponentType::I32 } else { ComponentType::F32 }, k);
+                    compare_fused(&out[first * n..], (n, n), &sample, (&want, &mag), acc, input_u)
+                }
+            };
+            worst = worse(worst, got);
+        }
+        first += m;
+    }
+    worst
 }
 
 /// `gemm --groups` and `bench --groups`: every type's grouped GEMM (with `--epilogue`/`--out`
