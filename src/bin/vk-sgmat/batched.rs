@@ -189,12 +189,7 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
         m,
         n,
         k,
-        types: Types {
-            a: TA::TYPE,
-            b: TB::TYPE,
-            c: TC::TYPE,
-        }
-        .name(),
+        types: Types::name_of::<TA, TB, TC>(),
         epilogue: terms.map_or("-".into(), |t| t.label.clone()),
         layout: format!("{}{}", la.letter(), lb.letter()),
         shared_b,

@@ -146,12 +146,7 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
         m,
         n,
         k,
-        types: Types {
-            a: TA::TYPE,
-            b: TB::TYPE,
-            c: TC::TYPE,
-        }
-        .name(),
+        types: Types::name_of::<TA, TB, TC>(),
         layout: format!("{}{}{}", la.letter(), lb.letter(), lc.letter()),
         config,
         scheme: plan.kernel_name(),

@@ -154,12 +154,7 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
         groups: rows.to_vec(),
         n,
         k,
-        types: Types {
-            a: TA::TYPE,
-            b: TB::TYPE,
-            c: TC::TYPE,
-        }
-        .name(),
+        types: Types::name_of::<TA, TB, TC>(),
         epilogue: terms.map_or("-".into(), |t| t.label.clone()),
         b_layout: lb.letter().to_string(),
         seed,

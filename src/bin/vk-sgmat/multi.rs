@@ -183,12 +183,7 @@ pub fn gemm<TA: Element, TB: Element, TC: Element>(
         m,
         n,
         k,
-        types: crate::types::Types {
-            a: TA::TYPE,
-            b: TB::TYPE,
-            c: TC::TYPE,
-        }
-        .name(),
+        types: crate::types::Types::name_of::<TA, TB, TC>(),
         layout: format!("{}{}", la.letter(), lb.letter()),
         seed,
         rows_checked: rows.len(),
@@ -377,12 +372,7 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
             m,
             n,
             k,
-            types: crate::types::Types {
-                a: TA::TYPE,
-                b: TB::TYPE,
-                c: TC::TYPE,
-            }
-            .name(),
+            types: crate::types::Types::name_of::<TA, TB, TC>(),
             split: format!("{}x{}", split.grid.0, split.grid.1),
             blocking_ms,
             pipelined_ms,

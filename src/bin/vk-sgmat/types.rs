@@ -13,6 +13,16 @@ pub struct Types {
 }
 
 impl Types {
+    /// The name of the types `TA x TB -> TC` (`f16:f32`, `f16,f32:f32`).
+    pub fn name_of<TA: vk_sgmat::Element, TB: vk_sgmat::Element, TC: vk_sgmat::Element>() -> String {
+        Self {
+            a: TA::TYPE,
+            b: TB::TYPE,
+            c: TC::TYPE,
+        }
+        .name()
+    }
+
     /// A and B of one type.
     pub fn pair(ab: ComponentType, c: ComponentType) -> Self {
         Self { a: ab, b: ab, c }
