@@ -103,26 +103,16 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
             _ => f,
         }
     });
-    let time = |c: &mut DeviceBatch<TC>, reps| match (&db, &fused) {
-        (B::Shared(w), None) => ctx
-            .prepare(&Matmul::with_options(options), &da, w, c)
-            .and_then(|p| p.time(Timing::Runs(reps)))
-            .map(Timings::into_seconds),
-        (B::Own(bb), None) => ctx
-            .prepare(&Matmul::with_options(options), &da, bb, c)
-            .and_then(|p| p.time(Timing::Runs(reps)))
-            .map(Timings::into_seconds),
-        (B::Shared(w), Some(f)) => ctx
-            .prepare(&Matmul::with_options(options).fused(f), &da, w, c)
-            .and_then(|p| p.time(Timing::Runs(reps)))
-            .map(Timings::into_seconds),
-        (B::Own(bb), Some(f)) => ctx
-            .prepare(&Matmul::with_options(options).fused(f), &da, bb, c)
-            .and_then(|p| p.time(Timing::Runs(reps)))
-            .map(Timings::into_seconds),
+    let op = match &fused {
+        Some(f) => Matmul::with_options(options).fused(f),
+        None => Matmul::with_options(options),
+    };
+    let time = |c: &mut DeviceBatch<TC>, reps| match &db {
+        B::Shared(w) => timed(ctx.prepare(&op, &da, w, c)?, reps),
+        B::Own(bb) => timed(ctx.prepare(&op, &da, bb, c)?, reps),
     };
     // One run, then the check: alpha * A B + beta * C_in for sampled entries and rows.
-    time(&mut dc, 1)?;
+    let (_, scheme) = time(&mut dc, 1)?;
     let mut out = vec![TC::from_f64(0.0); count * m * n];
     ctx.download(dc.matrix(), vk_sgmat::MatMut::new(&mut out, count * m, n))?;
     let mut entries: Vec<usize> = (0..CHECKED_ENTRIES.min(count))
@@ -130,59 +120,12 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
         .collect();
     entries.dedup();
     let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
-    let mut check: Option<Check> = None;
-    for &i in &entries {
-        let ai = a_batch.matrix;
-        let ai = MatRef {
-            data: &ai.data[i * entry(m, k)..],
-            ..ai
-        };
-        let bi = b_batch.matrix;
-        let bi = MatRef {
-            data: &bi.data[i * b_stride..],
-            ..bi
-        };
-        let rows = rows_to_check(m, n, 4096, 64, &mut rng);
-        let c0 = &c_in[i * entry(m, n)..];
-        let got = &out[i * entry(m, n)..];
-        let got = match terms {
-            None => {
-                let (want, mag) = reference(&ai, &bi, Some((c0, n)), options.alpha, options.beta, &rows);
-                compare_rounded(got, n, n, &rows, (&want, &mag), k, input_u)
-            }
-            Some(t) => {
-                let r = FusedRef {
-                    alpha: options.alpha,
-                    beta: options.beta,
-                    bias: t.bias.map(|axis| (axis, bias.iter().map(|&x| f64::from(x)).collect())),
-                    activation: t.activation,
-                    scales: None,
-                };
-                let (mut want, mut mag) = reference(&ai, &bi, None::<(&[TC], usize)>, 1.0, 0.0, &rows);
-                for (x, (w, g)) in want.iter_mut().zip(mag.iter_mut()).enumerate() {
-                    let (i, j) = (rows[x / n], x % n);
-                    (*w, *g) = r.apply((i, j), (*w, *g), c0[i * n + j].to_f64());
-                }
-                compare_fused(got, (n, n), &rows, (&want, &mag), (ComponentType::F32, k), input_u)
-            }
-        };
-        check = worse(check, got);
-    }
-    let check = check.expect("at least one entry is checked");
-    let plan = match (&db, &fused) {
-        (B::Shared(w), None) => ctx
-            .prepare(&Matmul::with_options(options), &da, w, &mut dc)
-            .map(|p| p.plans().next().expect("a plan").clone())?,
-        (B::Own(bb), None) => ctx
-            .prepare(&Matmul::with_options(options), &da, bb, &mut dc)
-            .map(|p| p.plans().next().expect("a plan").clone())?,
-        (B::Shared(w), Some(f)) => ctx
-            .prepare(&Matmul::with_options(options).fused(f), &da, w, &mut dc)
-            .map(|p| p.plans().next().expect("a plan").clone())?,
-        (B::Own(bb), Some(f)) => ctx
-            .prepare(&Matmul::with_options(options).fused(f), &da, bb, &mut dc)
-            .map(|p| p.plans().next().expect("a plan").clone())?,
-    };
+    let operands = (a_batch, b_batch, c_in.as_slice(), bias.as_slice());
+    let check = entries
+        .iter()
+        .map(|&i| check_entry(operands, &out, (i, (m, n, k)), (options, terms), input_u, &mut rng))
+        .fold(None, worse)
+        .expect("at least one entry is checked");
     let mut report = BatchedReport {
         device: ctx.device_info().name.clone(),
         batch: count,
@@ -193,7 +136,7 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
         epilogue: terms.map_or("-".into(), |t| t.label.clone()),
         layout: format!("{}{}", la.letter(), lb.letter()),
         shared_b,
-        scheme: plan.kernel_name(),
+        scheme,
         seed,
         entries_checked: entries.len(),
         check,
@@ -209,30 +152,73 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
     while warm.elapsed() < Duration::from_millis(1500) {
         time(&mut dc, 8)?;
     }
-    let median = vk_sgmat::median(&mut time(&mut dc, reps.max(1))?);
+    let median = vk_sgmat::median(&mut time(&mut dc, reps.max(1))?.0);
     // Entry 0 alone, on matrices of its own: the loop's floor.
     let a1 = ctx.upload(view(&a, m, k, la))?;
     let b1 = ctx.upload(view(&b, k, n, lb))?;
     let mut c1 = ctx.zeros::<TC>(m, n)?;
-    let single = |c: &mut DeviceMatrix<TC>, reps| match &fused {
-        None => ctx
-            .prepare(&Matmul::with_options(options), &a1, &b1, c)
-            .and_then(|p| p.time(Timing::Runs(reps)))
-            .map(Timings::into_seconds),
-        Some(f) => ctx
-            .prepare(&Matmul::with_options(options).fused(f), &a1, &b1, c)
-            .and_then(|p| p.time(Timing::Runs(reps)))
-            .map(Timings::into_seconds),
-    };
+    let single = |c: &mut DeviceMatrix<TC>, reps| timed(ctx.prepare(&op, &a1, &b1, c)?, reps);
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_millis(300) {
         single(&mut c1, 8)?;
     }
-    let one_ms = vk_sgmat::median(&mut single(&mut c1, reps.max(1))?) * 1e3;
+    let one_ms = vk_sgmat::median(&mut single(&mut c1, reps.max(1))?.0) * 1e3;
     report.median_ms = median * 1e3;
     report.tflops = 2.0 * (count * m * n * k) as f64 / median / 1e12;
     report.loop_ms = one_ms * count as f64;
     Ok(report)
+}
+
+/// `prepared` run `reps` times, each timed alone (GPU seconds), and its GEMM's kernel name.
+fn timed(prepared: vk_sgmat::Prepared<'_>, reps: u32) -> vk_sgmat::Result<(Vec<f64>, String)> {
+    let kernel = prepared.plans().next().map(|p| p.kernel_name()).unwrap_or_default();
+    let times = prepared.time(Timing::Runs(reps)).map(Timings::into_seconds)?;
+    Ok((times, kernel))
+}
+
+/// The check of batch entry `i` of `out` (every entry's C, back to back) on sampled rows,
+/// against the f64 reference of its A, B (the shared one where B's stride is 0) and old C,
+/// with the fused terms (a bias shared by every entry) where given.
+fn check_entry<TA: Element, TB: Element, TC: Element>(
+    (a, b, c_in, bias): (BatchRef<'_, TA>, BatchRef<'_, TB>, &[TC], &[f32]),
+    out: &[TC],
+    (i, (m, n, k)): (usize, (usize, usize, usize)),
+    (options, terms): (&GemmOptions, Option<&Terms>),
+    input_u: f64,
+    rng: &mut Rng,
+) -> Check {
+    let ai = MatRef {
+        data: &a.matrix.data[i * a.stride..],
+        ..a.matrix
+    };
+    let bi = MatRef {
+        data: &b.matrix.data[i * b.stride..],
+        ..b.matrix
+    };
+    let rows = rows_to_check(m, n, 4096, 64, rng);
+    let c0 = &c_in[i * m * n..];
+    let got = &out[i * m * n..];
+    match terms {
+        None => {
+            let (want, mag) = reference(&ai, &bi, Some((c0, n)), options.alpha, options.beta, &rows);
+            compare_rounded(got, n, n, &rows, (&want, &mag), k, input_u)
+        }
+        Some(t) => {
+            let r = FusedRef {
+                alpha: options.alpha,
+                beta: options.beta,
+                bias: t.bias.map(|axis| (axis, bias.iter().map(|&x| f64::from(x)).collect())),
+                activation: t.activation,
+                scales: None,
+            };
+            let (mut want, mut mag) = reference(&ai, &bi, None::<(&[TC], usize)>, 1.0, 0.0, &rows);
+            for (x, (w, g)) in want.iter_mut().zip(mag.iter_mut()).enumerate() {
+                let (i, j) = (rows[x / n], x % n);
+                (*w, *g) = r.apply((i, j), (*w, *g), c0[i * n + j].to_f64());
+            }
+            compare_fused(got, (n, n), &rows, (&want, &mag), (ComponentType::F32, k), input_u)
+        }
+    }
 }
 
 /// `gemm --batch` or `gemm --groups`: whether the checks passed, or `None` for a plain GEMM.
