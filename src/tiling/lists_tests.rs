@@ -110,7 +110,11 @@ fn mid_grid_schemes_are_found_once_per_config() {
         .iter()
         .map(|s| s.name())
         .collect();
-    assert_eq!(names, crate::tiling::MID_GRID_SCHEMES, "both, in the table's order");
+    assert_eq!(
+        names,
+        crate::tiling::MID_GRID_SCHEMES,
+        "all three, in the table's order"
+    );
     assert!(
         SchemeLists::new(&c, &info, 32, true).mid_grid.is_empty(),
         "a CPU driver"

@@ -373,8 +373,18 @@ pub const WIDE_GRID_TILES: usize = 256;
 pub const WIDE_GRID_MIN_ROWS: usize = 128;
 /// K from which the choice holds (measured at 4096 to 14336).
 pub const MID_GRID_MIN_K: usize = 2048;
-/// The schemes [`mid_grid_choice`] names: the 64x64 tile, then the 128x128 one.
-pub const MID_GRID_SCHEMES: [&str; 2] = ["wg_t128_fr4x4_k64_u2_ct", "wg_t128_fr8x8_k32_u8_a0_g8_ct"];
+/// From this many rows, grids under two waves of 128x128 tiles take the 256-invocation
+/// 256x128 tile instead: in two K slices under one wave, unsplit from one to two (H200, as
+/// streams, docs/perf/h200-34-8.txt: 512x4096x4096 85.3 -> 78.5 us, 512x4096x11008 196.1 ->
+/// 177.5, 512x4096x14336 249.1 -> 215.5, 512x6144x4096 141.1 -> 114.6; the 128x256 tile and
+/// three slices of the 128x128 one were slower). Measured at 512 rows only.
+pub const LARGE_TILE_MIN_ROWS: usize = 512;
+/// The schemes [`mid_grid_choice`] names: the 64x64 tile, the 128x128 one, the 256x128 one.
+pub const MID_GRID_SCHEMES: [&str; 3] = [
+    "wg_t128_fr4x4_k64_u2_ct",
+    "wg_t128_fr8x8_k32_u8_a0_g8_ct",
+    "wg_t256_fr16x8_k64_u16_a0_rf_ct",
+];
 
 /// The choice for an `m x n x k` GEMM whose grid of 128x128 tiles is under two waves, if any.
 pub fn mid_grid_choice((m, n, k): (usize, usize, usize)) -> Option<MidGrid> {
@@ -394,9 +404,9 @@ pub fn mid_grid_choice((m, n, k): (usize, usize, usize)) -> Option<MidGrid> {
             (0, 2)
         }
     } else if tiles < MID_GRID_TILES {
-        (1, 2)
+        (if m >= LARGE_TILE_MIN_ROWS { 2 } else { 1 }, 2)
     } else if tiles < WIDE_GRID_TILES && m >= WIDE_GRID_MIN_ROWS {
-        (1, 1)
+        (if m >= LARGE_TILE_MIN_ROWS { 2 } else { 1 }, 1)
     } else {
         return None;
     };
@@ -414,9 +424,17 @@ mod mid_grid_tests {
     fn grids_under_two_waves_on_long_k_take_the_measured_tile_and_split() {
         let small = mid_grid_choice((128, 4096, 4096)).unwrap();
         assert_eq!((small.scheme, small.splits), ("wg_t128_fr4x4_k64_u2_ct", 2));
-        let mid = mid_grid_choice((512, 4096, 11008)).unwrap();
+        let mid = mid_grid_choice((256, 4096, 11008)).unwrap();
         assert_eq!((mid.scheme, mid.splits), ("wg_t128_fr8x8_k32_u8_a0_g8_ct", 2));
         assert_eq!(mid_grid_choice((128, 12288, 4096)), Some(mid));
+        // From 512 rows, the 256x128 tile.
+        let large = mid_grid_choice((512, 4096, 11008)).unwrap();
+        assert_eq!((large.scheme, large.splits), ("wg_t256_fr16x8_k64_u16_a0_rf_ct", 2));
+        let large_wide = mid_grid_choice((512, 6144, 4096)).unwrap();
+        assert_eq!(
+            (large_wide.scheme, large_wide.splits),
+            ("wg_t256_fr16x8_k64_u16_a0_rf_ct", 1)
+        );
         assert_eq!(
             mid_grid_choice((512, 22016, 4096)),
             None,
@@ -431,7 +449,7 @@ mod mid_grid_tests {
         let fewer_rows = mid_grid_choice((64, 4096, 14336)).unwrap();
         assert_eq!((fewer_rows.scheme, fewer_rows.splits), ("wg_t128_fr4x4_k64_u2_ct", 2));
         // One to two waves of the 128x128 tile: that tile, unsplit, from 128 rows.
-        for shape in [(128, 22016, 4096), (128, 28672, 4096), (512, 6144, 4096)] {
+        for shape in [(128, 22016, 4096), (128, 28672, 4096), (256, 9000, 4096)] {
             let wide = mid_grid_choice(shape).unwrap();
             assert_eq!(
                 (wide.scheme, wide.splits),
