@@ -160,24 +160,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         ext_external_memory_host: has_host_import,
         timeline_semaphore: b(f12.timeline_semaphore),
     };
-    let l = &props.limits;
-    let limits = DeviceLimits {
-        subgroup_size: p11.subgroup_size,
-        min_subgroup_size: p13.min_subgroup_size,
-        max_subgroup_size: p13.max_subgroup_size,
-        required_subgroup_size_compute: p13
-            .required_subgroup_size_stages
-            .contains(vk::ShaderStageFlags::COMPUTE),
-        max_shared_memory: l.max_compute_shared_memory_size,
-        max_workgroup_invocations: l.max_compute_work_group_invocations,
-        max_workgroup_size: l.max_compute_work_group_size,
-        max_workgroup_count: l.max_compute_work_group_count,
-        max_storage_buffer_range: l.max_storage_buffer_range,
-        min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
-        max_push_constants_size: l.max_push_constants_size,
-        max_memory_allocation_size: p11.max_memory_allocation_size,
-        timestamp_period: l.timestamp_period,
-    };
+    let limits = DeviceLimits::from_vk(&props.limits, &p11, &p13);
     let configs = filter_configs(&raw_properties, features.filter_features());
     let driver_info = c_str(&p12.driver_info);
     let requirements = evaluate_requirements(
@@ -187,13 +170,6 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         p13.max_subgroup_size,
         &configs,
     );
-    let kind = match props.device_type {
-        vk::PhysicalDeviceType::DISCRETE_GPU => DeviceKind::Discrete,
-        vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceKind::Integrated,
-        vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceKind::Virtual,
-        vk::PhysicalDeviceType::CPU => DeviceKind::Cpu,
-        _ => DeviceKind::Other,
-    };
     let v = props.api_version;
     // Without usable matrix units (no extension, or a driver that crashes on them) the device
     // offers no configs: every path that needs one reports NoConfig, and f32 runs the exact kernel.
@@ -205,7 +181,7 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     Ok(DeviceInfo {
         index,
         name: c_str(&props.device_name),
-        kind,
+        kind: DeviceKind::from_vk(props.device_type),
         vendor_id: props.vendor_id,
         device_id: props.device_id,
         api_version: format!(
@@ -227,4 +203,45 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
         cooperative_matrix2,
         requirements,
     })
+}
+
+impl DeviceLimits {
+    /// The limits vk-sgmat plans within, from the device's core limits and its Vulkan 1.1 and
+    /// 1.3 properties (zero where the device is older: nothing then plans within them).
+    fn from_vk(
+        l: &vk::PhysicalDeviceLimits,
+        p11: &vk::PhysicalDeviceVulkan11Properties<'_>,
+        p13: &vk::PhysicalDeviceVulkan13Properties<'_>,
+    ) -> Self {
+        Self {
+            subgroup_size: p11.subgroup_size,
+            min_subgroup_size: p13.min_subgroup_size,
+            max_subgroup_size: p13.max_subgroup_size,
+            required_subgroup_size_compute: p13
+                .required_subgroup_size_stages
+                .contains(vk::ShaderStageFlags::COMPUTE),
+            max_shared_memory: l.max_compute_shared_memory_size,
+            max_workgroup_invocations: l.max_compute_work_group_invocations,
+            max_workgroup_size: l.max_compute_work_group_size,
+            max_workgroup_count: l.max_compute_work_group_count,
+            max_storage_buffer_range: l.max_storage_buffer_range,
+            min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
+            max_push_constants_size: l.max_push_constants_size,
+            max_memory_allocation_size: p11.max_memory_allocation_size,
+            timestamp_period: l.timestamp_period,
+        }
+    }
+}
+
+impl DeviceKind {
+    /// The kind of a Vulkan physical device type.
+    fn from_vk(t: vk::PhysicalDeviceType) -> Self {
+        match t {
+            vk::PhysicalDeviceType::DISCRETE_GPU => DeviceKind::Discrete,
+            vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceKind::Integrated,
+            vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceKind::Virtual,
+            vk::PhysicalDeviceType::CPU => DeviceKind::Cpu,
+            _ => DeviceKind::Other,
+        }
+    }
 }
