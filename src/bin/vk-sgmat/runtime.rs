@@ -100,23 +100,56 @@ fn verify<TA: Element, TC: Element>(
     Ok(check.passed)
 }
 
+/// Every figure of the report: the small GEMMs on a stream, the layer, the blocking call.
 pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Result<RuntimeReport> {
     let mut rng = Rng::new(Rng::fresh_seed());
-    let opts = GemmOptions::default();
-    let (small, count) = if quick { (64, 100) } else { (256, 1000) };
+    let small = small_gemms(ctx, &mut rng, quick)?;
+    let layer = layer(ctx, &mut rng, quick)?;
+    let call = blocking_call(ctx, &mut rng, quick)?;
+    Ok(RuntimeReport {
+        device: ctx.device_info().name.clone(),
+        host_us_per_gemm: small.host_us,
+        busy_serial: small.busy.0,
+        busy_independent: small.busy.1,
+        small: small.side,
+        layer_stream_ms: layer.span_ms,
+        layer_stream_wall_ms: layer.wall_ms,
+        layer_torch_ms: torch_layer_ms,
+        call_overhead_us_4096: (call.wall_s - call.gpu_s) * 1e6,
+        call_wall_us_4096: call.wall_s * 1e6,
+        call_gpu_us_4096: call.gpu_s * 1e6,
+        breakdown: call.breakdown,
+        call_size: call.side,
+        layer_scale: layer.scale,
+        verified: small.verified && layer.verified,
+    })
+}
 
-    // Small GEMMs: time one alone, then 1000 on a stream, serialised and independent.
-    let (a, a_host) = upload_kept::<f16>(ctx, &mut rng, small, small)?;
-    let (b, b_host) = upload_kept::<f16>(ctx, &mut rng, small, small)?;
+/// Small GEMMs on one stream: host time per enqueued GEMM, and the GPU's busy fraction with
+/// and without a barrier between them (against one GEMM timed alone).
+struct SmallGemms {
+    side: usize,
+    host_us: f64,
+    busy: (f64, f64),
+    verified: bool,
+}
+
+fn small_gemms(ctx: &Context, rng: &mut Rng, quick: bool) -> Result<SmallGemms> {
+    let opts = GemmOptions::default();
+    let op = Matmul::with_options(&opts);
+    let (small, count) = if quick { (64, 100) } else { (256, 1000) };
+    // Time one alone, then `count` on a stream, serialised and independent.
+    let (a, a_host) = upload_kept::<f16>(ctx, rng, small, small)?;
+    let (b, b_host) = upload_kept::<f16>(ctx, rng, small, small)?;
     let mut outs: Vec<DeviceMatrix<f32>> = (0..count)
         .map(|_| ctx.zeros::<f32>(small, small))
         .collect::<vk_sgmat::Result<_>>()?;
-    ctx.prepare(&Matmul::with_options(&opts), &a, &b, &mut outs[0])
+    ctx.prepare(&op, &a, &b, &mut outs[0])
         .and_then(|p| p.time(Timing::WarmUp(Duration::from_millis(200), Duration::from_secs(2))))
         .map(|t| t.median())?;
     let single = median(
         &mut ctx
-            .prepare(&Matmul::with_options(&opts), &a, &b, &mut outs[0])
+            .prepare(&op, &a, &b, &mut outs[0])
             .and_then(|p| p.time(Timing::Runs(50)))
             .map(Timings::into_seconds)?,
     );
@@ -127,7 +160,7 @@ pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Resul
                     if serial && i > 0 {
                         s.barrier()?;
                     }
-                    s.run(&Matmul::with_options(&opts), &a, &b, c)?;
+                    s.run(&op, &a, &b, c)?;
                 }
                 Ok(outs.len())
             })
@@ -150,18 +183,36 @@ pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Resul
         count as f64 * single / median(&mut spans)
     };
     let shape = (small, small, small);
-    let mut verified = verify(ctx, &mut rng, (&a_host, &b_host), &outs[0], shape)?;
-    verified &= verify(ctx, &mut rng, (&a_host, &b_host), &outs[count - 1], shape)?;
-    drop(outs);
+    let verified = verify(ctx, rng, (&a_host, &b_host), &outs[0], shape)?
+        & verify(ctx, rng, (&a_host, &b_host), &outs[count - 1], shape)?;
+    Ok(SmallGemms {
+        side: small,
+        host_us: median(&mut host) * 1e6,
+        busy: (busy(&serial), busy(&independent)),
+        verified,
+    })
+}
 
-    // The layer: four GEMMs in order, a barrier between each (as a real layer's data flow).
+/// A Llama-7B layer's GEMMs at 512 tokens (divided by `scale`), f16 -> f16, as one stream:
+/// median GPU span and submission-to-completion wall time, once steady.
+struct Layer {
+    scale: usize,
+    span_ms: f64,
+    wall_ms: f64,
+    verified: bool,
+}
+
+fn layer(ctx: &Context, rng: &mut Rng, quick: bool) -> Result<Layer> {
+    let opts = GemmOptions::default();
+    let op = Matmul::with_options(&opts);
+    // The four GEMMs in order, a barrier between each (as a real layer's data flow).
     let mut layer = Vec::new();
     let mut hosts = Vec::new();
     let scale = if quick { 16 } else { 1 };
     for &(m, n, k) in &LAYER {
         let (m, n, k) = (m / scale, n / scale, k / scale);
-        let (x, x_host) = upload_kept::<f16>(ctx, &mut rng, m, k)?;
-        let (w, w_host) = upload_kept::<f16>(ctx, &mut rng, k, n)?;
+        let (x, x_host) = upload_kept::<f16>(ctx, rng, m, k)?;
+        let (w, w_host) = upload_kept::<f16>(ctx, rng, k, n)?;
         let y = ctx.zeros::<f16>(m, n)?;
         layer.push((x, w, y));
         hosts.push((x_host, w_host, (m, n, k)));
@@ -173,7 +224,7 @@ pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Resul
                     if i > 0 {
                         s.barrier()?;
                     }
-                    s.run(&Matmul::with_options(&opts), x, w, y)?;
+                    s.run(&op, x, w, y)?;
                 }
                 Ok(layer.len())
             })
@@ -197,40 +248,57 @@ pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Resul
         .collect::<vk_sgmat::Result<_>>()?;
     let mut spans: Vec<f64> = runs.iter().map(|t| t.gpu_span_s).collect();
     let mut walls: Vec<f64> = runs.iter().map(|t| t.submit_to_done_s + t.enqueue_s).collect();
+    let mut verified = true;
     for ((_, _, y), (x, w, shape)) in layer.iter().zip(&hosts) {
-        verified &= verify(ctx, &mut rng, (x, w), y, *shape)?;
+        verified &= verify(ctx, rng, (x, w), y, *shape)?;
     }
-    drop(layer);
+    Ok(Layer {
+        scale,
+        span_ms: median(&mut spans) * 1e3,
+        wall_ms: median(&mut walls) * 1e3,
+        verified,
+    })
+}
 
-    // One blocking call: submit to completion against its GPU time.
+/// One blocking `Context::run` of a `side`^3 f16 -> f32 GEMM on device matrices: median wall
+/// and GPU time, and where a single call's time goes.
+struct BlockingCall {
+    side: usize,
+    wall_s: f64,
+    gpu_s: f64,
+    breakdown: Vec<CallBreakdown>,
+}
+
+fn blocking_call(ctx: &Context, rng: &mut Rng, quick: bool) -> Result<BlockingCall> {
+    let opts = GemmOptions::default();
+    let op = Matmul::with_options(&opts);
     let big = if quick { 256 } else { 4096 };
-    let a = upload_random::<f16>(ctx, &mut rng, big, big)?;
-    let b = upload_random::<f16>(ctx, &mut rng, big, big)?;
+    let a = upload_random::<f16>(ctx, rng, big, big)?;
+    let b = upload_random::<f16>(ctx, rng, big, big)?;
     let mut c = ctx.zeros::<f32>(big, big)?;
-    ctx.prepare(&Matmul::with_options(&opts), &a, &b, &mut c)
+    ctx.prepare(&op, &a, &b, &mut c)
         .and_then(|p| p.time(Timing::WarmUp(Duration::from_millis(500), Duration::from_secs(3))))
         .map(|t| t.median())?;
     let mut wall = Vec::new();
     for _ in 0..50 {
         let t = Instant::now();
-        ctx.run(&Matmul::with_options(&opts), &a, &b, &mut c)?;
+        ctx.run(&op, &a, &b, &mut c)?;
         wall.push(t.elapsed().as_secs_f64());
     }
     let gpu = median(
         &mut ctx
-            .prepare(&Matmul::with_options(&opts), &a, &b, &mut c)
+            .prepare(&op, &a, &b, &mut c)
             .and_then(|p| p.time(Timing::Runs(50)))
             .map(Timings::into_seconds)?,
     );
-    let wall = median(&mut wall);
-    // Where a single call's time goes: the same GEMM alone, 20 times on one stream, on queue 0
-    // (the blocking calls' queue) and on another queue where the device has one.
+    // The same GEMM alone, 20 times on one stream, on queue 0 (the blocking calls' queue) and on
+    // another queue where the device has one.
     let mut alone = |queue: usize| -> Result<CallBreakdown> {
         let mut s = ctx.stream_on(queue)?;
         let singles: Vec<_> = (0..20)
             .map(|_| {
                 s.timed(|s| {
-                    s.run(&Matmul::with_options(&opts), &a, &b, &mut c)?;
+                    s.run(&op, &a, &b, &mut c)?;
                     Ok(1)
                 })
             })
@@ -249,22 +317,11 @@ pub fn measure(ctx: &Context, quick: bool, torch_layer_ms: Option<f64>) -> Resul
     if ctx.queue_count() > 1 {
         breakdown.push(alone(1)?);
     }
-    Ok(RuntimeReport {
-        device: ctx.device_info().name.clone(),
-        host_us_per_gemm: median(&mut host) * 1e6,
-        busy_serial: busy(&serial),
-        busy_independent: busy(&independent),
-        small,
-        layer_stream_ms: median(&mut spans) * 1e3,
-        layer_stream_wall_ms: median(&mut walls) * 1e3,
-        layer_torch_ms: torch_layer_ms,
-        call_overhead_us_4096: (wall - gpu) * 1e6,
-        call_wall_us_4096: wall * 1e6,
-        call_gpu_us_4096: gpu * 1e6,
+    Ok(BlockingCall {
+        side: big,
+        wall_s: median(&mut wall),
+        gpu_s: gpu,
         breakdown,
-        call_size: big,
-        layer_scale: scale,
-        verified,
     })
 }
 
