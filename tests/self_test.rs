@@ -252,6 +252,7 @@ fn fused_and_grouped_kernels_are_tested_on_their_own_pipelines_on_matrix_units()
         "{kernels:?}"
     );
     assert_eq!(ctx.self_test().tested, gemms, "{:?}", ctx.self_test());
+    assert!(ctx.self_test().dropped.is_empty(), "{:?}", ctx.self_test());
     assert_eq!(
         ctx.pipeline_count(),
         kernels.len(),

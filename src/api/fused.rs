@@ -52,7 +52,13 @@ macro_rules! vector_from {
 }
 vector_from!(f32, f16, bf16);
 
-impl EpilogueVector<'_> {
+impl<'a> EpilogueVector<'a> {
+    /// A host vector of `t` elements as little-endian bytes (the driver self-test's, whose
+    /// element type is a kernel's, not a Rust type's).
+    pub(crate) fn host(t: ComponentType, bytes: &'a [u8]) -> Self {
+        EpilogueVector(Source::Host(t, bytes))
+    }
+
     fn element_type(&self) -> ComponentType {
         match self.0 {
             Source::Host(t, _) | Source::Device(t, ..) => t,

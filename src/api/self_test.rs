@@ -4,10 +4,12 @@
 //! and the caller plans again.
 
 use super::context::Context;
+use super::fused::{EpilogueVector, Fused};
 use super::operand::Placed;
+use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::kernel::Load;
-use crate::memory::{Buffer, BufferKind};
+use crate::memory::BufferKind;
 use crate::plan::{GemmPlan, Kernel};
 use crate::record::Access;
 use crate::selftest::known_answer::{family as family_of, first_wrong, known_answer, KnownAnswer};
@@ -88,34 +90,17 @@ impl Context {
     /// and returns C's bytes.
     fn run_known_answer(&self, answer: &KnownAnswer, plan: &GemmPlan) -> Result<Vec<u8>> {
         let p = &plan.problem;
-        // A, B, C, then the epilogue's vectors that are on, each in a buffer of its own.
-        let uploads: Vec<(Arc<Buffer>, &[u8])> = answer
-            .bytes
-            .iter()
-            .chain(answer.vectors.iter().flatten())
-            .map(|bytes| {
-                let size = (bytes.len() as u64).next_multiple_of(16);
-                Ok((Arc::new(self.pool.take(size, BufferKind::Storage)?), bytes.as_slice()))
-            })
-            .collect::<Result<_>>()?;
-        let raw = |i: usize| uploads[i].0.raw();
-        let mut vectors = [None; 4];
-        let mut next = 3;
-        for (slot, on) in vectors.iter_mut().zip(&answer.vectors) {
-            if on.is_some() {
-                *slot = Some(raw(next));
-                next += 1;
-            }
-        }
-        let c_size = answer.bytes[2].len() as u64;
-        let down = Arc::new(self.pool.take(c_size, BufferKind::Readback)?);
+        let sizes = answer.bytes.each_ref().map(|b| b.len() as u64);
+        let take = |size| self.pool.take(size, BufferKind::Storage).map(Arc::new);
+        let buffers = [take(sizes[0])?, take(sizes[1])?, take(sizes[2])?];
+        let down = Arc::new(self.pool.take(sizes[2], BufferKind::Readback)?);
         let placed = |i: usize, (rows, cols), layout, ld| Placed {
             rows,
             cols,
             layout,
             ld,
             offset: 0,
-            raw: raw(i),
+            raw: buffers[i].raw(),
             owned: None,
         };
         let operands = [
@@ -123,27 +108,28 @@ impl Context {
             placed(1, (p.k, p.n), p.b_layout, p.ldb),
             placed(2, (p.m, p.n), Layout::RowMajor, p.ldc),
         ];
-        let touches: Vec<Touch<'_>> = uploads.iter().map(|(b, _)| Touch::unowned(b.raw())).collect();
+        // The epilogue's vectors go up and are bound as any fused GEMM's host vectors are.
+        let [bias, rows, cols] = answer.vectors.each_ref().map(|v| v.as_deref());
+        let mut fused = Fused::new();
+        if let (Some((axis, t)), Some(bias)) = (answer.request.epilogue.bias, bias) {
+            fused = fused.bias(axis, EpilogueVector::host(t, bias));
+        }
+        if let (Some(rows), Some(cols)) = (rows, cols) {
+            let f32s = |v| EpilogueVector::host(ComponentType::F32, v);
+            fused = fused.scales(f32s(rows), f32s(cols));
+        }
         let mut stream = self.stream()?;
         let core = &mut *stream.core;
-        core.access(&[], &touches)?;
-        for (buffer, bytes) in &uploads {
+        core.access(&[], &buffers.each_ref().map(|b| Touch::unowned(b.raw())))?;
+        for (buffer, bytes) in buffers.iter().zip(&answer.bytes) {
             core.upload(buffer.raw(), 0, bytes.len() as u64, |out| out.copy_from_slice(bytes))?;
         }
-        self.pipelines.prepare(plan)?;
-        let reads: Vec<Touch<'_>> = touches
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != 2)
-            .map(|(_, t)| *t)
-            .collect();
-        core.access(&reads, &[touches[2]])?;
-        self.record_fused(core, plan, plan.bind_order(operands), answer.c_type, vectors)?;
-        core.access(&[touches[2]], &[])?;
+        self.enqueue_fused(core, plan, plan.bind_order(operands), &fused, answer.c_type)?;
+        core.access(&[Touch::unowned(buffers[2].raw())], &[])?;
         let mut rec = core.recording()?;
-        rec.copy(raw(2), down.raw(), c_size);
+        rec.copy(buffers[2].raw(), down.raw(), sizes[2]);
         rec.barrier(Access::TRANSFER_WRITE, Access::HOST_READ);
-        for (buffer, _) in uploads {
+        for buffer in buffers {
             core.hold(buffer, true);
         }
         core.hold(down.clone(), true);
