@@ -180,6 +180,7 @@ impl Pipelines {
             Kernel::Transpose { rounds_to, bytes } => kernel::generate_transpose(rounds_to, bytes)?,
             Kernel::GroupTable => kernel::generate_group_table()?,
             Kernel::Dequant { quant, to } => kernel::generate_dequant(quant, to)?,
+            Kernel::Act8 { elem } => kernel::generate_act8(elem)?,
             Kernel::Gemv(key) => kernel::generate_gemv(&key)?,
             _ => kernel::generate_absmax()?,
         };
@@ -198,6 +199,7 @@ impl Pipelines {
             | Kernel::Transpose { .. }
             | Kernel::GroupTable
             | Kernel::Dequant { .. }
+            | Kernel::Act8 { .. }
             | Kernel::Gemv(_) => self.get_helper(*kernel),
             Kernel::Reduce {
                 result_type,

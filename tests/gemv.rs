@@ -184,6 +184,7 @@ fn every_kernel_variant_validates() {
                     c_transposed,
                     epilogue,
                     quant: None,
+                    int8_x: false,
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -198,6 +199,7 @@ fn every_kernel_variant_validates() {
         c_transposed: false,
         epilogue: Epilogue::default(),
         quant: None,
+        int8_x: false,
     };
     assert!(matches!(generate_gemv(&bad), Err(vk_sgmat::Error::Unsupported(_))));
 }

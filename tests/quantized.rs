@@ -161,17 +161,37 @@ fn layer<T: Element>(
     let op = Matmul::with_options(options);
     let xt = ctx.upload(MatRef::col_major(&xs, k, m)).unwrap();
     // The weights read in the activations' type.
-    match (T::TYPE == ComponentType::F32, w_first) {
-        (true, true) => ctx.run(&op, w.as_ref().as_f32(), &xt, &mut c),
-        (false, true) => ctx.run(&op, &w, &xt, &mut c),
-        (true, false) => ctx.run(&op, &x, w.t().as_f32(), &mut c),
-        (false, false) => ctx.run(&op, &x, w.t(), &mut c),
+    let prepared = match (T::TYPE == ComponentType::F32, w_first) {
+        (true, true) => ctx.prepare(&op, w.as_ref().as_f32(), &xt, &mut c),
+        (false, true) => ctx.prepare(&op, &w, &xt, &mut c),
+        (true, false) => ctx.prepare(&op, &x, w.t().as_f32(), &mut c),
+        (false, false) => ctx.prepare(&op, &x, w.t(), &mut c),
     }
     .unwrap();
+    prepared.run().unwrap();
+    let int8 = prepared
+        .plans()
+        .flat_map(|p| p.kernels())
+        .any(|k| k.label().ends_with("_x8"));
+    drop(prepared);
     let got = download(ctx, &c);
+    let xf: Vec<f32> = xs.iter().map(|v| v.to_f64() as f32).collect();
+    if int8 {
+        let at_c = |mi: usize, ni: usize| {
+            let (r, cc) = if w_first { (ni, mi) } else { (mi, ni) };
+            at(lc, r, cc, inner)
+        };
+        let int8 = Int8Layer {
+            q,
+            deq: &deq,
+            x: &xf,
+            k,
+        };
+        int8.check((m, n), (options.alpha, options.beta), (&got, &c0), at_c);
+        return;
+    }
     // The reference on row-major copies of the operands and of C's old value.
     // (x's elements and the dequantized weights are exact in f32.)
-    let xf: Vec<f32> = xs.iter().map(|v| v.to_f64() as f32).collect();
     let (a_host, b_host) = if w_first {
         (deq.clone(), transpose(&xf, m, k))
     } else {
@@ -199,6 +219,91 @@ fn layer<T: Element>(
         (e + (f64::from(*g) - w).powi(2), s + w * w)
     });
     assert!(err <= 5e-4 * norm.max(f64::MIN_POSITIVE), "{q}: NMSE {}", err / norm);
+}
+
+/// A layer whose activations the GPU rounded to 8 bits (`GemmOptions::int8_activations`): the
+/// reference rounds them the same way in f64 (a block of 32's scale `max |x| / 127`, codes
+/// rounded to nearest even), so what is left is the f32 arithmetic on the sums, bounded by
+/// `SUM_SLACK` times the unit's largest weight times each activation (the kernel's terms, a
+/// scale times up to 63 codes plus an offset, are a few times its values), plus one step of the
+/// block's scale for each activation within `1e-4` of a rounding tie (the GPU's `127 / max |x|`
+/// need not be correctly rounded). Then ggml's own metric, NMSE against the unrounded product.
+struct Int8Layer<'a> {
+    q: QuantType,
+    deq: &'a [f32],
+    x: &'a [f32],
+    k: usize,
+}
+
+/// See [`Int8Layer`].
+const SUM_SLACK: f64 = 5e-5;
+
+impl Int8Layer<'_> {
+    /// Activation row `mi` rounded to 8 bits as the GPU rounds it, and each element's slack for
+    /// a tie (the block's scale where the rounding was within 1e-4 of one, else 0).
+    fn rounded(&self, mi: usize) -> (Vec<f64>, Vec<f64>) {
+        let row = &self.x[mi * self.k..(mi + 1) * self.k];
+        let (mut out, mut tie) = (Vec::new(), Vec::new());
+        for block in row.chunks(32) {
+            let m = block.iter().fold(0.0f64, |m, v| m.max(f64::from(*v).abs()));
+            let d = m / 127.0;
+            for &v in block {
+                let t = if m > 0.0 { f64::from(v) * 127.0 / m } else { 0.0 };
+                let q = t.round_ties_even();
+                out.push(q * d);
+                tie.push(if ((t - t.floor()) - 0.5).abs() < 1e-4 { d } else { 0.0 });
+            }
+        }
+        (out, tie)
+    }
+
+    /// Checks `got` (C as stored; `at_c(mi, ni)` the index of activation row `mi` times weight
+    /// row `ni`) against `alpha x w^T + beta c0`.
+    fn check(
+        &self,
+        (m, n): (usize, usize),
+        (alpha, beta): (f64, f64),
+        (got, c0): (&[f32], &[f32]),
+        at_c: impl Fn(usize, usize) -> usize,
+    ) {
+        let k = self.k;
+        let (mut err, mut norm) = (0.0f64, 0.0f64);
+        for mi in 0..m {
+            let (xq, tie) = self.rounded(mi);
+            for ni in 0..n {
+                let w = &self.deq[ni * k..(ni + 1) * k];
+                let (mut dot, mut slack, mut exact) = (0.0f64, 0.0f64, 0.0f64);
+                for (u, unit) in w.chunks(32).enumerate() {
+                    let wmax = unit.iter().fold(0.0f64, |m, v| m.max(f64::from(*v).abs()));
+                    for (l, &wv) in unit.iter().enumerate() {
+                        let kk = 32 * u + l;
+                        dot += f64::from(wv) * xq[kk];
+                        exact += f64::from(wv) * f64::from(self.x[mi * k + kk]);
+                        slack += SUM_SLACK * wmax * xq[kk].abs() + f64::from(wv).abs() * tie[kk];
+                    }
+                }
+                let at = at_c(mi, ni);
+                let old = beta * f64::from(c0[at]);
+                let want = alpha * dot + old;
+                let bound = alpha.abs() * slack + 1e-6 * (old.abs() + 1e-30);
+                let g = f64::from(got[at]);
+                assert!(
+                    (g - want).abs() <= bound,
+                    "{} {m}x{n}x{k}, 8-bit activations, ({mi}, {ni}): got {g}, want {want} (bound {bound})",
+                    self.q
+                );
+                let unrounded = alpha * exact + old;
+                err += (g - unrounded).powi(2);
+                norm += unrounded * unrounded;
+            }
+        }
+        assert!(
+            err <= 5e-4 * norm.max(f64::MIN_POSITIVE),
+            "{}: NMSE {}",
+            self.q,
+            err / norm
+        );
+    }
 }
 
 /// Random blocks whose values stay near 1 in magnitude (scales from quantizing uniform values),
@@ -249,6 +354,83 @@ fn layers_match_the_f64_product_of_the_dequantized_weights() {
         layer::<f32>(q, shape, w_first, lc, &exact(), &mut rng);
     }
     assert_no_validation_messages(context());
+}
+
+#[test]
+fn decode_with_8_bit_activations_matches_the_reference_in_every_format() {
+    let ctx = context();
+    assert!(
+        ctx.device_info().features.shader_integer_dot_product,
+        "this test needs a device with shaderIntegerDotProduct (lavapipe has it)"
+    );
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let row = Layout::RowMajor;
+    let on = GemmOptions {
+        int8_activations: Some(true),
+        ..Default::default()
+    };
+    let scaled = GemmOptions {
+        alpha: -1.5,
+        beta: 0.25,
+        ..on.clone()
+    };
+    let fast_f32 = GemmOptions {
+        compute: ComputeMode::FastF16,
+        ..Default::default()
+    };
+    for q in QuantType::ALL.into_iter().filter(|&q| q != QuantType::Mxfp4) {
+        // Several units per invocation's row where K is many 32-value blocks.
+        let kb = if q.block_values() == 32 { 13 } else { 3 };
+        // One token (the default options), three into a column-major C with the weights as A,
+        // eight with alpha and beta, an odd number of weight rows each.
+        layer::<f16>(q, (1, 17, kb), false, row, &GemmOptions::default(), &mut rng);
+        layer::<f16>(q, (3, 33, kb), true, Layout::ColMajor, &on, &mut rng);
+        layer::<f16>(q, (8, 5, 1), false, row, &scaled, &mut rng);
+        layer::<f32>(q, (2, 9, kb), false, row, &fast_f32, &mut rng);
+    }
+    // 4099 weight rows.
+    layer::<f16>(QuantType::Q4K, (1, 4099, 2), false, row, &on, &mut rng);
+    assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn eight_bit_activations_are_chosen_as_documented() {
+    let ctx = context();
+    let (n, k) = (9, 64);
+    let names = |q: QuantType, f32_x: bool, options: &GemmOptions| -> Result<Vec<String>, Error> {
+        let w = ctx.upload_quantized(q, n, k, &random_blocks_small(q, n, k, &mut Rng::new(7)))?;
+        let mut c = ctx.zeros::<f32>(1, n)?;
+        let op = Matmul::with_options(options);
+        let prepared = if f32_x {
+            let x = ctx.zeros::<f32>(1, k)?;
+            ctx.prepare(&op, &x, w.t().as_f32(), &mut c)?
+        } else {
+            let x = ctx.zeros::<f16>(1, k)?;
+            ctx.prepare(&op, &x, w.t(), &mut c)?
+        };
+        let names = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
+        Ok(names)
+    };
+    let x8 = |names: &[String]| names.iter().any(|n| n.ends_with("_x8"));
+    let default = GemmOptions::default();
+    let off = GemmOptions {
+        int8_activations: Some(false),
+        ..Default::default()
+    };
+    let on = GemmOptions {
+        int8_activations: Some(true),
+        ..Default::default()
+    };
+    // f16 activations by default; f32 ones only when asked for or in a fast mode.
+    assert!(x8(&names(QuantType::Q8_0, false, &default).unwrap()));
+    assert!(!x8(&names(QuantType::Q8_0, true, &default).unwrap()));
+    assert!(x8(&names(QuantType::Q8_0, true, &on).unwrap()));
+    assert!(!x8(&names(QuantType::Q8_0, false, &off).unwrap()));
+    // MXFP4 streams its blocks as f32 by default, and asking for 8 bits is a typed error.
+    assert!(!x8(&names(QuantType::Mxfp4, false, &default).unwrap()));
+    let err = names(QuantType::Mxfp4, false, &on);
+    assert!(matches!(err, Err(Error::Unsupported(_))), "{err:?}");
+    assert_no_validation_messages(ctx);
 }
 
 #[test]
@@ -362,10 +544,18 @@ fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
         let names = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
         names
     };
+    // f16 activations (the default options) are rounded to 8 bits first where the device has
+    // packed dot products (lavapipe has).
+    let int8 = ctx.device_info().features.shader_integer_dot_product;
     for (m, w_first) in [(1, false), (8, false), (3, true)] {
         let names = kernels(m, w_first);
+        let streams = if int8 {
+            names.len() == 2 && names[0] == "round f16 activations to 8 bits" && names[1].ends_with("_q4_K_x8")
+        } else {
+            names.len() == 1 && names[0].ends_with("_q4_K")
+        };
         assert!(
-            names.len() == 1 && names[0].starts_with("gemv_") && names[0].ends_with("_q4_K"),
+            streams && names.last().is_some_and(|n| n.starts_with("gemv_")),
             "{m} rows, w first {w_first}: {names:?}"
         );
     }
@@ -408,18 +598,33 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
             (ComponentType::F32, 8, 2),
             (ComponentType::Bf16, 3, 4),
         ] {
-            let key = GemvKey {
-                elem,
-                rows,
-                cols,
-                unroll: 1,
-                c_transposed: rows == 3,
-                epilogue: Epilogue::default(),
-                quant: Some(quant),
-            };
-            let words = generate_gemv(&key).unwrap();
-            common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            for int8_x in [false, true] {
+                let key = GemvKey {
+                    elem,
+                    rows,
+                    cols,
+                    unroll: 1,
+                    c_transposed: rows == 3,
+                    epilogue: Epilogue::default(),
+                    quant: Some(quant),
+                    int8_x,
+                };
+                let Ok(words) = generate_gemv(&key) else {
+                    assert!(int8_x && quant == QuantType::Mxfp4, "{}", key.name());
+                    continue;
+                };
+                common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
+            }
         }
+    }
+}
+
+#[test]
+fn every_activation_rounding_pass_passes_spirv_val() {
+    for elem in [ComponentType::F16, ComponentType::Bf16, ComponentType::F32] {
+        let words = vk_sgmat::kernel::generate_act8(elem).unwrap();
+        let name = format!("act8_{elem}");
+        common::spirv_val(&words, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
 

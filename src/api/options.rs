@@ -83,6 +83,19 @@ pub struct GemmOptions {
     /// Vectors of each weight row an invocation of the matrix-vector kernel loads per step (1
     /// or 2), a tuning choice. Default `None`: the measured choice.
     pub gemv_unroll: Option<u32>,
+    /// Decode on quantized weights ([`QuantMatrix`](crate::QuantMatrix) on the matrix-vector
+    /// kernel): whether the activations are first rounded to 8 bits per block of 32 values (a
+    /// scale each, `max |x| / 127`) in a pass of their own, so the kernel multiplies four weight
+    /// codes by four activations in one packed integer dot product instead of dequantizing each
+    /// weight to f32 (ggml's `mul_mat_vecq` does the same). Each activation then carries an
+    /// error of up to half its block's scale (about 0.4% of the block's largest), as in ggml.
+    /// `Some(true)`: wherever the matrix-vector kernel streams the blocks (an error for MXFP4,
+    /// whose values are not an affine map of its codes, and on a device without
+    /// `shaderIntegerDotProduct`); `Some(false)`: never. Default `None`: on for f16 and bf16
+    /// activations and for f32 ones in the fast [`ComputeMode`]s, where the device has packed
+    /// dot products and the format allows; f32 activations in the accurate and exact modes are
+    /// multiplied as they are. Ignored by GEMMs that multiply a dense copy of the weights.
+    pub int8_activations: Option<bool>,
 }
 
 impl Default for GemmOptions {
@@ -100,6 +113,7 @@ impl Default for GemmOptions {
             matrix_vector: None,
             gemv_cols: None,
             gemv_unroll: None,
+            int8_activations: None,
         }
     }
 }

@@ -13,7 +13,7 @@ use super::work::{Planned, Plans};
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, BufferKind};
-use crate::plan::{dequantized_first, gemv_on_blocks, streams_blocks, Batch, Operand, Quantized, Window};
+use crate::plan::{dequantized_first, gemv_on_blocks, streams_blocks, Batch, ComputeMode, Operand, Quantized, Window};
 use crate::quant::QuantType;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use half::f16;
@@ -233,7 +233,8 @@ impl Context {
         };
         // Decode's shapes stream the blocks; the rest multiply a dense copy.
         let plan = if streams_blocks(&plan, which) {
-            gemv_on_blocks(plan, which, &quantized, op.options.gemv_cols)?
+            let int8_x = self.int8_activations(&op.options, q.matrix.quant, to_activations(j, [TA::TYPE, TB::TYPE]))?;
+            gemv_on_blocks(plan, which, &quantized, (op.options.gemv_cols, int8_x), &self.limits)?
         } else {
             dequantized_first(plan, which, &quantized, to, &self.limits)?
         };
@@ -275,6 +276,27 @@ impl Context {
             layout: Layout::RowMajor,
         };
         self.download(&dc, stored)
+    }
+
+    /// Whether decode on `quant` weights rounds its `elem` activations to 8 bits
+    /// ([`GemmOptions::int8_activations`](crate::GemmOptions::int8_activations)).
+    fn int8_activations(&self, options: &crate::GemmOptions, quant: QuantType, elem: ComponentType) -> Result<bool> {
+        let can = self.device.info().features.shader_integer_dot_product;
+        let takes = crate::kernel::act8_takes(quant);
+        match options.int8_activations {
+            Some(false) => Ok(false),
+            Some(true) if !can => Err(Error::Unsupported(
+                "8-bit activations need shaderIntegerDotProduct, which this device has not enabled".into(),
+            )),
+            Some(true) if !takes => Err(Error::Unsupported(format!(
+                "8-bit activations beside {quant}: its values are not an affine map of its codes; use int8_activations None or Some(false)"
+            ))),
+            Some(true) => Ok(true),
+            None => Ok(can
+                && takes
+                && (elem != ComponentType::F32
+                    || matches!(options.compute, ComputeMode::FastF16 | ComputeMode::FastBf16))),
+        }
     }
 
     /// A host input uploaded (`None` for the others).
@@ -332,4 +354,9 @@ impl Context {
             owned: Some(&q.matrix.buffer),
         }
     }
+}
+
+/// The activations' element type: the operand beside the quantized one (`j` its index).
+fn to_activations(j: usize, types: [ComponentType; 2]) -> ComponentType {
+    types[1 - j]
 }

@@ -10,7 +10,10 @@ use crate::quant::QuantType;
 use rspirv::dr::Operand;
 use rspirv::spirv::{Decoration, StorageClass, Word};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+mod packed;
+pub(super) use packed::{packed, packs};
 
 /// GLSL.std.450 `UnpackHalf2x16` (exact; needs no Float16 capability).
 const GLSL_UNPACK_HALF_2X16: u32 = 62;
@@ -31,23 +34,42 @@ pub(super) struct Block {
     /// right and left shifts that funnel two of them into one aligned word.
     starts: RefCell<HashMap<Option<Word>, (Word, Word, Word)>>,
     /// Aligned word `k` after each run-time part.
-    aligned: RefCell<HashMap<(Option<Word>, u32), Word>>,
+    aligned_words: RefCell<HashMap<(Option<Word>, u32), Word>>,
     /// Aligned words shifted right by a run-time amount (the unit's field position).
     shifted: RefCell<HashMap<ShiftedKey, Word>>,
     /// What depends on the unit alone (its addresses, shifts, scales), made once.
     unit: RefCell<HashMap<(&'static str, u32), Word>>,
+    /// Whether the block starts on a word (its format's size is a multiple of 4 and the first
+    /// block's byte is, which the planner checks): words at `at`s known to be multiples of 4
+    /// are then loaded as they are, without the funnel.
+    aligned: bool,
+    /// Run-time parts of addresses that are multiples of 4 (see `aligned`).
+    word_ats: RefCell<HashSet<Word>>,
 }
 
 impl Block {
-    pub(super) fn new(words: Word, base: Word) -> Self {
+    pub(super) fn new(words: Word, base: Word, aligned: bool) -> Self {
         Block {
             words,
             base,
             starts: RefCell::default(),
-            aligned: RefCell::default(),
+            aligned_words: RefCell::default(),
             shifted: RefCell::default(),
             unit: RefCell::default(),
+            aligned,
+            word_ats: RefCell::default(),
         }
+    }
+
+    /// Notes that the run-time address part `at` is a multiple of 4 bytes.
+    fn on_words(&self, at: Word) -> Word {
+        self.word_ats.borrow_mut().insert(at);
+        at
+    }
+
+    /// Whether bytes from `at` on start on a word of the binding.
+    fn starts_on_word(&self, at: Option<Word>) -> bool {
+        self.aligned && at.is_none_or(|a| self.word_ats.borrow().contains(&a))
     }
 
     /// The word `key` names for this unit: made by `f` the first time, reused after (every
@@ -80,7 +102,7 @@ pub(super) fn unit(b: &mut ModuleBuilder, q: QuantType, words: Word, row: Word, 
     let s = b.mod_u(u, per_block)?;
     let at = b.mul_u(block, q.block_bytes() as u32)?;
     let base = b.b.i_add(t_u32, None, row, at)?;
-    Ok((Block::new(words, base), s))
+    Ok((Block::new(words, base, q.block_bytes() % 4 == 0), s))
 }
 
 /// Value `32 s + l` of the block (`s` the unit, a u32 id; `l` < 32 a literal, so everything
@@ -191,11 +213,19 @@ fn q3_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word
     // low - 4 + 4 * set, as code - 4.
     let plus = b.mul_u(set, 4)?;
     let v = b.b.i_add(t_u32, None, low, plus)?;
-    let dl = blk.once(b, ("q3k dl", l / 16), |b| {
+    let dl = q3_k_scale(b, blk, s, l / 16)?;
+    let v = code_f32(b, v, 4)?;
+    fmul(b, dl, v)
+}
+
+/// Q3_K's `d * (scale - 32)` of half `h` of unit `s` (6-bit scale `2 s + h`), once per unit.
+fn q3_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, h: u32) -> BuildResult<Word> {
+    blk.once(b, ("q3k dl", h), |b| {
+        let t_u32 = b.t_u32();
         // Scale i: low four bits in byte i % 8's nibble i / 8, high two in byte 8 + i % 4 at
         // 2 (i / 4).
         let i = b.mul_u(s, 2)?;
-        let i = b.add_u(i, l / 16)?;
+        let i = b.add_u(i, h)?;
         let i8_ = b.mod_u(i, 8)?;
         let lo_byte = byte_at(b, blk, Some(i8_), 96)?;
         let nib_shift = b.div_u(i, 8)?;
@@ -212,9 +242,7 @@ fn q3_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word
         let d = half_at(b, blk, 108)?;
         let scale = s2f(b, scale)?;
         fmul(b, d, scale)
-    })?;
-    let v = code_f32(b, v, 4)?;
-    fmul(b, dl, v)
+    })
 }
 
 /// `block_q4_K` / `block_q5_K`: sub-block `s` has a 6-bit scale and minimum
@@ -223,14 +251,7 @@ fn q3_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word
 fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
     let five = q == QuantType::Q5K;
-    let at = blk.once(b, ("q45k at", 0), |b| {
-        let pair = b.div_u(s, 2)?;
-        b.mul_u(pair, 32)
-    })?;
-    let shift = blk.once(b, ("q45k shift", 0), |b| {
-        let odd = b.mod_u(s, 2)?;
-        b.mul_u(odd, 4)
-    })?;
+    let (at, shift) = q45_k_field(b, blk, s)?;
     let mut v = field(b, blk, (Some(at), if five { 48 } else { 16 } + l), shift, 0xf)?;
     if five {
         let h = field(b, blk, (None, 16 + l), s, 1)?;
@@ -241,6 +262,20 @@ fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> B
     let v = code_f32(b, v, 0)?;
     let v = fmul(b, d1, v)?;
     fsub(b, v, m1)
+}
+
+/// The Q4_K/Q5_K `qs` nibbles of unit `s`: their offset past the field's start, `32 (s / 2)`,
+/// and their shift in the byte, `4 (s % 2)`; once per unit.
+fn q45_k_field(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word, Word)> {
+    let at = blk.once(b, ("q45k at", 0), |b| {
+        let pair = b.div_u(s, 2)?;
+        b.mul_u(pair, 32).map(|at| blk.on_words(at))
+    })?;
+    let shift = blk.once(b, ("q45k shift", 0), |b| {
+        let odd = b.mod_u(s, 2)?;
+        b.mul_u(odd, 4)
+    })?;
+    Ok((at, shift))
 }
 
 /// Sub-block `s`'s `d * scale` (`scale`) or `dmin * min` of a Q4_K/Q5_K block, once per unit:
@@ -271,6 +306,22 @@ fn scale_min_k4(b: &mut ModuleBuilder, blk: &Block, s: Word, scale: bool) -> Bui
 /// `d * scales[8 n + 2 t + l / 16]` (signed).
 fn q6_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
+    let (n, quarter, ql_at, ql_shift, qh_at, qh_shift) = q6_k_fields(b, blk, s)?;
+    let low = field(b, blk, (Some(ql_at), l), ql_shift, 0xf)?;
+    let high = field(b, blk, (Some(qh_at), 128 + l), qh_shift, 3)?;
+    let high = b.mul_u(high, 16)?;
+    let v = b.b.bitwise_or(t_u32, None, low, high)?;
+    let scale = q6_k_scale(b, blk, (n, quarter), l / 16)?;
+    let v = code_f32(b, v, 32)?;
+    fmul(b, scale, v)
+}
+
+/// Q6_K's fields of unit `4 n + t`: `n`, `t`, the offset `64 n + 32 (t % 2)` of its `ql`
+/// bytes and their nibble's shift `4 (t / 2)`, the offset `32 n` of its `qh` bytes and their
+/// bits' shift `2 t`; once per unit.
+#[allow(clippy::type_complexity)]
+fn q6_k_fields(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word, Word, Word, Word, Word, Word)> {
+    let t_u32 = b.t_u32();
     let n = blk.once(b, ("q6k n", 0), |b| b.div_u(s, 4))?;
     let quarter = blk.once(b, ("q6k quarter", 0), |b| b.mod_u(s, 4))?;
     let ql_at = blk.once(b, ("q6k ql", 0), |b| {
@@ -283,24 +334,24 @@ fn q6_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word
         let upper = b.div_u(quarter, 2)?;
         b.mul_u(upper, 4)
     })?;
-    let low = field(b, blk, (Some(ql_at), l), ql_shift, 0xf)?;
     let qh_at = blk.once(b, ("q6k qh", 0), |b| b.mul_u(n, 32))?;
     let qh_shift = blk.once(b, ("q6k qh shift", 0), |b| b.mul_u(quarter, 2))?;
-    let high = field(b, blk, (Some(qh_at), 128 + l), qh_shift, 3)?;
-    let high = b.mul_u(high, 16)?;
-    let v = b.b.bitwise_or(t_u32, None, low, high)?;
-    let scale = blk.once(b, ("q6k scale", l / 16), |b| {
+    Ok((n, quarter, ql_at, ql_shift, qh_at, qh_shift))
+}
+
+/// Q6_K's `d * scales[8 n + 2 t + h]` (signed) of half `h` of unit `4 n + t`, once per unit.
+fn q6_k_scale(b: &mut ModuleBuilder, blk: &Block, (n, quarter): (Word, Word), h: u32) -> BuildResult<Word> {
+    blk.once(b, ("q6k scale", h), |b| {
+        let t_u32 = b.t_u32();
         let at = b.mul_u(n, 8)?;
         let step = b.mul_u(quarter, 2)?;
         let at = b.b.i_add(t_u32, None, at, step)?;
-        let sc = byte_at(b, blk, Some(at), 192 + l / 16)?;
+        let sc = byte_at(b, blk, Some(at), 192 + h)?;
         let sc = signed_byte(b, sc)?;
         let d = half_at(b, blk, 208)?;
         let sc = s2f(b, sc)?;
         fmul(b, d, sc)
-    })?;
-    let v = code_f32(b, v, 32)?;
-    fmul(b, scale, v)
+    })
 }
 
 /// The Q2_K/Q3_K `qs` field of unit `s`: its offset in the block, `32 (s / 4)` (the field's
@@ -308,7 +359,7 @@ fn q6_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word
 fn two_bit_field(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word, Word)> {
     let at = blk.once(b, ("2-bit at", 0), |b| {
         let half = b.div_u(s, 4)?;
-        b.mul_u(half, 32)
+        b.mul_u(half, 32).map(|at| blk.on_words(at))
     })?;
     let shift = blk.once(b, ("2-bit shift", 0), |b| {
         let shift = b.mod_u(s, 4)?;
@@ -408,10 +459,20 @@ fn unpacked_half(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult
 /// the binding they straddle, funnelled (`(lo >> sh) | (hi << (31 - sh)) << 1`, well defined
 /// for every shift). The binding holds at least 8 bytes past the last block, so `hi` is inside.
 fn aligned_word(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, k: u32) -> BuildResult<Word> {
-    if let Some(&w) = blk.aligned.borrow().get(&(at, k)) {
+    if let Some(&w) = blk.aligned_words.borrow().get(&(at, k)) {
         return Ok(w);
     }
     let t_u32 = b.t_u32();
+    if blk.starts_on_word(at) {
+        let first = word_index(b, blk, at)?;
+        let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+        let c0 = b.c_u32(0);
+        let i = b.add_u(first, k)?;
+        let p = b.b.access_chain(p_u32, None, blk.words, [c0, i])?;
+        let w = b.b.load(t_u32, None, p, None, [])?;
+        blk.aligned_words.borrow_mut().insert((at, k), w);
+        return Ok(w);
+    }
     let start = blk.starts.borrow().get(&at).copied();
     let (first, right, left) = match start {
         Some(s) => s,
@@ -442,8 +503,24 @@ fn aligned_word(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, k: u32) ->
     let c1 = b.c_u32(1);
     let hi = b.b.shift_left_logical(t_u32, None, hi, c1)?;
     let w = b.b.bitwise_or(t_u32, None, lo, hi)?;
-    blk.aligned.borrow_mut().insert((at, k), w);
+    blk.aligned_words.borrow_mut().insert((at, k), w);
     Ok(w)
+}
+
+/// The binding's word at the block's first byte plus `at` (which [`Block::starts_on_word`]),
+/// once per run-time part.
+fn word_index(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>) -> BuildResult<Word> {
+    if let Some(&(first, ..)) = blk.starts.borrow().get(&at) {
+        return Ok(first);
+    }
+    let t_u32 = b.t_u32();
+    let addr = match at {
+        Some(at) => b.b.i_add(t_u32, None, blk.base, at)?,
+        None => blk.base,
+    };
+    let first = b.div_u(addr, 4)?;
+    blk.starts.borrow_mut().insert(at, (first, first, first));
+    Ok(first)
 }
 
 /// `(x >> shift) & mask`.

@@ -10,7 +10,7 @@ use super::gemm::{Dispatch, GemmPlan, Kernel, Operand};
 use super::passes::{DispatchLimits, Window};
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
-use crate::kernel::{dequant, PushConstants};
+use crate::kernel::{act8, dequant, GemvKey, PushConstants};
 use crate::quant::QuantType;
 use crate::tiling::VECTOR_BYTES;
 
@@ -32,6 +32,19 @@ impl Quantized {
     /// Bytes of blocks per row; a typed error where `cols` is not a whole number of blocks.
     pub fn row_bytes(&self) -> Result<usize> {
         self.quant.bytes_for(self.cols)
+    }
+
+    /// A typed error unless the first block starts on a word of its binding, as the kernels
+    /// reading the blocks assume (a block format whose size is a multiple of 4 is then read a
+    /// word at a time; [`crate::Context::upload_quantized`]'s matrices start at 0).
+    pub fn check_start(&self) -> Result<()> {
+        if self.window.start % 4 != 0 {
+            return Err(Error::InvalidOperand(format!(
+                "{} blocks from byte {} of their binding: they must start on a 4-byte word",
+                self.quant, self.window.start
+            )));
+        }
+        Ok(())
     }
 
     /// The dense copy's leading dimension, in elements of `to`: as the GEMM must see the
@@ -59,6 +72,7 @@ pub fn dequantized_first(
         )));
     }
     let row_bytes = q.row_bytes()?;
+    q.check_start()?;
     let bytes = to.size_bytes() as usize;
     let copy_ld = q.copy_ld(to);
     let copy_bytes = (q.rows * copy_ld * bytes) as u64;
@@ -122,8 +136,15 @@ pub fn streams_blocks(plan: &GemmPlan, which: Operand) -> bool {
 /// W straight from the blocks of `q`, each unit dequantized in registers as it streams. Bytes of
 /// blocks per row and the first block's byte go where the kernel's W leading dimension and
 /// offset in vectors would. `forced_cols`: the rows of W per workgroup the caller set (else
-/// [`blocks_cols`]'s choice).
-pub fn gemv_on_blocks(mut plan: GemmPlan, which: Operand, q: &Quantized, forced_cols: Option<u32>) -> Result<GemmPlan> {
+/// [`blocks_cols`]'s choice). With `int8_x`, the activations are rounded to 8 bits first
+/// (a pass of [`crate::kernel::act8`] into scratch, the kernel reading its blocks: [`GemvKey::int8_x`]).
+pub fn gemv_on_blocks(
+    mut plan: GemmPlan,
+    which: Operand,
+    q: &Quantized,
+    (forced_cols, int8_x): (Option<u32>, bool),
+    limits: &DispatchLimits,
+) -> Result<GemmPlan> {
     let Some(key) = plan.gemv_kernel().filter(|_| streams_blocks(&plan, which)) else {
         return Err(Error::InvalidOperand(format!(
             "plan {} does not stream a quantized operand's blocks",
@@ -131,8 +152,9 @@ pub fn gemv_on_blocks(mut plan: GemmPlan, which: Operand, q: &Quantized, forced_
         )));
     };
     let row_bytes = q.row_bytes()?;
+    q.check_start()?;
     let d = &mut plan.dispatches[0];
-    let cols = forced_cols.unwrap_or_else(|| blocks_cols(key.elem, key.rows, key.cols));
+    let cols = forced_cols.unwrap_or_else(|| blocks_cols(key.elem, key.rows, key.cols, int8_x));
     d.groups[0] = d.push.n.div_ceil(cols);
     d.kernel = Kernel::Gemv(crate::kernel::GemvKey {
         quant: Some(q.quant),
@@ -143,6 +165,80 @@ pub fn gemv_on_blocks(mut plan: GemmPlan, which: Operand, q: &Quantized, forced_
     d.bindings[1] = (which, q.window);
     d.push.ldb_vec = row_bytes as u32;
     d.push.b_off_vec = q.window.start as u32;
+    if int8_x {
+        return with_int8_activations(plan, limits);
+    }
+    Ok(plan)
+}
+
+/// `plan` (from [`gemv_on_blocks`]) with its activations rounded to 8 bits first: a pass
+/// ([`crate::kernel::act8`]) writes X's blocks of 32 codes and scales into scratch after the
+/// plan's own, and the matrix-vector kernel reads them there and multiplies them with the
+/// weights' codes in packed dot products ([`GemvKey::int8_x`]). A typed error where the format
+/// has no packed form (MXFP4) or the blocks do not fit the device's limits.
+fn with_int8_activations(mut plan: GemmPlan, limits: &DispatchLimits) -> Result<GemmPlan> {
+    let key = match plan.gemv_kernel() {
+        Some(key) if plan.dispatches.len() == 1 => key,
+        _ => {
+            return Err(Error::InvalidOperand(format!(
+                "plan {} is not one matrix-vector dispatch on quantized weights",
+                plan.kernel_name()
+            )))
+        }
+    };
+    if !key.quant.is_some_and(crate::kernel::act8_takes) {
+        return Err(Error::Unsupported(format!(
+            "8-bit activations beside {}: they multiply weights in a block format other than MXFP4 (its values are not an affine map of its codes)",
+            key.quant.map_or("dense weights".to_string(), |q| q.to_string())
+        )));
+    };
+    let gemv = plan.dispatches[0];
+    let units = gemv.push.k / act8::UNIT;
+    let row_vectors = units * act8::BLOCK_VECTORS;
+    let bytes = u64::from(key.rows) * u64::from(row_vectors) * u64::from(VECTOR_BYTES);
+    let align = limits.offset_alignment.max(u64::from(VECTOR_BYTES));
+    let offset = plan.scratch_bytes.next_multiple_of(align);
+    if bytes > limits.max_range || offset + bytes > limits.max_allocation {
+        return Err(Error::TooLarge(format!(
+            "{} rows of K = {} as 8-bit blocks take {bytes} bytes of scratch, over the device's limits (binding {}, allocation {})",
+            key.rows, gemv.push.k, limits.max_range, limits.max_allocation
+        )));
+    }
+    let blocks = Window {
+        bind_offset: offset,
+        bind_range: bytes,
+        start: 0,
+    };
+    let groups = (key.rows * units)
+        .div_ceil(act8::THREADS)
+        .min(act8::MAX_GROUPS.min(limits.max_groups[0]));
+    let x = gemv.bindings[0];
+    let pass = Dispatch {
+        kernel: Kernel::Act8 { elem: key.elem },
+        bindings: [x, x, (Operand::Scratch, blocks)],
+        aux: None,
+        vectors: [None; 3],
+        push: PushConstants {
+            m: key.rows,
+            n: units,
+            k: groups,
+            lda_vec: gemv.push.lda_vec,
+            a_off_vec: gemv.push.a_off_vec,
+            ldb_vec: row_vectors,
+            c_off: 0,
+            ..Default::default()
+        },
+        groups: [groups, 1, 1],
+        after_previous: false,
+    };
+    let d = &mut plan.dispatches[0];
+    d.kernel = Kernel::Gemv(GemvKey { int8_x: true, ..key });
+    d.bindings[0] = (Operand::Scratch, blocks);
+    d.push.lda_vec = row_vectors;
+    d.push.a_off_vec = 0;
+    d.after_previous = true;
+    plan.dispatches.insert(0, pass);
+    plan.scratch_bytes = offset + bytes;
     Ok(plan)
 }
 
@@ -153,9 +249,11 @@ pub fn gemv_on_blocks(mut plan: GemmPlan, which: Operand, q: &Quantized, forced_
 /// the dense choice holds (docs/perf/h200-32-4.txt, one token of 22016x4096, us with 1/2/4/8
 /// rows: f32 activations q4_K 119/69/47/56, q6_K 122/72/62/71, q8_0 119/68/45/45, mxfp4
 /// 113/65/63/76; f16 activations q4_K 56/51/48/53, four tokens 120/75/76/89, eight
-/// 216/134/138/239).
-pub fn blocks_cols(elem: ComponentType, rows: u32, dense: u32) -> u32 {
-    if elem == ComponentType::F32 && rows >= 5 {
+/// 216/134/138/239). With the activations rounded to 8 bits (`int8_x`) they are bytes
+/// whatever their type and the dense choice holds (H200, q4_K 8x22016x4096: 67.3 us with two
+/// rows, 85.4 with four, 173.4 with eight; q8_0 68.1 / 80.0 / 160.8; docs/perf/h200-35-1.txt).
+pub fn blocks_cols(elem: ComponentType, rows: u32, dense: u32, int8_x: bool) -> u32 {
+    if elem == ComponentType::F32 && rows >= 5 && !int8_x {
         4
     } else {
         dense

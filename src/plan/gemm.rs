@@ -71,6 +71,12 @@ pub enum Kernel {
         /// The copy's type: f16 or f32.
         to: ComponentType,
     },
+    /// The pass that rounds the activations of a matrix-vector GEMM on quantized weights to 8
+    /// bits into scratch before it ([`crate::kernel::act8`]).
+    Act8 {
+        /// The activations' type.
+        elem: ComponentType,
+    },
     /// The pass that builds a grouped GEMM's tile table from counts on the device
     /// ([`crate::kernel::group_table`]).
     GroupTable,
@@ -102,6 +108,7 @@ impl Kernel {
             Kernel::Transpose { rounds_to: Some(t), .. } => format!("transpose, round to {t}"),
             Kernel::GroupTable => "group table".into(),
             Kernel::Dequant { quant, to } => format!("dequantize {quant} to {to}"),
+            Kernel::Act8 { elem } => format!("round {elem} activations to 8 bits"),
             Kernel::Reduce { .. } => "split-K reduce".into(),
         }
     }

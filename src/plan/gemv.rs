@@ -129,6 +129,7 @@ pub fn gemv_dispatch(
         c_transposed,
         epilogue,
         quant: None,
+        int8_x: false,
     };
     // A fused epilogue applies alpha and beta in f32.
     let vectors = fused_vectors(p, &epilogue, limits)?;

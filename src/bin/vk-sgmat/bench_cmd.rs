@@ -104,6 +104,9 @@ pub(crate) fn bench(
         if let Some(u) = forced.gemv_unroll {
             types = format!("{types}, gemv unroll {u}");
         }
+        if let Some(on) = forced.int8_activations {
+            types = format!("{types}, {} activations", if on { "8-bit" } else { "unrounded" });
+        }
         if let Some(n) = forced.split_k {
             types = format!("{types}, split {n}");
         }

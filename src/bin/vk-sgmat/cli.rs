@@ -98,6 +98,11 @@ pub struct GemvArgs {
     /// choice).
     #[arg(long)]
     pub gemv_unroll: Option<u32>,
+    /// With `--weights`: whether decode rounds the activations to 8 bits per block of 32 and
+    /// multiplies them with the weights' codes in packed integer dot products: auto (f16
+    /// activations, and f32 ones in the fast modes), on or off.
+    #[arg(long, default_value = "auto")]
+    pub int8_activations: String,
 }
 
 /// Batched and grouped GEMMs, for `gemm` and `bench`.

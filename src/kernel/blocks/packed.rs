@@ -1,0 +1,218 @@
+//! A unit's weight codes four to a word, for packed 8-bit dot products with activations rounded
+//! to 8 bits ([`crate::kernel::act8`]): instead of 32 values in f32, each word's bytes are the
+//! codes of four consecutive values, and an affine map per half unit (16 values) turns a sum of
+//! code-times-activation products back into the values' sum, `a * sum(code x) + b * sum(x)`.
+//! Every format's map is its `dequantize_row_*` formula with the scale and offset taken out of
+//! the sum (Q4_0: `d (code - 8)` is `a = d`, `b = -8 d`). MXFP4's codes stand for values that
+//! are not an affine map of them, so it has none ([`packs`]).
+
+use super::{aligned_word, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, scale_min_k4, two_bit_field, Block};
+use crate::kernel::builder::{BuildResult, ModuleBuilder};
+use crate::quant::QuantType;
+use rspirv::spirv::Word;
+
+/// A unit's codes and the map back to its values: value `l` of half `h = l / 16` is
+/// `a[h] * code_l + b[h]` (`b` none where it is zero).
+pub(in crate::kernel) struct Packed {
+    /// Word `k`: the codes of values `4k..4k + 4`, one a byte, value `4k` lowest.
+    pub words: [Word; 8],
+    /// Whether the codes are signed bytes (Q8_0) rather than unsigned ones.
+    pub signed: bool,
+    /// The scale of each half.
+    pub a: [Word; 2],
+    /// The offset of each half.
+    pub b: [Option<Word>; 2],
+    /// Whether both halves share `a` and `b` (the formats with one scale per 32 values).
+    pub shared: bool,
+}
+
+/// Whether `q`'s codes map to its values affinely (every format but MXFP4).
+pub fn packs(q: QuantType) -> bool {
+    q != QuantType::Mxfp4
+}
+
+/// Unit `s` of `blk` as [`Packed`] (`q` must [`packs`]).
+pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word) -> BuildResult<Packed> {
+    let nibbles = 0x0f0f_0f0f;
+    let two = b.c_u32(2);
+    let one_scale = |words, signed, a, b_: Option<Word>| Packed {
+        words,
+        signed,
+        a: [a; 2],
+        b: [b_; 2],
+        shared: true,
+    };
+    Ok(match q {
+        QuantType::Q8_0 => {
+            let words = each(|k| aligned_word(b, blk, Some(two), k))?;
+            let d = half_at(b, blk, 0)?;
+            one_scale(words, true, d, None)
+        }
+        QuantType::Q4_0 | QuantType::Q4_1 => {
+            let at = (q == QuantType::Q4_0).then_some(two);
+            let first = if at.is_some() { 0 } else { 1 };
+            let words = nibble_words(b, blk, at, first)?;
+            let d = half_at(b, blk, 0)?;
+            let offset = match q {
+                QuantType::Q4_0 => scaled(b, d, -8.0)?,
+                _ => half_at(b, blk, 2)?,
+            };
+            one_scale(words, false, d, Some(offset))
+        }
+        QuantType::Q5_0 | QuantType::Q5_1 => {
+            let plus = q == QuantType::Q5_1;
+            // Q5_0: qh at byte 2, qs at 6; Q5_1: qh at 4, qs at 8.
+            let (at, qh, qs) = if plus { (None, 1, 2) } else { (Some(two), 0, 1) };
+            let low = nibble_words(b, blk, at, qs)?;
+            let high = aligned_word(b, blk, at, qh)?;
+            let mut words = low;
+            for (k, w) in words.iter_mut().enumerate() {
+                // Bit l of qh is value l's fifth bit: four of them spread to the bytes' bit 4.
+                let bits = shifted(b, high, 4 * k as u32, 0xf)?;
+                let bits = spread4(b, bits)?;
+                let bits = shl(b, bits, 4)?;
+                *w = or(b, *w, bits)?;
+            }
+            let d = half_at(b, blk, 0)?;
+            let offset = if plus {
+                half_at(b, blk, 2)?
+            } else {
+                scaled(b, d, -16.0)?
+            };
+            one_scale(words, false, d, Some(offset))
+        }
+        QuantType::Q4K | QuantType::Q5K => {
+            let five = q == QuantType::Q5K;
+            let (at, shift) = super::q45_k_field(b, blk, s)?;
+            let qs = if five { 48 } else { 16 };
+            let mut words = each(|k| {
+                let w = aligned_word(b, blk, Some(at), (qs + 4 * k) / 4)?;
+                by_word(b, w, shift, nibbles)
+            })?;
+            if five {
+                for (k, w) in words.iter_mut().enumerate() {
+                    let h = aligned_word(b, blk, None, (16 + 4 * k as u32) / 4)?;
+                    let h = by_word(b, h, s, 0x0101_0101)?;
+                    let h = shl(b, h, 4)?;
+                    *w = or(b, *w, h)?;
+                }
+            }
+            let (d1, m1) = (scale_min_k4(b, blk, s, true)?, scale_min_k4(b, blk, s, false)?);
+            let offset = scaled(b, m1, -1.0)?;
+            one_scale(words, false, d1, Some(offset))
+        }
+        QuantType::Q6K => {
+            let (n, quarter, ql_at, ql_shift, qh_at, qh_shift) = super::q6_k_fields(b, blk, s)?;
+            let words = each(|k| {
+                let low = aligned_word(b, blk, Some(ql_at), k)?;
+                let low = by_word(b, low, ql_shift, nibbles)?;
+                let high = aligned_word(b, blk, Some(qh_at), (128 + 4 * k) / 4)?;
+                let high = by_word(b, high, qh_shift, 0x0303_0303)?;
+                let high = shl(b, high, 4)?;
+                or(b, low, high)
+            })?;
+            let a = [
+                q6_k_scale(b, blk, (n, quarter), 0)?,
+                q6_k_scale(b, blk, (n, quarter), 1)?,
+            ];
+            let offsets = [scaled(b, a[0], -32.0)?, scaled(b, a[1], -32.0)?];
+            halves(words, a, offsets)
+        }
+        QuantType::Q2K | QuantType::Q3K => {
+            let three = q == QuantType::Q3K;
+            let (at, shift) = two_bit_field(b, blk, s)?;
+            let qs = if three { 32 } else { 16 };
+            let words = each(|k| {
+                let w = aligned_word(b, blk, Some(at), (qs + 4 * k) / 4)?;
+                let low = by_word(b, w, shift, 0x0303_0303)?;
+                if !three {
+                    return Ok(low);
+                }
+                // hmask[l]'s bit s adds 4 to the code (the value is code - 4).
+                let h = aligned_word(b, blk, None, k)?;
+                let h = by_word(b, h, s, 0x0101_0101)?;
+                let h = shl(b, h, 2)?;
+                or(b, low, h)
+            })?;
+            let (a, offsets) = if three {
+                let a = [q3_k_scale(b, blk, s, 0)?, q3_k_scale(b, blk, s, 1)?];
+                (a, [scaled(b, a[0], -4.0)?, scaled(b, a[1], -4.0)?])
+            } else {
+                let a = [q2_k_scale(b, blk, s, 0, true)?, q2_k_scale(b, blk, s, 16, true)?];
+                let m = [q2_k_scale(b, blk, s, 0, false)?, q2_k_scale(b, blk, s, 16, false)?];
+                (a, [scaled(b, m[0], -1.0)?, scaled(b, m[1], -1.0)?])
+            };
+            halves(words, a, offsets)
+        }
+        QuantType::Mxfp4 => unreachable!("MXFP4 has no packed form (packs)"),
+    })
+}
+
+fn halves(words: [Word; 8], a: [Word; 2], offsets: [Word; 2]) -> Packed {
+    Packed {
+        words,
+        signed: false,
+        a,
+        b: offsets.map(Some),
+        shared: false,
+    }
+}
+
+/// Eight words made by `f(k)` for k = 0..8.
+fn each(mut f: impl FnMut(u32) -> BuildResult<Word>) -> BuildResult<[Word; 8]> {
+    let mut out = [0; 8];
+    for (k, w) in out.iter_mut().enumerate() {
+        *w = f(k as u32)?;
+    }
+    Ok(out)
+}
+
+/// The codes of a 32-value block's 16 bytes of nibbles (aligned words `first..first + 4` after
+/// `at`): values 0..16 in the low nibbles, 16..32 in the high ones.
+fn nibble_words(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, first: u32) -> BuildResult<[Word; 8]> {
+    let mut out = [0; 8];
+    for k in 0..4 {
+        let w = aligned_word(b, blk, at, first + k)?;
+        out[k as usize] = shifted(b, w, 0, 0x0f0f_0f0f)?;
+        out[k as usize + 4] = shifted(b, w, 4, 0x0f0f_0f0f)?;
+    }
+    Ok(out)
+}
+
+/// `(x >> shift) & mask` for a literal shift.
+fn shifted(b: &mut ModuleBuilder, x: Word, shift: u32, mask: u32) -> BuildResult<Word> {
+    let shift = b.c_u32(shift);
+    by_word(b, x, shift, mask)
+}
+
+/// `(x >> shift) & mask`.
+fn by_word(b: &mut ModuleBuilder, x: Word, shift: Word, mask: u32) -> BuildResult<Word> {
+    super::bits(b, x, shift, mask)
+}
+
+/// Bits 0..4 of `x` (the rest zero) moved to bit 0 of bytes 0..4: `x * 0x00204081` puts copies
+/// at 0, 7, 14 and 21, which cannot overlap or carry, and the mask keeps one bit of each.
+fn spread4(b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let spread = b.mul_u(x, 0x0020_4081)?;
+    let mask = b.c_u32(0x0101_0101);
+    b.b.bitwise_and(t_u32, None, spread, mask)
+}
+
+fn shl(b: &mut ModuleBuilder, x: Word, by: u32) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let by = b.c_u32(by);
+    b.b.shift_left_logical(t_u32, None, x, by)
+}
+
+fn or(b: &mut ModuleBuilder, x: Word, y: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    b.b.bitwise_or(t_u32, None, x, y)
+}
+
+/// `x * c` (once per unit where `x` is).
+fn scaled(b: &mut ModuleBuilder, x: Word, c: f32) -> BuildResult<Word> {
+    let t_f32 = b.t_f32();
+    let c = b.c_bits(t_f32, c.to_bits());
+    fmul(b, x, c)
+}
