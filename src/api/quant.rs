@@ -91,7 +91,8 @@ impl QuantMatrix {
     pub fn cols(&self) -> usize {
         self.cols
     }
-    /// Bytes of blocks it holds.
+    /// Bytes of its blocks as a GGUF file stores them (on the device Q3_K's and Q6_K's blocks
+    /// take two more each, so each starts on a word).
     pub fn bytes(&self) -> usize {
         self.rows * self.cols / self.quant.block_values() * self.quant.block_bytes()
     }
@@ -126,7 +127,9 @@ impl QuantView<'_> {
 
 impl Context {
     /// Uploads a `rows x cols` matrix of `quant` blocks: `blocks` holds each row's
-    /// `cols / block_values` blocks, row after row, as a GGUF file stores them (no repacking).
+    /// `cols / block_values` blocks, row after row, as a GGUF file stores them (no repacking by
+    /// the caller; Q3_K's and Q6_K's blocks are padded to a whole word on the way, each value
+    /// kept bit for bit).
     /// A typed error, before anything reaches the GPU, where `cols` is not a whole number of
     /// blocks or `blocks` is not exactly that many bytes.
     pub fn upload_quantized(&self, quant: QuantType, rows: usize, cols: usize, blocks: &[u8]) -> Result<QuantMatrix> {
@@ -147,9 +150,12 @@ impl Context {
                 blocks.len()
             )));
         }
-        // Whole 16-byte vectors, at least 8 bytes past the last block: the kernels read the
-        // word after each one they need (a block need not start on a word).
-        let size = (bytes as u64 + 8).next_multiple_of(u64::from(VECTOR_BYTES));
+        // On the device each block takes `device_block_bytes` (Q3_K and Q6_K padded to a
+        // word), in whole 16-byte vectors, at least 8 bytes past the last block: the kernels
+        // read the word after each one they need (a block need not start on a word).
+        let (stored, padded) = (quant.block_bytes(), quant.device_block_bytes());
+        let device_bytes = bytes / stored * padded;
+        let size = (device_bytes as u64 + 8).next_multiple_of(u64::from(VECTOR_BYTES));
         if size > self.limits.max_range {
             return Err(Error::TooLarge(format!(
                 "a {rows}x{cols} {quant} matrix takes {size} bytes, over the device's largest binding ({})",
@@ -160,8 +166,15 @@ impl Context {
         self.run_blocking(|core| {
             core.access(&[], &[(&buffer).into()])?;
             core.upload(buffer.raw(), 0, size, |out| {
-                out[..bytes].copy_from_slice(blocks);
-                out[bytes..].fill(0);
+                if padded == stored {
+                    out[..bytes].copy_from_slice(blocks);
+                } else {
+                    for (to, from) in out.chunks_exact_mut(padded).zip(blocks.chunks_exact(stored)) {
+                        to[..stored].copy_from_slice(from);
+                        to[stored..].fill(0);
+                    }
+                }
+                out[device_bytes..].fill(0);
             })
         })?;
         Ok(QuantMatrix {

@@ -100,9 +100,9 @@ pub(super) fn unit(b: &mut ModuleBuilder, q: QuantType, words: Word, row: Word, 
     let per_block = q.block_values() as u32 / UNIT;
     let block = b.div_u(u, per_block)?;
     let s = b.mod_u(u, per_block)?;
-    let at = b.mul_u(block, q.block_bytes() as u32)?;
+    let at = b.mul_u(block, q.device_block_bytes() as u32)?;
     let base = b.b.i_add(t_u32, None, row, at)?;
-    Ok((Block::new(words, base, q.block_bytes() % 4 == 0), s))
+    Ok((Block::new(words, base, q.device_block_bytes() % 4 == 0), s))
 }
 
 /// Value `32 s + l` of the block (`s` the unit, a u32 id; `l` < 32 a literal, so everything
@@ -328,13 +328,13 @@ fn q6_k_fields(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word
         let odd = b.mod_u(quarter, 2)?;
         let at = b.mul_u(n, 64)?;
         let step = b.mul_u(odd, 32)?;
-        b.b.i_add(t_u32, None, at, step)
+        b.b.i_add(t_u32, None, at, step).map(|at| blk.on_words(at))
     })?;
     let ql_shift = blk.once(b, ("q6k ql shift", 0), |b| {
         let upper = b.div_u(quarter, 2)?;
         b.mul_u(upper, 4)
     })?;
-    let qh_at = blk.once(b, ("q6k qh", 0), |b| b.mul_u(n, 32))?;
+    let qh_at = blk.once(b, ("q6k qh", 0), |b| b.mul_u(n, 32).map(|at| blk.on_words(at)))?;
     let qh_shift = blk.once(b, ("q6k qh shift", 0), |b| b.mul_u(quarter, 2))?;
     Ok((n, quarter, ql_at, ql_shift, qh_at, qh_shift))
 }

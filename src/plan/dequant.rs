@@ -29,9 +29,11 @@ pub struct Quantized {
 }
 
 impl Quantized {
-    /// Bytes of blocks per row; a typed error where `cols` is not a whole number of blocks.
+    /// Bytes of blocks per row as the device holds them (blocks of
+    /// [`QuantType::device_block_bytes`]); a typed error where `cols` is not a whole number of
+    /// blocks.
     pub fn row_bytes(&self) -> Result<usize> {
-        self.quant.bytes_for(self.cols)
+        self.quant.device_bytes_for(self.cols)
     }
 
     /// A typed error unless the first block starts on a word of its binding, as the kernels
@@ -268,7 +270,7 @@ mod tests {
     use crate::plan::SplitK;
 
     fn quantized(quant: QuantType, rows: usize, cols: usize) -> Quantized {
-        let bytes = (rows * quant.bytes_for(cols).unwrap()) as u64;
+        let bytes = (rows * quant.device_bytes_for(cols).unwrap()) as u64;
         Quantized {
             quant,
             rows,

@@ -229,3 +229,18 @@ fn lengths_and_values_that_do_not_fit_are_typed_errors() {
     let e = QuantType::parse("q4_k_m").unwrap_err();
     assert!(e.to_string().contains("q4_K"), "{e}");
 }
+
+#[test]
+fn device_blocks_start_on_words_where_the_padding_is_small() {
+    for q in QuantType::ALL {
+        let (file, device) = (q.block_bytes(), q.device_block_bytes());
+        if q.block_values() == 256 {
+            assert_eq!(device % 4, 0, "{q}: {device}");
+            assert!(device - file <= 2, "{q}: {file} -> {device}");
+        } else {
+            assert_eq!(device, file, "{q}");
+        }
+        assert_eq!(q.device_bytes_for(512).unwrap(), 512 / q.block_values() * device);
+    }
+    assert!(QuantType::Q6K.device_bytes_for(100).is_err());
+}
