@@ -378,7 +378,7 @@ fn decode_with_8_bit_activations_matches_the_reference_in_every_format() {
         compute: ComputeMode::FastF16,
         ..Default::default()
     };
-    for q in QuantType::ALL.into_iter().filter(|&q| q != QuantType::Mxfp4) {
+    for q in QuantType::ALL {
         // Several units per invocation's row where K is many 32-value blocks.
         let kb = if q.block_values() == 32 { 13 } else { 3 };
         // One token (the default options), three into a column-major C with the weights as A,
@@ -426,10 +426,8 @@ fn eight_bit_activations_are_chosen_as_documented() {
     assert!(!x8(&names(QuantType::Q8_0, true, &default).unwrap()));
     assert!(x8(&names(QuantType::Q8_0, true, &on).unwrap()));
     assert!(!x8(&names(QuantType::Q8_0, false, &off).unwrap()));
-    // MXFP4 streams its blocks as f32 by default, and asking for 8 bits is a typed error.
-    assert!(!x8(&names(QuantType::Mxfp4, false, &default).unwrap()));
-    let err = names(QuantType::Mxfp4, false, &on);
-    assert!(matches!(err, Err(Error::Unsupported(_))), "{err:?}");
+    // MXFP4 too: its words hold its values as signed bytes.
+    assert!(x8(&names(QuantType::Mxfp4, false, &default).unwrap()));
     assert_no_validation_messages(ctx);
 }
 
@@ -609,10 +607,7 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
                     quant: Some(quant),
                     int8_x,
                 };
-                let Ok(words) = generate_gemv(&key) else {
-                    assert!(int8_x && quant == QuantType::Mxfp4, "{}", key.name());
-                    continue;
-                };
+                let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
             }
         }

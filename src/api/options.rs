@@ -89,11 +89,10 @@ pub struct GemmOptions {
     /// codes by four activations in one packed integer dot product instead of dequantizing each
     /// weight to f32 (ggml's `mul_mat_vecq` does the same). Each activation then carries an
     /// error of up to half its block's scale (about 0.4% of the block's largest), as in ggml.
-    /// `Some(true)`: wherever the matrix-vector kernel streams the blocks (an error for MXFP4,
-    /// whose values are not an affine map of its codes, and on a device without
-    /// `shaderIntegerDotProduct`); `Some(false)`: never. Default `None`: on for f16 and bf16
-    /// activations and for f32 ones in the fast [`ComputeMode`]s, where the device has packed
-    /// dot products and the format allows; f32 activations in the accurate and exact modes are
+    /// `Some(true)`: wherever the matrix-vector kernel streams the blocks (an error on a device
+    /// without `shaderIntegerDotProduct`); `Some(false)`: never. Default `None`: on for f16 and
+    /// bf16 activations and for f32 ones in the fast [`ComputeMode`]s, where the device has packed
+    /// dot products; f32 activations in the accurate and exact modes are
     /// multiplied as they are. Ignored by GEMMs that multiply a dense copy of the weights.
     pub int8_activations: Option<bool>,
 }

@@ -246,7 +246,7 @@ impl Context {
         };
         // Decode's shapes stream the blocks; the rest multiply a dense copy.
         let plan = if streams_blocks(&plan, which) {
-            let int8_x = self.int8_activations(&op.options, q.matrix.quant, to_activations(j, [TA::TYPE, TB::TYPE]))?;
+            let int8_x = self.int8_activations(&op.options, to_activations(j, [TA::TYPE, TB::TYPE]))?;
             gemv_on_blocks(plan, which, &quantized, (op.options.gemv_cols, int8_x), &self.limits)?
         } else {
             dequantized_first(plan, which, &quantized, to, &self.limits)?
@@ -291,22 +291,17 @@ impl Context {
         self.download(&dc, stored)
     }
 
-    /// Whether decode on `quant` weights rounds its `elem` activations to 8 bits
+    /// Whether decode rounds its `elem` activations to 8 bits
     /// ([`GemmOptions::int8_activations`](crate::GemmOptions::int8_activations)).
-    fn int8_activations(&self, options: &crate::GemmOptions, quant: QuantType, elem: ComponentType) -> Result<bool> {
+    fn int8_activations(&self, options: &crate::GemmOptions, elem: ComponentType) -> Result<bool> {
         let can = self.device.info().features.shader_integer_dot_product;
-        let takes = crate::kernel::act8_takes(quant);
         match options.int8_activations {
             Some(false) => Ok(false),
             Some(true) if !can => Err(Error::Unsupported(
                 "8-bit activations need shaderIntegerDotProduct, which this device has not enabled".into(),
             )),
-            Some(true) if !takes => Err(Error::Unsupported(format!(
-                "8-bit activations beside {quant}: its values are not an affine map of its codes; use int8_activations None or Some(false)"
-            ))),
             Some(true) => Ok(true),
             None => Ok(can
-                && takes
                 && (elem != ComponentType::F32
                     || matches!(options.compute, ComputeMode::FastF16 | ComputeMode::FastBf16))),
         }

@@ -457,13 +457,6 @@ pub fn generate_dequant(quant: crate::quant::QuantType, to: ComponentType) -> Re
     dequant::emit(quant, to).map_err(|e| Error::Codegen(format!("dequantize {quant} to {to}: {e}")))
 }
 
-/// Whether the matrix-vector kernel multiplies weights in block format `q` with activations
-/// rounded to 8 bits ([`GemvKey::int8_x`]): every format whose values are an affine map of its
-/// codes, all but MXFP4.
-pub fn act8_takes(q: crate::quant::QuantType) -> bool {
-    blocks::packs(q)
-}
-
 /// Generates the pass that rounds `elem` activations to 8 bits per block of 32 for the
 /// matrix-vector kernel on quantized weights (see [`act8`]).
 pub fn generate_act8(elem: ComponentType) -> Result<Vec<u32>> {
@@ -525,10 +518,10 @@ pub fn generate_gemv(key: &GemvKey) -> Result<Vec<u32>> {
         || !(1..=GEMV_MAX_ROWS).contains(&key.rows)
         || !(1..=GEMV_MAX_COLS).contains(&key.cols)
         || !(1..=2).contains(&key.unroll)
-        || (key.int8_x && !key.quant.is_some_and(act8_takes))
+        || (key.int8_x && key.quant.is_none())
     {
         return Err(Error::Unsupported(format!(
-            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 to {GEMV_MAX_COLS} of W per workgroup, 1 or 2 vectors a step, 8-bit activations only beside weights in a block format other than MXFP4",
+            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 to {GEMV_MAX_COLS} of W per workgroup, 1 or 2 vectors a step, 8-bit activations only beside weights in a block format",
             key.name()
         )));
     }

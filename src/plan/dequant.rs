@@ -176,23 +176,17 @@ pub fn gemv_on_blocks(
 /// `plan` (from [`gemv_on_blocks`]) with its activations rounded to 8 bits first: a pass
 /// ([`crate::kernel::act8`]) writes X's blocks of 32 codes and scales into scratch after the
 /// plan's own, and the matrix-vector kernel reads them there and multiplies them with the
-/// weights' codes in packed dot products ([`GemvKey::int8_x`]). A typed error where the format
-/// has no packed form (MXFP4) or the blocks do not fit the device's limits.
+/// weights' codes in packed dot products ([`GemvKey::int8_x`]). A typed error where the blocks
+/// do not fit the device's limits.
 fn with_int8_activations(mut plan: GemmPlan, limits: &DispatchLimits) -> Result<GemmPlan> {
     let key = match plan.gemv_kernel() {
-        Some(key) if plan.dispatches.len() == 1 => key,
+        Some(key) if plan.dispatches.len() == 1 && key.quant.is_some() => key,
         _ => {
             return Err(Error::InvalidOperand(format!(
                 "plan {} is not one matrix-vector dispatch on quantized weights",
                 plan.kernel_name()
             )))
         }
-    };
-    if !key.quant.is_some_and(crate::kernel::act8_takes) {
-        return Err(Error::Unsupported(format!(
-            "8-bit activations beside {}: they multiply weights in a block format other than MXFP4 (its values are not an affine map of its codes)",
-            key.quant.map_or("dense weights".to_string(), |q| q.to_string())
-        )));
     };
     let gemv = plan.dispatches[0];
     let units = gemv.push.k / act8::UNIT;

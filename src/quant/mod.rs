@@ -90,7 +90,7 @@ impl QuantType {
     /// the funnel on the H200, docs/perf/h200-35-2.txt). The values are the file's, bit for
     /// bit; the padding costs under 2% more memory. The 32-value formats keep their size (two
     /// bytes would be 6-11% of a block).
-    pub(crate) fn device_block_bytes(self) -> usize {
+    pub fn device_block_bytes(self) -> usize {
         match self {
             QuantType::Q3K | QuantType::Q6K => self.block_bytes() + 2,
             _ => self.block_bytes(),
@@ -99,7 +99,7 @@ impl QuantType {
 
     /// The device bytes of a row of `values` values ([`QuantType::device_block_bytes`] each
     /// block), or [`QuantType::bytes_for`]'s error.
-    pub(crate) fn device_bytes_for(self, values: usize) -> Result<usize> {
+    pub fn device_bytes_for(self, values: usize) -> Result<usize> {
         self.bytes_for(values)?;
         Ok(values / self.block_values() * self.device_block_bytes())
     }

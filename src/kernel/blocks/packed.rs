@@ -4,7 +4,7 @@
 //! code-times-activation products back into the values' sum, `a * sum(code x) + b * sum(x)`.
 //! Every format's map is its `dequantize_row_*` formula with the scale and offset taken out of
 //! the sum (Q4_0: `d (code - 8)` is `a = d`, `b = -8 d`). MXFP4's codes stand for values that
-//! are not an affine map of them, so it has none ([`packs`]).
+//! are not an affine map of them: its words hold the values themselves, as signed bytes.
 
 use super::{aligned_word, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, scale_min_k4, two_bit_field, Block};
 use crate::kernel::builder::{BuildResult, ModuleBuilder};
@@ -16,7 +16,7 @@ use rspirv::spirv::Word;
 pub(in crate::kernel) struct Packed {
     /// Word `k`: the codes of values `4k..4k + 4`, one a byte, value `4k` lowest.
     pub words: [Word; 8],
-    /// Whether the codes are signed bytes (Q8_0) rather than unsigned ones.
+    /// Whether the codes are signed bytes (Q8_0, MXFP4) rather than unsigned ones.
     pub signed: bool,
     /// The scale of each half.
     pub a: [Word; 2],
@@ -26,12 +26,7 @@ pub(in crate::kernel) struct Packed {
     pub shared: bool,
 }
 
-/// Whether `q`'s codes map to its values affinely (every format but MXFP4).
-pub fn packs(q: QuantType) -> bool {
-    q != QuantType::Mxfp4
-}
-
-/// Unit `s` of `blk` as [`Packed`] (`q` must [`packs`]).
+/// Unit `s` of `blk` as [`Packed`].
 pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word) -> BuildResult<Packed> {
     let nibbles = 0x0f0f_0f0f;
     let two = b.c_u32(2);
@@ -144,8 +139,49 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
             };
             halves(words, a, offsets)
         }
-        QuantType::Mxfp4 => unreachable!("MXFP4 has no packed form (packs)"),
+        QuantType::Mxfp4 => {
+            let one = b.c_u32(1);
+            let codes = nibble_words(b, blk, Some(one), 0)?;
+            let words = each(|k| fp4_bytes(b, codes[k as usize]))?;
+            let d = blk.once(b, ("e8m0", 0), |b| {
+                let e = super::byte_at(b, blk, None, 0)?;
+                super::e8m0_half(b, e)
+            })?;
+            one_scale(words, true, d, None)
+        }
     })
+}
+
+/// Four FP4 (E2M1) codes, one a byte, as the signed bytes of their values doubled (ggml's
+/// `kvalues_mxfp4`, -12..=12), all four at once: with `m` the magnitude code (0..8) and
+/// `h = m >> 2`, the value is `m + h (m & 3) + 2 [m == 7]` (0, 1, 2, 3, 4, 6, 8, 12), then
+/// negated where bit 3 is set and the value is not zero (`(v ^ 0xff) + 1`, which cannot carry
+/// into the next byte for v >= 1). No byte's arithmetic reaches the next.
+fn fp4_bytes(b: &mut ModuleBuilder, c: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let lsb = b.c_u32(0x0101_0101);
+    let and = |b: &mut ModuleBuilder, x: Word, y: Word| b.b.bitwise_and(t_u32, None, x, y);
+    let m = shifted(b, c, 0, 0x0707_0707)?;
+    let sign = shifted(b, c, 3, 0x0101_0101)?;
+    let h = shifted(b, m, 2, 0x0101_0101)?;
+    let half = shifted(b, m, 1, 0x7f7f_7f7f)?;
+    let low = shifted(b, m, 0, 0x0303_0303)?;
+    let h_all = b.mul_u(h, 0xff)?;
+    let step = and(b, low, h_all)?;
+    // m == 7: bits 0, 1 and 2 all set.
+    let seven = and(b, m, half)?;
+    let seven = and(b, seven, h)?;
+    let seven = shl(b, seven, 1)?;
+    let v = b.b.i_add(t_u32, None, m, step)?;
+    let v = b.b.i_add(t_u32, None, v, seven)?;
+    // Nonzero: any of the three bits.
+    let any = or(b, m, half)?;
+    let any = or(b, any, h)?;
+    let any = and(b, any, lsb)?;
+    let neg = and(b, sign, any)?;
+    let neg_all = b.mul_u(neg, 0xff)?;
+    let flipped = b.b.bitwise_xor(t_u32, None, v, neg_all)?;
+    b.b.i_add(t_u32, None, flipped, neg)
 }
 
 fn halves(words: [Word; 8], a: [Word; 2], offsets: [Word; 2]) -> Packed {
