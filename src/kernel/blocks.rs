@@ -193,8 +193,17 @@ fn q2_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word
 /// (`scales[2 s + l / 16]`), once per unit.
 fn q2_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32, scale: bool) -> BuildResult<Word> {
     blk.once(b, ("q2k scale", 2 * (l / 16) + u32::from(scale)), |b| {
-        let two_s = blk.once(b, ("2s", 0), |b| b.mul_u(s, 2))?;
-        let sc = byte_at(b, blk, Some(two_s), l / 16)?;
+        // Byte 2s + h of the scales: in the word at 4 (s / 2), at bit 16 (s % 2) + 8h.
+        let at = blk.once(b, ("q2k scales at", 0), |b| {
+            let pair = b.div_u(s, 2)?;
+            b.mul_u(pair, 4).map(|at| blk.on_words(at))
+        })?;
+        let within = blk.once(b, ("q2k scale shift", l / 16), |b| {
+            let odd = b.mod_u(s, 2)?;
+            let shift = b.mul_u(odd, 16)?;
+            b.add_u(shift, 8 * (l / 16))
+        })?;
+        let sc = byte_of_word(b, blk, (Some(at), 0), within)?;
         let shift = b.c_u32(if scale { 0 } else { 4 });
         let x = bits(b, sc, shift, 0xf)?;
         let x = u2f(b, x)?;
@@ -283,9 +292,13 @@ fn q45_k_field(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word
 fn scale_min_k4(b: &mut ModuleBuilder, blk: &Block, s: Word, scale: bool) -> BuildResult<Word> {
     blk.once(b, ("q45k scale", u32::from(scale)), |b| {
         let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
-        let i = b.mod_u(s, 4)?;
-        let own = byte_at(b, blk, Some(i), if scale { 4 } else { 8 })?;
-        let c = byte_at(b, blk, Some(i), 12)?;
+        // Bytes 4 + i, 8 + i and 12 + i: byte i of words 1, 2 and 3.
+        let within = blk.once(b, ("q45k byte shift", 0), |b| {
+            let i = b.mod_u(s, 4)?;
+            b.mul_u(i, 8)
+        })?;
+        let own = byte_of_word(b, blk, (None, if scale { 1 } else { 2 }), within)?;
+        let c = byte_of_word(b, blk, (None, 3), within)?;
         let (c0, c4, c6) = (b.c_u32(0), b.c_u32(4), b.c_u32(6));
         let first = b.b.u_less_than(t_bool, None, s, c4)?;
         let low = bits(b, own, c0, 63)?;
@@ -343,10 +356,20 @@ fn q6_k_fields(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word
 fn q6_k_scale(b: &mut ModuleBuilder, blk: &Block, (n, quarter): (Word, Word), h: u32) -> BuildResult<Word> {
     blk.once(b, ("q6k scale", h), |b| {
         let t_u32 = b.t_u32();
-        let at = b.mul_u(n, 8)?;
-        let step = b.mul_u(quarter, 2)?;
-        let at = b.b.i_add(t_u32, None, at, step)?;
-        let sc = byte_at(b, blk, Some(at), 192 + h)?;
+        // Byte 8n + 2t + h of the scales (from 192): in the word at 8n + 4 (t / 2), at bit
+        // 16 (t % 2) + 8h.
+        let at = blk.once(b, ("q6k scales at", 0), |b| {
+            let at = b.mul_u(n, 8)?;
+            let pair = b.div_u(quarter, 2)?;
+            let step = b.mul_u(pair, 4)?;
+            b.b.i_add(t_u32, None, at, step).map(|at| blk.on_words(at))
+        })?;
+        let within = blk.once(b, ("q6k scale shift", h), |b| {
+            let odd = b.mod_u(quarter, 2)?;
+            let shift = b.mul_u(odd, 16)?;
+            b.add_u(shift, 8 * h)
+        })?;
+        let sc = byte_of_word(b, blk, (Some(at), 48), within)?;
         let sc = signed_byte(b, sc)?;
         let d = half_at(b, blk, 208)?;
         let sc = s2f(b, sc)?;
@@ -408,6 +431,13 @@ fn byte_at(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, offset: u32) ->
     let word = aligned_word(b, blk, at, offset / 4)?;
     let shift = b.c_u32(8 * (offset % 4));
     bits(b, word, shift, 0xff)
+}
+
+/// The byte at bit `within` (a run-time multiple of 8) of aligned word `k` after `at`: a
+/// byte whose place in its word depends on the unit, taken from the word with one shift.
+fn byte_of_word(b: &mut ModuleBuilder, blk: &Block, (at, k): (Option<Word>, u32), within: Word) -> BuildResult<Word> {
+    let word = aligned_word(b, blk, at, k)?;
+    bits(b, word, within, 0xff)
 }
 
 /// Bits `shift..` of byte `at + offset`, masked to `mask` (`shift` a run-time amount the same
