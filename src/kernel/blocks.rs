@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 mod packed;
-pub(super) use packed::packed;
+pub(super) use packed::{packed, Packed};
 
 /// GLSL.std.450 `UnpackHalf2x16` (exact; needs no Float16 capability).
 const GLSL_UNPACK_HALF_2X16: u32 = 62;

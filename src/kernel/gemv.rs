@@ -336,65 +336,88 @@ fn packed_loop(
     (v_w, w_rows, v_x, x_rows): (Word, &[Word], Word, &[Word]),
     acc: &[Word],
 ) -> BuildResult<()> {
-    let (t_u32, t_f32) = (ids.t_u32, ids.t_f32);
     let units = b.div_u(pk, UNIT)?;
     b.counted_loop(l_entry, (tid, units, GEMV_THREADS), |b, u| {
         let first = b.mul_u(u, BLOCK_VECTORS)?;
-        let mut xs = Vec::new();
-        for &row in x_rows {
-            let at = b.b.i_add(t_u32, None, row, first)?;
-            let mut words = Vec::new();
-            for v in 0..BLOCK_VECTORS {
-                let at = b.add_u(at, v)?;
-                let raw = load_vector(b, ids, v_x, at)?;
-                for i in 0..4 {
-                    words.push(b.b.composite_extract(t_u32, None, raw, [i])?);
-                }
-            }
-            let f = |b: &mut ModuleBuilder, i: usize| b.b.bitcast(t_f32, None, words[i]);
-            let (d, sums) = (f(b, 8)?, [f(b, 9)?, f(b, 10)?]);
-            xs.push((words[..8].to_vec(), d, sums));
-        }
+        let xs = x_rows
+            .iter()
+            .map(|&row| {
+                let at = b.b.i_add(ids.t_u32, None, row, first)?;
+                X8Unit::load(b, ids, v_x, at)
+            })
+            .collect::<BuildResult<Vec<_>>>()?;
         for (c, &row) in w_rows.iter().enumerate() {
             let (blk, s) = super::blocks::unit(b, q, v_w, row, u)?;
             let w = super::blocks::packed(b, q, &blk, s)?;
-            for (r, (codes, d, sums)) in xs.iter().enumerate() {
-                let mut halves = [0; 2];
-                for (h, half) in halves.iter_mut().enumerate() {
-                    let mut sum = None;
-                    for (&x, &wk) in codes.iter().zip(&w.words).skip(4 * h).take(4) {
-                        let dot = packed_dot(b, w.signed, x, wk)?;
-                        sum = Some(match sum {
-                            None => dot,
-                            Some(s) => b.b.i_add(t_u32, None, s, dot)?,
-                        });
-                    }
-                    *half = sum.expect("four words a half");
-                }
-                let terms: Vec<(Word, Word, Option<Word>, Word)> = if w.shared {
-                    let sum = b.b.i_add(t_u32, None, halves[0], halves[1])?;
-                    let xs = b.b.f_add(t_f32, None, sums[0], sums[1])?;
-                    vec![(sum, w.a[0], w.b[0], xs)]
-                } else {
-                    (0..2).map(|h| (halves[h], w.a[h], w.b[h], sums[h])).collect()
-                };
-                let slot = acc[r * key.cols as usize + c];
-                let mut total = b.b.load(t_f32, None, slot, None, [])?;
-                for (sum, a, off, x_sum) in terms {
-                    let sum = small_int_f32(b, sum)?;
-                    let dots = b.b.f_mul(t_f32, None, sum, *d)?;
-                    let v = b.b.f_mul(t_f32, None, a, dots)?;
-                    total = b.b.f_add(t_f32, None, total, v)?;
-                    if let Some(off) = off {
-                        let v = b.b.f_mul(t_f32, None, off, x_sum)?;
-                        total = b.b.f_add(t_f32, None, total, v)?;
-                    }
-                }
-                b.b.store(slot, total, None, [])?;
+            for (r, x) in xs.iter().enumerate() {
+                x.add_product(b, ids, &w, acc[r * key.cols as usize + c])?;
             }
         }
         Ok(())
     })
+}
+
+/// One unit of a row of X as [`super::act8`] wrote it: 8 words of codes, the scale, and the
+/// scale times each half's sum of codes.
+struct X8Unit {
+    codes: Vec<Word>,
+    d: Word,
+    sums: [Word; 2],
+}
+
+impl X8Unit {
+    /// The unit whose first vector is `at` in X.
+    fn load(b: &mut ModuleBuilder, ids: &Ids, v_x: Word, at: Word) -> BuildResult<Self> {
+        let mut words = Vec::new();
+        for v in 0..BLOCK_VECTORS {
+            let at = b.add_u(at, v)?;
+            let raw = load_vector(b, ids, v_x, at)?;
+            for i in 0..4 {
+                words.push(b.b.composite_extract(ids.t_u32, None, raw, [i])?);
+            }
+        }
+        let f = |b: &mut ModuleBuilder, i: usize| b.b.bitcast(ids.t_f32, None, words[i]);
+        let (d, sums) = (f(b, 8)?, [f(b, 9)?, f(b, 10)?]);
+        words.truncate(8);
+        Ok(X8Unit { codes: words, d, sums })
+    }
+
+    /// `slot += sum over the unit of x w`: each half's packed dot products of the codes, then
+    /// `a (d_x sum) + b (d_x sum(q))` per half (once for both where the halves share them).
+    fn add_product(&self, b: &mut ModuleBuilder, ids: &Ids, w: &super::blocks::Packed, slot: Word) -> BuildResult<()> {
+        let (t_u32, t_f32) = (ids.t_u32, ids.t_f32);
+        let mut halves = [0; 2];
+        for (h, half) in halves.iter_mut().enumerate() {
+            let mut sum = None;
+            for (&x, &wk) in self.codes.iter().zip(&w.words).skip(4 * h).take(4) {
+                let dot = packed_dot(b, w.signed, x, wk)?;
+                sum = Some(match sum {
+                    None => dot,
+                    Some(s) => b.b.i_add(t_u32, None, s, dot)?,
+                });
+            }
+            *half = sum.expect("four words a half");
+        }
+        let terms: Vec<(Word, Word, Option<Word>, Word)> = if w.shared {
+            let sum = b.b.i_add(t_u32, None, halves[0], halves[1])?;
+            let x_sum = b.b.f_add(t_f32, None, self.sums[0], self.sums[1])?;
+            vec![(sum, w.a[0], w.b[0], x_sum)]
+        } else {
+            (0..2).map(|h| (halves[h], w.a[h], w.b[h], self.sums[h])).collect()
+        };
+        let mut total = b.b.load(t_f32, None, slot, None, [])?;
+        for (sum, a, off, x_sum) in terms {
+            let sum = small_int_f32(b, sum)?;
+            let dots = b.b.f_mul(t_f32, None, sum, self.d)?;
+            let v = b.b.f_mul(t_f32, None, a, dots)?;
+            total = b.b.f_add(t_f32, None, total, v)?;
+            if let Some(off) = off {
+                let v = b.b.f_mul(t_f32, None, off, x_sum)?;
+                total = b.b.f_add(t_f32, None, total, v)?;
+            }
+        }
+        b.b.store(slot, total, None, [])
+    }
 }
 
 /// The packed dot product of X's four signed codes with W's four (signed or unsigned), as the
