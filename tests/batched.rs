@@ -9,7 +9,7 @@ mod common;
 mod verify;
 
 use crate::verify::{tolerance, unit_roundoff, Rng};
-use common::{assert_no_validation_messages, capped_context, context};
+use common::{assert_no_validation_messages, capped_context, context, LAYOUTS};
 use half::f16;
 use vk_sgmat::plan::DispatchLimits;
 use vk_sgmat::Matmul;
@@ -17,8 +17,6 @@ use vk_sgmat::{
     BatchMut, BatchRef, ComputeMode, Context, ContextOptions, DeviceBatch, Element, Error, GemmOptions, Layout, MatMut,
     MatRef,
 };
-
-const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
 
 /// Integers in -2..=2, or uniform floats in [-1, 1) when `ints` is false.
 fn values<T: Element>(rng: &mut Rng, len: usize, ints: bool) -> Vec<T> {

@@ -12,15 +12,13 @@ mod verify;
 
 use crate::verify::fused::{compare_fused, FusedRef};
 use crate::verify::{input_roundoff, random_vec, reference, Rng};
-use common::{assert_no_validation_messages, capped_context, context};
+use common::{assert_no_validation_messages, capped_context, context, LAYOUTS};
 use half::f16;
 use vk_sgmat::Matmul;
 use vk_sgmat::{
     Activation, Axis, BatchMut, BatchRef, ComponentType, Context, Element, Error, Fused, GemmOptions, Layout, MatMut,
     MatRef,
 };
-
-const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
 
 fn floats(rng: &mut Rng, len: usize, lo: f64, hi: f64) -> Vec<f32> {
     (0..len).map(|_| (lo + (hi - lo) * rng.unit()) as f32).collect()

@@ -11,7 +11,7 @@ mod verify;
 
 use crate::verify::fused::{compare_fused, FusedRef};
 use crate::verify::{random_vec, reference, Rng};
-use common::{assert_no_validation_messages, capped_context, context};
+use common::{assert_no_validation_messages, capped_context, context, LAYOUTS};
 use half::{bf16, f16};
 use vk_sgmat::plan::DispatchLimits;
 use vk_sgmat::Matmul;
@@ -19,8 +19,6 @@ use vk_sgmat::{
     Activation, Axis, ComponentType, Context, ContextOptions, Element, EpilogueVector, Error, Fused, GemmOptions,
     Layout, MatMut, MatRef,
 };
-
-const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
 
 fn floats(rng: &mut Rng, len: usize, lo: f64, hi: f64) -> Vec<f64> {
     (0..len).map(|_| lo + (hi - lo) * rng.unit()).collect()

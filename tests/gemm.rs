@@ -7,17 +7,10 @@ mod common;
 mod verify;
 
 use crate::verify::Rng;
-use common::{assert_no_validation_messages, context, run_case};
+use common::{assert_no_validation_messages, context, run_case, LAYOUT_PAIRS};
 use half::f16;
 use vk_sgmat::{ComponentType, Context, DeviceMatrix, Element, GemmOptions, Layout, MatMut, MatRef};
 use vk_sgmat::{Matmul, Timing, Timings};
-
-const LAYOUTS: [(Layout, Layout); 4] = [
-    (Layout::RowMajor, Layout::RowMajor),
-    (Layout::RowMajor, Layout::ColMajor),
-    (Layout::ColMajor, Layout::RowMajor),
-    (Layout::ColMajor, Layout::ColMajor),
-];
 
 /// Square sizes around the 8x8x8 fragments and 32x32 tiles lavapipe uses, 1 and primes.
 const SQUARE: [usize; 12] = [1, 7, 8, 9, 15, 16, 17, 63, 65, 127, 129, 257];
@@ -66,7 +59,7 @@ fn sweep<TA: Element, TC: Element>() {
     let mut shapes: Vec<(usize, usize, usize)> = SQUARE.iter().map(|&s| (s, s, s)).collect();
     shapes.extend(RECT);
     for &shape in &shapes {
-        for layouts in LAYOUTS {
+        for layouts in LAYOUT_PAIRS {
             let check = run_case::<TA, TA, TC>(ctx, &mut rng, shape, layouts, 0, &GemmOptions::default());
             if !check.passed {
                 failures.push(format!("{shape:?} {layouts:?}: {check:?}"));
@@ -100,7 +93,7 @@ fn epilogues<TA: Element, TC: Element>() {
         if TC::TYPE == ComponentType::U32 && (alpha < 0.0 || beta < 0.0) {
             continue;
         }
-        for (i, layouts) in LAYOUTS.into_iter().enumerate() {
+        for (i, layouts) in LAYOUT_PAIRS.into_iter().enumerate() {
             let shape = [(33, 17, 9), (64, 64, 64), (5, 70, 129), (129, 31, 8)][i];
             let options = GemmOptions {
                 alpha,
@@ -202,7 +195,7 @@ fn double_buffered_scheme_is_correct_on_matrix_units() {
     let mut rng = seeded();
     for (pair, shapes) in [(0, [(65, 33, 77), (7, 129, 300)]), (1, [(40, 72, 130), (129, 17, 64)])] {
         for shape in shapes {
-            for layouts in LAYOUTS {
+            for layouts in LAYOUT_PAIRS {
                 let check = if pair == 0 {
                     let config = ctx.choose_config(ComponentType::F16, ComponentType::F32, None).unwrap();
                     let scheme = ctx.schemes(&config)[0]
@@ -262,7 +255,7 @@ fn grouped_raster_is_correct_on_matrix_units() {
     let config = ctx.choose_config(ComponentType::F16, ComponentType::F32, None).unwrap();
     let scheme = ctx.schemes(&config)[0].with_raster_group(3).unwrap();
     for shape in [(300, 170, 40), (33, 257, 16), (257, 31, 9)] {
-        for layouts in LAYOUTS {
+        for layouts in LAYOUT_PAIRS {
             let opts = GemmOptions {
                 scheme: Some(scheme),
                 ..Default::default()
@@ -281,7 +274,7 @@ fn split_k_is_correct() {
     let mut rng = seeded();
     let shapes = [(16, 70, 300), (33, 9, 129), (5, 130, 1000), (64, 64, 40)];
     for (i, &shape) in shapes.iter().enumerate() {
-        let layouts = LAYOUTS[i];
+        let layouts = LAYOUT_PAIRS[i];
         for split_k in [2, 3, 5] {
             let opts = GemmOptions {
                 split_k: Some(split_k),
@@ -462,7 +455,7 @@ fn column_major_c_in_every_layout_exact() {
     let mut rng = Rng::new(Rng::fresh_seed());
     let (m, n, k) = (37, 29, 300);
     let ints = |rng: &mut Rng, len: usize| -> Vec<i8> { (0..len).map(|_| rng.int(-5, 5) as i8).collect() };
-    for (al, bl) in LAYOUTS {
+    for (al, bl) in LAYOUT_PAIRS {
         let a = ints(&mut rng, m * k); // stored in `al`, dense
         let b = ints(&mut rng, k * n);
         let am = if al == Layout::RowMajor {

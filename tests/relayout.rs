@@ -10,13 +10,12 @@ mod common;
 mod verify;
 
 use crate::verify::{random_matrix, run_random_gemm_c, Rng};
-use common::{assert_no_validation_messages, context};
+use common::{assert_no_validation_messages, context, LAYOUTS};
 use half::f16;
 use vk_sgmat::plan::Kernel;
 use vk_sgmat::Matmul;
 use vk_sgmat::{ComponentType, ComputeMode, Element, Error, GemmOptions, Layout, MatMut, MatRef};
 
-const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
 /// 1, primes, sizes across the copy's tiles (64 source columns by 256 rows), rows that end
 /// inside a vector.
 const SHAPES: [(usize, usize, usize); 6] = [

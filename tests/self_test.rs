@@ -10,7 +10,7 @@ mod common;
 #[allow(dead_code)]
 mod verify;
 
-use common::{assert_no_validation_messages, require_matrix_units, run_case};
+use common::{assert_no_validation_messages, require_matrix_units, run_case, LAYOUT_PAIRS};
 use half::f16;
 use std::path::PathBuf;
 use verify::Rng;
@@ -20,13 +20,6 @@ use vk_sgmat::{
     Activation, Axis, BatchRef, ComponentType, Context, ContextOptions, Error, GPUSubgroupMatrixConfig, GemmOptions,
     Layout, MatMut, MatRef, Matmul, PipelineCacheFile,
 };
-
-const LAYOUTS: [(Layout, Layout); 4] = [
-    (Layout::RowMajor, Layout::RowMajor),
-    (Layout::RowMajor, Layout::ColMajor),
-    (Layout::ColMajor, Layout::RowMajor),
-    (Layout::ColMajor, Layout::ColMajor),
-];
 
 /// The configuration f16 x f16 -> f32 GEMMs take on this device.
 fn f16_config() -> GPUSubgroupMatrixConfig {
@@ -71,7 +64,14 @@ fn fresh_dir(name: &str) -> PathBuf {
 fn an_injected_fault_gives_wrong_answers_without_the_self_test_on_matrix_units() {
     let ctx = faulty(false, PipelineCacheFile::Off);
     let mut rng = Rng::new(Rng::fresh_seed());
-    let check = run_case::<f16, f16, f32>(&ctx, &mut rng, (67, 45, 33), LAYOUTS[0], 0, &GemmOptions::default());
+    let check = run_case::<f16, f16, f32>(
+        &ctx,
+        &mut rng,
+        (67, 45, 33),
+        LAYOUT_PAIRS[0],
+        0,
+        &GemmOptions::default(),
+    );
     assert!(
         !check.passed,
         "the injected fault must make the configuration compute wrongly, or the next test proves nothing: {check:?}"
@@ -87,7 +87,7 @@ fn the_self_test_drops_a_faulty_configuration_and_its_work_takes_the_next_path_o
     let mut rng = Rng::new(Rng::fresh_seed());
     // Every layout, sizes off every tile, alpha and beta: each a family of its own at first.
     for &(m, n, k) in &[(67, 45, 33), (1, 130, 17), (130, 3, 257)] {
-        for layouts in LAYOUTS {
+        for layouts in LAYOUT_PAIRS {
             let options = GemmOptions {
                 alpha: 1.5,
                 beta: -0.5,
@@ -98,7 +98,14 @@ fn the_self_test_drops_a_faulty_configuration_and_its_work_takes_the_next_path_o
         }
     }
     // Large enough for the workgroup-scope kernels where the device has them.
-    let check = run_case::<f16, f16, f32>(&ctx, &mut rng, (520, 384, 136), LAYOUTS[0], 0, &GemmOptions::default());
+    let check = run_case::<f16, f16, f32>(
+        &ctx,
+        &mut rng,
+        (520, 384, 136),
+        LAYOUT_PAIRS[0],
+        0,
+        &GemmOptions::default(),
+    );
     assert!(check.passed, "520x384x136: {check:?}");
     let report = ctx.self_test();
     assert!(report.on);
@@ -209,7 +216,7 @@ fn every_kind_of_work_on_a_faulty_configuration_comes_out_right_on_matrix_units(
         specialize: Some(true),
         ..Default::default()
     };
-    let check = run_case::<f16, f16, f32>(&ctx, &mut rng, (300, 260, 200), LAYOUTS[1], 0, &options);
+    let check = run_case::<f16, f16, f32>(&ctx, &mut rng, (300, 260, 200), LAYOUT_PAIRS[1], 0, &options);
     assert!(check.passed, "sizes built in: {check:?}");
     assert_eq!(ctx.self_test().dropped.len(), 1);
     assert_no_validation_messages(&ctx);
@@ -285,7 +292,7 @@ fn a_kernel_with_sizes_built_in_passes_at_its_own_sizes_on_matrix_units() {
         ..Default::default()
     };
     let mut rng = Rng::new(Rng::fresh_seed());
-    for layouts in LAYOUTS {
+    for layouts in LAYOUT_PAIRS {
         let check = run_case::<f16, f16, f32>(&ctx, &mut rng, (300, 260, 200), layouts, 3, &options);
         assert!(check.passed, "{layouts:?}: {check:?}");
     }
@@ -308,7 +315,7 @@ fn verdicts_are_kept_on_disk_and_a_damaged_file_is_rebuilt_on_matrix_units() {
     };
     let gemm = |ctx: &Context| {
         let mut rng = Rng::new(Rng::fresh_seed());
-        let check = run_case::<f16, f16, f32>(ctx, &mut rng, (33, 17, 9), LAYOUTS[1], 0, &GemmOptions::default());
+        let check = run_case::<f16, f16, f32>(ctx, &mut rng, (33, 17, 9), LAYOUT_PAIRS[1], 0, &GemmOptions::default());
         assert!(check.passed, "{check:?}");
     };
     let first = open();

@@ -10,7 +10,7 @@ mod common;
 mod verify;
 
 use crate::verify::Rng;
-use common::{assert_no_validation_messages, run_case};
+use common::{assert_no_validation_messages, run_case, LAYOUT_PAIRS};
 use half::f16;
 use vk_sgmat::device::ComputeLimits;
 use vk_sgmat::plan::Kernel;
@@ -55,13 +55,6 @@ fn assert_fits<TA: Element, TB: Element, TC: Element>(
     }
 }
 
-const LAYOUTS: [(Layout, Layout); 4] = [
-    (Layout::RowMajor, Layout::RowMajor),
-    (Layout::RowMajor, Layout::ColMajor),
-    (Layout::ColMajor, Layout::RowMajor),
-    (Layout::ColMajor, Layout::ColMajor),
-];
-
 /// alpha 2 and beta 1: exact scalings every type holds.
 fn scaled() -> GemmOptions {
     GemmOptions {
@@ -75,7 +68,7 @@ fn families(ctx: &Context) {
     let mut rng = Rng::new(Rng::fresh_seed());
     let scaled = scaled();
     for (i, shape) in [(67, 45, 33), (130, 129, 257), (1, 200, 65)].into_iter().enumerate() {
-        let l = LAYOUTS[i % LAYOUTS.len()];
+        let l = LAYOUT_PAIRS[i % LAYOUT_PAIRS.len()];
         assert_fits::<f16, f16, f32>(ctx, shape, l);
         assert_fits::<i8, i8, i32>(ctx, shape, l);
         let checks = [
@@ -137,7 +130,7 @@ fn without_16bit_storage() {
     let scaled = scaled();
     // f16 and bf16 operands read as 32-bit words; 8-bit ones on their configs; decode's shapes.
     for (i, shape) in [(67, 45, 33), (1, 200, 65), (130, 3, 129)].into_iter().enumerate() {
-        let l = LAYOUTS[i % LAYOUTS.len()];
+        let l = LAYOUT_PAIRS[i % LAYOUT_PAIRS.len()];
         let checks = [
             run_case::<f16, f16, f32>(&ctx, &mut rng, shape, l, 3, &scaled),
             run_case::<half::bf16, half::bf16, f32>(&ctx, &mut rng, shape, l, 0, &GemmOptions::default()),

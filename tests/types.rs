@@ -8,12 +8,11 @@ mod common;
 mod verify;
 
 use crate::verify::{compare_rounded, reference, run_random_gemm_c, Rng};
-use common::{assert_no_validation_messages, context};
+use common::{assert_no_validation_messages, context, LAYOUTS};
 use half::f16;
 use vk_sgmat::Matmul;
 use vk_sgmat::{ComponentType, ComputeMode, Error, GemmOptions, Layout, MatMut, MatRef};
 
-const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
 /// 1, primes and sizes that are no multiple of any tile.
 const SHAPES: [(usize, usize, usize); 5] = [(1, 1, 1), (7, 5, 3), (37, 41, 29), (131, 67, 45), (64, 96, 200)];
 

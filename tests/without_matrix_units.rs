@@ -10,7 +10,7 @@ mod common;
 mod verify;
 
 use crate::verify::Rng;
-use common::{assert_no_validation_messages, run_case};
+use common::{assert_no_validation_messages, run_case, LAYOUT_PAIRS};
 use half::{bf16, f16};
 use std::sync::OnceLock;
 use vk_sgmat::kernel::Load;
@@ -18,13 +18,6 @@ use vk_sgmat::plan::Kernel;
 use vk_sgmat::{
     Activation, Axis, Context, ContextOptions, Element, Fused, GemmOptions, Layout, MatMut, MatRef, Matmul,
 };
-
-const LAYOUTS: [(Layout, Layout); 4] = [
-    (Layout::RowMajor, Layout::RowMajor),
-    (Layout::RowMajor, Layout::ColMajor),
-    (Layout::ColMajor, Layout::RowMajor),
-    (Layout::ColMajor, Layout::ColMajor),
-];
 
 /// 1, primes, sizes just off the 64x64x16 and 128x128x16 tiles, a long K.
 const SHAPES: [(usize, usize, usize); 5] = [(1, 1, 1), (67, 45, 33), (17, 129, 16), (130, 3, 257), (5, 70, 1100)];
@@ -68,7 +61,7 @@ fn sweep<TA: Element, TB: Element, TC: Element>(options: &GemmOptions) {
     let mut rng = Rng::new(Rng::fresh_seed());
     let mut failures = Vec::new();
     for shape in SHAPES {
-        for layouts in LAYOUTS {
+        for layouts in LAYOUT_PAIRS {
             assert_planned_without::<TA, TB, TC>(ctx, shape, layouts, options);
             let check = run_case::<TA, TB, TC>(ctx, &mut rng, shape, layouts, 3, options);
             if !check.passed {

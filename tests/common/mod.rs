@@ -4,6 +4,17 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// Both storage orders of one matrix.
+pub const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
+
+/// Every pair of storage orders of A and B (`nn`, `nt`, `tn`, `tt` as row/column-major).
+pub const LAYOUT_PAIRS: [(Layout, Layout); 4] = [
+    (Layout::RowMajor, Layout::RowMajor),
+    (Layout::RowMajor, Layout::ColMajor),
+    (Layout::ColMajor, Layout::RowMajor),
+    (Layout::ColMajor, Layout::ColMajor),
+];
+
 /// spirv-val from the runner's sysroot (VK_SGMAT_SPIRV_VAL) or PATH; panics with a clear message
 /// when neither exists, so a missing tool fails the test instead of skipping it.
 pub fn spirv_tool(name: &str, env: &str) -> PathBuf {
