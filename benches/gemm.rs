@@ -1,7 +1,8 @@
 //! Criterion benchmarks of device-resident GEMMs: the context is built once, GPU time comes from
 //! timestamp queries (`iter_custom`), throughput is counted as 2*M*N*K FLOP ("elements" below).
 //!
-//! `stream_enqueue`: host time per GEMM enqueued on a stream. Then one group per element-type
+//! `stream_enqueue`: host time per GEMM enqueued on a stream. `decode_quantized`: one token of
+//! decode on weights in ggml's block formats, both kernel paths. Then one group per element-type
 //! pair the device offers (its default config), over square sizes
 //! and the LLM shapes 4096x11008x4096, 16x4096x4096 and 4096x4096x256. CPU drivers (lavapipe) get
 //! small squares only. `VK_SGMAT_BENCH_SHAPES=MxNxK,...` overrides the shapes.
@@ -108,9 +109,64 @@ fn enqueue(c: &mut Criterion, ctx: &Context) {
     g.finish();
 }
 
+/// One token of decode on quantized weights (`VK_SGMAT_BENCH_SHAPES` does not apply): f16
+/// activations times an `N x K` weight in each main block format, through the default path
+/// (activations rounded to 8 bits, packed dot products) and with it off (each weight
+/// dequantized to f32); throughput in bytes of blocks as the file holds them.
+fn decode_quantized(c: &mut Criterion, ctx: &Context) {
+    use vk_sgmat::quant::{quantize, QuantType};
+    let (n, k) = if ctx.device_info().kind == DeviceKind::Cpu {
+        (256, 1024)
+    } else {
+        (22016, 4096)
+    };
+    let mut g = c.benchmark_group("decode_quantized");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let values: Vec<f32> = (0..n * k).map(|_| (rng.unit() * 2.0 - 1.0) as f32).collect();
+    let x: Vec<f16> = random_vec(&mut rng, k);
+    let dx = ctx.upload(MatRef::new(&x, 1, k)).expect("upload x");
+    let mut dy = ctx.zeros::<f32>(1, n).expect("y");
+    for q in [
+        QuantType::Q4K,
+        QuantType::Q6K,
+        QuantType::Q8_0,
+        QuantType::Q4_0,
+        QuantType::Mxfp4,
+    ] {
+        let w = ctx
+            .upload_quantized(q, n, k, &quantize(q, &values).expect("quantize"))
+            .expect("upload w");
+        g.throughput(Throughput::Bytes(w.bytes() as u64));
+        for int8 in [None, Some(false)] {
+            let options = GemmOptions {
+                int8_activations: int8,
+                ..Default::default()
+            };
+            let path = if int8.is_none() { "8-bit x" } else { "f32" };
+            g.bench_function(BenchmarkId::new(format!("{q} {path}"), format!("1x{n}x{k}")), |bench| {
+                bench.iter_custom(|iters| {
+                    let prepared = ctx
+                        .prepare(&Matmul::with_options(&options), &dx, w.t(), &mut dy)
+                        .expect("prepare");
+                    let t = prepared
+                        .time(Timing::Runs(iters.clamp(1, 1 << 16) as u32))
+                        .map(Timings::into_seconds)
+                        .expect("decode");
+                    Duration::from_secs_f64(t.iter().sum::<f64>() * iters as f64 / t.len() as f64)
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
     let ctx = Context::new().expect("a Vulkan device with cooperative matrices");
     enqueue(c, &ctx);
+    decode_quantized(c, &ctx);
     use ComponentType::*;
     let pairs: Vec<_> = ctx
         .configs()
