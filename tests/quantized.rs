@@ -431,6 +431,83 @@ fn eight_bit_activations_are_chosen_as_documented() {
     assert_no_validation_messages(ctx);
 }
 
+/// A device whose largest binding holds the blocks but not their dense view (as lavapipe's 128
+/// MiB against a 22016x4096 q4_K weight): decode still streams the blocks, both orientations and
+/// both kernels; the dense copy, which would not fit, is a typed error.
+#[test]
+fn decode_binds_the_blocks_where_their_dense_view_would_not_fit() {
+    let device = vk_sgmat::plan::DispatchLimits::from_device(&context().device_info().limits);
+    let max_range = 1 << 20;
+    let ctx = Context::with_options(vk_sgmat::ContextOptions {
+        validation: true,
+        poison_outputs: true,
+        limits_override: Some(vk_sgmat::plan::DispatchLimits { max_range, ..device }),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let q = QuantType::Q4K;
+    // 1024 rows of K = 1024: 576 KiB of blocks, a 2 MiB f16 view.
+    let (n, k) = (1024, 1024);
+    let blocks = random_blocks_small(q, n, k, &mut rng);
+    let deq = values(q, &blocks, n, k);
+    let w = ctx.upload_quantized(q, n, k, &blocks).unwrap();
+    assert!((w.bytes() as u64) < max_range && (n * k * 2) as u64 > max_range);
+    for (int8, w_first) in [(Some(false), false), (Some(true), false), (Some(false), true)] {
+        let options = GemmOptions {
+            int8_activations: int8,
+            ..Default::default()
+        };
+        let xs: Vec<f16> = verify::random_vec(&mut rng, k);
+        let x = ctx.upload(MatRef::new(&xs, 1, k)).unwrap();
+        let xt = ctx.upload(MatRef::col_major(&xs, k, 1)).unwrap();
+        let (mut c, op) = (
+            if w_first {
+                ctx.zeros::<f32>(n, 1)
+            } else {
+                ctx.zeros::<f32>(1, n)
+            }
+            .unwrap(),
+            Matmul::with_options(&options),
+        );
+        let prepared = if w_first {
+            ctx.prepare(&op, &w, &xt, &mut c)
+        } else {
+            ctx.prepare(&op, &x, w.t(), &mut c)
+        }
+        .unwrap();
+        let names: Vec<String> = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
+        assert!(names.last().is_some_and(|n| n.starts_with("gemv_")), "{names:?}");
+        prepared.run().unwrap();
+        drop(prepared);
+        let got = download(&ctx, &c);
+        let xf: Vec<f32> = xs.iter().map(|v| v.to_f32()).collect();
+        if int8 == Some(true) {
+            let int8 = Int8Layer {
+                q,
+                deq: &deq,
+                x: &xf,
+                k,
+            };
+            int8.check((1, n), (1.0, 0.0), (&got, &vec![0.0; n]), |_, ni| ni);
+            continue;
+        }
+        for (j, g) in got.iter().enumerate() {
+            let (dot, mag) = (0..k).fold((0.0f64, 0.0f64), |(d, s), i| {
+                let p = f64::from(xf[i]) * f64::from(deq[j * k + i]);
+                (d + p, s + p.abs())
+            });
+            assert!((f64::from(*g) - dot).abs() <= 1e-5 * (mag + 1.0), "{j}: {g} vs {dot}");
+        }
+    }
+    // Prefill needs the dense copy: over the limit, a typed error.
+    let x = ctx.zeros::<f16>(64, k).unwrap();
+    let mut c = ctx.zeros::<f32>(64, n).unwrap();
+    let err = ctx.run(&Matmul::new(), &x, w.t(), &mut c);
+    assert!(matches!(err, Err(Error::TooLarge(_))), "{err:?}");
+    assert_no_validation_messages(&ctx);
+}
+
 #[test]
 fn a_fused_bias_and_a_stream_take_quantized_weights() {
     let ctx = context();

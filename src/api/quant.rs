@@ -13,7 +13,10 @@ use super::work::{Planned, Plans};
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, BufferKind};
-use crate::plan::{dequantized_first, gemv_on_blocks, streams_blocks, Batch, ComputeMode, Operand, Quantized, Window};
+use crate::plan::{
+    dequantized_first, gemv_on_blocks, streams_blocks, Batch, ComputeMode, DispatchLimits, GemmPlan, Operand,
+    Quantized, Window,
+};
 use crate::quant::QuantType;
 use crate::tiling::{Layout, VECTOR_BYTES};
 use half::f16;
@@ -237,13 +240,29 @@ impl Context {
             .as_ref()
             .map(|f| self.fused_terms(f, (pc.rows, pc.cols), types))
             .transpose()?;
-        let plan = self.plan_fused(pa, pb, pc, types, Batch::ONE, &op.options, terms)?;
         // A column-major C swaps A and B in the plan.
-        let which = if (j == 0) != plan.transposed {
-            Operand::A
-        } else {
-            Operand::B
+        let which_of = |plan: &GemmPlan| {
+            if (j == 0) != plan.transposed {
+                Operand::A
+            } else {
+                Operand::B
+            }
         };
+        // Decode's shapes first, the binding limit lifted for the dense view (the blocks are
+        // bound, and they are smaller); then the GEMM on the dense copy.
+        let lifted = DispatchLimits {
+            max_range: u64::MAX,
+            max_allocation: u64::MAX,
+            ..self.limits
+        };
+        let streamed = self
+            .plan_gemv_within((pa, pb, pc), types, (&op.options, terms), &lifted)?
+            .filter(|p| streams_blocks(p, which_of(p)));
+        let plan = match streamed {
+            Some(plan) => plan,
+            None => self.plan_fused(pa, pb, pc, types, Batch::ONE, &op.options, terms)?,
+        };
+        let which = which_of(&plan);
         // Decode's shapes stream the blocks; the rest multiply a dense copy.
         let plan = if streams_blocks(&plan, which) {
             let int8_x = self.int8_activations(&op.options, to_activations(j, [TA::TYPE, TB::TYPE]))?;

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::kernel::{simt_config, Epilogue, Load, SIMT_CONFIG};
 use crate::plan::{
     check_shapes, conversion_pays, device_problem, fast_order, gemv_dispatch, relayout_pays,
-    relayout_without_workgroup, route, Batch, GemmPlan, PlanRequest, Problem, Route, SplitK,
+    relayout_without_workgroup, route, Batch, DispatchLimits, GemmPlan, PlanRequest, Problem, Route, SplitK,
 };
 use crate::tiling::{mid_grid_choice, simt_scheme, simt_schemes, KernelScope, Layout, TileScheme};
 
@@ -326,7 +326,7 @@ impl Context {
             plan.transposed = true;
             return Ok(plan);
         }
-        if let Some(plan) = self.plan_gemv((a, b, c), [ta, tb, tc], batch, options, fused)? {
+        if let Some(plan) = self.plan_gemv((a, b, c), [ta, tb, tc], batch, options, fused, &self.limits)? {
             return Ok(plan);
         }
         let shape = (m, n, k);
@@ -572,8 +572,28 @@ impl Context {
         Some((*scheme, choice.splits))
     }
 
+    /// The matrix-vector plan of one GEMM with C in either storage order (see
+    /// [`Context::plan_gemv`]), its windows within `limits`: a quantized operand's dense view
+    /// is planned with the binding limit lifted, since its blocks, not the view, are bound.
+    pub(crate) fn plan_gemv_within(
+        &self,
+        (a, b, c): (Placed<'_>, Placed<'_>, Placed<'_>),
+        [ta, tb, tc]: [ComponentType; 3],
+        (options, terms): (&GemmOptions, Option<Epilogue>),
+        limits: &DispatchLimits,
+    ) -> Result<Option<GemmPlan>> {
+        if c.layout == Layout::ColMajor {
+            // A column-major C is a row-major C^T = B^T A^T over the same memory.
+            let t = [tb, ta, tc];
+            let terms = terms.map(Epilogue::transposed);
+            let plan = self.plan_gemv_within((b.t(), a.t(), c.t()), t, (options, terms), limits)?;
+            return Ok(plan.map(|p| GemmPlan { transposed: true, ..p }));
+        }
+        self.plan_gemv((a, b, c), [ta, tb, tc], Batch::ONE, options, terms, limits)
+    }
+
     /// The matrix-vector plan of a GEMM (C row-major), where [`GemmOptions::matrix_vector`]
-    /// allows it and [`gemv_dispatch`] takes the problem; its pipeline created.
+    /// allows it and [`gemv_dispatch`] takes the problem within `limits`.
     fn plan_gemv(
         &self,
         (a, b, c): (Placed<'_>, Placed<'_>, Placed<'_>),
@@ -581,6 +601,7 @@ impl Context {
         batch: Batch,
         options: &GemmOptions,
         terms: Option<Epilogue>,
+        limits: &DispatchLimits,
     ) -> Result<Option<GemmPlan>> {
         use ComponentType::{Bf16, F16, F32};
         let plain = options.scheme.is_none() && matches!(options.split_k, None | Some(1));
@@ -604,7 +625,7 @@ impl Context {
             ta,
             ((options.alpha, options.beta), terms),
             (options.gemv_cols, options.gemv_unroll),
-            &self.limits,
+            limits,
         )?
         else {
             return Ok(None);

@@ -167,6 +167,14 @@ pub fn gemv_on_blocks(
     d.bindings[1] = (which, q.window);
     d.push.ldb_vec = row_bytes as u32;
     d.push.b_off_vec = q.window.start as u32;
+    // Planned on the dense view with the binding limit lifted: now that the blocks are bound,
+    // every binding must fit the device's.
+    if let Some((op, w)) = d.bindings.iter().find(|(_, w)| w.bind_range > limits.max_range) {
+        return Err(Error::TooLarge(format!(
+            "the matrix-vector GEMM on {} blocks binds {} bytes of {op:?}, over the device's largest binding ({})",
+            q.quant, w.bind_range, limits.max_range
+        )));
+    }
     if int8_x {
         return with_int8_activations(plan, limits);
     }
