@@ -390,6 +390,32 @@ fn decode_with_8_bit_activations_matches_the_reference_in_every_format() {
     }
     // 4099 weight rows.
     layer::<f16>(QuantType::Q4K, (1, 4099, 2), false, row, &on, &mut rng);
+    // A fused column bias on the 8-bit path: y = x w^T + bias, checked as beta = 1 over a C
+    // that holds the bias in every row.
+    let (q, (m, n, k)) = (QuantType::Q6K, (3, 33, 512));
+    let blocks = random_blocks_small(q, n, k, &mut rng);
+    let deq = values(q, &blocks, n, k);
+    let w = ctx.upload_quantized(q, n, k, &blocks).unwrap();
+    let xs: Vec<f16> = verify::random_vec(&mut rng, m * k);
+    let x = ctx.upload(MatRef::new(&xs, m, k)).unwrap();
+    let bias: Vec<f32> = verify::random_vec(&mut rng, n);
+    let mut c = ctx.zeros::<f32>(m, n).unwrap();
+    let op = Matmul::new().bias(Axis::Col, &bias);
+    let prepared = ctx.prepare(&op, &x, w.t(), &mut c).unwrap();
+    let names: Vec<String> = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
+    assert!(names.last().is_some_and(|n| n.ends_with("_x8")), "{names:?}");
+    prepared.run().unwrap();
+    drop(prepared);
+    let got = download(ctx, &c);
+    let xf: Vec<f32> = xs.iter().map(|v| v.to_f32()).collect();
+    let broadcast: Vec<f32> = (0..m * n).map(|i| bias[i % n]).collect();
+    let int8 = Int8Layer {
+        q,
+        deq: &deq,
+        x: &xf,
+        k,
+    };
+    int8.check((m, n), (1.0, 1.0), (&got, &broadcast), |mi, ni| mi * n + ni);
     assert_no_validation_messages(ctx);
 }
 
