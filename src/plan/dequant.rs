@@ -325,6 +325,63 @@ mod tests {
         assert!(plan.dispatches[1].after_previous, "the GEMM waits for the copy");
     }
 
+    /// `gemm(1)`'s problem as one matrix-vector dispatch on the blocks of a 64 x 256 q4_K B,
+    /// with or without 8-bit activations.
+    fn decode(int8_x: bool, limits: &DispatchLimits) -> Result<GemmPlan> {
+        let mut plan = gemm(1);
+        let d = crate::plan::gemv_dispatch(
+            &plan.problem,
+            F16,
+            ((1.0, 0.0), crate::kernel::Epilogue::default()),
+            (None, None),
+            &unlimited(),
+        )?
+        .expect("three rows take the matrix-vector kernel");
+        (plan.dispatches, plan.scratch_bytes) = (vec![d], 0);
+        gemv_on_blocks(
+            plan,
+            Operand::B,
+            &quantized(QuantType::Q4K, 64, 256),
+            (None, int8_x),
+            limits,
+        )
+    }
+
+    #[test]
+    fn eight_bit_activations_are_a_pass_into_scratch_that_the_kernel_reads() {
+        let dense = decode(false, &unlimited()).unwrap();
+        let plan = decode(true, &unlimited()).unwrap();
+        assert_eq!((dense.dispatches.len(), plan.dispatches.len()), (1, 2));
+        let (pass, gemv) = (&plan.dispatches[0], &plan.dispatches[1]);
+        assert_eq!(pass.kernel, Kernel::Act8 { elem: F16 });
+        assert_eq!(
+            pass.bindings[0], dense.dispatches[0].bindings[0],
+            "the pass reads X where the f32 kernel would"
+        );
+        let (op, blocks) = pass.bindings[2];
+        assert_eq!(op, Operand::Scratch);
+        assert_eq!(blocks.bind_range, 3 * 8 * 48, "three rows of eight 48-byte blocks");
+        assert_eq!(plan.scratch_bytes, blocks.bind_offset + blocks.bind_range);
+        assert_eq!((pass.push.m, pass.push.n, pass.push.ldb_vec), (3, 8, 24));
+        assert_eq!(gemv.bindings[0], (Operand::Scratch, blocks));
+        assert_eq!(gemv.bindings[1], dense.dispatches[0].bindings[1], "W: the blocks");
+        assert_eq!((gemv.push.lda_vec, gemv.push.a_off_vec), (24, 0));
+        assert!(
+            gemv.after_previous && !pass.after_previous,
+            "the kernel waits for the pass"
+        );
+        let Kernel::Gemv(key) = gemv.kernel else {
+            panic!("{:?}", gemv.kernel)
+        };
+        assert!(key.int8_x && key.quant == Some(QuantType::Q4K));
+        // A binding over the device's limit is a typed error.
+        let small = DispatchLimits {
+            max_range: 1024,
+            ..unlimited()
+        };
+        assert!(matches!(decode(true, &small), Err(Error::TooLarge(_))));
+    }
+
     #[test]
     fn f32_copies_and_limits_are_checked() {
         let q = quantized(QuantType::Q8_0, 64, 256);
