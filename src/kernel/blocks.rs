@@ -18,6 +18,15 @@ pub(super) use packed::{packed, Packed};
 /// GLSL.std.450 `UnpackHalf2x16` (exact; needs no Float16 capability).
 const GLSL_UNPACK_HALF_2X16: u32 = 62;
 
+/// Where the bytes after a run-time part of the address start: the binding's word holding the
+/// first, and, where that byte need not begin the word, the right and left shifts that funnel
+/// two words into one.
+#[derive(Copy, Clone)]
+struct Start {
+    first: Word,
+    funnel: Option<(Word, Word)>,
+}
+
 /// An aligned word (run-time part of its address, index) and the run-time shift applied to it.
 type ShiftedKey = (Option<Word>, u32, Word);
 
@@ -30,9 +39,8 @@ type ShiftedKey = (Option<Word>, u32, Word);
 pub(super) struct Block {
     words: Word,
     base: Word,
-    /// Per run-time part of the address: the binding's word holding its first byte, and the
-    /// right and left shifts that funnel two of them into one aligned word.
-    starts: RefCell<HashMap<Option<Word>, (Word, Word, Word)>>,
+    /// Per run-time part of the address: where its bytes start in the binding.
+    starts: RefCell<HashMap<Option<Word>, Start>>,
     /// Aligned word `k` after each run-time part.
     aligned_words: RefCell<HashMap<(Option<Word>, u32), Word>>,
     /// Aligned words shifted right by a run-time amount (the unit's field position).
@@ -485,63 +493,43 @@ fn unpacked_half(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult
     b.b.composite_extract(t_f32, None, pair, [0])
 }
 
-/// Bytes `4k..4k + 4` after the block's first byte plus `at`, as one word: the two words of
-/// the binding they straddle, funnelled (`(lo >> sh) | (hi << (31 - sh)) << 1`, well defined
-/// for every shift). The binding holds at least 8 bytes past the last block, so `hi` is inside.
+/// Bytes `4k..4k + 4` after the block's first byte plus `at`, as one word: the binding's word
+/// itself where they begin one, else the two words they straddle, funnelled
+/// (`(lo >> sh) | (hi << (31 - sh)) << 1`, well defined for every shift). The binding holds at
+/// least 8 bytes past the last block, so `hi` is inside.
 fn aligned_word(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, k: u32) -> BuildResult<Word> {
     if let Some(&w) = blk.aligned_words.borrow().get(&(at, k)) {
         return Ok(w);
     }
     let t_u32 = b.t_u32();
-    if blk.starts_on_word(at) {
-        let first = word_index(b, blk, at)?;
-        let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
-        let c0 = b.c_u32(0);
-        let i = b.add_u(first, k)?;
-        let p = b.b.access_chain(p_u32, None, blk.words, [c0, i])?;
-        let w = b.b.load(t_u32, None, p, None, [])?;
-        blk.aligned_words.borrow_mut().insert((at, k), w);
-        return Ok(w);
-    }
-    let start = blk.starts.borrow().get(&at).copied();
-    let (first, right, left) = match start {
-        Some(s) => s,
-        None => {
-            let addr = match at {
-                Some(at) => b.b.i_add(t_u32, None, blk.base, at)?,
-                None => blk.base,
-            };
-            let first = b.div_u(addr, 4)?;
-            let lane = b.mod_u(addr, 4)?;
-            let right = b.mul_u(lane, 8)?;
-            let c31 = b.c_u32(31);
-            let left = b.b.i_sub(t_u32, None, c31, right)?;
-            blk.starts.borrow_mut().insert(at, (first, right, left));
-            (first, right, left)
-        }
-    };
+    let Start { first, funnel } = start(b, blk, at)?;
     let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
     let c0 = b.c_u32(0);
-    let mut pair = [0; 2];
-    for (j, w) in pair.iter_mut().enumerate() {
-        let i = b.add_u(first, k + j as u32)?;
+    let load = |b: &mut ModuleBuilder, j: u32| {
+        let i = b.add_u(first, k + j)?;
         let p = b.b.access_chain(p_u32, None, blk.words, [c0, i])?;
-        *w = b.b.load(t_u32, None, p, None, [])?;
-    }
-    let lo = b.b.shift_right_logical(t_u32, None, pair[0], right)?;
-    let hi = b.b.shift_left_logical(t_u32, None, pair[1], left)?;
-    let c1 = b.c_u32(1);
-    let hi = b.b.shift_left_logical(t_u32, None, hi, c1)?;
-    let w = b.b.bitwise_or(t_u32, None, lo, hi)?;
+        b.b.load(t_u32, None, p, None, [])
+    };
+    let w = match funnel {
+        None => load(b, 0)?,
+        Some((right, left)) => {
+            let pair = [load(b, 0)?, load(b, 1)?];
+            let lo = b.b.shift_right_logical(t_u32, None, pair[0], right)?;
+            let hi = b.b.shift_left_logical(t_u32, None, pair[1], left)?;
+            let c1 = b.c_u32(1);
+            let hi = b.b.shift_left_logical(t_u32, None, hi, c1)?;
+            b.b.bitwise_or(t_u32, None, lo, hi)?
+        }
+    };
     blk.aligned_words.borrow_mut().insert((at, k), w);
     Ok(w)
 }
 
-/// The binding's word at the block's first byte plus `at` (which [`Block::starts_on_word`]),
-/// once per run-time part.
-fn word_index(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>) -> BuildResult<Word> {
-    if let Some(&(first, ..)) = blk.starts.borrow().get(&at) {
-        return Ok(first);
+/// Where the bytes after the block's first byte plus `at` start, once per run-time part: the
+/// funnel's shifts only where they need not begin a word ([`Block::starts_on_word`]).
+fn start(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>) -> BuildResult<Start> {
+    if let Some(&s) = blk.starts.borrow().get(&at) {
+        return Ok(s);
     }
     let t_u32 = b.t_u32();
     let addr = match at {
@@ -549,8 +537,17 @@ fn word_index(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>) -> BuildResu
         None => blk.base,
     };
     let first = b.div_u(addr, 4)?;
-    blk.starts.borrow_mut().insert(at, (first, first, first));
-    Ok(first)
+    let funnel = if blk.starts_on_word(at) {
+        None
+    } else {
+        let lane = b.mod_u(addr, 4)?;
+        let right = b.mul_u(lane, 8)?;
+        let c31 = b.c_u32(31);
+        Some((right, b.b.i_sub(t_u32, None, c31, right)?))
+    };
+    let s = Start { first, funnel };
+    blk.starts.borrow_mut().insert(at, s);
+    Ok(s)
 }
 
 /// `(x >> shift) & mask`.

@@ -52,9 +52,9 @@ pub struct GemvKey {
     /// (`blocks::value`, in f32) where it would read a vector. `None`: W is `elem`.
     pub quant: Option<QuantType>,
     /// With `quant`: X is not the activations but their blocks rounded to 8 bits
-    /// ([`super::act8`]), and each unit's weight codes multiply them four at a time in packed
-    /// integer dot products, the format's scales applied per half unit
-    /// (the format's codes four to a word), rather than each weight dequantized to f32.
+    /// ([`super::act8`]), and each unit's weight codes, four to a word, multiply them in packed
+    /// integer dot products, the format's scale and offset applied per half unit, rather than
+    /// each weight dequantized to f32.
     pub int8_x: bool,
 }
 

@@ -6,7 +6,9 @@
 //! the sum (Q4_0: `d (code - 8)` is `a = d`, `b = -8 d`). MXFP4's codes stand for values that
 //! are not an affine map of them: its words hold the values themselves, as signed bytes.
 
-use super::{aligned_word, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, scale_min_k4, two_bit_field, Block};
+use super::{
+    aligned_word, bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, scale_min_k4, two_bit_field, Block,
+};
 use crate::kernel::builder::{BuildResult, ModuleBuilder};
 use crate::quant::QuantType;
 use rspirv::spirv::Word;
@@ -82,12 +84,12 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
             let qs = if five { 48 } else { 16 };
             let mut words = each(|k| {
                 let w = aligned_word(b, blk, Some(at), (qs + 4 * k) / 4)?;
-                by_word(b, w, shift, nibbles)
+                bits(b, w, shift, nibbles)
             })?;
             if five {
                 for (k, w) in words.iter_mut().enumerate() {
                     let h = aligned_word(b, blk, None, (16 + 4 * k as u32) / 4)?;
-                    let h = by_word(b, h, s, 0x0101_0101)?;
+                    let h = bits(b, h, s, 0x0101_0101)?;
                     let h = shl(b, h, 4)?;
                     *w = or(b, *w, h)?;
                 }
@@ -100,9 +102,9 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
             let (n, quarter, ql_at, ql_shift, qh_at, qh_shift) = super::q6_k_fields(b, blk, s)?;
             let words = each(|k| {
                 let low = aligned_word(b, blk, Some(ql_at), k)?;
-                let low = by_word(b, low, ql_shift, nibbles)?;
+                let low = bits(b, low, ql_shift, nibbles)?;
                 let high = aligned_word(b, blk, Some(qh_at), (128 + 4 * k) / 4)?;
-                let high = by_word(b, high, qh_shift, 0x0303_0303)?;
+                let high = bits(b, high, qh_shift, 0x0303_0303)?;
                 let high = shl(b, high, 4)?;
                 or(b, low, high)
             })?;
@@ -119,13 +121,13 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
             let qs = if three { 32 } else { 16 };
             let words = each(|k| {
                 let w = aligned_word(b, blk, Some(at), (qs + 4 * k) / 4)?;
-                let low = by_word(b, w, shift, 0x0303_0303)?;
+                let low = bits(b, w, shift, 0x0303_0303)?;
                 if !three {
                     return Ok(low);
                 }
                 // hmask[l]'s bit s adds 4 to the code (the value is code - 4).
                 let h = aligned_word(b, blk, None, k)?;
-                let h = by_word(b, h, s, 0x0101_0101)?;
+                let h = bits(b, h, s, 0x0101_0101)?;
                 let h = shl(b, h, 2)?;
                 or(b, low, h)
             })?;
@@ -218,12 +220,7 @@ fn nibble_words(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, first: u32
 /// `(x >> shift) & mask` for a literal shift.
 fn shifted(b: &mut ModuleBuilder, x: Word, shift: u32, mask: u32) -> BuildResult<Word> {
     let shift = b.c_u32(shift);
-    by_word(b, x, shift, mask)
-}
-
-/// `(x >> shift) & mask`.
-fn by_word(b: &mut ModuleBuilder, x: Word, shift: Word, mask: u32) -> BuildResult<Word> {
-    super::bits(b, x, shift, mask)
+    bits(b, x, shift, mask)
 }
 
 /// Bits 0..4 of `x` (the rest zero) moved to bit 0 of bytes 0..4: `x * 0x00204081` puts copies
@@ -246,7 +243,7 @@ fn or(b: &mut ModuleBuilder, x: Word, y: Word) -> BuildResult<Word> {
     b.b.bitwise_or(t_u32, None, x, y)
 }
 
-/// `x * c` (once per unit where `x` is).
+/// `x * c` (exact: every `c` here is a power of two or -1).
 fn scaled(b: &mut ModuleBuilder, x: Word, c: f32) -> BuildResult<Word> {
     let t_f32 = b.t_f32();
     let c = b.c_bits(t_f32, c.to_bits());
