@@ -265,7 +265,9 @@ impl Context {
         let which = which_of(&plan);
         // Decode's shapes stream the blocks; the rest multiply a dense copy.
         let plan = if streams_blocks(&plan, which) {
-            let int8_x = self.int8_activations(&op.options, to_activations(j, [TA::TYPE, TB::TYPE]))?;
+            // The activations are the operand beside the quantized one.
+            let activations = [TA::TYPE, TB::TYPE][1 - j];
+            let int8_x = self.int8_activations(&op.options, activations)?;
             gemv_on_blocks(plan, which, &quantized, (op.options.gemv_cols, int8_x), &self.limits)?
         } else {
             dequantized_first(plan, which, &quantized, to, &self.limits)?
@@ -381,9 +383,4 @@ impl Context {
             owned: Some(&q.matrix.buffer),
         }
     }
-}
-
-/// The activations' element type: the operand beside the quantized one (`j` its index).
-fn to_activations(j: usize, types: [ComponentType; 2]) -> ComponentType {
-    types[1 - j]
 }

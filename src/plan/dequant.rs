@@ -78,19 +78,12 @@ pub fn dequantized_first(
     let bytes = to.size_bytes() as usize;
     let copy_ld = q.copy_ld(to);
     let copy_bytes = (q.rows * copy_ld * bytes) as u64;
-    let align = limits.offset_alignment.max(u64::from(VECTOR_BYTES));
-    let offset = gemm.scratch_bytes.next_multiple_of(align);
-    if copy_bytes > limits.max_range || offset + copy_bytes > limits.max_allocation {
-        return Err(Error::TooLarge(format!(
-            "dequantizing a {}x{} {} operand takes {copy_bytes} bytes of {to} in scratch, over the device's limits (binding {}, allocation {})",
-            q.rows, q.cols, q.quant, limits.max_range, limits.max_allocation
-        )));
-    }
-    let copy = Window {
-        bind_offset: offset,
-        bind_range: copy_bytes,
-        start: 0,
-    };
+    let copy = scratch_after(gemm.scratch_bytes, copy_bytes, limits, || {
+        format!(
+            "dequantizing a {}x{} {} operand takes {copy_bytes} bytes of {to} in scratch",
+            q.rows, q.cols, q.quant
+        )
+    })?;
     let units = q.cols / dequant::UNIT as usize;
     let groups = (q.rows * units)
         .div_ceil(dequant::THREADS as usize)
@@ -117,14 +110,34 @@ pub fn dequantized_first(
         for (op, w) in d.bindings.iter_mut().chain(d.aux.iter_mut()) {
             if *op == which {
                 *op = Operand::Scratch;
-                w.bind_offset += offset;
+                w.bind_offset += copy.bind_offset;
             }
         }
     }
     gemm.dispatches[0].after_previous = true;
     gemm.dispatches.insert(0, pass);
-    gemm.scratch_bytes = offset + copy_bytes;
+    gemm.scratch_bytes = copy.bind_offset + copy.bind_range;
     Ok(gemm)
+}
+
+/// A window of `bytes` in scratch after the `used` bytes a plan already binds there (at the
+/// next offset the device aligns bindings to), or [`Error::TooLarge`] saying `what` took them
+/// where that is over the device's largest binding or allocation.
+fn scratch_after(used: u64, bytes: u64, limits: &DispatchLimits, what: impl FnOnce() -> String) -> Result<Window> {
+    let offset = used.next_multiple_of(limits.offset_alignment.max(u64::from(VECTOR_BYTES)));
+    if bytes > limits.max_range || offset + bytes > limits.max_allocation {
+        return Err(Error::TooLarge(format!(
+            "{}, over the device's limits (binding {}, allocation {})",
+            what(),
+            limits.max_range,
+            limits.max_allocation
+        )));
+    }
+    Ok(Window {
+        bind_offset: offset,
+        bind_range: bytes,
+        start: 0,
+    })
 }
 
 /// Whether `plan` (planned on the dense view) can read W straight from the blocks
@@ -200,19 +213,12 @@ fn with_int8_activations(mut plan: GemmPlan, limits: &DispatchLimits) -> Result<
     let units = gemv.push.k / act8::UNIT;
     let row_vectors = units * act8::BLOCK_VECTORS;
     let bytes = u64::from(key.rows) * u64::from(row_vectors) * u64::from(VECTOR_BYTES);
-    let align = limits.offset_alignment.max(u64::from(VECTOR_BYTES));
-    let offset = plan.scratch_bytes.next_multiple_of(align);
-    if bytes > limits.max_range || offset + bytes > limits.max_allocation {
-        return Err(Error::TooLarge(format!(
-            "{} rows of K = {} as 8-bit blocks take {bytes} bytes of scratch, over the device's limits (binding {}, allocation {})",
-            key.rows, gemv.push.k, limits.max_range, limits.max_allocation
-        )));
-    }
-    let blocks = Window {
-        bind_offset: offset,
-        bind_range: bytes,
-        start: 0,
-    };
+    let blocks = scratch_after(plan.scratch_bytes, bytes, limits, || {
+        format!(
+            "{} rows of K = {} as 8-bit blocks take {bytes} bytes of scratch",
+            key.rows, gemv.push.k
+        )
+    })?;
     let groups = (key.rows * units)
         .div_ceil(act8::THREADS)
         .min(act8::MAX_GROUPS.min(limits.max_groups[0]));
@@ -242,7 +248,7 @@ fn with_int8_activations(mut plan: GemmPlan, limits: &DispatchLimits) -> Result<
     d.push.a_off_vec = 0;
     d.after_previous = true;
     plan.dispatches.insert(0, pass);
-    plan.scratch_bytes = offset + bytes;
+    plan.scratch_bytes = blocks.bind_offset + blocks.bind_range;
     Ok(plan)
 }
 
