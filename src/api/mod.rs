@@ -17,6 +17,7 @@ mod grouped_counted;
 mod kept;
 mod matmul;
 mod matrix;
+mod matrix_vector;
 mod operand;
 mod options;
 mod pinned;
