@@ -101,9 +101,11 @@ fn download(ctx: &Context, c: &DeviceMatrix<f32>) -> Vec<f32> {
 fn every_format_reads_as_the_reference_values_bit_for_bit() {
     let ctx = context();
     let mut rng = Rng::new(Rng::fresh_seed());
-    for q in QuantType::ALL {
-        // Two blocks per row, odd rows.
-        let (rows, cols) = (5, 2 * q.block_values());
+    // Two blocks per row, odd rows; then rows that straddle the dequantizing pass's tiles of
+    // 128 and 256 units (32 values each), the last tile part full.
+    let shapes = |q: QuantType| [(5, 2), (37, if q.block_values() == 32 { 9 } else { 3 })];
+    for (q, (rows, blocks_per_row)) in QuantType::ALL.into_iter().flat_map(|q| shapes(q).map(|s| (q, s))) {
+        let cols = blocks_per_row * q.block_values();
         let blocks = random_blocks(q, rows, cols, false, &mut rng);
         let want = values(q, &blocks, rows, cols);
         let w = ctx.upload_quantized(q, rows, cols, &blocks).unwrap();

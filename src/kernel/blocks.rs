@@ -8,7 +8,7 @@
 use super::builder::{BuildResult, ModuleBuilder};
 use crate::quant::QuantType;
 use rspirv::dr::Operand;
-use rspirv::spirv::{Decoration, StorageClass, Word};
+use rspirv::spirv::{Decoration, MemoryAccess, StorageClass, Word};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
@@ -38,6 +38,8 @@ type ShiftedKey = (Option<Word>, u32, Word);
 /// address arithmetic (a block need not start on a word: Q4_0's are 18 bytes).
 pub(super) struct Block {
     words: Word,
+    /// Whether `words` is a workgroup array the blocks were staged into (else the binding).
+    shared: bool,
     base: Word,
     /// Per run-time part of the address: where its bytes start in the binding.
     starts: RefCell<HashMap<Option<Word>, Start>>,
@@ -59,6 +61,7 @@ impl Block {
     pub(super) fn new(words: Word, base: Word, aligned: bool) -> Self {
         Block {
             words,
+            shared: false,
             base,
             starts: RefCell::default(),
             aligned_words: RefCell::default(),
@@ -66,6 +69,15 @@ impl Block {
             unit: RefCell::default(),
             aligned,
             word_ats: RefCell::default(),
+        }
+    }
+
+    /// A block staged in the workgroup array `words` (of u32), its first byte `base` bytes
+    /// into it; words keep the alignment they had in the binding.
+    pub(super) fn staged(words: Word, base: Word, aligned: bool) -> Self {
+        Block {
+            shared: true,
+            ..Block::new(words, base, aligned)
         }
     }
 
@@ -503,12 +515,18 @@ fn aligned_word(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, k: u32) ->
     }
     let t_u32 = b.t_u32();
     let Start { first, funnel } = start(b, blk, at)?;
-    let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
     let c0 = b.c_u32(0);
     let load = |b: &mut ModuleBuilder, j: u32| {
         let i = b.add_u(first, k + j)?;
-        let p = b.b.access_chain(p_u32, None, blk.words, [c0, i])?;
-        b.b.load(t_u32, None, p, None, [])
+        if blk.shared {
+            let p_u32 = b.ptr(StorageClass::Workgroup, t_u32);
+            let p = b.b.access_chain(p_u32, None, blk.words, [i])?;
+            b.b.load(t_u32, None, p, Some(MemoryAccess::NON_PRIVATE_POINTER), [])
+        } else {
+            let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+            let p = b.b.access_chain(p_u32, None, blk.words, [c0, i])?;
+            b.b.load(t_u32, None, p, None, [])
+        }
     };
     let w = match funnel {
         None => load(b, 0)?,

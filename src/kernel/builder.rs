@@ -295,6 +295,18 @@ impl ModuleBuilder {
         Ok(())
     }
 
+    /// `if (cond) { body }`, continuing after it.
+    pub fn if_then(&mut self, cond: Word, body: impl FnOnce(&mut Self) -> BuildResult<()>) -> BuildResult<()> {
+        let (l_then, l_merge) = (self.b.id(), self.b.id());
+        self.b.selection_merge(l_merge, spirv::SelectionControl::NONE)?;
+        self.b.branch_conditional(cond, l_then, l_merge, [])?;
+        self.b.begin_block(Some(l_then))?;
+        body(self)?;
+        self.b.branch(l_merge)?;
+        self.b.begin_block(Some(l_merge))?;
+        Ok(())
+    }
+
     /// A grid-stride loop over `rows x row_vecs` items (vectors of a matrix in storage order),
     /// shared by `groups` workgroups of `threads` invocations: invocation `i` of the grid takes
     /// items `i`, `i + groups * threads`, ...; `body(row, column)` for each. `v_local` and `v_wg`

@@ -4,23 +4,31 @@
 //! `blocks::value`'s, so an f32 copy equals the CPU reference bit for bit; an f16 copy is
 //! that value rounded to nearest even.
 //!
+//! A workgroup takes a tile of units (32 values each: [`tile_units`]) at a time and stages it
+//! through 16 KB of shared memory, so both its reads and its writes are whole lines: the
+//! tile's blocks come in a word per invocation, each invocation dequantizes one unit from
+//! there, and the values go out a 16-byte vector per invocation, consecutive invocations to
+//! consecutive vectors (an invocation writing its own unit's 64 or 128 bytes left each store
+//! instruction of a subgroup spread over 2-4 KB; measured in docs/perf/JOURNAL.md, "The
+//! dequantizing pass staged").
+//!
 //! Bindings: 0 = the blocks as 32-bit words (a row's blocks need not start on a word), 2 = the
 //! copy (16-byte vectors). Push constants ([`super::PushConstants`]): `m` = rows, `n` = units of
-//! [`UNIT`] values per row (K / 32), `k` = workgroups dispatched (they stride over the copy
-//! together), `lda_vec` = bytes per row of blocks, `a_off_vec` = the first block's byte in the
-//! binding, `ldb_vec` and `c_off` = the copy's leading dimension and first vector (16-byte
-//! vectors).
+//! [`UNIT`] values per row (K / 32), `k` = workgroups dispatched (they stride over the tiles
+//! together), `a_off_vec` = the first block's byte in the binding (rows of blocks follow each
+//! other without gaps), `ldb_vec` and `c_off` = the copy's leading dimension and first vector
+//! (16-byte vectors).
 
-/// Values each invocation dequantizes at a time (a block of the 32-value formats, a sub-block of
-/// the others).
+/// Values an invocation dequantizes (a block of the 32-value formats, a sub-block of the
+/// others).
 pub use super::blocks::UNIT;
-use super::blocks::{unit, value};
+use super::blocks::{value, Block};
 use super::builder::{BuildResult, ModuleBuilder};
 use super::convert::narrow_f32x8;
 use super::push::Pc;
 use crate::config::ComponentType;
 use crate::quant::QuantType;
-use rspirv::spirv::{BuiltIn, FunctionControl, StorageClass, Word};
+use rspirv::spirv::{BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
@@ -30,58 +38,222 @@ pub const MAX_GROUPS: u32 = 8192;
 pub(super) fn emit(q: QuantType, to: ComponentType) -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
-    let t_void = b.t_void();
-    let t_u32 = b.t_u32();
-    let t_uvec3 = b.t_uvec(3);
-    let t_uvec4 = b.t_uvec(4);
+    let (t_void, t_bool, t_u32) = (b.t_void(), b.t_bool(), b.t_u32());
+    let (t_uvec3, t_uvec4) = (b.t_uvec(3), b.t_uvec(4));
     let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
     let v_wg = b.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
     let v_pc = b.push_constant_block(super::push::PC_MEMBERS);
     let words = b.storage_buffer(t_u32, 4, 0, true);
     let v_dst = b.storage_buffer(t_uvec4, 16, 2, false);
+    let tile = Tile::of(q, to);
+    let staged = workgroup_array(b, t_u32, STAGED_WORDS);
+    let (p_sb_u32, p_sb_uvec4) = (
+        b.ptr(StorageClass::StorageBuffer, t_u32),
+        b.ptr(StorageClass::StorageBuffer, t_uvec4),
+    );
+    let p_wg_u32 = b.ptr(StorageClass::Workgroup, t_u32);
+    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
+    let scope = b.c_u32(Scope::Workgroup as u32);
+    let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
+    let u0 = b.c_u32(0);
+    let barrier = |b: &mut ModuleBuilder| b.b.control_barrier(scope, scope, sem);
+    // Vector `at` of the staged values, as four words.
+    let staged_word = |b: &mut ModuleBuilder, at: Word, c: u32| -> BuildResult<Word> {
+        let i = b.mul_u(at, 4)?;
+        let i = b.add_u(i, c)?;
+        b.b.access_chain(p_wg_u32, None, staged, [i])
+    };
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
     let l_entry = b.b.begin_block(None)?;
     let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
     let (rows, units, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
-    let (row_bytes, first_byte) = (pc(b, Pc::LdaVec)?, pc(b, Pc::AOff)?);
+    let first_byte = pc(b, Pc::AOff)?;
     let (dst_ld, dst_off) = (pc(b, Pc::LdbVec)?, pc(b, Pc::COff)?);
-    b.grid_stride_rows(l_entry, (v_local, v_wg, THREADS), (rows, units, groups), |b, r, u| {
-        let row = b.b.i_mul(t_u32, None, r, row_bytes)?;
-        let row = b.b.i_add(t_u32, None, row, first_byte)?;
-        let (blk, s) = unit(b, q, words, row, u)?;
+    let lid = b.b.load(t_u32, None, v_local, None, [])?;
+    let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
+    let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
+    let total = b.b.i_mul(t_u32, None, rows, units)?;
+    let tiles = b.add_u(total, tile.units - 1)?;
+    let tiles = b.div_u(tiles, tile.units)?;
+    let (pb, bb) = (tile.per_block, q.device_block_bytes() as u32);
+    // The first byte of unit `g`'s block: rows of blocks lie one after the other, so the block
+    // index runs on across rows.
+    let block_byte = |b: &mut ModuleBuilder, g: Word| -> BuildResult<Word> {
+        let blk = b.div_u(g, pb)?;
+        let at = b.mul_u(blk, bb)?;
+        b.b.i_add(t_u32, None, first_byte, at)
+    };
+    // Each workgroup takes whole tiles (whole blocks: every row is), all of its invocations
+    // together, so the barriers are in uniform control flow.
+    b.counted_loop_by(l_entry, (wx, tiles, groups), |b, t| {
+        let g0 = b.mul_u(t, tile.units)?;
+        let left = b.b.i_sub(t_u32, None, total, g0)?;
+        let c_units = b.c_u32(tile.units);
+        let short = b.b.u_less_than(t_bool, None, left, c_units)?;
+        let n = b.b.select(t_u32, None, short, left, c_units)?;
+        // 1. The tile's blocks into shared memory, a word per invocation at a time (each
+        // subgroup reads whole lines), and the word after them the funnel may read.
+        let byte0 = block_byte(b, g0)?;
+        let w0 = b.div_u(byte0, 4)?;
+        let g1 = b.b.i_add(t_u32, None, g0, n)?;
+        let byte1 = block_byte(b, g1)?;
+        let w1 = b.add_u(byte1, 3)?;
+        let w1 = b.div_u(w1, 4)?;
+        let w1 = b.add_u(w1, 1)?;
+        let count = b.b.i_sub(t_u32, None, w1, w0)?;
+        let entry = b.current_label();
+        b.counted_loop(entry, (lid, count, THREADS), |b, j| {
+            let from = b.b.i_add(t_u32, None, w0, j)?;
+            let p = b.b.access_chain(p_sb_u32, None, words, [u0, from])?;
+            let w = b.b.load(t_u32, None, p, None, [])?;
+            let p = b.b.access_chain(p_wg_u32, None, staged, [j])?;
+            b.b.store(p, w, np, [])
+        })?;
+        barrier(b)?;
+        // 2. Each invocation dequantizes a unit (those past the tile's last one repeat it, so
+        // the barrier after stays in uniform control flow), then, once every block is read,
+        // stages its vectors in the same memory, in a rotated order so neighbours' stores fall
+        // in different banks.
+        let c_last = b.add_u(n, u32::MAX)?;
+        let past = b.b.u_less_than(t_bool, None, c_last, lid)?;
+        let local = b.b.select(t_u32, None, past, c_last, lid)?;
+        let g = b.b.i_add(t_u32, None, g0, local)?;
+        let at = block_byte(b, g)?;
+        let w0_bytes = b.mul_u(w0, 4)?;
+        let base = b.b.i_sub(t_u32, None, at, w0_bytes)?;
+        let s = b.mod_u(g, pb)?;
+        let blk = Block::staged(staged, base, bb % 4 == 0);
         let values = (0..UNIT)
             .map(|l| value(b, q, &blk, s, l))
             .collect::<BuildResult<Vec<Word>>>()?;
-        let row_at = b.b.i_mul(t_u32, None, r, dst_ld)?;
-        let row_at = b.b.i_add(t_u32, None, row_at, dst_off)?;
-        let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
-        let u0 = b.c_u32(0);
-        // The unit's 32 values are 8 vectors of f32 or 4 of f16 from vector `u * that`.
-        let per = 16 / to.size_bytes();
-        let first = b.mul_u(u, UNIT / per)?;
-        let first = b.b.i_add(t_u32, None, row_at, first)?;
-        for (v, eight) in values.chunks(8).enumerate() {
-            let mut bits = [0; 8];
-            for (out, &x) in bits.iter_mut().zip(eight) {
-                *out = b.b.bitcast(t_u32, None, x)?;
+        let vectors = vectors(b, &values, to)?;
+        barrier(b)?;
+        let mine = b.b.u_less_than(t_bool, None, lid, n)?;
+        b.if_then(mine, |b| {
+            for (part, x) in vectors.into_iter().enumerate() {
+                let slot = tile.slot(b, lid, part as u32)?;
+                for c in 0..4 {
+                    let xc = b.b.composite_extract(t_u32, None, x, [c])?;
+                    let p = staged_word(b, slot, c)?;
+                    b.b.store(p, xc, np, [])?;
+                }
             }
-            let lo = b.b.composite_construct(t_uvec4, None, bits[..4].to_vec())?;
-            let hi = b.b.composite_construct(t_uvec4, None, bits[4..].to_vec())?;
-            let stores = if to == ComponentType::F32 {
-                vec![(2 * v as u32, lo), (2 * v as u32 + 1, hi)]
-            } else {
-                vec![(v as u32, narrow_f32x8(b, lo, hi, to)?)]
-            };
-            for (at, x) in stores {
-                let at = b.add_u(first, at)?;
-                let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-                b.b.store(p, x, None, [])?;
+            Ok(())
+        })?;
+        barrier(b)?;
+        // 3. The tile's vectors out, consecutive invocations to consecutive vectors of a row.
+        let out = b.mul_u(n, tile.parts)?;
+        let entry = b.current_label();
+        b.counted_loop(entry, (lid, out, THREADS), |b, j| {
+            let local = b.div_u(j, tile.parts)?;
+            let part = b.mod_u(j, tile.parts)?;
+            let slot = tile.slot_at(b, local, part)?;
+            let mut xs = [0; 4];
+            for (c, x) in xs.iter_mut().enumerate() {
+                let p = staged_word(b, slot, c as u32)?;
+                *x = b.b.load(t_u32, None, p, np, [])?;
             }
-        }
-        Ok(())
+            let x = b.b.composite_construct(t_uvec4, None, xs)?;
+            let g = b.b.i_add(t_u32, None, g0, local)?;
+            let r = b.b.u_div(t_u32, None, g, units)?;
+            let u = b.b.u_mod(t_u32, None, g, units)?;
+            let at = b.b.i_mul(t_u32, None, r, dst_ld)?;
+            let at = b.b.i_add(t_u32, None, at, dst_off)?;
+            let first = b.mul_u(u, tile.parts)?;
+            let at = b.b.i_add(t_u32, None, at, first)?;
+            let at = b.b.i_add(t_u32, None, at, part)?;
+            let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+            b.b.store(p, x, None, [])
+        })?;
+        // The next tile's blocks overwrite these vectors only after every invocation stored.
+        barrier(b)
     })?;
     b.end_compute(f, THREADS)?;
     Ok(mb.finish())
+}
+
+/// Words of shared memory a workgroup stages through: 16 KB, the least any device offers.
+const STAGED_WORDS: u32 = 4096;
+
+/// How a workgroup stages a tile of units: first the words of their blocks, then (in the same
+/// memory) the 16-byte vectors of their values.
+struct Tile {
+    /// Units per tile: as many as fill the staged memory with values.
+    units: u32,
+    /// Units per block.
+    per_block: u32,
+    /// 16-byte vectors per unit of values.
+    parts: u32,
+}
+
+/// Units a workgroup dequantizes at a time into `to`: 256 into f16, 128 into f32 (a workgroup
+/// for each such tile up to [`MAX_GROUPS`] is dispatched).
+pub fn tile_units(to: ComponentType) -> u32 {
+    let parts = UNIT * to.size_bytes() / 16;
+    (STAGED_WORDS / 4 / parts).min(THREADS)
+}
+
+impl Tile {
+    fn of(q: QuantType, to: ComponentType) -> Self {
+        let parts = UNIT * to.size_bytes() / 16;
+        let units = tile_units(to);
+        let per_block = q.block_values() as u32 / UNIT;
+        // The tile's blocks, a word for a start inside one, and the word after them.
+        let in_words = (units / per_block * q.device_block_bytes() as u32).div_ceil(4) + 2;
+        debug_assert!(in_words <= STAGED_WORDS && units % per_block == 0);
+        Tile {
+            units,
+            per_block,
+            parts,
+        }
+    }
+    /// Where vector `part` (a literal) of the tile's unit `local` is staged.
+    fn slot(&self, b: &mut ModuleBuilder, local: Word, part: u32) -> BuildResult<Word> {
+        let part = b.c_u32(part);
+        self.slot_at(b, local, part)
+    }
+
+    /// [`Tile::slot`] for a run-time `part`: `parts * local + (part ^ rotation)`, the rotation
+    /// chosen so eight consecutive units' vector `part` lie in eight different 16-byte bank
+    /// groups (`local / 2` for four parts a unit, `local` for eight).
+    fn slot_at(&self, b: &mut ModuleBuilder, local: Word, part: Word) -> BuildResult<Word> {
+        let t_u32 = b.t_u32();
+        let turn = if self.parts == 4 { b.div_u(local, 2)? } else { local };
+        let turn = b.mod_u(turn, self.parts)?;
+        let within = b.b.bitwise_xor(t_u32, None, part, turn)?;
+        let at = b.mul_u(local, self.parts)?;
+        b.b.i_add(t_u32, None, at, within)
+    }
+}
+
+/// A workgroup array of `len` elements of `t`.
+fn workgroup_array(b: &mut ModuleBuilder, t: Word, len: u32) -> Word {
+    let c_len = b.c_u32(len);
+    let t_arr = b.b.type_array(t, c_len);
+    let p = b.ptr(StorageClass::Workgroup, t_arr);
+    let v = b.b.variable(p, None, StorageClass::Workgroup, None);
+    b.interface.push(v);
+    v
+}
+
+/// A unit's 32 f32 values as the 16-byte vectors of `to` they are stored as.
+fn vectors(b: &mut ModuleBuilder, values: &[Word], to: ComponentType) -> BuildResult<Vec<Word>> {
+    let (t_u32, t_uvec4) = (b.t_u32(), b.t_uvec(4));
+    let mut out = Vec::new();
+    for eight in values.chunks(8) {
+        let mut bits = [0; 8];
+        for (o, &x) in bits.iter_mut().zip(eight) {
+            *o = b.b.bitcast(t_u32, None, x)?;
+        }
+        let lo = b.b.composite_construct(t_uvec4, None, bits[..4].to_vec())?;
+        let hi = b.b.composite_construct(t_uvec4, None, bits[4..].to_vec())?;
+        if to == ComponentType::F32 {
+            out.extend([lo, hi]);
+        } else {
+            out.push(narrow_f32x8(b, lo, hi, to)?);
+        }
+    }
+    Ok(out)
 }

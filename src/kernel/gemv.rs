@@ -19,9 +19,7 @@ use super::push::{Pc, PC_MEMBERS};
 use crate::config::ComponentType;
 use crate::quant::QuantType;
 use crate::tiling::VECTOR_BYTES;
-use rspirv::spirv::{
-    BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
-};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
 use serde::Serialize;
 
 /// Invocations per workgroup.
@@ -499,7 +497,7 @@ fn reduce(b: &mut ModuleBuilder, ids: &Ids, (sh, tid, sums): (Word, Word, u32), 
         b.b.control_barrier(scope, scope, sem)?;
         let lower = b.c_u32(half);
         let active = b.b.u_less_than(ids.t_bool, None, tid, lower)?;
-        if_then(b, active, |b| {
+        b.if_then(active, |b| {
             for j in 0..sums {
                 let at = b.add_u(tid, j * GEMV_THREADS)?;
                 let from = b.add_u(at, half)?;
@@ -536,7 +534,7 @@ fn store(
     let n = b.b.i_add(t_u32, None, n0, c)?;
     let inside = b.b.u_less_than(ids.t_bool, None, n, pn)?;
     let ok = b.b.logical_and(ids.t_bool, None, mine, inside)?;
-    if_then(b, ok, |b| {
+    b.if_then(ok, |b| {
         let p_wg = b.ptr(StorageClass::Workgroup, ids.t_f32);
         let at = b.mul_u(tid, GEMV_THREADS)?;
         let p = b.b.access_chain(p_wg, None, sh, [at])?;
@@ -569,20 +567,4 @@ fn store(
         }
         b.b.store(p, x, None, [])
     })
-}
-
-/// `if (cond) { body }`, continuing after it.
-fn if_then(
-    b: &mut ModuleBuilder,
-    cond: Word,
-    body: impl FnOnce(&mut ModuleBuilder) -> BuildResult<()>,
-) -> BuildResult<()> {
-    let (l_then, l_merge) = (b.b.id(), b.b.id());
-    b.b.selection_merge(l_merge, SelectionControl::NONE)?;
-    b.b.branch_conditional(cond, l_then, l_merge, [])?;
-    b.b.begin_block(Some(l_then))?;
-    body(b)?;
-    b.b.branch(l_merge)?;
-    b.b.begin_block(Some(l_merge))?;
-    Ok(())
 }
