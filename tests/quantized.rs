@@ -603,9 +603,171 @@ fn what_does_not_fit_is_a_typed_error_before_the_gpu() {
     assert!(matches!(host, Err(Error::Unsupported(_))), "{host:?}");
     let wrong = ctx.run(&Matmul::new(), &x, &w, &mut c);
     assert!(matches!(wrong, Err(Error::ShapeMismatch(_))), "{wrong:?}");
-    let rows = [1usize];
-    let grouped = ctx.run(&Matmul::new().grouped(&rows), &x, w.t(), &mut c);
-    assert!(matches!(grouped, Err(Error::Unsupported(_))), "{grouped:?}");
+    // Experts: the wrong number of bytes or none; groups that do not match them; experts
+    // outside a grouped GEMM, as A, or with device counts.
+    let two = vec![0u8; 2 * q.block_bytes()];
+    for (e, bytes) in [(2, &row), (0, &two)] {
+        let bad = ctx.upload_quantized_experts(q, e, 1, 256, bytes);
+        assert!(matches!(bad, Err(Error::InvalidOperand(_))), "{bad:?}");
+    }
+    let experts = ctx.upload_quantized_experts(q, 2, 1, 256, &two).unwrap();
+    assert_eq!((experts.experts(), experts.bytes()), (2, two.len()));
+    let one = [1usize];
+    let grouped = ctx.run(&Matmul::new().grouped(&one), &x, experts.t(), &mut c);
+    assert!(matches!(grouped, Err(Error::ShapeMismatch(_))), "{grouped:?}");
+    let alone = ctx.run(&Matmul::new(), &x, experts.t(), &mut c);
+    assert!(matches!(alone, Err(Error::InvalidOperand(_))), "{alone:?}");
+    let (both, mut cw) = ([1usize, 0], ctx.zeros::<f32>(1, 1).unwrap());
+    let xt = ctx.upload(MatRef::new(&xs, 256, 1)).unwrap();
+    let as_a = ctx.run(&Matmul::new().grouped(&both), &experts, &xt, &mut cw);
+    assert!(matches!(as_a, Err(Error::InvalidOperand(_))), "{as_a:?}");
+    let counts = ctx.upload(MatRef::new(&[1u32, 0], 1, 2)).unwrap();
+    let counted = ctx.run(
+        &Matmul::new().grouped_by_device_counts(&counts),
+        &x,
+        experts.t(),
+        &mut c,
+    );
+    assert!(matches!(counted, Err(Error::Unsupported(_))), "{counted:?}");
+    assert_no_validation_messages(ctx);
+}
+
+/// `rows[g]` tokens (random `T` activations) through expert `g` of `rows.len()` random experts
+/// of `n x K` `q` weights, grouped (`y = x * w_g^T` over each group's rows of C, alpha and
+/// beta as `options` say, or a fused column bias of each expert's own `n` values over a zeroed
+/// C), each group checked against the f64 product of its rows and its expert's dequantized
+/// weights as the one-GEMM tests check it: decode-sized groups that took 8-bit activations
+/// against the same rounding, the others within the bound of their operands' rounding to `T`.
+fn experts<T: Element>(
+    q: QuantType,
+    rows: &[usize],
+    (n, kb): (usize, usize),
+    options: &GemmOptions,
+    bias: bool,
+    rng: &mut Rng,
+) {
+    let ctx = context();
+    let (e, k, m) = (rows.len(), kb * q.block_values(), rows.iter().sum::<usize>());
+    let blocks = random_blocks_small(q, e * n, k, rng);
+    let deq = values(q, &blocks, e * n, k);
+    let w = ctx.upload_quantized_experts(q, e, n, k, &blocks).unwrap();
+    let xs = verify::random_vec::<T>(rng, m * k);
+    let x = ctx.upload(MatRef::new(&xs, m, k)).unwrap();
+    let (c0, biases): (Vec<f32>, Vec<f32>) = if bias {
+        (vec![0.0; m * n], verify::random_vec(rng, e * n))
+    } else {
+        (verify::random_vec(rng, m * n), Vec::new())
+    };
+    let mut c = ctx.upload(MatRef::new(&c0, m, n)).unwrap();
+    let mut op = Matmul::with_options(options).grouped(rows);
+    if bias {
+        op = op.bias(Axis::Col, &biases);
+    }
+    let prepared = if T::TYPE == ComponentType::F32 {
+        ctx.prepare(&op, &x, w.t().as_f32(), &mut c)
+    } else {
+        ctx.prepare(&op, &x, w.t(), &mut c)
+    }
+    .unwrap();
+    prepared.run().unwrap();
+    let labels: Vec<Vec<String>> = prepared
+        .plans()
+        .map(|p| p.kernels().iter().map(|k| k.label()).collect())
+        .collect();
+    drop(prepared);
+    assert_eq!(
+        labels.len(),
+        rows.iter().filter(|&&r| r > 0).count(),
+        "one plan per non-empty group"
+    );
+    let got = download(ctx, &c);
+    let xf: Vec<f32> = xs.iter().map(|v| v.to_f64() as f32).collect();
+    let (alpha, beta) = if bias {
+        (1.0, 1.0)
+    } else {
+        (options.alpha, options.beta)
+    };
+    let mut plans = labels.iter();
+    let mut first = 0;
+    for (g, &mg) in rows.iter().enumerate() {
+        if mg == 0 {
+            continue;
+        }
+        let kernels = plans.next().unwrap();
+        let (xg, wg) = (&xf[first * k..(first + mg) * k], &deq[g * n * k..(g + 1) * n * k]);
+        let span = first * n..(first + mg) * n;
+        let gotg = &got[span.clone()];
+        let old: Vec<f32> = if bias {
+            (0..mg * n).map(|i| biases[g * n + i % n]).collect()
+        } else {
+            c0[span].to_vec()
+        };
+        first += mg;
+        if kernels.iter().any(|l| l.ends_with("_x8")) {
+            let int8 = Int8Layer { q, deq: wg, x: xg, k };
+            int8.check((mg, n), (alpha, beta), (gotg, &old), |mi, ni| mi * n + ni);
+            continue;
+        }
+        let wt = transpose(wg, n, k);
+        let all: Vec<usize> = (0..mg).collect();
+        let (a_ref, b_ref) = (MatRef::new(xg, mg, k), MatRef::new(&wt, k, n));
+        let (want, mag) = reference::<f32, f32, f32>(&a_ref, &b_ref, Some((&old, n)), alpha, beta, &all);
+        let check = compare_rounded(gotg, n, n, &all, (&want, &mag), k, unit_roundoff(T::TYPE));
+        assert!(
+            check.passed,
+            "{q} expert {g} of {rows:?}, {mg}x{n}x{k} ({kernels:?}): {check:?}"
+        );
+    }
+}
+
+#[test]
+fn quantized_experts_run_grouped_each_group_as_its_expert() {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let scaled = GemmOptions {
+        alpha: 0.75,
+        beta: -0.5,
+        ..Default::default()
+    };
+    let off = GemmOptions {
+        int8_activations: Some(false),
+        ..Default::default()
+    };
+    // Groups of one and three tokens (decode: the blocks streamed, 8-bit activations), an
+    // empty one, and 37 (a dense copy of its expert); odd N.
+    experts::<f16>(QuantType::Q4K, &[3, 0, 1, 37], (67, 2), &scaled, false, &mut rng);
+    // 18-byte blocks, so each expert's bytes end inside a word; f32 activations read exactly.
+    experts::<f32>(QuantType::Q4_0, &[1, 20, 2], (45, 5), &exact(), false, &mut rng);
+    // Padded blocks with each expert's own column bias; MXFP4 without 8-bit activations.
+    experts::<f16>(
+        QuantType::Q6K,
+        &[2, 17],
+        (33, 2),
+        &GemmOptions::default(),
+        true,
+        &mut rng,
+    );
+    experts::<f16>(QuantType::Mxfp4, &[5, 0, 19], (21, 3), &off, false, &mut rng);
+    assert_no_validation_messages(context());
+}
+
+#[test]
+fn quantized_experts_take_host_activations_and_results() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let (q, rows, n, k) = (QuantType::Q8_0, [2usize, 19], 30, 96);
+    let m = rows.iter().sum::<usize>();
+    let w = ctx
+        .upload_quantized_experts(q, 2, n, k, &random_blocks_small(q, 2 * n, k, &mut rng))
+        .unwrap();
+    let xs: Vec<f16> = verify::random_vec(&mut rng, m * k);
+    let op = Matmul::new().grouped(&rows);
+    let mut on_host = vec![f32::NAN; m * n];
+    ctx.run(&op, MatRef::new(&xs, m, k), w.t(), MatMut::new(&mut on_host, m, n))
+        .unwrap();
+    let x = ctx.upload(MatRef::new(&xs, m, k)).unwrap();
+    let mut c = ctx.zeros::<f32>(m, n).unwrap();
+    ctx.run(&op, &x, w.t(), &mut c).unwrap();
+    assert_eq!(on_host, download(ctx, &c), "the same plans on uploaded operands");
     assert_no_validation_messages(ctx);
 }
 

@@ -244,7 +244,7 @@ fn pads_groups(plan: &GemmPlan, layouts: (Layout, Layout)) -> bool {
 /// fit: row vectors (a row bias, row scales) run over every group's rows (`sum(rows)` values,
 /// one per token); column vectors (a column bias, column scales) hold each group's own `n`
 /// values, group after group (`rows.len() * n`: each expert's bias or channel scales).
-fn group_vectors(rows: &[usize], n: usize) -> Result<(usize, usize)> {
+pub(super) fn group_vectors(rows: &[usize], n: usize) -> Result<(usize, usize)> {
     let cols = n
         .checked_mul(rows.len())
         .ok_or_else(|| Error::TooLarge("the groups' column vectors overflow".into()))?;
@@ -253,7 +253,7 @@ fn group_vectors(rows: &[usize], n: usize) -> Result<(usize, usize)> {
 
 /// Checks a grouped GEMM's row counts against A and C (row-major, `sum(rows)` rows each) and
 /// B's count.
-fn check_groups(
+pub(super) fn check_groups(
     rows: &[usize],
     weights: usize,
     (a_rows, a_layout): (usize, Layout),

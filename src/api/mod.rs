@@ -23,6 +23,7 @@ mod options;
 mod pinned;
 mod prepared;
 mod quant;
+mod quant_grouped;
 mod routing;
 mod run;
 mod schemes;

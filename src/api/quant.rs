@@ -26,17 +26,24 @@ use std::sync::Arc;
 /// A matrix in a ggml block format in device memory: `rows` rows of `cols` values, each row
 /// `cols / block_values` blocks stored one after the other, exactly as a GGUF file stores a
 /// weight tensor of `ne = [cols, rows]` (an `nn.Linear` weight: `rows` = output features,
-/// `cols` = input features, K). Create with [`Context::upload_quantized`].
+/// `cols` = input features, K). Create with [`Context::upload_quantized`], or as a mixture of
+/// experts' weights (`ne = [cols, rows, experts]`) with [`Context::upload_quantized_experts`].
 ///
 /// As an operand of [`Context::run`] it reads as the `rows x cols` matrix of its dequantized
 /// values (`&w`), or as its transpose ([`QuantMatrix::t`]: `y = x * w^T`, the usual layer), in
 /// f16 (each value rounded to nearest even, as ggml-vulkan's f16 matrix multiply reads it), or
-/// exactly in f32 ([`QuantRef::as_f32`]). Either goes with activations of f16 or f32.
+/// exactly in f32 ([`QuantRef::as_f32`]). Either goes with activations of f16 or f32. Experts
+/// are B of a grouped [`Matmul`] ([`Matmul::grouped`]): group `g`'s rows of A multiply expert
+/// `g`.
 pub struct QuantMatrix {
     pub(crate) buffer: Arc<Buffer>,
     quant: QuantType,
     rows: usize,
     cols: usize,
+    /// Matrices held (experts, from [`Context::upload_quantized_experts`]; 1 otherwise).
+    count: usize,
+    /// Bytes from one matrix's first block to the next one's on the device (a multiple of 16).
+    pub(crate) stride: usize,
 }
 
 /// A [`QuantMatrix`] as an operand: as stored or transposed, its values read as `T` (f16 or
@@ -94,10 +101,14 @@ impl QuantMatrix {
     pub fn cols(&self) -> usize {
         self.cols
     }
-    /// Bytes of its blocks as a GGUF file stores them (on the device Q3_K's and Q6_K's blocks
-    /// take two more each, so each starts on a word).
+    /// Matrices held: the experts of [`Context::upload_quantized_experts`], or 1.
+    pub fn experts(&self) -> usize {
+        self.count
+    }
+    /// Bytes of its blocks as a GGUF file stores them, every expert's (on the device Q3_K's and
+    /// Q6_K's blocks take two more each, so each starts on a word).
     pub fn bytes(&self) -> usize {
-        self.rows * self.cols / self.quant.block_values() * self.quant.block_bytes()
+        self.count * self.rows * self.cols / self.quant.block_values() * self.quant.block_bytes()
     }
     /// The transpose as an operand, read as f16: the `cols x rows` matrix, B of `y = x * w^T`.
     pub fn t(&self) -> QuantRef<'_> {
@@ -117,6 +128,20 @@ impl std::fmt::Debug for QuantMatrix {
 }
 
 impl QuantView<'_> {
+    /// Expert `g`'s blocks (the only matrix's for `g` = 0) as the planner takes them.
+    pub(crate) fn expert(&self, g: usize) -> Quantized {
+        let m = self.matrix;
+        Quantized {
+            quant: m.quant,
+            rows: m.rows,
+            cols: m.cols,
+            window: Window {
+                start: (g * m.stride) as u64,
+                ..Window::from_start(m.buffer.size())
+            },
+        }
+    }
+
     /// Rows and columns as the GEMM sees them.
     fn shape(&self) -> (usize, usize) {
         let m = self.matrix;
@@ -136,32 +161,56 @@ impl Context {
     /// A typed error, before anything reaches the GPU, where `cols` is not a whole number of
     /// blocks or `blocks` is not exactly that many bytes.
     pub fn upload_quantized(&self, quant: QuantType, rows: usize, cols: usize, blocks: &[u8]) -> Result<QuantMatrix> {
-        if rows == 0 || cols == 0 {
+        self.upload_quantized_experts(quant, 1, rows, cols, blocks)
+    }
+
+    /// Uploads `experts` matrices of `rows x cols` values in `quant` blocks, one after the other
+    /// as a GGUF file stores a mixture of experts' weight tensor (`ne = [cols, rows, experts]`),
+    /// for a grouped GEMM ([`Matmul::grouped`]: group `g`'s tokens multiply expert `g`). Each
+    /// expert starts on a 16-byte boundary on the device; values are kept bit for bit, as
+    /// [`Context::upload_quantized`] keeps them.
+    /// A typed error, before anything reaches the GPU, where `cols` is not a whole number of
+    /// blocks, `experts` is 0 or `blocks` is not exactly that many bytes.
+    pub fn upload_quantized_experts(
+        &self,
+        quant: QuantType,
+        experts: usize,
+        rows: usize,
+        cols: usize,
+        blocks: &[u8],
+    ) -> Result<QuantMatrix> {
+        if rows == 0 || cols == 0 || experts == 0 {
             return Err(Error::InvalidOperand(format!(
-                "a {rows}x{cols} {quant} matrix: both sides must be at least 1"
+                "{experts} experts of {rows}x{cols} {quant}: rows, columns and experts must be at least 1"
             )));
         }
         let row_bytes = quant.bytes_for(cols)?;
-        let bytes = row_bytes
-            .checked_mul(rows)
-            .ok_or_else(|| Error::TooLarge(format!("{rows} rows of {row_bytes} bytes overflow")))?;
+        let too_large = || {
+            Error::TooLarge(format!(
+                "{experts} experts of {rows} rows of {row_bytes} bytes overflow"
+            ))
+        };
+        let each = row_bytes.checked_mul(rows).ok_or_else(too_large)?;
+        let bytes = each.checked_mul(experts).ok_or_else(too_large)?;
         if blocks.len() != bytes {
             return Err(Error::InvalidOperand(format!(
-                "a {rows}x{cols} {quant} matrix is {} blocks of {} bytes per row, {bytes} bytes in all; {} were given",
+                "{experts} x {rows}x{cols} {quant} is {} blocks of {} bytes per row, {bytes} bytes in all; {} were given",
                 cols / quant.block_values(),
                 quant.block_bytes(),
                 blocks.len()
             )));
         }
         // On the device each block takes `device_block_bytes` (Q3_K and Q6_K padded to a
-        // word), in whole 16-byte vectors, at least 8 bytes past the last block: the kernels
-        // read the word after each one they need (a block need not start on a word).
+        // word), each expert from a 16-byte boundary, in whole 16-byte vectors, at least 8
+        // bytes past the last block: the kernels read the word after each one they need (a
+        // block need not start on a word).
         let (stored, padded) = (quant.block_bytes(), quant.device_block_bytes());
-        let device_bytes = bytes / stored * padded;
-        let size = (device_bytes as u64 + 8).next_multiple_of(u64::from(VECTOR_BYTES));
+        let device_each = each / stored * padded;
+        let stride = device_each.next_multiple_of(VECTOR_BYTES as usize);
+        let size = (((experts - 1) * stride + device_each) as u64 + 8).next_multiple_of(u64::from(VECTOR_BYTES));
         if size > self.limits.max_range {
             return Err(Error::TooLarge(format!(
-                "a {rows}x{cols} {quant} matrix takes {size} bytes, over the device's largest binding ({})",
+                "{experts} x {rows}x{cols} {quant} take {size} bytes, over the device's largest binding ({})",
                 self.limits.max_range
             )));
         }
@@ -169,15 +218,16 @@ impl Context {
         self.run_blocking(|core| {
             core.access(&[], &[(&buffer).into()])?;
             core.upload(buffer.raw(), 0, size, |out| {
-                if padded == stored {
-                    out[..bytes].copy_from_slice(blocks);
-                } else {
-                    for (to, from) in out.chunks_exact_mut(padded).zip(blocks.chunks_exact(stored)) {
-                        to[..stored].copy_from_slice(from);
-                        to[stored..].fill(0);
+                out.fill(0);
+                for (to, from) in out.chunks_mut(stride).zip(blocks.chunks_exact(each)) {
+                    if padded == stored {
+                        to[..each].copy_from_slice(from);
+                    } else {
+                        for (to, from) in to.chunks_exact_mut(padded).zip(from.chunks_exact(stored)) {
+                            to[..stored].copy_from_slice(from);
+                        }
                     }
                 }
-                out[device_bytes..].fill(0);
             })
         })?;
         Ok(QuantMatrix {
@@ -185,20 +235,21 @@ impl Context {
             quant,
             rows,
             cols,
+            count: experts,
+            stride,
         })
     }
 
-    /// Plans `op` with a quantized A or B (the other operand and C on the device): the
-    /// matrix-vector kernel on the blocks for decode's shapes, else the GEMM on the dense copy
-    /// after the pass that makes it.
+    /// Plans `op` with a quantized A or B (the other operand and C on the device): one GEMM, or
+    /// a grouped one over quantized experts ([`Context::plan_quantized_groups`]).
     pub(crate) fn plan_quantized<'o, TA: Element, TB: Element, TC: Element>(
         &self,
         op: &Matmul<'o>,
         (a, b, c): (&'o In<'_, TA>, &'o In<'_, TB>, &'o Out<'_, TC>),
     ) -> Result<Planned<'o>> {
-        if !matches!(op.groups, Groups::None) || op.split.is_some() {
+        if op.split.is_some() {
             return Err(Error::Unsupported(
-                "a quantized operand runs in one GEMM: grouped and split GEMMs take dense weights for now".into(),
+                "a quantized operand runs on one device: split GEMMs take dense weights for now".into(),
             ));
         }
         let pc = match c {
@@ -221,12 +272,28 @@ impl Context {
             (_, In::Quant(q)) => (1, *q, TB::TYPE),
             _ => unreachable!("called with a quantized operand"),
         };
-        let quantized = Quantized {
-            quant: q.matrix.quant,
-            rows: q.matrix.rows,
-            cols: q.matrix.cols,
-            window: Window::from_start(q.matrix.buffer.size()),
-        };
+        match op.groups {
+            Groups::None => {}
+            Groups::Rows(rows) if j == 1 => return self.plan_quantized_groups::<TA, TB, TC>(op, (dense(a, "A")?, (q, to), pc), rows),
+            Groups::Rows(_) => {
+                return Err(Error::InvalidOperand(
+                    "a grouped GEMM's experts are B (one per group); A holds the groups' rows".into(),
+                ))
+            }
+            Groups::Counted(_) => {
+                return Err(Error::Unsupported(
+                    "quantized experts take their groups' sizes from the host (Matmul::grouped); device counts take dense weights for now"
+                        .into(),
+                ))
+            }
+        }
+        if q.matrix.count != 1 {
+            return Err(Error::InvalidOperand(format!(
+                "a QuantMatrix of {} experts is B of a grouped GEMM (Matmul::grouped), one group per expert",
+                q.matrix.count
+            )));
+        }
+        let quantized = q.expert(0);
         let seen = self.dense_view(q, &quantized, to);
         let (pa, pb) = if j == 0 {
             (seen, dense(b, "B")?)
@@ -240,6 +307,27 @@ impl Context {
             .as_ref()
             .map(|f| self.fused_terms(f, (pc.rows, pc.cols), types))
             .transpose()?;
+        let plan = self.plan_one_quantized([pa, pb, pc], j, (&quantized, to), types, (&op.options, terms))?;
+        let operands = plan.bind_order([pa, pb, pc]);
+        Ok(Planned {
+            plans: Plans::One([(plan, operands)]),
+            whole: [pa, pb, pc],
+            counts: None,
+            output: TC::TYPE,
+        })
+    }
+
+    /// One GEMM of checked `views` whose operand `j` (0 = A, 1 = B) is the dense view of
+    /// `quantized` read as `to`: the matrix-vector kernel on the blocks for decode's shapes,
+    /// else the GEMM on the dense copy after the pass that makes it.
+    pub(crate) fn plan_one_quantized(
+        &self,
+        [pa, pb, pc]: [Placed<'_>; 3],
+        j: usize,
+        (quantized, to): (&Quantized, ComponentType),
+        types: [ComponentType; 3],
+        (options, terms): (&crate::GemmOptions, Option<crate::kernel::Epilogue>),
+    ) -> Result<GemmPlan> {
         // A column-major C swaps A and B in the plan.
         let which_of = |plan: &GemmPlan| {
             if (j == 0) != plan.transposed {
@@ -256,29 +344,21 @@ impl Context {
             ..self.limits
         };
         let streamed = self
-            .plan_gemv_within((pa, pb, pc), types, (&op.options, terms), &lifted)?
+            .plan_gemv_within((pa, pb, pc), types, (options, terms), &lifted)?
             .filter(|p| streams_blocks(p, which_of(p)));
         let plan = match streamed {
             Some(plan) => plan,
-            None => self.plan_fused(pa, pb, pc, types, Batch::ONE, &op.options, terms)?,
+            None => self.plan_fused(pa, pb, pc, types, Batch::ONE, options, terms)?,
         };
         let which = which_of(&plan);
         // Decode's shapes stream the blocks; the rest multiply a dense copy.
-        let plan = if streams_blocks(&plan, which) {
+        if streams_blocks(&plan, which) {
             // The activations are the operand beside the quantized one.
-            let activations = [TA::TYPE, TB::TYPE][1 - j];
-            let int8_x = self.int8_activations(&op.options, activations)?;
-            gemv_on_blocks(plan, which, &quantized, (op.options.gemv_cols, int8_x), &self.limits)?
+            let int8_x = self.int8_activations(options, types[1 - j])?;
+            gemv_on_blocks(plan, which, quantized, (options.gemv_cols, int8_x), &self.limits)
         } else {
-            dequantized_first(plan, which, &quantized, to, &self.limits)?
-        };
-        let operands = plan.bind_order([pa, pb, pc]);
-        Ok(Planned {
-            plans: Plans::One([(plan, operands)]),
-            whole: [pa, pb, pc],
-            counts: None,
-            output: TC::TYPE,
-        })
+            dequantized_first(plan, which, quantized, to, &self.limits)
+        }
     }
 
     /// `op` with a quantized operand, the other and C on the host: both uploaded, the GEMM run
@@ -353,7 +433,7 @@ fn on_device<'l: 's, 's, T: Element>(x: In<'l, T>, up: Option<&'s DeviceMatrix<T
 }
 
 /// The dense operand beside a quantized one: on the device, whole.
-fn dense<'o, T: Element>(x: &'o In<'_, T>, name: &str) -> Result<Placed<'o>> {
+pub(super) fn dense<'o, T: Element>(x: &'o In<'_, T>, name: &str) -> Result<Placed<'o>> {
     match x {
         In::Device(m) => Ok(placed(*m)),
         In::Buffer(m) => Ok(placed(*m)),
@@ -367,7 +447,7 @@ fn dense<'o, T: Element>(x: &'o In<'_, T>, name: &str) -> Result<Placed<'o>> {
 impl Context {
     /// The quantized operand as the GEMM is planned on it: the dense copy the pass will make
     /// (row-major `rows x cols`, or its transpose seen column-major), bound where the blocks are.
-    fn dense_view<'o>(&self, q: QuantView<'o>, quantized: &Quantized, to: ComponentType) -> Placed<'o> {
+    pub(super) fn dense_view<'o>(&self, q: QuantView<'o>, quantized: &Quantized, to: ComponentType) -> Placed<'o> {
         let (rows, cols) = q.shape();
         Placed {
             rows,

@@ -25,9 +25,9 @@ pub fn check_quantized(ctx: &Context, rng: &mut Rng) -> Vec<CheckRow> {
             let shape = (m, 17, 3 * q.block_values());
             for f32_act in [false, true] {
                 let res = if f32_act {
-                    case::<f32>(ctx, rng, q, shape, scalars, 0)
+                    case::<f32>(ctx, rng, q, shape, (scalars, None), 0)
                 } else {
-                    case::<f16>(ctx, rng, q, shape, scalars, 0)
+                    case::<f16>(ctx, rng, q, shape, (scalars, None), 0)
                 }
                 .map(|(check, ..)| check);
                 let (check, error) = match res {
@@ -52,12 +52,12 @@ pub fn check_quantized(ctx: &Context, rng: &mut Rng) -> Vec<CheckRow> {
     rows
 }
 
-/// `vk-sgmat gemm M N K --weights FORMAT`: one checked GEMM on a random weight, then `repeat`
-/// timed runs; prints the check and the median, with the weight's bytes per second. Whether
-/// it passed.
+/// `vk-sgmat gemm M N K --weights FORMAT [--groups M1,M2,...]`: one checked GEMM on a random
+/// weight (or grouped, over a random expert per group), then `repeat` timed runs; prints the
+/// check and the median, with the weights' bytes per second. Whether it passed.
 pub fn gemm_quantized(
     ctx: &Context,
-    q: QuantType,
+    (q, groups): (QuantType, Option<&[usize]>),
     types: Types,
     shape: (usize, usize, usize),
     scalars: (f64, f64),
@@ -68,14 +68,15 @@ pub fn gemm_quantized(
     }
     let mut rng = Rng::new(Rng::fresh_seed());
     let (check, seconds, bytes, kernels) = match types.a {
-        ComponentType::F16 => case::<f16>(ctx, &mut rng, q, shape, scalars, repeat)?,
-        ComponentType::F32 => case::<f32>(ctx, &mut rng, q, shape, scalars, repeat)?,
+        ComponentType::F16 => case::<f16>(ctx, &mut rng, q, shape, (scalars, groups), repeat)?,
+        ComponentType::F32 => case::<f32>(ctx, &mut rng, q, shape, (scalars, groups), repeat)?,
         t => anyhow::bail!("--weights takes f16 or f32 activations, not {t}"),
     };
     let (m, n, k) = shape;
+    let grouped = groups.map_or(String::new(), |g| format!(" in groups {g:?}"));
     println!(
         "device: {}
-{q} weights {m}x{n}x{k}, {} activations: {} ({})",
+{q} weights {m}x{n}x{k}{grouped}, {} activations: {} ({})",
         ctx.device_info().name,
         types.a,
         kernels.join(", "),
@@ -97,22 +98,24 @@ pub fn gemm_quantized(
 type Measured = (Check, f64, usize, Vec<String>);
 
 /// `c = alpha * x * w^T + beta * c` for random `x` (`m x k`, `T`) and a random `n x k` weight
-/// of `q` read as `T`, C f32; checked, then run `repeat` more times, timed by GPU timestamps.
+/// of `q` read as `T` (or, with `groups`, each group's rows of x and c through an expert of its
+/// own), C f32; checked, then run `repeat` more times, timed by GPU timestamps.
 fn case<T: Element>(
     ctx: &Context,
     rng: &mut Rng,
     q: QuantType,
     (m, n, k): (usize, usize, usize),
-    (alpha, beta): (f64, f64),
+    ((alpha, beta), groups): ((f64, f64), Option<&[usize]>),
     repeat: usize,
 ) -> anyhow::Result<Measured> {
     // A ragged K is named as such before the whole weight is.
     q.bytes_for(k)?;
-    let values: Vec<f32> = random_vec(rng, n * k);
+    let experts = groups.map_or(1, <[usize]>::len);
+    let values: Vec<f32> = random_vec(rng, experts * n * k);
     let blocks = quantize(q, &values)?;
-    let mut deq = vec![0.0f32; n * k];
+    let mut deq = vec![0.0f32; experts * n * k];
     dequantize(q, &blocks, &mut deq)?;
-    let w = ctx.upload_quantized(q, n, k, &blocks)?;
+    let w = ctx.upload_quantized_experts(q, experts, n, k, &blocks)?;
     let xs: Vec<T> = random_vec(rng, m * k);
     let x = ctx.upload(MatRef::new(&xs, m, k))?;
     let c_in: Vec<f32> = random_vec(rng, m * n);
@@ -129,6 +132,10 @@ fn case<T: Element>(
         ..Default::default()
     };
     let op = Matmul::with_options(&options);
+    let op = match groups {
+        Some(rows) => op.grouped(rows),
+        None => op,
+    };
     let gemm = if exact {
         ctx.prepare(&op, &x, w.t().as_f32(), &mut c)?
     } else {
@@ -138,16 +145,50 @@ fn case<T: Element>(
     let kernels: Vec<String> = gemm.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
     let mut got = vec![f32::NAN; m * n];
     ctx.download(&c, MatMut::new(&mut got, m, n))?;
-    let seconds = if repeat > 0 {
-        gemm.time(vk_sgmat::Timing::Runs(repeat as u32))?.median()
-    } else {
-        0.0
+    let seconds = match (repeat, groups) {
+        (0, _) => 0.0,
+        (_, None) => gemm.time(vk_sgmat::Timing::Runs(repeat as u32))?.median(),
+        // Groups planned apart are timed as one stream's GPU span each, after half a second
+        // of warm-up (a prepared GEMM times one plan).
+        (_, Some(_)) => {
+            drop(gemm);
+            let mut span = || {
+                ctx.stream()
+                    .and_then(|mut s| {
+                        s.timed(|s| {
+                            match exact {
+                                true => s.run(&op, &x, w.t().as_f32(), &mut c),
+                                false => s.run(&op, &x, w.t(), &mut c),
+                            }
+                            .map(|()| 1)
+                        })
+                    })
+                    .map(|t| t.gpu_span_s)
+            };
+            let warm = std::time::Instant::now();
+            while warm.elapsed().as_secs_f64() < 0.5 {
+                span()?;
+            }
+            let mut times = (0..repeat).map(|_| span()).collect::<vk_sgmat::Result<Vec<f64>>>()?;
+            vk_sgmat::median(&mut times)
+        }
     };
     let xf: Vec<f32> = xs.iter().map(|v| v.to_f64() as f32).collect();
-    // W^T as a k x n matrix: the dequantized rows, column-major.
-    let wt = MatRef::col_major(&deq, k, n);
+    // Each group's rows against its expert's W^T, a k x n matrix: the dequantized rows,
+    // column-major.
+    let (mut want, mut mag) = (Vec::with_capacity(m * n), Vec::with_capacity(m * n));
+    let mut first = 0;
+    for (g, &rows) in groups.unwrap_or(&[m]).iter().enumerate() {
+        let wt = MatRef::col_major(&deq[g * n * k..(g + 1) * n * k], k, n);
+        let x_g = MatRef::new(&xf[first * k..(first + rows) * k], rows, k);
+        let c_g = &c_in[first * n..(first + rows) * n];
+        let all: Vec<usize> = (0..rows).collect();
+        let (w_g, m_g) = reference(&x_g, &wt, Some((c_g, n)), alpha, beta, &all);
+        want.extend(w_g);
+        mag.extend(m_g);
+        first += rows;
+    }
     let all: Vec<usize> = (0..m).collect();
-    let (want, mag) = reference(&MatRef::new(&xf, m, k), &wt, Some((&c_in, n)), alpha, beta, &all);
     let mut check = compare_rounded(&got, n, n, &all, (&want, &mag), k, unit_roundoff(T::TYPE));
     if kernels.iter().any(|k| k.ends_with("_x8")) {
         // Activations rounded to 8 bits (GemmOptions::int8_activations): ggml's own metric,

@@ -53,8 +53,14 @@ fn gemm_command(args: GemmArgs) -> Result<bool> {
     let types = Types::parse(&types)?;
     if let Some(q) = weights {
         let q = vk_sgmat::quant::QuantType::parse(&q)?;
+        let groups = (!batching.groups.is_empty()).then_some(batching.groups.as_slice());
+        if batching.batch.is_some() || batching.counts_on_device || groups.is_some_and(|g| g.iter().sum::<usize>() != m)
+        {
+            bail!("--weights takes --groups (the groups' rows summing to M), not --batch or --counts-on-device");
+        }
         let ctx = context_with(&dev, false)?;
-        let passed = crate::check_quant::gemm_quantized(&ctx, q, types, (m, n, k), (alpha, beta), repeat.max(1))?;
+        let shape = (m, n, k);
+        let passed = crate::check_quant::gemm_quantized(&ctx, (q, groups), types, shape, (alpha, beta), repeat.max(1))?;
         return finish(&ctx, passed);
     }
     let layouts = parse_layout(&layout)?;
@@ -161,6 +167,9 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
     // Only the single-GEMM sweep takes these; the others would silently ignore them.
     if !single && (c_layout != Layout::RowMajor || stream || warm != crate::cli::BENCH_WARM_S) {
         bail!("--c-layout t, --stream and --warm time single GEMMs on one device: not with --batch, --groups, --epilogue, --out or --devices");
+    }
+    if weights.is_some() && (batching.batch.is_some() || !batching.groups.is_empty()) {
+        bail!("bench --weights times single GEMMs; time quantized experts with `gemm M N K --weights F --groups M1,M2,... --repeat R`");
     }
     if let Some(passed) = crate::batched::bench_args((&batching, &fused), &dev, &types, &shapes, compute, &layout, run)?
     {

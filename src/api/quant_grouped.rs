@@ -1,0 +1,70 @@
+//! Grouped GEMM over quantized experts (a mixture of experts as GGUF files hold it): group `g`'s
+//! rows of A multiply expert `g` of a [`QuantMatrix`](super::QuantMatrix) into the same rows of
+//! C. Each non-empty group is planned as the one-GEMM path plans a quantized weight, on its
+//! rows of A and C and its expert's blocks: a decode-sized group (a token routed to an expert,
+//! or a few) streams the expert's blocks through the matrix-vector kernel, a larger one
+//! multiplies a dense copy of its expert made first, in scratch of its own. The groups are
+//! recorded without barriers between them, as the dense grouped path's per-group plans are.
+
+use super::context::Context;
+use super::grouped::{check_groups, group_vectors};
+use super::matmul::Matmul;
+use super::matrix::Element;
+use super::operand::Placed;
+use super::quant::QuantView;
+use super::work::{Planned, Plans};
+use crate::config::ComponentType;
+use crate::error::Result;
+use crate::GemmOptions;
+
+impl Context {
+    /// Checks and plans `op` grouped by `rows` over the experts of `q` (read as `to`) as B,
+    /// with A and C (row-major, `sum(rows)` rows) on the device.
+    pub(crate) fn plan_quantized_groups<'o, TA: Element, TB: Element, TC: Element>(
+        &self,
+        op: &Matmul<'o>,
+        (pa, (q, to), pc): (Placed<'o>, (QuantView<'o>, ComponentType), Placed<'o>),
+        rows: &[usize],
+    ) -> Result<Planned<'o>> {
+        check_groups(rows, q.matrix.experts(), (pa.rows, pa.layout), (pc.rows, pc.layout))?;
+        let seen = self.dense_view(q, &q.expert(0), to);
+        self.check_placed(&[&pa, &seen, &pc])?;
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let terms = match &op.fused {
+            Some(f) => Some(self.fused_terms(f, group_vectors(rows, pc.cols)?, types)?),
+            None => None,
+        };
+        // The groups fill the GPU together: split-K's reduction, a barrier, would serialise them.
+        let options = &GemmOptions {
+            split_k: op.options.split_k.or(Some(1)),
+            ..op.options.clone()
+        };
+        let mut plans = Vec::new();
+        let mut first = 0usize;
+        for (g, &m) in rows.iter().enumerate() {
+            if m == 0 {
+                continue;
+            }
+            // Row offsets in bytes stay 16-byte aligned: leading dimensions are whole vectors.
+            let at = |p: Placed<'o>, es: usize| Placed {
+                rows: m,
+                offset: p.offset + (first * p.ld * es) as u64,
+                ..p
+            };
+            let (ga, gc) = (at(pa, size_of::<TA>()), at(pc, size_of::<TC>()));
+            let mut plan = self.plan_one_quantized([ga, seen, gc], 1, (&q.expert(g), to), types, (options, terms))?;
+            if terms.is_some() {
+                plan = plan.group_vectors((first, g), (pa.rows, rows.len()), &self.limits)?;
+            }
+            let operands = plan.bind_order([ga, seen, gc]);
+            plans.push((plan, operands));
+            first += m;
+        }
+        Ok(Planned {
+            plans: Plans::Many(plans),
+            whole: [pa, seen, pc],
+            counts: None,
+            output: TC::TYPE,
+        })
+    }
+}
