@@ -3,8 +3,9 @@
 //! C. Each non-empty group is planned as the one-GEMM path plans a quantized weight, on its
 //! rows of A and C and its expert's blocks: a decode-sized group (a token routed to an expert,
 //! or a few) streams the expert's blocks through the matrix-vector kernel, a larger one
-//! multiplies a dense copy of its expert made first, in scratch of its own. The groups are
-//! recorded without barriers between them, as the dense grouped path's per-group plans are.
+//! multiplies a dense copy of its expert made first, in scratch of its own. The groups then run
+//! side by side in one plan ([`crate::plan::side_by_side`]): every group's passes (its copy,
+//! or its activations rounded to 8 bits) together, one barrier, every group's GEMM together.
 
 use super::context::Context;
 use super::grouped::{check_groups, group_vectors};
@@ -15,6 +16,7 @@ use super::quant::QuantView;
 use super::work::{Planned, Plans};
 use crate::config::ComponentType;
 use crate::error::Result;
+use crate::plan::side_by_side;
 use crate::GemmOptions;
 
 impl Context {
@@ -60,8 +62,25 @@ impl Context {
             plans.push((plan, operands));
             first += m;
         }
+        // Side by side in one plan where the groups' scratch allows (every copy, then every
+        // GEMM); else one plan per group, recorded one after another.
+        let whole = plans.first().map(|(p, _)| crate::plan::Problem {
+            m: pa.rows,
+            ..p.problem
+        });
+        let one = whole.and_then(|whole| {
+            let each = plans.iter().map(|(p, _)| p.clone()).collect();
+            side_by_side(each, whole, &self.limits)
+        });
+        let plans = match one {
+            Some(plan) => {
+                let operands = plan.bind_order([pa, seen, pc]);
+                Plans::One([(plan, operands)])
+            }
+            None => Plans::Many(plans),
+        };
         Ok(Planned {
-            plans: Plans::Many(plans),
+            plans,
             whole: [pa, seen, pc],
             counts: None,
             output: TC::TYPE,

@@ -244,6 +244,61 @@ impl GemmPlan {
     }
 }
 
+/// Groups planned apart (`plans`, each on its own rows of C) as one plan of `problem` (the
+/// whole grouped GEMM, for the recorder's view of C) whose groups run together: every group's
+/// leading dispatches (those before its first barrier: the passes that prepare its operands)
+/// first, side by side; one barrier; then each group's remaining dispatches, the groups side
+/// by side again (a group's later barriers stay: its first waited only for its leading
+/// dispatches, which the one barrier covers). Each group's scratch moves past the ones
+/// before it. `None` where a group's scratch must be zeroed or written first (the recorder
+/// does that once, at the start) or the plans disagree on C's orientation.
+pub fn side_by_side(plans: Vec<GemmPlan>, problem: Problem, limits: &DispatchLimits) -> Option<GemmPlan> {
+    let first = plans.first()?;
+    let plain = |p: &GemmPlan| p.zeroed_scratch_bytes == 0 && p.scratch_words.is_empty();
+    if !plans.iter().all(|p| plain(p) && p.transposed == first.transposed) {
+        return None;
+    }
+    let (mut leads, mut rests) = (Vec::new(), Vec::new());
+    let mut scratch = 0u64;
+    for plan in &plans {
+        let base = scratch.next_multiple_of(limits.offset_alignment.max(u64::from(VECTOR_BYTES)));
+        let moved = plan.dispatches.iter().map(|d| {
+            let mut d = *d;
+            for (op, w) in d.bindings.iter_mut().chain(d.aux.iter_mut()) {
+                if *op == Operand::Scratch {
+                    w.bind_offset += base;
+                }
+            }
+            d
+        });
+        let lead = plan.dispatches.iter().take_while(|d| !d.after_previous).count();
+        let lead = if lead == plan.dispatches.len() { 0 } else { lead };
+        let mut moved: Vec<Dispatch> = moved.collect();
+        rests.extend(moved.split_off(lead).into_iter().enumerate().map(|(i, mut d)| {
+            // The one barrier before the first group's work covers every group's passes.
+            if i == 0 {
+                d.after_previous = false;
+            }
+            d
+        }));
+        leads.extend(moved);
+        if plan.scratch_bytes > 0 {
+            scratch = base + plan.scratch_bytes;
+        }
+    }
+    if let Some(d) = rests.first_mut().filter(|_| !leads.is_empty()) {
+        d.after_previous = true;
+    }
+    leads.extend(rests);
+    Some(GemmPlan {
+        problem,
+        dispatches: leads,
+        scratch_bytes: scratch,
+        reads_c: plans.iter().any(|p| p.reads_c),
+        ..plans.into_iter().next()?
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::gemm::tests::{request, unlimited};
@@ -395,5 +450,71 @@ mod tests {
         // Offsets past 32 bits are refused, not wrapped.
         let far = plan.group_vectors((1 << 32, 0), (1 << 33, 1), &unlimited());
         assert!(matches!(far, Err(crate::Error::TooLarge(_))), "{far:?}");
+    }
+
+    /// Two groups each a pass then its GEMM, and a group with split-K's partial sums in
+    /// scratch: side by side, every pass first, one barrier, then the GEMMs; each group's scratch
+    /// after the one before; a plan whose scratch is zeroed first stays apart.
+    #[test]
+    fn groups_side_by_side_run_their_passes_first_and_keep_their_scratch_apart() {
+        use super::super::dequant::{dequantized_first, Quantized};
+        use crate::config::ComponentType::F16;
+        use crate::quant::QuantType;
+        let limits = unlimited();
+        let q = Quantized {
+            quant: QuantType::Q8_0,
+            rows: 100,
+            cols: 64,
+            window: Window::from_start(4096),
+        };
+        let with_pass = |rows| {
+            let gemm = GemmPlan::new(&request(rows, 100, 64, 1.0, 0.0, SplitK::Slices(1)), &limits).unwrap();
+            dequantized_first(gemm, Operand::B, &q, F16, &limits).unwrap()
+        };
+        let split = GemmPlan::new(&request(3, 100, 64, 1.0, 0.0, SplitK::Slices(2)), &limits).unwrap();
+        assert!(split.scratch_bytes > 0 && split.dispatches.iter().skip(1).any(|d| d.after_previous));
+        let plans = vec![with_pass(40), split.clone(), with_pass(7)];
+        let whole = super::super::passes::Problem {
+            m: 50,
+            ..plans[0].problem
+        };
+        let one = super::side_by_side(plans.clone(), whole, &limits).unwrap();
+        assert_eq!(one.problem.m, 50);
+        let n: usize = plans.iter().map(|p| p.dispatches.len()).sum();
+        assert_eq!(one.dispatches.len(), n);
+        let d = &one.dispatches;
+        let dequant = |d: &super::Dispatch| matches!(d.kernel, Kernel::Dequant { .. });
+        // Before the first barrier: each group's dispatches before its own first barrier (the
+        // copies, and the split group's slices, which wait for nothing).
+        let lead = d.iter().position(|d| d.after_previous).unwrap();
+        assert_eq!(lead, 4, "two copies and two slices");
+        assert_eq!(d[..lead].iter().filter(|d| dequant(d)).count(), 2);
+        assert!(d[lead..].iter().all(|d| !dequant(d)));
+        // It is the only one: what each group's first dispatch after it waited for (the split
+        // group's reduction its slices, a GEMM its copy) came before it.
+        assert_eq!(d[lead..].iter().filter(|d| d.after_previous).count(), 1);
+        assert!(matches!(d.last().unwrap().kernel, Kernel::Gemm(_)));
+        // Scratch: each group's windows moved past the groups before it, none overlapping.
+        let mut spans: Vec<(u64, u64)> = d
+            .iter()
+            .flat_map(|d| d.bindings.iter())
+            .filter(|(op, _)| *op == Operand::Scratch)
+            .map(|(_, w)| (w.bind_offset, w.bind_offset + w.bind_range))
+            .collect();
+        spans.sort_unstable();
+        spans.dedup();
+        let copies: Vec<_> = d
+            .iter()
+            .filter(|d| dequant(d))
+            .map(|d| d.bindings[2].1.bind_offset)
+            .collect();
+        assert_ne!(copies[0], copies[1], "each group's copy in scratch of its own");
+        assert!(spans.iter().all(|&(_, end)| end <= one.scratch_bytes));
+        let total: u64 = plans.iter().map(|p| p.scratch_bytes).sum();
+        assert!(one.scratch_bytes >= total);
+        // Scratch the recorder must zero first keeps the groups apart.
+        let mut zeroed = plans;
+        zeroed[1].zeroed_scratch_bytes = 16;
+        assert!(super::side_by_side(zeroed, whole, &limits).is_none());
     }
 }

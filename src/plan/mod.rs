@@ -11,7 +11,7 @@ mod gemv;
 pub use gemv::gemv_dispatch;
 mod grouped;
 mod input;
-pub use grouped::DeviceCounts;
+pub use grouped::{side_by_side, DeviceCounts};
 mod narrow;
 pub use narrow::{
     conversion_pays, fast_order, relayout_pays, relayout_without_workgroup, Int8Relayout, NtRelayout, INT8_RELAYOUT,

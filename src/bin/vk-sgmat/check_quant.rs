@@ -94,7 +94,7 @@ pub fn gemm_quantized(
 }
 
 /// What [`case`] measured: the check, the median seconds of its timed runs (0 without any), the
-/// weight's bytes and the kernels that ran.
+/// bytes of the weights it reads (the experts its groups route to) and the kernels that ran.
 type Measured = (Check, f64, usize, Vec<String>);
 
 /// `c = alpha * x * w^T + beta * c` for random `x` (`m x k`, `T`) and a random `n x k` weight
@@ -196,5 +196,7 @@ fn case<T: Element>(
         check.tolerance = check.tolerance.max(5e-4f64.sqrt());
         check.passed = check.mismatches == 0 && check.rel_error <= check.tolerance;
     }
-    Ok((check, seconds, w.bytes(), kernels))
+    // Bytes of the weights read: the experts some group routes to.
+    let read = groups.map_or(1, |g| g.iter().filter(|&&rows| rows > 0).count());
+    Ok((check, seconds, w.bytes() / experts * read, kernels))
 }
