@@ -153,14 +153,8 @@ impl Context {
             if m == 0 {
                 continue;
             }
-            // Row offsets in bytes stay 16-byte aligned: leading dimensions are whole vectors.
-            let at = |p: Placed<'o>, row: usize, es: usize| Placed {
-                rows: m,
-                offset: p.offset + (row * p.ld * es) as u64,
-                ..p
-            };
-            let ga = at(pa, first, size_of::<TA>());
-            let gc = at(pc, first, size_of::<TC>());
+            let ga = group_rows(pa, first..first + m, size_of::<TA>());
+            let gc = group_rows(pc, first..first + m, size_of::<TC>());
             let gb = Placed {
                 offset: pb.offset + (g * b_stride * size_of::<TB>()) as u64,
                 ..pb
@@ -225,6 +219,16 @@ impl Context {
     ) -> Result<()> {
         let whole = [placed(a), placed(b.matrix()), placed(c)];
         self.enqueue_fused_plans(core, plans, whole, fused.unwrap_or(&Fused::new()), (TC::TYPE, None))
+    }
+}
+
+/// Rows `rows` of the row-major `p` (elements of `es` bytes): a group's rows of A or C. Their
+/// offset in bytes stays 16-byte aligned: leading dimensions are whole vectors.
+pub(super) fn group_rows(p: Placed<'_>, rows: std::ops::Range<usize>, es: usize) -> Placed<'_> {
+    Placed {
+        rows: rows.len(),
+        offset: p.offset + (rows.start * p.ld * es) as u64,
+        ..p
     }
 }
 

@@ -8,7 +8,7 @@
 //! or its activations rounded to 8 bits) together, one barrier, every group's GEMM together.
 
 use super::context::Context;
-use super::grouped::{check_groups, group_vectors};
+use super::grouped::{check_groups, group_rows, group_vectors};
 use super::matmul::Matmul;
 use super::matrix::Element;
 use super::operand::Placed;
@@ -47,13 +47,8 @@ impl Context {
             if m == 0 {
                 continue;
             }
-            // Row offsets in bytes stay 16-byte aligned: leading dimensions are whole vectors.
-            let at = |p: Placed<'o>, es: usize| Placed {
-                rows: m,
-                offset: p.offset + (first * p.ld * es) as u64,
-                ..p
-            };
-            let (ga, gc) = (at(pa, size_of::<TA>()), at(pc, size_of::<TC>()));
+            let ga = group_rows(pa, first..first + m, size_of::<TA>());
+            let gc = group_rows(pc, first..first + m, size_of::<TC>());
             let mut plan = self.plan_one_quantized([ga, seen, gc], 1, (&q.expert(g), to), types, (options, terms))?;
             if terms.is_some() {
                 plan = plan.group_vectors((first, g), (pa.rows, rows.len()), &self.limits)?;

@@ -28,11 +28,7 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
     let v_pc = b.push_constant_block(super::push::PC_MEMBERS);
     let v_m = b.storage_buffer(t_uvec4, 16, 0, true);
     let v_out = b.storage_buffer(t_u32, 4, 2, false);
-    let c_threads = b.c_u32(THREADS);
-    let t_arr = b.b.type_array(t_u32, c_threads);
-    let p_arr = b.ptr(StorageClass::Workgroup, t_arr);
-    let v_sh = b.b.variable(p_arr, None, StorageClass::Workgroup, None);
-    b.interface.push(v_sh);
+    let v_sh = b.workgroup_array(t_u32, THREADS);
     let p_sb_uvec4 = b.ptr(StorageClass::StorageBuffer, t_uvec4);
     let p_sb_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
     let p_wg_u32 = b.ptr(StorageClass::Workgroup, t_u32);

@@ -295,6 +295,17 @@ impl ModuleBuilder {
         Ok(())
     }
 
+    /// A workgroup (shared memory) array of `len` elements of `elem`, in the entry point's
+    /// interface.
+    pub fn workgroup_array(&mut self, elem: Word, len: u32) -> Word {
+        let c_len = self.c_u32(len);
+        let t_arr = self.b.type_array(elem, c_len);
+        let p = self.ptr(spirv::StorageClass::Workgroup, t_arr);
+        let v = self.b.variable(p, None, spirv::StorageClass::Workgroup, None);
+        self.interface.push(v);
+        v
+    }
+
     /// `if (cond) { body }`, continuing after it.
     pub fn if_then(&mut self, cond: Word, body: impl FnOnce(&mut Self) -> BuildResult<()>) -> BuildResult<()> {
         let (l_then, l_merge) = (self.b.id(), self.b.id());

@@ -46,7 +46,7 @@ pub(super) fn emit(q: QuantType, to: ComponentType) -> BuildResult<Vec<u32>> {
     let words = b.storage_buffer(t_u32, 4, 0, true);
     let v_dst = b.storage_buffer(t_uvec4, 16, 2, false);
     let tile = Tile::of(q, to);
-    let staged = workgroup_array(b, t_u32, STAGED_WORDS);
+    let staged = b.workgroup_array(t_u32, STAGED_WORDS);
     let (p_sb_u32, p_sb_uvec4) = (
         b.ptr(StorageClass::StorageBuffer, t_u32),
         b.ptr(StorageClass::StorageBuffer, t_uvec4),
@@ -226,16 +226,6 @@ impl Tile {
         let at = b.mul_u(local, self.parts)?;
         b.b.i_add(t_u32, None, at, within)
     }
-}
-
-/// A workgroup array of `len` elements of `t`.
-fn workgroup_array(b: &mut ModuleBuilder, t: Word, len: u32) -> Word {
-    let c_len = b.c_u32(len);
-    let t_arr = b.b.type_array(t, c_len);
-    let p = b.ptr(StorageClass::Workgroup, t_arr);
-    let v = b.b.variable(p, None, StorageClass::Workgroup, None);
-    b.interface.push(v);
-    v
 }
 
 /// A unit's 32 f32 values as the 16-byte vectors of `to` they are stored as.

@@ -315,12 +315,7 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
     } = SharedLayout::of(key);
     let shared_array = |mb: &mut ModuleBuilder, unit_bytes: u32, len: u32| {
         let unit_t = mb.t_uvec(unit_bytes / 4);
-        let c_len = mb.c_u32(len);
-        let t_arr = mb.b.type_array(unit_t, c_len);
-        let p = mb.ptr(StorageClass::Workgroup, t_arr);
-        let v = mb.b.variable(p, None, StorageClass::Workgroup, None);
-        mb.interface.push(v);
-        (v, unit_t)
+        (mb.workgroup_array(unit_t, len), unit_t)
     };
     let (sh_a, unit_a_t) = shared_array(mb, unit_a, len_a);
     let (sh_b, unit_b_t) = shared_array(mb, unit_b, len_b);

@@ -146,14 +146,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let v_c = mb.storage_buffer(t_out, out_bytes, 2, false);
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, ComponentType::F32));
     let sums = key.rows * key.cols;
-    let sh = {
-        let len = mb.c_u32(sums * GEMV_THREADS);
-        let t_arr = mb.b.type_array(t_f32, len);
-        let p = mb.ptr(StorageClass::Workgroup, t_arr);
-        let v = mb.b.variable(p, None, StorageClass::Workgroup, None);
-        mb.interface.push(v);
-        v
-    };
+    let sh = mb.workgroup_array(t_f32, sums * GEMV_THREADS);
 
     let p_fn_f32 = mb.ptr(StorageClass::Function, t_f32);
     let zero = mb.c_bits(t_f32, 0);

@@ -126,14 +126,7 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
 
     // K-major shared slices, in four-vectors: row pitch of a `[k][x]` slice is x / 4 + 1.
     let (pitch_a, pitch_b) = (g.bm / VW + 1, g.bn / VW + 1);
-    let shared = |mb: &mut ModuleBuilder, len: u32| {
-        let c_len = mb.c_u32(len);
-        let t_arr = mb.b.type_array(t_v4, c_len);
-        let p = mb.ptr(StorageClass::Workgroup, t_arr);
-        let v = mb.b.variable(p, None, StorageClass::Workgroup, None);
-        mb.interface.push(v);
-        v
-    };
+    let shared = |mb: &mut ModuleBuilder, len: u32| mb.workgroup_array(t_v4, len);
     let rows = if packed { g.bk / PACK } else { g.bk };
     let sh_a = shared(mb, rows * pitch_a);
     let sh_b = shared(mb, rows * pitch_b);
