@@ -14,28 +14,39 @@ use vk_sgmat::{ComponentType, ComputeMode, Context, Element, GemmOptions, MatMut
 /// dense copy first, then the GEMM).
 const ROWS: [usize; 3] = [1, 3, 65];
 
+/// Groups of a grouped GEMM over quantized experts: decode-sized ones, an empty one, and one
+/// that takes its expert's dense copy.
+const EXPERT_GROUPS: [usize; 4] = [1, 0, 3, 65];
+
 /// Every format at each of [`ROWS`] with f16 activations (weights read as f16; decode rounds
 /// them to 8 bits where the device has packed dot products, checked by ggml's NMSE) and f32
-/// ones (read exactly), 17 weight rows of three blocks, alpha and beta set on every other case.
+/// ones (read exactly), 17 weight rows of three blocks, alpha and beta set on every other case;
+/// then grouped over experts, one per group of [`EXPERT_GROUPS`].
 pub fn check_quantized(ctx: &Context, rng: &mut Rng) -> Vec<CheckRow> {
     let mut rows = Vec::new();
+    let experts: usize = EXPERT_GROUPS.iter().sum();
+    let cases = ROWS
+        .iter()
+        .map(|&m| (m, None))
+        .chain([(experts, Some(&EXPERT_GROUPS[..]))]);
     for q in QuantType::ALL {
-        for (i, &m) in ROWS.iter().enumerate() {
+        for (i, (m, groups)) in cases.clone().enumerate() {
             let scalars = if i % 2 == 0 { (1.0, 0.0) } else { (-1.5, 0.25) };
             let shape = (m, 17, 3 * q.block_values());
             for f32_act in [false, true] {
                 let res = if f32_act {
-                    case::<f32>(ctx, rng, q, shape, (scalars, None), 0)
+                    case::<f32>(ctx, rng, q, shape, (scalars, groups), 0)
                 } else {
-                    case::<f16>(ctx, rng, q, shape, (scalars, None), 0)
+                    case::<f16>(ctx, rng, q, shape, (scalars, groups), 0)
                 }
                 .map(|(check, ..)| check);
                 let (check, error) = match res {
                     Ok(c) => (Some(c), None),
                     Err(e) => (None, Some(e.to_string())),
                 };
+                let grouped = groups.map_or(String::new(), |g| format!(", experts in groups {g:?}"));
                 rows.push(CheckRow {
-                    config: format!("{q} weights, {} x", if f32_act { "f32" } else { "f16" }),
+                    config: format!("{q} weights, {} x{grouped}", if f32_act { "f32" } else { "f16" }),
                     shape,
                     layout: "nt".into(),
                     alpha: scalars.0,
