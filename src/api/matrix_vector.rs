@@ -5,12 +5,12 @@
 use super::context::Context;
 use super::operand::Placed;
 use super::options::GemmOptions;
-use super::routing::placed_problem;
+use super::routing::{placed_problem, row_major_c};
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::kernel::{Epilogue, SIMT_CONFIG};
 use crate::plan::{gemv_dispatch, Batch, DispatchLimits, GemmPlan};
-use crate::tiling::{simt_scheme, Layout};
+use crate::tiling::simt_scheme;
 
 impl Context {
     /// The matrix-vector plan of one GEMM with C in either storage order (see
@@ -23,11 +23,8 @@ impl Context {
         (options, terms): (&GemmOptions, Option<Epilogue>),
         limits: &DispatchLimits,
     ) -> Result<Option<GemmPlan>> {
-        if c.layout == Layout::ColMajor {
-            // A column-major C is a row-major C^T = B^T A^T over the same memory.
-            let t = [tb, ta, tc];
-            let terms = terms.map(Epilogue::transposed);
-            let plan = self.plan_gemv_within((b.t(), a.t(), c.t()), t, (options, terms), limits)?;
+        if let Some(([a, b, c], t, _, terms)) = row_major_c([a, b, c], [ta, tb, tc], Batch::ONE, terms) {
+            let plan = self.plan_gemv((a, b, c), t, Batch::ONE, options, terms, limits)?;
             return Ok(plan.map(|p| GemmPlan { transposed: true, ..p }));
         }
         self.plan_gemv((a, b, c), [ta, tb, tc], Batch::ONE, options, terms, limits)

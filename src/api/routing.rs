@@ -313,18 +313,12 @@ impl Context {
     ) -> Result<GemmPlan> {
         let (m, n, k) = check_shapes((a.rows, a.cols), (b.rows, b.cols), (c.rows, c.cols))?;
         self.check_result_type(tc)?;
-        if c.layout == Layout::ColMajor {
-            // A column-major C is a row-major C^T = B^T A^T over the same memory.
-            let [sa, sb, sc] = batch.strides;
-            let batch = Batch {
-                strides: [sb, sa, sc],
-                ..batch
-            };
-            let t = [tb, ta, tc];
-            let fused = fused.map(Epilogue::transposed);
-            let mut plan = self.plan_pure(b.t(), a.t(), c.t(), t, batch, options, fused)?;
-            plan.transposed = true;
-            return Ok(plan);
+        if let Some(([a, b, c], t, batch, fused)) = row_major_c([a, b, c], [ta, tb, tc], batch, fused) {
+            let plan = self.plan_pure(a, b, c, t, batch, options, fused)?;
+            return Ok(GemmPlan {
+                transposed: true,
+                ..plan
+            });
         }
         if let Some(plan) = self.plan_gemv((a, b, c), [ta, tb, tc], batch, options, fused, &self.limits)? {
             return Ok(plan);
@@ -610,6 +604,34 @@ impl Context {
             .transpose()?;
         self.plan_pure(a, b, c, types, Batch::ONE, &op.options, terms)
     }
+}
+
+/// A GEMM as the planner takes it: operands, their types, the batch and the epilogue.
+pub(super) type Gemm<'o> = ([Placed<'o>; 3], [ComponentType; 3], Batch, Option<Epilogue>);
+
+/// A GEMM into a column-major C as the row-major `C^T = B^T A^T` over the same memory: the
+/// operands transposed and swapped, their types, batch strides and the epilogue to match
+/// (whose plan is then [`GemmPlan::transposed`]); `None` where C is row-major already.
+pub(super) fn row_major_c<'o>(
+    [a, b, c]: [Placed<'o>; 3],
+    [ta, tb, tc]: [ComponentType; 3],
+    batch: Batch,
+    fused: Option<Epilogue>,
+) -> Option<Gemm<'o>> {
+    if c.layout != Layout::ColMajor {
+        return None;
+    }
+    let [sa, sb, sc] = batch.strides;
+    let batch = Batch {
+        strides: [sb, sa, sc],
+        ..batch
+    };
+    Some((
+        [b.t(), a.t(), c.t()],
+        [tb, ta, tc],
+        batch,
+        fused.map(Epilogue::transposed),
+    ))
 }
 
 /// The problem of placed operands (C row-major, shapes checked): their shapes, layouts,
