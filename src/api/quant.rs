@@ -179,22 +179,22 @@ impl Context {
         cols: usize,
         blocks: &[u8],
     ) -> Result<QuantMatrix> {
+        let what = match experts {
+            1 => format!("a {rows}x{cols} {quant} matrix"),
+            _ => format!("{experts} experts of {rows}x{cols} {quant}"),
+        };
         if rows == 0 || cols == 0 || experts == 0 {
             return Err(Error::InvalidOperand(format!(
-                "{experts} experts of {rows}x{cols} {quant}: rows, columns and experts must be at least 1"
+                "{what}: rows, columns and experts must be at least 1"
             )));
         }
         let row_bytes = quant.bytes_for(cols)?;
-        let too_large = || {
-            Error::TooLarge(format!(
-                "{experts} experts of {rows} rows of {row_bytes} bytes overflow"
-            ))
-        };
+        let too_large = || Error::TooLarge(format!("{what}: {row_bytes} bytes a row overflow"));
         let each = row_bytes.checked_mul(rows).ok_or_else(too_large)?;
         let bytes = each.checked_mul(experts).ok_or_else(too_large)?;
         if blocks.len() != bytes {
             return Err(Error::InvalidOperand(format!(
-                "{experts} x {rows}x{cols} {quant} is {} blocks of {} bytes per row, {bytes} bytes in all; {} were given",
+                "{what} is {} blocks of {} bytes per row, {bytes} bytes in all; {} were given",
                 cols / quant.block_values(),
                 quant.block_bytes(),
                 blocks.len()
@@ -210,7 +210,7 @@ impl Context {
         let size = (((experts - 1) * stride + device_each) as u64 + 8).next_multiple_of(u64::from(VECTOR_BYTES));
         if size > self.limits.max_range {
             return Err(Error::TooLarge(format!(
-                "{experts} x {rows}x{cols} {quant} take {size} bytes, over the device's largest binding ({})",
+                "{what} takes {size} bytes, over the device's largest binding ({})",
                 self.limits.max_range
             )));
         }
