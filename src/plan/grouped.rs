@@ -251,7 +251,8 @@ impl GemmPlan {
 /// by side again (a group's later barriers stay: its first waited only for its leading
 /// dispatches, which the one barrier covers). Each group's scratch moves past the ones
 /// before it. `None` where a group's scratch must be zeroed or written first (the recorder
-/// does that once, at the start) or the plans disagree on C's orientation.
+/// does that once, at the start), where the groups' scratch together is over the device's
+/// largest allocation (each group's alone fits), or the plans disagree on C's orientation.
 pub fn side_by_side(plans: Vec<GemmPlan>, problem: Problem, limits: &DispatchLimits) -> Option<GemmPlan> {
     let first = plans.first()?;
     let plain = |p: &GemmPlan| p.zeroed_scratch_bytes == 0 && p.scratch_words.is_empty();
@@ -288,6 +289,9 @@ pub fn side_by_side(plans: Vec<GemmPlan>, problem: Problem, limits: &DispatchLim
     }
     if let Some(d) = rests.first_mut().filter(|_| !leads.is_empty()) {
         d.after_previous = true;
+    }
+    if scratch > limits.max_allocation {
+        return None;
     }
     leads.extend(rests);
     Some(GemmPlan {
@@ -512,7 +516,13 @@ mod tests {
         assert!(spans.iter().all(|&(_, end)| end <= one.scratch_bytes));
         let total: u64 = plans.iter().map(|p| p.scratch_bytes).sum();
         assert!(one.scratch_bytes >= total);
-        // Scratch the recorder must zero first keeps the groups apart.
+        // Scratch the recorder must zero first keeps the groups apart, as does scratch that
+        // fits one allocation only group by group.
+        let small = super::super::passes::DispatchLimits {
+            max_allocation: one.scratch_bytes - 1,
+            ..limits
+        };
+        assert!(super::side_by_side(plans.clone(), whole, &small).is_none());
         let mut zeroed = plans;
         zeroed[1].zeroed_scratch_bytes = 16;
         assert!(super::side_by_side(zeroed, whole, &limits).is_none());
