@@ -621,14 +621,17 @@ fn what_does_not_fit_is_a_typed_error_before_the_gpu() {
     let xt = ctx.upload(MatRef::new(&xs, 256, 1)).unwrap();
     let as_a = ctx.run(&Matmul::new().grouped(&both), &experts, &xt, &mut cw);
     assert!(matches!(as_a, Err(Error::InvalidOperand(_))), "{as_a:?}");
-    let counts = ctx.upload(MatRef::new(&[1u32, 0], 1, 2)).unwrap();
+    // Device counts that add up to more rows than A's: an error, C as it was.
+    let counts = ctx.upload(MatRef::new(&[1u32, 1], 1, 2)).unwrap();
+    let mut kept = ctx.upload(MatRef::new(&[7.0f32], 1, 1)).unwrap();
     let counted = ctx.run(
         &Matmul::new().grouped_by_device_counts(&counts),
         &x,
         experts.t(),
-        &mut c,
+        &mut kept,
     );
-    assert!(matches!(counted, Err(Error::Unsupported(_))), "{counted:?}");
+    assert!(matches!(counted, Err(Error::ShapeMismatch(_))), "{counted:?}");
+    assert_eq!(download(ctx, &kept), vec![7.0]);
     assert_no_validation_messages(ctx);
 }
 
@@ -638,12 +641,15 @@ fn what_does_not_fit_is_a_typed_error_before_the_gpu() {
 /// C), each group checked against the f64 product of its rows and its expert's dequantized
 /// weights as the one-GEMM tests check it: decode-sized groups that took 8-bit activations
 /// against the same rounding, the others within the bound of their operands' rounding to `T`.
+///
+/// With `counted`, the group sizes go to the device (`grouped_by_device_counts`): every expert
+/// is then dequantized and multiplied as a dense one, checked within the f16 rounding bound.
 fn experts<T: Element>(
     q: QuantType,
     rows: &[usize],
     (n, kb): (usize, usize),
     options: &GemmOptions,
-    bias: bool,
+    (bias, counted): (bool, bool),
     rng: &mut Rng,
 ) {
     let ctx = context();
@@ -659,7 +665,12 @@ fn experts<T: Element>(
         (verify::random_vec(rng, m * n), Vec::new())
     };
     let mut c = ctx.upload(MatRef::new(&c0, m, n)).unwrap();
-    let mut op = Matmul::with_options(options).grouped(rows);
+    let sizes: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+    let counts = ctx.upload(MatRef::new(&sizes, 1, e)).unwrap();
+    let mut op = match counted {
+        true => Matmul::with_options(options).grouped_by_device_counts(&counts),
+        false => Matmul::with_options(options).grouped(rows),
+    };
     if bias {
         op = op.bias(Axis::Col, &biases);
     }
@@ -713,7 +724,7 @@ fn experts<T: Element>(
         if mg == 0 {
             continue;
         }
-        let kernels = alone(g, mg);
+        let kernels = if counted { Vec::new() } else { alone(g, mg) };
         let (xg, wg) = (&xf[first * k..(first + mg) * k], &deq[g * n * k..(g + 1) * n * k]);
         let span = first * n..(first + mg) * n;
         let gotg = &got[span.clone()];
@@ -754,25 +765,57 @@ fn quantized_experts_run_grouped_each_group_as_its_expert() {
     };
     // Groups of one and three tokens (decode: the blocks streamed, 8-bit activations), an
     // empty one, and 37 (a dense copy of its expert); odd N.
-    experts::<f16>(QuantType::Q4K, &[3, 0, 1, 37], (67, 2), &scaled, false, &mut rng);
+    experts::<f16>(
+        QuantType::Q4K,
+        &[3, 0, 1, 37],
+        (67, 2),
+        &scaled,
+        (false, false),
+        &mut rng,
+    );
     // 18-byte blocks, so each expert's bytes end inside a word; f32 activations read exactly.
-    experts::<f32>(QuantType::Q4_0, &[1, 20, 2], (45, 5), &exact(), false, &mut rng);
+    experts::<f32>(
+        QuantType::Q4_0,
+        &[1, 20, 2],
+        (45, 5),
+        &exact(),
+        (false, false),
+        &mut rng,
+    );
     // Padded blocks with each expert's own column bias; MXFP4 without 8-bit activations.
     experts::<f16>(
         QuantType::Q6K,
         &[2, 17],
         (33, 2),
         &GemmOptions::default(),
-        true,
+        (true, false),
         &mut rng,
     );
-    experts::<f16>(QuantType::Mxfp4, &[5, 0, 19], (21, 3), &off, false, &mut rng);
+    experts::<f16>(QuantType::Mxfp4, &[5, 0, 19], (21, 3), &off, (false, false), &mut rng);
     // f32 activations in the accurate mode: the split's scale words are zeroed in scratch.
     let accurate = GemmOptions {
         compute: ComputeMode::Accurate,
         ..Default::default()
     };
-    experts::<f32>(QuantType::Q8_0, &[2, 30], (19, 2), &accurate, false, &mut rng);
+    experts::<f32>(QuantType::Q8_0, &[2, 30], (19, 2), &accurate, (false, false), &mut rng);
+    // Sizes on the device: every expert dequantized, with alpha and beta, a bias, f32 exactly.
+    experts::<f16>(
+        QuantType::Q4K,
+        &[1, 0, 3, 20],
+        (35, 2),
+        &scaled,
+        (false, true),
+        &mut rng,
+    );
+    experts::<f16>(
+        QuantType::Q5_0,
+        &[4, 9],
+        (17, 3),
+        &GemmOptions::default(),
+        (true, true),
+        &mut rng,
+    );
+    experts::<f32>(QuantType::Q3K, &[0, 6, 1], (23, 1), &exact(), (false, true), &mut rng);
     assert_no_validation_messages(context());
 }
 

@@ -68,7 +68,25 @@ impl Context {
         options: &GemmOptions,
         fused: Option<&Fused<'_>>,
     ) -> Result<(GemmPlan, [Placed<'o>; 3], DeviceCounts)> {
-        let groups = b.count();
+        let (pa, pc) = (placed(a), placed(c));
+        let (pb, _, b_stride) = b.entries();
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let (plan, where_) =
+            self.plan_counted_placed([pa, pb, pc], (b.count(), b_stride), pk, types, (options, fused))?;
+        let operands = plan.bind_order([pa, pb, pc]);
+        Ok((plan, operands, where_))
+    }
+
+    /// [`Context::plan_counted`] on placed operands: B the first of `groups` weights, one
+    /// every `b_stride` elements.
+    pub(crate) fn plan_counted_placed(
+        &self,
+        [pa, pb, pc]: [Placed<'_>; 3],
+        (groups, b_stride): (usize, usize),
+        pk: Placed<'_>,
+        types: [ComponentType; 3],
+        (options, fused): (&GemmOptions, Option<&Fused<'_>>),
+    ) -> Result<(GemmPlan, DeviceCounts)> {
         let stride = match (pk.rows, pk.cols, pk.layout) {
             (1, _, Layout::RowMajor) | (_, 1, Layout::ColMajor) => 1,
             (1, _, Layout::ColMajor) | (_, 1, Layout::RowMajor) => pk.ld,
@@ -80,21 +98,18 @@ impl Context {
                 pk.rows, pk.cols
             )));
         }
-        if a.layout != Layout::RowMajor || c.layout != Layout::RowMajor || a.rows != c.rows {
+        if pa.layout != Layout::RowMajor || pc.layout != Layout::RowMajor || pa.rows != pc.rows {
             return Err(Error::InvalidOperand(format!(
                 "grouped GEMM takes row-major A and C of as many rows (A has {}, C {}): each group's rows follow the one before",
-                a.rows, c.rows
+                pa.rows, pc.rows
             )));
         }
-        let (pa, pc) = (placed(a), placed(c));
-        let (pb, _, b_stride) = b.entries();
         self.check_placed(&[&pa, &pb, &pc, &pk])?;
-        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
         let terms = match fused {
             Some(f) => {
-                let cols = c.cols.checked_mul(groups);
+                let cols = pc.cols.checked_mul(groups);
                 let cols = cols.ok_or_else(|| Error::TooLarge("the groups' column vectors overflow".into()))?;
-                Some(self.fused_terms(f, (a.rows, cols), types)?)
+                Some(self.fused_terms(f, (pa.rows, cols), types)?)
             }
             None => None,
         };
@@ -120,8 +135,7 @@ impl Context {
             let plan = self.plan_rows_as_one([pa, pb, pc], types, options, terms)?;
             let plan = plan.grouped_counted(groups, where_, b_stride, &self.limits)?;
             if self.self_tested(&plan)? {
-                let operands = plan.bind_order([pa, pb, pc]);
-                return Ok((plan, operands, where_));
+                return Ok((plan, where_));
             }
         }
     }

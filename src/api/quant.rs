@@ -274,16 +274,15 @@ impl Context {
         };
         match op.groups {
             Groups::None => {}
-            Groups::Rows(rows) if j == 1 => return self.plan_quantized_groups::<TA, TB, TC>(op, (dense(a, "A")?, (q, to), pc), rows),
-            Groups::Rows(_) => {
+            Groups::Rows(rows) if j == 1 => {
+                return self.plan_quantized_groups::<TA, TB, TC>(op, (dense(a, "A")?, (q, to), pc), rows)
+            }
+            Groups::Counted(counts) if j == 1 => {
+                return self.plan_quantized_counted::<TA, TB, TC>(op, (dense(a, "A")?, (q, to), pc), counts)
+            }
+            Groups::Rows(_) | Groups::Counted(_) => {
                 return Err(Error::InvalidOperand(
                     "a grouped GEMM's experts are B (one per group); A holds the groups' rows".into(),
-                ))
-            }
-            Groups::Counted(_) => {
-                return Err(Error::Unsupported(
-                    "quantized experts take their groups' sizes from the host (Matmul::grouped); device counts take dense weights for now"
-                        .into(),
                 ))
             }
         }

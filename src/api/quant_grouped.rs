@@ -13,10 +13,10 @@ use super::matmul::Matmul;
 use super::matrix::Element;
 use super::operand::Placed;
 use super::quant::QuantView;
-use super::work::{Planned, Plans};
+use super::work::{Counts, Planned, Plans};
 use crate::config::ComponentType;
 use crate::error::Result;
-use crate::plan::side_by_side;
+use crate::plan::{dequantized_first_each, side_by_side, Operand};
 use crate::GemmOptions;
 
 impl Context {
@@ -78,6 +78,40 @@ impl Context {
             plans,
             whole: [pa, seen, pc],
             counts: None,
+            output: TC::TYPE,
+        })
+    }
+
+    /// Checks and plans `op` over the experts of `q` (read as `to`) as B, grouped by the sizes
+    /// the device holds in `counts`: which experts a group routes to is not known here, so every
+    /// expert is dequantized (a pass each, side by side, into one batch of copies in scratch)
+    /// and the grouped GEMM with device counts runs on the copies, as on dense experts.
+    pub(crate) fn plan_quantized_counted<'o, TA: Element, TB: Element, TC: Element>(
+        &self,
+        op: &Matmul<'o>,
+        (pa, (q, to), pc): (Placed<'o>, (QuantView<'o>, ComponentType), Placed<'o>),
+        counts: Placed<'o>,
+    ) -> Result<Planned<'o>> {
+        let experts = q.matrix.experts();
+        let each: Vec<_> = (0..experts).map(|g| q.expert(g)).collect();
+        let seen = self.dense_view(q, &each[0], to);
+        // Expert g's copy starts `rows * copy_ld` elements after expert g - 1's.
+        let stride = each[0].rows * each[0].copy_ld(to);
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let fused = op.fused.as_ref();
+        let (plan, where_) =
+            self.plan_counted_placed([pa, seen, pc], (experts, stride), counts, types, (&op.options, fused))?;
+        let which = if plan.transposed { Operand::A } else { Operand::B };
+        let plan = dequantized_first_each(plan, which, &each, to, &self.limits)?;
+        let operands = plan.bind_order([pa, seen, pc]);
+        Ok(Planned {
+            plans: Plans::One([(plan, operands)]),
+            whole: [pa, seen, pc],
+            counts: Some(Counts {
+                at: counts,
+                where_,
+                groups: experts,
+            }),
             output: TC::TYPE,
         })
     }

@@ -61,51 +61,82 @@ impl Quantized {
 /// the pass that dequantizes `q` into that copy first: the copy in scratch after the plan's own,
 /// every binding of `which` pointed at it, a barrier before the plan's first dispatch.
 pub fn dequantized_first(
-    mut gemm: GemmPlan,
+    gemm: GemmPlan,
     which: Operand,
     q: &Quantized,
     to: ComponentType,
     limits: &DispatchLimits,
 ) -> Result<GemmPlan> {
+    dequantized_first_each(gemm, which, std::slice::from_ref(q), to, limits)
+}
+
+/// [`dequantized_first`] for a batch of weights of one shape and format (experts: `gemm` planned
+/// on their dense copies one after the other, `rows * copy_ld` elements apart): a pass for
+/// each, side by side, into consecutive copies.
+pub fn dequantized_first_each(
+    mut gemm: GemmPlan,
+    which: Operand,
+    each: &[Quantized],
+    to: ComponentType,
+    limits: &DispatchLimits,
+) -> Result<GemmPlan> {
+    let Some(q) = each.first() else {
+        return Err(Error::InvalidOperand("no weights to dequantize".into()));
+    };
     if !matches!(to, ComponentType::F16 | ComponentType::F32) {
         return Err(Error::Unsupported(format!(
             "{} blocks dequantize to f16 or f32, not {to}",
             q.quant
         )));
     }
-    // Rows of blocks follow each other without gaps: the pass needs no row stride.
-    q.row_bytes()?;
-    q.check_start()?;
+    if each
+        .iter()
+        .any(|e| (e.quant, e.rows, e.cols) != (q.quant, q.rows, q.cols))
+    {
+        return Err(Error::InvalidOperand(
+            "weights dequantized for one GEMM share their format and shape".into(),
+        ));
+    }
+    for e in each {
+        // Rows of blocks follow each other without gaps: the pass needs no row stride.
+        e.row_bytes()?;
+        e.check_start()?;
+    }
     let bytes = to.size_bytes() as usize;
     let copy_ld = q.copy_ld(to);
-    let copy_bytes = (q.rows * copy_ld * bytes) as u64;
+    let one = q.rows * copy_ld * bytes;
+    let copy_bytes = (each.len() * one) as u64;
     let copy = scratch_after(gemm.scratch_bytes, copy_bytes, limits, || {
         format!(
-            "dequantizing a {}x{} {} operand takes {copy_bytes} bytes of {to} in scratch",
-            q.rows, q.cols, q.quant
+            "dequantizing {} x {}x{} {} takes {copy_bytes} bytes of {to} in scratch",
+            each.len(),
+            q.rows,
+            q.cols,
+            q.quant
         )
     })?;
     let units = q.cols / dequant::UNIT as usize;
     let groups = (q.rows * units)
         .div_ceil(dequant::tile_units(to) as usize)
         .min(dequant::MAX_GROUPS.min(limits.max_groups[0]) as usize) as u32;
-    let pass = Dispatch {
+    let passes = each.iter().enumerate().map(|(i, e)| Dispatch {
         kernel: Kernel::Dequant { quant: q.quant, to },
-        bindings: [(which, q.window), (which, q.window), (Operand::Scratch, copy)],
+        bindings: [(which, e.window), (which, e.window), (Operand::Scratch, copy)],
         aux: None,
         vectors: [None; 3],
         push: PushConstants {
             m: q.rows as u32,
             n: units as u32,
             k: groups,
-            a_off_vec: q.window.start as u32,
+            a_off_vec: e.window.start as u32,
             ldb_vec: (copy_ld * bytes / VECTOR_BYTES as usize) as u32,
-            c_off: 0,
+            c_off: (i * one / VECTOR_BYTES as usize) as u32,
             ..Default::default()
         },
         groups: [groups, 1, 1],
         after_previous: false,
-    };
+    });
+    let passes: Vec<Dispatch> = passes.collect();
     for d in &mut gemm.dispatches {
         for (op, w) in d.bindings.iter_mut().chain(d.aux.iter_mut()) {
             if *op == which {
@@ -115,7 +146,7 @@ pub fn dequantized_first(
         }
     }
     gemm.dispatches[0].after_previous = true;
-    gemm.dispatches.insert(0, pass);
+    gemm.dispatches.splice(0..0, passes);
     gemm.scratch_bytes = copy.bind_offset + copy.bind_range;
     Ok(gemm)
 }
@@ -385,6 +416,29 @@ mod tests {
             ..unlimited()
         };
         assert!(matches!(decode(true, &small), Err(Error::TooLarge(_))));
+    }
+
+    #[test]
+    fn experts_each_take_a_pass_into_consecutive_copies() {
+        let inner = gemm(1);
+        let q = quantized(QuantType::Q4K, 64, 256);
+        let second = Quantized {
+            window: Window {
+                start: 9232,
+                ..q.window
+            },
+            ..q
+        };
+        let plan = dequantized_first_each(inner.clone(), Operand::B, &[q, second], F16, &unlimited()).unwrap();
+        let (a, b) = (&plan.dispatches[0], &plan.dispatches[1]);
+        assert!(!a.after_previous && !b.after_previous && plan.dispatches[2].after_previous);
+        assert_eq!((a.push.a_off_vec, b.push.a_off_vec), (0, 9232));
+        // Expert 1's copy right after expert 0's: 64 rows of 256 f16 values.
+        assert_eq!((a.push.c_off, b.push.c_off), (0, 64 * 256 * 2 / 16));
+        assert_eq!(a.bindings[2].1.bind_range, 2 * 64 * 256 * 2);
+        let other = Quantized { rows: 3, ..second };
+        let mixed = dequantized_first_each(inner, Operand::B, &[q, other], F16, &unlimited());
+        assert!(matches!(mixed, Err(Error::InvalidOperand(_))), "{mixed:?}");
     }
 
     #[test]

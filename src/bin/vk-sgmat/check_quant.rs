@@ -25,10 +25,11 @@ const EXPERT_GROUPS: [usize; 4] = [1, 0, 3, 65];
 pub fn check_quantized(ctx: &Context, rng: &mut Rng) -> Vec<CheckRow> {
     let mut rows = Vec::new();
     let experts: usize = EXPERT_GROUPS.iter().sum();
+    let groups = |on_device| Some((&EXPERT_GROUPS[..], on_device));
     let cases = ROWS
         .iter()
         .map(|&m| (m, None))
-        .chain([(experts, Some(&EXPERT_GROUPS[..]))]);
+        .chain([(experts, groups(false)), (experts, groups(true))]);
     for q in QuantType::ALL {
         for (i, (m, groups)) in cases.clone().enumerate() {
             let scalars = if i % 2 == 0 { (1.0, 0.0) } else { (-1.5, 0.25) };
@@ -44,7 +45,10 @@ pub fn check_quantized(ctx: &Context, rng: &mut Rng) -> Vec<CheckRow> {
                     Ok(c) => (Some(c), None),
                     Err(e) => (None, Some(e.to_string())),
                 };
-                let grouped = groups.map_or(String::new(), |g| format!(", experts in groups {g:?}"));
+                let grouped = groups.map_or(String::new(), |(g, on_device)| {
+                    let counts = if on_device { " on the device" } else { "" };
+                    format!(", experts in groups {g:?}{counts}")
+                });
                 rows.push(CheckRow {
                     config: format!("{q} weights, {} x{grouped}", if f32_act { "f32" } else { "f16" }),
                     shape,
@@ -63,12 +67,13 @@ pub fn check_quantized(ctx: &Context, rng: &mut Rng) -> Vec<CheckRow> {
     rows
 }
 
-/// `vk-sgmat gemm M N K --weights FORMAT [--groups M1,M2,...]`: one checked GEMM on a random
-/// weight (or grouped, over a random expert per group), then `repeat` timed runs; prints the
-/// check and the median, with the weights' bytes per second. Whether it passed.
+/// `vk-sgmat gemm M N K --weights FORMAT [--groups M1,M2,... [--counts-on-device]]`: one
+/// checked GEMM on a random weight (or grouped, over a random expert per group, the sizes on
+/// the host or the device), then `repeat` timed runs; prints the check and the median, with
+/// the weights' bytes per second. Whether it passed.
 pub fn gemm_quantized(
     ctx: &Context,
-    (q, groups): (QuantType, Option<&[usize]>),
+    (q, groups): (QuantType, Groups<'_>),
     types: Types,
     shape: (usize, usize, usize),
     scalars: (f64, f64),
@@ -84,7 +89,12 @@ pub fn gemm_quantized(
         t => anyhow::bail!("--weights takes f16 or f32 activations, not {t}"),
     };
     let (m, n, k) = shape;
-    let grouped = groups.map_or(String::new(), |g| format!(" in groups {g:?}"));
+    let grouped = groups.map_or(String::new(), |(g, on_device)| {
+        format!(
+            " in groups {g:?}{}",
+            if on_device { " (counts on the device)" } else { "" }
+        )
+    });
     println!(
         "device: {}
 {q} weights {m}x{n}x{k}{grouped}, {} activations: {} ({})",
@@ -104,24 +114,31 @@ pub fn gemm_quantized(
     Ok(check.passed)
 }
 
+/// A grouped GEMM's rows per expert, and whether their sizes go to the device; `None`: one GEMM.
+pub type Groups<'a> = Option<(&'a [usize], bool)>;
+
 /// What [`case`] measured: the check, the median seconds of its timed runs (0 without any), the
 /// bytes of the weights it reads (the experts its groups route to) and the kernels that ran.
 type Measured = (Check, f64, usize, Vec<String>);
 
 /// `c = alpha * x * w^T + beta * c` for random `x` (`m x k`, `T`) and a random `n x k` weight
 /// of `q` read as `T` (or, with `groups`, each group's rows of x and c through an expert of its
-/// own), C f32; checked, then run `repeat` more times, timed by GPU timestamps.
+/// own, the sizes on the device where asked), C f32; checked, then run `repeat` more times,
+/// timed by GPU timestamps.
 fn case<T: Element>(
     ctx: &Context,
     rng: &mut Rng,
     q: QuantType,
     (m, n, k): (usize, usize, usize),
-    ((alpha, beta), groups): ((f64, f64), Option<&[usize]>),
+    ((alpha, beta), groups): ((f64, f64), Groups<'_>),
     repeat: usize,
 ) -> anyhow::Result<Measured> {
     // A ragged K is named as such before the whole weight is.
     q.bytes_for(k)?;
-    let experts = groups.map_or(1, <[usize]>::len);
+    let experts = groups.map_or(1, |(g, _)| g.len());
+    // The sizes as u32 on the device, for counts read there (one zero without groups).
+    let sizes: Vec<u32> = groups.map_or(vec![0], |(g, _)| g.iter().map(|&r| r as u32).collect());
+    let counts = ctx.upload(MatRef::new(&sizes, 1, sizes.len()))?;
     let values: Vec<f32> = random_vec(rng, experts * n * k);
     let blocks = quantize(q, &values)?;
     let mut deq = vec![0.0f32; experts * n * k];
@@ -144,7 +161,8 @@ fn case<T: Element>(
     };
     let op = Matmul::with_options(&options);
     let op = match groups {
-        Some(rows) => op.grouped(rows),
+        Some((rows, false)) => op.grouped(rows),
+        Some((_, true)) => op.grouped_by_device_counts(&counts),
         None => op,
     };
     let gemm = if exact {
@@ -189,7 +207,7 @@ fn case<T: Element>(
     // column-major.
     let (mut want, mut mag) = (Vec::with_capacity(m * n), Vec::with_capacity(m * n));
     let mut first = 0;
-    for (g, &rows) in groups.unwrap_or(&[m]).iter().enumerate() {
+    for (g, &rows) in groups.map_or(&[m][..], |(g, _)| g).iter().enumerate() {
         let wt = MatRef::col_major(&deq[g * n * k..(g + 1) * n * k], k, n);
         let x_g = MatRef::new(&xf[first * k..(first + rows) * k], rows, k);
         let c_g = &c_in[first * n..(first + rows) * n];
@@ -207,7 +225,11 @@ fn case<T: Element>(
         check.tolerance = check.tolerance.max(5e-4f64.sqrt());
         check.passed = check.mismatches == 0 && check.rel_error <= check.tolerance;
     }
-    // Bytes of the weights read: the experts some group routes to.
-    let read = groups.map_or(1, |g| g.iter().filter(|&&rows| rows > 0).count());
+    // Bytes of the weights read: the experts some group routes to (every one with the sizes on
+    // the device: each is dequantized).
+    let read = match groups {
+        Some((g, false)) => g.iter().filter(|&&rows| rows > 0).count(),
+        _ => experts,
+    };
     Ok((check, seconds, w.bytes() / experts * read, kernels))
 }

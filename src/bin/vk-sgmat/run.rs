@@ -53,10 +53,11 @@ fn gemm_command(args: GemmArgs) -> Result<bool> {
     let types = Types::parse(&types)?;
     if let Some(q) = weights {
         let q = vk_sgmat::quant::QuantType::parse(&q)?;
-        let groups = (!batching.groups.is_empty()).then_some(batching.groups.as_slice());
-        if batching.batch.is_some() || batching.counts_on_device || groups.is_some_and(|g| g.iter().sum::<usize>() != m)
-        {
-            bail!("--weights takes --groups (the groups' rows summing to M), not --batch or --counts-on-device");
+        let on_device = batching.counts_on_device;
+        let groups = (!batching.groups.is_empty()).then_some((batching.groups.as_slice(), on_device));
+        let sum = groups.map_or(m, |(g, _)| g.iter().sum::<usize>());
+        if batching.batch.is_some() || (on_device && groups.is_none()) || sum != m {
+            bail!("--weights takes --groups (the groups' rows summing to M) and --counts-on-device with them, not --batch");
         }
         let ctx = context_with(&dev, false)?;
         let shape = (m, n, k);
