@@ -6,6 +6,8 @@
 //! multiplies a dense copy of its expert made first, in scratch of its own. The groups then run
 //! side by side in one plan ([`crate::plan::side_by_side`]): every group's passes (its copy,
 //! or its activations rounded to 8 bits) together, one barrier, every group's GEMM together.
+//! With the sizes on the device, every expert's dense copy is made and the grouped GEMM with
+//! device counts ([`super::grouped_counted`]) runs on them.
 
 use super::context::Context;
 use super::grouped::{check_groups, group_rows, group_vectors};
