@@ -147,24 +147,42 @@ impl Context {
                 return Ok(vec![(plan, operands)]);
             }
         }
+        let es = (size_of::<TA>(), size_of::<TC>());
+        self.plan_each_group(rows, ([pa, pc], es), terms.is_some(), |g, ga, gc| {
+            let gb = Placed {
+                offset: pb.offset + (g * b_stride * size_of::<TB>()) as u64,
+                ..pb
+            };
+            Ok((plan(ga, gb, gc, options)?, gb))
+        })
+    }
+
+    /// Each non-empty group of `rows` planned apart by `plan(g, rows of A, rows of C)`, which
+    /// gives the group's plan and its B; with `fused`, its epilogue vectors read as the grouped
+    /// GEMM's (row vectors from the group's first row, column vectors from its `g * N`-th
+    /// value). A and C (row-major) have elements of `es` bytes. The plans with their operands
+    /// in bind order.
+    pub(super) fn plan_each_group<'o>(
+        &self,
+        rows: &[usize],
+        ([pa, pc], es): ([Placed<'o>; 2], (usize, usize)),
+        fused: bool,
+        mut plan: impl FnMut(usize, Placed<'o>, Placed<'o>) -> Result<(GemmPlan, Placed<'o>)>,
+    ) -> Result<Vec<(GemmPlan, [Placed<'o>; 3])>> {
         let mut plans = Vec::new();
         let mut first = 0usize;
         for (g, &m) in rows.iter().enumerate() {
             if m == 0 {
                 continue;
             }
-            let ga = group_rows(pa, first..first + m, size_of::<TA>());
-            let gc = group_rows(pc, first..first + m, size_of::<TC>());
-            let gb = Placed {
-                offset: pb.offset + (g * b_stride * size_of::<TB>()) as u64,
-                ..pb
-            };
-            let mut plan = plan(ga, gb, gc, options)?;
-            if terms.is_some() {
-                plan = plan.group_vectors((first, g), (a.rows, rows.len()), &self.limits)?;
+            let ga = group_rows(pa, first..first + m, es.0);
+            let gc = group_rows(pc, first..first + m, es.1);
+            let (mut p, gb) = plan(g, ga, gc)?;
+            if fused {
+                p = p.group_vectors((first, g), (pa.rows, rows.len()), &self.limits)?;
             }
-            let operands = plan.bind_order([ga, gb, gc]);
-            plans.push((plan, operands));
+            let operands = p.bind_order([ga, gb, gc]);
+            plans.push((p, operands));
             first += m;
         }
         Ok(plans)
@@ -224,7 +242,7 @@ impl Context {
 
 /// Rows `rows` of the row-major `p` (elements of `es` bytes): a group's rows of A or C. Their
 /// offset in bytes stays 16-byte aligned: leading dimensions are whole vectors.
-pub(super) fn group_rows(p: Placed<'_>, rows: std::ops::Range<usize>, es: usize) -> Placed<'_> {
+fn group_rows(p: Placed<'_>, rows: std::ops::Range<usize>, es: usize) -> Placed<'_> {
     Placed {
         rows: rows.len(),
         offset: p.offset + (rows.start * p.ld * es) as u64,

@@ -10,7 +10,7 @@
 //! device counts ([`super::grouped_counted`]) runs on them.
 
 use super::context::Context;
-use super::grouped::{check_groups, group_rows, group_vectors};
+use super::grouped::{check_groups, group_vectors};
 use super::matmul::Matmul;
 use super::matrix::Element;
 use super::operand::Placed;
@@ -43,22 +43,11 @@ impl Context {
             split_k: op.options.split_k.or(Some(1)),
             ..op.options.clone()
         };
-        let mut plans = Vec::new();
-        let mut first = 0usize;
-        for (g, &m) in rows.iter().enumerate() {
-            if m == 0 {
-                continue;
-            }
-            let ga = group_rows(pa, first..first + m, size_of::<TA>());
-            let gc = group_rows(pc, first..first + m, size_of::<TC>());
-            let mut plan = self.plan_one_quantized([ga, seen, gc], 1, (&q.expert(g), to), types, (options, terms))?;
-            if terms.is_some() {
-                plan = plan.group_vectors((first, g), (pa.rows, rows.len()), &self.limits)?;
-            }
-            let operands = plan.bind_order([ga, seen, gc]);
-            plans.push((plan, operands));
-            first += m;
-        }
+        let es = (size_of::<TA>(), size_of::<TC>());
+        let plans = self.plan_each_group(rows, ([pa, pc], es), terms.is_some(), |g, ga, gc| {
+            let plan = self.plan_one_quantized([ga, seen, gc], 1, (&q.expert(g), to), types, (options, terms))?;
+            Ok((plan, seen))
+        })?;
         // Side by side in one plan where the groups' scratch allows (every copy, then every
         // GEMM); else one plan per group, recorded one after another.
         let whole = plans.first().map(|(p, _)| crate::plan::Problem {
