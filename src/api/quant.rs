@@ -218,13 +218,17 @@ impl Context {
         self.run_blocking(|core| {
             core.access(&[], &[(&buffer).into()])?;
             core.upload(buffer.raw(), 0, size, |out| {
-                out.fill(0);
-                for (to, from) in out.chunks_mut(stride).zip(blocks.chunks_exact(each)) {
+                for (e, from) in blocks.chunks_exact(each).enumerate() {
+                    let to = &mut out[e * stride..];
+                    // Zeros between experts, and past the last one to the end.
+                    let end = if e + 1 == experts { to.len() } else { stride };
+                    to[device_each..end].fill(0);
                     if padded == stored {
                         to[..each].copy_from_slice(from);
                     } else {
-                        for (to, from) in to.chunks_exact_mut(padded).zip(from.chunks_exact(stored)) {
-                            to[..stored].copy_from_slice(from);
+                        for (block, from) in to.chunks_exact_mut(padded).zip(from.chunks_exact(stored)) {
+                            block[..stored].copy_from_slice(from);
+                            block[stored..].fill(0);
                         }
                     }
                 }
@@ -327,14 +331,7 @@ impl Context {
         types: [ComponentType; 3],
         (options, terms): (&crate::GemmOptions, Option<crate::kernel::Epilogue>),
     ) -> Result<GemmPlan> {
-        // A column-major C swaps A and B in the plan.
-        let which_of = |plan: &GemmPlan| {
-            if (j == 0) != plan.transposed {
-                Operand::A
-            } else {
-                Operand::B
-            }
-        };
+        let which_of = |plan: &GemmPlan| quantized_operand(j, plan);
         // Decode's shapes first, the binding limit lifted for the dense view (the blocks are
         // bound, and they are smaller); then the GEMM on the dense copy.
         let lifted = DispatchLimits {
@@ -440,6 +437,16 @@ pub(super) fn dense<'o, T: Element>(x: &'o In<'_, T>, name: &str) -> Result<Plac
             "beside a quantized operand, {name} is {}: pass a host MatRef (with a host MatMut C) or a DeviceMatrix",
             other.residency()
         ))),
+    }
+}
+
+/// Which of `plan`'s operands is the caller's operand `j` (0 = A, 1 = B), the quantized one: a
+/// column-major C swaps A and B in the plan.
+pub(super) fn quantized_operand(j: usize, plan: &GemmPlan) -> Operand {
+    if (j == 0) != plan.transposed {
+        Operand::A
+    } else {
+        Operand::B
     }
 }
 

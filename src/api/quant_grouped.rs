@@ -14,11 +14,11 @@ use super::grouped::{check_groups, group_vectors};
 use super::matmul::Matmul;
 use super::matrix::Element;
 use super::operand::Placed;
-use super::quant::QuantView;
+use super::quant::{quantized_operand, QuantView};
 use super::work::{Counts, Planned, Plans};
 use crate::config::ComponentType;
 use crate::error::Result;
-use crate::plan::{dequantized_first_each, side_by_side, Operand};
+use crate::plan::{dequantized_first_each, side_by_side};
 use crate::GemmOptions;
 
 impl Context {
@@ -92,7 +92,7 @@ impl Context {
         let fused = op.fused.as_ref();
         let (plan, where_) =
             self.plan_counted_placed([pa, seen, pc], (experts, stride), counts, types, (&op.options, fused))?;
-        let which = if plan.transposed { Operand::A } else { Operand::B };
+        let which = quantized_operand(1, &plan);
         let plan = dequantized_first_each(plan, which, &each, to, &self.limits)?;
         let operands = plan.bind_order([pa, seen, pc]);
         Ok(Planned {

@@ -191,13 +191,16 @@ struct Tile {
 /// Units a workgroup dequantizes at a time into `to`: 256 into f16, 128 into f32 (a workgroup
 /// for each such tile up to [`MAX_GROUPS`] is dispatched).
 pub fn tile_units(to: ComponentType) -> u32 {
-    let parts = UNIT * to.size_bytes() / 16;
-    (STAGED_WORDS / 4 / parts).min(THREADS)
+    (STAGED_WORDS / 4 / parts(to)).min(THREADS)
+}
+
+/// 16-byte vectors a unit's values take in `to`.
+fn parts(to: ComponentType) -> u32 {
+    UNIT * to.size_bytes() / 16
 }
 
 impl Tile {
     fn of(q: QuantType, to: ComponentType) -> Self {
-        let parts = UNIT * to.size_bytes() / 16;
         let units = tile_units(to);
         let per_block = q.block_values() as u32 / UNIT;
         // The tile's blocks, a word for a start inside one, and the word after them.
@@ -206,9 +209,10 @@ impl Tile {
         Tile {
             units,
             per_block,
-            parts,
+            parts: parts(to),
         }
     }
+
     /// Where vector `part` (a literal) of the tile's unit `local` is staged.
     fn slot(&self, b: &mut ModuleBuilder, local: Word, part: u32) -> BuildResult<Word> {
         let part = b.c_u32(part);

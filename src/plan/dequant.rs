@@ -97,9 +97,9 @@ pub fn dequantized_first_each(
             "weights dequantized for one GEMM share their format and shape".into(),
         ));
     }
+    // Rows of blocks follow each other without gaps: the pass needs no row stride.
+    q.row_bytes()?;
     for e in each {
-        // Rows of blocks follow each other without gaps: the pass needs no row stride.
-        e.row_bytes()?;
         e.check_start()?;
     }
     let bytes = to.size_bytes() as usize;
@@ -119,24 +119,27 @@ pub fn dequantized_first_each(
     let groups = (q.rows * units)
         .div_ceil(dequant::tile_units(to) as usize)
         .min(dequant::MAX_GROUPS.min(limits.max_groups[0]) as usize) as u32;
-    let passes = each.iter().enumerate().map(|(i, e)| Dispatch {
-        kernel: Kernel::Dequant { quant: q.quant, to },
-        bindings: [(which, e.window), (which, e.window), (Operand::Scratch, copy)],
-        aux: None,
-        vectors: [None; 3],
-        push: PushConstants {
-            m: q.rows as u32,
-            n: units as u32,
-            k: groups,
-            a_off_vec: e.window.start as u32,
-            ldb_vec: (copy_ld * bytes / VECTOR_BYTES as usize) as u32,
-            c_off: (i * one / VECTOR_BYTES as usize) as u32,
-            ..Default::default()
-        },
-        groups: [groups, 1, 1],
-        after_previous: false,
-    });
-    let passes: Vec<Dispatch> = passes.collect();
+    let passes: Vec<Dispatch> = each
+        .iter()
+        .enumerate()
+        .map(|(i, e)| Dispatch {
+            kernel: Kernel::Dequant { quant: q.quant, to },
+            bindings: [(which, e.window), (which, e.window), (Operand::Scratch, copy)],
+            aux: None,
+            vectors: [None; 3],
+            push: PushConstants {
+                m: q.rows as u32,
+                n: units as u32,
+                k: groups,
+                a_off_vec: e.window.start as u32,
+                ldb_vec: (copy_ld * bytes / VECTOR_BYTES as usize) as u32,
+                c_off: (i * one / VECTOR_BYTES as usize) as u32,
+                ..Default::default()
+            },
+            groups: [groups, 1, 1],
+            after_previous: false,
+        })
+        .collect();
     for d in &mut gemm.dispatches {
         for (op, w) in d.bindings.iter_mut().chain(d.aux.iter_mut()) {
             if *op == which {

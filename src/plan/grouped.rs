@@ -263,25 +263,20 @@ pub fn side_by_side(plans: Vec<GemmPlan>, problem: Problem, limits: &DispatchLim
     let mut scratch = 0u64;
     for plan in &plans {
         let base = scratch.next_multiple_of(limits.offset_alignment.max(u64::from(VECTOR_BYTES)));
-        let moved = plan.dispatches.iter().map(|d| {
-            let mut d = *d;
-            for (op, w) in d.bindings.iter_mut().chain(d.aux.iter_mut()) {
-                if *op == Operand::Scratch {
-                    w.bind_offset += base;
-                }
+        let mut moved: Vec<Dispatch> = plan.dispatches.clone();
+        for (op, w) in moved
+            .iter_mut()
+            .flat_map(|d| d.bindings.iter_mut().chain(d.aux.iter_mut()))
+        {
+            if *op == Operand::Scratch {
+                w.bind_offset += base;
             }
-            d
-        });
-        let lead = plan.dispatches.iter().take_while(|d| !d.after_previous).count();
-        let lead = if lead == plan.dispatches.len() { 0 } else { lead };
-        let mut moved: Vec<Dispatch> = moved.collect();
-        rests.extend(moved.split_off(lead).into_iter().enumerate().map(|(i, mut d)| {
-            // The one barrier before the first group's work covers every group's passes.
-            if i == 0 {
-                d.after_previous = false;
-            }
-            d
-        }));
+        }
+        let lead = moved.iter().take_while(|d| !d.after_previous).count();
+        let lead = if lead == moved.len() { 0 } else { lead };
+        // The one barrier before the first group's work covers every group's passes.
+        moved[lead].after_previous = false;
+        rests.extend(moved.split_off(lead));
         leads.extend(moved);
         if plan.scratch_bytes > 0 {
             scratch = base + plan.scratch_bytes;

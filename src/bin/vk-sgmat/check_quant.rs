@@ -136,9 +136,14 @@ fn case<T: Element>(
     // A ragged K is named as such before the whole weight is.
     q.bytes_for(k)?;
     let experts = groups.map_or(1, |(g, _)| g.len());
-    // The sizes as u32 on the device, for counts read there (one zero without groups).
-    let sizes: Vec<u32> = groups.map_or(vec![0], |(g, _)| g.iter().map(|&r| r as u32).collect());
-    let counts = ctx.upload(MatRef::new(&sizes, 1, sizes.len()))?;
+    // The sizes as u32 on the device, where the GEMM reads them there.
+    let counts = match groups {
+        Some((g, true)) => {
+            let sizes: Vec<u32> = g.iter().map(|&r| r as u32).collect();
+            Some(ctx.upload(MatRef::new(&sizes, 1, sizes.len()))?)
+        }
+        _ => None,
+    };
     let values: Vec<f32> = random_vec(rng, experts * n * k);
     let blocks = quantize(q, &values)?;
     let mut deq = vec![0.0f32; experts * n * k];
@@ -160,10 +165,10 @@ fn case<T: Element>(
         ..Default::default()
     };
     let op = Matmul::with_options(&options);
-    let op = match groups {
-        Some((rows, false)) => op.grouped(rows),
-        Some((_, true)) => op.grouped_by_device_counts(&counts),
-        None => op,
+    let op = match (groups, &counts) {
+        (Some(_), Some(counts)) => op.grouped_by_device_counts(counts),
+        (Some((rows, _)), None) => op.grouped(rows),
+        (None, _) => op,
     };
     let gemm = if exact {
         ctx.prepare(&op, &x, w.t().as_f32(), &mut c)?
