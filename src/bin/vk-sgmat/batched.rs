@@ -16,8 +16,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 use vk_sgmat::device::DeviceKind;
 use vk_sgmat::{
-    Axis, BatchRef, ComponentType, ComputeMode, Context, DeviceBatch, DeviceMatrix, Element, Fused, GemmOptions,
-    Layout, MatRef,
+    Axis, BatchRef, ComponentType, Context, DeviceBatch, DeviceMatrix, Element, Fused, GemmOptions, Layout, MatRef,
 };
 use vk_sgmat::{Matmul, Timing, Timings};
 
@@ -289,7 +288,7 @@ pub fn bench_args(
     dev: &DeviceArgs,
     types: &[String],
     shapes: &[String],
-    compute: ComputeMode,
+    (forced, scheme): (&GemmOptions, Option<&str>),
     layout: &str,
     run: (u32, bool),
 ) -> Result<Option<bool>> {
@@ -300,11 +299,17 @@ pub fn bench_args(
         return Ok(None);
     }
     let ctx = context_with(dev, false)?;
-    let options = GemmOptions {
-        compute,
-        ..Default::default()
-    };
     let (types, layouts) = (bench_types(&ctx, types)?, parse_layout(layout)?);
+    // A scheme is named for one config: with several types it would fit at most one of them.
+    let named = match (scheme, types.as_slice()) {
+        (None, _) => None,
+        (Some(name), [t]) => Some(crate::args::scheme_named(&ctx, *t, forced.compute, forced.shape, name)?),
+        (Some(_), _) => bail!("--scheme names one config's scheme: give one --types with it"),
+    };
+    let options = GemmOptions {
+        scheme: named.or(forced.scheme),
+        ..*forced
+    };
     let mut shapes = parse_shapes(shapes)?;
     let passed = if let Some(count) = args.batch {
         if shapes.is_empty() {

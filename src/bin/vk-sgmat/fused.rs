@@ -103,6 +103,7 @@ pub fn bench_args(
     dev: &DeviceArgs,
     types: &[String],
     shapes: &[String],
+    (forced, scheme): (&GemmOptions, Option<&str>),
     layout: &str,
     (reps, json): (u32, bool),
 ) -> Result<Option<bool>> {
@@ -133,17 +134,16 @@ pub fn bench_args(
         }
         // Integer products are dequantised: to f32 unless told.
         let out = args.out_type(if t.c.is_float() { t.c } else { ComponentType::F32 })?;
+        let named = scheme
+            .map(|name| crate::args::scheme_named(&ctx, t, forced.compute, forced.shape, name))
+            .transpose()?;
+        let options = GemmOptions {
+            scheme: named.or(forced.scheme),
+            ..*forced
+        };
         for &shape in &shapes {
             let spec = (bias, act, terms.clone());
-            let r = run_types(
-                &ctx,
-                (t.a, out),
-                shape,
-                layouts,
-                &GemmOptions::default(),
-                &spec,
-                Some(reps.max(2)),
-            )?;
+            let r = run_types(&ctx, (t.a, out), shape, layouts, &options, &spec, Some(reps.max(2)))?;
             if !json {
                 if reports.is_empty() {
                     println!("device: {}", r.device);

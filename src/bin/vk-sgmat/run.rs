@@ -157,7 +157,6 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
         dev,
     } = args;
     let forced = path_options(&path)?;
-    let compute = forced.compute;
     let run = (reps, json);
     let c_layout = parse_c_layout(&c_layout)?;
     let single = batching.batch.is_none()
@@ -172,11 +171,26 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
     if weights.is_some() && (batching.batch.is_some() || !batching.groups.is_empty()) {
         bail!("bench --weights times single GEMMs; time quantized experts with `gemm M N K --weights F --groups M1,M2,... --repeat R`");
     }
-    if let Some(passed) = crate::batched::bench_args((&batching, &fused), &dev, &types, &shapes, compute, &layout, run)?
-    {
+    if let Some(passed) = crate::batched::bench_args(
+        (&batching, &fused),
+        &dev,
+        &types,
+        &shapes,
+        (&forced, scheme.as_deref()),
+        &layout,
+        run,
+    )? {
         return Ok(passed);
     }
-    if let Some(passed) = crate::fused::bench_args(&fused, &dev, &types, &shapes, &layout, run)? {
+    if let Some(passed) = crate::fused::bench_args(
+        &fused,
+        &dev,
+        &types,
+        &shapes,
+        (&forced, scheme.as_deref()),
+        &layout,
+        run,
+    )? {
         return Ok(passed);
     }
     if let Some(devices) = devices {
