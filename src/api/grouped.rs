@@ -216,13 +216,17 @@ impl Context {
             return Ok(one);
         }
         // The K-contiguous lead's 256-row tiles pad every group's last tile row, and tiles on
-        // an edge run clamped: 8 experts of an MoE layer in `nt` took 3.50 ms with them, 2.65
-        // with the 128x128 tile (H200, docs/perf/h200-edge-1.txt).
+        // an edge run clamped: 8 experts of an MoE layer in `nt` took 3.55 ms with them, 2.63
+        // with the default order's 128x128 tile (H200, docs/perf/h200-37-5.txt; 3.50 and 2.65
+        // in h200-edge-1.txt).
         let (config, q) = (one.config, one.problem);
-        // Layouts that take neither that lead nor the short-K one.
-        let others = (Layout::ColMajor, Layout::ColMajor);
-        let scheme = Some(self.choose_layout_scheme(&config, (q.m, q.n, q.k), others, (1, false))?);
-        plan(&GemmOptions { scheme, ..whole })
+        let scheme = self
+            .scheme_lists(&config)
+            .choose_default(&config, (q.m, q.n), 1, self.is_cpu())?;
+        plan(&GemmOptions {
+            scheme: Some(scheme),
+            ..whole
+        })
     }
 
     /// Records every group's plan on `core` after one ordering point for the whole of A, B and

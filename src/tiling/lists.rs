@@ -252,6 +252,20 @@ impl SchemeLists {
         pick_scheme(list, self.small, config, (m, n), batch, cpu)
             .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
     }
+
+    /// [`SchemeLists::choose`] without the leads: the device's default order (its 128x128 tile
+    /// first where the device has the workgroup-scope kernel), for work the leads' taller tiles
+    /// or special loops do not suit.
+    pub(crate) fn choose_default(
+        &self,
+        config: &GPUSubgroupMatrixConfig,
+        (m, n): (usize, usize),
+        batch: usize,
+        cpu: bool,
+    ) -> Result<TileScheme> {
+        pick_scheme(&self.ordered, self.small, config, (m, n), batch, cpu)
+            .ok_or_else(|| Error::InvalidTileScheme(format!("no tile scheme fits {config} on this device")))
+    }
 }
 
 #[cfg(test)]

@@ -125,3 +125,19 @@ fn mid_grid_schemes_are_found_once_per_config() {
         "an f16 C"
     );
 }
+
+#[test]
+fn the_default_order_leaves_the_leads_out() {
+    // A grouped MoE layer's rows as one GEMM (3996 x 14336 x 4096): `nt` and `tt` take the
+    // K-contiguous lead's 256-row tile, the default order the 128x128 one.
+    let c = cfg(16, 16, 16, F16, F32);
+    let lists = SchemeLists::new(&c, &h200_with_cm2(), 32, false);
+    let shape = (3996, 14336, 4096);
+    for layouts in [(N, T), (T, T)] {
+        let lead = lists.choose(&c, shape, layouts, (1, false), false).unwrap();
+        assert_eq!(lead.geometry(&c).bm, 256, "{layouts:?}: {}", lead.name());
+    }
+    let default = lists.choose_default(&c, (shape.0, shape.1), 1, false).unwrap();
+    assert_eq!(default.name(), "wg_t128_fr8x8_k32_u8_a0_g8_ct");
+    assert_eq!(default.geometry(&c).bm, 128);
+}
