@@ -145,6 +145,17 @@ pub(crate) fn scheme_named(
     })
 }
 
+/// `forced` with the scheme called `name` (if any) for the types `t`, else `forced`'s own.
+pub(crate) fn with_scheme(ctx: &Context, t: Types, forced: &GemmOptions, name: Option<&str>) -> Result<GemmOptions> {
+    let named = name
+        .map(|name| scheme_named(ctx, t, forced.compute, forced.shape, name))
+        .transpose()?;
+    Ok(GemmOptions {
+        scheme: named.or(forced.scheme),
+        ..forced.clone()
+    })
+}
+
 pub(crate) fn parse_layout(s: &str) -> Result<(Layout, Layout)> {
     let l = |c| match c {
         'n' | 'N' => Ok(Layout::RowMajor),

@@ -246,13 +246,7 @@ pub fn gemm_args(
         bail!("--batch and --groups take neither each other, --devices nor --c-layout t");
     }
     let ctx = context_with(dev, false)?;
-    let named = scheme
-        .map(|name| crate::args::scheme_named(&ctx, types, options.compute, options.shape, name))
-        .transpose()?;
-    let options = &GemmOptions {
-        scheme: named.or(options.scheme),
-        ..*options
-    };
+    let options = &crate::args::with_scheme(&ctx, types, options, scheme)?;
     let passed = if let Some(count) = args.batch {
         command(
             &ctx,
@@ -301,14 +295,10 @@ pub fn bench_args(
     let ctx = context_with(dev, false)?;
     let (types, layouts) = (bench_types(&ctx, types)?, parse_layout(layout)?);
     // A scheme is named for one config: with several types it would fit at most one of them.
-    let named = match (scheme, types.as_slice()) {
-        (None, _) => None,
-        (Some(name), [t]) => Some(crate::args::scheme_named(&ctx, *t, forced.compute, forced.shape, name)?),
+    let options = match (scheme, types.as_slice()) {
+        (None, _) => forced.clone(),
+        (Some(_), [t]) => crate::args::with_scheme(&ctx, *t, forced, scheme)?,
         (Some(_), _) => bail!("--scheme names one config's scheme: give one --types with it"),
-    };
-    let options = GemmOptions {
-        scheme: named.or(forced.scheme),
-        ..*forced
     };
     let mut shapes = parse_shapes(shapes)?;
     let passed = if let Some(count) = args.batch {

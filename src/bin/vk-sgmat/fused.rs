@@ -134,13 +134,7 @@ pub fn bench_args(
         }
         // Integer products are dequantised: to f32 unless told.
         let out = args.out_type(if t.c.is_float() { t.c } else { ComponentType::F32 })?;
-        let named = scheme
-            .map(|name| crate::args::scheme_named(&ctx, t, forced.compute, forced.shape, name))
-            .transpose()?;
-        let options = GemmOptions {
-            scheme: named.or(forced.scheme),
-            ..*forced
-        };
+        let options = crate::args::with_scheme(&ctx, t, forced, scheme)?;
         for &shape in &shapes {
             let spec = (bias, act, terms.clone());
             let r = run_types(&ctx, (t.a, out), shape, layouts, &options, &spec, Some(reps.max(2)))?;
