@@ -95,6 +95,10 @@ pub(crate) fn placed<T: Element>(m: &impl DeviceOperand<T>) -> Placed<'_> {
 /// A matrix in a `VkBuffer` the caller owns: `rows x cols` elements of `T` stored `layout` with
 /// leading dimension `ld`, starting `offset` bytes into the buffer. Usable wherever a
 /// [`DeviceMatrix`] is (the caller keeps the buffer alive and orders other work on it).
+///
+/// Bind large buffers at 2 MiB-aligned offsets of their memory, as vk-sgmat binds its own: on
+/// an H200 a GEMM whose operands started elsewhere in a shared allocation ran 17-27% slower
+/// (docs/perf/JOURNAL.md, "Buffers on 2 MiB boundaries").
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct BufferMatrix<T: Element> {
     buffer: vk::Buffer,
