@@ -38,140 +38,256 @@ pub const MAX_GROUPS: u32 = 8192;
 pub(super) fn emit(q: QuantType, to: ComponentType) -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
-    let (t_void, t_bool, t_u32) = (b.t_void(), b.t_bool(), b.t_u32());
-    let (t_uvec3, t_uvec4) = (b.t_uvec(3), b.t_uvec(4));
-    let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
-    let v_wg = b.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
-    let v_pc = b.push_constant_block(super::push::PC_MEMBERS);
-    let words = b.storage_buffer(t_u32, 4, 0, true);
-    let v_dst = b.storage_buffer(t_uvec4, 16, 2, false);
-    let tile = Tile::of(q, to);
-    let staged = b.workgroup_array(t_u32, STAGED_WORDS);
-    let (p_sb_u32, p_sb_uvec4) = (
-        b.ptr(StorageClass::StorageBuffer, t_u32),
-        b.ptr(StorageClass::StorageBuffer, t_uvec4),
-    );
-    let p_wg_u32 = b.ptr(StorageClass::Workgroup, t_u32);
-    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
-    let scope = b.c_u32(Scope::Workgroup as u32);
-    let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
-    let u0 = b.c_u32(0);
-    let barrier = |b: &mut ModuleBuilder| b.b.control_barrier(scope, scope, sem);
-    // Vector `at` of the staged values, as four words.
-    let staged_word = |b: &mut ModuleBuilder, at: Word, c: u32| -> BuildResult<Word> {
-        let i = b.mul_u(at, 4)?;
-        let i = b.add_u(i, c)?;
-        b.b.access_chain(p_wg_u32, None, staged, [i])
-    };
-
-    let t_fn = b.b.type_function(t_void, []);
-    let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
+    let ids = Ids::declare(b, q, to);
+    let t_fn = b.b.type_function(ids.t_void, []);
+    let f = b.b.begin_function(ids.t_void, None, FunctionControl::NONE, t_fn)?;
     let l_entry = b.b.begin_block(None)?;
-    let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
-    let (rows, units, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
-    let first_byte = pc(b, Pc::AOff)?;
-    let (dst_ld, dst_off) = (pc(b, Pc::LdbVec)?, pc(b, Pc::COff)?);
-    let lid = b.b.load(t_u32, None, v_local, None, [])?;
-    let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
-    let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
-    let total = b.b.i_mul(t_u32, None, rows, units)?;
-    let tiles = b.add_u(total, tile.units - 1)?;
-    let tiles = b.div_u(tiles, tile.units)?;
-    let (pb, bb) = (tile.per_block, q.device_block_bytes() as u32);
-    // The first byte of unit `g`'s block: rows of blocks lie one after the other, so the block
-    // index runs on across rows.
-    let block_byte = |b: &mut ModuleBuilder, g: Word| -> BuildResult<Word> {
-        let blk = b.div_u(g, pb)?;
-        let at = b.mul_u(blk, bb)?;
-        b.b.i_add(t_u32, None, first_byte, at)
-    };
+    let pass = Pass::read(b, ids)?;
     // Each workgroup takes whole tiles (whole blocks: every row is), all of its invocations
     // together, so the barriers are in uniform control flow.
-    b.counted_loop_by(l_entry, (wx, tiles, groups), |b, t| {
-        let g0 = b.mul_u(t, tile.units)?;
-        let left = b.b.i_sub(t_u32, None, total, g0)?;
-        let c_units = b.c_u32(tile.units);
+    b.counted_loop_by(l_entry, (pass.wx, pass.tiles, pass.groups), |b, t| {
+        let (g0, n) = pass.tile_start(b, t)?;
+        let w0 = pass.load_tile(b, g0, n)?;
+        pass.dequantize_unit(b, (g0, n), w0)?;
+        pass.store_tile(b, g0, n)?;
+        // The next tile's blocks overwrite these vectors only after every invocation stored.
+        pass.barrier(b)
+    })?;
+    b.end_compute(f, THREADS)?;
+    Ok(mb.finish())
+}
+
+/// The module-level ids the pass's stages share.
+struct Ids {
+    q: QuantType,
+    to: ComponentType,
+    t_void: Word,
+    t_bool: Word,
+    t_u32: Word,
+    t_uvec3: Word,
+    t_uvec4: Word,
+    v_local: Word,
+    v_wg: Word,
+    v_pc: Word,
+    words: Word,
+    v_dst: Word,
+    tile: Tile,
+    staged: Word,
+    p_sb_u32: Word,
+    p_sb_uvec4: Word,
+    p_wg_u32: Word,
+    scope: Word,
+    sem: Word,
+    u0: Word,
+}
+
+impl Ids {
+    fn declare(b: &mut ModuleBuilder, q: QuantType, to: ComponentType) -> Self {
+        let (t_void, t_bool, t_u32) = (b.t_void(), b.t_bool(), b.t_u32());
+        let (t_uvec3, t_uvec4) = (b.t_uvec(3), b.t_uvec(4));
+        let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+        let v_wg = b.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
+        let v_pc = b.push_constant_block(super::push::PC_MEMBERS);
+        let words = b.storage_buffer(t_u32, 4, 0, true);
+        let v_dst = b.storage_buffer(t_uvec4, 16, 2, false);
+        let tile = Tile::of(q, to);
+        let staged = b.workgroup_array(t_u32, STAGED_WORDS);
+        let (p_sb_u32, p_sb_uvec4) = (
+            b.ptr(StorageClass::StorageBuffer, t_u32),
+            b.ptr(StorageClass::StorageBuffer, t_uvec4),
+        );
+        let p_wg_u32 = b.ptr(StorageClass::Workgroup, t_u32);
+        let scope = b.c_u32(Scope::Workgroup as u32);
+        let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
+        let u0 = b.c_u32(0);
+        Ids {
+            q,
+            to,
+            t_void,
+            t_bool,
+            t_u32,
+            t_uvec3,
+            t_uvec4,
+            v_local,
+            v_wg,
+            v_pc,
+            words,
+            v_dst,
+            tile,
+            staged,
+            p_sb_u32,
+            p_sb_uvec4,
+            p_wg_u32,
+            scope,
+            sem,
+            u0,
+        }
+    }
+}
+
+/// The pass as its stages see it: the ids, and the values read at the start of the function.
+struct Pass {
+    ids: Ids,
+    units: Word,
+    groups: Word,
+    first_byte: Word,
+    dst_ld: Word,
+    dst_off: Word,
+    lid: Word,
+    wx: Word,
+    total: Word,
+    tiles: Word,
+}
+
+impl Pass {
+    fn read(b: &mut ModuleBuilder, ids: Ids) -> BuildResult<Self> {
+        let t_u32 = ids.t_u32;
+        let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(ids.v_pc, i as u32);
+        let (rows, units, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
+        let first_byte = pc(b, Pc::AOff)?;
+        let (dst_ld, dst_off) = (pc(b, Pc::LdbVec)?, pc(b, Pc::COff)?);
+        let lid = b.b.load(t_u32, None, ids.v_local, None, [])?;
+        let wg = b.b.load(ids.t_uvec3, None, ids.v_wg, None, [])?;
+        let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
+        let total = b.b.i_mul(t_u32, None, rows, units)?;
+        let tiles = b.add_u(total, ids.tile.units - 1)?;
+        let tiles = b.div_u(tiles, ids.tile.units)?;
+        Ok(Pass {
+            ids,
+            units,
+            groups,
+            first_byte,
+            dst_ld,
+            dst_off,
+            lid,
+            wx,
+            total,
+            tiles,
+        })
+    }
+
+    fn barrier(&self, b: &mut ModuleBuilder) -> BuildResult<()> {
+        b.b.control_barrier(self.ids.scope, self.ids.scope, self.ids.sem)
+    }
+
+    /// Word `c` of vector `at` of the staged values.
+    fn staged_word(&self, b: &mut ModuleBuilder, at: Word, c: u32) -> BuildResult<Word> {
+        let i = b.mul_u(at, 4)?;
+        let i = b.add_u(i, c)?;
+        b.b.access_chain(self.ids.p_wg_u32, None, self.ids.staged, [i])
+    }
+
+    /// The first byte of unit `g`'s block: rows of blocks lie one after the other, so the block
+    /// index runs on across rows.
+    fn block_byte(&self, b: &mut ModuleBuilder, g: Word) -> BuildResult<Word> {
+        let (pb, bb) = (self.ids.tile.per_block, self.ids.q.device_block_bytes() as u32);
+        let blk = b.div_u(g, pb)?;
+        let at = b.mul_u(blk, bb)?;
+        b.b.i_add(self.ids.t_u32, None, self.first_byte, at)
+    }
+
+    /// Tile `t`'s first unit and its count of units (the last tile may be short).
+    fn tile_start(&self, b: &mut ModuleBuilder, t: Word) -> BuildResult<(Word, Word)> {
+        let (t_u32, t_bool) = (self.ids.t_u32, self.ids.t_bool);
+        let g0 = b.mul_u(t, self.ids.tile.units)?;
+        let left = b.b.i_sub(t_u32, None, self.total, g0)?;
+        let c_units = b.c_u32(self.ids.tile.units);
         let short = b.b.u_less_than(t_bool, None, left, c_units)?;
         let n = b.b.select(t_u32, None, short, left, c_units)?;
-        // 1. The tile's blocks into shared memory, a word per invocation at a time (each
-        // subgroup reads whole lines), and the word after them the funnel may read.
-        let byte0 = block_byte(b, g0)?;
+        Ok((g0, n))
+    }
+
+    /// Stage one: the tile's blocks into shared memory, a word per invocation at a time (each
+    /// subgroup reads whole lines), and the word after them the funnel may read. Returns the first
+    /// word's index.
+    fn load_tile(&self, b: &mut ModuleBuilder, g0: Word, n: Word) -> BuildResult<Word> {
+        let ids = &self.ids;
+        let t_u32 = ids.t_u32;
+        let byte0 = self.block_byte(b, g0)?;
         let w0 = b.div_u(byte0, 4)?;
         let g1 = b.b.i_add(t_u32, None, g0, n)?;
-        let byte1 = block_byte(b, g1)?;
+        let byte1 = self.block_byte(b, g1)?;
         let w1 = b.add_u(byte1, 3)?;
         let w1 = b.div_u(w1, 4)?;
         let w1 = b.add_u(w1, 1)?;
         let count = b.b.i_sub(t_u32, None, w1, w0)?;
         let entry = b.current_label();
-        b.counted_loop(entry, (lid, count, THREADS), |b, j| {
+        b.counted_loop(entry, (self.lid, count, THREADS), |b, j| {
             let from = b.b.i_add(t_u32, None, w0, j)?;
-            let p = b.b.access_chain(p_sb_u32, None, words, [u0, from])?;
+            let p = b.b.access_chain(ids.p_sb_u32, None, ids.words, [ids.u0, from])?;
             let w = b.b.load(t_u32, None, p, None, [])?;
-            let p = b.b.access_chain(p_wg_u32, None, staged, [j])?;
-            b.b.store(p, w, np, [])
+            let p = b.b.access_chain(ids.p_wg_u32, None, ids.staged, [j])?;
+            b.b.store(p, w, Some(MemoryAccess::NON_PRIVATE_POINTER), [])
         })?;
-        barrier(b)?;
-        // 2. Each invocation dequantizes a unit (those past the tile's last one repeat it, so
-        // the barrier after stays in uniform control flow), then, once every block is read,
-        // stages its vectors in the same memory, in a rotated order so neighbours' stores fall
-        // in different banks.
+        self.barrier(b)?;
+        Ok(w0)
+    }
+
+    /// Stage two: each invocation dequantizes a unit (those past the tile's last one repeat it, so
+    /// the barrier after stays in uniform control flow), then, once every block is read, stages its
+    /// vectors in the same memory, in a rotated order so neighbours' stores fall in different
+    /// banks.
+    fn dequantize_unit(&self, b: &mut ModuleBuilder, (g0, n): (Word, Word), w0: Word) -> BuildResult<()> {
+        let ids = &self.ids;
+        let (t_u32, t_bool) = (ids.t_u32, ids.t_bool);
         let c_last = b.add_u(n, u32::MAX)?;
-        let past = b.b.u_less_than(t_bool, None, c_last, lid)?;
-        let local = b.b.select(t_u32, None, past, c_last, lid)?;
+        let past = b.b.u_less_than(t_bool, None, c_last, self.lid)?;
+        let local = b.b.select(t_u32, None, past, c_last, self.lid)?;
         let g = b.b.i_add(t_u32, None, g0, local)?;
-        let at = block_byte(b, g)?;
+        let at = self.block_byte(b, g)?;
         let w0_bytes = b.mul_u(w0, 4)?;
         let base = b.b.i_sub(t_u32, None, at, w0_bytes)?;
-        let s = b.mod_u(g, pb)?;
-        let blk = Block::staged(staged, base, bb % 4 == 0);
+        let s = b.mod_u(g, ids.tile.per_block)?;
+        let blk = Block::staged(ids.staged, base, ids.q.device_block_bytes() % 4 == 0);
         let values = (0..UNIT)
-            .map(|l| value(b, q, &blk, s, l))
+            .map(|l| value(b, ids.q, &blk, s, l))
             .collect::<BuildResult<Vec<Word>>>()?;
-        let vectors = vectors(b, &values, to)?;
-        barrier(b)?;
-        let mine = b.b.u_less_than(t_bool, None, lid, n)?;
+        let vectors = vectors(b, &values, ids.to)?;
+        self.barrier(b)?;
+        let mine = b.b.u_less_than(t_bool, None, self.lid, n)?;
         b.if_then(mine, |b| {
             for (part, x) in vectors.into_iter().enumerate() {
-                let slot = tile.slot(b, lid, part as u32)?;
+                let slot = ids.tile.slot(b, self.lid, part as u32)?;
                 for c in 0..4 {
                     let xc = b.b.composite_extract(t_u32, None, x, [c])?;
-                    let p = staged_word(b, slot, c)?;
-                    b.b.store(p, xc, np, [])?;
+                    let p = self.staged_word(b, slot, c)?;
+                    b.b.store(p, xc, Some(MemoryAccess::NON_PRIVATE_POINTER), [])?;
                 }
             }
             Ok(())
         })?;
-        barrier(b)?;
-        // 3. The tile's vectors out, consecutive invocations to consecutive vectors of a row.
+        self.barrier(b)
+    }
+
+    /// Stage three: the tile's vectors out, consecutive invocations to consecutive vectors of a
+    /// row.
+    fn store_tile(&self, b: &mut ModuleBuilder, g0: Word, n: Word) -> BuildResult<()> {
+        let ids = &self.ids;
+        let (t_u32, tile) = (ids.t_u32, &ids.tile);
         let out = b.mul_u(n, tile.parts)?;
         let entry = b.current_label();
-        b.counted_loop(entry, (lid, out, THREADS), |b, j| {
+        b.counted_loop(entry, (self.lid, out, THREADS), |b, j| {
             let local = b.div_u(j, tile.parts)?;
             let part = b.mod_u(j, tile.parts)?;
             let slot = tile.slot_at(b, local, part)?;
             let mut xs = [0; 4];
             for (c, x) in xs.iter_mut().enumerate() {
-                let p = staged_word(b, slot, c as u32)?;
-                *x = b.b.load(t_u32, None, p, np, [])?;
+                let p = self.staged_word(b, slot, c as u32)?;
+                *x = b.b.load(t_u32, None, p, Some(MemoryAccess::NON_PRIVATE_POINTER), [])?;
             }
-            let x = b.b.composite_construct(t_uvec4, None, xs)?;
+            let x = b.b.composite_construct(ids.t_uvec4, None, xs)?;
             let g = b.b.i_add(t_u32, None, g0, local)?;
-            let r = b.b.u_div(t_u32, None, g, units)?;
-            let u = b.b.u_mod(t_u32, None, g, units)?;
-            let at = b.b.i_mul(t_u32, None, r, dst_ld)?;
-            let at = b.b.i_add(t_u32, None, at, dst_off)?;
+            let r = b.b.u_div(t_u32, None, g, self.units)?;
+            let u = b.b.u_mod(t_u32, None, g, self.units)?;
+            let at = b.b.i_mul(t_u32, None, r, self.dst_ld)?;
+            let at = b.b.i_add(t_u32, None, at, self.dst_off)?;
             let first = b.mul_u(u, tile.parts)?;
             let at = b.b.i_add(t_u32, None, at, first)?;
             let at = b.b.i_add(t_u32, None, at, part)?;
-            let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
+            let p = b.b.access_chain(ids.p_sb_uvec4, None, ids.v_dst, [ids.u0, at])?;
             b.b.store(p, x, None, [])
-        })?;
-        // The next tile's blocks overwrite these vectors only after every invocation stored.
-        barrier(b)
-    })?;
-    b.end_compute(f, THREADS)?;
-    Ok(mb.finish())
+        })
+    }
 }
 
 /// Words of shared memory a workgroup stages through: 16 KB, the least any device offers.
