@@ -55,8 +55,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
     mb.drop_products = key.probe == super::Probe::NoProducts;
     let (d, mut fuse) = declare(&mut mb, key)?;
-    let t_fn = mb.b.type_function(d.t_void, []);
-    let f_main = mb.b.begin_function(d.t_void, None, FunctionControl::NONE, t_fn)?;
+    let t_fn = mb.b.type_function(d.ty.t_void, []);
+    let f_main = mb.b.begin_function(d.ty.t_void, None, FunctionControl::NONE, t_fn)?;
     mb.b.begin_block(None)?;
     let st = setup(&mut mb, key, &d, fuse.as_mut())?;
     main_loop(&mut mb, key, &d, &st)?;
@@ -66,14 +66,21 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
             key,
             fuse: fuse.as_ref(),
             scales: st.scales,
-            v_pc: d.v_pc,
-            types: (d.t_u32, d.t_bool, d.t_res, d.t_res2, d.t_mat_acc),
-            c: (d.v_c, d.p_sb_res, d.p_sb_out, st.ldc, st.c_off, (st.pm, st.pn)),
+            v_pc: d.io.v_pc,
+            types: (d.ty.t_u32, d.ty.t_bool, d.ty.t_res, d.ptr.t_res2, d.ty.t_mat_acc),
+            c: (
+                d.io.v_c,
+                d.ptr.p_sb_res,
+                d.ptr.p_sb_out,
+                st.ldc,
+                st.c_off,
+                (st.pm, st.pn),
+            ),
             tile: (st.m0, st.n0, st.a_sg_rows, st.b_sg_cols, st.sg, st.lane),
             acc_vars: &st.acc_vars,
-            staging: (d.sh_host, d.host_unit, d.p_wg_u32, d.p_wg_host),
-            consts: (d.c0, d.c_row_major, d.zero_res),
-            barriers: (d.c_scope_wg, d.c_scope_sg, d.c_sem),
+            staging: (d.sh.sh_host, d.lay.host_unit, d.ptr.p_wg_u32, d.ptr.p_wg_host),
+            consts: (d.k.c0, d.k.c_row_major, d.k.zero_res),
+            barriers: (d.k.c_scope_wg, d.k.c_scope_sg, d.k.c_sem),
         },
     )?;
     mb.end_compute(f_main, d.g.threads)?;
@@ -81,17 +88,28 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 }
 
 /// What every stage of the kernel refers to, declared before its function: the key's sizes, the
-/// types, the interface (built-ins, push constants, buffers), the shared arrays and their
+/// types, the interface (built-ins, push constants, buffers), the shared arrays, their layout and
 /// pointer types, and the constants.
 #[derive(Clone, Copy)]
 struct Decl {
     cfg: GPUSubgroupMatrixConfig,
     s: TileScheme,
     g: TileGeometry,
-    /// Bytes per element of the inputs and of the result; elements per 16-byte vector.
+    /// Bytes per element of the inputs; elements per 16-byte vector.
     es: u32,
     vw: u32,
     split: bool,
+    ty: Types,
+    io: Interface,
+    lay: SharedLayout,
+    sh: SharedArrays,
+    ptr: Pointers,
+    k: Consts,
+}
+
+/// The types every stage uses.
+#[derive(Clone, Copy)]
+struct Types {
     t_void: Word,
     t_bool: Word,
     t_u32: Word,
@@ -101,7 +119,34 @@ struct Decl {
     t_mat_b: Word,
     t_mat_acc: Word,
     t_res: Word,
-    t_res2: Word,
+}
+
+impl Types {
+    fn declare(mb: &mut ModuleBuilder, cfg: &GPUSubgroupMatrixConfig) -> Self {
+        let t_void = mb.t_void();
+        let t_bool = mb.t_bool();
+        let t_u32 = mb.t_u32();
+        let t_uvec3 = mb.t_uvec(3);
+        let t_uvec4 = mb.t_uvec(4);
+        let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(cfg, Scope::Subgroup, (cfg.m, cfg.n, cfg.k));
+        let t_res = mb.t_scalar(cfg.result_type);
+        Types {
+            t_void,
+            t_bool,
+            t_u32,
+            t_uvec3,
+            t_uvec4,
+            t_mat_a,
+            t_mat_b,
+            t_mat_acc,
+            t_res,
+        }
+    }
+}
+
+/// The kernel's interface: built-ins, push constants and buffers.
+#[derive(Clone, Copy)]
+struct Interface {
     v_local_index: Word,
     v_workgroup: Word,
     v_subgroup: Word,
@@ -112,25 +157,92 @@ struct Decl {
     v_c: Word,
     v_scale: Option<Word>,
     v_groups: Option<Word>,
-    /// Each operand's tile in shared memory: inner extent, unit bytes, pitch and units per
-    /// stage, where a split's low parts start.
-    a_inner: u32,
-    b_inner: u32,
-    unit_a: u32,
-    unit_b: u32,
-    pitch_a: u32,
-    pitch_b: u32,
-    stage_units_a: u32,
-    stage_units_b: u32,
-    lo_units_a: u32,
-    lo_units_b: u32,
+}
+
+impl Interface {
+    /// The interface, the type C is stored in, and a fused epilogue's declarations.
+    fn declare(mb: &mut ModuleBuilder, key: &KernelKey, ty: &Types, split: bool) -> (Self, Word, Option<Fused>) {
+        let cfg = key.config;
+        let t_u32 = ty.t_u32;
+        let v_local_index = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+        let v_workgroup = mb.builtin_input(ty.t_uvec3, BuiltIn::WorkgroupId);
+        let v_subgroup = mb.builtin_input(t_u32, BuiltIn::SubgroupId);
+        let v_lane = mb.builtin_input(t_u32, BuiltIn::SubgroupLocalInvocationId);
+        let v_pc = mb.push_constant_block(PC_MEMBERS);
+        let v_a = mb.storage_buffer(ty.t_uvec4, VECTOR_BYTES, 0, true);
+        let v_b = mb.storage_buffer(ty.t_uvec4, VECTOR_BYTES, 1, true);
+        // A fused epilogue stores C in its own type, element by element.
+        let fused = key.epilogue.is_fused();
+        let rs = cfg.result_type.size_bytes();
+        let (t_out, os) = if fused {
+            store_type(mb, key.epilogue.output_type(cfg.result_type))
+        } else {
+            (ty.t_res, rs)
+        };
+        if os == 2 || rs == 2 {
+            mb.need(Capability::StorageBuffer16BitAccess);
+        }
+        let v_c = mb.storage_buffer(t_out, os, 2, false);
+        let v_scale = split.then(|| mb.storage_buffer(t_u32, 4, 3, true));
+        let v_groups = group_table(mb, key.grouped);
+        let fuse = fused.then(|| Fused::declare(mb, key.epilogue, cfg.result_type));
+        let io = Interface {
+            v_local_index,
+            v_workgroup,
+            v_subgroup,
+            v_lane,
+            v_pc,
+            v_a,
+            v_b,
+            v_c,
+            v_scale,
+            v_groups,
+        };
+        (io, t_out, fuse)
+    }
+}
+
+/// The shared arrays (each operand's tile, the epilogue's staging inside the larger one) and
+/// their unit types.
+#[derive(Clone, Copy)]
+struct SharedArrays {
     sh_a: Word,
     sh_b: Word,
     unit_a_t: Word,
     unit_b_t: Word,
-    /// The array the epilogue's staging tiles live in, and its unit.
+    /// The array the epilogue's staging tiles live in (its unit: [`SharedLayout::host_unit`]).
     sh_host: Word,
-    host_unit: u32,
+    host_unit_t: Word,
+}
+
+impl SharedArrays {
+    fn declare(mb: &mut ModuleBuilder, lay: &SharedLayout) -> Self {
+        let shared_array = |mb: &mut ModuleBuilder, unit_bytes: u32, len: u32| {
+            let unit_t = mb.t_uvec(unit_bytes / 4);
+            (mb.workgroup_array(unit_t, len), unit_t)
+        };
+        let (sh_a, unit_a_t) = shared_array(mb, lay.unit_a, lay.len_a);
+        let (sh_b, unit_b_t) = shared_array(mb, lay.unit_b, lay.len_b);
+        let (sh_host, host_unit_t) = if lay.staging_in_a {
+            (sh_a, unit_a_t)
+        } else {
+            (sh_b, unit_b_t)
+        };
+        SharedArrays {
+            sh_a,
+            sh_b,
+            unit_a_t,
+            unit_b_t,
+            sh_host,
+            host_unit_t,
+        }
+    }
+}
+
+/// Pointer types into the buffers, the shared arrays and function variables, and the vector
+/// of two results the store writes.
+#[derive(Clone, Copy)]
+struct Pointers {
     p_sb_uvec4: Word,
     p_sb_res: Word,
     p_sb_out: Word,
@@ -138,8 +250,41 @@ struct Decl {
     p_wg_unit_b: Word,
     p_wg_u32: Word,
     p_wg_host: Word,
+    t_res2: Word,
     p_fn_acc: Word,
     p_fn_uvec4: Word,
+}
+
+impl Pointers {
+    fn declare(mb: &mut ModuleBuilder, ty: &Types, t_out: Word, sh: &SharedArrays) -> Self {
+        let p_sb_uvec4 = mb.ptr(StorageClass::StorageBuffer, ty.t_uvec4);
+        let p_sb_res = mb.ptr(StorageClass::StorageBuffer, ty.t_res);
+        let p_sb_out = mb.ptr(StorageClass::StorageBuffer, t_out);
+        let p_wg_unit_a = mb.ptr(StorageClass::Workgroup, sh.unit_a_t);
+        let p_wg_unit_b = mb.ptr(StorageClass::Workgroup, sh.unit_b_t);
+        let p_wg_u32 = mb.ptr(StorageClass::Workgroup, ty.t_u32);
+        let p_wg_host = mb.ptr(StorageClass::Workgroup, sh.host_unit_t);
+        let t_res2 = mb.b.type_vector(ty.t_res, 2);
+        let p_fn_acc = mb.ptr(StorageClass::Function, ty.t_mat_acc);
+        let p_fn_uvec4 = mb.ptr(StorageClass::Function, ty.t_uvec4);
+        Pointers {
+            p_sb_uvec4,
+            p_sb_res,
+            p_sb_out,
+            p_wg_unit_a,
+            p_wg_unit_b,
+            p_wg_u32,
+            p_wg_host,
+            t_res2,
+            p_fn_acc,
+            p_fn_uvec4,
+        }
+    }
+}
+
+/// The constants the stages share.
+#[derive(Clone, Copy)]
+struct Consts {
     c0: Word,
     zero_uvec4: Word,
     zero_res: Word,
@@ -149,6 +294,22 @@ struct Decl {
     c_scope_wg: Word,
     c_scope_sg: Word,
     c_sem: Word,
+}
+
+impl Consts {
+    fn declare(mb: &mut ModuleBuilder, ty: &Types, bk: u32) -> Self {
+        Consts {
+            c0: mb.c_u32(0),
+            zero_uvec4: mb.b.constant_null(ty.t_uvec4),
+            zero_res: mb.c_bits(ty.t_res, 0),
+            c_row_major: mb.c_u32(ROW_MAJOR),
+            c_col_major: mb.c_u32(COL_MAJOR),
+            c_bk: mb.c_u32(bk),
+            c_scope_wg: mb.c_u32(Scope::Workgroup as u32),
+            c_scope_sg: mb.c_u32(Scope::Subgroup as u32),
+            c_sem: mb.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits()),
+        }
+    }
 }
 
 /// How the operands' tiles lie in shared memory: each stored in its global layout, rows of the
@@ -256,96 +417,17 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
     let s = key.scheme;
     let g = s.geometry(&cfg);
     let es = cfg.component_type.size_bytes();
-    let rs = cfg.result_type.size_bytes();
     let vw = VECTOR_BYTES / es; // elements per vector
     let split = key.loads == [Load::Split; 2];
     mb.need(Capability::CooperativeMatrixKHR);
     mb.need(Capability::GroupNonUniform);
     mb.extension("SPV_KHR_cooperative_matrix");
-
-    // ---- types ------------------------------------------------------------------------------
-    let t_void = mb.t_void();
-    let t_bool = mb.t_bool();
-    let t_u32 = mb.t_u32();
-    let t_uvec3 = mb.t_uvec(3);
-    let t_uvec4 = mb.t_uvec(4);
-    let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(&cfg, Scope::Subgroup, (cfg.m, cfg.n, cfg.k));
-    let t_res = mb.t_scalar(cfg.result_type);
-
-    // ---- interface --------------------------------------------------------------------------
-    let v_local_index = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
-    let v_workgroup = mb.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
-    let v_subgroup = mb.builtin_input(t_u32, BuiltIn::SubgroupId);
-    let v_lane = mb.builtin_input(t_u32, BuiltIn::SubgroupLocalInvocationId);
-    let v_pc = mb.push_constant_block(PC_MEMBERS);
-    let v_a = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
-    let v_b = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true);
-    // A fused epilogue stores C in its own type, element by element.
-    let fused = key.epilogue.is_fused();
-    let (t_out, os) = if fused {
-        store_type(mb, key.epilogue.output_type(cfg.result_type))
-    } else {
-        (t_res, rs)
-    };
-    if os == 2 || rs == 2 {
-        mb.need(Capability::StorageBuffer16BitAccess);
-    }
-    let v_c = mb.storage_buffer(t_out, os, 2, false);
-    let v_scale = split.then(|| mb.storage_buffer(t_u32, 4, 3, true));
-    let v_groups = group_table(mb, key.grouped);
-    let fuse = fused.then(|| Fused::declare(mb, key.epilogue, cfg.result_type));
-
-    // Shared arrays. Each operand's tile is stored in its global layout: rows of the contiguous
-    // (inner) dimension, skewed by pad_bytes.
-    let SharedLayout {
-        a_inner,
-        b_inner,
-        unit_a,
-        unit_b,
-        pitch_a,
-        pitch_b,
-        stage_units_a,
-        stage_units_b,
-        lo_units_a,
-        lo_units_b,
-        len_a,
-        len_b,
-        staging_in_a,
-        host_unit,
-    } = SharedLayout::of(key);
-    let shared_array = |mb: &mut ModuleBuilder, unit_bytes: u32, len: u32| {
-        let unit_t = mb.t_uvec(unit_bytes / 4);
-        (mb.workgroup_array(unit_t, len), unit_t)
-    };
-    let (sh_a, unit_a_t) = shared_array(mb, unit_a, len_a);
-    let (sh_b, unit_b_t) = shared_array(mb, unit_b, len_b);
-    let (sh_host, host_unit_t) = if staging_in_a {
-        (sh_a, unit_a_t)
-    } else {
-        (sh_b, unit_b_t)
-    };
-
-    // ---- pointer types and constants --------------------------------------------------------
-    let p_sb_uvec4 = mb.ptr(StorageClass::StorageBuffer, t_uvec4);
-    let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_res);
-    let p_sb_out = mb.ptr(StorageClass::StorageBuffer, t_out);
-    let p_wg_unit_a = mb.ptr(StorageClass::Workgroup, unit_a_t);
-    let p_wg_unit_b = mb.ptr(StorageClass::Workgroup, unit_b_t);
-    let p_wg_u32 = mb.ptr(StorageClass::Workgroup, t_u32);
-    let p_wg_host = mb.ptr(StorageClass::Workgroup, host_unit_t);
-    let t_res2 = mb.b.type_vector(t_res, 2);
-    let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
-    let p_fn_uvec4 = mb.ptr(StorageClass::Function, t_uvec4);
-    let c0 = mb.c_u32(0);
-    let zero_uvec4 = mb.b.constant_null(t_uvec4);
-    let zero_res = mb.c_bits(t_res, 0);
-    let c_row_major = mb.c_u32(ROW_MAJOR);
-    let c_col_major = mb.c_u32(COL_MAJOR);
-    let c_bk = mb.c_u32(g.bk);
-    let c_scope_wg = mb.c_u32(Scope::Workgroup as u32);
-    let c_scope_sg = mb.c_u32(Scope::Subgroup as u32);
-    let c_sem = mb.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
-
+    let ty = Types::declare(mb, &cfg);
+    let (io, t_out, fuse) = Interface::declare(mb, key, &ty, split);
+    let lay = SharedLayout::of(key);
+    let sh = SharedArrays::declare(mb, &lay);
+    let ptr = Pointers::declare(mb, &ty, t_out, &sh);
+    let k = Consts::declare(mb, &ty, g.bk);
     let d = Decl {
         cfg,
         s,
@@ -353,60 +435,12 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<(Decl, Option
         es,
         vw,
         split,
-        t_void,
-        t_bool,
-        t_u32,
-        t_uvec3,
-        t_uvec4,
-        t_mat_a,
-        t_mat_b,
-        t_mat_acc,
-        t_res,
-        t_res2,
-        v_local_index,
-        v_workgroup,
-        v_subgroup,
-        v_lane,
-        v_pc,
-        v_a,
-        v_b,
-        v_c,
-        v_scale,
-        v_groups,
-        a_inner,
-        b_inner,
-        unit_a,
-        unit_b,
-        pitch_a,
-        pitch_b,
-        stage_units_a,
-        stage_units_b,
-        lo_units_a,
-        lo_units_b,
-        sh_a,
-        sh_b,
-        unit_a_t,
-        unit_b_t,
-        sh_host,
-        host_unit,
-        p_sb_uvec4,
-        p_sb_res,
-        p_sb_out,
-        p_wg_unit_a,
-        p_wg_unit_b,
-        p_wg_u32,
-        p_wg_host,
-        p_fn_acc,
-        p_fn_uvec4,
-        c0,
-        zero_uvec4,
-        zero_res,
-        c_row_major,
-        c_col_major,
-        c_bk,
-        c_scope_wg,
-        c_scope_sg,
-        c_sem,
+        ty,
+        io,
+        lay,
+        sh,
+        ptr,
+        k,
     };
     Ok((d, fuse))
 }
@@ -452,19 +486,27 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, fuse: Option<&mut Fu
         g,
         es,
         vw,
-        t_u32,
-        t_uvec3,
-        t_mat_acc,
-        v_local_index,
-        v_workgroup,
-        v_subgroup,
-        v_lane,
-        v_pc,
-        v_scale,
-        v_groups,
-        p_fn_acc,
-        p_fn_uvec4,
-        zero_res,
+        ty: Types {
+            t_u32,
+            t_uvec3,
+            t_mat_acc,
+            ..
+        },
+        io:
+            Interface {
+                v_local_index,
+                v_workgroup,
+                v_subgroup,
+                v_lane,
+                v_pc,
+                v_scale,
+                v_groups,
+                ..
+            },
+        ptr: Pointers {
+            p_fn_acc, p_fn_uvec4, ..
+        },
+        k: Consts { zero_res, .. },
         ..
     } = *d;
     // Function-scope variables must open the first block.
@@ -589,19 +631,27 @@ fn operands(
     let Decl {
         g,
         es,
-        t_u32,
-        a_inner,
-        b_inner,
-        unit_a,
-        unit_b,
-        pitch_a,
-        pitch_b,
-        lo_units_a,
-        lo_units_b,
-        sh_a,
-        sh_b,
-        unit_a_t,
-        unit_b_t,
+        ty: Types { t_u32, .. },
+        lay:
+            SharedLayout {
+                a_inner,
+                b_inner,
+                unit_a,
+                unit_b,
+                pitch_a,
+                pitch_b,
+                lo_units_a,
+                lo_units_b,
+                ..
+            },
+        sh:
+            SharedArrays {
+                sh_a,
+                sh_b,
+                unit_a_t,
+                unit_b_t,
+                ..
+            },
         ..
     } = *d;
     let slots = |b: &mut ModuleBuilder,
@@ -672,13 +722,20 @@ fn fragment_bases(
         s,
         g,
         es,
-        t_u32,
-        unit_a,
-        unit_b,
-        pitch_a,
-        pitch_b,
-        c_row_major,
-        c_col_major,
+        ty: Types { t_u32, .. },
+        lay:
+            SharedLayout {
+                unit_a,
+                unit_b,
+                pitch_a,
+                pitch_b,
+                ..
+            },
+        k: Consts {
+            c_row_major,
+            c_col_major,
+            ..
+        },
         ..
     } = *d;
     macro_rules! u {
@@ -741,12 +798,11 @@ fn prefetch(
 ) -> BuildResult<()> {
     let Decl {
         vw,
-        t_u32,
-        t_bool,
-        t_uvec4,
-        p_sb_uvec4,
-        c0,
-        zero_uvec4,
+        ty: Types {
+            t_u32, t_bool, t_uvec4, ..
+        },
+        ptr: Pointers { p_sb_uvec4, .. },
+        k: Consts { c0, zero_uvec4, .. },
         ..
     } = *d;
     let (outer_base, outer_limit) = outer;
@@ -800,15 +856,19 @@ fn bounds(
 /// Both operands' prefetch of the K step from `kb`.
 fn prefetch_all(b: &mut ModuleBuilder, key: &KernelKey, d: &Decl, st: &Setup, kb: Word) -> BuildResult<()> {
     let (o, i) = bounds(key.a_layout, (st.m0, st.pm), (kb, st.pk), true);
-    prefetch(b, key, d, st.c_vw, &st.op_a, (d.v_a, st.a_off, st.lda), o, i)?;
+    prefetch(b, key, d, st.c_vw, &st.op_a, (d.io.v_a, st.a_off, st.lda), o, i)?;
     let (o, i) = bounds(key.b_layout, (st.n0, st.pn), (kb, st.pk), false);
-    prefetch(b, key, d, st.c_vw, &st.op_b, (d.v_b, st.b_off, st.ldb), o, i)
+    prefetch(b, key, d, st.c_vw, &st.op_b, (d.io.v_b, st.b_off, st.ldb), o, i)
 }
 
 /// Stores `op`'s prefetched vectors into its shared tile at `stage_off` units, converted here
 /// rather than as loaded, so the loads stay in flight over the multiplies.
 fn store_shared(b: &mut ModuleBuilder, d: &Decl, op: &Operand2d, p_unit: Word, stage_off: u32) -> BuildResult<()> {
-    let Decl { cfg, t_uvec4, .. } = *d;
+    let Decl {
+        cfg,
+        ty: Types { t_uvec4, .. },
+        ..
+    } = *d;
     let parts = VECTOR_BYTES / op.unit_bytes;
     for (t, &(_, _, sidx)) in op.slots.iter().enumerate() {
         // Converted here rather than as loaded, so the loads stay in flight over the multiplies.
@@ -855,7 +915,7 @@ struct LoopConsts {
 /// The workgroup barrier between K steps (none under [`Probe::NoBarrier`]).
 fn barrier(b: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<()> {
     if key.probe != Probe::NoBarrier {
-        b.b.control_barrier(d.c_scope_wg, d.c_scope_wg, d.c_sem)?;
+        b.b.control_barrier(d.k.c_scope_wg, d.k.c_scope_wg, d.k.c_sem)?;
     }
     Ok(())
 }
@@ -873,12 +933,18 @@ fn step(
 ) -> BuildResult<()> {
     let Decl {
         s,
-        t_u32,
-        stage_units_a,
-        stage_units_b,
-        p_wg_unit_a,
-        p_wg_unit_b,
-        c_bk,
+        ty: Types { t_u32, .. },
+        lay: SharedLayout {
+            stage_units_a,
+            stage_units_b,
+            ..
+        },
+        ptr: Pointers {
+            p_wg_unit_a,
+            p_wg_unit_b,
+            ..
+        },
+        k: Consts { c_bk, .. },
         ..
     } = *d;
     let probe = key.probe;
@@ -919,9 +985,10 @@ fn multiply(
         s,
         g,
         split,
-        t_mat_acc,
-        lo_units_a,
-        lo_units_b,
+        ty: Types { t_mat_acc, .. },
+        lay: SharedLayout {
+            lo_units_a, lo_units_b, ..
+        },
         ..
     } = *d;
     let n_frag = (s.fr_m() * s.fr_n()) as usize;
@@ -973,19 +1040,28 @@ fn slice(
         s,
         es,
         split,
-        t_mat_a,
-        t_mat_b,
-        t_mat_acc,
-        unit_a,
-        unit_b,
-        pitch_a,
-        pitch_b,
-        stage_units_a,
-        stage_units_b,
-        sh_a,
-        sh_b,
-        p_wg_unit_a,
-        p_wg_unit_b,
+        ty: Types {
+            t_mat_a,
+            t_mat_b,
+            t_mat_acc,
+            ..
+        },
+        lay:
+            SharedLayout {
+                unit_a,
+                unit_b,
+                pitch_a,
+                pitch_b,
+                stage_units_a,
+                stage_units_b,
+                ..
+            },
+        sh: SharedArrays { sh_a, sh_b, .. },
+        ptr: Pointers {
+            p_wg_unit_a,
+            p_wg_unit_b,
+            ..
+        },
         ..
     } = *d;
     let a_frag_off = |i: u32| match key.a_layout {
@@ -1046,12 +1122,9 @@ fn main_loop(b: &mut ModuleBuilder, key: &KernelKey, d: &Decl, st: &Setup) -> Bu
         cfg,
         s,
         g,
-        t_u32,
-        t_bool,
-        pitch_a,
-        pitch_b,
-        c0,
-        c_bk,
+        ty: Types { t_u32, t_bool, .. },
+        lay: SharedLayout { pitch_a, pitch_b, .. },
+        k: Consts { c0, c_bk, .. },
         ..
     } = *d;
     let Setup { l_entry, pk, .. } = *st;
