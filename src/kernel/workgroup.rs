@@ -70,8 +70,8 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
     mb.drop_products = key.probe == super::Probe::NoProducts;
     let d = declare(&mut mb, key)?;
-    let t_fn = mb.b.type_function(d.t_void, []);
-    let f_main = mb.b.begin_function(d.t_void, None, FunctionControl::NONE, t_fn)?;
+    let t_fn = mb.b.type_function(d.ty.t_void, []);
+    let f_main = mb.b.begin_function(d.ty.t_void, None, FunctionControl::NONE, t_fn)?;
     mb.b.begin_block(None)?;
     let st = setup(&mut mb, key, &d)?;
     loops(&mut mb, &d, &st)?;
@@ -81,28 +81,86 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
 }
 
 /// What every stage of the kernel refers to, declared before its function: the key's sizes, the
-/// types (the accumulators', the tensor layouts' and view's), the interface, the constants, and
-/// a fused epilogue's per-element function.
+/// types, the accumulators' and the tensors' types and constants, the interface, the pointer
+/// types and zeros, and a fused epilogue's per-element function.
 #[derive(Clone, Copy)]
 struct Decl {
     cfg: GPUSubgroupMatrixConfig,
     s: TileScheme,
     g: TileGeometry,
     vw: u32,
-    /// Accumulators along the tile's N side, and each one's shape.
-    parts: u32,
-    acc_rows: u32,
-    acc_cols: u32,
     planes: bool,
     fused: bool,
     /// Whether the per-element function takes the tile's group (it reads columns).
     group_cols: bool,
+    ty: Types,
+    mt: Tensors,
+    io: Interface,
+    refs: Refs,
+    f_element: Option<Word>,
+}
+
+/// The scalar types, and the type C is stored in (the accumulator's, or a fused epilogue's
+/// output) with its bytes.
+#[derive(Clone, Copy)]
+struct Types {
     t_void: Word,
     t_bool: Word,
     t_u32: Word,
     t_uvec3: Word,
-    t_c: Word,
+    t_comp: Word,
     t_res: Word,
+    t_c: Word,
+    c_bytes: u32,
+}
+
+impl Types {
+    fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> Self {
+        let cfg = key.config;
+        let t_void = mb.t_void();
+        let t_bool = mb.t_bool();
+        let t_u32 = mb.t_u32();
+        let t_uvec3 = mb.t_uvec(3);
+        let t_comp = mb.t_scalar(cfg.component_type);
+        let t_res = mb.t_scalar(cfg.result_type);
+        let fused = key.epilogue.is_fused();
+        if fused {
+            mb.need(Capability::CooperativeMatrixPerElementOperationsNV);
+        }
+        let (t_c, c_bytes) = if fused {
+            store_type(mb, key.epilogue.output_type(cfg.result_type))
+        } else {
+            (t_res, cfg.result_type.size_bytes())
+        };
+        // A and B are read, and C written, as arrays of their own element types.
+        for bytes in [cfg.component_type.size_bytes(), c_bytes] {
+            match bytes {
+                1 => mb.need(Capability::StorageBuffer8BitAccess),
+                2 => mb.need(Capability::StorageBuffer16BitAccess),
+                _ => {}
+            }
+        }
+        Types {
+            t_void,
+            t_bool,
+            t_u32,
+            t_uvec3,
+            t_comp,
+            t_res,
+            t_c,
+            c_bytes,
+        }
+    }
+}
+
+/// The cooperative matrices' types and sizes, and the tensor layouts and view they are loaded
+/// and stored through.
+#[derive(Clone, Copy)]
+struct Tensors {
+    /// Accumulators along the tile's N side, and each one's shape.
+    parts: u32,
+    acc_rows: u32,
+    acc_cols: u32,
     t_mat_a: Word,
     t_mat_b: Word,
     t_mat_acc: Word,
@@ -114,6 +172,49 @@ struct Decl {
     c0: Word,
     c1: Word,
     t_view_transpose: Word,
+}
+
+impl Tensors {
+    fn declare(mb: &mut ModuleBuilder, key: &KernelKey, ty: &Types) -> Self {
+        let (cfg, s) = (key.config, key.scheme);
+        let g = s.geometry(&cfg);
+        // The tile's N side is held as `parts` accumulators (one by default), each `acc_rows x
+        // acc_cols`: BM x BN / parts, or BN x BM when the tile is computed transposed.
+        let parts = s.n_parts();
+        let (acc_rows, acc_cols) = s.accumulator_shape(&cfg);
+        let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(&cfg, Scope::Workgroup, (acc_rows, acc_cols, g.bk));
+        let (c_rows, c_cols, c_bk) = (mb.c_u32(acc_rows), mb.c_u32(acc_cols), mb.c_u32(g.bk));
+        let c_two = mb.c_u32(2);
+        let c_clamped = mb.c_u32(CLAMP_CONSTANT);
+        let c_unclamped = mb.c_u32(CLAMP_UNDEFINED);
+        let t_layout_clamped = mb.b.type_tensor_layout_nv(c_two, c_clamped);
+        let t_layout_unclamped = mb.b.type_tensor_layout_nv(c_two, c_unclamped);
+        let c_false = mb.b.constant_false(ty.t_bool);
+        let (c0, c1) = (mb.c_u32(0), mb.c_u32(1));
+        // Dimension 1 of the view walks the matrix's rows: a transpose.
+        let t_view_transpose = mb.b.type_tensor_view_nv(c_two, c_false, [c1, c0]);
+        Tensors {
+            parts,
+            acc_rows,
+            acc_cols,
+            t_mat_a,
+            t_mat_b,
+            t_mat_acc,
+            c_rows,
+            c_cols,
+            c_bk,
+            t_layout_clamped,
+            t_layout_unclamped,
+            c0,
+            c1,
+            t_view_transpose,
+        }
+    }
+}
+
+/// The kernel's interface: built-ins, push constants and buffers.
+#[derive(Clone, Copy)]
+struct Interface {
     v_workgroup: Word,
     v_pc: Word,
     v_a: Word,
@@ -121,12 +222,50 @@ struct Decl {
     v_c: Word,
     v_scale: Option<Word>,
     v_groups: Option<Word>,
+}
+
+impl Interface {
+    fn declare(mb: &mut ModuleBuilder, key: &KernelKey, ty: &Types, planes: bool) -> Self {
+        let es = key.config.component_type.size_bytes();
+        let v_workgroup = mb.builtin_input(ty.t_uvec3, BuiltIn::WorkgroupId);
+        let v_pc = mb.push_constant_block(PC_MEMBERS);
+        let v_a = mb.storage_buffer(ty.t_comp, es, 0, true);
+        let v_b = mb.storage_buffer(ty.t_comp, es, 1, true);
+        let v_c = mb.storage_buffer(ty.t_c, ty.c_bytes, 2, false);
+        let v_scale = planes.then(|| mb.storage_buffer(ty.t_u32, 4, 3, true));
+        let v_groups = group_table(mb, key.grouped);
+        Interface {
+            v_workgroup,
+            v_pc,
+            v_a,
+            v_b,
+            v_c,
+            v_scale,
+            v_groups,
+        }
+    }
+}
+
+/// Pointer types into the buffers and to the accumulators, and zeros of the element types.
+#[derive(Clone, Copy)]
+struct Refs {
     p_sb_comp: Word,
     p_sb_res: Word,
     p_fn_acc: Word,
     zero_res: Word,
     zero_comp: Word,
-    f_element: Option<Word>,
+}
+
+impl Refs {
+    fn declare(mb: &mut ModuleBuilder, ty: &Types, mt: &Tensors) -> Self {
+        Refs {
+            p_sb_comp: mb.ptr(StorageClass::StorageBuffer, ty.t_comp),
+            p_sb_res: mb.ptr(StorageClass::StorageBuffer, ty.t_c),
+            p_fn_acc: mb.ptr(StorageClass::Function, mt.t_mat_acc),
+            zero_res: mb.c_bits(ty.t_res, 0),
+            zero_comp: mb.c_bits(ty.t_comp, 0),
+        }
+    }
 }
 
 /// Declares the module's types, interface and constants, and a fused epilogue's per-element
@@ -135,72 +274,19 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<Decl> {
     let cfg = key.config;
     let s = key.scheme;
     let g = s.geometry(&cfg);
-    let es = cfg.component_type.size_bytes();
-    let rs = cfg.result_type.size_bytes();
-    let vw = VECTOR_BYTES / es;
+    let vw = VECTOR_BYTES / cfg.component_type.size_bytes();
     mb.need(Capability::CooperativeMatrixKHR);
     mb.need(Capability::CooperativeMatrixTensorAddressingNV);
     mb.need(Capability::TensorAddressingNV);
     mb.extension("SPV_KHR_cooperative_matrix");
     mb.extension("SPV_NV_cooperative_matrix2");
     mb.extension("SPV_NV_tensor_addressing");
-
-    // ---- types ------------------------------------------------------------------------------
-    let t_void = mb.t_void();
-    let t_bool = mb.t_bool();
-    let t_u32 = mb.t_u32();
-    let t_uvec3 = mb.t_uvec(3);
-    let t_comp = mb.t_scalar(cfg.component_type);
-    let t_res = mb.t_scalar(cfg.result_type);
-    let fused = key.epilogue.is_fused();
-    if fused {
-        mb.need(Capability::CooperativeMatrixPerElementOperationsNV);
-    }
-    // C is stored in its own type: the accumulator's, or a fused epilogue's output.
-    let (t_c, cs) = if fused {
-        store_type(mb, key.epilogue.output_type(cfg.result_type))
-    } else {
-        (t_res, rs)
-    };
-    // A and B are read, and C written, as arrays of their own element types.
-    for bytes in [es, cs] {
-        match bytes {
-            1 => mb.need(Capability::StorageBuffer8BitAccess),
-            2 => mb.need(Capability::StorageBuffer16BitAccess),
-            _ => {}
-        }
-    }
-    // The tile's N side is held as `parts` accumulators (one by default), each `acc_rows x
-    // acc_cols`: BM x BN / parts, or BN x BM when the tile is computed transposed.
-    let parts = s.n_parts();
-    let (acc_rows, acc_cols) = s.accumulator_shape(&cfg);
-    let (t_mat_a, t_mat_b, t_mat_acc) = mb.matrix_types(&cfg, Scope::Workgroup, (acc_rows, acc_cols, g.bk));
-    let (c_rows, c_cols, c_bk) = (mb.c_u32(acc_rows), mb.c_u32(acc_cols), mb.c_u32(g.bk));
-    let c_two = mb.c_u32(2);
-    let c_clamped = mb.c_u32(CLAMP_CONSTANT);
-    let c_unclamped = mb.c_u32(CLAMP_UNDEFINED);
-    let t_layout_clamped = mb.b.type_tensor_layout_nv(c_two, c_clamped);
-    let t_layout_unclamped = mb.b.type_tensor_layout_nv(c_two, c_unclamped);
-    let c_false = mb.b.constant_false(t_bool);
-    let (c0, c1) = (mb.c_u32(0), mb.c_u32(1));
-    // Dimension 1 of the view walks the matrix's rows: a transpose.
-    let t_view_transpose = mb.b.type_tensor_view_nv(c_two, c_false, [c1, c0]);
-
-    // ---- interface --------------------------------------------------------------------------
-    let v_workgroup = mb.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
-    let v_pc = mb.push_constant_block(PC_MEMBERS);
-    let v_a = mb.storage_buffer(t_comp, es, 0, true);
-    let v_b = mb.storage_buffer(t_comp, es, 1, true);
-    let v_c = mb.storage_buffer(t_c, cs, 2, false);
+    let ty = Types::declare(mb, key);
+    let mt = Tensors::declare(mb, key, &ty);
     let planes = key.loads == [Load::Planes; 2];
-    let v_scale = planes.then(|| mb.storage_buffer(t_u32, 4, 3, true));
-    let v_groups = group_table(mb, key.grouped);
-    let p_sb_comp = mb.ptr(StorageClass::StorageBuffer, t_comp);
-    let p_sb_res = mb.ptr(StorageClass::StorageBuffer, t_c);
-    let p_fn_acc = mb.ptr(StorageClass::Function, t_mat_acc);
-    let zero_res = mb.c_bits(t_res, 0);
-    let zero_comp = mb.c_bits(t_comp, 0);
-
+    let io = Interface::declare(mb, key, &ty, planes);
+    let refs = Refs::declare(mb, &ty, &mt);
+    let fused = key.epilogue.is_fused();
     // A grouped kernel passes its group to the per-element function where it reads columns.
     let group_cols = key.grouped && key.epilogue.reads_columns();
     let f_element = if fused {
@@ -208,54 +294,25 @@ fn declare(mb: &mut ModuleBuilder, key: &KernelKey) -> BuildResult<Decl> {
         Some(element_function(
             mb,
             &mut ep,
-            v_pc,
-            (v_c, t_c),
+            io.v_pc,
+            (io.v_c, ty.t_c),
             (s.c_transposed(), group_cols),
         )?)
     } else {
         None
     };
-
     Ok(Decl {
         cfg,
         s,
         g,
         vw,
-        parts,
-        acc_rows,
-        acc_cols,
         planes,
         fused,
         group_cols,
-        t_void,
-        t_bool,
-        t_u32,
-        t_uvec3,
-        t_c,
-        t_res,
-        t_mat_a,
-        t_mat_b,
-        t_mat_acc,
-        c_rows,
-        c_cols,
-        c_bk,
-        t_layout_clamped,
-        t_layout_unclamped,
-        c0,
-        c1,
-        t_view_transpose,
-        v_workgroup,
-        v_pc,
-        v_a,
-        v_b,
-        v_c,
-        v_scale,
-        v_groups,
-        p_sb_comp,
-        p_sb_res,
-        p_fn_acc,
-        zero_res,
-        zero_comp,
+        ty,
+        mt,
+        io,
+        refs,
         f_element,
     })
 }
@@ -299,27 +356,39 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup
         s,
         g,
         vw,
-        parts,
-        acc_cols,
         planes,
-        t_uvec3,
-        t_mat_a,
-        t_mat_b,
-        t_mat_acc,
-        t_view_transpose,
-        v_workgroup,
-        v_pc,
-        v_a,
-        v_b,
-        v_c,
-        v_scale,
-        v_groups,
-        p_sb_comp,
-        p_sb_res,
-        p_fn_acc,
-        zero_res,
-        zero_comp,
-        c0,
+        ty: Types { t_uvec3, .. },
+        mt:
+            Tensors {
+                parts,
+                acc_cols,
+                t_mat_a,
+                t_mat_b,
+                t_mat_acc,
+                t_view_transpose,
+                c0,
+                ..
+            },
+        io:
+            Interface {
+                v_workgroup,
+                v_pc,
+                v_a,
+                v_b,
+                v_c,
+                v_scale,
+                v_groups,
+                ..
+            },
+        refs:
+            Refs {
+                p_sb_comp,
+                p_sb_res,
+                p_fn_acc,
+                zero_res,
+                zero_comp,
+                ..
+            },
         ..
     } = *d;
     let v_acc: Vec<Word> = (0..parts)
@@ -447,7 +516,7 @@ fn layout(b: &mut ModuleBuilder, d: &Decl, t_layout: Word, t: &Tensor) -> BuildR
     let l = b.b.create_tensor_layout_nv(t_layout, None)?;
     let l =
         b.b.tensor_layout_set_dimension_nv(t_layout, None, l, [t.dims.0, t.dims.1])?;
-    b.b.tensor_layout_set_stride_nv(t_layout, None, l, [t.stride, d.c1])
+    b.b.tensor_layout_set_stride_nv(t_layout, None, l, [t.stride, d.mt.c1])
 }
 
 /// Layout `l` of `t` sliced to the matrix at (row0, col0) of the matrix's (not the storage's)
@@ -490,12 +559,16 @@ struct LoopCtx<'a> {
 fn load_operands(b: &mut ModuleBuilder, x: &LoopCtx<'_>, k: Word) -> BuildResult<(Word, Vec<Word>)> {
     let Decl {
         s,
-        parts,
-        t_mat_a,
-        t_mat_b,
-        c_rows,
-        c_cols,
-        c_bk,
+        mt:
+            Tensors {
+                parts,
+                t_mat_a,
+                t_mat_b,
+                c_rows,
+                c_cols,
+                c_bk,
+                ..
+            },
         ..
     } = *x.d;
     let Setup {
@@ -546,7 +619,7 @@ fn load_step(b: &mut ModuleBuilder, x: &LoopCtx<'_>, k: Word) -> BuildResult<Ste
     let hi = load_operands(b, x, k)?;
     let lo = match x.st.k_half {
         Some(half) => {
-            let k_lo = b.b.i_add(x.d.t_u32, None, k, half)?;
+            let k_lo = b.b.i_add(x.d.ty.t_u32, None, k, half)?;
             Some(load_operands(b, x, k_lo)?)
         }
         None => None,
@@ -565,7 +638,7 @@ fn multiply(
     j: usize,
     x: Word,
 ) -> BuildResult<Word> {
-    let (t_mat_acc, operands) = (d.t_mat_acc, st.operands);
+    let (t_mat_acc, operands) = (d.mt.t_mat_acc, st.operands);
     let Some((la, lbs)) = lo else {
         return b.mul_add(t_mat_acc, (*ma, mbs[j], x), operands);
     };
@@ -577,9 +650,9 @@ fn multiply(
 /// Adds a split's partial sums into the accumulators (nothing without split planes).
 fn add_sums(b: &mut ModuleBuilder, d: &Decl, st: &Setup) -> BuildResult<()> {
     for (&v, &t) in st.v_acc.iter().zip(&st.v_sum) {
-        let x = b.b.load(d.t_mat_acc, None, v, None, [])?;
-        let y = b.b.load(d.t_mat_acc, None, t, None, [])?;
-        let x = b.b.f_add(d.t_mat_acc, None, x, y)?;
+        let x = b.b.load(d.mt.t_mat_acc, None, v, None, [])?;
+        let y = b.b.load(d.mt.t_mat_acc, None, t, None, [])?;
+        let x = b.b.f_add(d.mt.t_mat_acc, None, x, y)?;
         b.b.store(v, x, None, [])?;
     }
     Ok(())
@@ -601,10 +674,8 @@ fn k_loop(
     let Decl {
         g,
         planes,
-        t_u32,
-        t_mat_acc,
-        c0,
-        c1,
+        ty: Types { t_u32, .. },
+        mt: Tensors { t_mat_acc, c0, c1, .. },
         ..
     } = *d;
     let Setup {
@@ -696,11 +767,14 @@ fn loops(mb: &mut ModuleBuilder, d: &Decl, st: &Setup) -> BuildResult<()> {
     let Decl {
         s,
         g,
-        t_bool,
-        t_u32,
-        t_layout_clamped,
-        t_layout_unclamped,
-        c0,
+        ty: Types { t_bool, t_u32, .. },
+        mt:
+            Tensors {
+                t_layout_clamped,
+                t_layout_unclamped,
+                c0,
+                ..
+            },
         ..
     } = *d;
     let Setup {
@@ -752,18 +826,21 @@ fn loops(mb: &mut ModuleBuilder, d: &Decl, st: &Setup) -> BuildResult<()> {
 fn epilogue(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, st: &Setup) -> BuildResult<()> {
     let Decl {
         cfg,
-        acc_rows,
-        acc_cols,
         fused,
         group_cols,
-        t_c,
-        t_res,
-        t_mat_acc,
-        c_rows,
-        c_cols,
-        t_layout_clamped,
-        v_pc,
         f_element,
+        ty: Types { t_c, t_res, .. },
+        mt:
+            Tensors {
+                acc_rows,
+                acc_cols,
+                t_mat_acc,
+                c_rows,
+                c_cols,
+                t_layout_clamped,
+                ..
+            },
+        io: Interface { v_pc, .. },
         ..
     } = *d;
     let Setup {
