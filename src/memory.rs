@@ -60,9 +60,8 @@ impl BufferKind {
 
 /// Device buffers of at least this many bytes start on a multiple of it within the allocator's
 /// blocks. On the H200 a GEMM whose activations and C had been placed after a 48.4 MiB weight (a
-/// multiple of 128 KiB, not of 2 MiB) ran 17-21% slower than with the same buffers on 2 MiB
-/// boundaries (512x22016x4096 f16 -> f32 `nt`: 412 against 342 us), whatever the data and
-/// wherever the operand lay inside its buffer; no smaller misalignment was tried
+/// multiple of 128 KiB, not of 2 MiB) ran 7-27% slower than with the same buffers on 2 MiB
+/// boundaries (512x22016x4096 f16 -> f32 `nt`: 412 against 342 us), whatever the data
 /// (docs/perf/JOURNAL.md, "Buffers on 2 MiB boundaries").
 pub(crate) const BIG_PAGE: u64 = 2 << 20;
 

@@ -97,7 +97,7 @@ pub(crate) fn placed<T: Element>(m: &impl DeviceOperand<T>) -> Placed<'_> {
 /// [`DeviceMatrix`] is (the caller keeps the buffer alive and orders other work on it).
 ///
 /// Bind large buffers at 2 MiB-aligned offsets of their memory, as vk-sgmat binds its own: on
-/// an H200 a GEMM whose operands started elsewhere in a shared allocation ran 17-27% slower
+/// an H200 a GEMM whose operands started elsewhere in a shared allocation ran 7-27% slower
 /// (docs/perf/JOURNAL.md, "Buffers on 2 MiB boundaries").
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct BufferMatrix<T: Element> {
