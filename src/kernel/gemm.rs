@@ -486,33 +486,16 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, fuse: Option<&mut Fu
         g,
         es,
         vw,
-        ty: Types {
-            t_u32,
-            t_uvec3,
-            t_mat_acc,
-            ..
-        },
-        io:
-            Interface {
-                v_local_index,
-                v_workgroup,
-                v_subgroup,
-                v_lane,
-                v_pc,
-                v_scale,
-                v_groups,
-                ..
-            },
-        ptr: Pointers {
-            p_fn_acc, p_fn_uvec4, ..
-        },
-        k: Consts { zero_res, .. },
+        ty,
+        io,
+        ptr,
+        k,
         ..
     } = *d;
     // Function-scope variables must open the first block.
     let n_frag = (s.fr_m() * s.fr_n()) as usize;
     let acc_vars: Vec<Word> = (0..n_frag)
-        .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
+        .map(|_| mb.b.variable(ptr.p_fn_acc, None, StorageClass::Function, None))
         .collect();
     let a_per_thread = g.bm * g.bk * es / VECTOR_BYTES / g.threads;
     let b_per_thread = g.bn * g.bk * es / VECTOR_BYTES / g.threads;
@@ -521,7 +504,7 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, fuse: Option<&mut Fu
         (0..per_thread)
             .map(|_| {
                 (0..load.storage_vectors())
-                    .map(|_| mb.b.variable(p_fn_uvec4, None, StorageClass::Function, None))
+                    .map(|_| mb.b.variable(ptr.p_fn_uvec4, None, StorageClass::Function, None))
                     .collect()
             })
             .collect()
@@ -535,11 +518,11 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, fuse: Option<&mut Fu
             b.c_u32($v)
         };
     }
-    let tid = b.b.load(t_u32, None, v_local_index, None, [])?;
-    let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
-    let sg = b.b.load(t_u32, None, v_subgroup, None, [])?;
-    let lane = b.b.load(t_u32, None, v_lane, None, [])?;
-    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
+    let tid = b.b.load(ty.t_u32, None, io.v_local_index, None, [])?;
+    let wg = b.b.load(ty.t_uvec3, None, io.v_workgroup, None, [])?;
+    let sg = b.b.load(ty.t_u32, None, io.v_subgroup, None, [])?;
+    let lane = b.b.load(ty.t_u32, None, io.v_lane, None, [])?;
+    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(io.v_pc, which as u32);
     let pn = pc(b, Pc::N)?;
     let pk = pc(b, Pc::K)?;
     let lda = pc(b, Pc::LdaVec)?;
@@ -547,7 +530,7 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, fuse: Option<&mut Fu
     let ldc = pc(b, Pc::Ldc)?;
     let pm = pc(b, Pc::M)?;
     let at = (g.bm, g.bn);
-    let here = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
+    let here = tile(b, (io.v_pc, wg), (pm, pn), at, s.raster_group(), io.v_groups)?;
     skip_empty(b, &here)?;
     let l_entry = b.current_label();
     let Tile {
@@ -558,23 +541,23 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, fuse: Option<&mut Fu
         group,
     } = here;
     if let Some(f) = fuse {
-        f.prepare(b, v_pc, group)?;
+        f.prepare(b, io.v_pc, group)?;
     }
     // The split's scales: (s_a, 1/s_a), (s_b, 1/s_b).
-    let scales = match v_scale {
+    let scales = match io.v_scale {
         Some(v) => Some(super::convert::operand_scales(b, v)?),
         None => None,
     };
 
     let c_sgn = u!(s.sg_n());
-    let sg_m = b.b.u_div(t_u32, None, sg, c_sgn)?;
-    let sg_n = b.b.u_mod(t_u32, None, sg, c_sgn)?;
+    let sg_m = b.b.u_div(ty.t_u32, None, sg, c_sgn)?;
+    let sg_n = b.b.u_mod(ty.t_u32, None, sg, c_sgn)?;
 
     let per_thread = (a_per_thread, b_per_thread);
     let (op_a, op_b) = operands(b, d, (tid, per_thread), (regs_a, regs_b), (load_a, load_b), scales)?;
 
     // Zero accumulators: a one-constituent composite (splat), not OpConstantNull (Intel Mesa < 25.2).
-    let zero_acc = b.b.composite_construct(t_mat_acc, None, [zero_res])?;
+    let zero_acc = b.b.composite_construct(ty.t_mat_acc, None, [k.zero_res])?;
     for &v in &acc_vars {
         b.b.store(v, zero_acc, None, [])?;
     }

@@ -357,49 +357,21 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup
         g,
         vw,
         planes,
-        ty: Types { t_uvec3, .. },
-        mt:
-            Tensors {
-                parts,
-                acc_cols,
-                t_mat_a,
-                t_mat_b,
-                t_mat_acc,
-                t_view_transpose,
-                c0,
-                ..
-            },
-        io:
-            Interface {
-                v_workgroup,
-                v_pc,
-                v_a,
-                v_b,
-                v_c,
-                v_scale,
-                v_groups,
-                ..
-            },
-        refs:
-            Refs {
-                p_sb_comp,
-                p_sb_res,
-                p_fn_acc,
-                zero_res,
-                zero_comp,
-                ..
-            },
+        ty,
+        mt,
+        io,
+        refs,
         ..
     } = *d;
-    let v_acc: Vec<Word> = (0..parts)
-        .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
+    let v_acc: Vec<Word> = (0..mt.parts)
+        .map(|_| mb.b.variable(refs.p_fn_acc, None, StorageClass::Function, None))
         .collect();
     // Split planes: each loop iteration's partial sums.
-    let v_sum: Vec<Word> = (0..if planes { parts } else { 0 })
-        .map(|_| mb.b.variable(p_fn_acc, None, StorageClass::Function, None))
+    let v_sum: Vec<Word> = (0..if planes { mt.parts } else { 0 })
+        .map(|_| mb.b.variable(refs.p_fn_acc, None, StorageClass::Function, None))
         .collect();
     let b = mb;
-    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
+    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(io.v_pc, which as u32);
     // N, K and the leading dimensions: pushed (`per` elements to the pushed unit), or built in
     // (`KernelKey::fixed`), which the driver compiles into a faster loop (perf/h100-27-10.txt:
     // `nn` 4096^3 +9%, 2048^3 +7% on the H100), one pipeline per shape.
@@ -424,7 +396,7 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup
     let ldc = size(b, f.map(|f| f.ldc), Pc::Ldc, 1)?;
     // Split planes: the operands' K holds the hi plane, then the lo plane; the loop runs over
     // the first half. Their scales' reciprocals (A's, B's) unscale the result.
-    let (k_half, unscale) = match v_scale {
+    let (k_half, unscale) = match io.v_scale {
         Some(v) => {
             let half = b.div_u(pk, 2)?;
             let [(_, ua), (_, ub)] = super::convert::operand_scales(b, v)?;
@@ -433,9 +405,9 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup
         None => (None, None),
     };
     let k_loop_end = k_half.unwrap_or(pk);
-    let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
+    let wg = b.b.load(ty.t_uvec3, None, io.v_workgroup, None, [])?;
     let at = (g.bm, g.bn);
-    let here = tile(b, (v_pc, wg), (pm, pn), at, s.raster_group(), v_groups)?;
+    let here = tile(b, (io.v_pc, wg), (pm, pn), at, s.raster_group(), io.v_groups)?;
     skip_empty(b, &here)?;
     let Tile {
         offsets: [a_off_vec, b_off_vec, c_off],
@@ -448,9 +420,9 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup
     let b_off = b.mul_u(b_off_vec, vw)?;
     // Tensor loads and stores start at a 16-byte aligned element: the planner keeps every
     // operand's first element, and every batch stride, so.
-    let p_a = b.b.access_chain(p_sb_comp, None, v_a, [c0, a_off])?;
-    let p_b = b.b.access_chain(p_sb_comp, None, v_b, [c0, b_off])?;
-    let p_c = b.b.access_chain(p_sb_res, None, v_c, [c0, c_off])?;
+    let p_a = b.b.access_chain(refs.p_sb_comp, None, io.v_a, [mt.c0, a_off])?;
+    let p_b = b.b.access_chain(refs.p_sb_comp, None, io.v_b, [mt.c0, b_off])?;
+    let p_c = b.b.access_chain(refs.p_sb_res, None, io.v_c, [mt.c0, c_off])?;
 
     // The multiply's left and right operands and its result: A, B and C, or B^T, A^T and C^T
     // (the same memory, the layouts flipped) when the tile is computed transposed. `row0` is
@@ -471,15 +443,21 @@ fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup
     } else {
         Tensor::new(Layout::RowMajor, (pm, pn), ldc)
     };
-    let col0s = (0..parts)
-        .map(|j| if j == 0 { Ok(col0) } else { b.add_u(col0, j * acc_cols) })
+    let col0s = (0..mt.parts)
+        .map(|j| {
+            if j == 0 {
+                Ok(col0)
+            } else {
+                b.add_u(col0, j * mt.acc_cols)
+            }
+        })
         .collect::<BuildResult<Vec<Word>>>()?;
-    let view = b.b.create_tensor_view_nv(t_view_transpose, None)?;
+    let view = b.b.create_tensor_view_nv(mt.t_view_transpose, None)?;
     let operands = mul_add_operands(&cfg);
     // Values for elements a load skips (none here: no clipping); zero for clarity.
-    let zero_a = b.b.composite_construct(t_mat_a, None, [zero_comp])?;
-    let zero_b = b.b.composite_construct(t_mat_b, None, [zero_comp])?;
-    let zero_acc = b.b.composite_construct(t_mat_acc, None, [zero_res])?;
+    let zero_a = b.b.composite_construct(mt.t_mat_a, None, [refs.zero_comp])?;
+    let zero_b = b.b.composite_construct(mt.t_mat_b, None, [refs.zero_comp])?;
+    let zero_acc = b.b.composite_construct(mt.t_mat_acc, None, [refs.zero_res])?;
     for &v in &v_acc {
         b.b.store(v, zero_acc, None, [])?;
     }
