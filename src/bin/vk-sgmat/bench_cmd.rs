@@ -65,13 +65,7 @@ pub(crate) fn bench(
     let mut rows = Vec::new();
     let (compute, convert_first, relayout) = (forced.compute, forced.convert_first, forced.relayout);
     for &t in &all_types {
-        let scheme = scheme
-            .map(|name| crate::args::scheme_named(ctx, t, compute, None, name))
-            .transpose()?;
-        let options = GemmOptions {
-            scheme,
-            ..forced.clone()
-        };
+        let options = crate::args::with_scheme(ctx, t, forced, scheme)?;
         let (route, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
         let (groups, iters) = if cpu { (4, 64) } else { (2048, 4096) };
         // The kernels without matrix units have no matrix-unit peak to compare with (0: none).
@@ -89,7 +83,7 @@ pub(crate) fn bench(
         if let Some(r) = relayout {
             types = format!("{types}, {}", if r { "relaid" } else { "in place" });
         }
-        if let Some(s) = scheme {
+        if let Some(s) = options.scheme {
             types = format!("{types} {}", s.name());
         }
         if let Some(on) = forced.specialize {
