@@ -156,7 +156,7 @@ fn device_operands_on_a_stream() {
 /// those the tests above reach).
 #[test]
 fn every_kernel_variant_validates() {
-    use vk_sgmat::kernel::{generate_gemv, Epilogue, GemvKey, GEMV_MAX_ROWS};
+    use vk_sgmat::kernel::{generate_gemv, Epilogue, GemvKey, GEMV_MAX_ROWS, GEMV_THREADS};
     use vk_sgmat::ComponentType::{Bf16, F16, F32};
     use vk_sgmat::{Activation, Axis};
     for elem in [F16, Bf16, F32] {
@@ -180,6 +180,7 @@ fn every_kernel_variant_validates() {
                     elem,
                     rows,
                     cols,
+                    lanes: GEMV_THREADS,
                     unroll,
                     c_transposed,
                     epilogue,
@@ -195,6 +196,7 @@ fn every_kernel_variant_validates() {
         elem: vk_sgmat::ComponentType::I8,
         rows: 1,
         cols: 4,
+        lanes: GEMV_THREADS,
         unroll: 1,
         c_transposed: false,
         epilogue: Epilogue::default(),

@@ -146,7 +146,7 @@ fn layer<T: Element>(
     lc: Layout,
     options: &GemmOptions,
     rng: &mut Rng,
-) {
+) -> Vec<String> {
     let ctx = context();
     let k = kb * q.block_values();
     let blocks = random_blocks_small(q, n, k, rng);
@@ -171,10 +171,8 @@ fn layer<T: Element>(
     }
     .unwrap();
     prepared.run().unwrap();
-    let int8 = prepared
-        .plans()
-        .flat_map(|p| p.kernels())
-        .any(|k| k.label().ends_with("_x8"));
+    let names: Vec<String> = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
+    let int8 = names.iter().any(|n| n.ends_with("_x8"));
     drop(prepared);
     let got = download(ctx, &c);
     let xf: Vec<f32> = xs.iter().map(|v| v.to_f64() as f32).collect();
@@ -190,7 +188,7 @@ fn layer<T: Element>(
             k,
         };
         int8.check((m, n), (options.alpha, options.beta), (&got, &c0), at_c);
-        return;
+        return names;
     }
     // The reference on row-major copies of the operands and of C's old value.
     // (x's elements and the dequantized weights are exact in f32.)
@@ -221,6 +219,7 @@ fn layer<T: Element>(
         (e + (f64::from(*g) - w).powi(2), s + w * w)
     });
     assert!(err <= 5e-4 * norm.max(f64::MIN_POSITIVE), "{q}: NMSE {}", err / norm);
+    names
 }
 
 /// A layer whose activations the GPU rounded to 8 bits (`GemmOptions::int8_activations`): the
@@ -418,6 +417,73 @@ fn decode_with_8_bit_activations_matches_the_reference_in_every_format() {
         k,
     };
     int8.check((m, n), (1.0, 1.0), (&got, &broadcast), |mi, ni| mi * n + ni);
+    assert_no_validation_messages(ctx);
+}
+
+/// Decode's layouts of the 8-bit kernel (`GemmOptions::gemv_lanes`, `gemv_cols`): invocations
+/// along every row a unit at a time, or 16/32/64 sharing each row a run of 256 values at a time
+/// (one to four rows each), in every format, against the reference; K of 19 runs (so some
+/// lanes take two and some none), 37 weight rows (no multiple of any workgroup's), and the
+/// choices that do not fit as typed errors.
+#[test]
+fn decode_layouts_match_the_reference_in_every_format() {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let forced = |lanes: Option<u32>, cols: Option<u32>| GemmOptions {
+        int8_activations: Some(true),
+        gemv_lanes: lanes,
+        gemv_cols: cols,
+        ..Default::default()
+    };
+    let layouts = [
+        (None, None, 1, "_r1_c4_"),
+        (Some(16), None, 1, "_r1_c8_l16_"),
+        (Some(128), Some(3), 3, "_r3_c3_"),
+        (Some(16), Some(16), 8, "_r8_c16_l16_"),
+        (Some(32), Some(16), 2, "_r2_c16_l32_"),
+        (Some(64), Some(2), 5, "_r5_c2_l64_"),
+    ];
+    for (i, q) in QuantType::ALL.into_iter().enumerate() {
+        let kb = 19 * 256 / q.block_values();
+        for (j, &(lanes, cols, m, name)) in layouts.iter().enumerate() {
+            // Each format in four of the six layouts, every layout in most formats.
+            if (i + j) % 6 >= 4 && j > 0 {
+                continue;
+            }
+            let options = forced(lanes, cols);
+            let names = layer::<f16>(q, (m, 37, kb), false, Layout::RowMajor, &options, &mut rng);
+            assert!(
+                names.last().is_some_and(|n| n.contains(name) && n.ends_with("_x8")),
+                "{q} {lanes:?} {cols:?}: {names:?}"
+            );
+        }
+    }
+    let ctx = context();
+    let n = 37;
+    let int8_off = GemmOptions {
+        int8_activations: Some(false),
+        ..forced(Some(16), None)
+    };
+    // (K = 416 is 13 blocks of 32, no multiple of 256.)
+    for (q, k, options, says) in [
+        (QuantType::Q8_0, 416, forced(Some(16), None), "K = 416"),
+        (QuantType::Q8_0, 416, forced(Some(8), None), "gemv_lanes = 8"),
+        (QuantType::Q8_0, 416, int8_off, "8-bit activations off"),
+        (QuantType::Q8_0, 416, forced(Some(128), Some(9)), "gemv_cols = 9"),
+        (QuantType::Q4K, 512, forced(Some(16), Some(12)), "multiple of 8"),
+        (QuantType::Q4K, 512, forced(Some(16), Some(40)), "at most 32"),
+        (QuantType::Q4K, 512, forced(Some(16), Some(24)), "here 8 x 24"),
+    ] {
+        let w = ctx
+            .upload_quantized(q, n, k, &random_blocks_small(q, n, k, &mut rng))
+            .unwrap();
+        let x = ctx.zeros::<f16>(8, k).unwrap();
+        let mut c = ctx.zeros::<f32>(8, n).unwrap();
+        let err = ctx.run(&Matmul::with_options(&options), &x, w.t(), &mut c);
+        assert!(
+            matches!(&err, Err(Error::InvalidOption(m)) if m.contains(says)),
+            "{q} {options:?}: {err:?}"
+        );
+    }
     assert_no_validation_messages(ctx);
 }
 
@@ -925,18 +991,24 @@ fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
 
 #[test]
 fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
-    use vk_sgmat::kernel::{generate_gemv, Epilogue, GemvKey};
+    use vk_sgmat::kernel::{generate_gemv, Epilogue, GemvKey, GEMV_THREADS};
     for quant in QuantType::ALL {
-        for (elem, rows, cols) in [
-            (ComponentType::F16, 1, 4),
-            (ComponentType::F32, 8, 2),
-            (ComponentType::Bf16, 3, 4),
+        for (elem, rows, cols, lanes) in [
+            (ComponentType::F16, 1, 4, GEMV_THREADS),
+            (ComponentType::F32, 8, 2, GEMV_THREADS),
+            (ComponentType::Bf16, 3, 4, GEMV_THREADS),
+            (ComponentType::F16, 1, 8, 16),
+            (ComponentType::F16, 8, 16, 16),
+            (ComponentType::F32, 3, 16, 32),
+            (ComponentType::Bf16, 2, 8, 64),
         ] {
-            for int8_x in [false, true] {
+            // Invocations sharing rows take 8-bit activations only.
+            for int8_x in [false, true].into_iter().filter(|&x| x || lanes == GEMV_THREADS) {
                 let key = GemvKey {
                     elem,
                     rows,
                     cols,
+                    lanes,
                     unroll: 1,
                     c_transposed: rows == 3,
                     epilogue: Epilogue::default(),
@@ -947,6 +1019,31 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
             }
         }
+    }
+    // Layouts the kernel does not take: a typed error, not SPIR-V.
+    let key = |lanes, cols, int8_x| GemvKey {
+        elem: ComponentType::F16,
+        rows: 8,
+        cols,
+        lanes,
+        unroll: 1,
+        c_transposed: false,
+        epilogue: Epilogue::default(),
+        quant: Some(QuantType::Q4K),
+        int8_x,
+    };
+    for bad in [
+        key(16, 8, false),
+        key(16, 12, true),
+        key(16, 24, true),
+        key(8, 16, true),
+        key(GEMV_THREADS, 9, true),
+    ] {
+        assert!(
+            matches!(generate_gemv(&bad), Err(Error::Unsupported(_))),
+            "{}",
+            bad.name()
+        );
     }
 }
 

@@ -83,6 +83,14 @@ pub struct GemmOptions {
     /// Vectors of each weight row an invocation of the matrix-vector kernel loads per step (1
     /// or 2), a tuning choice. Default `None`: the measured choice.
     pub gemv_unroll: Option<u32>,
+    /// Invocations of the matrix-vector kernel per row of quantized weights with 8-bit
+    /// activations ([`GemvKey::lanes`](crate::kernel::GemvKey::lanes)), a tuning choice: 128
+    /// (each invocation along every row of its workgroup, a unit of 32 values a step) or 16,
+    /// 32 or 64 (whole runs of 256 values a step; K a multiple of 256). `gemv_cols` then counts
+    /// the workgroup's rows of weights: a multiple of `128 / lanes`, at most four rows an
+    /// invocation. Default `None`: 128, the layout measured on a GPU (the shared rows are
+    /// checked for correctness but not yet timed on one).
+    pub gemv_lanes: Option<u32>,
     /// Decode on quantized weights ([`QuantMatrix`](crate::QuantMatrix) on the matrix-vector
     /// kernel): whether the activations are first rounded to 8 bits per block of 32 values (a
     /// scale each, `max |x| / 127`) in a pass of their own, so the kernel multiplies four weight
@@ -112,6 +120,7 @@ impl Default for GemmOptions {
             matrix_vector: None,
             gemv_cols: None,
             gemv_unroll: None,
+            gemv_lanes: None,
             int8_activations: None,
         }
     }

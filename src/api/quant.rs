@@ -339,8 +339,14 @@ impl Context {
             max_allocation: u64::MAX,
             ..self.limits
         };
+        // The rows of quantized weights per workgroup are checked against their own kernel's
+        // layout (`gemv_on_blocks`), not the dense one's.
+        let dense = crate::GemmOptions {
+            gemv_cols: None,
+            ..options.clone()
+        };
         let streamed = self
-            .plan_gemv_within((pa, pb, pc), types, (options, terms), &lifted)?
+            .plan_gemv_within((pa, pb, pc), types, (&dense, terms), &lifted)?
             .filter(|p| streams_blocks(p, which_of(p)));
         let plan = match streamed {
             Some(plan) => plan,
@@ -351,7 +357,13 @@ impl Context {
         if streams_blocks(&plan, which) {
             // The activations are the operand beside the quantized one.
             let int8_x = self.int8_activations(options, types[1 - j])?;
-            gemv_on_blocks(plan, which, quantized, (options.gemv_cols, int8_x), &self.limits)
+            gemv_on_blocks(
+                plan,
+                which,
+                quantized,
+                ((options.gemv_cols, options.gemv_lanes), int8_x),
+                &self.limits,
+            )
         } else {
             dequantized_first(plan, which, quantized, to, &self.limits)
         }

@@ -26,8 +26,14 @@ use serde::Serialize;
 pub const GEMV_THREADS: u32 = 128;
 /// The most rows of X one kernel takes (its sums live in registers).
 pub const GEMV_MAX_ROWS: u32 = 8;
-/// The most rows of W one workgroup takes.
+/// The most rows of W one workgroup takes where every invocation reads along each of them
+/// ([`GemvKey::lanes`] = [`GEMV_THREADS`]).
 pub const GEMV_MAX_COLS: u32 = 8;
+/// Values of K each invocation takes per step where invocations share a row of W
+/// ([`GemvKey::lanes`] below [`GEMV_THREADS`]): a block of the 256-value formats.
+pub const BLOCK_LANE_VALUES: u32 = 256;
+/// The most rows of W each invocation takes where invocations share a row ([`GemvKey::lanes`]).
+pub const GEMV_MAX_ROWS_PER_LANE: u32 = 4;
 
 /// One matrix-vector kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -38,6 +44,15 @@ pub struct GemvKey {
     pub rows: u32,
     /// Rows of W per workgroup.
     pub cols: u32,
+    /// Invocations per row of W. [`GEMV_THREADS`]: every invocation reads along each of the
+    /// workgroup's `cols` rows, a unit (or `unroll` vectors) a step, for any K. Fewer (16, 32
+    /// or 64, with `int8_x` only): `lanes` invocations share a row, each taking
+    /// [`BLOCK_LANE_VALUES`] values a step (a block of the 256-value formats, whose scales
+    /// then sit at positions known when the kernel is generated and are read once for its
+    /// eight units, or eight blocks of the 32-value ones; K a multiple of that), and the
+    /// workgroup's `cols` rows fall to its `GEMV_THREADS / lanes` groups of invocations,
+    /// `cols * lanes / GEMV_THREADS` consecutive rows each.
+    pub lanes: u32,
     /// Vectors of each row each invocation loads per step of the K loop (1 or 2).
     pub unroll: u32,
     /// Whether C is stored transposed (`C[n][r]`: the GEMM's M side was the weights).
@@ -71,8 +86,18 @@ impl GemvKey {
             },
             if self.c_transposed { "_t" } else { "" },
             self.epilogue.fused_suffix()
-        ) + &self.quant.map_or(String::new(), |q| format!("_{q}"))
+        ) + &if self.lanes < GEMV_THREADS {
+            format!("_l{}", self.lanes)
+        } else {
+            String::new()
+        } + &self.quant.map_or(String::new(), |q| format!("_{q}"))
             + if self.int8_x { "_x8" } else { "" }
+    }
+
+    /// Rows of W each invocation takes: all the workgroup's where every invocation reads along
+    /// each row, else its group's share ([`GemvKey::lanes`]).
+    pub fn rows_per_invocation(&self) -> u32 {
+        self.cols * self.lanes / GEMV_THREADS
     }
 
     /// Elements of X and W per 16-byte vector.
@@ -145,7 +170,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     }
     let v_c = mb.storage_buffer(t_out, out_bytes, 2, false);
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, ComponentType::F32));
-    let sums = key.rows * key.cols;
+    let sums = key.rows * key.rows_per_invocation();
     let sh = mb.workgroup_array(t_f32, sums * GEMV_THREADS);
 
     let p_fn_f32 = mb.ptr(StorageClass::Function, t_f32);
@@ -168,11 +193,19 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         f.prepare(b, v_pc, None)?;
     }
     let n0 = b.mul_u(wx, key.cols)?;
+    // The invocation's place along its rows and the first of them.
+    let (lane, first) = if key.lanes == GEMV_THREADS {
+        (tid, n0)
+    } else {
+        let group = b.div_u(tid, key.lanes)?;
+        let group_first = b.mul_u(group, key.rows_per_invocation())?;
+        (b.mod_u(tid, key.lanes)?, b.b.i_add(t_u32, None, n0, group_first)?)
+    };
     // W's rows past N read row N - 1 (inside the binding) and are never stored.
     let last = b.add_u(pn, u32::MAX)?;
     let mut w_rows = Vec::new();
-    for c in 0..key.cols {
-        let n = b.add_u(n0, c)?;
+    for c in 0..key.rows_per_invocation() {
+        let n = b.add_u(first, c)?;
         let inside = b.b.u_less_than(t_bool, None, n, pn)?;
         let n = b.b.select(t_u32, None, inside, n, last)?;
         let row = b.b.i_mul(t_u32, None, n, ldw)?;
@@ -183,35 +216,53 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         let row = b.mul_u(ldx, r)?;
         x_rows.push(b.b.i_add(t_u32, None, x_off, row)?);
     }
-    if let (Some(q), true) = (key.quant, key.int8_x) {
-        packed_loop(b, &ids, key, q, (l_entry, tid, pk), (v_w, &w_rows, v_x, &x_rows), &acc)?;
-    } else if let Some(q) = key.quant {
-        blocks_loop(b, &ids, key, q, (l_entry, tid, pk), (v_w, &w_rows, v_x, &x_rows), &acc)?;
-    } else {
-        vectors_loop(b, &ids, key, (l_entry, tid, pk), (v_w, &w_rows, v_x, &x_rows), &acc)?;
+    let k_loop = KLoop {
+        entry: l_entry,
+        lane,
+        pk,
+        v_w,
+        w_rows: &w_rows,
+        v_x,
+        x_rows: &x_rows,
+        acc: &acc,
+    };
+    match (key.quant, key.int8_x) {
+        (Some(q), true) if key.lanes < GEMV_THREADS => block_lanes_loop(b, &ids, key, q, k_loop)?,
+        (Some(q), true) => packed_loop(b, &ids, q, k_loop)?,
+        (Some(q), false) => blocks_loop(b, &ids, key, q, k_loop)?,
+        (None, _) => vectors_loop(b, &ids, key, k_loop)?,
     }
-    reduce(b, &ids, (sh, tid, sums), &acc)?;
+    reduce(b, &ids, (sh, tid, sums), (lane, key.lanes), &acc)?;
     store(b, &ids, key, (v_pc, v_c, t_out), fuse.as_ref(), (sh, tid, n0))?;
     b.end_compute(f_main, GEMV_THREADS)?;
     Ok(mb.finish())
 }
 
+/// What each K loop works on: the block it branches from, the invocation's place along its
+/// rows (its first step: every invocation's index where all read along each row), K, the
+/// bindings of W and X with the start of each of the invocation's rows of them, and its sums
+/// (`acc[r * w_rows.len() + c]` for row `r` of X and `c` of W).
+#[derive(Copy, Clone)]
+struct KLoop<'a> {
+    entry: Word,
+    lane: Word,
+    pk: Word,
+    v_w: Word,
+    w_rows: &'a [Word],
+    v_x: Word,
+    x_rows: &'a [Word],
+    acc: &'a [Word],
+}
+
 /// The K loop over vectors of W of `key.elem`: each invocation every `GEMV_THREADS`-th vector,
 /// `unroll` at a time, masked past K.
-fn vectors_loop(
-    b: &mut ModuleBuilder,
-    ids: &Ids,
-    key: &GemvKey,
-    (l_entry, tid, pk): (Word, Word, Word),
-    (v_w, w_rows, v_x, x_rows): (Word, &[Word], Word, &[Word]),
-    acc: &[Word],
-) -> BuildResult<()> {
+fn vectors_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, k: KLoop) -> BuildResult<()> {
     let (t_u32, t_bool, t_f32) = (ids.t_u32, ids.t_bool, ids.t_f32);
     let per = key.per_vector();
-    let kvecs = b.add_u(pk, per - 1)?;
+    let kvecs = b.add_u(k.pk, per - 1)?;
     let kvecs = b.div_u(kvecs, per)?;
     let last_vec = b.add_u(kvecs, u32::MAX)?;
-    b.counted_loop(l_entry, (tid, kvecs, GEMV_THREADS * key.unroll), |b, kv| {
+    b.counted_loop(k.entry, (k.lane, kvecs, GEMV_THREADS * key.unroll), |b, kv| {
         // Each step takes `unroll` vectors GEMV_THREADS apart, all loads issued before the
         // sums; one past the row reads its last vector with nothing left of it (all masked).
         let mut steps = Vec::new();
@@ -220,7 +271,7 @@ fn vectors_loop(
             let inside = b.b.u_less_than(t_bool, None, at, kvecs)?;
             let at_safe = b.b.select(t_u32, None, inside, at, last_vec)?;
             let first = b.mul_u(at, per)?;
-            let left = b.b.i_sub(t_u32, None, pk, first)?;
+            let left = b.b.i_sub(t_u32, None, k.pk, first)?;
             let left = b.b.select(t_u32, None, inside, left, ids.c0)?;
             steps.push((at_safe, left));
         }
@@ -233,22 +284,22 @@ fn vectors_loop(
         let mut xs = Vec::new();
         for &step in &steps {
             ws.push(
-                w_rows
+                k.w_rows
                     .iter()
-                    .map(|&row| load(b, v_w, row, step))
+                    .map(|&row| load(b, k.v_w, row, step))
                     .collect::<BuildResult<Vec<_>>>()?,
             );
             xs.push(
-                x_rows
+                k.x_rows
                     .iter()
-                    .map(|&row| load(b, v_x, row, step))
+                    .map(|&row| load(b, k.v_x, row, step))
                     .collect::<BuildResult<Vec<_>>>()?,
             );
         }
         for (ws, xs) in ws.iter().zip(&xs) {
             for (r, x) in xs.iter().enumerate() {
                 for (c, w) in ws.iter().enumerate() {
-                    accumulate(b, t_f32, acc[r * key.cols as usize + c], x, w)?;
+                    accumulate(b, t_f32, k.acc[r * k.w_rows.len() + c], x, w)?;
                 }
             }
         }
@@ -259,26 +310,20 @@ fn vectors_loop(
 /// The K loop over W in a block format: each invocation every `GEMV_THREADS`-th unit of 32
 /// values (K is a whole number of blocks), dequantized in f32 as ggml does
 /// (`blocks::value`) and multiplied with the X values of the same K.
-fn blocks_loop(
-    b: &mut ModuleBuilder,
-    ids: &Ids,
-    key: &GemvKey,
-    q: QuantType,
-    (l_entry, tid, pk): (Word, Word, Word),
-    (v_w, w_rows, v_x, x_rows): (Word, &[Word], Word, &[Word]),
-    acc: &[Word],
-) -> BuildResult<()> {
+fn blocks_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, q: QuantType, k: KLoop) -> BuildResult<()> {
     let (t_f32, t_vec4) = (ids.t_f32, ids.t_vec4);
-    let units = b.div_u(pk, UNIT)?;
+    let units = b.div_u(k.pk, UNIT)?;
     let per = key.per_vector();
-    b.counted_loop(l_entry, (tid, units, GEMV_THREADS), |b, u| {
-        let blocks = w_rows
+    b.counted_loop(k.entry, (k.lane, units, GEMV_THREADS), |b, u| {
+        let blocks = k
+            .w_rows
             .iter()
-            .map(|&row| super::blocks::unit(b, q, v_w, row, u))
+            .map(|&row| super::blocks::unit(b, q, k.v_w, row, u))
             .collect::<BuildResult<Vec<_>>>()?;
         // Each X row's first vector of the unit.
         let x_first = b.mul_u(u, UNIT / per)?;
-        let x_units = x_rows
+        let x_units = k
+            .x_rows
             .iter()
             .map(|&row| b.b.i_add(ids.t_u32, None, row, x_first))
             .collect::<Result<Vec<Word>, _>>()?;
@@ -301,11 +346,11 @@ fn blocks_loop(
                 let mut x = Vec::new();
                 for v in 0..8 / per {
                     let at = b.add_u(first, eighth * 8 / per + v)?;
-                    let raw = load_vector(b, ids, v_x, at)?;
+                    let raw = load_vector(b, ids, k.v_x, at)?;
                     x.extend(super::widen::widen_in_order(b, ids.glsl, key.elem, raw)?);
                 }
                 for (c, w) in ws.iter().enumerate() {
-                    accumulate(b, t_f32, acc[r * key.cols as usize + c], &x, w)?;
+                    accumulate(b, t_f32, k.acc[r * k.w_rows.len() + c], &x, w)?;
                 }
             }
         }
@@ -318,30 +363,52 @@ fn blocks_loop(
 /// codes of each row of W four to a word (`blocks::packed`) in packed dot products with
 /// X's, each half unit's integer sum turned into values' by the format's scale and offset and
 /// X's scale: `a (d_x sum(code q)) + b (d_x sum(q))`.
-fn packed_loop(
-    b: &mut ModuleBuilder,
-    ids: &Ids,
-    key: &GemvKey,
-    q: QuantType,
-    (l_entry, tid, pk): (Word, Word, Word),
-    (v_w, w_rows, v_x, x_rows): (Word, &[Word], Word, &[Word]),
-    acc: &[Word],
-) -> BuildResult<()> {
-    let units = b.div_u(pk, UNIT)?;
-    b.counted_loop(l_entry, (tid, units, GEMV_THREADS), |b, u| {
-        let first = b.mul_u(u, BLOCK_VECTORS)?;
-        let xs = x_rows
-            .iter()
-            .map(|&row| {
-                let at = b.b.i_add(ids.t_u32, None, row, first)?;
-                X8Unit::load(b, ids, v_x, at)
-            })
-            .collect::<BuildResult<Vec<_>>>()?;
-        for (c, &row) in w_rows.iter().enumerate() {
-            let (blk, s) = super::blocks::unit(b, q, v_w, row, u)?;
+fn packed_loop(b: &mut ModuleBuilder, ids: &Ids, q: QuantType, k: KLoop) -> BuildResult<()> {
+    let units = b.div_u(k.pk, UNIT)?;
+    b.counted_loop(k.entry, (k.lane, units, GEMV_THREADS), |b, u| {
+        let xs = X8Unit::each_row(b, ids, &k, u)?;
+        for (c, &row) in k.w_rows.iter().enumerate() {
+            let (blk, s) = super::blocks::unit(b, q, k.v_w, row, u)?;
             let w = super::blocks::packed(b, q, &blk, s)?;
             for (r, x) in xs.iter().enumerate() {
-                x.add_product(b, ids, &w, acc[r * key.cols as usize + c])?;
+                x.add_product(b, ids, &w, k.acc[r * k.w_rows.len() + c])?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The K loop where `key.lanes` invocations share each row of W: each invocation (at `lane`
+/// of its row) takes every `lanes`-th run of [`BLOCK_LANE_VALUES`] values, its eight units
+/// one after another: for the 256-value formats one block, each unit's index within it a
+/// constant (so its scales' and codes' positions are known when the kernel is generated and
+/// the block's shared words are the same loads for all eight), for the 32-value ones eight
+/// consecutive blocks. X as in [`packed_loop`].
+fn block_lanes_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, q: QuantType, k: KLoop) -> BuildResult<()> {
+    let units_per_step = BLOCK_LANE_VALUES / UNIT;
+    let per_block = q.block_values() as u32 / UNIT;
+    let block_bytes = q.device_block_bytes() as u32;
+    let aligned = block_bytes % 4 == 0;
+    let steps = b.div_u(k.pk, BLOCK_LANE_VALUES)?;
+    b.counted_loop(k.entry, (k.lane, steps, key.lanes), |b, step| {
+        let first_unit = b.mul_u(step, units_per_step)?;
+        for j in 0..units_per_step {
+            let u = b.add_u(first_unit, j)?;
+            let xs = X8Unit::each_row(b, ids, &k, u)?;
+            // The unit's block: the step's own (256 values), or the step's j-th.
+            let (block, s) = if per_block == units_per_step {
+                (step, b.c_u32(j))
+            } else {
+                (u, b.c_u32(0))
+            };
+            let at = b.mul_u(block, block_bytes)?;
+            for (c, &row) in k.w_rows.iter().enumerate() {
+                let base = b.b.i_add(ids.t_u32, None, row, at)?;
+                let blk = super::blocks::Block::new(k.v_w, base, aligned);
+                let w = super::blocks::packed(b, q, &blk, s)?;
+                for (r, x) in xs.iter().enumerate() {
+                    x.add_product(b, ids, &w, k.acc[r * k.w_rows.len() + c])?;
+                }
             }
         }
         Ok(())
@@ -357,6 +424,18 @@ struct X8Unit {
 }
 
 impl X8Unit {
+    /// Unit `u` of each of the invocation's rows of X.
+    fn each_row(b: &mut ModuleBuilder, ids: &Ids, k: &KLoop, u: Word) -> BuildResult<Vec<Self>> {
+        let first = b.mul_u(u, BLOCK_VECTORS)?;
+        k.x_rows
+            .iter()
+            .map(|&row| {
+                let at = b.b.i_add(ids.t_u32, None, row, first)?;
+                X8Unit::load(b, ids, k.v_x, at)
+            })
+            .collect()
+    }
+
     /// The unit whose first vector is `at` in X.
     fn load(b: &mut ModuleBuilder, ids: &Ids, v_x: Word, at: Word) -> BuildResult<Self> {
         let mut words = Vec::new();
@@ -471,10 +550,17 @@ fn widen(b: &mut ModuleBuilder, ids: &Ids, elem: ComponentType, raw: Word, left:
     Ok(out)
 }
 
-/// Sums every invocation's sums: each invocation's `acc[j]` goes to shared
-/// `j * GEMV_THREADS + tid`, then halves fold onto the lower half until entry `j * GEMV_THREADS`
-/// holds sum `j` of the workgroup.
-fn reduce(b: &mut ModuleBuilder, ids: &Ids, (sh, tid, sums): (Word, Word, u32), acc: &[Word]) -> BuildResult<()> {
+/// Sums the sums of the invocations that share rows: each invocation's `acc[j]` goes to shared
+/// `j * GEMV_THREADS + tid`, then within each run of `lanes` invocations (the whole workgroup
+/// where they all read along every row) halves fold onto the lower half until the run's first
+/// entry holds the run's sum `j`.
+fn reduce(
+    b: &mut ModuleBuilder,
+    ids: &Ids,
+    (sh, tid, sums): (Word, Word, u32),
+    (lane, lanes): (Word, u32),
+    acc: &[Word],
+) -> BuildResult<()> {
     let p_wg = b.ptr(StorageClass::Workgroup, ids.t_f32);
     let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
     let scope = b.c_u32(Scope::Workgroup as u32);
@@ -485,11 +571,11 @@ fn reduce(b: &mut ModuleBuilder, ids: &Ids, (sh, tid, sums): (Word, Word, u32), 
         let p = b.b.access_chain(p_wg, None, sh, [at])?;
         b.b.store(p, s, np, [])?;
     }
-    let mut half = GEMV_THREADS / 2;
+    let mut half = lanes / 2;
     while half > 0 {
         b.b.control_barrier(scope, scope, sem)?;
         let lower = b.c_u32(half);
-        let active = b.b.u_less_than(ids.t_bool, None, tid, lower)?;
+        let active = b.b.u_less_than(ids.t_bool, None, lane, lower)?;
         b.if_then(active, |b| {
             for j in 0..sums {
                 let at = b.add_u(tid, j * GEMV_THREADS)?;
@@ -509,7 +595,9 @@ fn reduce(b: &mut ModuleBuilder, ids: &Ids, (sh, tid, sums): (Word, Word, u32), 
 }
 
 /// Invocation `j < rows * cols` stores sum `j` (row `j / cols` of X, row `n0 + j % cols` of W)
-/// where that row of W exists, with alpha and beta, or through the fused terms.
+/// where that row of W exists, with alpha and beta, or through the fused terms. The sum sits
+/// where [`reduce`] left it: for W's row `c = group * per + g` of the workgroup (`per` rows an
+/// invocation), entry `(r * per + g) * GEMV_THREADS + group * lanes`.
 fn store(
     b: &mut ModuleBuilder,
     ids: &Ids,
@@ -529,7 +617,17 @@ fn store(
     let ok = b.b.logical_and(ids.t_bool, None, mine, inside)?;
     b.if_then(ok, |b| {
         let p_wg = b.ptr(StorageClass::Workgroup, ids.t_f32);
-        let at = b.mul_u(tid, GEMV_THREADS)?;
+        let at = if key.lanes == GEMV_THREADS {
+            b.mul_u(tid, GEMV_THREADS)?
+        } else {
+            let per = key.rows_per_invocation();
+            let (group, g) = (b.div_u(c, per)?, b.mod_u(c, per)?);
+            let slot = b.mul_u(r, per)?;
+            let slot = b.b.i_add(t_u32, None, slot, g)?;
+            let slot = b.mul_u(slot, GEMV_THREADS)?;
+            let run = b.mul_u(group, key.lanes)?;
+            b.b.i_add(t_u32, None, slot, run)?
+        };
         let p = b.b.access_chain(p_wg, None, sh, [at])?;
         let mut x =
             b.b.load(ids.t_f32, None, p, Some(MemoryAccess::NON_PRIVATE_POINTER), [])?;

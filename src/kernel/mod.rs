@@ -11,7 +11,9 @@ mod epilogue;
 pub use epilogue::{Activation, Axis, Epilogue};
 mod gemm;
 pub mod gemv;
-pub use gemv::{gemv_takes, GemvKey, GEMV_MAX_COLS, GEMV_MAX_ROWS, GEMV_THREADS};
+pub use gemv::{
+    gemv_takes, GemvKey, BLOCK_LANE_VALUES, GEMV_MAX_COLS, GEMV_MAX_ROWS, GEMV_MAX_ROWS_PER_LANE, GEMV_THREADS,
+};
 mod gemm_store;
 pub mod group_table;
 pub use group_table::generate as generate_group_table;
@@ -514,15 +516,26 @@ pub fn generate_transpose(rounds_to: Option<ComponentType>, bytes: u8) -> Result
 
 /// Generates the matrix-vector kernel of `key` (see [`gemv`]).
 pub fn generate_gemv(key: &GemvKey) -> Result<Vec<u32>> {
+    let shared_rows = key.lanes < GEMV_THREADS;
+    let cols_fit = if shared_rows {
+        [16, 32, 64].contains(&key.lanes)
+            && key.int8_x
+            && (key.cols * key.lanes) % GEMV_THREADS == 0
+            && (1..=GEMV_MAX_ROWS_PER_LANE).contains(&key.rows_per_invocation())
+            && key.rows * key.cols <= GEMV_THREADS
+    } else {
+        key.lanes == GEMV_THREADS && (1..=GEMV_MAX_COLS).contains(&key.cols)
+    };
     if !gemv_takes(key.elem)
         || !(1..=GEMV_MAX_ROWS).contains(&key.rows)
-        || !(1..=GEMV_MAX_COLS).contains(&key.cols)
+        || !cols_fit
         || !(1..=2).contains(&key.unroll)
         || (key.int8_x && key.quant.is_none())
     {
         return Err(Error::Unsupported(format!(
-            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 to {GEMV_MAX_COLS} of W per workgroup, 1 or 2 vectors a step, 8-bit activations only beside weights in a block format",
-            key.name()
+            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 or 2 vectors a step, 8-bit activations only beside weights in a block format, and either {GEMV_THREADS} lanes with 1 to {GEMV_MAX_COLS} rows of W per workgroup or (8-bit activations only) 16, 32 or 64 lanes with 1 to {} rows of W an invocation and at most {GEMV_THREADS} sums a workgroup",
+            key.name(),
+            GEMV_MAX_ROWS_PER_LANE
         )));
     }
     gemv::emit(key).map_err(|e| Error::Codegen(format!("{}: {e}", key.name())))

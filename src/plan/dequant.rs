@@ -10,7 +10,9 @@ use super::gemm::{Dispatch, GemmPlan, Kernel, Operand};
 use super::passes::{DispatchLimits, Window};
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
-use crate::kernel::{act8, dequant, GemvKey, PushConstants};
+use crate::kernel::{
+    act8, dequant, GemvKey, PushConstants, BLOCK_LANE_VALUES, GEMV_MAX_COLS, GEMV_MAX_ROWS_PER_LANE, GEMV_THREADS,
+};
 use crate::quant::QuantType;
 use crate::tiling::VECTOR_BYTES;
 
@@ -184,14 +186,15 @@ pub fn streams_blocks(plan: &GemmPlan, which: Operand) -> bool {
 /// `plan` (planned on the dense view; [`streams_blocks`] holds) as a matrix-vector plan reading
 /// W straight from the blocks of `q`, each unit dequantized in registers as it streams. Bytes of
 /// blocks per row and the first block's byte go where the kernel's W leading dimension and
-/// offset in vectors would. `forced_cols`: the rows of W per workgroup the caller set (else
-/// [`blocks_cols`]'s choice). With `int8_x`, the activations are rounded to 8 bits first
-/// (a pass of [`crate::kernel::act8`] into scratch, the kernel reading its blocks: [`GemvKey::int8_x`]).
+/// offset in vectors would. `forced`: the rows of W per workgroup and the invocations per row
+/// the caller set (`block_layout`). With `int8_x`, the activations are rounded to 8 bits
+/// first (a pass of [`crate::kernel::act8`] into scratch, the kernel reading its blocks:
+/// [`GemvKey::int8_x`]).
 pub fn gemv_on_blocks(
     mut plan: GemmPlan,
     which: Operand,
     q: &Quantized,
-    (forced_cols, int8_x): (Option<u32>, bool),
+    (forced, int8_x): ((Option<u32>, Option<u32>), bool),
     limits: &DispatchLimits,
 ) -> Result<GemmPlan> {
     let Some(key) = plan.gemv_kernel().filter(|_| streams_blocks(&plan, which)) else {
@@ -203,12 +206,13 @@ pub fn gemv_on_blocks(
     let row_bytes = q.row_bytes()?;
     q.check_start()?;
     let d = &mut plan.dispatches[0];
-    let cols = forced_cols.unwrap_or_else(|| blocks_cols(key.elem, key.rows, key.cols, int8_x));
+    let (cols, lanes) = block_layout(&key, d.push.k, forced, int8_x)?;
     d.groups[0] = d.push.n.div_ceil(cols);
     d.kernel = Kernel::Gemv(crate::kernel::GemvKey {
         quant: Some(q.quant),
         unroll: 1,
         cols,
+        lanes,
         ..key
     });
     d.bindings[1] = (which, q.window);
@@ -284,6 +288,53 @@ fn with_int8_activations(mut plan: GemmPlan, limits: &DispatchLimits) -> Result<
     plan.dispatches.insert(0, pass);
     plan.scratch_bytes = blocks.bind_offset + blocks.bind_range;
     Ok(plan)
+}
+
+/// The rows of quantized W per workgroup and the invocations per row ([`GemvKey::lanes`]) of the
+/// matrix-vector kernel on blocks, `key` being the dense view's kernel and `k` its K: the
+/// caller's `(cols, lanes)` where set and valid (a typed error where not), else every
+/// invocation along each row with [`blocks_cols`]' rows, the layout measured on the H200
+/// (35th session). Invocations sharing a row (16, 32 or 64 of them, with 8-bit activations and
+/// K a multiple of [`BLOCK_LANE_VALUES`]) are built and checked but not yet timed on a GPU
+/// (docs/perf/h200-38-1.sh is the call that will), so they are not the default.
+pub fn block_layout(
+    key: &GemvKey,
+    k: u32,
+    (cols, lanes): (Option<u32>, Option<u32>),
+    int8_x: bool,
+) -> Result<(u32, u32)> {
+    let whole_runs = int8_x && k % BLOCK_LANE_VALUES == 0;
+    let lanes = match lanes {
+        None => GEMV_THREADS,
+        Some(l) if l == GEMV_THREADS => l,
+        Some(l) if [16, 32, 64].contains(&l) && whole_runs => l,
+        Some(l) => {
+            return Err(Error::InvalidOption(format!(
+                "gemv_lanes = {l}: use {GEMV_THREADS}, or 16, 32 or 64 with 8-bit activations and K a multiple of {BLOCK_LANE_VALUES} (here K = {k}, 8-bit activations {})",
+                if int8_x { "on" } else { "off" }
+            )))
+        }
+    };
+    if lanes == GEMV_THREADS {
+        return match cols {
+            None => Ok((blocks_cols(key.elem, key.rows, key.cols, int8_x), lanes)),
+            Some(c) if (1..=GEMV_MAX_COLS).contains(&c) => Ok((c, lanes)),
+            Some(c) => Err(Error::InvalidOption(format!(
+                "gemv_cols = {c}: use 1 to {GEMV_MAX_COLS} rows of the weights per workgroup, or None"
+            ))),
+        };
+    }
+    let groups = GEMV_THREADS / lanes;
+    match cols {
+        None => Ok((groups, lanes)),
+        Some(c) if c % groups == 0 && (1..=GEMV_MAX_ROWS_PER_LANE).contains(&(c / groups)) && key.rows * c <= GEMV_THREADS => {
+            Ok((c, lanes))
+        }
+        Some(c) => Err(Error::InvalidOption(format!(
+            "gemv_cols = {c} with {lanes} lanes: use a multiple of {groups} rows of the weights per workgroup, at most {} ({GEMV_MAX_ROWS_PER_LANE} an invocation), with rows of activations times rows of weights at most {GEMV_THREADS} (here {} x {c})",
+            groups * GEMV_MAX_ROWS_PER_LANE, key.rows
+        ))),
+    }
 }
 
 /// Rows of quantized W per workgroup of the matrix-vector kernel, where the dense kernel's
@@ -381,7 +432,7 @@ mod tests {
             plan,
             Operand::B,
             &quantized(QuantType::Q4K, 64, 256),
-            (None, int8_x),
+            ((None, None), int8_x),
             limits,
         )
     }

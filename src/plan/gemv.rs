@@ -8,7 +8,7 @@ use super::gemm::{fused_vectors, scalar_bits, Dispatch, Kernel, Operand};
 use super::passes::{span, window, DispatchLimits, Problem};
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
-use crate::kernel::{gemv_takes, Epilogue, GemvKey, PushConstants, GEMV_MAX_COLS, GEMV_MAX_ROWS};
+use crate::kernel::{gemv_takes, Epilogue, GemvKey, PushConstants, GEMV_MAX_COLS, GEMV_MAX_ROWS, GEMV_THREADS};
 use crate::tiling::{Layout, VECTOR_BYTES};
 
 /// Vectors of each row an invocation loads per step of the K loop, by rows of the vector side
@@ -125,6 +125,7 @@ pub fn gemv_dispatch(
         elem,
         rows,
         cols,
+        lanes: GEMV_THREADS,
         unroll: unroll.unwrap_or_else(|| unroll_for(rows)),
         c_transposed,
         epilogue,

@@ -239,6 +239,7 @@ pub(crate) fn path_options(p: &PathArgs) -> Result<GemmOptions> {
         matrix_vector: parse_on_off("--matrix-vector", &p.gemv.matrix_vector)?,
         gemv_cols: p.gemv.gemv_cols,
         gemv_unroll: p.gemv.gemv_unroll,
+        gemv_lanes: p.gemv.gemv_lanes,
         int8_activations: parse_on_off("--int8-activations", &p.gemv.int8_activations)?,
         split_k: parse_split_k(&p.split_k)?,
         ..Default::default()

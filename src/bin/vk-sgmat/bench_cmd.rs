@@ -98,6 +98,9 @@ pub(crate) fn bench(
         if let Some(u) = forced.gemv_unroll {
             types = format!("{types}, gemv unroll {u}");
         }
+        if let Some(l) = forced.gemv_lanes {
+            types = format!("{types}, gemv lanes {l}");
+        }
         if let Some(on) = forced.int8_activations {
             types = format!("{types}, {} activations", if on { "8-bit" } else { "unrounded" });
         }

@@ -98,6 +98,12 @@ pub struct GemvArgs {
     /// choice).
     #[arg(long)]
     pub gemv_unroll: Option<u32>,
+    /// With `--weights` and 8-bit activations: invocations of the matrix-vector kernel per
+    /// weight row, 128 (a unit of 32 values a step; the default) or 16, 32 or 64 (256 values a
+    /// step, not yet timed on a GPU). `--gemv-cols` then counts rows per workgroup, a multiple
+    /// of 128 / lanes.
+    #[arg(long)]
+    pub gemv_lanes: Option<u32>,
     /// With `--weights`: whether decode rounds the activations to 8 bits per block of 32 and
     /// multiplies them with the weights' codes in packed integer dot products: auto (f16
     /// activations, and f32 ones in the fast modes), on or off.
