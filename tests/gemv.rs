@@ -186,6 +186,7 @@ fn every_kernel_variant_validates() {
                     epilogue,
                     quant: None,
                     int8_x: false,
+                    grouped: false,
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -202,6 +203,7 @@ fn every_kernel_variant_validates() {
         epilogue: Epilogue::default(),
         quant: None,
         int8_x: false,
+        grouped: false,
     };
     assert!(matches!(generate_gemv(&bad), Err(vk_sgmat::Error::Unsupported(_))));
 }

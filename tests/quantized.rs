@@ -708,8 +708,10 @@ fn what_does_not_fit_is_a_typed_error_before_the_gpu() {
 /// weights as the one-GEMM tests check it: decode-sized groups that took 8-bit activations
 /// against the same rounding, the others within the bound of their operands' rounding to `T`.
 ///
-/// With `counted`, the group sizes go to the device (`grouped_by_device_counts`): every expert
-/// is then dequantized and multiplied as a dense one, checked within the f16 rounding bound.
+/// With `counted`, the group sizes go to the device (`grouped_by_device_counts`): decode's
+/// shapes (at most 8 rows in all, no bias) then stream the blocks of the experts with rows in
+/// one matrix-vector kernel taking its groups from the device's table (checked: its kernel is
+/// the grouped one), the rest dequantize every expert and multiply them as dense ones.
 fn experts<T: Element>(
     q: QuantType,
     rows: &[usize],
@@ -747,6 +749,15 @@ fn experts<T: Element>(
     }
     .unwrap();
     prepared.run().unwrap();
+    let labels: Vec<String> = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
+    if counted && m <= 8 && !bias {
+        assert!(
+            labels
+                .last()
+                .is_some_and(|l| l.starts_with("gemv_") && l.ends_with("_g")),
+            "{q} {rows:?}: {labels:?}"
+        );
+    }
     // Side by side in one plan, but where a group's scratch is zeroed or written first (the
     // accurate split's scale words): a plan per non-empty group then.
     let plans: Vec<_> = prepared.plans().collect();
@@ -790,7 +801,7 @@ fn experts<T: Element>(
         if mg == 0 {
             continue;
         }
-        let kernels = if counted { Vec::new() } else { alone(g, mg) };
+        let kernels = if counted { labels.clone() } else { alone(g, mg) };
         let (xg, wg) = (&xf[first * k..(first + mg) * k], &deq[g * n * k..(g + 1) * n * k]);
         let span = first * n..(first + mg) * n;
         let gotg = &got[span.clone()];
@@ -800,7 +811,7 @@ fn experts<T: Element>(
             c0[span].to_vec()
         };
         first += mg;
-        if kernels.iter().any(|l| l.ends_with("_x8")) {
+        if kernels.iter().any(|l| l.contains("_x8")) {
             let int8 = Int8Layer { q, deq: wg, x: xg, k };
             int8.check((mg, n), (alpha, beta), (gotg, &old), |mi, ni| mi * n + ni);
             continue;
@@ -882,6 +893,31 @@ fn quantized_experts_run_grouped_each_group_as_its_expert() {
         &mut rng,
     );
     experts::<f32>(QuantType::Q3K, &[0, 6, 1], (23, 1), &exact(), (false, true), &mut rng);
+    // Decode with the sizes on the device: only the routed experts' blocks streamed, with
+    // 8-bit activations (also with 16 invocations a row), f32 ones exactly, and without.
+    experts::<f16>(QuantType::Q4K, &[1, 0, 2, 0], (35, 2), &scaled, (false, true), &mut rng);
+    let lanes = GemmOptions {
+        gemv_lanes: Some(16),
+        ..scaled.clone()
+    };
+    experts::<f16>(QuantType::Q5K, &[0, 3, 0], (19, 2), &lanes, (false, true), &mut rng);
+    experts::<f32>(
+        QuantType::Q6K,
+        &[0, 0, 0, 1],
+        (17, 1),
+        &exact(),
+        (false, true),
+        &mut rng,
+    );
+    experts::<f16>(QuantType::Mxfp4, &[2, 3, 0], (21, 3), &off, (false, true), &mut rng);
+    experts::<f16>(
+        QuantType::Q8_0,
+        &[8],
+        (9, 3),
+        &GemmOptions::default(),
+        (false, true),
+        &mut rng,
+    );
     assert_no_validation_messages(context());
 }
 
@@ -1002,8 +1038,12 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
             (ComponentType::F32, 3, 16, 32),
             (ComponentType::Bf16, 2, 8, 64),
         ] {
-            // Invocations sharing rows take 8-bit activations only.
-            for int8_x in [false, true].into_iter().filter(|&x| x || lanes == GEMV_THREADS) {
+            // Invocations sharing rows take 8-bit activations only; groups an untransposed C.
+            let choices = [(false, false), (true, false), (false, true), (true, true)];
+            for (int8_x, grouped) in choices
+                .into_iter()
+                .filter(|&(x, g)| (x || lanes == GEMV_THREADS) && !(g && rows == 3))
+            {
                 let key = GemvKey {
                     elem,
                     rows,
@@ -1014,6 +1054,7 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
                     epilogue: Epilogue::default(),
                     quant: Some(quant),
                     int8_x,
+                    grouped,
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -1031,6 +1072,7 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
         epilogue: Epilogue::default(),
         quant: Some(QuantType::Q4K),
         int8_x,
+        grouped: false,
     };
     for bad in [
         key(16, 8, false),

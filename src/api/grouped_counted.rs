@@ -87,24 +87,7 @@ impl Context {
         types: [ComponentType; 3],
         (options, fused): (&GemmOptions, Option<&Fused<'_>>),
     ) -> Result<(GemmPlan, DeviceCounts)> {
-        let stride = match (pk.rows, pk.cols, pk.layout) {
-            (1, _, Layout::RowMajor) | (_, 1, Layout::ColMajor) => 1,
-            (1, _, Layout::ColMajor) | (_, 1, Layout::RowMajor) => pk.ld,
-            _ => 0,
-        };
-        if stride == 0 || pk.rows * pk.cols != groups {
-            return Err(Error::ShapeMismatch(format!(
-                "counts of {}x{} for {groups} weights: one u32 per weight, in one row or one column",
-                pk.rows, pk.cols
-            )));
-        }
-        if pa.layout != Layout::RowMajor || pc.layout != Layout::RowMajor || pa.rows != pc.rows {
-            return Err(Error::InvalidOperand(format!(
-                "grouped GEMM takes row-major A and C of as many rows (A has {}, C {}): each group's rows follow the one before",
-                pa.rows, pc.rows
-            )));
-        }
-        self.check_placed(&[&pa, &pb, &pc, &pk])?;
+        let where_ = self.check_counted([pa, pb, pc], groups, pk)?;
         let terms = match fused {
             Some(f) => {
                 let cols = pc.cols.checked_mul(groups);
@@ -126,10 +109,6 @@ impl Context {
             },
             ..options.clone()
         };
-        let where_ = DeviceCounts {
-            offset: pk.offset,
-            stride,
-        };
         // The grouped kernel itself passes the driver self-test; a drop plans again.
         loop {
             let plan = self.plan_rows_as_one([pa, pb, pc], types, options, terms)?;
@@ -138,5 +117,38 @@ impl Context {
                 return Ok((plan, where_));
             }
         }
+    }
+
+    /// Checks the operands of a grouped GEMM whose `groups` sizes the device holds in `pk`
+    /// (one u32 per group in one row or column; row-major A and C of as many rows): where the
+    /// counts lie.
+    pub(crate) fn check_counted(
+        &self,
+        [pa, pb, pc]: [Placed<'_>; 3],
+        groups: usize,
+        pk: Placed<'_>,
+    ) -> Result<DeviceCounts> {
+        let stride = match (pk.rows, pk.cols, pk.layout) {
+            (1, _, Layout::RowMajor) | (_, 1, Layout::ColMajor) => 1,
+            (1, _, Layout::ColMajor) | (_, 1, Layout::RowMajor) => pk.ld,
+            _ => 0,
+        };
+        if stride == 0 || pk.rows * pk.cols != groups {
+            return Err(Error::ShapeMismatch(format!(
+                "counts of {}x{} for {groups} weights: one u32 per weight, in one row or one column",
+                pk.rows, pk.cols
+            )));
+        }
+        if pa.layout != Layout::RowMajor || pc.layout != Layout::RowMajor || pa.rows != pc.rows {
+            return Err(Error::InvalidOperand(format!(
+                "grouped GEMM takes row-major A and C of as many rows (A has {}, C {}): each group's rows follow the one before",
+                pa.rows, pc.rows
+            )));
+        }
+        self.check_placed(&[&pa, &pb, &pc, &pk])?;
+        Ok(DeviceCounts {
+            offset: pk.offset,
+            stride,
+        })
     }
 }

@@ -6,8 +6,10 @@
 //! multiplies a dense copy of its expert made first, in scratch of its own. The groups then run
 //! side by side in one plan ([`crate::plan::side_by_side`]): every group's passes (its copy,
 //! or its activations rounded to 8 bits) together, one barrier, every group's GEMM together.
-//! With the sizes on the device, every expert's dense copy is made and the grouped GEMM with
-//! device counts ([`super::grouped_counted`]) runs on them.
+//! With the sizes on the device, decode streams the blocks of the experts that have rows (the
+//! matrix-vector kernel taking its groups from a table the device builds from the counts);
+//! larger work makes every expert's dense copy and runs the grouped GEMM with device counts
+//! ([`super::grouped_counted`]) on them.
 
 use super::context::Context;
 use super::grouped::{check_groups, group_vectors};
@@ -74,9 +76,12 @@ impl Context {
     }
 
     /// Checks and plans `op` over the experts of `q` (read as `to`) as B, grouped by the sizes
-    /// the device holds in `counts`: which experts a group routes to is not known here, so every
-    /// expert is dequantized (a pass each, side by side, into one batch of copies in scratch)
-    /// and the grouped GEMM with device counts runs on the copies, as on dense experts.
+    /// the device holds in `counts`. Decode's shapes (A's rows few enough for the
+    /// matrix-vector kernel, no fused terms) stream the blocks of the experts that have rows
+    /// ([`GemmPlan::gemv_grouped_counted`](crate::plan::GemmPlan::gemv_grouped_counted)).
+    /// Elsewhere which experts a group routes to is not known here, so every expert is
+    /// dequantized (a pass each, side by side, into one batch of copies in scratch) and the
+    /// grouped GEMM with device counts runs on the copies, as on dense experts.
     pub(crate) fn plan_quantized_counted<'o, TA: Element, TB: Element, TC: Element>(
         &self,
         op: &Matmul<'o>,
@@ -86,24 +91,35 @@ impl Context {
         let experts = q.matrix.experts();
         let each: Vec<_> = (0..experts).map(|g| q.expert(g)).collect();
         let seen = self.dense_view(q, &each[0], to);
+        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let planned = |plan: crate::plan::GemmPlan, where_| {
+            let operands = plan.bind_order([pa, seen, pc]);
+            Planned {
+                plans: Plans::One([(plan, operands)]),
+                whole: [pa, seen, pc],
+                counts: Some(Counts {
+                    at: counts,
+                    where_,
+                    groups: experts,
+                }),
+                output: TC::TYPE,
+            }
+        };
+        if op.fused.is_none() && pa.rows <= crate::kernel::GEMV_MAX_ROWS as usize {
+            let where_ = self.check_counted([pa, seen, pc], experts, counts)?;
+            let one = self.plan_one_quantized([pa, seen, pc], 1, (&each[0], to), types, (&op.options, None))?;
+            if one.gemv_kernel().is_some_and(|k| !k.c_transposed) {
+                let plan = one.gemv_grouped_counted(experts, where_, q.matrix.stride, &self.limits)?;
+                return Ok(planned(plan, where_));
+            }
+        }
         // Expert g's copy starts `rows * copy_ld` elements after expert g - 1's.
         let stride = each[0].rows * each[0].copy_ld(to);
-        let types = [TA::TYPE, TB::TYPE, TC::TYPE];
         let fused = op.fused.as_ref();
         let (plan, where_) =
             self.plan_counted_placed([pa, seen, pc], (experts, stride), counts, types, (&op.options, fused))?;
         let which = quantized_operand(1, &plan);
         let plan = dequantized_first_each(plan, which, &each, to, &self.limits)?;
-        let operands = plan.bind_order([pa, seen, pc]);
-        Ok(Planned {
-            plans: Plans::One([(plan, operands)]),
-            whole: [pa, seen, pc],
-            counts: Some(Counts {
-                at: counts,
-                where_,
-                groups: experts,
-            }),
-            output: TC::TYPE,
-        })
+        Ok(planned(plan, where_))
     }
 }

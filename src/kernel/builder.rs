@@ -306,6 +306,18 @@ impl ModuleBuilder {
         v
     }
 
+    /// `if (cond) return;`, continuing in the block after it (which is open when this returns:
+    /// its label, for the phis of what follows). Where `cond` is the same for the whole
+    /// workgroup, before any barrier.
+    pub fn return_if(&mut self, cond: Word) -> BuildResult<Word> {
+        let (l_return, l_go) = (self.b.id(), self.b.id());
+        self.b.selection_merge(l_go, spirv::SelectionControl::NONE)?;
+        self.b.branch_conditional(cond, l_return, l_go, [])?;
+        self.b.begin_block(Some(l_return))?;
+        self.b.ret()?;
+        self.b.begin_block(Some(l_go))
+    }
+
     /// `if (cond) { body }`, continuing after it.
     pub fn if_then(&mut self, cond: Word, body: impl FnOnce(&mut Self) -> BuildResult<()>) -> BuildResult<()> {
         let (l_then, l_merge) = (self.b.id(), self.b.id());

@@ -69,6 +69,12 @@ pub struct GemvKey {
     /// integer dot products, the format's scale and offset applied per half unit, rather than
     /// each weight dequantized to f32.
     pub int8_x: bool,
+    /// Whether workgroup row `y` takes row `y` of a grouped GEMM's tile table (binding 3, three
+    /// words a row: group, first row, end row, as [`super::group_table`] builds it from counts
+    /// on the device): the group's rows of X and C from its first row (fewer than `rows` where
+    /// it has fewer), its weight `b_batch_vec` units of `ldb_vec` after the group before's. An
+    /// empty table row returns at once. C not transposed, no fused terms.
+    pub grouped: bool,
 }
 
 impl GemvKey {
@@ -92,6 +98,7 @@ impl GemvKey {
             String::new()
         } + &self.quant.map_or(String::new(), |q| format!("_{q}"))
             + if self.int8_x { "_x8" } else { "" }
+            + if self.grouped { "_g" } else { "" }
     }
 
     /// Rows of W each invocation takes: all the workgroup's where every invocation reads along
@@ -169,6 +176,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         mb.need(Capability::StorageBuffer16BitAccess);
     }
     let v_c = mb.storage_buffer(t_out, out_bytes, 2, false);
+    let v_table = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, ComponentType::F32));
     let sums = key.rows * key.rows_per_invocation();
     let sh = mb.workgroup_array(t_f32, sums * GEMV_THREADS);
@@ -192,6 +200,12 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     if let Some(f) = fuse.as_mut() {
         f.prepare(b, v_pc, None)?;
     }
+    let group = match v_table {
+        Some(table) => Some(GroupRows::read(b, (v_pc, table), wg, w_off)?),
+        None => None,
+    };
+    let w_off = group.as_ref().map_or(w_off, |g| g.w_off);
+    let l_entry = group.as_ref().map_or(l_entry, |g| g.entry);
     let n0 = b.mul_u(wx, key.cols)?;
     // The invocation's place along its rows and the first of them.
     let (lane, first) = if key.lanes == GEMV_THREADS {
@@ -213,7 +227,13 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     }
     let mut x_rows = Vec::new();
     for r in 0..key.rows {
-        let row = b.mul_u(ldx, r)?;
+        let row = match &group {
+            Some(g) => {
+                let r = g.row(b, r)?;
+                b.b.i_mul(t_u32, None, r, ldx)?
+            }
+            None => b.mul_u(ldx, r)?,
+        };
         x_rows.push(b.b.i_add(t_u32, None, x_off, row)?);
     }
     let k_loop = KLoop {
@@ -233,9 +253,68 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         (None, _) => vectors_loop(b, &ids, key, k_loop)?,
     }
     reduce(b, &ids, (sh, tid, sums), (lane, key.lanes), &acc)?;
-    store(b, &ids, key, (v_pc, v_c, t_out), fuse.as_ref(), (sh, tid, n0))?;
+    store(
+        b,
+        &ids,
+        key,
+        (v_pc, v_c, t_out),
+        (fuse.as_ref(), group.as_ref()),
+        (sh, tid, n0),
+    )?;
     b.end_compute(f_main, GEMV_THREADS)?;
     Ok(mb.finish())
+}
+
+/// A grouped kernel's table row ([`GemvKey::grouped`]): its group's first row, the last of its
+/// rows (`count - 1`; the kernel has returned where the group has none) and its weight's offset.
+struct GroupRows {
+    first: Word,
+    last: Word,
+    w_off: Word,
+    /// The block the kernel goes on in once past the early return.
+    entry: Word,
+}
+
+impl GroupRows {
+    /// Reads workgroup row `y`'s table row (returning at once where it is empty, the same for
+    /// the whole workgroup) and moves W's offset to its group's weight.
+    fn read(b: &mut ModuleBuilder, (v_pc, v_table): (Word, Word), wg: Word, w_off: Word) -> BuildResult<Self> {
+        let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
+        let y = b.b.composite_extract(t_u32, None, wg, [1])?;
+        let at = b.mul_u(y, 3)?;
+        let p_word = b.ptr(StorageClass::StorageBuffer, t_u32);
+        let c0 = b.c_u32(0);
+        let mut words = Vec::new();
+        for i in 0..3 {
+            let at = b.add_u(at, i)?;
+            let p = b.b.access_chain(p_word, None, v_table, [c0, at])?;
+            words.push(b.b.load(t_u32, None, p, None, [])?);
+        }
+        let (group, first, end) = (words[0], words[1], words[2]);
+        let empty = b.b.u_greater_than_equal(t_bool, None, first, end)?;
+        let entry = b.return_if(empty)?;
+        let count = b.b.i_sub(t_u32, None, end, first)?;
+        let last = b.add_u(count, u32::MAX)?;
+        let stride = b.push_constant(v_pc, Pc::BBatch as u32)?;
+        let skip = b.b.i_mul(t_u32, None, group, stride)?;
+        let w_off = b.b.i_add(t_u32, None, w_off, skip)?;
+        Ok(GroupRows {
+            first,
+            last,
+            w_off,
+            entry,
+        })
+    }
+
+    /// The group's row `r` (literal), its last row for `r` past it: rows past the group read
+    /// one inside it and are never stored.
+    fn row(&self, b: &mut ModuleBuilder, r: u32) -> BuildResult<Word> {
+        let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
+        let r = b.c_u32(r);
+        let inside = b.b.u_less_than_equal(t_bool, None, r, self.last)?;
+        let r = b.b.select(t_u32, None, inside, r, self.last)?;
+        b.b.i_add(t_u32, None, self.first, r)
+    }
 }
 
 /// What each K loop works on: the block it branches from, the invocation's place along its
@@ -603,7 +682,7 @@ fn store(
     ids: &Ids,
     key: &GemvKey,
     (v_pc, v_c, t_out): (Word, Word, Word),
-    fuse: Option<&Fused>,
+    (fuse, group): (Option<&Fused>, Option<&GroupRows>),
     (sh, tid, n0): (Word, Word, Word),
 ) -> BuildResult<()> {
     let t_u32 = ids.t_u32;
@@ -614,7 +693,11 @@ fn store(
     let c = b.mod_u(tid, key.cols)?;
     let n = b.b.i_add(t_u32, None, n0, c)?;
     let inside = b.b.u_less_than(ids.t_bool, None, n, pn)?;
-    let ok = b.b.logical_and(ids.t_bool, None, mine, inside)?;
+    let mut ok = b.b.logical_and(ids.t_bool, None, mine, inside)?;
+    if let Some(g) = group {
+        let in_group = b.b.u_less_than_equal(ids.t_bool, None, r, g.last)?;
+        ok = b.b.logical_and(ids.t_bool, None, ok, in_group)?;
+    }
     b.if_then(ok, |b| {
         let p_wg = b.ptr(StorageClass::Workgroup, ids.t_f32);
         let at = if key.lanes == GEMV_THREADS {
@@ -633,6 +716,10 @@ fn store(
             b.b.load(ids.t_f32, None, p, Some(MemoryAccess::NON_PRIVATE_POINTER), [])?;
         let ldc = b.push_constant(v_pc, Pc::Ldc as u32)?;
         let c_off = b.push_constant(v_pc, Pc::COff as u32)?;
+        let r = match group {
+            Some(g) => b.b.i_add(t_u32, None, g.first, r)?,
+            None => r,
+        };
         let (outer, inner) = if key.c_transposed { (n, r) } else { (r, n) };
         let idx = b.b.i_mul(t_u32, None, outer, ldc)?;
         let idx = b.b.i_add(t_u32, None, idx, inner)?;

@@ -114,11 +114,5 @@ pub(super) fn skip_empty(b: &mut ModuleBuilder, tile: &Tile) -> BuildResult<()> 
     }
     let t_bool = b.t_bool();
     let empty = b.b.u_greater_than_equal(t_bool, None, tile.m0, tile.pm)?;
-    let (l_return, l_go) = (b.b.id(), b.b.id());
-    b.b.selection_merge(l_go, rspirv::spirv::SelectionControl::NONE)?;
-    b.b.branch_conditional(empty, l_return, l_go, [])?;
-    b.b.begin_block(Some(l_return))?;
-    b.b.ret()?;
-    b.b.begin_block(Some(l_go))?;
-    Ok(())
+    b.return_if(empty).map(|_| ())
 }

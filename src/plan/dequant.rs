@@ -159,7 +159,12 @@ pub fn dequantized_first_each(
 /// A window of `bytes` in scratch after the `used` bytes a plan already binds there (at the
 /// next offset the device aligns bindings to), or [`Error::TooLarge`] saying `what` took them
 /// where that is over the device's largest binding or allocation.
-fn scratch_after(used: u64, bytes: u64, limits: &DispatchLimits, what: impl FnOnce() -> String) -> Result<Window> {
+pub(super) fn scratch_after(
+    used: u64,
+    bytes: u64,
+    limits: &DispatchLimits,
+    what: impl FnOnce() -> String,
+) -> Result<Window> {
     let offset = used.next_multiple_of(limits.offset_alignment.max(u64::from(VECTOR_BYTES)));
     if bytes > limits.max_range || offset + bytes > limits.max_allocation {
         return Err(Error::TooLarge(format!(
@@ -418,6 +423,11 @@ mod tests {
     /// `gemm(1)`'s problem as one matrix-vector dispatch on the blocks of a 64 x 256 q4_K B,
     /// with or without 8-bit activations.
     fn decode(int8_x: bool, limits: &DispatchLimits) -> Result<GemmPlan> {
+        decode_on(&quantized(QuantType::Q4K, 64, 256), int8_x, limits)
+    }
+
+    /// [`decode`] on the blocks of `q`.
+    fn decode_on(q: &Quantized, int8_x: bool, limits: &DispatchLimits) -> Result<GemmPlan> {
         let mut plan = gemm(1);
         let d = crate::plan::gemv_dispatch(
             &plan.problem,
@@ -428,13 +438,61 @@ mod tests {
         )?
         .expect("three rows take the matrix-vector kernel");
         (plan.dispatches, plan.scratch_bytes) = (vec![d], 0);
-        gemv_on_blocks(
-            plan,
-            Operand::B,
-            &quantized(QuantType::Q4K, 64, 256),
-            ((None, None), int8_x),
-            limits,
-        )
+        gemv_on_blocks(plan, Operand::B, q, ((None, None), int8_x), limits)
+    }
+
+    #[test]
+    fn counted_decode_takes_its_groups_from_a_table_the_device_builds() {
+        use crate::plan::DeviceCounts;
+        let one = quantized(QuantType::Q4K, 64, 256);
+        let stride = one.window.bind_range as usize;
+        let experts = Quantized {
+            window: Window::from_start(4 * stride as u64),
+            ..one
+        };
+        let counts = DeviceCounts { offset: 8, stride: 2 };
+        let plan = decode_on(&experts, true, &unlimited()).unwrap();
+        let scratch = plan.scratch_bytes;
+        let counted = plan
+            .clone()
+            .gemv_grouped_counted(4, counts, stride, &unlimited())
+            .unwrap();
+        // The table pass beside the 8-bit pass, then the kernel.
+        assert_eq!(counted.dispatches.len(), 3);
+        let (table, gemv) = (&counted.dispatches[0], &counted.dispatches[2]);
+        assert_eq!(table.kernel, Kernel::GroupTable);
+        assert!(!table.after_previous && !counted.dispatches[1].after_previous && gemv.after_previous);
+        // One table row per group (tiles of M = 3 rows), after the 8-bit blocks.
+        assert_eq!((table.push.m, table.push.n, table.push.k, table.push.ldc), (3, 4, 4, 3));
+        assert_eq!(table.bindings[0].0, Operand::Counts);
+        let (op, w) = gemv.aux.unwrap();
+        assert_eq!(
+            (op, w.bind_offset, w.bind_range),
+            (Operand::Scratch, scratch.next_multiple_of(16), 48)
+        );
+        assert_eq!(table.bindings[2].1, w);
+        assert_eq!(counted.scratch_bytes, w.bind_offset + 48);
+        let Kernel::Gemv(key) = gemv.kernel else {
+            panic!("{:?}", gemv.kernel)
+        };
+        assert!(
+            key.grouped && key.int8_x && key.name().ends_with("_x8_g"),
+            "{}",
+            key.name()
+        );
+        assert_eq!((gemv.groups[1], gemv.push.b_batch_vec), (4, stride as u32));
+        // Five experts do not fit the binding; nor do weights apart by a part of a word.
+        let over = plan.clone().gemv_grouped_counted(5, counts, stride, &unlimited());
+        assert!(matches!(over, Err(Error::TooLarge(_))), "{over:?}");
+        let odd = plan.clone().gemv_grouped_counted(2, counts, stride - 2, &unlimited());
+        assert!(matches!(odd, Err(Error::TooLarge(_))), "{odd:?}");
+        // Counts at a byte that is not a word's, and a plan that is not decode: typed errors.
+        let bytes = DeviceCounts { offset: 6, stride: 1 };
+        let bad = plan.gemv_grouped_counted(4, bytes, stride, &unlimited());
+        assert!(matches!(bad, Err(Error::InvalidOperand(_))), "{bad:?}");
+        let copy = dequantized_first(gemm(1), Operand::B, &one, F16, &unlimited()).unwrap();
+        let not = copy.gemv_grouped_counted(4, counts, stride, &unlimited());
+        assert!(matches!(not, Err(Error::Unsupported(_))), "{not:?}");
     }
 
     #[test]

@@ -131,6 +131,7 @@ pub fn gemv_dispatch(
         epilogue,
         quant: None,
         int8_x: false,
+        grouped: false,
     };
     // A fused epilogue applies alpha and beta in f32.
     let vectors = fused_vectors(p, &epilogue, limits)?;

@@ -30,6 +30,62 @@ impl DeviceCounts {
             .checked_add(1)?
             .checked_mul(4)
     }
+
+    /// A typed error unless there is a group and the counts are u32 words.
+    pub(super) fn check(&self, groups: usize) -> Result<()> {
+        if groups == 0 || self.stride == 0 || self.offset % 4 != 0 {
+            return Err(Error::InvalidOperand(format!(
+                "{groups} group sizes {} words apart at byte {}: at least one group, u32 counts at a multiple of 4 bytes",
+                self.stride, self.offset
+            )));
+        }
+        Ok(())
+    }
+
+    /// The pass ([`crate::kernel::group_table`]) that writes a grouped dispatch's tile table
+    /// into `table` from these counts of `groups` groups: `table_rows` rows of tiles of `bm`
+    /// rows over M = `m`. A typed error where the counts' span overflows or is over the
+    /// device's largest binding.
+    pub(super) fn table_pass(
+        &self,
+        groups: usize,
+        (m, bm, table_rows): (usize, usize, usize),
+        table: Window,
+        limits: &DispatchLimits,
+    ) -> Result<Dispatch> {
+        let span = self
+            .span(groups)
+            .ok_or_else(|| Error::TooLarge("the counts' span overflows".into()))?;
+        let words = window(self.offset, span as u64, limits);
+        let word = |x: u64| u32::try_from(x).map_err(|_| Error::TooLarge(format!("{x} exceeds 32 bits")));
+        if words.bind_range > limits.max_range {
+            return Err(Error::TooLarge(format!(
+                "the counts span {} bytes, more than maxStorageBufferRange ({})",
+                words.bind_range, limits.max_range
+            )));
+        }
+        Ok(Dispatch {
+            kernel: Kernel::GroupTable,
+            bindings: [
+                (Operand::Counts, words),
+                (Operand::Scratch, table),
+                (Operand::Scratch, table),
+            ],
+            aux: None,
+            vectors: [None; 3],
+            push: PushConstants {
+                m: word(m as u64)?,
+                n: word(groups as u64)?,
+                k: word(table_rows as u64)?,
+                ldc: word(bm as u64)?,
+                lda_vec: word(self.stride as u64)?,
+                a_off_vec: word(words.start / 4)?,
+                ..Default::default()
+            },
+            groups: [1, 1, 1],
+            after_previous: false,
+        })
+    }
 }
 
 impl GemmPlan {
@@ -78,12 +134,7 @@ impl GemmPlan {
         limits: &DispatchLimits,
     ) -> Result<GemmPlan> {
         let p = self.problem;
-        if groups == 0 || counts.stride == 0 || counts.offset % 4 != 0 {
-            return Err(Error::InvalidOperand(format!(
-                "{groups} group sizes {} words apart at byte {}: at least one group, u32 counts at a multiple of 4 bytes",
-                counts.stride, counts.offset
-            )));
-        }
+        counts.check(groups)?;
         let bm = self.scheme.geometry(&self.config).bm as usize;
         let table_rows = p.m.div_ceil(bm) + groups - 1;
         self.one_grid(groups, table_rows, b_stride, limits).map_err(|why| {
@@ -91,41 +142,76 @@ impl GemmPlan {
                 "group sizes on the device need the groups as one dispatch, and {why}; pass the sizes from the host"
             ))
         })?;
-        let span = counts
-            .span(groups)
-            .ok_or_else(|| Error::TooLarge("the counts' span overflows".into()))?;
-        let words = window(counts.offset, span as u64, limits);
-        let word = |x: u64| u32::try_from(x).map_err(|_| Error::TooLarge(format!("{x} exceeds 32 bits")));
-        if words.bind_range > limits.max_range {
-            return Err(Error::TooLarge(format!(
-                "the counts span {} bytes, more than maxStorageBufferRange ({})",
-                words.bind_range, limits.max_range
-            )));
-        }
         let table = Window::from_start(self.scratch_bytes);
-        let build = Dispatch {
-            kernel: Kernel::GroupTable,
-            bindings: [
-                (Operand::Counts, words),
-                (Operand::Scratch, table),
-                (Operand::Scratch, table),
-            ],
-            aux: None,
-            vectors: [None; 3],
-            push: PushConstants {
-                m: word(p.m as u64)?,
-                n: word(groups as u64)?,
-                k: word(table_rows as u64)?,
-                ldc: bm as u32,
-                lda_vec: word(counts.stride as u64)?,
-                a_off_vec: word(words.start / 4)?,
-                ..Default::default()
-            },
-            groups: [1, 1, 1],
-            after_previous: false,
-        };
+        let build = counts.table_pass(groups, (p.m, bm, table_rows), table, limits)?;
         self.dispatches[0].after_previous = true;
         self.dispatches.insert(0, build);
+        Ok(self)
+    }
+
+    /// This plan, decode on group 0's quantized weight (the matrix-vector kernel on its blocks
+    /// over every row of A, C not transposed, no fused terms; the pass rounding A to 8 bits
+    /// may come first), as a grouped GEMM whose `groups` sizes the device holds: a pass builds
+    /// the tile table from the counts with tiles of M rows (a table row per group, since no
+    /// group can have more rows than A), and workgroup row `y` of the kernel takes table row
+    /// `y` ([`crate::kernel::GemvKey::grouped`]), its group's weight `w_stride` bytes after the group
+    /// before's. A group without rows reads nothing of its weight. Typed errors where the plan
+    /// is not such a decode or the weights are not all inside W's binding.
+    pub fn gemv_grouped_counted(
+        mut self,
+        groups: usize,
+        counts: DeviceCounts,
+        w_stride: usize,
+        limits: &DispatchLimits,
+    ) -> Result<GemmPlan> {
+        counts.check(groups)?;
+        let m = self.problem.m;
+        let found = self.dispatches.last().and_then(|d| match d.kernel {
+            Kernel::Gemv(key) => Some((*d, key)),
+            _ => None,
+        });
+        let Some((d, key)) = found.filter(|(_, key)| {
+            key.quant.is_some()
+                && !key.c_transposed
+                && !key.epilogue.is_fused()
+                && !key.grouped
+                && key.rows as usize == m
+        }) else {
+            return Err(Error::Unsupported(format!(
+                "grouped decode with sizes on the device runs the matrix-vector kernel on quantized weights as B over every row of A, without fused terms; plan {} is not that",
+                self.kernel_name()
+            )));
+        };
+        // Every group's weight inside W's binding.
+        let weight = u64::from(d.push.n) * u64::from(d.push.ldb_vec);
+        let end = (w_stride as u64)
+            .checked_mul(groups as u64 - 1)
+            .and_then(|x| x.checked_add(u64::from(d.push.b_off_vec) + weight));
+        let stride = u32::try_from(w_stride).ok().filter(|s| s % 4 == 0);
+        let (Some(stride), true) = (stride, end.is_some_and(|e| e <= d.bindings[1].1.bind_range)) else {
+            return Err(Error::TooLarge(format!(
+                "{groups} weights {w_stride} bytes apart: a whole number of words apart, all inside one binding"
+            )));
+        };
+        let rows = u32::try_from(groups).ok().filter(|&g| g <= limits.max_groups[1]);
+        let Some(rows) = rows else {
+            return Err(Error::TooLarge(format!(
+                "{groups} groups exceed the grid's {} rows",
+                limits.max_groups[1]
+            )));
+        };
+        let table = super::dequant::scratch_after(self.scratch_bytes, (groups * WORDS * 4) as u64, limits, || {
+            format!("the tile table of {groups} groups")
+        })?;
+        let build = counts.table_pass(groups, (m, m, groups), table, limits)?;
+        let d = self.dispatches.last_mut().expect("found above");
+        d.kernel = Kernel::Gemv(crate::kernel::GemvKey { grouped: true, ..key });
+        d.aux = Some((Operand::Scratch, table));
+        d.groups[1] = rows;
+        d.push.b_batch_vec = stride;
+        d.after_previous = true;
+        self.dispatches.insert(0, build);
+        self.scratch_bytes = table.bind_offset + table.bind_range;
         Ok(self)
     }
 
