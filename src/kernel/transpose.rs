@@ -34,7 +34,7 @@ use super::builder::{BuildResult, ModuleBuilder};
 use super::convert::{plane_scale, store_converted};
 use super::push::{copy_windows, Pc};
 use crate::config::ComponentType;
-use rspirv::spirv::{BuiltIn, FunctionControl, SelectionControl, StorageClass};
+use rspirv::spirv::{BuiltIn, FunctionControl, SelectionControl, StorageClass, Word};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
@@ -96,14 +96,10 @@ impl Output {
 
 /// Emits the pass writing `output`.
 pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
-    // Elements on a block's side, per source vector, and per copy vector (a block's column).
-    let side = block(output.copy_bytes());
-    let per_vec = VEC_BYTES / output.source_bytes();
     let (tile_rows, tile_cols) = tile(output.copy_bytes());
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
     let t_void = b.t_void();
-    let t_bool = b.t_bool();
     let t_u32 = b.t_u32();
     let t_uvec3 = b.t_uvec(3);
     let t_uvec4 = b.t_uvec(4);
@@ -123,15 +119,24 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
     let (outer, inner, rows_out, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::Ldc)?, pc(b, Pc::K)?);
     let [src_ld, src_off, dst_ld, dst_off] = copy_windows(b, v_pc)?;
-    let planes = plane_scale(b, v_pc, v_scale)?;
+    let pass = Pass {
+        output,
+        side: block(output.copy_bytes()),
+        per_vec: VEC_BYTES / output.source_bytes(),
+        src: (v_src, src_ld, src_off),
+        dst: (v_dst, dst_ld, dst_off, p_sb_uvec4),
+        sizes: (outer, inner, rows_out),
+        planes: plane_scale(b, v_pc, v_scale)?,
+        consts: (u0, zero4),
+    };
     let lid = b.b.load(t_u32, None, v_local, None, [])?;
     let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
     let first = b.b.composite_extract(t_u32, None, wg, [0])?;
     // This invocation's block within the tile: column block `across`, row block `down`.
     let across = b.mod_u(lid, ACROSS)?;
     let down = b.div_u(lid, ACROSS)?;
-    let block_col = b.mul_u(across, side)?;
-    let block_row = b.mul_u(down, side)?;
+    let block_col = b.mul_u(across, pass.side)?;
+    let block_row = b.mul_u(down, pass.side)?;
     // Tiles cover the copy's rows, the source's columns and any zero rows after them.
     let tiles_x = b.add_u(rows_out, tile_cols - 1)?;
     let tiles_x = b.div_u(tiles_x, tile_cols)?;
@@ -145,53 +150,88 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
         let r0 = b.b.i_add(t_u32, None, r0, block_row)?;
         let c0 = b.mul_u(tx, tile_cols)?;
         let c0 = b.b.i_add(t_u32, None, c0, block_col)?;
-        let c0_vec = b.div_u(c0, per_vec)?;
+        let rows = pass.load_block(b, (r0, c0))?;
+        pass.store_block(b, &rows, (r0, c0))
+    })?;
+    b.end_compute(f, THREADS)?;
+    Ok(mb.finish())
+}
+
+/// What the pass's stages share: the output, a block's side in elements and the source's
+/// elements per vector; the source (binding, leading dimension and first vector) and the copy
+/// (the same and the pointer type of its vectors); the source's rows and elements per row and
+/// the copy's rows; the planes' scale where it splits; the constants 0 and the zero vector.
+struct Pass {
+    output: Output,
+    side: u32,
+    per_vec: u32,
+    src: (Word, Word, Word),
+    dst: (Word, Word, Word, Word),
+    sizes: (Word, Word, Word),
+    planes: Option<(Word, Word)>,
+    consts: (Word, Word),
+}
+
+impl Pass {
+    /// The block at source row `r0` and element `c0`: its rows, each as `side / per_vec`
+    /// vectors, every load issued first; zero past the source's rows and row length.
+    fn load_block(&self, b: &mut ModuleBuilder, (r0, c0): (Word, Word)) -> BuildResult<Vec<Vec<Word>>> {
+        let (t_bool, t_u32) = (b.t_bool(), b.t_u32());
+        let ((v_src, src_ld, src_off), (outer, inner, _)) = (self.src, self.sizes);
+        let c0_vec = b.div_u(c0, self.per_vec)?;
         let src_base = b.b.i_add(t_u32, None, src_off, c0_vec)?;
-        // The block's rows, each as `side / per_vec` vectors, every load issued first.
-        let mut rows = Vec::with_capacity(side as usize);
-        for i in 0..side {
+        let mut rows = Vec::with_capacity(self.side as usize);
+        for i in 0..self.side {
             let r = b.add_u(r0, i)?;
             let r_ok = b.b.u_less_than(t_bool, None, r, outer)?;
             let at = b.b.i_mul(t_u32, None, r, src_ld)?;
             let at = b.b.i_add(t_u32, None, at, src_base)?;
             let mut vecs = Vec::new();
-            for v in 0..side / per_vec {
-                let c = b.add_u(c0, v * per_vec)?;
+            for v in 0..self.side / self.per_vec {
+                let c = b.add_u(c0, v * self.per_vec)?;
                 let c_ok = b.b.u_less_than(t_bool, None, c, inner)?;
                 let ok = b.b.logical_and(t_bool, None, r_ok, c_ok)?;
                 let idx = b.add_u(at, v)?;
-                vecs.push(b.load_vector_or_zero((v_src, src_off), idx, ok, zero4)?);
+                vecs.push(b.load_vector_or_zero((v_src, src_off), idx, ok, self.consts.1)?);
             }
             rows.push(vecs);
         }
-        // Element `j` of block row `i`, in a u32 (a 16- or 8-bit one in its low bits).
-        let element = |b: &mut ModuleBuilder, i: usize, j: u32| -> BuildResult<u32> {
-            let t_u32 = b.t_u32();
-            let per_word = per_vec / 4;
-            let w =
-                b.b.composite_extract(t_u32, None, rows[i][(j / per_vec) as usize], [j % per_vec / per_word])?;
-            let width = 32 / per_word;
-            let bits = width * (j % per_word);
-            let w = if bits == 0 {
-                w
-            } else {
-                let shift = b.c_u32(bits);
-                b.b.shift_right_logical(t_u32, None, w, shift)?
-            };
-            // Masked unless it was the word's top field.
-            if bits + width < 32 {
-                let mask = b.c_u32((1 << width) - 1);
-                b.b.bitwise_and(t_u32, None, w, mask)
-            } else {
-                Ok(w)
-            }
+        Ok(rows)
+    }
+
+    /// Element `j` of block row `i` (of `rows`), in a u32 (a 16- or 8-bit one in its low bits).
+    fn element(&self, b: &mut ModuleBuilder, rows: &[Vec<Word>], (i, j): (usize, u32)) -> BuildResult<Word> {
+        let (t_u32, per_vec) = (b.t_u32(), self.per_vec);
+        let per_word = per_vec / 4;
+        let w =
+            b.b.composite_extract(t_u32, None, rows[i][(j / per_vec) as usize], [j % per_vec / per_word])?;
+        let width = 32 / per_word;
+        let bits = width * (j % per_word);
+        let w = if bits == 0 {
+            w
+        } else {
+            let shift = b.c_u32(bits);
+            b.b.shift_right_logical(t_u32, None, w, shift)?
         };
+        // Masked unless it was the word's top field.
+        if bits + width < 32 {
+            let mask = b.c_u32((1 << width) - 1);
+            b.b.bitwise_and(t_u32, None, w, mask)
+        } else {
+            Ok(w)
+        }
+    }
+
+    /// The block's columns as copy rows `c0 + j`, one 16-byte vector of each, where the copy
+    /// has that row and the source row `r0`.
+    fn store_block(&self, b: &mut ModuleBuilder, rows: &[Vec<Word>], (r0, c0): (Word, Word)) -> BuildResult<()> {
+        let (t_bool, t_u32) = (b.t_bool(), b.t_u32());
+        let ((_, _, dst_off, _), (outer, _, rows_out)) = (self.dst, self.sizes);
         // The block's first row is the first element of a copy vector.
-        let r0_vec = b.div_u(r0, side)?;
+        let r0_vec = b.div_u(r0, self.side)?;
         let dst_base = b.b.i_add(t_u32, None, dst_off, r0_vec)?;
         let col_ok = b.b.u_less_than(t_bool, None, r0, outer)?;
-        // Block column `j` is copy row `c0 + j`: one 16-byte vector of it.
-        for j in 0..side {
+        for j in 0..self.side {
             let row = b.add_u(c0, j)?;
             let row_ok = b.b.u_less_than(t_bool, None, row, rows_out)?;
             let ok = b.b.logical_and(t_bool, None, row_ok, col_ok)?;
@@ -199,46 +239,52 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
             b.b.selection_merge(l_next, SelectionControl::NONE)?;
             b.b.branch_conditional(ok, l_store, l_next, [])?;
             b.b.begin_block(Some(l_store))?;
-            let mut w = vec![0; side as usize];
+            let mut w = vec![0; self.side as usize];
             for (i, w) in w.iter_mut().enumerate() {
-                *w = element(b, i, j)?;
+                *w = self.element(b, rows, (i, j))?;
             }
-            let quad = |b: &mut ModuleBuilder, w: &[u32]| b.b.composite_construct(t_uvec4, None, w.iter().copied());
-            let at = b.b.i_mul(t_u32, None, row, dst_ld)?;
-            let at = b.b.i_add(t_u32, None, at, dst_base)?;
-            match output {
-                Output::Copy16 | Output::Copy8 => {
-                    // The elements packed back into words, lowest first, as the source had them.
-                    let per_word = 4 / output.copy_bytes() as usize;
-                    let mut words = [0; 4];
-                    for (k, word) in words.iter_mut().enumerate() {
-                        let mut acc = w[per_word * k];
-                        for e in 1..per_word {
-                            let shift = b.c_u32((32 / per_word * e) as u32);
-                            let high = b.b.shift_left_logical(t_u32, None, w[per_word * k + e], shift)?;
-                            acc = b.b.bitwise_or(t_u32, None, acc, high)?;
-                        }
-                        *word = acc;
-                    }
-                    let packed = quad(b, &words)?;
-                    let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [u0, at])?;
-                    b.b.store(p, packed, None, [])?;
-                }
-                Output::Rounded(to) => {
-                    let halves = (quad(b, &w[..4])?, quad(b, &w[4..])?);
-                    store_converted(b, (v_dst, at), halves, to, None)?;
-                }
-                Output::Planes => {
-                    // The planes are f16 (the type is not used: they are split, not rounded).
-                    let halves = (quad(b, &w[..4])?, quad(b, &w[4..])?);
-                    store_converted(b, (v_dst, at), halves, ComponentType::F16, planes)?;
-                }
-            }
+            self.store_row(b, &w, (row, dst_base))?;
             b.b.branch(l_next)?;
             b.b.begin_block(Some(l_next))?;
         }
         Ok(())
-    })?;
-    b.end_compute(f, THREADS)?;
-    Ok(mb.finish())
+    }
+
+    /// Copy row `row`'s vector from `dst_base` holding the elements `w` (one a u32): packed
+    /// back as the source had them, or converted.
+    fn store_row(&self, b: &mut ModuleBuilder, w: &[Word], (row, dst_base): (Word, Word)) -> BuildResult<()> {
+        let (t_u32, t_uvec4) = (b.t_u32(), b.t_uvec(4));
+        let (v_dst, dst_ld, _, p_sb_uvec4) = self.dst;
+        let quad = |b: &mut ModuleBuilder, w: &[u32]| b.b.composite_construct(t_uvec4, None, w.iter().copied());
+        let at = b.b.i_mul(t_u32, None, row, dst_ld)?;
+        let at = b.b.i_add(t_u32, None, at, dst_base)?;
+        match self.output {
+            Output::Copy16 | Output::Copy8 => {
+                // The elements packed back into words, lowest first, as the source had them.
+                let per_word = 4 / self.output.copy_bytes() as usize;
+                let mut words = [0; 4];
+                for (k, word) in words.iter_mut().enumerate() {
+                    let mut acc = w[per_word * k];
+                    for e in 1..per_word {
+                        let shift = b.c_u32((32 / per_word * e) as u32);
+                        let high = b.b.shift_left_logical(t_u32, None, w[per_word * k + e], shift)?;
+                        acc = b.b.bitwise_or(t_u32, None, acc, high)?;
+                    }
+                    *word = acc;
+                }
+                let packed = quad(b, &words)?;
+                let p = b.b.access_chain(p_sb_uvec4, None, v_dst, [self.consts.0, at])?;
+                b.b.store(p, packed, None, [])
+            }
+            Output::Rounded(to) => {
+                let halves = (quad(b, &w[..4])?, quad(b, &w[4..])?);
+                store_converted(b, (v_dst, at), halves, to, None)
+            }
+            Output::Planes => {
+                // The planes are f16 (the type is not used: they are split, not rounded).
+                let halves = (quad(b, &w[..4])?, quad(b, &w[4..])?);
+                store_converted(b, (v_dst, at), halves, ComponentType::F16, self.planes)
+            }
+        }
+    }
 }
