@@ -207,35 +207,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let w_off = group.as_ref().map_or(w_off, |g| g.w_off);
     let l_entry = group.as_ref().map_or(l_entry, |g| g.entry);
     let n0 = b.mul_u(wx, key.cols)?;
-    // The invocation's place along its rows and the first of them.
-    let (lane, first) = if key.lanes == GEMV_THREADS {
-        (tid, n0)
-    } else {
-        let group = b.div_u(tid, key.lanes)?;
-        let group_first = b.mul_u(group, key.rows_per_invocation())?;
-        (b.mod_u(tid, key.lanes)?, b.b.i_add(t_u32, None, n0, group_first)?)
-    };
-    // W's rows past N read row N - 1 (inside the binding) and are never stored.
-    let last = b.add_u(pn, u32::MAX)?;
-    let mut w_rows = Vec::new();
-    for c in 0..key.rows_per_invocation() {
-        let n = b.add_u(first, c)?;
-        let inside = b.b.u_less_than(t_bool, None, n, pn)?;
-        let n = b.b.select(t_u32, None, inside, n, last)?;
-        let row = b.b.i_mul(t_u32, None, n, ldw)?;
-        w_rows.push(b.b.i_add(t_u32, None, w_off, row)?);
-    }
-    let mut x_rows = Vec::new();
-    for r in 0..key.rows {
-        let row = match &group {
-            Some(g) => {
-                let r = g.row(b, r)?;
-                b.b.i_mul(t_u32, None, r, ldx)?
-            }
-            None => b.mul_u(ldx, r)?,
-        };
-        x_rows.push(b.b.i_add(t_u32, None, x_off, row)?);
-    }
+    let (lane, w_rows, x_rows) = invocation_rows(b, key, (tid, n0, group.as_ref()), ([pn, ldw, w_off], [ldx, x_off]))?;
     let k_loop = KLoop {
         entry: l_entry,
         lane,
@@ -263,6 +235,48 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     )?;
     b.end_compute(f_main, GEMV_THREADS)?;
     Ok(mb.finish())
+}
+
+/// The invocation's place along its rows of W (`lane`: its index where every invocation
+/// reads along each row) and the first word or vector of each of its rows of W and of X:
+/// W's rows from `n0` (the workgroup's first), its group's share where invocations share rows;
+/// X's rows from 0, or from a grouped kernel's group's first.
+fn invocation_rows(
+    b: &mut ModuleBuilder,
+    key: &GemvKey,
+    (tid, n0, group): (Word, Word, Option<&GroupRows>),
+    ([pn, ldw, w_off], [ldx, x_off]): ([Word; 3], [Word; 2]),
+) -> BuildResult<(Word, Vec<Word>, Vec<Word>)> {
+    let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
+    let (lane, first) = if key.lanes == GEMV_THREADS {
+        (tid, n0)
+    } else {
+        let group = b.div_u(tid, key.lanes)?;
+        let group_first = b.mul_u(group, key.rows_per_invocation())?;
+        (b.mod_u(tid, key.lanes)?, b.b.i_add(t_u32, None, n0, group_first)?)
+    };
+    // W's rows past N read row N - 1 (inside the binding) and are never stored.
+    let last = b.add_u(pn, u32::MAX)?;
+    let mut w_rows = Vec::new();
+    for c in 0..key.rows_per_invocation() {
+        let n = b.add_u(first, c)?;
+        let inside = b.b.u_less_than(t_bool, None, n, pn)?;
+        let n = b.b.select(t_u32, None, inside, n, last)?;
+        let row = b.b.i_mul(t_u32, None, n, ldw)?;
+        w_rows.push(b.b.i_add(t_u32, None, w_off, row)?);
+    }
+    let mut x_rows = Vec::new();
+    for r in 0..key.rows {
+        let row = match group {
+            Some(g) => {
+                let r = g.row(b, r)?;
+                b.b.i_mul(t_u32, None, r, ldx)?
+            }
+            None => b.mul_u(ldx, r)?,
+        };
+        x_rows.push(b.b.i_add(t_u32, None, x_off, row)?);
+    }
+    Ok((lane, w_rows, x_rows))
 }
 
 /// A grouped kernel's table row ([`GemvKey::grouped`]): its group's first row, the last of its
