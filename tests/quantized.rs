@@ -709,7 +709,7 @@ fn what_does_not_fit_is_a_typed_error_before_the_gpu() {
 /// against the same rounding, the others within the bound of their operands' rounding to `T`.
 ///
 /// With `counted`, the group sizes go to the device (`grouped_by_device_counts`): decode's
-/// shapes (at most 8 rows in all, no bias) then stream the blocks of the experts with rows in
+/// shapes (at most 8 rows in all) then stream the blocks of the experts with rows in
 /// one matrix-vector kernel taking its groups from the device's table (checked: its kernel is
 /// the grouped one), the rest dequantize every expert and multiply them as dense ones.
 fn experts<T: Element>(
@@ -750,7 +750,7 @@ fn experts<T: Element>(
     .unwrap();
     prepared.run().unwrap();
     let labels: Vec<String> = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
-    if counted && m <= 8 && !bias {
+    if counted && m <= 8 {
         assert!(
             labels
                 .last()
@@ -916,6 +916,23 @@ fn quantized_experts_run_grouped_each_group_as_its_expert() {
         (9, 3),
         &GemmOptions::default(),
         (false, true),
+        &mut rng,
+    );
+    // Each expert's own column bias (gpt-oss's experts have one), 8-bit activations and not.
+    experts::<f16>(
+        QuantType::Mxfp4,
+        &[0, 2, 1],
+        (21, 2),
+        &GemmOptions::default(),
+        (true, true),
+        &mut rng,
+    );
+    experts::<f32>(
+        QuantType::Q4_1,
+        &[3, 0, 0, 1],
+        (13, 4),
+        &exact(),
+        (true, true),
         &mut rng,
     );
     assert_no_validation_messages(context());

@@ -77,7 +77,7 @@ impl Context {
 
     /// Checks and plans `op` over the experts of `q` (read as `to`) as B, grouped by the sizes
     /// the device holds in `counts`. Decode's shapes (A's rows few enough for the
-    /// matrix-vector kernel, no fused terms) stream the blocks of the experts that have rows
+    /// matrix-vector kernel) stream the blocks of the experts that have rows
     /// ([`GemmPlan::gemv_grouped_counted`](crate::plan::GemmPlan::gemv_grouped_counted)).
     /// Elsewhere which experts a group routes to is not known here, so every expert is
     /// dequantized (a pass each, side by side, into one batch of copies in scratch) and the
@@ -105,9 +105,19 @@ impl Context {
                 output: TC::TYPE,
             }
         };
-        if op.fused.is_none() && pa.rows <= crate::kernel::GEMV_MAX_ROWS as usize {
+        if pa.rows <= crate::kernel::GEMV_MAX_ROWS as usize {
             let where_ = self.check_counted([pa, seen, pc], experts, counts)?;
-            let one = self.plan_one_quantized([pa, seen, pc], 1, (&each[0], to), types, (&op.options, None))?;
+            // Each expert's own N values of the fused column vectors.
+            let terms = match &op.fused {
+                Some(f) => {
+                    let cols = pc.cols.checked_mul(experts);
+                    let cols =
+                        cols.ok_or_else(|| crate::Error::TooLarge("the experts' column vectors overflow".into()))?;
+                    Some(self.fused_terms(f, (pa.rows, cols), types)?)
+                }
+                None => None,
+            };
+            let one = self.plan_one_quantized([pa, seen, pc], 1, (&each[0], to), types, (&op.options, terms))?;
             if one.gemv_kernel().is_some_and(|k| !k.c_transposed) {
                 let plan = one.gemv_grouped_counted(experts, where_, q.matrix.stride, &self.limits)?;
                 return Ok(planned(plan, where_));

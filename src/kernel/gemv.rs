@@ -73,7 +73,8 @@ pub struct GemvKey {
     /// words a row: group, first row, end row, as [`super::group_table`] builds it from counts
     /// on the device): the group's rows of X and C from its first row (fewer than `rows` where
     /// it has fewer), its weight `b_batch_vec` units of `ldb_vec` after the group before's. An
-    /// empty table row returns at once. C not transposed, no fused terms.
+    /// empty table row returns at once. C not transposed; fused column vectors are the
+    /// group's (`N` values each).
     pub grouped: bool,
 }
 
@@ -197,13 +198,13 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let (pn, pk) = (pc(b, Pc::N)?, pc(b, Pc::K)?);
     let (ldx, ldw) = (pc(b, Pc::LdaVec)?, pc(b, Pc::LdbVec)?);
     let (x_off, w_off) = (pc(b, Pc::AOff)?, pc(b, Pc::BOff)?);
-    if let Some(f) = fuse.as_mut() {
-        f.prepare(b, v_pc, None)?;
-    }
     let group = match v_table {
         Some(table) => Some(GroupRows::read(b, (v_pc, table), wg, w_off)?),
         None => None,
     };
+    if let Some(f) = fuse.as_mut() {
+        f.prepare(b, v_pc, group.as_ref().map(|g| g.group))?;
+    }
     let w_off = group.as_ref().map_or(w_off, |g| g.w_off);
     let l_entry = group.as_ref().map_or(l_entry, |g| g.entry);
     let n0 = b.mul_u(wx, key.cols)?;
@@ -279,9 +280,11 @@ fn invocation_rows(
     Ok((lane, w_rows, x_rows))
 }
 
-/// A grouped kernel's table row ([`GemvKey::grouped`]): its group's first row, the last of its
-/// rows (`count - 1`; the kernel has returned where the group has none) and its weight's offset.
+/// A grouped kernel's table row ([`GemvKey::grouped`]): its group, the group's first row, the
+/// last of its rows (`count - 1`; the kernel has returned where the group has none) and its
+/// weight's offset.
 struct GroupRows {
+    group: Word,
     first: Word,
     last: Word,
     w_off: Word,
@@ -313,6 +316,7 @@ impl GroupRows {
         let skip = b.b.i_mul(t_u32, None, group, stride)?;
         let w_off = b.b.i_add(t_u32, None, w_off, skip)?;
         Ok(GroupRows {
+            group,
             first,
             last,
             w_off,

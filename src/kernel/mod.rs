@@ -531,10 +531,10 @@ pub fn generate_gemv(key: &GemvKey) -> Result<Vec<u32>> {
         || !cols_fit
         || !(1..=2).contains(&key.unroll)
         || (key.int8_x && key.quant.is_none())
-        || (key.grouped && (key.c_transposed || key.epilogue.is_fused()))
+        || (key.grouped && key.c_transposed)
     {
         return Err(Error::Unsupported(format!(
-            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 or 2 vectors a step, 8-bit activations only beside weights in a block format, groups only into an untransposed C without fused terms, and either {GEMV_THREADS} lanes with 1 to {GEMV_MAX_COLS} rows of W per workgroup or (8-bit activations only) 16, 32 or 64 lanes with 1 to {} rows of W an invocation and at most {GEMV_THREADS} sums a workgroup",
+            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 or 2 vectors a step, 8-bit activations only beside weights in a block format, groups only into an untransposed C, and either {GEMV_THREADS} lanes with 1 to {GEMV_MAX_COLS} rows of W per workgroup or (8-bit activations only) 16, 32 or 64 lanes with 1 to {} rows of W an invocation and at most {GEMV_THREADS} sums a workgroup",
             key.name(),
             GEMV_MAX_ROWS_PER_LANE
         )));

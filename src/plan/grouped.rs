@@ -150,13 +150,14 @@ impl GemmPlan {
     }
 
     /// This plan, decode on group 0's quantized weight (the matrix-vector kernel on its blocks
-    /// over every row of A, C not transposed, no fused terms; the pass rounding A to 8 bits
-    /// may come first), as a grouped GEMM whose `groups` sizes the device holds: a pass builds
+    /// over every row of A, C not transposed; the pass rounding A to 8 bits may come first),
+    /// as a grouped GEMM whose `groups` sizes the device holds: a pass builds
     /// the tile table from the counts with tiles of M rows (a table row per group, since no
     /// group can have more rows than A), and workgroup row `y` of the kernel takes table row
     /// `y` ([`crate::kernel::GemvKey::grouped`]), its group's weight `w_stride` bytes after the group
-    /// before's. A group without rows reads nothing of its weight. Typed errors where the plan
-    /// is not such a decode or the weights are not all inside W's binding.
+    /// before's, and its own N values of the fused column vectors. A group without rows reads
+    /// nothing of its weight. Typed errors where the plan is not such a decode or the weights
+    /// are not all inside W's binding.
     pub fn gemv_grouped_counted(
         mut self,
         groups: usize,
@@ -170,15 +171,11 @@ impl GemmPlan {
             Kernel::Gemv(key) => Some((*d, key)),
             _ => None,
         });
-        let Some((d, key)) = found.filter(|(_, key)| {
-            key.quant.is_some()
-                && !key.c_transposed
-                && !key.epilogue.is_fused()
-                && !key.grouped
-                && key.rows as usize == m
-        }) else {
+        let Some((d, key)) =
+            found.filter(|(_, key)| key.quant.is_some() && !key.c_transposed && !key.grouped && key.rows as usize == m)
+        else {
             return Err(Error::Unsupported(format!(
-                "grouped decode with sizes on the device runs the matrix-vector kernel on quantized weights as B over every row of A, without fused terms; plan {} is not that",
+                "grouped decode with sizes on the device runs the matrix-vector kernel on quantized weights as B over every row of A, plan {} is not that",
                 self.kernel_name()
             )));
         };
@@ -204,7 +201,18 @@ impl GemmPlan {
             format!("the tile table of {groups} groups")
         })?;
         let build = counts.table_pass(groups, (m, m, groups), table, limits)?;
+        // The fused column vectors hold N values per group.
+        let all = Problem {
+            n: self
+                .problem
+                .n
+                .checked_mul(groups)
+                .ok_or_else(|| Error::TooLarge("the groups' columns overflow".into()))?,
+            ..self.problem
+        };
+        let vectors = fused_vectors(&all, &key.epilogue, limits)?;
         let d = self.dispatches.last_mut().expect("found above");
+        d.vectors = vectors;
         d.kernel = Kernel::Gemv(crate::kernel::GemvKey { grouped: true, ..key });
         d.aux = Some((Operand::Scratch, table));
         d.groups[1] = rows;
