@@ -8,7 +8,7 @@
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use crate::config::GPUSubgroupMatrixConfig;
-use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
 
 /// Independent accumulator chains per subgroup.
 pub const CHAINS: u32 = 8;
@@ -26,7 +26,6 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
     mb.extension("SPV_KHR_cooperative_matrix");
     let b = &mut mb;
     let t_void = b.t_void();
-    let t_bool = b.t_bool();
     let t_u32 = b.t_u32();
     let t_uvec3 = b.t_uvec(3);
     let (t_a, t_b, t_acc) = b.matrix_types(cfg, Scope::Subgroup, (cfg.m, cfg.n, cfg.k));
@@ -49,13 +48,20 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
     let p_sh = b.ptr(StorageClass::Workgroup, t_sh);
     let v_sh = b.b.variable(p_sh, None, StorageClass::Workgroup, None);
     b.interface.push(v_sh);
-
-    let p_sb_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
-    let p_sb_res = b.ptr(StorageClass::StorageBuffer, t_res);
-    let p_wg_u32 = b.ptr(StorageClass::Workgroup, t_u32);
+    let k = Peak {
+        cfg,
+        b_words,
+        a_words: cfg.m * cfg.k * es / 4,
+        types: (t_a, t_b, t_acc, t_res),
+        buffers: (v_in, v_out, v_sh),
+        ptrs: (
+            b.ptr(StorageClass::StorageBuffer, t_u32),
+            b.ptr(StorageClass::StorageBuffer, t_res),
+            b.ptr(StorageClass::Workgroup, t_u32),
+        ),
+    };
     let p_pc_u32 = b.ptr(StorageClass::PushConstant, t_u32);
     let p_fn_acc = b.ptr(StorageClass::Function, t_acc);
-    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
     let threads = SUBGROUPS * subgroup_size;
 
     let t_fn = b.b.type_function(t_void, []);
@@ -70,56 +76,95 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
     let wg_x = b.b.composite_extract(t_u32, None, wg, [0])?;
     let p_iters = b.b.access_chain(p_pc_u32, None, v_pc, [u0])?;
     let iters = b.b.load(t_u32, None, p_iters, None, [])?;
-
-    // Stage both B tiles (words after the A fragments) into shared memory.
-    let a_words = cfg.m * cfg.k * es / 4;
-    for w in (0..2 * b_words).step_by(threads as usize) {
-        let idx = b.add_u(tid, w)?;
-        let c_total = b.c_u32(2 * b_words);
-        let ok = b.b.u_less_than(t_bool, None, idx, c_total)?;
-        let (l_do, l_skip) = (b.b.id(), b.b.id());
-        b.b.selection_merge(l_skip, rspirv::spirv::SelectionControl::NONE)?;
-        b.b.branch_conditional(ok, l_do, l_skip, [])?;
-        b.b.begin_block(Some(l_do))?;
-        let src = b.add_u(idx, CHAINS * a_words)?;
-        let p = b.b.access_chain(p_sb_u32, None, v_in, [u0, src])?;
-        let x = b.b.load(t_u32, None, p, None, [])?;
-        let q = b.b.access_chain(p_wg_u32, None, v_sh, [idx])?;
-        b.b.store(q, x, np, [])?;
-        b.b.branch(l_skip)?;
-        b.b.begin_block(Some(l_skip))?;
-    }
-    let c_wg = b.c_u32(Scope::Workgroup as u32);
-    let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
-    b.b.control_barrier(c_wg, c_wg, sem)?;
-
-    let row_major = u0;
-    let a_stride = b.c_u32(cfg.k * es / 4);
-    let b_stride = b.c_u32(cfg.n * es / 4);
-    let a_frags: Vec<_> = (0..CHAINS)
-        .map(|c| {
-            let off = b.c_u32(c * a_words);
-            let p = b.b.access_chain(p_sb_u32, None, v_in, [u0, off])?;
-            b.b.cooperative_matrix_load_khr(t_a, None, p, row_major, Some(a_stride), None, [])
-        })
-        .collect::<BuildResult<_>>()?;
-    let zero = b.c_bits(t_res, 0);
-    let z = b.b.composite_construct(t_acc, None, [zero])?;
-    for &v in &accs {
-        b.b.store(v, z, None, [])?;
-    }
-    let ops = mul_add_operands(cfg);
-
+    k.stage_b_tiles(b, tid, threads)?;
+    let a_frags = k.start_chains(b, &accs)?;
     // The loop needs its entry block's label: open one, whichever block the copy above ended in.
     let l_pre = b.b.id();
     b.b.branch(l_pre)?;
     b.b.begin_block(Some(l_pre))?;
     b.counted_loop(l_pre, (u0, iters, 1), |b, i| {
         let parity = b.b.bitwise_and(t_u32, None, i, u1)?;
-        let off = b.mul_u(parity, b_words)?;
+        k.step(b, parity, (&a_frags, &accs))
+    })?;
+    let sg_global = b.mul_u(wg_x, SUBGROUPS)?;
+    let sg_global = b.b.i_add(t_u32, None, sg_global, sg)?;
+    k.store_chains(b, sg_global, &accs)?;
+    b.end_compute(f, threads)?;
+    Ok(mb.finish())
+}
+
+/// What the kernel's stages share: the config, the words of a B tile and of an A fragment, the
+/// matrix types (A, B, accumulator) and the result's, the input, output and shared buffers,
+/// and the pointer types of input words, result elements and shared words.
+struct Peak<'a> {
+    cfg: &'a GPUSubgroupMatrixConfig,
+    b_words: u32,
+    a_words: u32,
+    types: (Word, Word, Word, Word),
+    buffers: (Word, Word, Word),
+    ptrs: (Word, Word, Word),
+}
+
+impl Peak<'_> {
+    /// Both B tiles (the words after the A fragments) staged into shared memory, `threads`
+    /// invocations a word each per round, then a barrier.
+    fn stage_b_tiles(&self, b: &mut ModuleBuilder, tid: Word, threads: u32) -> BuildResult<()> {
+        let (t_bool, t_u32, u0) = (b.t_bool(), b.t_u32(), b.c_u32(0));
+        let ((v_in, _, v_sh), (p_sb_u32, _, p_wg_u32)) = (self.buffers, self.ptrs);
+        let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
+        for w in (0..2 * self.b_words).step_by(threads as usize) {
+            let idx = b.add_u(tid, w)?;
+            let c_total = b.c_u32(2 * self.b_words);
+            let ok = b.b.u_less_than(t_bool, None, idx, c_total)?;
+            let (l_do, l_skip) = (b.b.id(), b.b.id());
+            b.b.selection_merge(l_skip, rspirv::spirv::SelectionControl::NONE)?;
+            b.b.branch_conditional(ok, l_do, l_skip, [])?;
+            b.b.begin_block(Some(l_do))?;
+            let src = b.add_u(idx, CHAINS * self.a_words)?;
+            let p = b.b.access_chain(p_sb_u32, None, v_in, [u0, src])?;
+            let x = b.b.load(t_u32, None, p, None, [])?;
+            let q = b.b.access_chain(p_wg_u32, None, v_sh, [idx])?;
+            b.b.store(q, x, np, [])?;
+            b.b.branch(l_skip)?;
+            b.b.begin_block(Some(l_skip))?;
+        }
+        let c_wg = b.c_u32(Scope::Workgroup as u32);
+        let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
+        b.b.control_barrier(c_wg, c_wg, sem)
+    }
+
+    /// Each chain's A fragment, loaded once, and its accumulator zeroed.
+    fn start_chains(&self, b: &mut ModuleBuilder, accs: &[Word]) -> BuildResult<Vec<Word>> {
+        let ((t_a, _, t_acc, t_res), (v_in, _, _), (p_sb_u32, _, _)) = (self.types, self.buffers, self.ptrs);
+        let u0 = b.c_u32(0);
+        let a_stride = b.c_u32(self.cfg.k * self.cfg.component_type.size_bytes() / 4);
+        let a_frags: Vec<_> = (0..CHAINS)
+            .map(|c| {
+                let off = b.c_u32(c * self.a_words);
+                let p = b.b.access_chain(p_sb_u32, None, v_in, [u0, off])?;
+                b.b.cooperative_matrix_load_khr(t_a, None, p, u0, Some(a_stride), None, [])
+            })
+            .collect::<BuildResult<_>>()?;
+        let zero = b.c_bits(t_res, 0);
+        let z = b.b.composite_construct(t_acc, None, [zero])?;
+        for &v in accs {
+            b.b.store(v, z, None, [])?;
+        }
+        Ok(a_frags)
+    }
+
+    /// One iteration: the B tile at `parity` (alternating, so no product is loop-invariant)
+    /// times every chain's A fragment, into its accumulator.
+    fn step(&self, b: &mut ModuleBuilder, parity: Word, (a_frags, accs): (&[Word], &[Word])) -> BuildResult<()> {
+        let ((_, t_b, t_acc, _), (_, _, v_sh), (_, _, p_wg_u32)) = (self.types, self.buffers, self.ptrs);
+        let u0 = b.c_u32(0);
+        let b_stride = b.c_u32(self.cfg.n * self.cfg.component_type.size_bytes() / 4);
+        let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
+        let ops = mul_add_operands(self.cfg);
+        let off = b.mul_u(parity, self.b_words)?;
         let p = b.b.access_chain(p_wg_u32, None, v_sh, [off])?;
         let bf =
-            b.b.cooperative_matrix_load_khr(t_b, None, p, row_major, Some(b_stride), np, [])?;
+            b.b.cooperative_matrix_load_khr(t_b, None, p, u0, Some(b_stride), np, [])?;
         for (c, &v) in accs.iter().enumerate() {
             let acc = b.b.load(t_acc, None, v, None, [])?;
             let r =
@@ -127,19 +172,22 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
             b.b.store(v, r, None, [])?;
         }
         Ok(())
-    })?;
-    // Every accumulator element is stored: nothing may be dead.
-    let tile = cfg.m * cfg.n;
-    let sg_global = b.mul_u(wg_x, SUBGROUPS)?;
-    let sg_global = b.b.i_add(t_u32, None, sg_global, sg)?;
-    let base = b.mul_u(sg_global, CHAINS * tile)?;
-    for (c, &v) in accs.iter().enumerate() {
-        let acc = b.b.load(t_acc, None, v, None, [])?;
-        let at = b.add_u(base, c as u32 * tile)?;
-        let p = b.b.access_chain(p_sb_res, None, v_out, [u0, at])?;
-        let stride = b.c_u32(cfg.n);
-        b.b.cooperative_matrix_store_khr(p, acc, row_major, Some(stride), None, [])?;
     }
-    b.end_compute(f, threads)?;
-    Ok(mb.finish())
+
+    /// Every accumulator element stored, subgroup `sg_global`'s chains one after another:
+    /// nothing may be dead (NVIDIA's compiler drops MMAs whose results are unused).
+    fn store_chains(&self, b: &mut ModuleBuilder, sg_global: Word, accs: &[Word]) -> BuildResult<()> {
+        let ((_, _, t_acc, _), (_, v_out, _), (_, p_sb_res, _)) = (self.types, self.buffers, self.ptrs);
+        let u0 = b.c_u32(0);
+        let tile = self.cfg.m * self.cfg.n;
+        let base = b.mul_u(sg_global, CHAINS * tile)?;
+        for (c, &v) in accs.iter().enumerate() {
+            let acc = b.b.load(t_acc, None, v, None, [])?;
+            let at = b.add_u(base, c as u32 * tile)?;
+            let p = b.b.access_chain(p_sb_res, None, v_out, [u0, at])?;
+            let stride = b.c_u32(self.cfg.n);
+            b.b.cooperative_matrix_store_khr(p, acc, u0, Some(stride), None, [])?;
+        }
+        Ok(())
+    }
 }
