@@ -7,16 +7,16 @@
 //! stride in elements, `ldb_vec` = workgroups along x, `c_off`, `alpha_bits`, `beta_bits`.
 
 use super::builder::{BuildResult, ModuleBuilder};
+use super::push::Pc;
 use super::Epilogue;
 use crate::config::ComponentType;
-use rspirv::spirv::{BuiltIn, Capability, FunctionControl, LoopControl, SelectionControl, StorageClass};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, LoopControl, SelectionControl, StorageClass, Word};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
 
 pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResult<Vec<u32>> {
     let rs = result_type.size_bytes();
-    let is_float = result_type.is_float();
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
     let t_void = b.t_void();
@@ -33,14 +33,14 @@ pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResul
     let v_part = b.storage_buffer(t_res, rs, 0, true);
     let v_c = b.storage_buffer(t_res, rs, 2, false);
     let p_sb_res = b.ptr(StorageClass::StorageBuffer, t_res);
-    let u0 = b.c_u32(0);
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
     b.b.begin_block(None)?;
-    let pc = |b: &mut ModuleBuilder, i: u32| b.push_constant(v_pc, i);
-    let (pm, pn, splits, ldc, stride, gx) = (pc(b, 0)?, pc(b, 1)?, pc(b, 2)?, pc(b, 5)?, pc(b, 3)?, pc(b, 4)?);
-    let c_off = pc(b, 8)?;
+    let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
+    let (pm, pn, splits) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
+    let (ldc, stride, gx) = (pc(b, Pc::Ldc)?, pc(b, Pc::LdaVec)?, pc(b, Pc::LdbVec)?);
+    let c_off = pc(b, Pc::COff)?;
     let lid = b.b.load(t_u32, None, v_local, None, [])?;
     let wg = b.b.load(t_uvec3, None, v_wg, None, [])?;
     let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
@@ -59,64 +59,106 @@ pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResul
     let c = b.b.u_mod(t_u32, None, gid, pn)?;
     let idx = b.b.i_mul(t_u32, None, r, ldc)?;
     let idx = b.b.i_add(t_u32, None, idx, c)?;
-    let zero = b.c_bits(t_res, 0);
-    // sum over slices
-    let (l_head, l_body, l_cont, l_merge) = (b.b.id(), b.b.id(), b.b.id(), b.b.id());
-    let (s_next, acc_next) = (b.b.id(), b.b.id());
-    b.b.branch(l_head)?;
-    b.b.begin_block(Some(l_head))?;
-    let s = b.b.phi(t_u32, None, [(u0, l_work), (s_next, l_cont)])?;
-    let acc = b.b.phi(t_res, None, [(zero, l_work), (acc_next, l_cont)])?;
-    let more = b.b.u_less_than(t_bool, None, s, splits)?;
-    b.b.loop_merge(l_merge, l_cont, LoopControl::NONE, [])?;
-    b.b.branch_conditional(more, l_body, l_merge, [])?;
-    b.b.begin_block(Some(l_body))?;
-    let off = b.b.i_mul(t_u32, None, s, stride)?;
-    let at = b.b.i_add(t_u32, None, off, idx)?;
-    let p = b.b.access_chain(p_sb_res, None, v_part, [u0, at])?;
-    let x = b.b.load(t_res, None, p, None, [])?;
-    if is_float {
-        b.b.f_add(t_res, Some(acc_next), acc, x)?;
-    } else {
-        b.b.i_add(t_res, Some(acc_next), acc, x)?;
-    }
-    b.b.branch(l_cont)?;
-    b.b.begin_block(Some(l_cont))?;
-    let c1 = b.c_u32(1);
-    b.b.i_add(t_u32, Some(s_next), s, c1)?;
-    b.b.branch(l_head)?;
-    b.b.begin_block(Some(l_merge))?;
-    let scalar = |b: &mut ModuleBuilder, i: u32| -> BuildResult<u32> {
-        let bits = pc(b, i)?;
-        b.scalar_from_bits(result_type, t_res, bits)
+    let res = Res {
+        ty: result_type,
+        t_res,
+        p_sb_res,
     };
-    let mul = |b: &mut ModuleBuilder, x, y| {
-        if is_float {
-            b.b.f_mul(t_res, None, x, y)
-        } else {
-            b.b.i_mul(t_res, None, x, y)
-        }
-    };
-    let mut out = acc;
-    if epilogue.alpha {
-        let a = scalar(b, 9)?;
-        out = mul(b, out, a)?;
-    }
-    let ci = b.b.i_add(t_u32, None, idx, c_off)?;
-    let pc_c = b.b.access_chain(p_sb_res, None, v_c, [u0, ci])?;
-    if epilogue.beta {
-        let beta = scalar(b, 10)?;
-        let old = b.b.load(t_res, None, pc_c, None, [])?;
-        let t = mul(b, old, beta)?;
-        out = if is_float {
-            b.b.f_add(t_res, None, out, t)?
-        } else {
-            b.b.i_add(t_res, None, out, t)?
-        };
-    }
-    b.b.store(pc_c, out, None, [])?;
+    let sum = res.sum_slices(b, l_work, (v_part, stride, splits), idx)?;
+    res.store(b, (v_pc, v_c, c_off), epilogue, (sum, idx))?;
     b.b.branch(l_end)?;
     b.b.begin_block(Some(l_end))?;
     b.end_compute(f, THREADS)?;
     Ok(mb.finish())
+}
+
+/// The result type as the stages use it: its component type, its SPIR-V type and the pointer
+/// type of its elements in a storage buffer.
+struct Res {
+    ty: ComponentType,
+    t_res: Word,
+    p_sb_res: Word,
+}
+
+impl Res {
+    /// The sum of the element at `idx` over the `splits` slices of `v_part`, `stride`
+    /// elements apart; `entry` is the block the loop branches from.
+    fn sum_slices(
+        &self,
+        b: &mut ModuleBuilder,
+        entry: Word,
+        (v_part, stride, splits): (Word, Word, Word),
+        idx: Word,
+    ) -> BuildResult<Word> {
+        let (t_bool, t_u32, t_res, u0) = (b.t_bool(), b.t_u32(), self.t_res, b.c_u32(0));
+        let zero = b.c_bits(t_res, 0);
+        let (l_head, l_body, l_cont, l_merge) = (b.b.id(), b.b.id(), b.b.id(), b.b.id());
+        let (s_next, acc_next) = (b.b.id(), b.b.id());
+        b.b.branch(l_head)?;
+        b.b.begin_block(Some(l_head))?;
+        let s = b.b.phi(t_u32, None, [(u0, entry), (s_next, l_cont)])?;
+        let acc = b.b.phi(t_res, None, [(zero, entry), (acc_next, l_cont)])?;
+        let more = b.b.u_less_than(t_bool, None, s, splits)?;
+        b.b.loop_merge(l_merge, l_cont, LoopControl::NONE, [])?;
+        b.b.branch_conditional(more, l_body, l_merge, [])?;
+        b.b.begin_block(Some(l_body))?;
+        let off = b.b.i_mul(t_u32, None, s, stride)?;
+        let at = b.b.i_add(t_u32, None, off, idx)?;
+        let p = b.b.access_chain(self.p_sb_res, None, v_part, [u0, at])?;
+        let x = b.b.load(t_res, None, p, None, [])?;
+        if self.ty.is_float() {
+            b.b.f_add(t_res, Some(acc_next), acc, x)?;
+        } else {
+            b.b.i_add(t_res, Some(acc_next), acc, x)?;
+        }
+        b.b.branch(l_cont)?;
+        b.b.begin_block(Some(l_cont))?;
+        let c1 = b.c_u32(1);
+        b.b.i_add(t_u32, Some(s_next), s, c1)?;
+        b.b.branch(l_head)?;
+        b.b.begin_block(Some(l_merge))?;
+        Ok(acc)
+    }
+
+    /// C's element at `idx` (after `c_off`) set to `alpha * sum + beta * C`, each term where
+    /// the epilogue has it.
+    fn store(
+        &self,
+        b: &mut ModuleBuilder,
+        (v_pc, v_c, c_off): (Word, Word, Word),
+        epilogue: Epilogue,
+        (sum, idx): (Word, Word),
+    ) -> BuildResult<()> {
+        let (t_u32, t_res, u0) = (b.t_u32(), self.t_res, b.c_u32(0));
+        let is_float = self.ty.is_float();
+        let scalar = |b: &mut ModuleBuilder, i: Pc| -> BuildResult<u32> {
+            let bits = b.push_constant(v_pc, i as u32)?;
+            b.scalar_from_bits(self.ty, t_res, bits)
+        };
+        let mul = |b: &mut ModuleBuilder, x, y| {
+            if is_float {
+                b.b.f_mul(t_res, None, x, y)
+            } else {
+                b.b.i_mul(t_res, None, x, y)
+            }
+        };
+        let mut out = sum;
+        if epilogue.alpha {
+            let a = scalar(b, Pc::Alpha)?;
+            out = mul(b, out, a)?;
+        }
+        let ci = b.b.i_add(t_u32, None, idx, c_off)?;
+        let pc_c = b.b.access_chain(self.p_sb_res, None, v_c, [u0, ci])?;
+        if epilogue.beta {
+            let beta = scalar(b, Pc::Beta)?;
+            let old = b.b.load(t_res, None, pc_c, None, [])?;
+            let t = mul(b, old, beta)?;
+            out = if is_float {
+                b.b.f_add(t_res, None, out, t)?
+            } else {
+                b.b.i_add(t_res, None, out, t)?
+            };
+        }
+        b.b.store(pc_c, out, None, [])
+    }
 }
