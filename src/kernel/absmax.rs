@@ -8,7 +8,7 @@
 //! max into, `k` = workgroups dispatched (they stride over the matrix together). Padding inside a row's last vector must be zero (vk-sgmat's matrices keep it so).
 
 use super::builder::{BuildResult, ModuleBuilder};
-use rspirv::spirv::{BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass};
+use rspirv::spirv::{BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
@@ -36,9 +36,7 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
     let u0 = b.c_u32(0);
     let abs_mask = b.c_u32(0x7fff_ffff);
     let abs4 = b.b.constant_composite(t_uvec4, [abs_mask; 4]);
-    let c_scope_wg = b.c_u32(Scope::Workgroup as u32);
     let c_scope_qf = b.c_u32(Scope::QueueFamily as u32);
-    let c_sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
     let c_relaxed = b.c_u32(0);
     let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
 
@@ -77,8 +75,29 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
         },
     )?;
     let lid = b.b.load(t_u32, None, v_local, None, [])?;
-    // Tree reduction in shared memory, then one atomic per workgroup.
     let mine = b.b.load(t_u32, None, v_max, None, [])?;
+    workgroup_max(b, v_sh, (lid, mine))?;
+    // One atomic per workgroup.
+    let first = b.b.i_equal(t_bool, None, lid, u0)?;
+    b.if_then(first, |b| {
+        let p0 = b.b.access_chain(p_wg_u32, None, v_sh, [u0])?;
+        let top = b.b.load(t_u32, None, p0, np, [])?;
+        let p_out = b.b.access_chain(p_sb_u32, None, v_out, [u0, word])?;
+        b.b.atomic_u_max(t_u32, None, p_out, c_scope_qf, c_relaxed, top)?;
+        Ok(())
+    })?;
+    b.end_compute(f, THREADS)?;
+    Ok(mb.finish())
+}
+
+/// The largest of the workgroup's `mine`s into entry 0 of `v_sh` (one entry an invocation):
+/// a tree over shared memory, barriers between its steps and after the last.
+fn workgroup_max(b: &mut ModuleBuilder, v_sh: Word, (lid, mine): (Word, Word)) -> BuildResult<()> {
+    let (t_bool, t_u32) = (b.t_bool(), b.t_u32());
+    let p_wg_u32 = b.ptr(StorageClass::Workgroup, t_u32);
+    let c_scope_wg = b.c_u32(Scope::Workgroup as u32);
+    let c_sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
+    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
     let p_mine = b.b.access_chain(p_wg_u32, None, v_sh, [lid])?;
     b.b.store(p_mine, mine, np, [])?;
     let mut half = THREADS / 2;
@@ -86,33 +105,16 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
         b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
         let c_half = b.c_u32(half);
         let low = b.b.u_less_than(t_bool, None, lid, c_half)?;
-        let (l_do, l_skip) = (b.b.id(), b.b.id());
-        b.b.selection_merge(l_skip, SelectionControl::NONE)?;
-        b.b.branch_conditional(low, l_do, l_skip, [])?;
-        b.b.begin_block(Some(l_do))?;
-        let other = b.b.i_add(t_u32, None, lid, c_half)?;
-        let p_other = b.b.access_chain(p_wg_u32, None, v_sh, [other])?;
-        let y = b.b.load(t_u32, None, p_other, np, [])?;
-        let x = b.b.load(t_u32, None, p_mine, np, [])?;
-        let gt = b.b.u_greater_than(t_bool, None, y, x)?;
-        let z = b.b.select(t_u32, None, gt, y, x)?;
-        b.b.store(p_mine, z, np, [])?;
-        b.b.branch(l_skip)?;
-        b.b.begin_block(Some(l_skip))?;
+        b.if_then(low, |b| {
+            let other = b.b.i_add(t_u32, None, lid, c_half)?;
+            let p_other = b.b.access_chain(p_wg_u32, None, v_sh, [other])?;
+            let y = b.b.load(t_u32, None, p_other, np, [])?;
+            let x = b.b.load(t_u32, None, p_mine, np, [])?;
+            let gt = b.b.u_greater_than(t_bool, None, y, x)?;
+            let z = b.b.select(t_u32, None, gt, y, x)?;
+            b.b.store(p_mine, z, np, [])
+        })?;
         half /= 2;
     }
-    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
-    let first = b.b.i_equal(t_bool, None, lid, u0)?;
-    let (l_do, l_end) = (b.b.id(), b.b.id());
-    b.b.selection_merge(l_end, SelectionControl::NONE)?;
-    b.b.branch_conditional(first, l_do, l_end, [])?;
-    b.b.begin_block(Some(l_do))?;
-    let p0 = b.b.access_chain(p_wg_u32, None, v_sh, [u0])?;
-    let top = b.b.load(t_u32, None, p0, np, [])?;
-    let p_out = b.b.access_chain(p_sb_u32, None, v_out, [u0, word])?;
-    b.b.atomic_u_max(t_u32, None, p_out, c_scope_qf, c_relaxed, top)?;
-    b.b.branch(l_end)?;
-    b.b.begin_block(Some(l_end))?;
-    b.end_compute(f, THREADS)?;
-    Ok(mb.finish())
+    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)
 }
