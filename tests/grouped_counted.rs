@@ -79,12 +79,17 @@ fn run<TA: Element, TC: Element>(ctx: &Context, rng: &mut Rng, case: &Case<'_>, 
     let prepared = ctx.prepare(&op, &da, &dw, &mut dc).unwrap();
     let plan = prepared.plans().next().expect("a plan").clone();
     let kinds: Vec<_> = plan.dispatches.iter().map(|d| d.kernel).collect();
-    assert!(
-        matches!(kinds[..], [Kernel::GroupTable, Kernel::Gemm(key)] if key.grouped),
-        "a table pass, then one grouped dispatch: {kinds:?}"
-    );
-    let bm = plan.scheme.geometry(&plan.config).bm as usize;
-    assert_eq!(plan.dispatches[1].groups[1] as usize, m.div_ceil(bm) + g - 1);
+    // Decode (A's rows few, the weights contiguous along K, a type the matrix-vector kernel
+    // takes) runs a table row per group on that kernel; the rest a grouped GEMM's tile rows.
+    let decode = m <= 8 && case.b_layout == Layout::ColMajor && TA::TYPE.is_float();
+    let table_rows = match kinds[..] {
+        [Kernel::GroupTable, Kernel::Gemv(key)] if decode && key.grouped => g,
+        [Kernel::GroupTable, Kernel::Gemm(key)] if !decode && key.grouped => {
+            m.div_ceil(plan.scheme.geometry(&plan.config).bm as usize) + g - 1
+        }
+        _ => panic!("a table pass, then one grouped dispatch (decode {decode}): {kinds:?}"),
+    };
+    assert_eq!(plan.dispatches[1].groups[1] as usize, table_rows);
 
     match case.via {
         Via::Prepared => prepared.run().unwrap(),
@@ -198,6 +203,57 @@ fn counted_groups_in_other_types_fused_and_on_streams() {
     // one dispatch the counts need: the exact kernel runs it), plain and fused.
     run::<f32, f32>(ctx, &mut rng, &case(&[7, 0, 13, 1, 29], false, Via::Blocking), &plain);
     run::<f32, f32>(ctx, &mut rng, &case(&[50, 2], true, Via::Stream), &plain);
+    assert_no_validation_messages(ctx);
+}
+
+/// Decode's shapes (at most 8 rows of A, weights `N x K`) on the matrix-vector kernel, each
+/// workgroup row taking its group from the table: groups of one row, empty ones, counts short
+/// of A, f32 and f16 results, a fused bias per group, a stream; and the weights `K x N` (not
+/// contiguous along K) on the grouped GEMM.
+#[test]
+fn counted_decode_runs_each_group_on_the_matrix_vector_kernel() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let scaled = GemmOptions {
+        alpha: 2.0,
+        beta: -1.0,
+        ..Default::default()
+    };
+    let case = |m, counts, b_layout, fused, via| Case {
+        m,
+        counts,
+        nk: (45, 37),
+        b_layout,
+        stored: Stored::Column,
+        fused,
+        via,
+    };
+    let col = Layout::ColMajor;
+    run::<f16, f32>(
+        ctx,
+        &mut rng,
+        &case(2, &[1, 0, 0, 1], col, false, Via::Blocking),
+        &scaled,
+    );
+    run::<f16, f32>(ctx, &mut rng, &case(8, &[3, 0, 2, 1], col, false, Via::Stream), &scaled);
+    run::<f32, f32>(
+        ctx,
+        &mut rng,
+        &case(5, &[0, 5], col, true, Via::Prepared),
+        &GemmOptions::default(),
+    );
+    run::<f16, f16>(
+        ctx,
+        &mut rng,
+        &case(3, &[1, 1, 1], col, true, Via::Blocking),
+        &GemmOptions::default(),
+    );
+    run::<f16, f32>(
+        ctx,
+        &mut rng,
+        &case(4, &[2, 0, 1], Layout::RowMajor, false, Via::Blocking),
+        &scaled,
+    );
     assert_no_validation_messages(ctx);
 }
 

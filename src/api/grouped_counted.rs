@@ -71,8 +71,19 @@ impl Context {
         let (pa, pc) = (placed(a), placed(c));
         let (pb, _, b_stride) = b.entries();
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
-        let (plan, where_) =
-            self.plan_counted_placed([pa, pb, pc], (b.count(), b_stride), pk, types, (options, fused))?;
+        let stride_bytes = b_stride * size_of::<TB>();
+        let decode = self.plan_counted_decode(
+            [pa, pb, pc],
+            (b.count(), stride_bytes),
+            pk,
+            types,
+            (options, fused),
+            |terms| self.plan_gemv_within((pa, pb, pc), types, (options, terms), &self.limits),
+        )?;
+        let (plan, where_) = match decode {
+            Some(decode) => decode,
+            None => self.plan_counted_placed([pa, pb, pc], (b.count(), b_stride), pk, types, (options, fused))?,
+        };
         let operands = plan.bind_order([pa, pb, pc]);
         Ok((plan, operands, where_))
     }
@@ -88,14 +99,7 @@ impl Context {
         (options, fused): (&GemmOptions, Option<&Fused<'_>>),
     ) -> Result<(GemmPlan, DeviceCounts)> {
         let where_ = self.check_counted([pa, pb, pc], groups, pk)?;
-        let terms = match fused {
-            Some(f) => {
-                let cols = pc.cols.checked_mul(groups);
-                let cols = cols.ok_or_else(|| Error::TooLarge("the groups' column vectors overflow".into()))?;
-                Some(self.fused_terms(f, (pa.rows, cols), types)?)
-            }
-            None => None,
-        };
+        let terms = self.counted_terms(fused, (pa.rows, pc.cols, groups), types)?;
         // One dispatch for every group: f32 operands are not converted in passes of their own
         // first, and the accurate split (whose largest-magnitude passes come first) gives way to
         // the exact kernel, as for a batch.
@@ -117,6 +121,51 @@ impl Context {
                 return Ok((plan, where_));
             }
         }
+    }
+
+    /// Decode's grouped GEMM with the sizes on the device: `one` plans group 0's weight over
+    /// every row of A (given the fused terms); where that is the matrix-vector kernel, it runs
+    /// every group, each workgroup row taking its group from the table a pass builds from the
+    /// counts ([`GemmPlan::gemv_grouped_counted`]; the weights `stride_bytes` apart), so only
+    /// the weights of groups with rows are read. `None` where A has more rows than the kernel
+    /// takes or `one` plans another kernel.
+    pub(crate) fn plan_counted_decode(
+        &self,
+        [pa, pb, pc]: [Placed<'_>; 3],
+        (groups, stride_bytes): (usize, usize),
+        pk: Placed<'_>,
+        types: [ComponentType; 3],
+        (options, fused): (&GemmOptions, Option<&Fused<'_>>),
+        one: impl FnOnce(Option<crate::kernel::Epilogue>) -> Result<Option<GemmPlan>>,
+    ) -> Result<Option<(GemmPlan, DeviceCounts)>> {
+        if pa.rows > crate::kernel::GEMV_MAX_ROWS as usize || options.matrix_vector == Some(false) {
+            return Ok(None);
+        }
+        let where_ = self.check_counted([pa, pb, pc], groups, pk)?;
+        let terms = self.counted_terms(fused, (pa.rows, pc.cols, groups), types)?;
+        match one(terms)? {
+            Some(plan) if plan.gemv_kernel().is_some_and(|k| !k.c_transposed) => {
+                let plan = plan.gemv_grouped_counted(groups, where_, stride_bytes, &self.limits)?;
+                Ok(Some((plan, where_)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The fused terms of a grouped GEMM of `rows` rows, each of `groups` groups with its own
+    /// `cols` values of the column vectors.
+    fn counted_terms(
+        &self,
+        fused: Option<&Fused<'_>>,
+        (rows, cols, groups): (usize, usize, usize),
+        types: [ComponentType; 3],
+    ) -> Result<Option<crate::kernel::Epilogue>> {
+        let Some(f) = fused else {
+            return Ok(None);
+        };
+        let cols = cols.checked_mul(groups);
+        let cols = cols.ok_or_else(|| Error::TooLarge("the groups' column vectors overflow".into()))?;
+        Ok(Some(self.fused_terms(f, (rows, cols), types)?))
     }
 
     /// Checks the operands of a grouped GEMM whose `groups` sizes the device holds in `pk`

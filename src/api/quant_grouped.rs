@@ -105,23 +105,19 @@ impl Context {
                 output: TC::TYPE,
             }
         };
-        if pa.rows <= crate::kernel::GEMV_MAX_ROWS as usize {
-            let where_ = self.check_counted([pa, seen, pc], experts, counts)?;
-            // Each expert's own N values of the fused column vectors.
-            let terms = match &op.fused {
-                Some(f) => {
-                    let cols = pc.cols.checked_mul(experts);
-                    let cols =
-                        cols.ok_or_else(|| crate::Error::TooLarge("the experts' column vectors overflow".into()))?;
-                    Some(self.fused_terms(f, (pa.rows, cols), types)?)
-                }
-                None => None,
-            };
-            let one = self.plan_one_quantized([pa, seen, pc], 1, (&each[0], to), types, (&op.options, terms))?;
-            if one.gemv_kernel().is_some_and(|k| !k.c_transposed) {
-                let plan = one.gemv_grouped_counted(experts, where_, q.matrix.stride, &self.limits)?;
-                return Ok(planned(plan, where_));
-            }
+        let decode = self.plan_counted_decode(
+            [pa, seen, pc],
+            (experts, q.matrix.stride),
+            counts,
+            types,
+            (&op.options, op.fused.as_ref()),
+            |terms| {
+                let plan = self.plan_one_quantized([pa, seen, pc], 1, (&each[0], to), types, (&op.options, terms))?;
+                Ok(Some(plan))
+            },
+        )?;
+        if let Some((plan, where_)) = decode {
+            return Ok(planned(plan, where_));
         }
         // Expert g's copy starts `rows * copy_ld` elements after expert g - 1's.
         let stride = each[0].rows * each[0].copy_ld(to);

@@ -149,15 +149,15 @@ impl GemmPlan {
         Ok(self)
     }
 
-    /// This plan, decode on group 0's quantized weight (the matrix-vector kernel on its blocks
-    /// over every row of A, C not transposed; the pass rounding A to 8 bits may come first),
-    /// as a grouped GEMM whose `groups` sizes the device holds: a pass builds
-    /// the tile table from the counts with tiles of M rows (a table row per group, since no
-    /// group can have more rows than A), and workgroup row `y` of the kernel takes table row
-    /// `y` ([`crate::kernel::GemvKey::grouped`]), its group's weight `w_stride` bytes after the group
-    /// before's, and its own N values of the fused column vectors. A group without rows reads
-    /// nothing of its weight. Typed errors where the plan is not such a decode or the weights
-    /// are not all inside W's binding.
+    /// This plan, decode on group 0's weight (the matrix-vector kernel over every row of A, C
+    /// not transposed, on a dense weight or on blocks, where the pass rounding A to 8 bits may
+    /// come first), as a grouped GEMM whose `groups` sizes the device holds: a pass builds the
+    /// tile table from the counts with tiles of M rows (a table row per group, since no group
+    /// can have more rows than A), and workgroup row `y` of the kernel takes table row `y`
+    /// ([`crate::kernel::GemvKey::grouped`]), its group's weight `w_stride` bytes after the
+    /// group before's, and its own N values of the fused column vectors. A group without rows
+    /// reads nothing of its weight. Typed errors where the plan is not such a decode or the
+    /// weights do not fit one binding.
     pub fn gemv_grouped_counted(
         mut self,
         groups: usize,
@@ -171,25 +171,14 @@ impl GemmPlan {
             Kernel::Gemv(key) => Some((*d, key)),
             _ => None,
         });
-        let Some((d, key)) =
-            found.filter(|(_, key)| key.quant.is_some() && !key.c_transposed && !key.grouped && key.rows as usize == m)
+        let Some((d, key)) = found.filter(|(_, key)| !key.c_transposed && !key.grouped && key.rows as usize == m)
         else {
             return Err(Error::Unsupported(format!(
-                "grouped decode with sizes on the device runs the matrix-vector kernel on quantized weights as B over every row of A, plan {} is not that",
+                "grouped decode with sizes on the device runs the matrix-vector kernel with the weights as B over every row of A, plan {} is not that",
                 self.kernel_name()
             )));
         };
-        // Every group's weight inside W's binding.
-        let weight = u64::from(d.push.n) * u64::from(d.push.ldb_vec);
-        let end = (w_stride as u64)
-            .checked_mul(groups as u64 - 1)
-            .and_then(|x| x.checked_add(u64::from(d.push.b_off_vec) + weight));
-        let stride = u32::try_from(w_stride).ok().filter(|s| s % 4 == 0);
-        let (Some(stride), true) = (stride, end.is_some_and(|e| e <= d.bindings[1].1.bind_range)) else {
-            return Err(Error::TooLarge(format!(
-                "{groups} weights {w_stride} bytes apart: a whole number of words apart, all inside one binding"
-            )));
-        };
+        let (stride, w) = every_weight(&d, key.quant.is_some(), (groups, w_stride), limits)?;
         let rows = u32::try_from(groups).ok().filter(|&g| g <= limits.max_groups[1]);
         let Some(rows) = rows else {
             return Err(Error::TooLarge(format!(
@@ -213,6 +202,7 @@ impl GemmPlan {
         let vectors = fused_vectors(&all, &key.epilogue, limits)?;
         let d = self.dispatches.last_mut().expect("found above");
         d.vectors = vectors;
+        d.bindings[1].1 = w;
         d.kernel = Kernel::Gemv(crate::kernel::GemvKey { grouped: true, ..key });
         d.aux = Some((Operand::Scratch, table));
         d.groups[1] = rows;
@@ -335,6 +325,41 @@ impl GemmPlan {
             d.vectors = fused_vectors(&all, &epilogue, limits)?;
         }
         Ok(self)
+    }
+}
+
+/// W's stride between groups in the matrix-vector dispatch `d`'s units of W (bytes on blocks,
+/// 16-byte vectors on a dense weight) and its binding holding every group's weight, `groups`
+/// of them `w_stride` bytes apart: the blocks' binding already holds the whole buffer (each
+/// weight checked inside it); a dense weight's grows from group 0's to the last's. A typed
+/// error where the stride is not a whole unit (a word on blocks) or the binding is too large.
+fn every_weight(
+    d: &Dispatch,
+    blocks: bool,
+    (groups, w_stride): (usize, usize),
+    limits: &DispatchLimits,
+) -> Result<(u32, Window)> {
+    let (_, w) = d.bindings[1];
+    let more = (w_stride as u64).checked_mul(groups as u64 - 1);
+    // The kernel's unit of W, and the multiple of bytes the weights must be apart: blocks are
+    // read a word at a time.
+    let ((unit, multiple), fits) = if blocks {
+        let weight = u64::from(d.push.n) * u64::from(d.push.ldb_vec);
+        let end = more.and_then(|x| x.checked_add(u64::from(d.push.b_off_vec) + weight));
+        ((1, 4), end.map(|e| (e <= w.bind_range).then_some(w)))
+    } else {
+        let range = more.and_then(|x| x.checked_add(w.bind_range));
+        let grown = range.map(|r| (r <= limits.max_range).then_some(Window { bind_range: r, ..w }));
+        let vector = VECTOR_BYTES as usize;
+        ((vector, vector), grown)
+    };
+    let stride = u32::try_from(w_stride / unit).ok().filter(|_| w_stride % multiple == 0);
+    match (stride, fits.flatten()) {
+        (Some(stride), Some(w)) => Ok((stride, w)),
+        _ => Err(Error::TooLarge(format!(
+            "{groups} weights {w_stride} bytes apart: a multiple of {multiple} bytes apart, all inside one binding of at most {} bytes",
+            limits.max_range
+        ))),
     }
 }
 
