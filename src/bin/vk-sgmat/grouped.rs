@@ -133,7 +133,7 @@ pub fn run_grouped<TA: Element, TB: Element, TC: Element>(
         .prepare(&op, &da, &dw, &mut dc)
         .map(|p| p.plans().cloned().collect::<Vec<_>>())?;
     let kernel = match plans.as_slice() {
-        [one] if one.counts_on_device() => format!("table pass + one dispatch, {}", one.scheme.name()),
+        [one] if one.counts_on_device() => format!("table pass + one dispatch, {}", one.kernel_name()),
         [one] if one.gemv_kernel().is_none() && one.main_kernel().grouped => {
             format!("one dispatch, {}", one.scheme.name())
         }
