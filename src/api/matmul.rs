@@ -128,6 +128,10 @@ impl<'a> Matmul<'a> {
     /// [`Context::run`](crate::Context::run) waits and reads them back, and counts adding up to
     /// more rows are an error with C as it was; [`Stream::run`](crate::Stream::run) does not
     /// read them back, and runs no group then. Rows past the counts are never poisoned.
+    /// Decode's shapes (A at most [`GEMV_MAX_ROWS`](crate::kernel::GEMV_MAX_ROWS) rows, each
+    /// weight stored `N x K`, dense or quantized) run on the matrix-vector kernel, reading only
+    /// the weights of the groups that have rows; larger ones on the grouped GEMM (quantized
+    /// weights then dequantize every expert first, which ones have rows not being known).
     pub fn grouped_by_device_counts<T: DeviceOperand<u32>>(mut self, counts: &'a T) -> Self {
         self.groups = Groups::Counted(placed(counts));
         self
