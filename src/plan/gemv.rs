@@ -5,7 +5,7 @@
 //! Pure.
 
 use super::gemm::{fused_vectors, scalar_bits, Dispatch, Kernel, Operand};
-use super::passes::{span, window, DispatchLimits, Problem};
+use super::passes::{span, window, DispatchLimits, Problem, Window};
 use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::kernel::{gemv_takes, Epilogue, GemvKey, PushConstants, GEMV_MAX_COLS, GEMV_MAX_ROWS, GEMV_THREADS};
@@ -49,16 +49,7 @@ pub fn gemv_dispatch(
     (cols, unroll): (Option<u32>, Option<u32>),
     limits: &DispatchLimits,
 ) -> Result<Option<Dispatch>> {
-    if let Some(c) = cols.filter(|c| !(1..=GEMV_MAX_COLS).contains(c)) {
-        return Err(Error::InvalidOption(format!(
-            "gemv_cols = {c}: use 1 to {GEMV_MAX_COLS} rows of the weights per workgroup, or None"
-        )));
-    }
-    if let Some(u) = unroll.filter(|u| !(1..=2).contains(u)) {
-        return Err(Error::InvalidOption(format!(
-            "gemv_unroll = {u}: use 1 or 2 vectors per step, or None"
-        )));
-    }
+    check_tuning(cols, unroll)?;
     let es = elem.size_bytes() as usize;
     let epilogue = Epilogue {
         alpha: alpha != 1.0,
@@ -98,29 +89,16 @@ pub fn gemv_dispatch(
     if groups > limits.max_groups[0] as usize {
         return Ok(None);
     }
-    let operand = |offset: u64, outer: usize, ld: usize| {
-        let (start, len) = span(0, 0, outer, p.k, ld, es, true);
-        window(offset + start, len, limits)
+    let Some([xw, ww, cw]) = windows(
+        p,
+        (es, out),
+        ((x_off, rows as usize, x_ld), (w_off, w_rows, w_ld)),
+        limits,
+    ) else {
+        return Ok(None);
     };
-    let xw = operand(x_off, rows as usize, x_ld);
-    let ww = operand(w_off, w_rows, w_ld);
-    let (c_start, c_len) = span(0, 0, p.m, p.n, p.ldc, out, false);
-    let cw = window(p.offsets[2] + c_start, c_len, limits);
     let vec = u64::from(VECTOR_BYTES);
     let vecs = |ld: usize| ld as u64 * es as u64 / vec;
-    let fits32 = [
-        xw.start / vec,
-        ww.start / vec,
-        cw.start / out as u64,
-        vecs(x_ld),
-        vecs(w_ld),
-        p.ldc as u64,
-    ]
-    .iter()
-    .all(|&v| v <= u64::from(u32::MAX));
-    if [xw, ww, cw].iter().any(|w| w.bind_range > limits.max_range) || !fits32 || p.k > u32::MAX as usize {
-        return Ok(None);
-    }
     let key = GemvKey {
         elem,
         rows,
@@ -161,6 +139,55 @@ pub fn gemv_dispatch(
         groups: [groups as u32, 1, 1],
         after_previous: false,
     }))
+}
+
+/// A typed error where a tuning choice is out of range.
+fn check_tuning(cols: Option<u32>, unroll: Option<u32>) -> Result<()> {
+    if let Some(c) = cols.filter(|c| !(1..=GEMV_MAX_COLS).contains(c)) {
+        return Err(Error::InvalidOption(format!(
+            "gemv_cols = {c}: use 1 to {GEMV_MAX_COLS} rows of the weights per workgroup, or None"
+        )));
+    }
+    if let Some(u) = unroll.filter(|u| !(1..=2).contains(u)) {
+        return Err(Error::InvalidOption(format!(
+            "gemv_unroll = {u}: use 1 or 2 vectors per step, or None"
+        )));
+    }
+    Ok(())
+}
+
+/// The windows of X, W (each `(offset, rows, ld)`, contiguous along K, elements of `es`
+/// bytes) and C (elements of `out` bytes) of `p`, or `None` where one is over the device's
+/// largest binding or an offset, leading dimension or K the push constants carry does not fit
+/// 32 bits.
+fn windows(
+    p: &Problem,
+    (es, out): (usize, usize),
+    (x, w): ((u64, usize, usize), (u64, usize, usize)),
+    limits: &DispatchLimits,
+) -> Option<[Window; 3]> {
+    let operand = |(offset, outer, ld): (u64, usize, usize)| {
+        let (start, len) = span(0, 0, outer, p.k, ld, es, true);
+        window(offset + start, len, limits)
+    };
+    let (xw, ww) = (operand(x), operand(w));
+    let (c_start, c_len) = span(0, 0, p.m, p.n, p.ldc, out, false);
+    let cw = window(p.offsets[2] + c_start, c_len, limits);
+    let vec = u64::from(VECTOR_BYTES);
+    let vecs = |ld: usize| ld as u64 * es as u64 / vec;
+    let fits32 = [
+        xw.start / vec,
+        ww.start / vec,
+        cw.start / out as u64,
+        vecs(x.2),
+        vecs(w.2),
+        p.ldc as u64,
+        p.k as u64,
+    ]
+    .iter()
+    .all(|&v| v <= u64::from(u32::MAX));
+    let bound = [xw, ww, cw].iter().all(|w| w.bind_range <= limits.max_range);
+    (fits32 && bound).then_some([xw, ww, cw])
 }
 
 #[cfg(test)]
