@@ -33,6 +33,83 @@ pub(super) struct Setup {
     pub(super) zero_acc: Word,
 }
 
+/// M, N, K and the leading dimensions, in elements (for a grouped kernel's tensors M is its
+/// group's end row: `setup` builds them over the tile's).
+#[derive(Clone, Copy)]
+pub(super) struct Sizes {
+    pm: Word,
+    pn: Word,
+    pk: Word,
+    lda: Word,
+    ldb: Word,
+    ldc: Word,
+}
+
+impl Sizes {
+    /// N, K and the leading dimensions: pushed (`per` elements to the pushed unit), or built in
+    /// (`KernelKey::fixed`), which the driver compiles into a faster loop (perf/h100-27-10.txt:
+    /// `nn` 4096^3 +9%, 2048^3 +7% on the H100), one pipeline per shape. M is always pushed.
+    fn read(b: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Self> {
+        let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(d.io.v_pc, which as u32);
+        let size = |b: &mut ModuleBuilder, built_in: Option<u32>, which: Pc, per: u32| -> BuildResult<Word> {
+            if let Some(v) = built_in {
+                return Ok(b.c_u32(v));
+            }
+            let v = pc(b, which)?;
+            if per == 1 {
+                Ok(v)
+            } else {
+                b.mul_u(v, per)
+            }
+        };
+        let (f, vw) = (key.fixed, d.vw);
+        Ok(Sizes {
+            pm: pc(b, Pc::M)?,
+            pn: size(b, f.map(|f| f.n), Pc::N, 1)?,
+            pk: size(b, f.map(|f| f.k), Pc::K, 1)?,
+            // Leading dimensions and offsets of A and B come in 16-byte vectors; tensors count
+            // elements.
+            lda: size(b, f.map(|f| f.lda), Pc::LdaVec, vw)?,
+            ldb: size(b, f.map(|f| f.ldb), Pc::LdbVec, vw)?,
+            ldc: size(b, f.map(|f| f.ldc), Pc::Ldc, 1)?,
+        })
+    }
+
+    /// The multiply's left and right operands and its result: A, B and C, or B^T, A^T and C^T
+    /// (the same memory, the layouts flipped) when the tile is computed transposed; each
+    /// operand with its pointer and its first row (left: the accumulators' first row) or
+    /// column (right: the first accumulator's first column).
+    #[allow(clippy::type_complexity)]
+    fn tensors(
+        &self,
+        key: &KernelKey,
+        s: TileScheme,
+        ((p_a, m0), (p_b, n0)): ((Word, Word), (Word, Word)),
+    ) -> ((Tensor, Word, Word), (Tensor, Word, Word), Tensor) {
+        let Sizes {
+            pm,
+            pn,
+            pk,
+            lda,
+            ldb,
+            ldc,
+        } = *self;
+        if s.c_transposed() {
+            (
+                (Tensor::new(key.b_layout.transposed(), (pn, pk), ldb), p_b, n0),
+                (Tensor::new(key.a_layout.transposed(), (pk, pm), lda), p_a, m0),
+                Tensor::new(Layout::ColMajor, (pn, pm), ldc),
+            )
+        } else {
+            (
+                (Tensor::new(key.a_layout, (pm, pk), lda), p_a, m0),
+                (Tensor::new(key.b_layout, (pk, pn), ldb), p_b, n0),
+                Tensor::new(Layout::RowMajor, (pm, pn), ldc),
+            )
+        }
+    }
+}
+
 /// The function's first block: the accumulators' variables, the sizes (pushed or built in),
 /// the tile (an empty one returns), the operands' tensors, and zeroed accumulators.
 pub(super) fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildResult<Setup> {
@@ -56,29 +133,14 @@ pub(super) fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildR
         .map(|_| mb.b.variable(refs.p_fn_acc, None, StorageClass::Function, None))
         .collect();
     let b = mb;
-    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(io.v_pc, which as u32);
-    // N, K and the leading dimensions: pushed (`per` elements to the pushed unit), or built in
-    // (`KernelKey::fixed`), which the driver compiles into a faster loop (perf/h100-27-10.txt:
-    // `nn` 4096^3 +9%, 2048^3 +7% on the H100), one pipeline per shape.
-    let size = |b: &mut ModuleBuilder, built_in: Option<u32>, which: Pc, per: u32| -> BuildResult<Word> {
-        if let Some(v) = built_in {
-            return Ok(b.c_u32(v));
-        }
-        let v = pc(b, which)?;
-        if per == 1 {
-            Ok(v)
-        } else {
-            b.mul_u(v, per)
-        }
-    };
-    let f = key.fixed;
-    let pm = pc(b, Pc::M)?;
-    let pn = size(b, f.map(|f| f.n), Pc::N, 1)?;
-    let pk = size(b, f.map(|f| f.k), Pc::K, 1)?;
-    // Leading dimensions and offsets of A and B come in 16-byte vectors; tensors count elements.
-    let lda = size(b, f.map(|f| f.lda), Pc::LdaVec, vw)?;
-    let ldb = size(b, f.map(|f| f.ldb), Pc::LdbVec, vw)?;
-    let ldc = size(b, f.map(|f| f.ldc), Pc::Ldc, 1)?;
+    let Sizes {
+        pm,
+        pn,
+        pk,
+        lda,
+        ldb,
+        ldc,
+    } = Sizes::read(b, key, d)?;
     // Split planes: the operands' K holds the hi plane, then the lo plane; the loop runs over
     // the first half. Their scales' reciprocals (A's, B's) unscale the result.
     let (k_half, unscale) = match io.v_scale {
@@ -109,25 +171,15 @@ pub(super) fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildR
     let p_b = b.b.access_chain(refs.p_sb_comp, None, io.v_b, [mt.c0, b_off])?;
     let p_c = b.b.access_chain(refs.p_sb_res, None, io.v_c, [mt.c0, c_off])?;
 
-    // The multiply's left and right operands and its result: A, B and C, or B^T, A^T and C^T
-    // (the same memory, the layouts flipped) when the tile is computed transposed. `row0` is
-    // the accumulators' first row, `col0s` each accumulator's first column.
-    let ((left, p_left, row0), (right, p_right, col0)) = if s.c_transposed() {
-        (
-            (Tensor::new(key.b_layout.transposed(), (pn, pk), ldb), p_b, n0),
-            (Tensor::new(key.a_layout.transposed(), (pk, pm), lda), p_a, m0),
-        )
-    } else {
-        (
-            (Tensor::new(key.a_layout, (pm, pk), lda), p_a, m0),
-            (Tensor::new(key.b_layout, (pk, pn), ldb), p_b, n0),
-        )
+    let sizes = Sizes {
+        pm,
+        pn,
+        pk,
+        lda,
+        ldb,
+        ldc,
     };
-    let c = if s.c_transposed() {
-        Tensor::new(Layout::ColMajor, (pn, pm), ldc)
-    } else {
-        Tensor::new(Layout::RowMajor, (pm, pn), ldc)
-    };
+    let ((left, p_left, row0), (right, p_right, col0), c) = sizes.tensors(key, s, ((p_a, m0), (p_b, n0)));
     let col0s = (0..mt.parts)
         .map(|j| {
             if j == 0 {
