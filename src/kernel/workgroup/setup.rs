@@ -133,14 +133,8 @@ pub(super) fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildR
         .map(|_| mb.b.variable(refs.p_fn_acc, None, StorageClass::Function, None))
         .collect();
     let b = mb;
-    let Sizes {
-        pm,
-        pn,
-        pk,
-        lda,
-        ldb,
-        ldc,
-    } = Sizes::read(b, key, d)?;
+    let sizes = Sizes::read(b, key, d)?;
+    let (pm, pn, pk) = (sizes.pm, sizes.pn, sizes.pk);
     // Split planes: the operands' K holds the hi plane, then the lo plane; the loop runs over
     // the first half. Their scales' reciprocals (A's, B's) unscale the result.
     let (k_half, unscale) = match io.v_scale {
@@ -171,14 +165,7 @@ pub(super) fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> BuildR
     let p_b = b.b.access_chain(refs.p_sb_comp, None, io.v_b, [mt.c0, b_off])?;
     let p_c = b.b.access_chain(refs.p_sb_res, None, io.v_c, [mt.c0, c_off])?;
 
-    let sizes = Sizes {
-        pm,
-        pn,
-        pk,
-        lda,
-        ldb,
-        ldc,
-    };
+    let sizes = Sizes { pm, ..sizes };
     let ((left, p_left, row0), (right, p_right, col0), c) = sizes.tensors(key, s, ((p_a, m0), (p_b, n0)));
     let col0s = (0..mt.parts)
         .map(|j| {
