@@ -38,7 +38,8 @@ done
 echo "formats done at $SECONDS s"
 for q in q4_K q8_0 q6_K; do
   run "l16 r2 $q" $B --types f16:f32 --weights $q --shapes $S --gemv-lanes 16 --gemv-cols 16
-  run "l16 r4 $q" $B --types f16:f32 --weights $q --shapes $S --gemv-lanes 16 --gemv-cols 32
+  # Four rows an invocation: 8 tokens would hold 256 sums, over the kernel's 128.
+  run "l16 r4 $q" $B --types f16:f32 --weights $q --shapes 1x22016x4096,1x14336x4096 --gemv-lanes 16 --gemv-cols 32
   run "l32 r1 $q" $B --types f16:f32 --weights $q --shapes $S --gemv-lanes 32 --gemv-cols 4
   run "l64 r1 $q" $B --types f16:f32 --weights $q --shapes $S --gemv-lanes 64 --gemv-cols 2
 done
