@@ -3,10 +3,9 @@
 # of W, each a whole 256 values (a K format's block, its scales at positions known when the
 # kernel is made) per step (`--gemv-lanes`, `_l16` kernels), against the binary before (every
 # invocation along each row, a unit of 32 a step), ggml-vulkan's mul_mat_vec in the same call,
-# and the lanes/rows-per-invocation choices; quantized experts' decode with the sizes on the
-# device (now streaming only the routed experts' blocks, before dequantizing all eight) and of
-# dense f16 experts (now the matrix-vector kernel, before the grouped GEMM) beside the same
-# groups from the host; the quantized test binary under the validation layer.
+# and the lanes/rows-per-invocation choices; dense f16 experts' decode with the sizes on the
+# device (now the matrix-vector kernel, before the grouped GEMM) beside the same groups from the
+# host; the quantized test binary under the validation layer. Quantized experts: call 2.
 B=$PWD/carry/vk-sgmat
 OLD=$PWD/carry/vk-sgmat-old
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
@@ -43,14 +42,14 @@ for q in q4_K q8_0 q6_K; do
   run "l32 r1 $q" $B --types f16:f32 --weights $q --shapes $S --gemv-lanes 32 --gemv-cols 4
   run "l64 r1 $q" $B --types f16:f32 --weights $q --shapes $S --gemv-lanes 64 --gemv-cols 2
 done
+# Dense f16 experts (uploaded as they are: quick); the quantized ones are call 2's (quantizing
+# eight 14336x4096 experts on the CPU takes about 40 s a process).
 for bin in $OLD $B; do
-  for w in "--weights q4_K" "--layout nt"; do
-    for mg in 2:1,0,0,1,0,0,0,0 8:1,1,1,1,1,1,1,1; do
-      m=${mg%%:*} g=${mg#*:}
-      for where in "" --counts-on-device; do
-        timeout 60 $bin gemm $m 14336 4096 $w --types f16:f32 --groups $g $where --repeat 20 > /dev/null 2>&1
-        timeout 60 $bin gemm $m 14336 4096 $w --types f16:f32 --groups $g $where --repeat 20 2>&1 | grep -E "groups|median|rror|anic" | sed "s|^|[experts $(basename $bin) $w $g $where] |"
-      done
+  for mg in 2:1,0,0,1,0,0,0,0 8:1,1,1,1,1,1,1,1; do
+    m=${mg%%:*} g=${mg#*:}
+    for where in "" --counts-on-device; do
+      timeout 60 $bin gemm $m 14336 4096 --layout nt --types f16:f32 --groups $g $where --repeat 20 > /dev/null 2>&1
+      timeout 60 $bin gemm $m 14336 4096 --layout nt --types f16:f32 --groups $g $where --repeat 20 2>&1 | grep -E "groups|median|rror|anic" | sed "s|^|[experts f16 $(basename $bin) $g $where] |"
     done
   done
 done
