@@ -423,6 +423,51 @@ mod tests {
     use super::super::gemm::{GemmPlan, Kernel, Operand, SplitK};
     use super::super::passes::Window;
 
+    /// Decode on dense weights (3 rows of A, f16 `N x K` weights of 64 x 256): the counted
+    /// plan's W binding grows from group 0's weight to the last group's, the stride in 16-byte
+    /// vectors; weights apart by a part of a vector, or past the device's binding, are typed
+    /// errors.
+    #[test]
+    fn counted_decode_on_dense_weights_binds_every_group() {
+        use super::DeviceCounts;
+        let mut plan = GemmPlan::new(&request(3, 64, 256, 1.0, 0.0, SplitK::Slices(1)), &unlimited()).unwrap();
+        let d = crate::plan::gemv_dispatch(
+            &plan.problem,
+            crate::config::ComponentType::F16,
+            ((1.0, 0.0), crate::kernel::Epilogue::default()),
+            (None, None),
+            &unlimited(),
+        )
+        .unwrap()
+        .expect("three rows take the matrix-vector kernel");
+        (plan.dispatches, plan.scratch_bytes) = (vec![d], 0);
+        let counts = DeviceCounts { offset: 0, stride: 1 };
+        let weight = 64 * 256 * 2;
+        let counted = plan
+            .clone()
+            .gemv_grouped_counted(5, counts, weight, &unlimited())
+            .unwrap();
+        let (table, gemv) = (&counted.dispatches[0], &counted.dispatches[1]);
+        assert_eq!(table.kernel, Kernel::GroupTable);
+        let w0 = d.bindings[1].1;
+        assert_eq!(
+            gemv.bindings[1].1,
+            Window {
+                bind_range: w0.bind_range + 4 * weight as u64,
+                ..w0
+            }
+        );
+        assert_eq!((gemv.push.b_batch_vec, gemv.groups[1]), ((weight / 16) as u32, 5));
+        let odd = plan.clone().gemv_grouped_counted(5, counts, weight + 8, &unlimited());
+        assert!(matches!(odd, Err(crate::Error::TooLarge(_))), "{odd:?}");
+        let small = super::DispatchLimits {
+            max_range: 3 * weight as u64,
+            ..unlimited()
+        };
+        let over = plan.gemv_grouped_counted(5, counts, weight, &small);
+        assert!(matches!(over, Err(crate::Error::TooLarge(_))), "{over:?}");
+    }
+
     /// 32x64 tiles (`request`'s scheme), f16 A and B: groups of 70, 0, 32, 1 rows.
     fn grouped(rows: &[usize], split_k: SplitK) -> Option<GemmPlan> {
         let m = rows.iter().sum();
