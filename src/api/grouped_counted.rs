@@ -71,35 +71,32 @@ impl Context {
         let (pa, pc) = (placed(a), placed(c));
         let (pb, _, b_stride) = b.entries();
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
+        let groups = b.count();
+        let where_ = self.check_counted([pa, pb, pc], groups, pk)?;
+        let terms = self.counted_terms(fused, (pa.rows, pc.cols, groups), types)?;
         let stride_bytes = b_stride * size_of::<TB>();
-        let decode = self.plan_counted_decode(
-            [pa, pb, pc],
-            (b.count(), stride_bytes),
-            pk,
-            types,
-            (options, fused),
-            |terms| self.plan_gemv_within((pa, pb, pc), types, (options, terms), &self.limits),
-        )?;
-        let (plan, where_) = match decode {
-            Some(decode) => decode,
-            None => self.plan_counted_placed([pa, pb, pc], (b.count(), b_stride), pk, types, (options, fused))?,
+        let decode = self.plan_counted_decode(pa.rows, (groups, stride_bytes), where_, options, || {
+            self.plan_gemv_within((pa, pb, pc), types, (options, terms), &self.limits)
+        })?;
+        let plan = match decode {
+            Some(plan) => plan,
+            None => self.plan_counted_placed([pa, pb, pc], (groups, b_stride), where_, types, (options, terms))?,
         };
         let operands = plan.bind_order([pa, pb, pc]);
         Ok((plan, operands, where_))
     }
 
-    /// [`Context::plan_counted`] on placed operands: B the first of `groups` weights, one
-    /// every `b_stride` elements.
+    /// [`Context::plan_counted`] on placed operands ([`Context::check_counted`]'s, the counts
+    /// where it found them, the fused terms [`Context::counted_terms`]'): B the first of
+    /// `groups` weights, one every `b_stride` elements, as one grouped GEMM dispatch.
     pub(crate) fn plan_counted_placed(
         &self,
         [pa, pb, pc]: [Placed<'_>; 3],
         (groups, b_stride): (usize, usize),
-        pk: Placed<'_>,
+        where_: DeviceCounts,
         types: [ComponentType; 3],
-        (options, fused): (&GemmOptions, Option<&Fused<'_>>),
-    ) -> Result<(GemmPlan, DeviceCounts)> {
-        let where_ = self.check_counted([pa, pb, pc], groups, pk)?;
-        let terms = self.counted_terms(fused, (pa.rows, pc.cols, groups), types)?;
+        (options, terms): (&GemmOptions, Option<crate::kernel::Epilogue>),
+    ) -> Result<GemmPlan> {
         // One dispatch for every group: f32 operands are not converted in passes of their own
         // first, and the accurate split (whose largest-magnitude passes come first) gives way to
         // the exact kernel, as for a batch.
@@ -118,43 +115,43 @@ impl Context {
             let plan = self.plan_rows_as_one([pa, pb, pc], types, options, terms)?;
             let plan = plan.grouped_counted(groups, where_, b_stride, &self.limits)?;
             if self.self_tested(&plan)? {
-                return Ok((plan, where_));
+                return Ok(plan);
             }
         }
     }
 
-    /// Decode's grouped GEMM with the sizes on the device: `one` plans group 0's weight over
-    /// every row of A (given the fused terms); where that is the matrix-vector kernel, it runs
-    /// every group, each workgroup row taking its group from the table a pass builds from the
-    /// counts ([`GemmPlan::gemv_grouped_counted`]; the weights `stride_bytes` apart), so only
-    /// the weights of groups with rows are read. `None` where A has more rows than the kernel
+    /// Decode's grouped GEMM with the sizes on the device (A of `rows` rows, the counts where
+    /// [`Context::check_counted`] found them): `one` plans group 0's weight over every row of
+    /// A; where that is the matrix-vector kernel, it runs every group, each workgroup row
+    /// taking its group from the table a pass builds from the counts
+    /// ([`GemmPlan::gemv_grouped_counted`]; the weights `stride_bytes` apart), so only the
+    /// weights of groups with rows are read. `None` where A has more rows than the kernel
     /// takes or `one` plans another kernel.
     pub(crate) fn plan_counted_decode(
         &self,
-        [pa, pb, pc]: [Placed<'_>; 3],
+        rows: usize,
         (groups, stride_bytes): (usize, usize),
-        pk: Placed<'_>,
-        types: [ComponentType; 3],
-        (options, fused): (&GemmOptions, Option<&Fused<'_>>),
-        one: impl FnOnce(Option<crate::kernel::Epilogue>) -> Result<Option<GemmPlan>>,
-    ) -> Result<Option<(GemmPlan, DeviceCounts)>> {
-        if pa.rows > crate::kernel::GEMV_MAX_ROWS as usize || options.matrix_vector == Some(false) {
+        where_: DeviceCounts,
+        options: &GemmOptions,
+        one: impl FnOnce() -> Result<Option<GemmPlan>>,
+    ) -> Result<Option<GemmPlan>> {
+        if rows > crate::kernel::GEMV_MAX_ROWS as usize || options.matrix_vector == Some(false) {
             return Ok(None);
         }
-        let where_ = self.check_counted([pa, pb, pc], groups, pk)?;
-        let terms = self.counted_terms(fused, (pa.rows, pc.cols, groups), types)?;
-        match one(terms)? {
-            Some(plan) if plan.gemv_kernel().is_some_and(|k| !k.c_transposed) => {
-                let plan = plan.gemv_grouped_counted(groups, where_, stride_bytes, &self.limits)?;
-                Ok(Some((plan, where_)))
-            }
+        match one()? {
+            Some(plan) if plan.gemv_kernel().is_some_and(|k| !k.c_transposed) => Ok(Some(plan.gemv_grouped_counted(
+                groups,
+                where_,
+                stride_bytes,
+                &self.limits,
+            )?)),
             _ => Ok(None),
         }
     }
 
     /// The fused terms of a grouped GEMM of `rows` rows, each of `groups` groups with its own
     /// `cols` values of the column vectors.
-    fn counted_terms(
+    pub(crate) fn counted_terms(
         &self,
         fused: Option<&Fused<'_>>,
         (rows, cols, groups): (usize, usize, usize),

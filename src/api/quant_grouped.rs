@@ -92,7 +92,9 @@ impl Context {
         let each: Vec<_> = (0..experts).map(|g| q.expert(g)).collect();
         let seen = self.dense_view(q, &each[0], to);
         let types = [TA::TYPE, TB::TYPE, TC::TYPE];
-        let planned = |plan: crate::plan::GemmPlan, where_| {
+        let where_ = self.check_counted([pa, seen, pc], experts, counts)?;
+        let terms = self.counted_terms(op.fused.as_ref(), (pa.rows, pc.cols, experts), types)?;
+        let planned = |plan: crate::plan::GemmPlan| {
             let operands = plan.bind_order([pa, seen, pc]);
             Planned {
                 plans: Plans::One([(plan, operands)]),
@@ -105,27 +107,18 @@ impl Context {
                 output: TC::TYPE,
             }
         };
-        let decode = self.plan_counted_decode(
-            [pa, seen, pc],
-            (experts, q.matrix.stride),
-            counts,
-            types,
-            (&op.options, op.fused.as_ref()),
-            |terms| {
-                let plan = self.plan_one_quantized([pa, seen, pc], 1, (&each[0], to), types, (&op.options, terms))?;
-                Ok(Some(plan))
-            },
-        )?;
-        if let Some((plan, where_)) = decode {
-            return Ok(planned(plan, where_));
+        let decode = self.plan_counted_decode(pa.rows, (experts, q.matrix.stride), where_, &op.options, || {
+            let plan = self.plan_one_quantized([pa, seen, pc], 1, (&each[0], to), types, (&op.options, terms))?;
+            Ok(Some(plan))
+        })?;
+        if let Some(plan) = decode {
+            return Ok(planned(plan));
         }
         // Expert g's copy starts `rows * copy_ld` elements after expert g - 1's.
         let stride = each[0].rows * each[0].copy_ld(to);
-        let fused = op.fused.as_ref();
-        let (plan, where_) =
-            self.plan_counted_placed([pa, seen, pc], (experts, stride), counts, types, (&op.options, fused))?;
+        let plan = self.plan_counted_placed([pa, seen, pc], (experts, stride), where_, types, (&op.options, terms))?;
         let which = quantized_operand(1, &plan);
         let plan = dequantized_first_each(plan, which, &each, to, &self.limits)?;
-        Ok(planned(plan, where_))
+        Ok(planned(plan))
     }
 }
