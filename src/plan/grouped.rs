@@ -267,17 +267,13 @@ impl GemmPlan {
         // B's window grows from group 0's weight to the last group's.
         let (b_op, b_window) = d.bindings[1];
         let stride_bytes = b_stride.checked_mul(p.b_bytes).ok_or("the weights' stride overflows")?;
-        let range = (stride_bytes as u64)
-            .checked_mul(groups as u64 - 1)
-            .and_then(|more| b_window.bind_range.checked_add(more))
-            .filter(|&r| r <= limits.max_range && stride_bytes % VECTOR_BYTES as usize == 0);
-        let (Some(bind_range), Ok(b_batch_vec)) = (range, u32::try_from(stride_bytes / VECTOR_BYTES as usize)) else {
+        let Some((b_window, b_batch_vec)) = every_dense_weight(b_window, (groups, stride_bytes), limits) else {
             return Err(format!(
                 "the weights, {stride_bytes} bytes apart, are not whole 16-byte vectors apart within maxStorageBufferRange ({})",
                 limits.max_range
             ));
         };
-        d.bindings[1] = (b_op, Window { bind_range, ..b_window });
+        d.bindings[1] = (b_op, b_window);
         let table_bytes = (tile_rows * WORDS * 4) as u64;
         d.aux = Some((Operand::Scratch, Window::from_start(table_bytes)));
         d.kernel = Kernel::Gemm(key);
@@ -340,27 +336,41 @@ fn every_weight(
     limits: &DispatchLimits,
 ) -> Result<(u32, Window)> {
     let (_, w) = d.bindings[1];
-    let more = (w_stride as u64).checked_mul(groups as u64 - 1);
-    // The kernel's unit of W, and the multiple of bytes the weights must be apart: blocks are
-    // read a word at a time.
-    let ((unit, multiple), fits) = if blocks {
+    // Blocks are read a word at a time, their stride in bytes; dense weights in vectors.
+    let (multiple, found) = if blocks {
         let weight = u64::from(d.push.n) * u64::from(d.push.ldb_vec);
-        let end = more.and_then(|x| x.checked_add(u64::from(d.push.b_off_vec) + weight));
-        ((1, 4), end.map(|e| (e <= w.bind_range).then_some(w)))
+        let end = (w_stride as u64)
+            .checked_mul(groups as u64 - 1)
+            .and_then(|x| x.checked_add(u64::from(d.push.b_off_vec) + weight));
+        let stride = u32::try_from(w_stride).ok().filter(|_| w_stride % 4 == 0);
+        let inside = end.is_some_and(|e| e <= w.bind_range);
+        (4, stride.filter(|_| inside).map(|s| (w, s)))
     } else {
-        let range = more.and_then(|x| x.checked_add(w.bind_range));
-        let grown = range.map(|r| (r <= limits.max_range).then_some(Window { bind_range: r, ..w }));
-        let vector = VECTOR_BYTES as usize;
-        ((vector, vector), grown)
+        (VECTOR_BYTES as usize, every_dense_weight(w, (groups, w_stride), limits))
     };
-    let stride = u32::try_from(w_stride / unit).ok().filter(|_| w_stride % multiple == 0);
-    match (stride, fits.flatten()) {
-        (Some(stride), Some(w)) => Ok((stride, w)),
-        _ => Err(Error::TooLarge(format!(
+    match found {
+        Some((w, stride)) => Ok((stride, w)),
+        None => Err(Error::TooLarge(format!(
             "{groups} weights {w_stride} bytes apart: a multiple of {multiple} bytes apart, all inside one binding of at most {} bytes",
             limits.max_range
         ))),
     }
+}
+
+/// The binding `w` of the first of `groups` dense weights `stride_bytes` apart, grown to the
+/// last one's, and the stride in 16-byte vectors; `None` where the stride is not whole vectors
+/// or the binding would be over the device's largest.
+fn every_dense_weight(
+    w: Window,
+    (groups, stride_bytes): (usize, usize),
+    limits: &DispatchLimits,
+) -> Option<(Window, u32)> {
+    let range = (stride_bytes as u64)
+        .checked_mul(groups as u64 - 1)
+        .and_then(|more| w.bind_range.checked_add(more))
+        .filter(|&r| r <= limits.max_range && stride_bytes % VECTOR_BYTES as usize == 0)?;
+    let stride = u32::try_from(stride_bytes / VECTOR_BYTES as usize).ok()?;
+    Some((Window { bind_range: range, ..w }, stride))
 }
 
 /// Groups planned apart (`plans`, each on its own rows of C) as one plan of `problem` (the
