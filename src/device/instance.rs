@@ -22,27 +22,51 @@ pub struct InstanceOptions {
 #[derive(Debug, Default)]
 pub struct ValidationMessages {
     messages: Mutex<Vec<String>>,
+    unknown_to_layer: Mutex<Vec<String>>,
 }
+
+/// What a layer older than an extension the crate enables says of it: it does not know the
+/// extension's name or its feature structure (`VK_KHR_shader_bfloat16`, structure type
+/// 1000141000, is newer than the layer 1.4.309 that Debian's and lavapipe's sysroots carry, and
+/// the H200's driver offers it). The layer can check nothing about such an extension, so these
+/// say nothing about the crate's use of Vulkan.
+const UNKNOWN_TO_LAYER: [&str; 2] = [
+    "VK_KHR_shader_bfloat16 is not a known extension string",
+    "unknown VkStructureType (1000141000)",
+];
 
 impl ValidationMessages {
     /// How many warnings and errors were reported.
     pub fn count(&self) -> usize {
-        self.lock().len()
+        lock(&self.messages).len()
     }
 
-    /// The messages (warnings and errors), oldest first.
+    /// The messages (warnings and errors), oldest first, without
+    /// [`ValidationMessages::unknown_to_layer`]'s.
     pub fn messages(&self) -> Vec<String> {
-        self.lock().clone()
+        lock(&self.messages).clone()
+    }
+
+    /// The messages of a layer older than an extension the crate enabled, saying only that it
+    /// does not know the extension (its name, its feature structure): kept apart from
+    /// [`ValidationMessages::messages`], since they report the layer's age, not a misuse.
+    pub fn unknown_to_layer(&self) -> Vec<String> {
+        lock(&self.unknown_to_layer).clone()
     }
 
     fn push(&self, message: String) {
-        self.lock().push(message);
+        let list = if UNKNOWN_TO_LAYER.iter().any(|m| message.contains(m)) {
+            &self.unknown_to_layer
+        } else {
+            &self.messages
+        };
+        lock(list).push(message);
     }
+}
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
-        // A panic while holding this lock cannot leave the Vec inconsistent.
-        self.messages.lock().unwrap_or_else(|e| e.into_inner())
-    }
+fn lock(list: &Mutex<Vec<String>>) -> std::sync::MutexGuard<'_, Vec<String>> {
+    // A panic while holding this lock cannot leave the Vec inconsistent.
+    list.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// An owned `VkInstance` (+ debug messenger). Dropped last: devices hold an `Arc` of it.
@@ -248,4 +272,23 @@ unsafe extern "system" fn debug_callback(
         }
     }
     vk::FALSE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ValidationMessages;
+
+    #[test]
+    fn only_a_layer_not_knowing_the_extension_is_kept_apart() {
+        let m = ValidationMessages::default();
+        m.push("[ERROR] vkCreateDevice(): pCreateInfo->pNext chain includes a structure with unknown VkStructureType (1000141000). This error is based on".into());
+        m.push("[WARNING] vkCreateDevice(): pCreateInfo->ppEnabledExtensionNames[2] VK_KHR_shader_bfloat16 is not a known extension string.".into());
+        // A real misuse that names the same extension still counts.
+        m.push("[ERROR] vkCreateShaderModule(): SPIR-V uses BFloat16TypeKHR but VK_KHR_shader_bfloat16 shaderBFloat16Type was not enabled".into());
+        m.push("[ERROR] unknown VkStructureType (1000141001)".into());
+        assert_eq!(m.unknown_to_layer().len(), 2);
+        assert_eq!(m.count(), 2);
+        assert!(m.messages()[0].contains("shaderBFloat16Type was not enabled"));
+        assert!(m.messages()[1].contains("1000141001"));
+    }
 }
