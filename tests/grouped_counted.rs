@@ -80,10 +80,17 @@ fn run<TA: Element, TC: Element>(ctx: &Context, rng: &mut Rng, case: &Case<'_>, 
     let plan = prepared.plans().next().expect("a plan").clone();
     let kinds: Vec<_> = plan.dispatches.iter().map(|d| d.kernel).collect();
     // Decode (A's rows few, the weights contiguous along K, a type the matrix-vector kernel
-    // takes) runs a table row per group on that kernel; the rest a grouped GEMM's tile rows.
+    // takes) runs a table row per tile of a group's rows on that kernel (at most one per row
+    // of A); the rest a grouped GEMM's tile rows.
     let decode = m <= 8 && case.b_layout == Layout::ColMajor && TA::TYPE.is_float();
+    let tile = (options
+        .gemv_group_rows
+        .unwrap_or(vk_sgmat::plan::counted_decode_rows(false)) as usize)
+        .min(m);
     let table_rows = match kinds[..] {
-        [Kernel::GroupTable, Kernel::Gemv(key)] if decode && key.grouped => g,
+        [Kernel::GroupTable, Kernel::Gemv(key)] if decode && key.grouped && key.rows as usize == tile => {
+            (m.div_ceil(tile) + g - 1).min(m)
+        }
         [Kernel::GroupTable, Kernel::Gemm(key)] if !decode && key.grouped => {
             m.div_ceil(plan.scheme.geometry(&plan.config).bm as usize) + g - 1
         }
@@ -254,6 +261,14 @@ fn counted_decode_runs_each_group_on_the_matrix_vector_kernel() {
         &case(4, &[2, 0, 1], Layout::RowMajor, false, Via::Blocking),
         &scaled,
     );
+    // Tiles of two, three and eight rows: groups of five and three rows take one or several.
+    for rows in [2, 3, 8] {
+        let tiles = GemmOptions {
+            gemv_group_rows: Some(rows),
+            ..scaled.clone()
+        };
+        run::<f16, f32>(ctx, &mut rng, &case(8, &[5, 0, 3], col, true, Via::Blocking), &tiles);
+    }
     assert_no_validation_messages(ctx);
 }
 
@@ -336,5 +351,16 @@ fn counted_groups_refuse_what_cannot_run() {
         "{e:?}"
     );
     assert!(plan(&two, &mut dc, &plain).is_ok());
+    for rows in [0, 9] {
+        let tiles = GemmOptions {
+            gemv_group_rows: Some(rows),
+            ..Default::default()
+        };
+        let e = plan(&two, &mut dc, &tiles);
+        assert!(
+            matches!(&e, Err(Error::InvalidOption(msg)) if msg.contains("gemv_group_rows")),
+            "{e:?}"
+        );
+    }
     assert_no_validation_messages(ctx);
 }

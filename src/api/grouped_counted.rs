@@ -135,17 +135,28 @@ impl Context {
         options: &GemmOptions,
         one: impl FnOnce() -> Result<Option<GemmPlan>>,
     ) -> Result<Option<GemmPlan>> {
-        if rows > crate::kernel::GEMV_MAX_ROWS as usize || options.matrix_vector == Some(false) {
+        use crate::kernel::GEMV_MAX_ROWS;
+        if let Some(tile) = options.gemv_group_rows.filter(|t| !(1..=GEMV_MAX_ROWS).contains(t)) {
+            return Err(Error::InvalidOption(format!(
+                "gemv_group_rows = {tile}: use 1 to {GEMV_MAX_ROWS} rows of A per workgroup, or None"
+            )));
+        }
+        if rows > GEMV_MAX_ROWS as usize || options.matrix_vector == Some(false) {
             return Ok(None);
         }
+        let tuning = (options.gemv_cols, options.gemv_unroll);
         match one()? {
-            Some(plan) if plan.gemv_kernel().is_some_and(|k| !k.c_transposed) => Ok(Some(plan.gemv_grouped_counted(
-                groups,
-                where_,
-                stride_bytes,
-                &self.limits,
-            )?)),
-            _ => Ok(None),
+            Some(plan) => match plan.gemv_kernel().filter(|k| !k.c_transposed) {
+                Some(key) => {
+                    let tile = options
+                        .gemv_group_rows
+                        .unwrap_or_else(|| crate::plan::counted_decode_rows(key.quant.is_some()));
+                    let plan = plan.gemv_grouped_counted(groups, where_, stride_bytes, (tile, tuning), &self.limits)?;
+                    Ok(Some(plan))
+                }
+                None => Ok(None),
+            },
+            None => Ok(None),
         }
     }
 

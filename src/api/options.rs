@@ -91,6 +91,13 @@ pub struct GemmOptions {
     /// invocation. Default `None`: 128, the layout measured on a GPU (the shared rows are
     /// checked for correctness but not yet timed on one).
     pub gemv_lanes: Option<u32>,
+    /// Grouped decode with the group sizes on the device (the matrix-vector kernel over every
+    /// group at once, [`GemmPlan::gemv_grouped_counted`](crate::plan::GemmPlan::gemv_grouped_counted)):
+    /// rows of A each workgroup takes from one group, 1 to
+    /// [`GEMV_MAX_ROWS`](crate::kernel::GEMV_MAX_ROWS), a tuning choice. Fewer rows cost less
+    /// work per group; a group with more rows than this reads its weight once per so many rows.
+    /// Default `None`: the measured choice, [`counted_decode_rows`](crate::plan::counted_decode_rows).
+    pub gemv_group_rows: Option<u32>,
     /// Decode on quantized weights ([`QuantMatrix`](crate::QuantMatrix) on the matrix-vector
     /// kernel): whether the activations are first rounded to 8 bits per block of 32 values (a
     /// scale each, `max |x| / 127`) in a pass of their own, so the kernel multiplies four weight
@@ -121,6 +128,7 @@ impl Default for GemmOptions {
             gemv_cols: None,
             gemv_unroll: None,
             gemv_lanes: None,
+            gemv_group_rows: None,
             int8_activations: None,
         }
     }

@@ -455,23 +455,23 @@ mod tests {
         let scratch = plan.scratch_bytes;
         let counted = plan
             .clone()
-            .gemv_grouped_counted(4, counts, stride, &unlimited())
+            .gemv_grouped_counted(4, counts, stride, (3, (None, None)), &unlimited())
             .unwrap();
         // The table pass beside the 8-bit pass, then the kernel.
         assert_eq!(counted.dispatches.len(), 3);
         let (table, gemv) = (&counted.dispatches[0], &counted.dispatches[2]);
         assert_eq!(table.kernel, Kernel::GroupTable);
         assert!(!table.after_previous && !counted.dispatches[1].after_previous && gemv.after_previous);
-        // One table row per group (tiles of M = 3 rows), after the 8-bit blocks.
-        assert_eq!((table.push.m, table.push.n, table.push.k, table.push.ldc), (3, 4, 4, 3));
+        // Tiles of M = 3 rows: three table rows (no more can hold rows), after the 8-bit blocks.
+        assert_eq!((table.push.m, table.push.n, table.push.k, table.push.ldc), (3, 4, 3, 3));
         assert_eq!(table.bindings[0].0, Operand::Counts);
         let (op, w) = gemv.aux.unwrap();
         assert_eq!(
             (op, w.bind_offset, w.bind_range),
-            (Operand::Scratch, scratch.next_multiple_of(16), 48)
+            (Operand::Scratch, scratch.next_multiple_of(16), 36)
         );
         assert_eq!(table.bindings[2].1, w);
-        assert_eq!(counted.scratch_bytes, w.bind_offset + 48);
+        assert_eq!(counted.scratch_bytes, w.bind_offset + 36);
         let Kernel::Gemv(key) = gemv.kernel else {
             panic!("{:?}", gemv.kernel)
         };
@@ -480,18 +480,30 @@ mod tests {
             "{}",
             key.name()
         );
-        assert_eq!((gemv.groups[1], gemv.push.b_batch_vec), (4, stride as u32));
+        assert_eq!((gemv.groups[1], gemv.push.b_batch_vec), (3, stride as u32));
+        // Tiles of one row: the kernel made for one row, its rows of W the measured ones.
+        let ones = plan
+            .clone()
+            .gemv_grouped_counted(4, counts, stride, (1, (None, None)), &unlimited());
+        let Kernel::Gemv(row) = ones.unwrap().dispatches[2].kernel else {
+            panic!("not the matrix-vector kernel")
+        };
+        assert_eq!((row.rows, row.cols, row.int8_x, row.grouped), (1, 4, true, true));
         // Five experts do not fit the binding; nor do weights apart by a part of a word.
-        let over = plan.clone().gemv_grouped_counted(5, counts, stride, &unlimited());
+        let over = plan
+            .clone()
+            .gemv_grouped_counted(5, counts, stride, (3, (None, None)), &unlimited());
         assert!(matches!(over, Err(Error::TooLarge(_))), "{over:?}");
-        let odd = plan.clone().gemv_grouped_counted(2, counts, stride - 2, &unlimited());
+        let odd = plan
+            .clone()
+            .gemv_grouped_counted(2, counts, stride - 2, (3, (None, None)), &unlimited());
         assert!(matches!(odd, Err(Error::TooLarge(_))), "{odd:?}");
         // Counts at a byte that is not a word's, and a plan that is not decode: typed errors.
         let bytes = DeviceCounts { offset: 6, stride: 1 };
-        let bad = plan.gemv_grouped_counted(4, bytes, stride, &unlimited());
+        let bad = plan.gemv_grouped_counted(4, bytes, stride, (3, (None, None)), &unlimited());
         assert!(matches!(bad, Err(Error::InvalidOperand(_))), "{bad:?}");
         let copy = dequantized_first(gemm(1), Operand::B, &one, F16, &unlimited()).unwrap();
-        let not = copy.gemv_grouped_counted(4, counts, stride, &unlimited());
+        let not = copy.gemv_grouped_counted(4, counts, stride, (3, (None, None)), &unlimited());
         assert!(matches!(not, Err(Error::Unsupported(_))), "{not:?}");
     }
 

@@ -36,6 +36,29 @@ fn cols_for(rows: u32) -> u32 {
     }
 }
 
+/// `key` made for `rows` rows of the vector side instead (a grouped decode's tiles,
+/// [`super::GemmPlan::gemv_grouped_counted`]): the rows of W per workgroup and the vectors per
+/// step measured for that many rows (this module's tables, [`super::blocks_cols`] on blocks),
+/// where `tuning` does not set them and every invocation reads along each row; invocations
+/// sharing rows keep their layout.
+pub fn gemv_for_rows(key: GemvKey, rows: u32, (cols, unroll): (Option<u32>, Option<u32>)) -> GemvKey {
+    if key.lanes < GEMV_THREADS {
+        return GemvKey { rows, ..key };
+    }
+    let dense = cols.unwrap_or_else(|| cols_for(rows));
+    let (cols, unroll) = match key.quant {
+        Some(_) if cols.is_none() => (super::blocks_cols(key.elem, rows, dense, key.int8_x), key.unroll),
+        Some(_) => (dense, key.unroll),
+        None => (dense, unroll.unwrap_or_else(|| unroll_for(rows))),
+    };
+    GemvKey {
+        rows,
+        cols,
+        unroll,
+        ..key
+    }
+}
+
 /// The matrix-vector dispatch of `p` (C row-major, one GEMM), or `None` where the kernel does
 /// not take it: other types or layouts, more rows than [`GEMV_MAX_ROWS`] on both sides, terms
 /// the f32 sums cannot take (`terms`' alpha and beta flags follow `alpha` and `beta`; C's

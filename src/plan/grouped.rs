@@ -11,6 +11,33 @@ use serde::Serialize;
 /// Words per tile row in the table: the group, the tile's first row, the group's end row.
 const WORDS: usize = 3;
 
+/// Rows of A each workgroup of grouped decode with the sizes on the device takes from one group
+/// by default ([`GemmPlan::gemv_grouped_counted`], `GemmOptions::gemv_group_rows`), on blocks
+/// of a quantized weight (`quantized`) or on a dense one. Measured on the H200, eight experts of
+/// 14336x4096, f16 activations, us for tiles of 1 / 2 / 4 / 8 rows (docs/perf/h200-39-1.txt,
+/// -3.txt; before this table every group took a tile of all of A's rows):
+///
+/// | routing of A's rows | dense f16 | q4_K (8-bit activations) |
+/// | --- | --- | --- |
+/// | 1 + 1 (one token, top-2) | 67.7 / 68.7 / - / - | 35.2 / 53.1 (38th) / - / - |
+/// | eight groups of 1 | 222.4 / 224.5 / 279.0 / 519.9 | 96.9 / 123.8 / 193.0 / 325.8 (38th) |
+/// | four of 2 | 221.4 / 125.3 / 156.4 / 284.1 | 92.4 / 75.1 / - / - |
+/// | two of 4 | 222.7 / 125.5 / 94.6 / 167.6 | 90.8 / 72.2 / 72.3 / - |
+/// | one of 8 | 222.7 / 125.4 / 94.1 / 107.6 | - |
+///
+/// On dense weights a tile of two costs what a tile of one does and halves a pair's reads; on
+/// blocks a second row costs a quarter more where it is empty and saves a fifth where it is
+/// not, and decode's commonest routing (one token to two experts) has none, so one. (The
+/// figures marked 38th are that session's kernel, whose tiles were all of A's rows:
+/// docs/perf/h200-38-2.txt.)
+pub fn counted_decode_rows(quantized: bool) -> u32 {
+    if quantized {
+        1
+    } else {
+        2
+    }
+}
+
 /// Where a grouped GEMM's group sizes lie on the device: u32 values from `offset` bytes into
 /// their buffer, one every `stride` words.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -152,17 +179,20 @@ impl GemmPlan {
     /// This plan, decode on group 0's weight (the matrix-vector kernel over every row of A, C
     /// not transposed, on a dense weight or on blocks, where the pass rounding A to 8 bits may
     /// come first), as a grouped GEMM whose `groups` sizes the device holds: a pass builds the
-    /// tile table from the counts with tiles of M rows (a table row per group, since no group
-    /// can have more rows than A), and workgroup row `y` of the kernel takes table row `y`
-    /// ([`crate::kernel::GemvKey::grouped`]), its group's weight `w_stride` bytes after the
-    /// group before's, and its own N values of the fused column vectors. A group without rows
-    /// reads nothing of its weight. Typed errors where the plan is not such a decode or the
-    /// weights do not fit one binding.
+    /// tile table from the counts with tiles of `tile_rows` rows (at most M), and workgroup row
+    /// `y` of the kernel, made for that many rows (its rows of W per workgroup and vectors per
+    /// step the measured ones for them, where `tuning` does not set them:
+    /// [`super::gemv_for_rows`]), takes table row `y` ([`crate::kernel::GemvKey::grouped`]),
+    /// its group's weight `w_stride` bytes after the group before's, and its own N values of
+    /// the fused column vectors. A group without rows reads nothing of its weight; a group of
+    /// more rows than a tile reads its weight once a tile. Typed errors where the plan is not
+    /// such a decode or the weights do not fit one binding.
     pub fn gemv_grouped_counted(
         mut self,
         groups: usize,
         counts: DeviceCounts,
         w_stride: usize,
+        (tile_rows, tuning): (u32, (Option<u32>, Option<u32>)),
         limits: &DispatchLimits,
     ) -> Result<GemmPlan> {
         counts.check(groups)?;
@@ -179,17 +209,22 @@ impl GemmPlan {
             )));
         };
         let (stride, w) = every_weight(&d, key.quant.is_some(), (groups, w_stride), limits)?;
-        let rows = u32::try_from(groups).ok().filter(|&g| g <= limits.max_groups[1]);
-        let Some(rows) = rows else {
+        let tile = (tile_rows as usize).clamp(1, m);
+        // Each group's rows take ceil(count / tile) table rows, and every table row at least one of A's.
+        let table_rows = (m.div_ceil(tile) + groups - 1).min(m);
+        let key = super::gemv_for_rows(key, tile as u32, tuning);
+        let grid = [self.problem.n.div_ceil(key.cols as usize), table_rows];
+        let fits = |(&g, &max): (&usize, &u32)| u32::try_from(g).is_ok_and(|g| g <= max);
+        if !grid.iter().zip(&limits.max_groups).all(fits) {
             return Err(Error::TooLarge(format!(
-                "{groups} groups exceed the grid's {} rows",
-                limits.max_groups[1]
+                "a grid of {grid:?} workgroups exceeds the device's {:?}",
+                &limits.max_groups[..2]
             )));
-        };
-        let table = super::dequant::scratch_after(self.scratch_bytes, (groups * WORDS * 4) as u64, limits, || {
-            format!("the tile table of {groups} groups")
+        }
+        let table = super::dequant::scratch_after(self.scratch_bytes, (table_rows * WORDS * 4) as u64, limits, || {
+            format!("the tile table of {table_rows} rows")
         })?;
-        let build = counts.table_pass(groups, (m, m, groups), table, limits)?;
+        let build = counts.table_pass(groups, (m, tile, table_rows), table, limits)?;
         // The fused column vectors hold N values per group.
         let all = Problem {
             n: self
@@ -205,7 +240,7 @@ impl GemmPlan {
         d.bindings[1].1 = w;
         d.kernel = Kernel::Gemv(crate::kernel::GemvKey { grouped: true, ..key });
         d.aux = Some((Operand::Scratch, table));
-        d.groups[1] = rows;
+        d.groups[..2].copy_from_slice(&grid.map(|g| g as u32));
         d.push.b_batch_vec = stride;
         d.after_previous = true;
         self.dispatches.insert(0, build);
@@ -455,7 +490,7 @@ mod tests {
         let weight = 64 * 256 * 2;
         let counted = plan
             .clone()
-            .gemv_grouped_counted(5, counts, weight, &unlimited())
+            .gemv_grouped_counted(5, counts, weight, (3, (None, None)), &unlimited())
             .unwrap();
         let (table, gemv) = (&counted.dispatches[0], &counted.dispatches[1]);
         assert_eq!(table.kernel, Kernel::GroupTable);
@@ -467,14 +502,46 @@ mod tests {
                 ..w0
             }
         );
-        assert_eq!((gemv.push.b_batch_vec, gemv.groups[1]), ((weight / 16) as u32, 5));
-        let odd = plan.clone().gemv_grouped_counted(5, counts, weight + 8, &unlimited());
+        // Tiles of A's three rows: at most three table rows hold any.
+        assert_eq!((gemv.push.b_batch_vec, gemv.groups[1]), ((weight / 16) as u32, 3));
+        // Tiles of one row: a kernel made for one row, its rows of W per workgroup the measured
+        // ones for it unless set, a table row for each of A's rows.
+        let ones = plan
+            .clone()
+            .gemv_grouped_counted(5, counts, weight, (1, (None, None)), &unlimited());
+        let ones = ones.unwrap();
+        let (table, gemv) = (&ones.dispatches[0], &ones.dispatches[1]);
+        let Kernel::Gemv(key) = gemv.kernel else {
+            panic!("{:?}", gemv.kernel)
+        };
+        assert_eq!((key.rows, key.cols, key.unroll, key.grouped), (1, 4, 2, true));
+        assert_eq!(gemv.groups, [16, 3, 1]);
+        assert_eq!((table.push.m, table.push.n, table.push.k, table.push.ldc), (3, 5, 3, 1));
+        let set = plan
+            .clone()
+            .gemv_grouped_counted(5, counts, weight, (1, (Some(8), Some(1))), &unlimited());
+        let Kernel::Gemv(key) = set.unwrap().dispatches[1].kernel else {
+            panic!("not the matrix-vector kernel")
+        };
+        assert_eq!((key.rows, key.cols, key.unroll), (1, 8, 1));
+        // A grid over the device's rows is a typed error.
+        let short = super::DispatchLimits {
+            max_groups: [65535, 2, 1],
+            ..unlimited()
+        };
+        let tall = plan
+            .clone()
+            .gemv_grouped_counted(5, counts, weight, (1, (None, None)), &short);
+        assert!(matches!(tall, Err(crate::Error::TooLarge(_))), "{tall:?}");
+        let odd = plan
+            .clone()
+            .gemv_grouped_counted(5, counts, weight + 8, (3, (None, None)), &unlimited());
         assert!(matches!(odd, Err(crate::Error::TooLarge(_))), "{odd:?}");
         let small = super::DispatchLimits {
             max_range: 3 * weight as u64,
             ..unlimited()
         };
-        let over = plan.gemv_grouped_counted(5, counts, weight, &small);
+        let over = plan.gemv_grouped_counted(5, counts, weight, (3, (None, None)), &small);
         assert!(matches!(over, Err(crate::Error::TooLarge(_))), "{over:?}");
     }
 

@@ -8,10 +8,10 @@ mod dequant;
 pub use dequant::{blocks_cols, dequantized_first, dequantized_first_each, gemv_on_blocks, streams_blocks, Quantized};
 pub mod gemm;
 mod gemv;
-pub use gemv::gemv_dispatch;
+pub use gemv::{gemv_dispatch, gemv_for_rows};
 mod grouped;
 mod input;
-pub use grouped::{side_by_side, DeviceCounts};
+pub use grouped::{counted_decode_rows, side_by_side, DeviceCounts};
 mod narrow;
 pub use narrow::{
     conversion_pays, fast_order, relayout_pays, relayout_without_workgroup, Int8Relayout, NtRelayout, INT8_RELAYOUT,

@@ -36,9 +36,9 @@ pub fn check_quantized(ctx: &Context, rng: &mut Rng) -> Vec<CheckRow> {
             let shape = (m, 17, 3 * q.block_values());
             for f32_act in [false, true] {
                 let res = if f32_act {
-                    case::<f32>(ctx, rng, q, shape, (scalars, groups), 0)
+                    case::<f32>(ctx, rng, q, shape, (&scaled(scalars), groups), 0)
                 } else {
-                    case::<f16>(ctx, rng, q, shape, (scalars, groups), 0)
+                    case::<f16>(ctx, rng, q, shape, (&scaled(scalars), groups), 0)
                 }
                 .map(|(check, ..)| check);
                 let (check, error) = match res {
@@ -76,7 +76,7 @@ pub fn gemm_quantized(
     (q, groups): (QuantType, Groups<'_>),
     types: Types,
     shape: (usize, usize, usize),
-    scalars: (f64, f64),
+    options: &GemmOptions,
     repeat: usize,
 ) -> anyhow::Result<bool> {
     if types.c != ComponentType::F32 {
@@ -84,8 +84,8 @@ pub fn gemm_quantized(
     }
     let mut rng = Rng::new(Rng::fresh_seed());
     let (check, seconds, bytes, kernels) = match types.a {
-        ComponentType::F16 => case::<f16>(ctx, &mut rng, q, shape, (scalars, groups), repeat)?,
-        ComponentType::F32 => case::<f32>(ctx, &mut rng, q, shape, (scalars, groups), repeat)?,
+        ComponentType::F16 => case::<f16>(ctx, &mut rng, q, shape, (options, groups), repeat)?,
+        ComponentType::F32 => case::<f32>(ctx, &mut rng, q, shape, (options, groups), repeat)?,
         t => anyhow::bail!("--weights takes f16 or f32 activations, not {t}"),
     };
     let (m, n, k) = shape;
@@ -130,7 +130,7 @@ fn case<T: Element>(
     rng: &mut Rng,
     q: QuantType,
     (m, n, k): (usize, usize, usize),
-    ((alpha, beta), groups): ((f64, f64), Groups<'_>),
+    (base, groups): (&GemmOptions, Groups<'_>),
     repeat: usize,
 ) -> anyhow::Result<Measured> {
     // A ragged K is named as such before the whole weight is.
@@ -154,15 +154,10 @@ fn case<T: Element>(
     let c_in: Vec<f32> = random_vec(rng, m * n);
     let mut c = ctx.upload(MatRef::new(&c_in, m, n))?;
     let exact = T::TYPE == ComponentType::F32;
+    let (alpha, beta) = (base.alpha, base.beta);
     let options = GemmOptions {
-        alpha,
-        beta,
-        compute: if exact {
-            ComputeMode::Exact
-        } else {
-            ComputeMode::default()
-        },
-        ..Default::default()
+        compute: if exact { ComputeMode::Exact } else { base.compute },
+        ..base.clone()
     };
     let op = Matmul::with_options(&options);
     let op = match (groups, &counts) {
@@ -230,11 +225,22 @@ fn case<T: Element>(
         check.tolerance = check.tolerance.max(5e-4f64.sqrt());
         check.passed = check.mismatches == 0 && check.rel_error <= check.tolerance;
     }
-    // Bytes of the weights read: the experts some group routes to (every one with the sizes on
-    // the device: each is dequantized).
+    // Bytes of the weights read: the experts some group routes to (every one where the sizes
+    // on the device make a dense copy of each; the grouped matrix-vector kernel reads only
+    // the routed ones).
+    let routed_only = kernels.iter().any(|k| k.ends_with("_g"));
     let read = match groups {
-        Some((g, false)) => g.iter().filter(|&&rows| rows > 0).count(),
+        Some((g, on_device)) if !on_device || routed_only => g.iter().filter(|&&rows| rows > 0).count(),
         _ => experts,
     };
     Ok((check, seconds, w.bytes() / experts * read, kernels))
+}
+
+/// Options of `alpha` and `beta`, the rest default.
+fn scaled((alpha, beta): (f64, f64)) -> GemmOptions {
+    GemmOptions {
+        alpha,
+        beta,
+        ..Default::default()
+    }
 }

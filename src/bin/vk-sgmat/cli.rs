@@ -104,6 +104,10 @@ pub struct GemvArgs {
     /// of 128 / lanes.
     #[arg(long)]
     pub gemv_lanes: Option<u32>,
+    /// Grouped decode with `--counts-on-device`: rows of A each workgroup of the matrix-vector
+    /// kernel takes from one group (1 to 8; default the library's measured choice).
+    #[arg(long)]
+    pub gemv_group_rows: Option<u32>,
     /// With `--weights`: whether decode rounds the activations to 8 bits per block of 32 and
     /// multiplies them with the weights' codes in packed integer dot products: auto (f16
     /// activations, and f32 ones in the fast modes), on or off.

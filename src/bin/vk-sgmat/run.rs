@@ -61,7 +61,12 @@ fn gemm_command(args: GemmArgs) -> Result<bool> {
         }
         let ctx = context_with(&dev, false)?;
         let shape = (m, n, k);
-        let passed = crate::check_quant::gemm_quantized(&ctx, (q, groups), types, shape, (alpha, beta), repeat.max(1))?;
+        let options = GemmOptions {
+            alpha,
+            beta,
+            ..path_options(&path)?
+        };
+        let passed = crate::check_quant::gemm_quantized(&ctx, (q, groups), types, shape, &options, repeat.max(1))?;
         return finish(&ctx, passed);
     }
     let layouts = parse_layout(&layout)?;
