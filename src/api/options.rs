@@ -88,8 +88,8 @@ pub struct GemmOptions {
     /// (each invocation along every row of its workgroup, a unit of 32 values a step) or 16,
     /// 32 or 64 (whole runs of 256 values a step; K a multiple of 256). `gemv_cols` then counts
     /// the workgroup's rows of weights: a multiple of `128 / lanes`, at most four rows an
-    /// invocation. Default `None`: 128, the layout measured on a GPU (the shared rows are
-    /// checked for correctness but not yet timed on one).
+    /// invocation. Default `None`: 128, the faster on the H200 in every format timed (q4_K one
+    /// token of 22016x4096: 23.8 us against 40.6-59.8 with rows shared).
     pub gemv_lanes: Option<u32>,
     /// Grouped decode with the group sizes on the device (the matrix-vector kernel over every
     /// group at once, [`GemmPlan::gemv_grouped_counted`](crate::plan::GemmPlan::gemv_grouped_counted)):

@@ -300,8 +300,12 @@ fn with_int8_activations(mut plan: GemmPlan, limits: &DispatchLimits) -> Result<
 /// caller's `(cols, lanes)` where set and valid (a typed error where not), else every
 /// invocation along each row with [`blocks_cols`]' rows, the layout measured on the H200
 /// (35th session). Invocations sharing a row (16, 32 or 64 of them, with 8-bit activations and
-/// K a multiple of [`BLOCK_LANE_VALUES`]) are built and checked but not yet timed on a GPU
-/// (docs/perf/h200-38-1.sh is the call that will), so they are not the default.
+/// K a multiple of [`BLOCK_LANE_VALUES`]) ran slower in every case timed, so they are only
+/// asked for: H200, one token of 22016x4096 / eight tokens, us, default against 16 lanes (two
+/// or four rows each), 32 and 64 (docs/perf/h200-38-1.txt): q4_K 23.8 / 63.2 against
+/// 45.0-40.6 / 163.7, 57.2 / 294.7, 59.8 / 299.3; q8_0 33.1 / 67.8 against 88.5-93.0 / 170.2,
+/// 82.1 / 313.0, 84.6 / 330.0; q6_K 29.9 / 67.1 against 71.7-65.3 / 169.4, 64.9 / 299.4,
+/// 73.3 / 312.8.
 pub fn block_layout(
     key: &GemvKey,
     k: u32,
