@@ -57,120 +57,167 @@ pub(crate) fn device_extensions(instance: &Instance, pdev: vk::PhysicalDevice) -
     Ok(exts.iter().map(|e| c_str(&e.extension_name)).collect())
 }
 
+/// The device extensions whose features or properties vk-sgmat reads.
+struct Extensions {
+    coopmat: bool,
+    bf16: bool,
+    pexec: bool,
+    cm2: bool,
+    push: bool,
+    host_import: bool,
+}
+
+impl Extensions {
+    fn of(instance: &Instance, pdev: vk::PhysicalDevice) -> Result<Self> {
+        let exts = device_extensions(instance, pdev)?;
+        let has = |name: &CStr| exts.iter().any(|e| e.as_bytes() == name.to_bytes());
+        Ok(Self {
+            coopmat: has(ash::khr::cooperative_matrix::NAME),
+            bf16: has(EXT_SHADER_BFLOAT16),
+            pexec: has(ash::khr::pipeline_executable_properties::NAME),
+            cm2: has(nv_coopmat2::EXTENSION),
+            push: has(ash::khr::push_descriptor::NAME),
+            host_import: has(ash::ext::external_memory_host::NAME),
+        })
+    }
+}
+
+/// The feature and property structures vk-sgmat reads, filled in place by [`Chains::query`]
+/// (their `p_next` pointers point at one another, so they are read where they were filled).
+#[derive(Default)]
+struct Chains {
+    f11: vk::PhysicalDeviceVulkan11Features<'static>,
+    f12: vk::PhysicalDeviceVulkan12Features<'static>,
+    f13: vk::PhysicalDeviceVulkan13Features<'static>,
+    fcm: vk::PhysicalDeviceCooperativeMatrixFeaturesKHR<'static>,
+    fbf: Bf16Features,
+    fpe: vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR<'static>,
+    fcm2: nv_coopmat2::Features,
+    pcm2: nv_coopmat2::Properties,
+    p11: vk::PhysicalDeviceVulkan11Properties<'static>,
+    p12: vk::PhysicalDeviceVulkan12Properties<'static>,
+    p13: vk::PhysicalDeviceVulkan13Properties<'static>,
+    pcm: vk::PhysicalDeviceCooperativeMatrixPropertiesKHR<'static>,
+    props: vk::PhysicalDeviceProperties,
+}
+
+impl Chains {
+    /// Fills every structure the device has: core 1.1-1.3's only where it supports 1.3 (they
+    /// may only be chained then), each extension's where it offers the extension.
+    fn query(&mut self, raw: &ash::Instance, pdev: vk::PhysicalDevice, api_1_3: bool, ext: &Extensions) {
+        let mut props2 = vk::PhysicalDeviceProperties2::default();
+        let mut feats2 = vk::PhysicalDeviceFeatures2::default();
+        if api_1_3 {
+            feats2 = feats2
+                .push_next(&mut self.f11)
+                .push_next(&mut self.f12)
+                .push_next(&mut self.f13);
+            props2 = props2
+                .push_next(&mut self.p11)
+                .push_next(&mut self.p12)
+                .push_next(&mut self.p13);
+        }
+        if ext.coopmat {
+            feats2 = feats2.push_next(&mut self.fcm);
+            props2 = props2.push_next(&mut self.pcm);
+        }
+        if ext.bf16 {
+            feats2 = feats2.push_next(&mut self.fbf);
+        }
+        if ext.pexec {
+            feats2 = feats2.push_next(&mut self.fpe);
+        }
+        if ext.cm2 {
+            feats2 = feats2.push_next(&mut self.fcm2);
+            props2 = props2.push_next(&mut self.pcm2);
+        }
+        // SAFETY: every chained struct is live and correctly typed for this device's API version.
+        unsafe {
+            raw.get_physical_device_features2(pdev, &mut feats2);
+            raw.get_physical_device_properties2(pdev, &mut props2);
+        }
+        self.props = props2.properties;
+    }
+
+    /// The features vk-sgmat uses, each false where its extension is missing.
+    fn features(&self, ext: &Extensions) -> DeviceFeatures {
+        let b = |v: vk::Bool32| v == vk::TRUE;
+        let (f11, f12, f13) = (&self.f11, &self.f12, &self.f13);
+        DeviceFeatures {
+            ext_cooperative_matrix: ext.coopmat,
+            cooperative_matrix: ext.coopmat && b(self.fcm.cooperative_matrix),
+            cooperative_matrix_robust_buffer_access: ext.coopmat && b(self.fcm.cooperative_matrix_robust_buffer_access),
+            cooperative_matrix_compute_stage: ext.coopmat
+                && self
+                    .pcm
+                    .cooperative_matrix_supported_stages
+                    .contains(vk::ShaderStageFlags::COMPUTE),
+            vulkan_memory_model: b(f12.vulkan_memory_model),
+            vulkan_memory_model_device_scope: b(f12.vulkan_memory_model_device_scope),
+            shader_float16: b(f12.shader_float16),
+            shader_int8: b(f12.shader_int8),
+            storage_buffer_16bit_access: b(f11.storage_buffer16_bit_access),
+            storage_buffer_8bit_access: b(f12.storage_buffer8_bit_access),
+            subgroup_size_control: b(f13.subgroup_size_control),
+            compute_full_subgroups: b(f13.compute_full_subgroups),
+            shader_integer_dot_product: b(f13.shader_integer_dot_product),
+            ext_shader_bfloat16: ext.bf16,
+            shader_bfloat16_type: ext.bf16 && b(self.fbf.shader_bfloat16_type),
+            shader_bfloat16_cooperative_matrix: ext.bf16 && b(self.fbf.shader_bfloat16_cooperative_matrix),
+            ext_nv_cooperative_matrix2: ext.cm2,
+            pipeline_executable_info: ext.pexec && b(self.fpe.pipeline_executable_info),
+            ext_push_descriptor: ext.push,
+            ext_external_memory_host: ext.host_import,
+            timeline_semaphore: b(f12.timeline_semaphore),
+        }
+    }
+}
+
+/// The device's cooperative-matrix configurations as it lists them (none without the extension).
+fn matrix_properties(
+    instance: &Instance,
+    pdev: vk::PhysicalDevice,
+    ext: &Extensions,
+) -> Result<Vec<RawMatrixProperty>> {
+    if !ext.coopmat {
+        return Ok(Vec::new());
+    }
+    // SAFETY: ash fills a vector of Default-initialised elements, so every element's sType is
+    // set before the second call (drivers crash otherwise: Vulkan-Docs #2613).
+    let list = unsafe {
+        instance
+            .cooperative_matrix()
+            .get_physical_device_cooperative_matrix_properties(pdev)
+    }
+    .map_err(|r| Error::vk("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", r))?;
+    Ok(list.iter().map(RawMatrixProperty::from_vk).collect())
+}
+
 /// Queries everything vk-sgmat needs to know about `pdev`.
 pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index: usize) -> Result<DeviceInfo> {
-    let raw = instance.raw();
-    let exts = device_extensions(instance, pdev)?;
-    let has = |name: &CStr| exts.iter().any(|e| e.as_bytes() == name.to_bytes());
-    let has_coopmat = has(ash::khr::cooperative_matrix::NAME);
-    let has_bf16 = has(EXT_SHADER_BFLOAT16);
-    let has_pexec = has(ash::khr::pipeline_executable_properties::NAME);
-    let has_cm2 = has(nv_coopmat2::EXTENSION);
-    let has_push = has(ash::khr::push_descriptor::NAME);
-    let has_host_import = has(ash::ext::external_memory_host::NAME);
-
+    let ext = Extensions::of(instance, pdev)?;
     // SAFETY: plain query.
-    let base = unsafe { raw.get_physical_device_properties(pdev) };
-    let api_1_3 = base.api_version >= vk::API_VERSION_1_3;
-
-    // Feature structs of core 1.1-1.3 may only be chained when the device supports that version.
-    let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
-    let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
-    let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
-    let mut fcm = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
-    let mut fbf = Bf16Features::default();
-    let mut fpe = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
-    let mut fcm2 = nv_coopmat2::Features::default();
-    let mut pcm2 = nv_coopmat2::Properties::default();
-    let mut p11 = vk::PhysicalDeviceVulkan11Properties::default();
-    let mut p12 = vk::PhysicalDeviceVulkan12Properties::default();
-    let mut p13 = vk::PhysicalDeviceVulkan13Properties::default();
-    let mut pcm = vk::PhysicalDeviceCooperativeMatrixPropertiesKHR::default();
-    let mut props2 = vk::PhysicalDeviceProperties2::default();
-    let mut feats2 = vk::PhysicalDeviceFeatures2::default();
-    if api_1_3 {
-        feats2 = feats2.push_next(&mut f11).push_next(&mut f12).push_next(&mut f13);
-        props2 = props2.push_next(&mut p11).push_next(&mut p12).push_next(&mut p13);
-    }
-    if has_coopmat {
-        feats2 = feats2.push_next(&mut fcm);
-        props2 = props2.push_next(&mut pcm);
-    }
-    if has_bf16 {
-        feats2 = feats2.push_next(&mut fbf);
-    }
-    if has_pexec {
-        feats2 = feats2.push_next(&mut fpe);
-    }
-    if has_cm2 {
-        feats2 = feats2.push_next(&mut fcm2);
-        props2 = props2.push_next(&mut pcm2);
-    }
-    // SAFETY: every chained struct is live and correctly typed for this device's API version.
-    unsafe {
-        raw.get_physical_device_features2(pdev, &mut feats2);
-        raw.get_physical_device_properties2(pdev, &mut props2);
-    }
-    let props = props2.properties;
-
-    let raw_properties = if has_coopmat {
-        // SAFETY: ash fills a vector of Default-initialised elements, so every element's sType is
-        // set before the second call (drivers crash otherwise: Vulkan-Docs #2613).
-        let list = unsafe {
-            instance
-                .cooperative_matrix()
-                .get_physical_device_cooperative_matrix_properties(pdev)
-        }
-        .map_err(|r| Error::vk("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", r))?;
-        list.iter().map(RawMatrixProperty::from_vk).collect()
-    } else {
-        Vec::new()
-    };
-
-    let cooperative_matrix2 = if has_cm2 && has_coopmat {
-        Some(nv_coopmat2::describe(instance, pdev, &fcm2, &pcm2)?)
+    let api_1_3 = unsafe { instance.raw().get_physical_device_properties(pdev) }.api_version >= vk::API_VERSION_1_3;
+    let mut c = Chains::default();
+    c.query(instance.raw(), pdev, api_1_3, &ext);
+    let raw_properties = matrix_properties(instance, pdev, &ext)?;
+    let cooperative_matrix2 = if ext.cm2 && ext.coopmat {
+        Some(nv_coopmat2::describe(instance, pdev, &c.fcm2, &c.pcm2)?)
     } else {
         None
     };
-
-    let b = |v: vk::Bool32| v == vk::TRUE;
-    let features = DeviceFeatures {
-        ext_cooperative_matrix: has_coopmat,
-        cooperative_matrix: has_coopmat && b(fcm.cooperative_matrix),
-        cooperative_matrix_robust_buffer_access: has_coopmat && b(fcm.cooperative_matrix_robust_buffer_access),
-        cooperative_matrix_compute_stage: has_coopmat
-            && pcm
-                .cooperative_matrix_supported_stages
-                .contains(vk::ShaderStageFlags::COMPUTE),
-        vulkan_memory_model: b(f12.vulkan_memory_model),
-        vulkan_memory_model_device_scope: b(f12.vulkan_memory_model_device_scope),
-        shader_float16: b(f12.shader_float16),
-        shader_int8: b(f12.shader_int8),
-        storage_buffer_16bit_access: b(f11.storage_buffer16_bit_access),
-        storage_buffer_8bit_access: b(f12.storage_buffer8_bit_access),
-        subgroup_size_control: b(f13.subgroup_size_control),
-        compute_full_subgroups: b(f13.compute_full_subgroups),
-        shader_integer_dot_product: b(f13.shader_integer_dot_product),
-        ext_shader_bfloat16: has_bf16,
-        shader_bfloat16_type: has_bf16 && b(fbf.shader_bfloat16_type),
-        shader_bfloat16_cooperative_matrix: has_bf16 && b(fbf.shader_bfloat16_cooperative_matrix),
-        ext_nv_cooperative_matrix2: has_cm2,
-        pipeline_executable_info: has_pexec && b(fpe.pipeline_executable_info),
-        ext_push_descriptor: has_push,
-        ext_external_memory_host: has_host_import,
-        timeline_semaphore: b(f12.timeline_semaphore),
-    };
-    let limits = DeviceLimits::from_vk(&props.limits, &p11, &p13);
+    let features = c.features(&ext);
+    let props = &c.props;
+    let limits = DeviceLimits::from_vk(&props.limits, &c.p11, &c.p13);
     let configs = filter_configs(&raw_properties, features.filter_features());
-    let driver_info = c_str(&p12.driver_info);
+    let driver_info = c_str(&c.p12.driver_info);
     let requirements = evaluate_requirements(
         &features,
         api_1_3,
-        (p12.driver_id.as_raw(), &driver_info),
-        p13.max_subgroup_size,
+        (c.p12.driver_id.as_raw(), &driver_info),
+        c.p13.max_subgroup_size,
         &configs,
     );
-    let v = props.api_version;
     // Without usable matrix units (no extension, or a driver that crashes on them) the device
     // offers no configs: every path that needs one reports NoConfig, and f32 runs the exact kernel.
     let (configs, cooperative_matrix2) = if matrix_units_met(&requirements) {
@@ -178,6 +225,8 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
     } else {
         (FilteredConfigs::default(), None)
     };
+    let v = props.api_version;
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect();
     Ok(DeviceInfo {
         index,
         name: c_str(&props.device_name),
@@ -191,11 +240,11 @@ pub(crate) fn query_device(instance: &Instance, pdev: vk::PhysicalDevice, index:
             vk::api_version_patch(v)
         ),
         driver_version: props.driver_version,
-        driver_id: p12.driver_id.as_raw(),
-        driver_name: c_str(&p12.driver_name),
+        driver_id: c.p12.driver_id.as_raw(),
+        driver_name: c_str(&c.p12.driver_name),
         driver_info,
-        pipeline_cache_uuid: props.pipeline_cache_uuid.iter().map(|b| format!("{b:02x}")).collect(),
-        device_uuid: p11.device_uuid.iter().map(|b| format!("{b:02x}")).collect(),
+        pipeline_cache_uuid: hex(&props.pipeline_cache_uuid),
+        device_uuid: hex(&c.p11.device_uuid),
         features,
         limits,
         raw_properties,
