@@ -44,8 +44,8 @@ pub(crate) use matrix::{check_download_target, check_matrix, poison_pattern, unp
 pub use matrix::{DeviceMatrix, Element, MatMut, MatRef};
 pub use operand::{BufferMatrix, DeviceOperand};
 pub use options::{ContextOptions, GemmOptions};
-pub(crate) use pinned::Direct;
 pub use pinned::PinnedMatrix;
+pub(crate) use pinned::{Direct, Lines};
 pub use prepared::{Prepared, RecordedGemm};
 pub use quant::{QuantMatrix, QuantRef};
 pub(crate) use schemes::lock_tuning;

@@ -7,8 +7,8 @@
 use super::trace::{HostMarks, PipelineStep, PipelineTrace, Tracer};
 use super::MultiContext;
 use crate::api::{
-    check_matrix, input, output, Context, Direct, Element, GemmOptions, In, Input, MatMut, MatRef, Matmul, Out, Output,
-    PinnedMatrix,
+    check_matrix, input, output, Context, Direct, Element, GemmOptions, In, Input, Lines, MatMut, MatRef, Matmul, Out,
+    Output, PinnedMatrix,
 };
 use crate::error::{Error, Result};
 use crate::plan::check_shapes;
@@ -311,19 +311,7 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         let a_in = bytes(r, k, size_of::<TA>()) + c_in;
         timed(&mut inp.core, (PipelineStep::AIn, i, a_in), &mut |core| {
             let ad = upload_pooled(ctx, core, &a.block(band.clone(), 0..k), direct[0].as_ref())?;
-            let cd = match (&in_place, reads_c) {
-                (Some((import, lines)), true) => {
-                    let cd = ctx.pooled_matrix::<TC>(r, cols, Layout::RowMajor)?;
-                    ctx.enqueue_copy_in(core, (import, lines.clone()), &cd.buffer, c_ld_bytes(&cd))?;
-                    core.hold(cd.buffer.clone(), true);
-                    cd
-                }
-                (None, true) => {
-                    let old: Vec<TC> = dst.iter().flat_map(|r| r.iter().copied()).collect();
-                    upload_pooled(ctx, core, &MatRef::new(&old, r, cols), None)?
-                }
-                (_, false) => ctx.pooled_matrix::<TC>(r, cols, Layout::RowMajor)?,
-            };
+            let cd = band_c(ctx, core, (&dst, cols), in_place.as_ref(), reads_c)?;
             operands = Some((ad, cd));
             Ok(())
         })?;
@@ -372,6 +360,33 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     tracer
         .map(|tracer| tracer.finish(ctx, HostMarks { first_submit, waiting }))
         .transpose()
+}
+
+/// A band's C on the device, its rows `dst` of the caller's C (`cols` wide): where the GEMM
+/// reads C (`reads_c`), copied in by the copy engines from `in_place` (the rows as they sit in
+/// pinned memory) or else staged; where it does not, a pooled matrix to write.
+fn band_c<TC: Element>(
+    ctx: &Context,
+    core: &mut StreamCore,
+    (dst, cols): (&[&mut [TC]], usize),
+    in_place: Option<&(&std::sync::Arc<crate::memory::Buffer>, Lines)>,
+    reads_c: bool,
+) -> Result<crate::DeviceMatrix<TC>> {
+    let r = dst.len();
+    match (in_place, reads_c) {
+        (Some((import, lines)), true) => {
+            let cd = ctx.pooled_matrix::<TC>(r, cols, Layout::RowMajor)?;
+            let ld_bytes = (cd.ld() * size_of::<TC>()) as u64;
+            ctx.enqueue_copy_in(core, (import, lines.clone()), &cd.buffer, ld_bytes)?;
+            core.hold(cd.buffer.clone(), true);
+            Ok(cd)
+        }
+        (None, true) => {
+            let old: Vec<TC> = dst.iter().flat_map(|r| r.iter().copied()).collect();
+            upload_pooled(ctx, core, &MatRef::new(&old, r, cols), None)
+        }
+        (_, false) => ctx.pooled_matrix::<TC>(r, cols, Layout::RowMajor),
+    }
 }
 
 /// Enqueues the upload of `m` into a pooled device matrix, which returns to the pool once the
