@@ -25,13 +25,7 @@ impl GemmPlan {
         let rt = config.result_type;
         let fused = req.epilogue;
         fused.check(rt)?;
-        let out_type = fused.output_type(rt);
-        if out_type.size_bytes() as usize != p.c_bytes {
-            return Err(Error::InvalidOperand(format!(
-                "C has {}-byte elements but the plan stores {out_type}",
-                p.c_bytes
-            )));
-        }
+        check_element_sizes(req)?;
         // A fused epilogue applies alpha and beta in f32.
         let st = if fused.is_fused() { ComponentType::F32 } else { rt };
         let alpha_bits = scalar_bits("alpha", req.alpha, st)?;
@@ -39,33 +33,13 @@ impl GemmPlan {
         let one_bits = scalar_bits("beta", 1.0, st)?;
         let geometry = scheme.geometry(&config);
         let passes = plan(p, &geometry, limits)?;
-        let key = |alpha: bool, beta: bool| KernelKey {
-            config,
-            scheme,
-            a_layout: p.a_layout,
-            b_layout: p.b_layout,
-            epilogue: Epilogue { alpha, beta, ..fused },
-            loads: req.loads,
-            probe: Probe::Full,
-            grouped: false,
-            fixed: None,
-        };
+        let key = |alpha: bool, beta: bool| gemm_key(req, (alpha, beta));
         let epilogue = Epilogue {
             alpha: req.alpha != 1.0,
             beta: req.beta != 0.0,
             ..fused
         };
         let vectors = fused_vectors(p, &fused, limits)?;
-        key(false, false).check_loads()?;
-        let ct = config.component_type;
-        for (name, load, bytes) in [("A", req.loads[0], p.a_bytes), ("B", req.loads[1], p.b_bytes)] {
-            let stored = load.storage_type(ct);
-            if stored.size_bytes() as usize != bytes {
-                return Err(Error::InvalidOperand(format!(
-                    "{name} has {bytes}-byte elements but the plan loads it as {stored}"
-                )));
-            }
-        }
         let mut out = Self {
             problem: *p,
             config,
@@ -96,23 +70,8 @@ impl GemmPlan {
         }
         // Split-K's reduction applies alpha and beta only: fused epilogues run in one pass.
         if let ([single], false) = (passes.as_slice(), fused.is_fused()) {
-            let splits = match req.split_k {
-                SplitK::Slices(s) => s,
-                SplitK::Auto { cpu_device } => {
-                    let tiles = single.groups[0] as usize * single.groups[1] as usize;
-                    choose_split_k(tiles, scheme.subgroups() as usize, p.k, cpu_device)
-                }
-            };
-            if splits > 1 {
-                let reduce = Kernel::Reduce {
-                    result_type: rt,
-                    epilogue,
-                    subgroup_size: scheme.subgroup_size(),
-                };
-                let partial = key(false, false);
-                if out.plan_split(limits, splits, partial, reduce, single.c, (alpha_bits, beta_bits)) {
-                    return Ok(out);
-                }
+            if out.split_where_worth(req, single, epilogue, (alpha_bits, beta_bits), limits) {
+                return Ok(out);
             }
         }
         let fixed = fixed_sizes(req, &passes);
@@ -135,6 +94,33 @@ impl GemmPlan {
             });
         }
         Ok(out)
+    }
+
+    /// Adds split-K's slices over `single`'s grid and their reduction (applying `epilogue`'s
+    /// alpha and beta), as many as `req` asks for or, by default, as fill the GPU; false
+    /// (nothing added) where that is one slice or the slices would not fit the limits.
+    fn split_where_worth(
+        &mut self,
+        req: &PlanRequest,
+        single: &Pass,
+        epilogue: Epilogue,
+        bits: (u32, u32),
+        limits: &DispatchLimits,
+    ) -> bool {
+        let scheme = req.scheme;
+        let splits = match req.split_k {
+            SplitK::Slices(s) => s,
+            SplitK::Auto { cpu_device } => {
+                let tiles = single.groups[0] as usize * single.groups[1] as usize;
+                choose_split_k(tiles, scheme.subgroups() as usize, req.problem.k, cpu_device)
+            }
+        };
+        let reduce = Kernel::Reduce {
+            result_type: req.config.result_type,
+            epilogue,
+            subgroup_size: scheme.subgroup_size(),
+        };
+        splits > 1 && self.plan_split(limits, splits, gemm_key(req, (false, false)), reduce, single.c, bits)
     }
 
     /// Adds split-K's slices and reduction; false (nothing added) where its scratch buffer or
@@ -246,6 +232,50 @@ impl GemmPlan {
         self.zeroed_scratch_bytes = 16;
         Ok(())
     }
+}
+
+/// The GEMM kernel of `req` applying alpha and beta where `(alpha, beta)` say, the rest of
+/// its fused epilogue as asked.
+fn gemm_key(req: &PlanRequest, (alpha, beta): (bool, bool)) -> KernelKey {
+    KernelKey {
+        config: req.config,
+        scheme: req.scheme,
+        a_layout: req.problem.a_layout,
+        b_layout: req.problem.b_layout,
+        epilogue: Epilogue {
+            alpha,
+            beta,
+            ..req.epilogue
+        },
+        loads: req.loads,
+        probe: Probe::Full,
+        grouped: false,
+        fixed: None,
+    }
+}
+
+/// A typed error where C's elements are not what the plan stores, the loads are not ones the
+/// kernel takes, or A's or B's elements are not what the plan loads.
+fn check_element_sizes(req: &PlanRequest) -> Result<()> {
+    let p = &req.problem;
+    let out_type = req.epilogue.output_type(req.config.result_type);
+    if out_type.size_bytes() as usize != p.c_bytes {
+        return Err(Error::InvalidOperand(format!(
+            "C has {}-byte elements but the plan stores {out_type}",
+            p.c_bytes
+        )));
+    }
+    gemm_key(req, (false, false)).check_loads()?;
+    let ct = req.config.component_type;
+    for (name, load, bytes) in [("A", req.loads[0], p.a_bytes), ("B", req.loads[1], p.b_bytes)] {
+        let stored = load.storage_type(ct);
+        if stored.size_bytes() as usize != bytes {
+            return Err(Error::InvalidOperand(format!(
+                "{name} has {bytes}-byte elements but the plan loads it as {stored}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The sizes to build into the kernel of `req` planned as `passes` ([`PlanRequest::specialize`]):
