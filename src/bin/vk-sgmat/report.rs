@@ -32,132 +32,9 @@ pub fn render_info(r: &InfoReport) -> String {
         s.push_str("no Vulkan devices found\n");
     }
     for (i, d) in r.devices.iter().enumerate() {
-        let mark = if r.selected == Some(d.index) {
-            "  (selected)"
-        } else {
-            ""
-        };
-        let _ = writeln!(s, "device {}: {} [{:?}]{mark}", d.index, d.name, d.kind);
-        let _ = writeln!(
-            s,
-            "  vendor 0x{:04x}, device 0x{:04x}, Vulkan {}, driver {} ({}), driver id {}",
-            d.vendor_id, d.device_id, d.api_version, d.driver_name, d.driver_info, d.driver_id
-        );
-        let l = &d.limits;
-        let _ = writeln!(
-            s,
-            "  subgroup size {} (min {}, max {}, pinnable in compute: {})",
-            l.subgroup_size,
-            l.min_subgroup_size,
-            l.max_subgroup_size,
-            yes(l.required_subgroup_size_compute)
-        );
-        let _ = writeln!(
-            s,
-            "  shared memory {} B, workgroup invocations {}, workgroup count {:?}, storage buffer range {} B",
-            l.max_shared_memory, l.max_workgroup_invocations, l.max_workgroup_count, l.max_storage_buffer_range
-        );
-        let f = &d.features;
-        let _ = writeln!(
-            s,
-            "  shaderFloat16 {}, shaderInt8 {}, 16-bit storage {}, 8-bit storage {}, bfloat16 coopmat {}, VK_NV_cooperative_matrix2 {}, host memory import {}",
-            yes(f.shader_float16),
-            yes(f.shader_int8),
-            yes(f.storage_buffer_16bit_access),
-            yes(f.storage_buffer_8bit_access),
-            yes(f.shader_bfloat16_cooperative_matrix),
-            yes(f.ext_nv_cooperative_matrix2),
-            yes(f.ext_external_memory_host)
-        );
-        s.push_str("  requirements:\n");
-        for req in &d.requirements {
-            let _ = writeln!(s, "    [{}] {}", if req.met { "x" } else { " " }, req.name);
-        }
-        let _ = writeln!(
-            s,
-            "  cooperative-matrix properties (as reported, {}):",
-            d.raw_properties.len()
-        );
-        for p in &d.raw_properties {
-            let _ = writeln!(s, "    {p}");
-        }
-        let list = |s: &mut String, title: &str, v: &[vk_sgmat::GPUSubgroupMatrixConfig]| {
-            let _ = writeln!(s, "  {title} ({}):", v.len());
-            for c in v {
-                let _ = writeln!(s, "    {c}");
-            }
-        };
-        list(&mut s, "configs, Dawn's rules", &d.configs.standard);
-        list(&mut s, "extended configs (bf16, fp8)", &d.configs.extended);
+        let selected = r.selected == Some(d.index);
         let self_test = r.self_tests.get(i).cloned().unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "  driver self-test: {} kernel families passed{}",
-            self_test.passed,
-            self_test
-                .file
-                .as_ref()
-                .map(|f| format!(" ({})", f.display()))
-                .unwrap_or_default()
-        );
-        for x in &self_test.dropped {
-            let _ = writeln!(s, "    dropped {}: {} computed {}", x.config, x.kernel, x.reason);
-        }
-        let all: Vec<_> = d
-            .configs
-            .all()
-            .filter(|c| !self_test.dropped.iter().any(|x| x.config == **c))
-            .copied()
-            .collect();
-        let _ = writeln!(s, "  f32 x f32 -> f32: {}", vk_sgmat::plan::f32_paths(&all));
-        let sixteen = d.features.shader_float16 && d.features.storage_buffer_16bit_access;
-        for (pair, path) in vk_sgmat::plan::type_paths(&all, sixteen) {
-            let _ = writeln!(s, "  {pair}: {path}");
-        }
-        if let Some(c) = &d.cooperative_matrix2 {
-            let _ = writeln!(
-                s,
-                "  VK_NV_cooperative_matrix2: workgroup scope {}, flexible dimensions {}, tensor addressing {}, \
-                 per-element operations {}; max workgroup {}, max dimension {}, reserved shared memory {} B{}",
-                yes(c.workgroup_scope),
-                yes(c.flexible_dimensions),
-                yes(c.tensor_addressing),
-                yes(c.per_element_operations),
-                c.workgroup_scope_max_workgroup_size,
-                c.flexible_dimensions_max_dimension,
-                c.workgroup_scope_reserved_shared_memory,
-                if c.usable() {
-                    " (workgroup-scope kernels available)"
-                } else {
-                    ""
-                }
-            );
-            for f in &c.flexible {
-                let _ = writeln!(
-                    s,
-                    "    granularity {}x{}x{} A={} B={} C={} R={} scope={:?} invocations {}{}",
-                    f.m_granularity,
-                    f.n_granularity,
-                    f.k_granularity,
-                    f.a_type,
-                    f.b_type,
-                    f.c_type,
-                    f.result_type,
-                    f.scope,
-                    f.workgroup_invocations,
-                    if f.saturating_accumulation { " saturating" } else { "" }
-                );
-            }
-        }
-        let verdict = if d.has_matrix_units() {
-            "usable".to_string()
-        } else if d.usable() {
-            "usable without matrix units (every type on the kernels without them; no cooperative-matrix config)"
-                .to_string()
-        } else {
-            format!("not usable: missing {}", d.missing().join(", "))
-        };
-        let _ = writeln!(s, "  verdict: {verdict}");
+        render_device(&mut s, d, selected, &self_test);
     }
     // Several GPUs as one group could share memory; separate groups share only host memory.
     let groups: Vec<String> = r
@@ -167,6 +44,151 @@ pub fn render_info(r: &InfoReport) -> String {
         .collect();
     let _ = writeln!(s, "device groups: {}", groups.join(" "));
     s
+}
+
+/// One device's section of `info`: what it is, its matrix units, the paths each type takes,
+/// `VK_NV_cooperative_matrix2`, and whether vk-sgmat can use it.
+fn render_device(s: &mut String, d: &DeviceInfo, selected: bool, self_test: &vk_sgmat::SelfTestReport) {
+    render_identity(s, d, selected);
+    render_matrix_units(s, d);
+    render_paths(s, d, self_test);
+    if let Some(c) = &d.cooperative_matrix2 {
+        render_coopmat2(s, c);
+    }
+    let verdict = if d.has_matrix_units() {
+        "usable".to_string()
+    } else if d.usable() {
+        "usable without matrix units (every type on the kernels without them; no cooperative-matrix config)".to_string()
+    } else {
+        format!("not usable: missing {}", d.missing().join(", "))
+    };
+    let _ = writeln!(s, "  verdict: {verdict}");
+}
+
+/// The device's name, driver, limits and the features vk-sgmat reads.
+fn render_identity(s: &mut String, d: &DeviceInfo, selected: bool) {
+    let mark = if selected { "  (selected)" } else { "" };
+    let _ = writeln!(s, "device {}: {} [{:?}]{mark}", d.index, d.name, d.kind);
+    let _ = writeln!(
+        s,
+        "  vendor 0x{:04x}, device 0x{:04x}, Vulkan {}, driver {} ({}), driver id {}",
+        d.vendor_id, d.device_id, d.api_version, d.driver_name, d.driver_info, d.driver_id
+    );
+    let l = &d.limits;
+    let _ = writeln!(
+        s,
+        "  subgroup size {} (min {}, max {}, pinnable in compute: {})",
+        l.subgroup_size,
+        l.min_subgroup_size,
+        l.max_subgroup_size,
+        yes(l.required_subgroup_size_compute)
+    );
+    let _ = writeln!(
+        s,
+        "  shared memory {} B, workgroup invocations {}, workgroup count {:?}, storage buffer range {} B",
+        l.max_shared_memory, l.max_workgroup_invocations, l.max_workgroup_count, l.max_storage_buffer_range
+    );
+    let f = &d.features;
+    let _ = writeln!(
+    s,
+    "  shaderFloat16 {}, shaderInt8 {}, 16-bit storage {}, 8-bit storage {}, bfloat16 coopmat {}, VK_NV_cooperative_matrix2 {}, host memory import {}",
+    yes(f.shader_float16),
+    yes(f.shader_int8),
+    yes(f.storage_buffer_16bit_access),
+    yes(f.storage_buffer_8bit_access),
+    yes(f.shader_bfloat16_cooperative_matrix),
+    yes(f.ext_nv_cooperative_matrix2),
+    yes(f.ext_external_memory_host)
+);
+}
+
+/// The requirements for matrix units and the device's cooperative-matrix configurations.
+fn render_matrix_units(s: &mut String, d: &DeviceInfo) {
+    s.push_str("  requirements:\n");
+    for req in &d.requirements {
+        let _ = writeln!(s, "    [{}] {}", if req.met { "x" } else { " " }, req.name);
+    }
+    let _ = writeln!(
+        s,
+        "  cooperative-matrix properties (as reported, {}):",
+        d.raw_properties.len()
+    );
+    for p in &d.raw_properties {
+        let _ = writeln!(s, "    {p}");
+    }
+    let list = |s: &mut String, title: &str, v: &[vk_sgmat::GPUSubgroupMatrixConfig]| {
+        let _ = writeln!(s, "  {title} ({}):", v.len());
+        for c in v {
+            let _ = writeln!(s, "    {c}");
+        }
+    };
+    list(s, "configs, Dawn's rules", &d.configs.standard);
+    list(s, "extended configs (bf16, fp8)", &d.configs.extended);
+}
+
+/// The driver self-test's verdicts and the path each type pair takes with the configs it kept.
+fn render_paths(s: &mut String, d: &DeviceInfo, self_test: &vk_sgmat::SelfTestReport) {
+    let _ = writeln!(
+        s,
+        "  driver self-test: {} kernel families passed{}",
+        self_test.passed,
+        self_test
+            .file
+            .as_ref()
+            .map(|f| format!(" ({})", f.display()))
+            .unwrap_or_default()
+    );
+    for x in &self_test.dropped {
+        let _ = writeln!(s, "    dropped {}: {} computed {}", x.config, x.kernel, x.reason);
+    }
+    let all: Vec<_> = d
+        .configs
+        .all()
+        .filter(|c| !self_test.dropped.iter().any(|x| x.config == **c))
+        .copied()
+        .collect();
+    let _ = writeln!(s, "  f32 x f32 -> f32: {}", vk_sgmat::plan::f32_paths(&all));
+    let sixteen = d.features.shader_float16 && d.features.storage_buffer_16bit_access;
+    for (pair, path) in vk_sgmat::plan::type_paths(&all, sixteen) {
+        let _ = writeln!(s, "  {pair}: {path}");
+    }
+}
+
+/// `VK_NV_cooperative_matrix2`'s properties and its flexible-dimension configurations.
+fn render_coopmat2(s: &mut String, c: &vk_sgmat::config::CooperativeMatrix2) {
+    let _ = writeln!(
+        s,
+        "  VK_NV_cooperative_matrix2: workgroup scope {}, flexible dimensions {}, tensor addressing {}, \
+         per-element operations {}; max workgroup {}, max dimension {}, reserved shared memory {} B{}",
+        yes(c.workgroup_scope),
+        yes(c.flexible_dimensions),
+        yes(c.tensor_addressing),
+        yes(c.per_element_operations),
+        c.workgroup_scope_max_workgroup_size,
+        c.flexible_dimensions_max_dimension,
+        c.workgroup_scope_reserved_shared_memory,
+        if c.usable() {
+            " (workgroup-scope kernels available)"
+        } else {
+            ""
+        }
+    );
+    for f in &c.flexible {
+        let _ = writeln!(
+            s,
+            "    granularity {}x{}x{} A={} B={} C={} R={} scope={:?} invocations {}{}",
+            f.m_granularity,
+            f.n_granularity,
+            f.k_granularity,
+            f.a_type,
+            f.b_type,
+            f.c_type,
+            f.result_type,
+            f.scope,
+            f.workgroup_invocations,
+            if f.saturating_accumulation { " saturating" } else { "" }
+        );
+    }
 }
 
 /// `vk-sgmat gemm`: one verified GEMM and its timing.
