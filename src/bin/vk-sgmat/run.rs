@@ -233,27 +233,12 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
         warm: seconds("--warm", warm)?,
         stream,
     };
-    let mut peers = Vec::new();
-    for p in &peer {
-        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-        peers.extend(report::read_peers(&text)?);
-    }
     if let Some(s) = first_runs {
-        let seconds = seconds("--first-runs", s)?;
-        for t in bench_types(&ctx, &types)? {
-            for shape in parse_shapes(&shapes)? {
-                let r = with_types!(t, |TA, TB, TC| crate::first_runs::first_runs::<TA, TB, TC>(
-                    &ctx,
-                    shape,
-                    (layouts.0, layouts.1),
-                    &forced,
-                    (seconds, std::time::Duration::from_millis(pause_after_first), prime)
-                )?);
-                println!("{} {}", t.label(forced.compute), r.line());
-            }
-        }
-        return finish(&ctx, true);
+        let pause = std::time::Duration::from_millis(pause_after_first);
+        let first = (seconds("--first-runs", s)?, pause, prime);
+        return first_runs_command(&ctx, (&types, &shapes), (layouts.0, layouts.1), &forced, first);
     }
+    let peers = read_peers(&peer)?;
     let rows = bench(
         &ctx,
         (&types, &shapes, weights),
@@ -274,6 +259,35 @@ fn bench_command(args: BenchArgs) -> Result<bool> {
         print!("{}", m.summary(&rows));
     }
     finish(&ctx, true)
+}
+
+/// `bench --first-runs`: each type and shape's first runs in this process, one line each.
+fn first_runs_command(
+    ctx: &vk_sgmat::Context,
+    (types, shapes): (&[String], &[String]),
+    layouts: (Layout, Layout),
+    forced: &GemmOptions,
+    first: (std::time::Duration, std::time::Duration, usize),
+) -> Result<bool> {
+    for t in bench_types(ctx, types)? {
+        for shape in parse_shapes(shapes)? {
+            let r = with_types!(t, |TA, TB, TC| crate::first_runs::first_runs::<TA, TB, TC>(
+                ctx, shape, layouts, forced, first
+            )?);
+            println!("{} {}", t.label(forced.compute), r.line());
+        }
+    }
+    finish(ctx, true)
+}
+
+/// The peers' rows in the files `--peer` names.
+fn read_peers(files: &[std::path::PathBuf]) -> Result<Vec<report::PeerRow>> {
+    let mut peers = Vec::new();
+    for p in files {
+        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        peers.extend(report::read_peers(&text)?);
+    }
+    Ok(peers)
 }
 
 /// `vk-sgmat tune`: every candidate scheme of one problem, timed and checked, fastest first.
