@@ -751,10 +751,16 @@ fn experts<T: Element>(
     prepared.run().unwrap();
     let labels: Vec<String> = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
     if counted && m <= 8 {
+        // Made for a tile of the rows asked for (by default the measured choice on blocks).
+        let tile = options
+            .gemv_group_rows
+            .unwrap_or(vk_sgmat::plan::counted_decode_rows(true))
+            .min(m as u32);
+        let rows_tag = format!("_r{tile}_");
         assert!(
             labels
                 .last()
-                .is_some_and(|l| l.starts_with("gemv_") && l.ends_with("_g")),
+                .is_some_and(|l| l.starts_with("gemv_") && l.contains(&rows_tag) && l.ends_with("_g")),
             "{q} {rows:?}: {labels:?}"
         );
     }
@@ -901,6 +907,20 @@ fn quantized_experts_run_grouped_each_group_as_its_expert() {
         ..scaled.clone()
     };
     experts::<f16>(QuantType::Q5K, &[0, 3, 0], (19, 2), &lanes, (false, true), &mut rng);
+    // Tiles of two and three rows of a group (`gemv_group_rows`; the default on blocks is one):
+    // groups of five and three rows take several tiles, with a bias each.
+    for rows in [2, 3] {
+        let tiles = GemmOptions {
+            gemv_group_rows: Some(rows),
+            ..scaled.clone()
+        };
+        experts::<f16>(QuantType::Q4K, &[5, 0, 3], (27, 2), &tiles, (false, true), &mut rng);
+    }
+    let tiles = GemmOptions {
+        gemv_group_rows: Some(2),
+        ..Default::default()
+    };
+    experts::<f16>(QuantType::Q8_0, &[3, 2], (19, 2), &tiles, (true, true), &mut rng);
     experts::<f32>(
         QuantType::Q6K,
         &[0, 0, 0, 1],
