@@ -40,17 +40,8 @@ pub(crate) fn bench(
     (cublas, peers): (Option<&std::path::Path>, &[report::PeerRow]),
 ) -> Result<Vec<report::BenchRow>> {
     let cpu = ctx.device_info().kind == vk_sgmat::device::DeviceKind::Cpu;
-    let shapes: Vec<(usize, usize, usize)> = if shapes.is_empty() {
-        let squares: &[usize] = if cpu {
-            &[64, 128, 256]
-        } else {
-            &[256, 512, 1024, 2048, 4096, 8192]
-        };
-        let mut v: Vec<_> = squares.iter().map(|&s| (s, s, s)).collect();
-        if !cpu {
-            v.extend([(4096, 11008, 4096), (16, 4096, 4096), (4096, 4096, 256)]);
-        }
-        v
+    let shapes = if shapes.is_empty() {
+        default_shapes(cpu)
     } else {
         parse_shapes(shapes)?
     };
@@ -63,7 +54,7 @@ pub(crate) fn bench(
     let all_types = bench_types(ctx, types)?;
     let mut progress = crate::progress::Progress::new(all_types.len() * shapes.len());
     let mut rows = Vec::new();
-    let (compute, convert_first, relayout) = (forced.compute, forced.convert_first, forced.relayout);
+    let compute = forced.compute;
     for &t in &all_types {
         let options = crate::args::with_scheme(ctx, t, forced, scheme)?;
         let (route, config) = ctx.route_for([t.a, t.b, t.c], &options)?;
@@ -75,41 +66,7 @@ pub(crate) fn bench(
         } else {
             ctx.peak(&config, groups, iters, 3)?.flops / 1e12
         };
-        // A forced conversion is part of the row's name: `f32:f32 fast, first`.
-        let mut types = match convert_first {
-            None => t.label(compute),
-            Some(first) => format!("{}, {}", t.label(compute), if first { "first" } else { "load" }),
-        };
-        if let Some(r) = relayout {
-            types = format!("{types}, {}", if r { "relaid" } else { "in place" });
-        }
-        if let Some(s) = options.scheme {
-            types = format!("{types} {}", s.name());
-        }
-        if let Some(on) = forced.specialize {
-            types = format!("{types}, sizes {}", if on { "built in" } else { "pushed" });
-        }
-        if forced.matrix_vector == Some(false) {
-            types = format!("{types}, no matrix-vector");
-        }
-        if let Some(c) = forced.gemv_cols {
-            types = format!("{types}, gemv cols {c}");
-        }
-        if let Some(u) = forced.gemv_unroll {
-            types = format!("{types}, gemv unroll {u}");
-        }
-        if let Some(l) = forced.gemv_lanes {
-            types = format!("{types}, gemv lanes {l}");
-        }
-        if let Some(on) = forced.int8_activations {
-            types = format!("{types}, {} activations", if on { "8-bit" } else { "unrounded" });
-        }
-        if let Some(n) = forced.split_k {
-            types = format!("{types}, split {n}");
-        }
-        if let Some(q) = weights {
-            types = format!("{types}, {q} weights");
-        }
+        let types = row_label(t, forced, &options, weights);
         for &shape in &shapes {
             progress.start(&format!("{types} {}x{}x{}", shape.0, shape.1, shape.2));
             let Point {
@@ -136,18 +93,7 @@ pub(crate) fn bench(
             let types = types.clone();
             rows.push(report::BenchRow {
                 peers: report::peers_for(peers, &label, shape, tflops),
-                layout: if read_as == (layouts.0, layouts.1) {
-                    format!("{}{}", layouts.0.letter(), layouts.1.letter())
-                } else {
-                    // Operands copied transposed first: the layouts the GEMM kernel reads.
-                    format!(
-                        "{}{}>{}{}",
-                        layouts.0.letter(),
-                        layouts.1.letter(),
-                        read_as.0.letter(),
-                        read_as.1.letter()
-                    )
-                },
+                layout: layout_label((layouts.0, layouts.1), read_as),
                 types,
                 kernel,
                 config: if gemv {
@@ -171,6 +117,77 @@ pub(crate) fn bench(
     }
     progress.finish();
     Ok(rows)
+}
+
+/// The bench's default shapes: squares, and on a GPU a model's and a skinny and short-K one.
+fn default_shapes(cpu: bool) -> Vec<(usize, usize, usize)> {
+    let squares: &[usize] = if cpu {
+        &[64, 128, 256]
+    } else {
+        &[256, 512, 1024, 2048, 4096, 8192]
+    };
+    let mut v: Vec<_> = squares.iter().map(|&s| (s, s, s)).collect();
+    if !cpu {
+        v.extend([(4096, 11008, 4096), (16, 4096, 4096), (4096, 4096, 256)]);
+    }
+    v
+}
+
+/// A row's name: its types, then every option forced on the command line and the weights'
+/// format (`f32:f32 fast, first`, `f16:f32, gemv cols 4, q4_K weights`).
+fn row_label(
+    t: crate::types::Types,
+    forced: &GemmOptions,
+    options: &GemmOptions,
+    weights: Option<QuantType>,
+) -> String {
+    // A forced conversion is part of the row's name: `f32:f32 fast, first`.
+    let mut types = match forced.convert_first {
+        None => t.label(forced.compute),
+        Some(first) => format!("{}, {}", t.label(forced.compute), if first { "first" } else { "load" }),
+    };
+    if let Some(r) = forced.relayout {
+        types = format!("{types}, {}", if r { "relaid" } else { "in place" });
+    }
+    if let Some(s) = options.scheme {
+        types = format!("{types} {}", s.name());
+    }
+    if let Some(on) = forced.specialize {
+        types = format!("{types}, sizes {}", if on { "built in" } else { "pushed" });
+    }
+    if forced.matrix_vector == Some(false) {
+        types = format!("{types}, no matrix-vector");
+    }
+    if let Some(c) = forced.gemv_cols {
+        types = format!("{types}, gemv cols {c}");
+    }
+    if let Some(u) = forced.gemv_unroll {
+        types = format!("{types}, gemv unroll {u}");
+    }
+    if let Some(l) = forced.gemv_lanes {
+        types = format!("{types}, gemv lanes {l}");
+    }
+    if let Some(on) = forced.int8_activations {
+        types = format!("{types}, {} activations", if on { "8-bit" } else { "unrounded" });
+    }
+    if let Some(n) = forced.split_k {
+        types = format!("{types}, split {n}");
+    }
+    if let Some(q) = weights {
+        types = format!("{types}, {q} weights");
+    }
+    types
+}
+
+/// The layouts of A and B as asked, and after `>` those the GEMM kernel read where operands
+/// were copied transposed first.
+fn layout_label(asked: (Layout, Layout), read_as: (Layout, Layout)) -> String {
+    let letters = |(a, b): (Layout, Layout)| format!("{}{}", a.letter(), b.letter());
+    if read_as == asked {
+        letters(asked)
+    } else {
+        format!("{}>{}", letters(asked), letters(read_as))
+    }
 }
 
 /// What one bench point measured: the median GPU seconds of one GEMM, the layouts its kernel
