@@ -275,6 +275,46 @@ pub(crate) fn time_point(
     })
 }
 
+/// Every config of the types `(a, c)` (only `only`'s shape where given) with its tunable
+/// schemes (those whose names contain one of `filter`'s, where any).
+fn candidates(
+    ctx: &Context,
+    (a, c): (vk_sgmat::ComponentType, vk_sgmat::ComponentType),
+    only: Option<(u32, u32, u32)>,
+    filter: &[String],
+) -> Vec<(GPUSubgroupMatrixConfig, Vec<TileScheme>)> {
+    ctx.configs()
+        .into_iter()
+        .filter(|x| x.component_type == a && x.result_type == c)
+        .filter(|x| only.is_none_or(|s| s == (x.m, x.n, x.k)))
+        .map(|config| {
+            let schemes: Vec<_> = tunable_schemes(ctx, &config)
+                .into_iter()
+                .filter(|s| filter.is_empty() || filter.iter().any(|f| s.name().contains(f.as_str())))
+                .collect();
+            (config, schemes)
+        })
+        .collect()
+}
+
+/// The kernel variants timed per scheme: the real one, and with `probes` its parts alone and
+/// the real one with more shared memory than its `shared_bytes` (sizes above the device's
+/// limit are refused when timed, and skipped).
+fn probes_of(probes: bool, shared_bytes: u32) -> Vec<Probe> {
+    if !probes {
+        return vec![Probe::Full];
+    }
+    let mut list = Probe::PARTS.to_vec();
+    list.extend(
+        [32, 40, 48]
+            .map(|kib| kib * 1024)
+            .into_iter()
+            .filter(|&b| b > shared_bytes)
+            .map(Probe::SharedAtLeast),
+    );
+    list
+}
+
 /// Times every candidate scheme of every config for the types, each checked on 16 sampled rows.
 pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
@@ -308,22 +348,7 @@ pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
     let check_rows = rows_to_check(m, n, 0, 16, &mut rng);
     let (expected, magnitude) = reference::<TA, TB, TC>(&am, &bm, None, 1.0, 0.0, &check_rows);
     let mut groups: Vec<Vec<report::TuneRow>> = Vec::new();
-    let configs: Vec<_> = ctx
-        .configs()
-        .into_iter()
-        .filter(|c| c.component_type == TA::TYPE && c.result_type == TC::TYPE)
-        .filter(|c| only.is_none_or(|s| s == (c.m, c.n, c.k)))
-        .collect();
-    let per_config: Vec<(GPUSubgroupMatrixConfig, Vec<TileScheme>)> = configs
-        .into_iter()
-        .map(|config| {
-            let schemes: Vec<_> = tunable_schemes(ctx, &config)
-                .into_iter()
-                .filter(|s| filter.is_empty() || filter.iter().any(|f| s.name().contains(f.as_str())))
-                .collect();
-            (config, schemes)
-        })
-        .collect();
+    let per_config = candidates(ctx, (TA::TYPE, TC::TYPE), only, filter);
     let mut progress = crate::progress::Progress::new(per_config.iter().map(|(_, s)| s.len()).sum());
     for (config, schemes) in per_config {
         for scheme in &schemes {
@@ -342,18 +367,7 @@ pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
             let key = ctx
                 .plan::<TA, TB, TC>(&Matmul::with_options(&options), (m, n, k), layouts)?
                 .main_kernel();
-            let mut probe_list = vec![Probe::Full];
-            if probes {
-                probe_list = Probe::PARTS.to_vec();
-                // Sizes above the device's limit are refused by `time_probe` and skipped below.
-                probe_list.extend(
-                    [32, 40, 48]
-                        .map(|kib| kib * 1024)
-                        .into_iter()
-                        .filter(|&b| b > g.shared_bytes)
-                        .map(Probe::SharedAtLeast),
-                );
-            }
+            let probe_list = probes_of(probes, g.shared_bytes);
             ctx.prepare(&Matmul::with_options(&options), &da, &db, &mut dc)
                 .and_then(|p| p.time(vk_sgmat::Timing::WarmUp(warm, warm.max(Duration::from_secs(5)))))
                 .map(|t| t.median())?;
