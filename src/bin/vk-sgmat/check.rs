@@ -135,22 +135,7 @@ fn check_configs(
             .into_iter()
             .filter(|s| s.scope() == KernelScope::Workgroup)
             .collect();
-        let info = ctx.device_info();
-        let mut preferred = t::preferred_workgroup_schemes(&config, info, ctx.subgroup_size());
-        let k_contiguous = t::preferred_k_contiguous_schemes(&config, info, ctx.subgroup_size()).concat();
-        // The K-contiguous leads also on the grouped walk they take over large grids.
-        let grouped = k_contiguous.iter().copied().map(t::on_grouped_walk);
-        preferred.extend(k_contiguous.iter().copied().chain(grouped));
-        let lists = [
-            t::preferred_deep_schemes,
-            t::preferred_nn_in_place_schemes,
-            t::preferred_nn_untransposed_schemes,
-            t::preferred_long_k_schemes,
-        ];
-        for list in lists {
-            preferred.extend(list(&config, info, ctx.subgroup_size()));
-        }
-        preferred.extend(t::preferred_k_contiguous_short_schemes(&config, info, ctx.subgroup_size()).concat());
+        let preferred = preferred_schemes(ctx, &config);
         for s in preferred.iter().chain([wg.first(), wg.last()].into_iter().flatten()) {
             let run = (pair, Some(config), Some(*s), Form::AsStored);
             if !extras.contains(&run) {
@@ -169,13 +154,7 @@ fn check_configs(
         .sum();
     let mut progress = Progress::new(cases);
     for (pair, config, scheme, form) in runs {
-        let name = match (config, scheme, form) {
-            (None, ..) => format!("{}->{} without matrix units", pair.0, pair.1),
-            (Some(config), None, Form::Relaid) => format!("{config}, relaid"),
-            (Some(config), None, _) => config.to_string(),
-            (Some(config), Some(s), Form::SizesBuiltIn) => format!("{config} [{}], sizes built in", s.name()),
-            (Some(config), Some(s), _) => format!("{config} [{}]", s.name()),
-        };
+        let name = run_name(pair, config, scheme, form);
         let scalars = scalar_pairs(pair.1);
         for shape in run_shapes(shapes, scheme.is_some(), form) {
             for (li, &l) in layouts.iter().enumerate() {
@@ -214,6 +193,44 @@ fn check_configs(
     }
     progress.finish();
     Ok(rows)
+}
+
+/// The workgroup-scope schemes the planner takes by default for `config` on some shape (every
+/// measured table's leads; the K-contiguous ones also on the grouped walk they take over large
+/// grids).
+fn preferred_schemes(ctx: &Context, config: &GPUSubgroupMatrixConfig) -> Vec<TileScheme> {
+    let (info, sg) = (ctx.device_info(), ctx.subgroup_size());
+    let mut preferred = t::preferred_workgroup_schemes(config, info, sg);
+    let k_contiguous = t::preferred_k_contiguous_schemes(config, info, sg).concat();
+    let grouped = k_contiguous.iter().copied().map(t::on_grouped_walk);
+    preferred.extend(k_contiguous.iter().copied().chain(grouped));
+    let lists = [
+        t::preferred_deep_schemes,
+        t::preferred_nn_in_place_schemes,
+        t::preferred_nn_untransposed_schemes,
+        t::preferred_long_k_schemes,
+    ];
+    for list in lists {
+        preferred.extend(list(config, info, sg));
+    }
+    preferred.extend(t::preferred_k_contiguous_short_schemes(config, info, sg).concat());
+    preferred
+}
+
+/// A check run's name: its config (or the types without matrix units), scheme and form.
+fn run_name(
+    pair: (ComponentType, ComponentType),
+    config: Option<GPUSubgroupMatrixConfig>,
+    scheme: Option<TileScheme>,
+    form: Form,
+) -> String {
+    match (config, scheme, form) {
+        (None, ..) => format!("{}->{} without matrix units", pair.0, pair.1),
+        (Some(config), None, Form::Relaid) => format!("{config}, relaid"),
+        (Some(config), None, _) => config.to_string(),
+        (Some(config), Some(s), Form::SizesBuiltIn) => format!("{config} [{}], sizes built in", s.name()),
+        (Some(config), Some(s), _) => format!("{config} [{}]", s.name()),
+    }
 }
 
 /// How a check run reads its operands and sizes.
