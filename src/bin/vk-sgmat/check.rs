@@ -475,6 +475,66 @@ fn check_types(
     typed: &[Types],
     all: bool,
 ) -> Result<Vec<CheckRow>> {
+    let runs = type_runs(ctx, typed, all)?;
+    let mut progress = Progress::new(runs.len() * shapes.len() * LAYOUTS.len());
+    let mut rows = Vec::new();
+    for (t, mode, lc, convert_first) in runs {
+        let name = format!(
+            "{}{}{}",
+            t.label(mode),
+            if lc == Layout::ColMajor { ", C column-major" } else { "" },
+            if convert_first == Some(true) {
+                ", converted first"
+            } else {
+                ""
+            }
+        );
+        for &shape in shapes {
+            for (li, &(la, lb)) in LAYOUTS.iter().enumerate() {
+                let scalars = scalar_pairs(t.c)[li % 2];
+                let options = GemmOptions {
+                    alpha: scalars.0,
+                    beta: scalars.1,
+                    compute: mode,
+                    convert_first,
+                    ..Default::default()
+                };
+                let extra_ld = li % 2 * 3;
+                let res = with_types!(t, |TA, TB, TC| run_random_gemm_c::<TA, TB, TC>(
+                    ctx,
+                    rng,
+                    shape,
+                    (la, lb, lc),
+                    extra_ld,
+                    &options,
+                    FULL_CHECK
+                ));
+                let layout = format!("{}{}", layout_name((la, lb)), lc.letter());
+                let r = check_row(name.clone(), shape, layout, scalars, res);
+                progress.done(&format!(
+                    "{} {}x{}x{} {}: {}",
+                    r.config,
+                    shape.0,
+                    shape.1,
+                    shape.2,
+                    r.layout,
+                    if r.passed { "ok" } else { "FAIL" }
+                ));
+                rows.push(r);
+            }
+        }
+    }
+    progress.finish();
+    Ok(rows)
+}
+
+/// What [`check_types`] runs: (types, mode, C's layout, f32 operands converted first).
+type TypeRun = (Types, ComputeMode, Layout, Option<bool>);
+
+/// [`check_types`]' runs: each of `typed` in every mode the device runs it in (also converted
+/// first where f32 operands would be), and with `all` column-major C for every pair the device
+/// has; an error where a type asked for by name runs in no mode.
+fn type_runs(ctx: &Context, typed: &[Types], all: bool) -> Result<Vec<TypeRun>> {
     const MODES: [ComputeMode; 4] = [
         ComputeMode::Accurate,
         ComputeMode::FastF16,
@@ -482,7 +542,7 @@ fn check_types(
         ComputeMode::Exact,
     ];
     // (types, mode, C's layout, f32 operands converted first).
-    let mut runs: Vec<(Types, ComputeMode, Layout, Option<bool>)> = Vec::new();
+    let mut runs: Vec<TypeRun> = Vec::new();
     // The accurate split done first runs where a workgroup-scope scheme takes its planes.
     let first = GemmOptions {
         convert_first: Some(true),
@@ -541,54 +601,5 @@ fn check_types(
                 .map(|t| (t, ComputeMode::default(), Layout::ColMajor, None)),
         );
     }
-    let mut progress = Progress::new(runs.len() * shapes.len() * LAYOUTS.len());
-    let mut rows = Vec::new();
-    for (t, mode, lc, convert_first) in runs {
-        let name = format!(
-            "{}{}{}",
-            t.label(mode),
-            if lc == Layout::ColMajor { ", C column-major" } else { "" },
-            if convert_first == Some(true) {
-                ", converted first"
-            } else {
-                ""
-            }
-        );
-        for &shape in shapes {
-            for (li, &(la, lb)) in LAYOUTS.iter().enumerate() {
-                let scalars = scalar_pairs(t.c)[li % 2];
-                let options = GemmOptions {
-                    alpha: scalars.0,
-                    beta: scalars.1,
-                    compute: mode,
-                    convert_first,
-                    ..Default::default()
-                };
-                let extra_ld = li % 2 * 3;
-                let res = with_types!(t, |TA, TB, TC| run_random_gemm_c::<TA, TB, TC>(
-                    ctx,
-                    rng,
-                    shape,
-                    (la, lb, lc),
-                    extra_ld,
-                    &options,
-                    FULL_CHECK
-                ));
-                let layout = format!("{}{}", layout_name((la, lb)), lc.letter());
-                let r = check_row(name.clone(), shape, layout, scalars, res);
-                progress.done(&format!(
-                    "{} {}x{}x{} {}: {}",
-                    r.config,
-                    shape.0,
-                    shape.1,
-                    shape.2,
-                    r.layout,
-                    if r.passed { "ok" } else { "FAIL" }
-                ));
-                rows.push(r);
-            }
-        }
-    }
-    progress.finish();
-    Ok(rows)
+    Ok(runs)
 }
