@@ -518,11 +518,7 @@ pub fn generate_transpose(rounds_to: Option<ComponentType>, bytes: u8) -> Result
 pub fn generate_gemv(key: &GemvKey) -> Result<Vec<u32>> {
     let shared_rows = key.lanes < GEMV_THREADS;
     let cols_fit = if shared_rows {
-        [16, 32, 64].contains(&key.lanes)
-            && key.int8_x
-            && (key.cols * key.lanes) % GEMV_THREADS == 0
-            && (1..=GEMV_MAX_ROWS_PER_LANE).contains(&key.rows_per_invocation())
-            && key.rows * key.cols <= GEMV_THREADS
+        key.shared_rows_fit()
     } else {
         key.lanes == GEMV_THREADS && (1..=GEMV_MAX_COLS).contains(&key.cols)
     };

@@ -334,11 +334,18 @@ pub fn block_layout(
         };
     }
     let groups = GEMV_THREADS / lanes;
+    let fits = |c: u32| {
+        GemvKey {
+            lanes,
+            cols: c,
+            int8_x,
+            ..*key
+        }
+        .shared_rows_fit()
+    };
     match cols {
         None => Ok((groups, lanes)),
-        Some(c) if c % groups == 0 && (1..=GEMV_MAX_ROWS_PER_LANE).contains(&(c / groups)) && key.rows * c <= GEMV_THREADS => {
-            Ok((c, lanes))
-        }
+        Some(c) if fits(c) => Ok((c, lanes)),
         Some(c) => Err(Error::InvalidOption(format!(
             "gemv_cols = {c} with {lanes} lanes: use a multiple of {groups} rows of the weights per workgroup, at most {} ({GEMV_MAX_ROWS_PER_LANE} an invocation), with rows of activations times rows of weights at most {GEMV_THREADS} (here {} x {c})",
             groups * GEMV_MAX_ROWS_PER_LANE, key.rows

@@ -114,6 +114,18 @@ impl GemvKey {
         self.cols * self.lanes / GEMV_THREADS
     }
 
+    /// Whether invocations sharing rows of W (`lanes` under [`GEMV_THREADS`]) are laid out as
+    /// the kernel takes them: 16, 32 or 64 lanes beside 8-bit activations, whole runs of
+    /// `GEMV_THREADS / lanes` rows per workgroup, 1 to [`GEMV_MAX_ROWS_PER_LANE`] rows an
+    /// invocation, and at most [`GEMV_THREADS`] sums (rows of X times rows of W) a workgroup.
+    pub fn shared_rows_fit(&self) -> bool {
+        [16, 32, 64].contains(&self.lanes)
+            && self.int8_x
+            && (self.cols * self.lanes) % GEMV_THREADS == 0
+            && (1..=GEMV_MAX_ROWS_PER_LANE).contains(&self.rows_per_invocation())
+            && self.rows * self.cols <= GEMV_THREADS
+    }
+
     /// Elements of X and W per 16-byte vector.
     pub fn per_vector(&self) -> u32 {
         VECTOR_BYTES / self.elem.size_bytes()
