@@ -103,21 +103,7 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
 
     let cut = ctx.host_pieces::<TA, TB, TC>((m, n, k), [la, lb, lc])?;
     let pieces = cut.len();
-    // What runs: the pieces' plans (the whole problem's would bind windows no buffer has).
-    let passes = if pieces > 1 {
-        let mut passes = 0;
-        for p in &cut {
-            let piece = ctx.plan::<TA, TB, TC>(
-                &Matmul::with_options(options),
-                (p.rows.len(), p.cols.len(), p.k.len()),
-                (la, lb),
-            )?;
-            passes += piece.gemm_dispatches().count();
-        }
-        passes
-    } else {
-        plan.gemm_dispatches().count()
-    };
+    let passes = gemm_passes::<TA, TB, TC>(ctx, (&plan, &cut), options, (la, lb))?;
     let (c, first_call_ms, mut times) = if pieces > 1 {
         // An operand over the allocation limit cannot be a device matrix: the host call, which
         // runs in pieces that fit, timed once with its transfers.
@@ -152,21 +138,13 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
         scheme: plan.kernel_name(),
         tile,
         passes,
-        converted_first: plan
-            .dispatches
-            .iter()
-            .filter(|d| {
-                matches!(
-                    d.kernel,
-                    Kernel::Narrow { .. } | Kernel::SplitPlanes { .. } | Kernel::Transpose { rounds_to: Some(_), .. }
-                )
-            })
-            .count(),
-        relaid: plan
-            .dispatches
-            .iter()
-            .filter(|d| matches!(d.kernel, Kernel::Transpose { .. }))
-            .count(),
+        converted_first: count_kernels(&plan, |k| {
+            matches!(
+                k,
+                Kernel::Narrow { .. } | Kernel::SplitPlanes { .. } | Kernel::Transpose { rounds_to: Some(_), .. }
+            )
+        }),
+        relaid: count_kernels(&plan, |k| matches!(k, Kernel::Transpose { .. })),
         alpha: options.alpha,
         beta: options.beta,
         seed,
@@ -183,6 +161,31 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
             (st.tested, ms(st.testing_time), ms(st.load_time))
         },
     })
+}
+
+/// The GEMM dispatches that run: `plan`'s, or where the host call cuts the problem into `cut`'s
+/// pieces, theirs (the whole problem's plan would bind windows no buffer has).
+fn gemm_passes<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    (plan, cut): (&vk_sgmat::plan::GemmPlan, &[vk_sgmat::plan::Piece]),
+    options: &GemmOptions,
+    layouts: (Layout, Layout),
+) -> Result<usize> {
+    if cut.len() <= 1 {
+        return Ok(plan.gemm_dispatches().count());
+    }
+    let mut passes = 0;
+    for p in cut {
+        let shape = (p.rows.len(), p.cols.len(), p.k.len());
+        let piece = ctx.plan::<TA, TB, TC>(&Matmul::with_options(options), shape, layouts)?;
+        passes += piece.gemm_dispatches().count();
+    }
+    Ok(passes)
+}
+
+/// How many of `plan`'s dispatches run a kernel `which` picks.
+fn count_kernels(plan: &vk_sgmat::plan::GemmPlan, which: impl Fn(&Kernel) -> bool) -> usize {
+    plan.dispatches.iter().filter(|d| which(&d.kernel)).count()
 }
 
 /// Runs a GEMM on device-resident copies: once (pipelines created), downloaded (C row-major),
