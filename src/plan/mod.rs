@@ -10,8 +10,10 @@ pub mod gemm;
 mod gemv;
 pub use gemv::{gemv_dispatch, gemv_for_rows};
 mod grouped;
+mod grouped_decode;
 mod input;
-pub use grouped::{counted_decode_rows, side_by_side, DeviceCounts};
+pub use grouped::{side_by_side, DeviceCounts};
+pub use grouped_decode::counted_decode_rows;
 mod narrow;
 pub use narrow::{
     conversion_pays, fast_order, relayout_pays, relayout_without_workgroup, Int8Relayout, NtRelayout, INT8_RELAYOUT,
