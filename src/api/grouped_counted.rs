@@ -144,20 +144,18 @@ impl Context {
         if rows > GEMV_MAX_ROWS as usize || options.matrix_vector == Some(false) {
             return Ok(None);
         }
+        let Some(plan) = one()? else {
+            return Ok(None);
+        };
+        let Some(key) = plan.gemv_kernel().filter(|k| !k.c_transposed) else {
+            return Ok(None);
+        };
+        let tile = options
+            .gemv_group_rows
+            .unwrap_or_else(|| crate::plan::counted_decode_rows(key.quant.is_some()));
         let tuning = (options.gemv_cols, options.gemv_unroll);
-        match one()? {
-            Some(plan) => match plan.gemv_kernel().filter(|k| !k.c_transposed) {
-                Some(key) => {
-                    let tile = options
-                        .gemv_group_rows
-                        .unwrap_or_else(|| crate::plan::counted_decode_rows(key.quant.is_some()));
-                    let plan = plan.gemv_grouped_counted(groups, where_, stride_bytes, (tile, tuning), &self.limits)?;
-                    Ok(Some(plan))
-                }
-                None => Ok(None),
-            },
-            None => Ok(None),
-        }
+        let plan = plan.gemv_grouped_counted(groups, where_, stride_bytes, (tile, tuning), &self.limits)?;
+        Ok(Some(plan))
     }
 
     /// The fused terms of a grouped GEMM of `rows` rows, each of `groups` groups with its own
