@@ -301,7 +301,6 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     let mut pending: VecDeque<Pending<'_, TC>> = VecDeque::new();
     let mut out = out.into_iter();
     let last = bands.len() - 1;
-    let c_ld_bytes = |cd: &crate::DeviceMatrix<TC>| (cd.ld() * size_of::<TC>()) as u64;
     for (i, band) in bands.iter().enumerate() {
         let r = band.len();
         let dst: Vec<&mut [TC]> = out.by_ref().take(r).collect();
@@ -332,7 +331,7 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         timed(&mut outp.core, (PipelineStep::COut, i, c_out), &mut |core| {
             match &in_place {
                 Some((import, lines)) => {
-                    ctx.enqueue_copy_out(core, &cd.buffer, c_ld_bytes(&cd), (import, lines.clone()))?
+                    ctx.enqueue_copy_out(core, &cd.buffer, ld_bytes(&cd), (import, lines.clone()))?
                 }
                 None => staged = Some(ctx.download_on(core, &cd)?),
             }
@@ -376,8 +375,7 @@ fn band_c<TC: Element>(
     match (in_place, reads_c) {
         (Some((import, lines)), true) => {
             let cd = ctx.pooled_matrix::<TC>(r, cols, Layout::RowMajor)?;
-            let ld_bytes = (cd.ld() * size_of::<TC>()) as u64;
-            ctx.enqueue_copy_in(core, (import, lines.clone()), &cd.buffer, ld_bytes)?;
+            ctx.enqueue_copy_in(core, (import, lines.clone()), &cd.buffer, ld_bytes(&cd))?;
             core.hold(cd.buffer.clone(), true);
             Ok(cd)
         }
@@ -387,6 +385,11 @@ fn band_c<TC: Element>(
         }
         (_, false) => ctx.pooled_matrix::<TC>(r, cols, Layout::RowMajor),
     }
+}
+
+/// Bytes from one row of a band's C on the device to the next (what the copy engines step by).
+fn ld_bytes<TC: Element>(cd: &crate::DeviceMatrix<TC>) -> u64 {
+    (cd.ld() * size_of::<TC>()) as u64
 }
 
 /// Enqueues the upload of `m` into a pooled device matrix, which returns to the pool once the
