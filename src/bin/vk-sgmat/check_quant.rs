@@ -172,6 +172,8 @@ fn case<T: Element>(
     };
     gemm.run()?;
     let kernels: Vec<String> = gemm.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
+    // The grouped matrix-vector kernel reads only the routed experts' blocks.
+    let routed_only = gemm.plans().any(|p| p.gemv_kernel().is_some_and(|k| k.grouped));
     let mut got = vec![f32::NAN; m * n];
     ctx.download(&c, MatMut::new(&mut got, m, n))?;
     let seconds = match (repeat, groups) {
@@ -228,7 +230,6 @@ fn case<T: Element>(
     // Bytes of the weights read: the experts some group routes to (every one where the sizes
     // on the device make a dense copy of each; the grouped matrix-vector kernel reads only
     // the routed ones).
-    let routed_only = kernels.iter().any(|k| k.ends_with("_g"));
     let read = match groups {
         Some((g, on_device)) if !on_device || routed_only => g.iter().filter(|&&rows| rows > 0).count(),
         _ => experts,
