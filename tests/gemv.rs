@@ -187,6 +187,7 @@ fn every_kernel_variant_validates() {
                     quant: None,
                     int8_x: false,
                     grouped: false,
+                    wide_loads: false,
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -204,6 +205,7 @@ fn every_kernel_variant_validates() {
         quant: None,
         int8_x: false,
         grouped: false,
+        wide_loads: false,
     };
     assert!(matches!(generate_gemv(&bad), Err(vk_sgmat::Error::Unsupported(_))));
 }

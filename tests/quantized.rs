@@ -420,6 +420,43 @@ fn decode_with_8_bit_activations_matches_the_reference_in_every_format() {
     assert_no_validation_messages(ctx);
 }
 
+/// Decode reading the blocks 16 bytes at a time (`GemmOptions::gemv_wide_loads`: by default
+/// wherever every block starts on 16 bytes, Q4_K, Q5_K and Q3_K as the device holds it) and 32
+/// bits at a time, on both kernels (8-bit activations, and each weight dequantized to f32),
+/// against the reference; the kernel's name says which loads it makes.
+#[test]
+fn decode_reads_blocks_16_bytes_at_a_time_where_they_allow() {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let row = Layout::RowMajor;
+    let narrow = |o: GemmOptions| GemmOptions {
+        gemv_wide_loads: Some(false),
+        ..o
+    };
+    let unrounded = GemmOptions {
+        int8_activations: Some(false),
+        ..Default::default()
+    };
+    let wide_name = |names: &[String]| {
+        let gemv = names.last().expect("a kernel ran");
+        gemv.split('_').any(|part| part == "w")
+    };
+    for q in [QuantType::Q4K, QuantType::Q5K, QuantType::Q3K, QuantType::Q4_0] {
+        let fits = q.device_block_bytes() % 16 == 0;
+        for (options, wide) in [
+            (GemmOptions::default(), fits),
+            (narrow(GemmOptions::default()), false),
+            (unrounded.clone(), fits),
+            (narrow(unrounded.clone()), false),
+        ] {
+            let names = layer::<f16>(q, (2, 19, 3), false, row, &options, &mut rng);
+            assert_eq!(wide_name(&names), wide, "{q} {options:?}: {names:?}");
+        }
+        let names = layer::<f32>(q, (1, 7, 2), true, Layout::ColMajor, &exact(), &mut rng);
+        assert_eq!(wide_name(&names), fits, "{q} f32: {names:?}");
+    }
+    assert_no_validation_messages(context());
+}
+
 /// Decode's layouts of the 8-bit kernel (`GemmOptions::gemv_lanes`, `gemv_cols`): invocations
 /// along every row a unit at a time, or 16/32/64 sharing each row a run of 256 values at a time
 /// (one to four rows each), in every format, against the reference; K of 19 runs (so some
@@ -1077,9 +1114,9 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
         ] {
             // Invocations sharing rows take 8-bit activations only; groups an untransposed C.
             let choices = [(false, false), (true, false), (false, true), (true, true)];
-            for (int8_x, grouped) in choices
-                .into_iter()
-                .filter(|&(x, g)| (x || lanes == GEMV_THREADS) && !(g && rows == 3))
+            let every = choices.into_iter().flat_map(|c| [(c, false), (c, true)]);
+            for ((int8_x, grouped), wide_loads) in
+                every.filter(|&((x, g), _)| (x || lanes == GEMV_THREADS) && !(g && rows == 3))
             {
                 let key = GemvKey {
                     elem,
@@ -1092,6 +1129,7 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
                     quant: Some(quant),
                     int8_x,
                     grouped,
+                    wide_loads,
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -1110,6 +1148,7 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
         quant: Some(QuantType::Q4K),
         int8_x,
         grouped: false,
+        wide_loads: false,
     };
     for bad in [
         key(16, 8, false),

@@ -110,6 +110,12 @@ pub struct GemmOptions {
     /// dot products; f32 activations in the accurate and exact modes are
     /// multiplied as they are. Ignored by GEMMs that multiply a dense copy of the weights.
     pub int8_activations: Option<bool>,
+    /// Decode on quantized weights: whether the matrix-vector kernel reads the blocks 16 bytes
+    /// at a time wherever a field starts on 16 bytes (formats whose blocks are a multiple of 16
+    /// bytes: Q4_K, Q5_K, Q3_K as the device holds it), one 128-bit load where four 32-bit ones
+    /// would be. `Some(false)`: never (32-bit loads, as before); default `None` and `Some(true)`:
+    /// wherever the blocks allow.
+    pub gemv_wide_loads: Option<bool>,
 }
 
 impl Default for GemmOptions {
@@ -130,6 +136,7 @@ impl Default for GemmOptions {
             gemv_lanes: None,
             gemv_group_rows: None,
             int8_activations: None,
+            gemv_wide_loads: None,
         }
     }
 }

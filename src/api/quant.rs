@@ -14,8 +14,8 @@ use crate::config::ComponentType;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, BufferKind};
 use crate::plan::{
-    dequantized_first, gemv_on_blocks, streams_blocks, Batch, ComputeMode, DispatchLimits, GemmPlan, Operand,
-    Quantized, Window,
+    dequantized_first, gemv_on_blocks, streams_blocks, Batch, BlockReads, ComputeMode, DispatchLimits, GemmPlan,
+    Operand, Quantized, Window,
 };
 use crate::quant::QuantType;
 use crate::tiling::{Layout, VECTOR_BYTES};
@@ -357,13 +357,12 @@ impl Context {
         if streams_blocks(&plan, which) {
             // The activations are the operand beside the quantized one.
             let int8_x = self.int8_activations(options, types[1 - j])?;
-            gemv_on_blocks(
-                plan,
-                which,
-                quantized,
-                ((options.gemv_cols, options.gemv_lanes), int8_x),
-                &self.limits,
-            )
+            let reads = BlockReads {
+                layout: (options.gemv_cols, options.gemv_lanes),
+                int8_x,
+                wide_loads: options.gemv_wide_loads != Some(false),
+            };
+            gemv_on_blocks(plan, which, quantized, reads, &self.limits)
         } else {
             dequantized_first(plan, which, quantized, to, &self.limits)
         }

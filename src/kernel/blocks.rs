@@ -55,12 +55,25 @@ pub(super) struct Block {
     aligned: bool,
     /// Run-time parts of addresses that are multiples of 4 (see `aligned`).
     word_ats: RefCell<HashSet<Word>>,
+    /// The binding seen as 16-byte vectors, where every block starts on 16 bytes of it
+    /// ([`crate::kernel::GemvKey::wide_loads`]): words after a run-time part that is a multiple
+    /// of 16 then come from one vector load per four.
+    vectors: Option<Word>,
+    /// Run-time parts of addresses that are multiples of 16 (see `vectors`).
+    vector_ats: RefCell<HashSet<Word>>,
+    /// Vector `j` after each run-time part.
+    loaded_vectors: RefCell<HashMap<(Option<Word>, u32), Word>>,
 }
 
 impl Block {
-    pub(super) fn new(words: Word, base: Word, aligned: bool) -> Self {
+    /// A block of the binding `words` (of u32; `vectors` the same binding as 16-byte vectors,
+    /// where every block starts on 16 bytes), its first byte `base` bytes into it.
+    pub(super) fn new((words, vectors): (Word, Option<Word>), base: Word, aligned: bool) -> Self {
         Block {
             words,
+            vectors,
+            vector_ats: RefCell::default(),
+            loaded_vectors: RefCell::default(),
             shared: false,
             base,
             starts: RefCell::default(),
@@ -77,7 +90,7 @@ impl Block {
     pub(super) fn staged(words: Word, base: Word, aligned: bool) -> Self {
         Block {
             shared: true,
-            ..Block::new(words, base, aligned)
+            ..Block::new((words, None), base, aligned)
         }
     }
 
@@ -85,6 +98,18 @@ impl Block {
     fn on_words(&self, at: Word) -> Word {
         self.word_ats.borrow_mut().insert(at);
         at
+    }
+
+    /// Notes that the run-time address part `at` is a multiple of 16 bytes (so of 4).
+    fn on_vectors(&self, at: Word) -> Word {
+        self.vector_ats.borrow_mut().insert(at);
+        self.on_words(at)
+    }
+
+    /// The binding as vectors where bytes from `at` on start on one of its vectors.
+    fn vectors_from(&self, at: Option<Word>) -> Option<Word> {
+        self.vectors
+            .filter(|_| at.is_none_or(|a| self.vector_ats.borrow().contains(&a)))
     }
 
     /// Whether bytes from `at` on start on a word of the binding.
@@ -115,7 +140,13 @@ pub const UNIT: u32 = 32;
 
 /// Unit `u` of a row of blocks whose first byte is `row` (in the 32-bit words `words`): its
 /// block, and its index `s` within the block (0 for 32-value blocks).
-pub(super) fn unit(b: &mut ModuleBuilder, q: QuantType, words: Word, row: Word, u: Word) -> BuildResult<(Block, Word)> {
+pub(super) fn unit(
+    b: &mut ModuleBuilder,
+    q: QuantType,
+    words: (Word, Option<Word>),
+    row: Word,
+    u: Word,
+) -> BuildResult<(Block, Word)> {
     let t_u32 = b.t_u32();
     let per_block = q.block_values() as u32 / UNIT;
     let block = b.div_u(u, per_block)?;
@@ -298,7 +329,7 @@ fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> B
 fn q45_k_field(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word, Word)> {
     let at = blk.once(b, ("q45k at", 0), |b| {
         let pair = b.div_u(s, 2)?;
-        b.mul_u(pair, 32).map(|at| blk.on_words(at))
+        b.mul_u(pair, 32).map(|at| blk.on_vectors(at))
     })?;
     let shift = blk.once(b, ("q45k shift", 0), |b| {
         let odd = b.mod_u(s, 2)?;
@@ -361,13 +392,13 @@ fn q6_k_fields(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word
         let odd = b.mod_u(quarter, 2)?;
         let at = b.mul_u(n, 64)?;
         let step = b.mul_u(odd, 32)?;
-        b.b.i_add(t_u32, None, at, step).map(|at| blk.on_words(at))
+        b.b.i_add(t_u32, None, at, step).map(|at| blk.on_vectors(at))
     })?;
     let ql_shift = blk.once(b, ("q6k ql shift", 0), |b| {
         let upper = b.div_u(quarter, 2)?;
         b.mul_u(upper, 4)
     })?;
-    let qh_at = blk.once(b, ("q6k qh", 0), |b| b.mul_u(n, 32).map(|at| blk.on_words(at)))?;
+    let qh_at = blk.once(b, ("q6k qh", 0), |b| b.mul_u(n, 32).map(|at| blk.on_vectors(at)))?;
     let qh_shift = blk.once(b, ("q6k qh shift", 0), |b| b.mul_u(quarter, 2))?;
     Ok((n, quarter, ql_at, ql_shift, qh_at, qh_shift))
 }
@@ -402,7 +433,7 @@ fn q6_k_scale(b: &mut ModuleBuilder, blk: &Block, (n, quarter): (Word, Word), h:
 fn two_bit_field(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word, Word)> {
     let at = blk.once(b, ("2-bit at", 0), |b| {
         let half = b.div_u(s, 4)?;
-        b.mul_u(half, 32).map(|at| blk.on_words(at))
+        b.mul_u(half, 32).map(|at| blk.on_vectors(at))
     })?;
     let shift = blk.once(b, ("2-bit shift", 0), |b| {
         let shift = b.mod_u(s, 4)?;
@@ -514,6 +545,12 @@ fn aligned_word(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, k: u32) ->
         return Ok(w);
     }
     let t_u32 = b.t_u32();
+    if let Some(vectors) = blk.vectors_from(at) {
+        let v = vector_after(b, blk, (vectors, at), k / 4)?;
+        let w = b.b.composite_extract(t_u32, None, v, [k % 4])?;
+        blk.aligned_words.borrow_mut().insert((at, k), w);
+        return Ok(w);
+    }
     let Start { first, funnel } = start(b, blk, at)?;
     let c0 = b.c_u32(0);
     let load = |b: &mut ModuleBuilder, j: u32| {
@@ -541,6 +578,24 @@ fn aligned_word(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, k: u32) ->
     };
     blk.aligned_words.borrow_mut().insert((at, k), w);
     Ok(w)
+}
+
+/// The 16-byte vector `j` after the block's first byte plus `at` (which starts a vector of
+/// `vectors`), loaded once.
+fn vector_after(b: &mut ModuleBuilder, blk: &Block, (vectors, at): (Word, Option<Word>), j: u32) -> BuildResult<Word> {
+    if let Some(&v) = blk.loaded_vectors.borrow().get(&(at, j)) {
+        return Ok(v);
+    }
+    let first = start(b, blk, at)?.first;
+    let first = b.div_u(first, 4)?;
+    let i = b.add_u(first, j)?;
+    let t_uvec4 = b.t_uvec(4);
+    let p = b.ptr(StorageClass::StorageBuffer, t_uvec4);
+    let c0 = b.c_u32(0);
+    let p = b.b.access_chain(p, None, vectors, [c0, i])?;
+    let v = b.b.load(t_uvec4, None, p, None, [])?;
+    blk.loaded_vectors.borrow_mut().insert((at, j), v);
+    Ok(v)
 }
 
 /// Where the bytes after the block's first byte plus `at` start, once per run-time part: the

@@ -188,20 +188,37 @@ pub fn streams_blocks(plan: &GemmPlan, which: Operand) -> bool {
     plan.gemv_kernel().is_some() && plan.dispatches.len() == 1 && plan.dispatches[0].bindings[1].0 == which
 }
 
+/// How the matrix-vector kernel reads a quantized operand's blocks, as the caller chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockReads {
+    /// The rows of W per workgroup and the invocations per row the caller set, where set
+    /// (`block_layout`).
+    pub layout: (Option<u32>, Option<u32>),
+    /// Whether the activations are rounded to 8 bits first ([`GemvKey::int8_x`]).
+    pub int8_x: bool,
+    /// Whether blocks are read 16 bytes at a time where every one starts on 16 bytes
+    /// ([`GemvKey::wide_loads`]; ignored where they do not).
+    pub wide_loads: bool,
+}
+
 /// `plan` (planned on the dense view; [`streams_blocks`] holds) as a matrix-vector plan reading
 /// W straight from the blocks of `q`, each unit dequantized in registers as it streams. Bytes of
 /// blocks per row and the first block's byte go where the kernel's W leading dimension and
-/// offset in vectors would. `forced`: the rows of W per workgroup and the invocations per row
-/// the caller set (`block_layout`). With `int8_x`, the activations are rounded to 8 bits
-/// first (a pass of [`crate::kernel::act8`] into scratch, the kernel reading its blocks:
-/// [`GemvKey::int8_x`]).
+/// offset in vectors would, laid out and read as `reads` says. With `int8_x`, the activations
+/// are rounded to 8 bits first (a pass of [`crate::kernel::act8`] into scratch, the kernel
+/// reading its blocks: [`GemvKey::int8_x`]).
 pub fn gemv_on_blocks(
     mut plan: GemmPlan,
     which: Operand,
     q: &Quantized,
-    (forced, int8_x): ((Option<u32>, Option<u32>), bool),
+    reads: BlockReads,
     limits: &DispatchLimits,
 ) -> Result<GemmPlan> {
+    let BlockReads {
+        layout,
+        int8_x,
+        wide_loads,
+    } = reads;
     let Some(key) = plan.gemv_kernel().filter(|_| streams_blocks(&plan, which)) else {
         return Err(Error::InvalidOperand(format!(
             "plan {} does not stream a quantized operand's blocks",
@@ -211,13 +228,14 @@ pub fn gemv_on_blocks(
     let row_bytes = q.row_bytes()?;
     q.check_start()?;
     let d = &mut plan.dispatches[0];
-    let (cols, lanes) = block_layout(&key, d.push.k, forced, int8_x)?;
+    let (cols, lanes) = block_layout(&key, d.push.k, layout, int8_x)?;
     d.groups[0] = d.push.n.div_ceil(cols);
     d.kernel = Kernel::Gemv(crate::kernel::GemvKey {
         quant: Some(q.quant),
         unroll: 1,
         cols,
         lanes,
+        wide_loads: wide_loads && GemvKey::wide_loads_fit(q.quant, q.window.start, row_bytes as u64),
         ..key
     });
     d.bindings[1] = (which, q.window);
@@ -449,7 +467,12 @@ mod tests {
         )?
         .expect("three rows take the matrix-vector kernel");
         (plan.dispatches, plan.scratch_bytes) = (vec![d], 0);
-        gemv_on_blocks(plan, Operand::B, q, ((None, None), int8_x), limits)
+        let reads = BlockReads {
+            layout: (None, None),
+            int8_x,
+            wide_loads: true,
+        };
+        gemv_on_blocks(plan, Operand::B, q, reads, limits)
     }
 
     #[test]

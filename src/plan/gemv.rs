@@ -133,6 +133,7 @@ pub fn gemv_dispatch(
         quant: None,
         int8_x: false,
         grouped: false,
+        wide_loads: false,
     };
     // A fused epilogue applies alpha and beta in f32.
     let vectors = fused_vectors(p, &epilogue, limits)?;

@@ -99,7 +99,13 @@ impl GemmPlan {
         let d = self.dispatches.last_mut().expect("found above");
         d.vectors = vectors;
         d.bindings[1].1 = w;
-        d.kernel = Kernel::Gemv(crate::kernel::GemvKey { grouped: true, ..key });
+        // Vector loads need every group's weight on 16 bytes, as the first is.
+        let wide_loads = key.wide_loads && stride % VECTOR_BYTES == 0;
+        d.kernel = Kernel::Gemv(crate::kernel::GemvKey {
+            grouped: true,
+            wide_loads,
+            ..key
+        });
         d.aux = Some((Operand::Scratch, table));
         d.groups[..2].copy_from_slice(&grid.map(|g| g as u32));
         d.push.b_batch_vec = stride;

@@ -5,7 +5,9 @@
 mod build;
 pub mod cut;
 mod dequant;
-pub use dequant::{blocks_cols, dequantized_first, dequantized_first_each, gemv_on_blocks, streams_blocks, Quantized};
+pub use dequant::{
+    blocks_cols, dequantized_first, dequantized_first_each, gemv_on_blocks, streams_blocks, BlockReads, Quantized,
+};
 pub mod gemm;
 mod gemv;
 pub use gemv::{gemv_dispatch, gemv_for_rows};

@@ -245,6 +245,7 @@ pub(crate) fn path_options(p: &PathArgs) -> Result<GemmOptions> {
         gemv_lanes: p.gemv.gemv_lanes,
         gemv_group_rows: p.gemv.gemv_group_rows,
         int8_activations: parse_on_off("--int8-activations", &p.gemv.int8_activations)?,
+        gemv_wide_loads: parse_on_off("--gemv-wide-loads", &p.gemv.gemv_wide_loads)?,
         split_k: parse_split_k(&p.split_k)?,
         ..Default::default()
     })

@@ -170,6 +170,9 @@ fn row_label(
     if let Some(on) = forced.int8_activations {
         types = format!("{types}, {} activations", if on { "8-bit" } else { "unrounded" });
     }
+    if forced.gemv_wide_loads == Some(false) {
+        types = format!("{types}, 32-bit block loads");
+    }
     if let Some(n) = forced.split_k {
         types = format!("{types}, split {n}");
     }

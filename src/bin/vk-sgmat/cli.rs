@@ -113,6 +113,10 @@ pub struct GemvArgs {
     /// activations, and f32 ones in the fast modes), on or off.
     #[arg(long, default_value = "auto")]
     pub int8_activations: String,
+    /// With `--weights`: whether decode reads blocks 16 bytes at a time where they start on 16
+    /// bytes (q4_K, q5_K, q3_K): auto (wherever they do) or off (32-bit loads).
+    #[arg(long, default_value = "auto")]
+    pub gemv_wide_loads: String,
 }
 
 /// Batched and grouped GEMMs, for `gemm` and `bench`.

@@ -12,6 +12,8 @@ pub(super) struct KLoop<'a> {
     pub(super) lane: Word,
     pub(super) pk: Word,
     pub(super) v_w: Word,
+    /// W's binding seen as 16-byte vectors, where blocks are read so ([`GemvKey::wide_loads`]).
+    pub(super) v_w_vectors: Option<Word>,
     pub(super) w_rows: &'a [Word],
     pub(super) v_x: Word,
     pub(super) x_rows: &'a [Word],
@@ -82,7 +84,7 @@ pub(super) fn blocks_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, q: Qu
         let blocks = k
             .w_rows
             .iter()
-            .map(|&row| crate::kernel::blocks::unit(b, q, k.v_w, row, u))
+            .map(|&row| crate::kernel::blocks::unit(b, q, (k.v_w, k.v_w_vectors), row, u))
             .collect::<BuildResult<Vec<_>>>()?;
         // Each X row's first vector of the unit.
         let x_first = b.mul_u(u, UNIT / per)?;
@@ -132,7 +134,7 @@ pub(super) fn packed_loop(b: &mut ModuleBuilder, ids: &Ids, q: QuantType, k: KLo
     b.counted_loop(k.entry, (k.lane, units, GEMV_THREADS), |b, u| {
         let xs = X8Unit::each_row(b, ids, &k, u)?;
         for (c, &row) in k.w_rows.iter().enumerate() {
-            let (blk, s) = crate::kernel::blocks::unit(b, q, k.v_w, row, u)?;
+            let (blk, s) = crate::kernel::blocks::unit(b, q, (k.v_w, k.v_w_vectors), row, u)?;
             let w = crate::kernel::blocks::packed(b, q, &blk, s)?;
             for (r, x) in xs.iter().enumerate() {
                 x.add_product(b, ids, &w, k.acc[r * k.w_rows.len() + c])?;
@@ -174,7 +176,7 @@ pub(super) fn block_lanes_loop(
             let at = b.mul_u(block, block_bytes)?;
             for (c, &row) in k.w_rows.iter().enumerate() {
                 let base = b.b.i_add(ids.t_u32, None, row, at)?;
-                let blk = crate::kernel::blocks::Block::new(k.v_w, base, aligned);
+                let blk = crate::kernel::blocks::Block::new((k.v_w, k.v_w_vectors), base, aligned);
                 let w = crate::kernel::blocks::packed(b, q, &blk, s)?;
                 for (r, x) in xs.iter().enumerate() {
                     x.add_product(b, ids, &w, k.acc[r * k.w_rows.len() + c])?;

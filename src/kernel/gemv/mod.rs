@@ -82,6 +82,11 @@ pub struct GemvKey {
     /// empty table row returns at once. C not transposed; fused column vectors are the
     /// group's (`N` values each).
     pub grouped: bool,
+    /// With `quant`: W's blocks are read 16 bytes at a time wherever a field starts on 16 bytes
+    /// of its block (one 128-bit load where four 32-bit ones would be), which needs the format's
+    /// block, W's rows, its first byte and a grouped GEMM's stride between weights all to be
+    /// multiples of 16 bytes; the planner sets it where they are ([`GemvKey::wide_loads_fit`]).
+    pub wide_loads: bool,
 }
 
 impl GemvKey {
@@ -104,8 +109,17 @@ impl GemvKey {
         } else {
             String::new()
         } + &self.quant.map_or(String::new(), |q| format!("_{q}"))
+            + if self.wide_loads { "_w" } else { "" }
             + if self.int8_x { "_x8" } else { "" }
             + if self.grouped { "_g" } else { "" }
+    }
+
+    /// Whether blocks of `q`, from byte `start` of W's binding, `row_bytes` a row, may be read 16
+    /// bytes at a time ([`GemvKey::wide_loads`]): every block then starts on 16 bytes.
+    pub fn wide_loads_fit(q: QuantType, start: u64, row_bytes: u64) -> bool {
+        [q.device_block_bytes() as u64, start, row_bytes]
+            .iter()
+            .all(|x| x % u64::from(VECTOR_BYTES) == 0)
     }
 
     /// Rows of W each invocation takes: all the workgroup's where every invocation reads along
@@ -181,6 +195,9 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         Some(_) => mb.storage_buffer(t_u32, 4, 1, true),
         None => mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true),
     };
+    // The same binding seen as 16-byte vectors: Vulkan lets variables of one binding alias.
+    let v_w_vectors =
+        (key.quant.is_some() && key.wide_loads).then(|| mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true));
     if key.int8_x {
         mb.need(Capability::DotProduct);
         mb.need(Capability::DotProductInput4x8BitPacked);
@@ -232,6 +249,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         lane,
         pk,
         v_w,
+        v_w_vectors,
         w_rows: &w_rows,
         v_x,
         x_rows: &x_rows,
