@@ -4,7 +4,9 @@
 # q5_0 22 -> 24, q8_0 34 -> 36, mxfp4 17 -> 20), as q3_K and q6_K were in the 35th session
 # (q6_K one token 39.5 -> 30.3 us), against main, ggml-vulkan beside both. Decode and the
 # prefill's dequantizing pass both read the blocks. Carry: carry/vk-sgmat (main) and
-# carry/vk-sgmat-pad (the branch's release build), carry/ggml.tar.xz.
+# carry/vk-sgmat-pad (the branch's release build), carry/ggml.tar.xz. Run in the 40th session
+# (carry/vk-sgmat at 80a2c2a); the branch, `device_block_bytes` as `block_bytes().next_multiple_of(4)`,
+# was deleted once timed (not kept).
 B=$PWD/carry/vk-sgmat
 PAD=$PWD/carry/vk-sgmat-pad
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
