@@ -380,7 +380,12 @@ pub fn block_layout(
 /// 113/65/63/76; f16 activations q4_K 56/51/48/53, four tokens 120/75/76/89, eight
 /// 216/134/138/239). With the activations rounded to 8 bits (`int8_x`) they are bytes
 /// whatever their type and the dense choice holds (H200, q4_K 8x22016x4096: 67.3 us with two
-/// rows, 85.4 with four, 173.4 with eight; q8_0 68.1 / 80.0 / 160.8; docs/perf/h200-35-1.txt).
+/// rows, 85.4 with four, 173.4 with eight; q8_0 68.1 / 80.0 / 160.8; docs/perf/h200-35-1.txt),
+/// and for one token with 16-byte block loads (H200, one token of 22016x4096 / 14336x4096, us
+/// with 2/4/8 rows: q4_K 24.8-16.6 / 23.6-15.1 / 26.7-15.8, q5_K 27.8-18.9 / 28.6-17.9 /
+/// 28.2-18.0, q6_K 30.0-22.0 / 29.8-22.0 / 32.0-26.8, q8_0 31.9-24.0 / 33.2-23.6 / 31.4-25.0,
+/// q2_K 22.3-16.2 / 20.7-15.1 / 20.8-16.1, q4_0 24.0-17.1 / 21.7-15.2 / 23.0-16.7;
+/// docs/perf/h200-40-4.txt): four is the best or within 6% of it in every case.
 pub fn blocks_cols(elem: ComponentType, rows: u32, dense: u32, int8_x: bool) -> u32 {
     if elem == ComponentType::F32 && rows >= 5 && !int8_x {
         4
