@@ -13,7 +13,7 @@ use crate::api::{
 use crate::error::{Error, Result};
 use crate::plan::check_shapes;
 use crate::plan::{pipeline_blocks, Split, SplitKind};
-use crate::stream::Download;
+use crate::stream::{Download, Stream};
 use crate::submit::{StreamCore, Ticket};
 use crate::tiling::Layout;
 use std::collections::VecDeque;
@@ -254,33 +254,14 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     let reads_c = options.beta != 0.0;
     let bytes_per_row = k * size_of::<TA>() + cols * size_of::<TC>() * (1 + usize::from(reads_c));
     let bands = pipeline_blocks(0..a.rows, bytes_per_row, ctx.pool.max_allocation());
-    let (mut inp, mut mm, mut outp) = (ctx.copy_stream(0)?, ctx.stream()?, ctx.copy_stream(1)?);
-    let mut tracer = match trace {
-        Some(at) => {
-            let tracer = Tracer::new(ctx, at, &mut mm.core, bands.len())?;
-            inp.wait_for(&mm.submit()?)?; // the queries are reset before any step writes them
-            Some(tracer)
-        }
-        None => None,
-    };
-    // Records `f` on `core` as `step` (of a band, doing some work), between timestamps where
-    // the part is traced.
-    let mut timed =
-        |core: &mut StreamCore, step: (PipelineStep, usize, u64), f: &mut dyn FnMut(&mut StreamCore) -> Result<()>| {
-            match tracer.as_mut() {
-                Some(t) => t.around(core, step, |core| f(core)),
-                None => f(core),
-            }
-        };
+    let mut s = PartStreams::new(ctx, trace, bands.len())?;
     let mut bd = None;
-    let bytes = |rows: usize, cols: usize, es: usize| (rows * cols * es) as u64;
-    let b_bytes = bytes(k, cols, size_of::<TB>());
-    timed(&mut inp.core, (PipelineStep::BIn, 0, b_bytes), &mut |core| {
+    s.timed((PipelineStep::BIn, 0, bytes(k, cols, size_of::<TB>())), &mut |core| {
         bd = Some(upload_pooled(ctx, core, &b, direct[1].as_ref())?);
         Ok(())
     })?;
     let bd = bd.expect("recorded");
-    inp.submit()?;
+    s.inp.submit()?;
     let first_submit = Instant::now();
     let mut waiting = Duration::ZERO;
     let mut wait = |p: Pending<'_, TC>| {
@@ -298,51 +279,24 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
         true => 2,
         false => 1,
     };
+    let shared = PartShared {
+        a,
+        bd: &bd,
+        options,
+        direct,
+        reads_c,
+    };
     let mut pending: VecDeque<Pending<'_, TC>> = VecDeque::new();
     let mut out = out.into_iter();
-    let last = bands.len() - 1;
     for (i, band) in bands.iter().enumerate() {
-        let r = band.len();
-        let dst: Vec<&mut [TC]> = out.by_ref().take(r).collect();
-        let in_place = direct[2].as_ref().and_then(|d| d.rows_of(&ctx.device, &dst));
-        let mut operands = None;
-        let c_in = if reads_c { bytes(r, cols, size_of::<TC>()) } else { 0 };
-        let a_in = bytes(r, k, size_of::<TA>()) + c_in;
-        timed(&mut inp.core, (PipelineStep::AIn, i, a_in), &mut |core| {
-            let ad = upload_pooled(ctx, core, &a.block(band.clone(), 0..k), direct[0].as_ref())?;
-            let cd = band_c(ctx, core, (&dst, cols), in_place.as_ref(), reads_c)?;
-            operands = Some((ad, cd));
-            Ok(())
-        })?;
-        let (ad, mut cd) = operands.expect("recorded");
-        inp.submit()?;
-        let flops = 2 * (r * cols * k) as u64;
-        timed(&mut mm.core, (PipelineStep::Multiply, i, flops), &mut |core| {
-            ctx.enqueue_run(core, &Matmul::with_options(options), &ad, &bd, &mut cd)
-        })?;
-        mm.core.hold(ad.buffer.clone(), true);
-        mm.core.hold(cd.buffer.clone(), true);
-        if i == last {
-            mm.core.hold(bd.buffer.clone(), true);
-        }
-        mm.submit()?;
-        let mut staged = None;
-        let c_out = bytes(r, cols, size_of::<TC>());
-        timed(&mut outp.core, (PipelineStep::COut, i, c_out), &mut |core| {
-            match &in_place {
-                Some((import, lines)) => {
-                    ctx.enqueue_copy_out(core, &cd.buffer, ld_bytes(&cd), (import, lines.clone()))?
-                }
-                None => staged = Some(ctx.download_on(core, &cd)?),
-            }
-            Ok(())
-        })?;
-        pending.push_back(match staged {
-            Some(download) => Pending::Staged(download, dst),
-            None => Pending::Direct(outp.core.next_ticket(), dst),
-        });
-        outp.core.hold(cd.buffer.clone(), true);
-        outp.submit()?;
+        let dst: Vec<&mut [TC]> = out.by_ref().take(band.len()).collect();
+        pending.push_back(run_band(
+            ctx,
+            &mut s,
+            &shared,
+            (i, band.clone(), i + 1 == bands.len()),
+            dst,
+        )?);
         while pending.len() > depth {
             wait(pending.pop_front().expect("more than depth"))?;
         }
@@ -354,11 +308,133 @@ fn run_part<TA: Element, TB: Element, TC: Element>(
     // B's buffer goes back to the pool when the multiplies' stream lets go of it last (a copy
     // of the handle kept here would free it instead: 512 MiB allocated per call at 16384^3).
     drop(bd);
-    drop((inp, mm, outp)); // every step's timestamps are written once their streams are done
+    let tracer = s.finish(); // every step's timestamps are written once their streams are done
     waiting += t.elapsed();
     tracer
         .map(|tracer| tracer.finish(ctx, HostMarks { first_submit, waiting }))
         .transpose()
+}
+
+/// Bytes of a `rows x cols` matrix of `es`-byte elements.
+fn bytes(rows: usize, cols: usize, es: usize) -> u64 {
+    (rows * cols * es) as u64
+}
+
+/// A part's three streams (A's and C's bands in, the multiplies, C out) and its tracer where
+/// the part is traced.
+struct PartStreams<'c> {
+    inp: Stream<'c>,
+    mm: Stream<'c>,
+    outp: Stream<'c>,
+    tracer: Option<Tracer>,
+}
+
+impl<'c> PartStreams<'c> {
+    fn new(ctx: &'c Context, trace: Option<(usize, Instant)>, bands: usize) -> Result<Self> {
+        let (mut inp, mut mm, outp) = (ctx.copy_stream(0)?, ctx.stream()?, ctx.copy_stream(1)?);
+        let tracer = match trace {
+            Some(at) => {
+                let tracer = Tracer::new(ctx, at, &mut mm.core, bands)?;
+                inp.wait_for(&mm.submit()?)?; // the queries are reset before any step writes them
+                Some(tracer)
+            }
+            None => None,
+        };
+        Ok(PartStreams { inp, mm, outp, tracer })
+    }
+
+    /// Records `f` as `step` (of a band, doing some work) on the step's stream, between
+    /// timestamps where the part is traced.
+    fn timed(
+        &mut self,
+        step: (PipelineStep, usize, u64),
+        f: &mut dyn FnMut(&mut StreamCore) -> Result<()>,
+    ) -> Result<()> {
+        let core = match step.0 {
+            PipelineStep::BIn | PipelineStep::AIn => &mut self.inp.core,
+            PipelineStep::Multiply => &mut self.mm.core,
+            PipelineStep::COut => &mut self.outp.core,
+        };
+        match self.tracer.as_mut() {
+            Some(t) => t.around(core, step, |core| f(core)),
+            None => f(core),
+        }
+    }
+
+    /// The tracer, once the streams are done (their drops wait for what they submitted).
+    fn finish(self) -> Option<Tracer> {
+        let PartStreams { inp, mm, outp, tracer } = self;
+        drop((inp, mm, outp));
+        tracer
+    }
+}
+
+/// What every band of a part shares: A, B on the device, the options, the host matrices the
+/// copy engines read in place, and whether beta reads C.
+struct PartShared<'p, TA: Element, TB: Element> {
+    a: MatRef<'p, TA>,
+    bd: &'p crate::DeviceMatrix<TB>,
+    options: &'p GemmOptions,
+    direct: &'p Directs,
+    reads_c: bool,
+}
+
+/// Band `i` (rows `band` of A and C; `last` the part's last) through the three streams: its
+/// rows of A (and of C where beta reads them) copied in, multiplied, and C copied out into
+/// `dst` (in place where the copy engines write the caller's rows), submitted; what the host
+/// waits for before `dst` is written.
+fn run_band<'o, TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    s: &mut PartStreams<'_>,
+    shared: &PartShared<'_, TA, TB>,
+    (i, band, last): (usize, std::ops::Range<usize>, bool),
+    dst: Vec<&'o mut [TC]>,
+) -> Result<Pending<'o, TC>> {
+    let PartShared {
+        a,
+        bd,
+        options,
+        direct,
+        reads_c,
+    } = shared;
+    let (r, k, cols) = (band.len(), a.cols, bd.cols());
+    let in_place = direct[2].as_ref().and_then(|d| d.rows_of(&ctx.device, &dst));
+    let mut operands = None;
+    let c_in = if *reads_c { bytes(r, cols, size_of::<TC>()) } else { 0 };
+    let a_in = bytes(r, k, size_of::<TA>()) + c_in;
+    s.timed((PipelineStep::AIn, i, a_in), &mut |core| {
+        let ad = upload_pooled(ctx, core, &a.block(band.clone(), 0..k), direct[0].as_ref())?;
+        let cd = band_c(ctx, core, (&dst, cols), in_place.as_ref(), *reads_c)?;
+        operands = Some((ad, cd));
+        Ok(())
+    })?;
+    let (ad, mut cd) = operands.expect("recorded");
+    s.inp.submit()?;
+    let flops = 2 * (r * cols * k) as u64;
+    s.timed((PipelineStep::Multiply, i, flops), &mut |core| {
+        ctx.enqueue_run(core, &Matmul::with_options(options), &ad, *bd, &mut cd)
+    })?;
+    s.mm.core.hold(ad.buffer.clone(), true);
+    s.mm.core.hold(cd.buffer.clone(), true);
+    if last {
+        s.mm.core.hold(bd.buffer.clone(), true);
+    }
+    s.mm.submit()?;
+    let mut staged = None;
+    s.timed((PipelineStep::COut, i, bytes(r, cols, size_of::<TC>())), &mut |core| {
+        match &in_place {
+            Some((import, lines)) => ctx.enqueue_copy_out(core, &cd.buffer, ld_bytes(&cd), (import, lines.clone()))?,
+            None => staged = Some(ctx.download_on(core, &cd)?),
+        }
+        Ok(())
+    })?;
+    let pending = match staged {
+        Some(download) => Pending::Staged(download, dst),
+        None => Pending::Direct(s.outp.core.next_ticket(), dst),
+    };
+    s.outp.core.hold(cd.buffer.clone(), true);
+    s.outp.submit()?;
+    Ok(pending)
 }
 
 /// A band's C on the device, its rows `dst` of the caller's C (`cols` wide): where the GEMM
