@@ -135,126 +135,107 @@ fn gemm_command(args: GemmArgs) -> Result<bool> {
 
 /// `vk-sgmat bench`: the sweep of shapes and types (or a model's layer, first runs, batches, epilogues, several devices) beside the peers given.
 fn bench_command(args: BenchArgs) -> Result<bool> {
-    let BenchArgs {
-        types,
-        path,
-        scheme,
-        shapes,
-        reps,
-        warm,
-        stream,
-        first_runs,
-        pause_after_first,
-        prime,
-        model,
-        weights,
-        c_layout,
-        cublas,
-        peer,
-        layout,
-        plot,
-        devices,
-        split,
-        trace,
-        batching,
-        fused,
-        json,
-        dev,
-    } = args;
-    let forced = path_options(&path)?;
-    let run = (reps, json);
-    let c_layout = parse_c_layout(&c_layout)?;
-    let single = batching.batch.is_none()
-        && batching.groups.is_empty()
-        && fused.epilogue.is_none()
-        && fused.out.is_none()
-        && devices.is_none();
-    // Only the single-GEMM sweep takes these; the others would silently ignore them.
-    if !single && (c_layout != Layout::RowMajor || stream || warm != crate::cli::BENCH_WARM_S) {
-        bail!("--c-layout t, --stream and --warm time single GEMMs on one device: not with --batch, --groups, --epilogue, --out or --devices");
-    }
-    if weights.is_some() && (batching.batch.is_some() || !batching.groups.is_empty()) {
-        bail!("bench --weights times single GEMMs; time quantized experts with `gemm M N K --weights F --groups M1,M2,... --repeat R`");
-    }
-    if let Some(passed) = crate::batched::bench_args(
-        (&batching, &fused),
-        &dev,
-        &types,
-        &shapes,
-        (&forced, scheme.as_deref()),
-        &layout,
-        run,
-    )? {
+    let forced = path_options(&args.path)?;
+    let c_layout = parse_c_layout(&args.c_layout)?;
+    check_bench_flags(&args, c_layout)?;
+    let (dev, types, shapes) = (&args.dev, &args.types, &args.shapes);
+    let (batching, fused, layout) = (&args.batching, &args.fused, &args.layout);
+    let run = (args.reps, args.json);
+    let scheme = args.scheme.as_deref();
+    if let Some(passed) =
+        crate::batched::bench_args((batching, fused), dev, types, shapes, (&forced, scheme), layout, run)?
+    {
         return Ok(passed);
     }
-    if let Some(passed) = crate::fused::bench_args(
-        &fused,
-        &dev,
-        &types,
-        &shapes,
-        (&forced, scheme.as_deref()),
-        &layout,
-        run,
-    )? {
+    if let Some(passed) = crate::fused::bench_args(fused, dev, types, shapes, (&forced, scheme), layout, run)? {
         return Ok(passed);
     }
-    if let Some(devices) = devices {
-        let shapes = parse_shapes(&shapes)?;
-        let kind = crate::multi::parse_split(&split)?;
+    if let Some(devices) = &args.devices {
+        let kind = crate::multi::parse_split(&args.split)?;
         return crate::multi::bench_command(
-            &devices,
+            devices,
             (dev.validation, dev.copy_queues),
-            &types,
-            shapes,
+            types,
+            parse_shapes(shapes)?,
             kind,
-            (reps.max(1) as usize, json, trace),
+            (args.reps.max(1) as usize, args.json, args.trace),
         );
     }
-    let weights = weights.as_deref().map(vk_sgmat::quant::QuantType::parse).transpose()?;
-    if weights.is_some() && (first_runs.is_some() || c_layout != Layout::RowMajor) {
+    one_device_bench(args, &forced, c_layout)
+}
+
+/// A typed error where `bench`'s flags ask for what the chosen kind of run does not take (the
+/// others would silently ignore them).
+fn check_bench_flags(args: &BenchArgs, c_layout: Layout) -> Result<()> {
+    let batching = &args.batching;
+    let single = batching.batch.is_none()
+        && batching.groups.is_empty()
+        && args.fused.epilogue.is_none()
+        && args.fused.out.is_none()
+        && args.devices.is_none();
+    if !single && (c_layout != Layout::RowMajor || args.stream || args.warm != crate::cli::BENCH_WARM_S) {
+        bail!("--c-layout t, --stream and --warm time single GEMMs on one device: not with --batch, --groups, --epilogue, --out or --devices");
+    }
+    if args.weights.is_some() && (batching.batch.is_some() || !batching.groups.is_empty()) {
+        bail!("bench --weights times single GEMMs; time quantized experts with `gemm M N K --weights F --groups M1,M2,... --repeat R`");
+    }
+    if args.weights.is_some() && (args.first_runs.is_some() || c_layout != Layout::RowMajor) {
         bail!("--weights times single GEMMs into a row-major C: not with --first-runs or --c-layout t");
     }
-    let ctx = context_with(&dev, false)?;
-    let model = model.as_deref().map(crate::models::model).transpose()?;
+    Ok(())
+}
+
+/// `bench`'s sweep of single GEMMs on one device (a model's shapes, quantized weights, first
+/// runs in a fresh process), printed with the peers' figures beside.
+fn one_device_bench(args: BenchArgs, forced: &vk_sgmat::GemmOptions, c_layout: Layout) -> Result<bool> {
+    let weights = args
+        .weights
+        .as_deref()
+        .map(vk_sgmat::quant::QuantType::parse)
+        .transpose()?;
+    let ctx = context_with(&args.dev, false)?;
+    let model = args.model.as_deref().map(crate::models::model).transpose()?;
     // A model's weights, and quantized ones, are stored N x K, as nn.Linear holds them.
     let layouts = match model {
         _ if weights.is_some() => parse_layout("nt")?,
         Some(_) => parse_layout("nt")?,
-        None => parse_layout(&layout)?,
+        None => parse_layout(&args.layout)?,
     };
     let shapes: Vec<String> = match model {
         Some(m) => m.shapes().iter().map(|(a, b, c)| format!("{a}x{b}x{c}")).collect(),
-        None => shapes,
+        None => args.shapes,
     };
-    let layouts = (layouts.0, layouts.1, c_layout);
+    let types = &args.types;
     let timing = crate::bench_cmd::Timing {
-        reps,
-        steps: trace,
-        warm: seconds("--warm", warm)?,
-        stream,
+        reps: args.reps,
+        steps: args.trace,
+        warm: seconds("--warm", args.warm)?,
+        stream: args.stream,
     };
-    if let Some(s) = first_runs {
-        let pause = std::time::Duration::from_millis(pause_after_first);
-        let first = (seconds("--first-runs", s)?, pause, prime);
-        return first_runs_command(&ctx, (&types, &shapes), (layouts.0, layouts.1), &forced, first);
+    if let Some(s) = args.first_runs {
+        let pause = std::time::Duration::from_millis(args.pause_after_first);
+        let first = (seconds("--first-runs", s)?, pause, args.prime);
+        return first_runs_command(&ctx, (types, &shapes), layouts, forced, first);
     }
-    let peers = read_peers(&peer)?;
+    let peers = read_peers(&args.peer)?;
     let rows = bench(
         &ctx,
-        (&types, &shapes, weights),
-        layouts,
-        &forced,
-        scheme.as_deref(),
+        (types, &shapes, weights),
+        (layouts.0, layouts.1, c_layout),
+        forced,
+        args.scheme.as_deref(),
         &timing,
-        (cublas.as_deref(), &peers),
+        (args.cublas.as_deref(), &peers),
     )?;
     let info = ctx.device_info();
     let device = format!("{} ({} {})", info.name, info.driver_name, info.driver_info);
-    if let Some(path) = plot {
+    if let Some(path) = args.plot {
         std::fs::write(&path, crate::chart::render_svg(&device, &rows)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    print_report(json, &rows, |rows| report::render_bench(&device, stream, rows))?;
+    print_report(args.json, &rows, |rows| {
+        report::render_bench(&device, args.stream, rows)
+    })?;
     if let Some(m) = model {
         print!("{}", m.summary(&rows));
     }
