@@ -291,112 +291,127 @@ pub fn bench<TA: Element, TB: Element, TC: Element>(
     kind: SplitKind,
     (reps, trace): (usize, bool),
 ) -> Result<(Vec<MultiBenchRow>, String)> {
-    let one = &mc.contexts()[0];
-    let solo = MultiContext::with_weights(vec![one.clone()], vec![1.0])?;
-    let options = GemmOptions::default();
+    let solo = MultiContext::with_weights(vec![mc.contexts()[0].clone()], vec![1.0])?;
     let mut rng = Rng::new(Rng::fresh_seed());
     let mut out = Vec::new();
     let mut traces = String::new();
     let mut progress = crate::progress::Progress::new(shapes.len());
     for &(m, n, k) in shapes {
         progress.start(&format!("{m}x{n}x{k} over {} devices", mc.contexts().len()));
-        let split = mc.split::<TA, TB>(m, n, k, kind)?;
-        let tag = |what: &str| format!("{m}x{n}x{k} {what}");
-        let (a, _) = random_matrix::<TA>(&mut rng, m, k, Layout::RowMajor, 0);
-        let (b, _) = random_matrix::<TB>(&mut rng, k, n, Layout::RowMajor, 0);
-        let (am, bm) = (MatRef::new(&a, m, k), MatRef::new(&b, k, n));
-        let mut c = vec![TC::from_f64(0.0); m * n];
-
-        let (da1, db1) = (one.upload(am)?, one.upload(bm)?);
-        let mut dc1 = one.zeros::<TC>(m, n)?;
-        let single_resident_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 dev"))), || {
-            one.run(&Matmul::with_options(&options), &da1, &db1, &mut dc1)
-        })?;
-        drop((da1, db1, dc1));
-        let (da, db) = (
-            mc.distribute(am, &split, vk_sgmat::Role::A)?,
-            mc.distribute(bm, &split, vk_sgmat::Role::B)?,
-        );
-        let mut dc = mc.zeros::<TC>(&split)?;
-        let multi_resident_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("N dev"))), || {
-            mc.run(&Matmul::with_options(&options), &da, &db, &mut dc)
-        })?;
-        drop((da, db, dc));
-        // One device's fastest host path: the blocking call, or the banded pipeline alone.
-        let blocking_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 block"))), || {
-            one.run(&Matmul::with_options(&options), am, bm, MatMut::new(&mut c, m, n))
-        })?;
-        let pipelined_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 pipe"))), || {
-            solo.run(&Matmul::with_options(&options), am, bm, MatMut::new(&mut c, m, n))
-        })?;
-        let single_host_ms = blocking_ms.min(pipelined_ms);
-        c.fill(TC::from_f64(f64::NAN));
-        let multi_host_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("N host"))), || {
-            mc.run(
-                &Matmul::with_options(&options).split(&split),
-                am,
-                bm,
-                MatMut::new(&mut c, m, n),
-            )
-        })?;
-        // Pinned host operands: imported by every device, so no host copy.
-        let (pa, pb) = (pinned_copy(mc, &am)?, pinned_copy(mc, &bm)?);
-        let mut pc = mc.pinned_matrix::<TC>(m, n, Layout::RowMajor)?;
-        let pinned_imported = mc
-            .contexts()
-            .iter()
-            .all(|x| pa.imported_on(x) && pb.imported_on(x) && pc.imported_on(x));
-        let single_pinned_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("1 pin"))), || {
-            solo.run(&Matmul::with_options(&options), &pa, &pb, &mut pc)
-        })?;
-        pc.data_mut().fill(TC::from_f64(f64::NAN));
-        let multi_pinned_ms = logged_median_ms(reps, trace.then(|| (&mut traces, tag("N pin"))), || {
-            mc.run(&Matmul::with_options(&options).split(&split), &pa, &pb, &mut pc)
-        })?;
-        if trace {
-            let whole = solo.split::<TA, TB>(m, n, k, kind)?;
-            for (who, set, cut) in [("device 0", &solo, &whole), ("all devices", mc, &split)] {
-                let calls = crate::multi_trace::traced_calls(set, (&pa, &pb, &mut pc), &options, cut, reps)?;
-                traces.push_str(&crate::multi_trace::render(
-                    &format!("{m}x{n}x{k} pinned, {who}"),
-                    &calls,
-                ));
-            }
-        }
-        let rows = check_rows(&split, 6, &mut rng);
-        let (expected, magnitude) = reference(&am, &bm, None::<(&[TC], usize)>, 1.0, 0.0, &rows);
-        let u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
-        let check = compare_rounded(&c, n, n, &rows, (&expected, &magnitude), k, u);
-        let pinned_check = compare_rounded(pc.data(), n, n, &rows, (&expected, &magnitude), k, u);
-        out.push(MultiBenchRow {
-            m,
-            n,
-            k,
-            types: crate::types::Types::name_of::<TA, TB, TC>(),
-            split: format!("{}x{}", split.grid.0, split.grid.1),
-            blocking_ms,
-            pipelined_ms,
-            single_host_ms,
-            multi_host_ms,
-            single_resident_ms,
-            multi_resident_ms,
-            single_pinned_ms,
-            multi_pinned_ms,
-            pinned_imported,
-            speedup_host: single_host_ms / multi_host_ms,
-            speedup_pinned: single_pinned_ms / multi_pinned_ms,
-            speedup_resident: single_resident_ms / multi_resident_ms,
-            multi_resident_tflops: 2.0 * (m * n * k) as f64 / multi_resident_ms / 1e9,
-            passed: check.passed && pinned_check.passed,
-        });
-        let r = out.last().expect("pushed");
+        let mut timer = ShapeTimer {
+            reps,
+            traces: trace.then_some(&mut traces),
+            shape: format!("{m}x{n}x{k}"),
+        };
+        let r = bench_shape::<TA, TB, TC>((mc, &solo), (m, n, k), kind, &mut timer, &mut rng)?;
         progress.done(&format!(
             "{m}x{n}x{k}: x{:.2} with host operands, x{:.2} pinned, x{:.2} resident",
             r.speedup_host, r.speedup_pinned, r.speedup_resident
         ));
+        out.push(r);
     }
     progress.finish();
     Ok((out, traces))
+}
+
+/// Medians of one shape's series, each sample logged where the bench is traced.
+struct ShapeTimer<'t> {
+    reps: usize,
+    traces: Option<&'t mut String>,
+    shape: String,
+}
+
+impl ShapeTimer<'_> {
+    /// `f`'s median in milliseconds ([`logged_median_ms`]), logged as `what`.
+    fn median_ms(&mut self, what: &str, f: impl FnMut() -> vk_sgmat::Result<()>) -> Result<f64> {
+        let tag = format!("{} {what}", self.shape);
+        logged_median_ms(self.reps, self.traces.as_deref_mut().map(|t| (t, tag)), f)
+    }
+}
+
+/// One shape's row: device 0 alone (`solo`, the same device as a one-device set) and all of
+/// `mc`'s devices on resident, host and pinned operands, the results checked on sampled rows.
+fn bench_shape<TA: Element, TB: Element, TC: Element>(
+    (mc, solo): (&MultiContext, &MultiContext),
+    (m, n, k): (usize, usize, usize),
+    kind: SplitKind,
+    timer: &mut ShapeTimer<'_>,
+    rng: &mut Rng,
+) -> Result<MultiBenchRow> {
+    let one = &mc.contexts()[0];
+    let options = GemmOptions::default();
+    let op = || Matmul::with_options(&options);
+    let split = mc.split::<TA, TB>(m, n, k, kind)?;
+    let (a, _) = random_matrix::<TA>(rng, m, k, Layout::RowMajor, 0);
+    let (b, _) = random_matrix::<TB>(rng, k, n, Layout::RowMajor, 0);
+    let (am, bm) = (MatRef::new(&a, m, k), MatRef::new(&b, k, n));
+    let mut c = vec![TC::from_f64(0.0); m * n];
+
+    let (da1, db1) = (one.upload(am)?, one.upload(bm)?);
+    let mut dc1 = one.zeros::<TC>(m, n)?;
+    let single_resident_ms = timer.median_ms("1 dev", || one.run(&op(), &da1, &db1, &mut dc1))?;
+    drop((da1, db1, dc1));
+    let (da, db) = (
+        mc.distribute(am, &split, vk_sgmat::Role::A)?,
+        mc.distribute(bm, &split, vk_sgmat::Role::B)?,
+    );
+    let mut dc = mc.zeros::<TC>(&split)?;
+    let multi_resident_ms = timer.median_ms("N dev", || mc.run(&op(), &da, &db, &mut dc))?;
+    drop((da, db, dc));
+    // One device's fastest host path: the blocking call, or the banded pipeline alone.
+    let blocking_ms = timer.median_ms("1 block", || one.run(&op(), am, bm, MatMut::new(&mut c, m, n)))?;
+    let pipelined_ms = timer.median_ms("1 pipe", || solo.run(&op(), am, bm, MatMut::new(&mut c, m, n)))?;
+    let single_host_ms = blocking_ms.min(pipelined_ms);
+    c.fill(TC::from_f64(f64::NAN));
+    let multi_host_ms = timer.median_ms("N host", || {
+        mc.run(&op().split(&split), am, bm, MatMut::new(&mut c, m, n))
+    })?;
+    // Pinned host operands: imported by every device, so no host copy.
+    let (pa, pb) = (pinned_copy(mc, &am)?, pinned_copy(mc, &bm)?);
+    let mut pc = mc.pinned_matrix::<TC>(m, n, Layout::RowMajor)?;
+    let pinned_imported = mc
+        .contexts()
+        .iter()
+        .all(|x| pa.imported_on(x) && pb.imported_on(x) && pc.imported_on(x));
+    let single_pinned_ms = timer.median_ms("1 pin", || solo.run(&op(), &pa, &pb, &mut pc))?;
+    pc.data_mut().fill(TC::from_f64(f64::NAN));
+    let multi_pinned_ms = timer.median_ms("N pin", || mc.run(&op().split(&split), &pa, &pb, &mut pc))?;
+    if let Some(traces) = timer.traces.as_deref_mut() {
+        let whole = solo.split::<TA, TB>(m, n, k, kind)?;
+        for (who, set, cut) in [("device 0", solo, &whole), ("all devices", mc, &split)] {
+            let calls = crate::multi_trace::traced_calls(set, (&pa, &pb, &mut pc), &options, cut, timer.reps)?;
+            traces.push_str(&crate::multi_trace::render(
+                &format!("{m}x{n}x{k} pinned, {who}"),
+                &calls,
+            ));
+        }
+    }
+    let rows = check_rows(&split, 6, rng);
+    let (expected, magnitude) = reference(&am, &bm, None::<(&[TC], usize)>, 1.0, 0.0, &rows);
+    let u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
+    let check = compare_rounded(&c, n, n, &rows, (&expected, &magnitude), k, u);
+    let pinned_check = compare_rounded(pc.data(), n, n, &rows, (&expected, &magnitude), k, u);
+    Ok(MultiBenchRow {
+        m,
+        n,
+        k,
+        types: crate::types::Types::name_of::<TA, TB, TC>(),
+        split: format!("{}x{}", split.grid.0, split.grid.1),
+        blocking_ms,
+        pipelined_ms,
+        single_host_ms,
+        multi_host_ms,
+        single_resident_ms,
+        multi_resident_ms,
+        single_pinned_ms,
+        multi_pinned_ms,
+        pinned_imported,
+        speedup_host: single_host_ms / multi_host_ms,
+        speedup_pinned: single_pinned_ms / multi_pinned_ms,
+        speedup_resident: single_resident_ms / multi_resident_ms,
+        multi_resident_tflops: 2.0 * (m * n * k) as f64 / multi_resident_ms / 1e9,
+        passed: check.passed && pinned_check.passed,
+    })
 }
 
 /// "h200x2" for two "NVIDIA H200": the first name token with letters and digits, and the count.
