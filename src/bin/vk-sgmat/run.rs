@@ -29,63 +29,28 @@ pub fn run(cli: Cli) -> Result<bool> {
 
 /// `vk-sgmat gemm`: one GEMM (batched, grouped, fused or over several devices as asked), checked and timed.
 fn gemm_command(args: GemmArgs) -> Result<bool> {
-    let GemmArgs {
-        m,
-        n,
-        k,
-        types,
-        path,
-        layout,
-        c_layout,
-        shape,
-        scheme,
-        alpha,
-        beta,
-        repeat,
-        devices,
-        split,
-        weights,
-        batching,
-        fused,
-        json,
-        dev,
-    } = args;
-    let types = Types::parse(&types)?;
-    if let Some(q) = weights {
-        let q = vk_sgmat::quant::QuantType::parse(&q)?;
-        let on_device = batching.counts_on_device;
-        let groups = (!batching.groups.is_empty()).then_some((batching.groups.as_slice(), on_device));
-        let sum = groups.map_or(m, |(g, _)| g.iter().sum::<usize>());
-        if batching.batch.is_some() || (on_device && groups.is_none()) || sum != m {
-            bail!("--weights takes --groups (the groups' rows summing to M) and --counts-on-device with them, not --batch");
-        }
-        let ctx = context_with(&dev, false)?;
-        let shape = (m, n, k);
-        let options = GemmOptions {
-            alpha,
-            beta,
-            ..path_options(&path)?
-        };
-        let passed = crate::check_quant::gemm_quantized(&ctx, (q, groups), types, shape, &options, repeat.max(1))?;
-        return finish(&ctx, passed);
+    let types = Types::parse(&args.types)?;
+    if let Some(q) = &args.weights {
+        return quantized_gemm_command(&args, vk_sgmat::quant::QuantType::parse(q)?, types);
     }
-    let layouts = parse_layout(&layout)?;
-    let c_layout = parse_c_layout(&c_layout)?;
-    let shape = shape.as_deref().map(parse_shape).transpose()?;
+    let (m, n, k) = (args.m, args.n, args.k);
+    let layouts = parse_layout(&args.layout)?;
+    let c_layout = parse_c_layout(&args.c_layout)?;
+    let shape = args.shape.as_deref().map(parse_shape).transpose()?;
     let options = GemmOptions {
-        alpha,
-        beta,
+        alpha: args.alpha,
+        beta: args.beta,
         shape,
-        ..path_options(&path)?
+        ..path_options(&args.path)?
     };
-    let compute = options.compute;
+    let (devices, scheme, fused) = (&args.devices, args.scheme.as_deref(), &args.fused);
     let single = devices.is_none() && scheme.is_none() && c_layout == Layout::RowMajor;
-    let run = (repeat.max(1) as u32, json);
-    let batchable = (devices.is_none() && c_layout == Layout::RowMajor, scheme.as_deref());
+    let run = (args.repeat.max(1) as u32, args.json);
+    let batchable = (devices.is_none() && c_layout == Layout::RowMajor, scheme);
     if let Some(passed) = crate::batched::gemm_args(
-        &batching,
-        &fused,
-        &dev,
+        &args.batching,
+        fused,
+        &args.dev,
         types,
         (m, n, k),
         layouts,
@@ -98,38 +63,69 @@ fn gemm_command(args: GemmArgs) -> Result<bool> {
     if !single && (fused.epilogue.is_some() || fused.out.is_some()) {
         bail!("--epilogue and --out take neither --devices, --scheme nor --c-layout t");
     }
-    if let Some(passed) = crate::fused::gemm_args(&fused, &dev, types, (m, n, k), layouts, &options, run)? {
+    if let Some(passed) = crate::fused::gemm_args(fused, &args.dev, types, (m, n, k), layouts, &options, run)? {
         return Ok(passed);
     }
     if let Some(devices) = devices {
         if scheme.is_some() || c_layout != Layout::RowMajor {
             bail!("--devices takes neither --scheme (each device picks its own) nor --c-layout t");
         }
-        let kind = crate::multi::parse_split(&split)?;
+        let kind = crate::multi::parse_split(&args.split)?;
         return crate::multi::gemm_command(
-            &devices,
-            (dev.validation, dev.copy_queues),
+            devices,
+            (args.dev.validation, args.dev.copy_queues),
             types,
             (m, n, k),
             layouts,
             &options,
             kind,
-            (repeat.max(1), json),
+            (args.repeat.max(1), args.json),
         );
     }
-    let ctx = context_with(&dev, false)?;
-    let scheme = scheme
-        .map(|name| scheme_named(&ctx, types, compute, shape, &name))
+    one_device_gemm(&args, (types, (layouts.0, layouts.1, c_layout)), options)
+}
+
+/// `gemm --weights`: the GEMM (or the groups of experts) on weights quantized to `q`, checked.
+fn quantized_gemm_command(args: &GemmArgs, q: vk_sgmat::quant::QuantType, types: Types) -> Result<bool> {
+    let batching = &args.batching;
+    let on_device = batching.counts_on_device;
+    let groups = (!batching.groups.is_empty()).then_some((batching.groups.as_slice(), on_device));
+    let sum = groups.map_or(args.m, |(g, _)| g.iter().sum::<usize>());
+    if batching.batch.is_some() || (on_device && groups.is_none()) || sum != args.m {
+        bail!("--weights takes --groups (the groups' rows summing to M) and --counts-on-device with them, not --batch");
+    }
+    let ctx = context_with(&args.dev, false)?;
+    let options = GemmOptions {
+        alpha: args.alpha,
+        beta: args.beta,
+        ..path_options(&args.path)?
+    };
+    let shape = (args.m, args.n, args.k);
+    let passed = crate::check_quant::gemm_quantized(&ctx, (q, groups), types, shape, &options, args.repeat.max(1))?;
+    finish(&ctx, passed)
+}
+
+/// One GEMM on one device (the scheme the caller named, where named), checked and reported.
+fn one_device_gemm(
+    args: &GemmArgs,
+    (types, layouts): (Types, (Layout, Layout, Layout)),
+    options: GemmOptions,
+) -> Result<bool> {
+    let ctx = context_with(&args.dev, false)?;
+    let scheme = args
+        .scheme
+        .as_deref()
+        .map(|name| scheme_named(&ctx, types, options.compute, options.shape, name))
         .transpose()?;
     let options = GemmOptions { scheme, ..options };
     let report = with_types!(types, |TA, TB, TC| gemm::<TA, TB, TC>(
         &ctx,
-        (m, n, k),
-        (layouts.0, layouts.1, c_layout),
+        (args.m, args.n, args.k),
+        layouts,
         &options,
-        repeat.max(1)
+        args.repeat.max(1)
     )?);
-    print_report(json, &report, report::render_gemm)?;
+    print_report(args.json, &report, report::render_gemm)?;
     finish(&ctx, report.check.passed)
 }
 
