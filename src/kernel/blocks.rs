@@ -10,7 +10,7 @@ use crate::quant::QuantType;
 use rspirv::dr::Operand;
 use rspirv::spirv::{Decoration, MemoryAccess, StorageClass, Word};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 mod packed;
 pub(super) use packed::{packed, Packed};
@@ -53,14 +53,13 @@ pub(super) struct Block {
     /// block's byte is, which the planner checks): words at `at`s known to be multiples of 4
     /// are then loaded as they are, without the funnel.
     aligned: bool,
-    /// Run-time parts of addresses that are multiples of 4 (see `aligned`).
-    word_ats: RefCell<HashSet<Word>>,
+    /// Run-time parts of addresses known to be multiples of 4 bytes (see `aligned`) or of 16
+    /// (see `vectors`): the larger multiple each is known to be.
+    multiples: RefCell<HashMap<Word, u32>>,
     /// The binding seen as 16-byte vectors, where every block starts on 16 bytes of it
     /// ([`crate::kernel::GemvKey::wide_loads`]): words after a run-time part that is a multiple
     /// of 16 then come from one vector load per four.
     vectors: Option<Word>,
-    /// Run-time parts of addresses that are multiples of 16 (see `vectors`).
-    vector_ats: RefCell<HashSet<Word>>,
     /// Vector `j` after each run-time part.
     loaded_vectors: RefCell<HashMap<(Option<Word>, u32), Word>>,
 }
@@ -72,7 +71,6 @@ impl Block {
         Block {
             words,
             vectors,
-            vector_ats: RefCell::default(),
             loaded_vectors: RefCell::default(),
             shared: false,
             base,
@@ -81,7 +79,7 @@ impl Block {
             shifted: RefCell::default(),
             unit: RefCell::default(),
             aligned,
-            word_ats: RefCell::default(),
+            multiples: RefCell::default(),
         }
     }
 
@@ -96,25 +94,35 @@ impl Block {
 
     /// Notes that the run-time address part `at` is a multiple of 4 bytes.
     fn on_words(&self, at: Word) -> Word {
-        self.word_ats.borrow_mut().insert(at);
-        at
+        self.multiple_of(at, 4)
     }
 
     /// Notes that the run-time address part `at` is a multiple of 16 bytes (so of 4).
     fn on_vectors(&self, at: Word) -> Word {
-        self.vector_ats.borrow_mut().insert(at);
-        self.on_words(at)
+        self.multiple_of(at, 16)
+    }
+
+    /// Notes that `at` is a multiple of `bytes` (a power of two), keeping the larger known.
+    fn multiple_of(&self, at: Word, bytes: u32) -> Word {
+        let mut multiples = self.multiples.borrow_mut();
+        let known = multiples.entry(at).or_insert(bytes);
+        *known = (*known).max(bytes);
+        at
+    }
+
+    /// Whether the run-time address part `at` (none: 0) is known to be a multiple of `bytes`.
+    fn known_multiple(&self, at: Option<Word>, bytes: u32) -> bool {
+        at.is_none_or(|a| self.multiples.borrow().get(&a).is_some_and(|&m| m >= bytes))
     }
 
     /// The binding as vectors where bytes from `at` on start on one of its vectors.
     fn vectors_from(&self, at: Option<Word>) -> Option<Word> {
-        self.vectors
-            .filter(|_| at.is_none_or(|a| self.vector_ats.borrow().contains(&a)))
+        self.vectors.filter(|_| self.known_multiple(at, 16))
     }
 
     /// Whether bytes from `at` on start on a word of the binding.
     fn starts_on_word(&self, at: Option<Word>) -> bool {
-        self.aligned && at.is_none_or(|a| self.word_ats.borrow().contains(&a))
+        self.aligned && self.known_multiple(at, 4)
     }
 
     /// The word `key` names for this unit: made by `f` the first time, reused after (every
