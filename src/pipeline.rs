@@ -179,7 +179,7 @@ impl Pipelines {
             Kernel::SplitPlanes { transposed } => kernel::generate_split_planes(transposed)?,
             Kernel::Transpose { rounds_to, bytes } => kernel::generate_transpose(rounds_to, bytes)?,
             Kernel::GroupTable => kernel::generate_group_table()?,
-            Kernel::Dequant { quant, to } => kernel::generate_dequant(quant, to)?,
+            Kernel::Dequant { quant, to, interleaved } => kernel::generate_dequant(quant, to, interleaved)?,
             Kernel::Act8 { elem } => kernel::generate_act8(elem)?,
             Kernel::Gemv(key) => kernel::generate_gemv(&key)?,
             _ => kernel::generate_absmax()?,

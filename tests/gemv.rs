@@ -188,6 +188,7 @@ fn every_kernel_variant_validates() {
                     int8_x: false,
                     grouped: false,
                     wide_loads: false,
+                    interleaved: false,
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -206,8 +207,22 @@ fn every_kernel_variant_validates() {
         int8_x: false,
         grouped: false,
         wide_loads: false,
+        interleaved: false,
     };
     assert!(matches!(generate_gemv(&bad), Err(vk_sgmat::Error::Unsupported(_))));
+    // Interleaved blocks without a block format, or in one that is never interleaved.
+    for quant in [None, Some(vk_sgmat::quant::QuantType::Q4K)] {
+        let bad = GemvKey {
+            elem: vk_sgmat::ComponentType::F16,
+            quant,
+            interleaved: true,
+            ..bad
+        };
+        assert!(
+            matches!(generate_gemv(&bad), Err(vk_sgmat::Error::Unsupported(_))),
+            "{quant:?}"
+        );
+    }
 }
 
 /// Every rows-per-workgroup and unroll choice (tuning fields) against the reference, with K

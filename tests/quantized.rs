@@ -457,6 +457,71 @@ fn decode_reads_blocks_16_bytes_at_a_time_where_they_allow() {
     assert_no_validation_messages(context());
 }
 
+/// Blocks interleaved on the device ([`QuantType::interleave`]: rows of whole groups): in every
+/// format that has groups they read as the file's values bit for bit (the dequantizing pass),
+/// decode on both kernels, either orientation and the shared-row layout, run a prefill's dense
+/// copy and experts grouped on the host and counted on the device, against the reference;
+/// rows that are not whole groups keep their blocks whole. The kernels' names say which.
+#[test]
+fn interleaved_blocks_read_as_the_files_values_on_every_path() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let row = Layout::RowMajor;
+    let unrounded = GemmOptions {
+        int8_activations: Some(false),
+        ..Default::default()
+    };
+    let shared_rows = GemmOptions {
+        int8_activations: Some(true),
+        gemv_lanes: Some(16),
+        ..Default::default()
+    };
+    let read_interleaved = |names: &[String]| {
+        let last = names.last().expect("a kernel ran");
+        last.split('_').any(|part| part == "i") || names.iter().any(|n| n.contains("(interleaved)"))
+    };
+    for q in QuantType::ALL {
+        let Some(group) = q.interleave().map(|i| i.blocks) else {
+            continue;
+        };
+        // 37 rows of three groups (the pass's tiles straddle rows), five of a group and a block.
+        for (rows, kb, interleaved) in [(37, 3 * group, true), (5, group + 1, false)] {
+            let cols = kb * q.block_values();
+            let blocks = random_blocks(q, rows, cols, false, &mut rng);
+            let w = ctx.upload_quantized(q, rows, cols, &blocks).unwrap();
+            assert_eq!(w.interleaved(), interleaved, "{q} {rows}x{cols}");
+            let want = values(q, &blocks, rows, cols);
+            for (i, (g, v)) in seen_as(ctx, &w, true).iter().zip(&want).enumerate() {
+                assert!(g == v, "{q} {rows}x{cols}, value {i}: got {g:e}, ggml's {v:e}");
+            }
+        }
+        // K of at least 512 values, so the shared-row layout's runs of 256 fit.
+        let kb = (2 * group).max(512 / q.block_values());
+        for (options, m) in [
+            (GemmOptions::default(), 1),
+            (unrounded.clone(), 2),
+            (shared_rows.clone(), 1),
+            (GemmOptions::default(), 17),
+        ] {
+            let names = layer::<f16>(q, (m, 19, kb), false, row, &options, &mut rng);
+            assert!(read_interleaved(&names), "{q} {options:?}: {names:?}");
+        }
+        let names = layer::<f32>(q, (3, 7, kb), true, Layout::ColMajor, &exact(), &mut rng);
+        assert!(read_interleaved(&names), "{q} f32: {names:?}");
+        for counted in [false, true] {
+            experts::<f16>(
+                q,
+                &[2, 0, 1],
+                (13, kb),
+                &GemmOptions::default(),
+                (false, counted),
+                &mut rng,
+            );
+        }
+    }
+    assert_no_validation_messages(ctx);
+}
+
 /// Decode's layouts of the 8-bit kernel (`GemmOptions::gemv_lanes`, `gemv_cols`): invocations
 /// along every row a unit at a time, or 16/32/64 sharing each row a run of 256 values at a time
 /// (one to four rows each), in every format, against the reference; K of 19 runs (so some
@@ -1020,9 +1085,15 @@ fn quantized_experts_take_host_activations_and_results() {
 fn every_dequantizing_kernel_passes_spirv_val() {
     for q in QuantType::ALL {
         for to in [ComponentType::F16, ComponentType::F32] {
-            let words = vk_sgmat::kernel::generate_dequant(q, to).unwrap();
-            let name = format!("dequant_{q}_{to}");
-            common::spirv_val(&words, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            for interleaved in [false, true] {
+                let words = vk_sgmat::kernel::generate_dequant(q, to, interleaved);
+                if q.interleave().is_none() && interleaved {
+                    assert!(matches!(words, Err(Error::Unsupported(_))), "{q}: {words:?}");
+                    continue;
+                }
+                let name = format!("dequant_{q}_{to}{}", if interleaved { "_i" } else { "" });
+                common::spirv_val(&words.unwrap(), &name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
         }
     }
 }
@@ -1118,8 +1189,11 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
             // Invocations sharing rows take 8-bit activations only; groups an untransposed C.
             let choices = [(false, false), (true, false), (false, true), (true, true)];
             let every = choices.into_iter().flat_map(|c| [(c, false), (c, true)]);
-            for ((int8_x, grouped), wide_loads) in
-                every.filter(|&((x, g), _)| (x || lanes == GEMV_THREADS) && !(g && rows == 3))
+            // Interleaved blocks in every format that has groups, whole blocks in every format.
+            let interleaved = [false, quant.interleave().is_some()];
+            let every = every.flat_map(|c| interleaved.map(|i| (c, i)));
+            for (((int8_x, grouped), wide_loads), interleaved) in
+                every.filter(|&(((x, g), _), _)| (x || lanes == GEMV_THREADS) && !(g && rows == 3))
             {
                 let key = GemvKey {
                     elem,
@@ -1133,6 +1207,7 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
                     int8_x,
                     grouped,
                     wide_loads,
+                    interleaved,
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -1152,6 +1227,7 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
         int8_x,
         grouped: false,
         wide_loads: false,
+        interleaved: false,
     };
     for bad in [
         key(16, 8, false),

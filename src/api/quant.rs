@@ -44,6 +44,17 @@ pub struct QuantMatrix {
     count: usize,
     /// Bytes from one matrix's first block to the next one's on the device (a multiple of 16).
     pub(crate) stride: usize,
+    /// Whether the blocks are interleaved on the device ([`QuantType::interleave`]).
+    interleaved: bool,
+}
+
+/// `blocks` of `stored` bytes each, each followed by zeros to `padded` bytes.
+fn pad_blocks(blocks: &[u8], stored: usize, padded: usize) -> Vec<u8> {
+    let mut out = vec![0; blocks.len() / stored * padded];
+    for (to, from) in out.chunks_exact_mut(padded).zip(blocks.chunks_exact(stored)) {
+        to[..stored].copy_from_slice(from);
+    }
+    out
 }
 
 /// A [`QuantMatrix`] as an operand: as stored or transposed, its values read as `T` (f16 or
@@ -110,6 +121,12 @@ impl QuantMatrix {
     pub fn bytes(&self) -> usize {
         self.count * self.rows * self.cols / self.quant.block_values() * self.quant.block_bytes()
     }
+    /// Whether the device holds the blocks interleaved in groups ([`QuantType::interleave`]:
+    /// the formats that have groups, where each row is a whole number of them), which the
+    /// kernels read faster; the values are the same either way.
+    pub fn interleaved(&self) -> bool {
+        self.interleaved
+    }
     /// The transpose as an operand, read as f16: the `cols x rows` matrix, B of `y = x * w^T`.
     pub fn t(&self) -> QuantRef<'_> {
         QuantRef::new(self, true)
@@ -139,6 +156,7 @@ impl QuantView<'_> {
                 start: (g * m.stride) as u64,
                 ..Window::from_start(m.buffer.size())
             },
+            interleaved: m.interleaved,
         }
     }
 
@@ -156,8 +174,9 @@ impl QuantView<'_> {
 impl Context {
     /// Uploads a `rows x cols` matrix of `quant` blocks: `blocks` holds each row's
     /// `cols / block_values` blocks, row after row, as a GGUF file stores them (no repacking by
-    /// the caller; Q3_K's and Q6_K's blocks are padded to a whole word on the way, each value
-    /// kept bit for bit).
+    /// the caller; Q3_K's and Q6_K's blocks are padded to a whole word on the way, and where
+    /// each row is a whole number of a format's groups the blocks are interleaved in them,
+    /// [`QuantType::interleave`]; each value kept bit for bit).
     /// A typed error, before anything reaches the GPU, where `cols` is not a whole number of
     /// blocks or `blocks` is not exactly that many bytes.
     pub fn upload_quantized(&self, quant: QuantType, rows: usize, cols: usize, blocks: &[u8]) -> Result<QuantMatrix> {
@@ -201,7 +220,8 @@ impl Context {
             )));
         }
         // On the device each block takes `device_block_bytes` (Q3_K and Q6_K padded to a
-        // word), each expert from a 16-byte boundary, in whole 16-byte vectors, at least 8
+        // word), interleaved in groups where the rows allow (`QuantType::interleave`), each
+        // expert from a 16-byte boundary, in whole 16-byte vectors, at least 8
         // bytes past the last block: the kernels read the word after each one they need (a
         // block need not start on a word).
         let (stored, padded) = (quant.block_bytes(), quant.device_block_bytes());
@@ -214,6 +234,7 @@ impl Context {
                 self.limits.max_range
             )));
         }
+        let interleave = quant.interleave().filter(|_| quant.interleaves(cols));
         let buffer = Arc::new(self.pool.allocate(size, BufferKind::Storage)?);
         self.run_blocking(|core| {
             core.access(&[], &[(&buffer).into()])?;
@@ -223,13 +244,16 @@ impl Context {
                     // Zeros between experts, and past the last one to the end.
                     let end = if e + 1 == experts { to.len() } else { stride };
                     to[device_each..end].fill(0);
-                    if padded == stored {
-                        to[..each].copy_from_slice(from);
+                    let padded_blocks;
+                    let from = if padded == stored {
+                        from
                     } else {
-                        for (block, from) in to.chunks_exact_mut(padded).zip(from.chunks_exact(stored)) {
-                            block[..stored].copy_from_slice(from);
-                            block[stored..].fill(0);
-                        }
+                        padded_blocks = pad_blocks(from, stored, padded);
+                        &padded_blocks
+                    };
+                    match interleave {
+                        Some(i) => i.scatter(quant, from, &mut to[..device_each]),
+                        None => to[..device_each].copy_from_slice(from),
                     }
                 }
             })
@@ -241,6 +265,7 @@ impl Context {
             cols,
             count: experts,
             stride,
+            interleaved: interleave.is_some(),
         })
     }
 

@@ -11,6 +11,7 @@ use rspirv::dr::Operand;
 use rspirv::spirv::{Decoration, MemoryAccess, StorageClass, Word};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 mod packed;
 pub(super) use packed::{packed, Packed};
@@ -35,7 +36,9 @@ type ShiftedKey = (Option<Word>, u32, Word);
 /// taken from (the block's, plus a run-time part that depends on the unit), each funnelled once
 /// from the two words of the binding it straddles: every byte then sits at a shift known when
 /// the kernel is generated, so a value costs a shift and a mask rather than a load and the
-/// address arithmetic (a block need not start on a word: Q4_0's are 18 bytes).
+/// address arithmetic (a block need not start on a word: Q4_0's are 18 bytes). Callers name
+/// bytes by their offset in the file's block; where the blocks are interleaved
+/// ([`QuantType::interleave`]) the block finds them in its head or its tail.
 pub(super) struct Block {
     words: Word,
     /// Whether `words` is a workgroup array the blocks were staged into (else the binding).
@@ -54,41 +57,90 @@ pub(super) struct Block {
     /// are then loaded as they are, without the funnel.
     aligned: bool,
     /// Run-time parts of addresses known to be multiples of 4 bytes (see `aligned`) or of 16
-    /// (see `vectors`): the larger multiple each is known to be.
-    multiples: RefCell<HashMap<Word, u32>>,
+    /// (see `vectors`): the larger multiple each is known to be (shared with `tail`).
+    multiples: Rc<RefCell<HashMap<Word, u32>>>,
     /// The binding seen as 16-byte vectors, where every block starts on 16 bytes of it
     /// ([`crate::kernel::GemvKey::wide_loads`]): words after a run-time part that is a multiple
     /// of 16 then come from one vector load per four.
     vectors: Option<Word>,
     /// Vector `j` after each run-time part.
     loaded_vectors: RefCell<HashMap<(Option<Word>, u32), Word>>,
+    /// Where the blocks are interleaved ([`QuantType::interleave`]): the block's byte from
+    /// which its fields lie in the group's second part (its head's size), and its bytes there,
+    /// read as a block of their own whose first byte is that one.
+    tail: Option<(u32, Box<Block>)>,
+}
+
+/// Where a block's bytes (or its head's or tail's, interleaved) start: the byte, and whether
+/// it begins a word and a 16-byte vector wherever the blocks' first byte does.
+struct Place {
+    base: Word,
+    on_word: bool,
+    on_vector: bool,
 }
 
 impl Block {
-    /// A block of the binding `words` (of u32; `vectors` the same binding as 16-byte vectors,
-    /// where every block starts on 16 bytes), its first byte `base` bytes into it.
-    pub(super) fn new((words, vectors): (Word, Option<Word>), base: Word, aligned: bool) -> Self {
-        Block {
+    /// Block `block` (a run-time index) of the blocks of `q` from byte `first` of the binding
+    /// `words` (of u32; `vectors` the same binding as 16-byte vectors, where the blocks'
+    /// first byte and every group's or block's size are multiples of 16), `interleaved` or
+    /// whole ([`QuantType::interleave`]).
+    pub(super) fn nth(
+        b: &mut ModuleBuilder,
+        (q, interleaved): (QuantType, bool),
+        (words, vectors): (Word, Option<Word>),
+        first: Word,
+        block: Word,
+    ) -> BuildResult<Self> {
+        Self::placed(b, (q, interleaved), (words, vectors, false), first, block)
+    }
+
+    /// [`Block::nth`] for blocks staged in the workgroup array `words` (of u32), the blocks'
+    /// first byte `first` bytes into it; words keep the alignment they had in the binding.
+    pub(super) fn nth_staged(
+        b: &mut ModuleBuilder,
+        layout: (QuantType, bool),
+        words: Word,
+        first: Word,
+        block: Word,
+    ) -> BuildResult<Self> {
+        Self::placed(b, layout, (words, None, true), first, block)
+    }
+
+    fn placed(
+        b: &mut ModuleBuilder,
+        (q, interleaved): (QuantType, bool),
+        (words, vectors, shared): (Word, Option<Word>, bool),
+        first: Word,
+        block: Word,
+    ) -> BuildResult<Self> {
+        let multiples = Rc::<RefCell<HashMap<Word, u32>>>::default();
+        let of = |place: Place| Block {
             words,
-            vectors,
+            vectors: vectors.filter(|_| place.on_vector),
             loaded_vectors: RefCell::default(),
-            shared: false,
-            base,
+            shared,
+            base: place.base,
             starts: RefCell::default(),
             aligned_words: RefCell::default(),
             shifted: RefCell::default(),
             unit: RefCell::default(),
-            aligned,
-            multiples: RefCell::default(),
-        }
+            aligned: place.on_word,
+            multiples: multiples.clone(),
+            tail: None,
+        };
+        let (head, tail) = places(b, q, interleaved, first, block)?;
+        Ok(Block {
+            tail: tail.map(|(split, place)| (split, Box::new(of(place)))),
+            ..of(head)
+        })
     }
 
-    /// A block staged in the workgroup array `words` (of u32), its first byte `base` bytes
-    /// into it; words keep the alignment they had in the binding.
-    pub(super) fn staged(words: Word, base: Word, aligned: bool) -> Self {
-        Block {
-            shared: true,
-            ..Block::new((words, None), base, aligned)
+    /// The block whose bytes from `offset` on are `offset`'s (the tail where the block is
+    /// interleaved and `offset` lies past its head), and the offset in it.
+    fn locate(&self, offset: u32) -> (&Block, u32) {
+        match &self.tail {
+            Some((split, tail)) if offset >= *split => (tail, offset - split),
+            _ => (self, offset),
         }
     }
 
@@ -142,26 +194,74 @@ impl Block {
     }
 }
 
+/// Where block `block` of the blocks of `q` from byte `first` starts: whole, or its head and,
+/// after the head's size, its tail, where `interleaved` (group `block / n` of `n` blocks from
+/// `first + (block / n) n size`: the heads, `head` bytes each, then the tails).
+fn places(
+    b: &mut ModuleBuilder,
+    q: QuantType,
+    interleaved: bool,
+    first: Word,
+    block: Word,
+) -> BuildResult<(Place, Option<(u32, Place)>)> {
+    let t_u32 = b.t_u32();
+    let size = q.device_block_bytes() as u32;
+    let Some(i) = q.interleave().filter(|_| interleaved) else {
+        let at = b.mul_u(block, size)?;
+        let base = b.b.i_add(t_u32, None, first, at)?;
+        let whole = Place {
+            base,
+            on_word: size % 4 == 0,
+            on_vector: size % 16 == 0,
+        };
+        return Ok((whole, None));
+    };
+    let (n, head) = (i.blocks as u32, i.head as u32);
+    let group = b.div_u(block, n)?;
+    let j = b.mod_u(block, n)?;
+    let group = b.mul_u(group, n * size)?;
+    let group = b.b.i_add(t_u32, None, first, group)?;
+    let at = b.mul_u(j, head)?;
+    let head_base = b.b.i_add(t_u32, None, group, at)?;
+    let tails = b.add_u(group, n * head)?;
+    let at = b.mul_u(j, size - head)?;
+    let tail_base = b.b.i_add(t_u32, None, tails, at)?;
+    let on = |bytes: u32, step: u32| (n * head) % bytes == 0 && step % bytes == 0;
+    Ok((
+        Place {
+            base: head_base,
+            on_word: head % 4 == 0,
+            on_vector: head % 16 == 0,
+        },
+        Some((
+            head,
+            Place {
+                base: tail_base,
+                on_word: on(4, size - head),
+                on_vector: on(16, size - head),
+            },
+        )),
+    ))
+}
+
 /// Values per unit: the 32 values one invocation dequantizes at a time, a block of the 32-value
 /// formats or a sub-block of 32 of the 256-value ones.
 pub const UNIT: u32 = 32;
 
-/// Unit `u` of a row of blocks whose first byte is `row` (in the 32-bit words `words`): its
-/// block, and its index `s` within the block (0 for 32-value blocks).
+/// Unit `u` of a row of blocks of `layout` ([`Block::nth`]) whose first byte is `row` (in the
+/// 32-bit words `words`): its block, and its index `s` within the block (0 for 32-value
+/// blocks).
 pub(super) fn unit(
     b: &mut ModuleBuilder,
-    q: QuantType,
+    layout: (QuantType, bool),
     words: (Word, Option<Word>),
     row: Word,
     u: Word,
 ) -> BuildResult<(Block, Word)> {
-    let t_u32 = b.t_u32();
-    let per_block = q.block_values() as u32 / UNIT;
+    let per_block = layout.0.block_values() as u32 / UNIT;
     let block = b.div_u(u, per_block)?;
     let s = b.mod_u(u, per_block)?;
-    let at = b.mul_u(block, q.device_block_bytes() as u32)?;
-    let base = b.b.i_add(t_u32, None, row, at)?;
-    Ok((Block::new(words, base, q.device_block_bytes() % 4 == 0), s))
+    Ok((Block::nth(b, layout, words, row, block)?, s))
 }
 
 /// Value `32 s + l` of the block (`s` the unit, a u32 id; `l` < 32 a literal, so everything
@@ -487,6 +587,7 @@ fn e8m0_half(b: &mut ModuleBuilder, e: Word) -> BuildResult<Word> {
 
 /// Byte `at + offset` of the block (u32 0..=255; `at` a run-time part, if any).
 fn byte_at(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, offset: u32) -> BuildResult<Word> {
+    let (blk, offset) = blk.locate(offset);
     let word = aligned_word(b, blk, at, offset / 4)?;
     let shift = b.c_u32(8 * (offset % 4));
     bits(b, word, shift, 0xff)
@@ -495,7 +596,7 @@ fn byte_at(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, offset: u32) ->
 /// The byte at bit `within` (a run-time multiple of 8) of aligned word `k` after `at`: a
 /// byte whose place in its word depends on the unit, taken from the word with one shift.
 fn byte_of_word(b: &mut ModuleBuilder, blk: &Block, (at, k): (Option<Word>, u32), within: Word) -> BuildResult<Word> {
-    let word = aligned_word(b, blk, at, k)?;
+    let word = word_at(b, blk, at, 4 * k)?;
     bits(b, word, within, 0xff)
 }
 
@@ -509,6 +610,7 @@ fn field(
     shift: Word,
     mask: u32,
 ) -> BuildResult<Word> {
+    let (blk, offset) = blk.locate(offset);
     let k = offset / 4;
     let key = (at, k, shift);
     let cached = blk.shifted.borrow().get(&key).copied();
@@ -535,6 +637,7 @@ fn half_at(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word>
 fn unpacked_half(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult<Word> {
     let t_f32 = b.t_f32();
     let t_vec2 = b.b.type_vector(t_f32, 2);
+    let (blk, offset) = blk.locate(offset);
     let word = aligned_word(b, blk, None, offset / 4)?;
     let shift = b.c_u32(8 * (offset % 4));
     let h = bits(b, word, shift, 0xffff)?;
@@ -544,7 +647,22 @@ fn unpacked_half(b: &mut ModuleBuilder, blk: &Block, offset: u32) -> BuildResult
     b.b.composite_extract(t_f32, None, pair, [0])
 }
 
-/// Bytes `4k..4k + 4` after the block's first byte plus `at`, as one word: the binding's word
+/// Bytes `byte..byte + 4` after the block's first byte plus `at` (`byte` a literal, where a
+/// field starts: the field's bytes lie in one part of an interleaved block), as one word,
+/// wherever the device holds them ([`aligned_word`] of the part they lie in).
+fn word_at(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, byte: u32) -> BuildResult<Word> {
+    let (blk, byte) = blk.locate(byte);
+    // Bytes that need not start a word come after a run-time part that puts them at one.
+    let at = match (at, byte % 4) {
+        (at, 0) => at,
+        (None, r) => Some(b.c_u32(r)),
+        (Some(at), r) => Some(b.add_u(at, r)?),
+    };
+    aligned_word(b, blk, at, byte / 4)
+}
+
+/// Bytes `4k..4k + 4` after the block's first byte plus `at` (in the block's own part, where it
+/// is interleaved: callers locate it), as one word: the binding's word
 /// itself where they begin one, else the two words they straddle, funnelled
 /// (`(lo >> sh) | (hi << (31 - sh)) << 1`, well defined for every shift). The binding holds at
 /// least 8 bytes past the last block, so `hi` is inside.
@@ -560,18 +678,9 @@ fn aligned_word(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, k: u32) ->
         return Ok(w);
     }
     let Start { first, funnel } = start(b, blk, at)?;
-    let c0 = b.c_u32(0);
     let load = |b: &mut ModuleBuilder, j: u32| {
         let i = b.add_u(first, k + j)?;
-        if blk.shared {
-            let p_u32 = b.ptr(StorageClass::Workgroup, t_u32);
-            let p = b.b.access_chain(p_u32, None, blk.words, [i])?;
-            b.b.load(t_u32, None, p, Some(MemoryAccess::NON_PRIVATE_POINTER), [])
-        } else {
-            let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
-            let p = b.b.access_chain(p_u32, None, blk.words, [c0, i])?;
-            b.b.load(t_u32, None, p, None, [])
-        }
+        load_word(b, blk, i)
     };
     let w = match funnel {
         None => load(b, 0)?,
@@ -586,6 +695,21 @@ fn aligned_word(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, k: u32) ->
     };
     blk.aligned_words.borrow_mut().insert((at, k), w);
     Ok(w)
+}
+
+/// Word `i` of the block's words (the binding's, or the workgroup array's it was staged into).
+fn load_word(b: &mut ModuleBuilder, blk: &Block, i: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    if blk.shared {
+        let p_u32 = b.ptr(StorageClass::Workgroup, t_u32);
+        let p = b.b.access_chain(p_u32, None, blk.words, [i])?;
+        b.b.load(t_u32, None, p, Some(MemoryAccess::NON_PRIVATE_POINTER), [])
+    } else {
+        let p_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+        let c0 = b.c_u32(0);
+        let p = b.b.access_chain(p_u32, None, blk.words, [c0, i])?;
+        b.b.load(t_u32, None, p, None, [])
+    }
 }
 
 /// The 16-byte vector `j` after the block's first byte plus `at` (which starts a vector of

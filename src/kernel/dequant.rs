@@ -35,10 +35,10 @@ pub const THREADS: u32 = 256;
 /// Most workgroups per dispatch: enough to keep a large GPU's memory busy.
 pub const MAX_GROUPS: u32 = 8192;
 
-pub(super) fn emit(q: QuantType, to: ComponentType) -> BuildResult<Vec<u32>> {
+pub(super) fn emit(q: QuantType, to: ComponentType, interleaved: bool) -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
-    let ids = Ids::declare(b, q, to);
+    let ids = Ids::declare(b, (q, interleaved), to);
     let t_fn = b.b.type_function(ids.t_void, []);
     let f = b.b.begin_function(ids.t_void, None, FunctionControl::NONE, t_fn)?;
     let l_entry = b.b.begin_block(None)?;
@@ -60,6 +60,8 @@ pub(super) fn emit(q: QuantType, to: ComponentType) -> BuildResult<Vec<u32>> {
 /// The module-level ids the pass's stages share.
 struct Ids {
     q: QuantType,
+    /// Whether the blocks are interleaved in groups ([`QuantType::interleave`]).
+    interleaved: bool,
     to: ComponentType,
     t_void: Word,
     t_bool: Word,
@@ -82,7 +84,7 @@ struct Ids {
 }
 
 impl Ids {
-    fn declare(b: &mut ModuleBuilder, q: QuantType, to: ComponentType) -> Self {
+    fn declare(b: &mut ModuleBuilder, (q, interleaved): (QuantType, bool), to: ComponentType) -> Self {
         let (t_void, t_bool, t_u32) = (b.t_void(), b.t_bool(), b.t_u32());
         let (t_uvec3, t_uvec4) = (b.t_uvec(3), b.t_uvec(4));
         let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
@@ -102,6 +104,7 @@ impl Ids {
         let u0 = b.c_u32(0);
         Ids {
             q,
+            interleaved,
             to,
             t_void,
             t_bool,
@@ -234,11 +237,13 @@ impl Pass {
         let past = b.b.u_less_than(t_bool, None, c_last, self.lid)?;
         let local = b.b.select(t_u32, None, past, c_last, self.lid)?;
         let g = b.b.i_add(t_u32, None, g0, local)?;
-        let at = self.block_byte(b, g)?;
+        // The blocks' first byte as staged (before the first word staged: the arithmetic
+        // wraps back past it), and the unit's block.
         let w0_bytes = b.mul_u(w0, 4)?;
-        let base = b.b.i_sub(t_u32, None, at, w0_bytes)?;
+        let first = b.b.i_sub(t_u32, None, self.first_byte, w0_bytes)?;
+        let block = b.div_u(g, ids.tile.per_block)?;
         let s = b.mod_u(g, ids.tile.per_block)?;
-        let blk = Block::staged(ids.staged, base, ids.q.device_block_bytes() % 4 == 0);
+        let blk = Block::nth_staged(b, (ids.q, ids.interleaved), ids.staged, first, block)?;
         let values = (0..UNIT)
             .map(|l| value(b, ids.q, &blk, s, l))
             .collect::<BuildResult<Vec<Word>>>()?;

@@ -449,14 +449,18 @@ pub fn generate_absmax() -> Result<Vec<u32>> {
 }
 
 /// Generates the pass that dequantizes blocks of `quant` into a dense copy of `to` (f16 or f32)
-/// before the GEMM (see [`dequant`]).
-pub fn generate_dequant(quant: crate::quant::QuantType, to: ComponentType) -> Result<Vec<u32>> {
+/// before the GEMM (see [`dequant`]), the blocks interleaved in groups where `interleaved`
+/// ([`crate::quant::QuantType::interleave`]).
+pub fn generate_dequant(quant: crate::quant::QuantType, to: ComponentType, interleaved: bool) -> Result<Vec<u32>> {
     if !matches!(to, ComponentType::F16 | ComponentType::F32) {
         return Err(Error::Unsupported(format!(
             "{quant} blocks dequantize to f16 or f32, not {to}"
         )));
     }
-    dequant::emit(quant, to).map_err(|e| Error::Codegen(format!("dequantize {quant} to {to}: {e}")))
+    if interleaved && quant.interleave().is_none() {
+        return Err(Error::Unsupported(format!("{quant} blocks are never interleaved")));
+    }
+    dequant::emit(quant, to, interleaved).map_err(|e| Error::Codegen(format!("dequantize {quant} to {to}: {e}")))
 }
 
 /// Generates the pass that rounds `elem` activations to 8 bits per block of 32 for the
@@ -528,9 +532,10 @@ pub fn generate_gemv(key: &GemvKey) -> Result<Vec<u32>> {
         || !(1..=2).contains(&key.unroll)
         || (key.int8_x && key.quant.is_none())
         || (key.grouped && key.c_transposed)
+        || (key.interleaved && key.quant.and_then(|q| q.interleave()).is_none())
     {
         return Err(Error::Unsupported(format!(
-            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 or 2 vectors a step, 8-bit activations only beside weights in a block format, groups only into an untransposed C, and either {GEMV_THREADS} lanes with 1 to {GEMV_MAX_COLS} rows of W per workgroup or (8-bit activations only) 16, 32 or 64 lanes with 1 to {} rows of W an invocation and at most {GEMV_THREADS} sums a workgroup",
+            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 or 2 vectors a step, 8-bit activations only beside weights in a block format, interleaved blocks only in a format that has groups, groups only into an untransposed C, and either {GEMV_THREADS} lanes with 1 to {GEMV_MAX_COLS} rows of W per workgroup or (8-bit activations only) 16, 32 or 64 lanes with 1 to {} rows of W an invocation and at most {GEMV_THREADS} sums a workgroup",
             key.name(),
             GEMV_MAX_ROWS_PER_LANE
         )));

@@ -28,6 +28,8 @@ pub struct Quantized {
     pub cols: usize,
     /// Where the blocks lie (`start`: the first block's byte in the binding).
     pub window: Window,
+    /// Whether they are interleaved in groups ([`QuantType::interleave`]).
+    pub interleaved: bool,
 }
 
 impl Quantized {
@@ -93,7 +95,7 @@ pub fn dequantized_first_each(
     }
     if each
         .iter()
-        .any(|e| (e.quant, e.rows, e.cols) != (q.quant, q.rows, q.cols))
+        .any(|e| (e.quant, e.rows, e.cols, e.interleaved) != (q.quant, q.rows, q.cols, q.interleaved))
     {
         return Err(Error::InvalidOperand(
             "weights dequantized for one GEMM share their format and shape".into(),
@@ -125,7 +127,11 @@ pub fn dequantized_first_each(
         .iter()
         .enumerate()
         .map(|(i, e)| Dispatch {
-            kernel: Kernel::Dequant { quant: q.quant, to },
+            kernel: Kernel::Dequant {
+                quant: q.quant,
+                to,
+                interleaved: q.interleaved,
+            },
             bindings: [(which, e.window), (which, e.window), (Operand::Scratch, copy)],
             aux: None,
             vectors: [None; 3],
@@ -235,7 +241,8 @@ pub fn gemv_on_blocks(
         unroll: 1,
         cols,
         lanes,
-        wide_loads: wide_loads && GemvKey::wide_loads_fit(q.quant, q.window.start, row_bytes as u64),
+        wide_loads: wide_loads && GemvKey::wide_loads_fit(q.quant, q.interleaved, q.window.start, row_bytes as u64),
+        interleaved: q.interleaved,
         ..key
     });
     d.bindings[1] = (which, q.window);
@@ -408,6 +415,7 @@ mod tests {
             rows,
             cols,
             window: Window::from_start(bytes.next_multiple_of(16)),
+            interleaved: quant.interleaves(cols),
         }
     }
 
@@ -429,7 +437,8 @@ mod tests {
             pass.kernel,
             Kernel::Dequant {
                 quant: QuantType::Q4K,
-                to: F16
+                to: F16,
+                interleaved: false
             }
         );
         assert_eq!(pass.bindings[0], (Operand::B, q.window));

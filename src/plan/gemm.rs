@@ -70,6 +70,8 @@ pub enum Kernel {
         quant: QuantType,
         /// The copy's type: f16 or f32.
         to: ComponentType,
+        /// Whether the blocks are interleaved in groups ([`QuantType::interleave`]).
+        interleaved: bool,
     },
     /// The pass that rounds the activations of a matrix-vector GEMM on quantized weights to 8
     /// bits into scratch before it ([`crate::kernel::act8`]).
@@ -107,7 +109,10 @@ impl Kernel {
             Kernel::Transpose { rounds_to: None, .. } => "transpose".into(),
             Kernel::Transpose { rounds_to: Some(t), .. } => format!("transpose, round to {t}"),
             Kernel::GroupTable => "group table".into(),
-            Kernel::Dequant { quant, to } => format!("dequantize {quant} to {to}"),
+            Kernel::Dequant { quant, to, interleaved } => format!(
+                "dequantize {quant}{} to {to}",
+                if *interleaved { " (interleaved)" } else { "" }
+            ),
             Kernel::Act8 { elem } => format!("round {elem} activations to 8 bits"),
             Kernel::Reduce { .. } => "split-K reduce".into(),
         }

@@ -134,6 +134,7 @@ pub fn gemv_dispatch(
         int8_x: false,
         grouped: false,
         wide_loads: false,
+        interleaved: false,
     };
     // A fused epilogue applies alpha and beta in f32.
     let vectors = fused_vectors(p, &epilogue, limits)?;

@@ -497,6 +497,7 @@ mod tests {
             rows: 100,
             cols: 64,
             window: Window::from_start(4096),
+            interleaved: false,
         };
         let with_pass = |rows| {
             let gemm = GemmPlan::new(&request(rows, 100, 64, 1.0, 0.0, SplitK::Slices(1)), &limits).unwrap();

@@ -244,3 +244,33 @@ fn device_blocks_start_on_words_where_the_padding_is_small() {
     }
     assert!(QuantType::Q6K.device_bytes_for(100).is_err());
 }
+
+#[test]
+fn interleaved_groups_hold_every_head_then_every_tail_each_byte_once() {
+    for q in QuantType::ALL {
+        let Some(i) = q.interleave() else {
+            continue;
+        };
+        let size = q.device_block_bytes();
+        assert_eq!(i.group_bytes(q) % 16, 0, "{q}");
+        assert!(i.head < size, "{q}");
+        // Two groups of blocks whose bytes count up (as u16 halves' low bytes would not).
+        let blocks: Vec<u8> = (0..2 * i.group_bytes(q)).map(|x| (x % 251) as u8).collect();
+        let mut out = vec![0xee; blocks.len()];
+        i.scatter(q, &blocks, &mut out);
+        for (g, group) in out.chunks_exact(i.group_bytes(q)).enumerate() {
+            for j in 0..i.blocks {
+                let block = &blocks[(g * i.blocks + j) * size..][..size];
+                assert_eq!(&group[j * i.head..][..i.head], &block[..i.head], "{q} head {j}");
+                let tail = i.blocks * i.head + j * (size - i.head);
+                assert_eq!(&group[tail..][..size - i.head], &block[i.head..], "{q} tail {j}");
+            }
+        }
+        let k = i.blocks * q.block_values();
+        assert!(
+            q.interleaves(3 * k) && !q.interleaves(k + q.block_values()) && !q.interleaves(k + 1),
+            "{q}"
+        );
+    }
+    assert!(!QuantType::Q4K.interleaves(1 << 20));
+}

@@ -6,9 +6,7 @@
 //! the sum (Q4_0: `d (code - 8)` is `a = d`, `b = -8 d`). MXFP4's codes stand for values that
 //! are not an affine map of them: its words hold the values themselves, as signed bytes.
 
-use super::{
-    aligned_word, bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, scale_min_k4, two_bit_field, Block,
-};
+use super::{bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, scale_min_k4, two_bit_field, word_at, Block};
 use crate::kernel::builder::{BuildResult, ModuleBuilder};
 use crate::quant::QuantType;
 use rspirv::spirv::Word;
@@ -31,7 +29,6 @@ pub(in crate::kernel) struct Packed {
 /// Unit `s` of `blk` as [`Packed`].
 pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word) -> BuildResult<Packed> {
     let nibbles = 0x0f0f_0f0f;
-    let two = b.c_u32(2);
     let one_scale = |words, signed, a, b_: Option<Word>| Packed {
         words,
         signed,
@@ -41,14 +38,12 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
     };
     Ok(match q {
         QuantType::Q8_0 => {
-            let words = each(|k| aligned_word(b, blk, Some(two), k))?;
+            let words = each(|k| word_at(b, blk, None, 2 + 4 * k))?;
             let d = half_at(b, blk, 0)?;
             one_scale(words, true, d, None)
         }
         QuantType::Q4_0 | QuantType::Q4_1 => {
-            let at = (q == QuantType::Q4_0).then_some(two);
-            let first = if at.is_some() { 0 } else { 1 };
-            let words = nibble_words(b, blk, at, first)?;
+            let words = nibble_words(b, blk, if q == QuantType::Q4_0 { 2 } else { 4 })?;
             let d = half_at(b, blk, 0)?;
             let offset = match q {
                 QuantType::Q4_0 => scaled(b, d, -8.0)?,
@@ -59,9 +54,9 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
         QuantType::Q5_0 | QuantType::Q5_1 => {
             let plus = q == QuantType::Q5_1;
             // Q5_0: qh at byte 2, qs at 6; Q5_1: qh at 4, qs at 8.
-            let (at, qh, qs) = if plus { (None, 1, 2) } else { (Some(two), 0, 1) };
-            let low = nibble_words(b, blk, at, qs)?;
-            let high = aligned_word(b, blk, at, qh)?;
+            let (qh, qs) = if plus { (4, 8) } else { (2, 6) };
+            let low = nibble_words(b, blk, qs)?;
+            let high = word_at(b, blk, None, qh)?;
             let mut words = low;
             for (k, w) in words.iter_mut().enumerate() {
                 // Bit l of qh is value l's fifth bit: four of them spread to the bytes' bit 4.
@@ -83,12 +78,12 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
             let (at, shift) = super::q45_k_field(b, blk, s)?;
             let qs = if five { 48 } else { 16 };
             let mut words = each(|k| {
-                let w = aligned_word(b, blk, Some(at), (qs + 4 * k) / 4)?;
+                let w = word_at(b, blk, Some(at), qs + 4 * k)?;
                 bits(b, w, shift, nibbles)
             })?;
             if five {
                 for (k, w) in words.iter_mut().enumerate() {
-                    let h = aligned_word(b, blk, None, (16 + 4 * k as u32) / 4)?;
+                    let h = word_at(b, blk, None, 16 + 4 * k as u32)?;
                     let h = bits(b, h, s, 0x0101_0101)?;
                     let h = shl(b, h, 4)?;
                     *w = or(b, *w, h)?;
@@ -101,9 +96,9 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
         QuantType::Q6K => {
             let (n, quarter, ql_at, ql_shift, qh_at, qh_shift) = super::q6_k_fields(b, blk, s)?;
             let words = each(|k| {
-                let low = aligned_word(b, blk, Some(ql_at), k)?;
+                let low = word_at(b, blk, Some(ql_at), 4 * k)?;
                 let low = bits(b, low, ql_shift, nibbles)?;
-                let high = aligned_word(b, blk, Some(qh_at), (128 + 4 * k) / 4)?;
+                let high = word_at(b, blk, Some(qh_at), 128 + 4 * k)?;
                 let high = bits(b, high, qh_shift, 0x0303_0303)?;
                 let high = shl(b, high, 4)?;
                 or(b, low, high)
@@ -120,13 +115,13 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
             let (at, shift) = two_bit_field(b, blk, s)?;
             let qs = if three { 32 } else { 16 };
             let words = each(|k| {
-                let w = aligned_word(b, blk, Some(at), (qs + 4 * k) / 4)?;
+                let w = word_at(b, blk, Some(at), qs + 4 * k)?;
                 let low = bits(b, w, shift, 0x0303_0303)?;
                 if !three {
                     return Ok(low);
                 }
                 // hmask[l]'s bit s adds 4 to the code (the value is code - 4).
-                let h = aligned_word(b, blk, None, k)?;
+                let h = word_at(b, blk, None, 4 * k)?;
                 let h = bits(b, h, s, 0x0101_0101)?;
                 let h = shl(b, h, 2)?;
                 or(b, low, h)
@@ -142,8 +137,7 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
             halves(words, a, offsets)
         }
         QuantType::Mxfp4 => {
-            let one = b.c_u32(1);
-            let codes = nibble_words(b, blk, Some(one), 0)?;
+            let codes = nibble_words(b, blk, 1)?;
             let words = each(|k| fp4_bytes(b, codes[k as usize]))?;
             let d = blk.once(b, ("e8m0", 0), |b| {
                 let e = super::byte_at(b, blk, None, 0)?;
@@ -205,12 +199,12 @@ fn each(mut f: impl FnMut(u32) -> BuildResult<Word>) -> BuildResult<[Word; 8]> {
     Ok(out)
 }
 
-/// The codes of a 32-value block's 16 bytes of nibbles (aligned words `first..first + 4` after
-/// `at`): values 0..16 in the low nibbles, 16..32 in the high ones.
-fn nibble_words(b: &mut ModuleBuilder, blk: &Block, at: Option<Word>, first: u32) -> BuildResult<[Word; 8]> {
+/// The codes of a 32-value block's 16 bytes of nibbles from byte `first`: values 0..16 in the
+/// low nibbles, 16..32 in the high ones.
+fn nibble_words(b: &mut ModuleBuilder, blk: &Block, first: u32) -> BuildResult<[Word; 8]> {
     let mut out = [0; 8];
     for k in 0..4 {
-        let w = aligned_word(b, blk, at, first + k)?;
+        let w = word_at(b, blk, None, first + 4 * k)?;
         out[k as usize] = shifted(b, w, 0, 0x0f0f_0f0f)?;
         out[k as usize + 4] = shifted(b, w, 4, 0x0f0f_0f0f)?;
     }

@@ -84,7 +84,7 @@ pub(super) fn blocks_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, q: Qu
         let blocks = k
             .w_rows
             .iter()
-            .map(|&row| crate::kernel::blocks::unit(b, q, (k.v_w, k.v_w_vectors), row, u))
+            .map(|&row| crate::kernel::blocks::unit(b, (q, key.interleaved), (k.v_w, k.v_w_vectors), row, u))
             .collect::<BuildResult<Vec<_>>>()?;
         // Each X row's first vector of the unit.
         let x_first = b.mul_u(u, UNIT / per)?;
@@ -129,13 +129,13 @@ pub(super) fn blocks_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, q: Qu
 /// codes of each row of W four to a word (`blocks::packed`) in packed dot products with
 /// X's, each half unit's integer sum turned into values' by the format's scale and offset and
 /// X's scale: `a (d_x sum(code q)) + b (d_x sum(q))`.
-pub(super) fn packed_loop(b: &mut ModuleBuilder, ids: &Ids, q: QuantType, k: KLoop) -> BuildResult<()> {
+pub(super) fn packed_loop(b: &mut ModuleBuilder, ids: &Ids, layout: (QuantType, bool), k: KLoop) -> BuildResult<()> {
     let units = b.div_u(k.pk, UNIT)?;
     b.counted_loop(k.entry, (k.lane, units, GEMV_THREADS), |b, u| {
         let xs = X8Unit::each_row(b, ids, &k, u)?;
         for (c, &row) in k.w_rows.iter().enumerate() {
-            let (blk, s) = crate::kernel::blocks::unit(b, q, (k.v_w, k.v_w_vectors), row, u)?;
-            let w = crate::kernel::blocks::packed(b, q, &blk, s)?;
+            let (blk, s) = crate::kernel::blocks::unit(b, layout, (k.v_w, k.v_w_vectors), row, u)?;
+            let w = crate::kernel::blocks::packed(b, layout.0, &blk, s)?;
             for (r, x) in xs.iter().enumerate() {
                 x.add_product(b, ids, &w, k.acc[r * k.w_rows.len() + c])?;
             }
@@ -159,8 +159,6 @@ pub(super) fn block_lanes_loop(
 ) -> BuildResult<()> {
     let units_per_step = BLOCK_LANE_VALUES / UNIT;
     let per_block = q.block_values() as u32 / UNIT;
-    let block_bytes = q.device_block_bytes() as u32;
-    let aligned = block_bytes % 4 == 0;
     let steps = b.div_u(k.pk, BLOCK_LANE_VALUES)?;
     b.counted_loop(k.entry, (k.lane, steps, key.lanes), |b, step| {
         let first_unit = b.mul_u(step, units_per_step)?;
@@ -173,10 +171,9 @@ pub(super) fn block_lanes_loop(
             } else {
                 (u, b.c_u32(0))
             };
-            let at = b.mul_u(block, block_bytes)?;
             for (c, &row) in k.w_rows.iter().enumerate() {
-                let base = b.b.i_add(ids.t_u32, None, row, at)?;
-                let blk = crate::kernel::blocks::Block::new((k.v_w, k.v_w_vectors), base, aligned);
+                let layout = (q, key.interleaved);
+                let blk = crate::kernel::blocks::Block::nth(b, layout, (k.v_w, k.v_w_vectors), row, block)?;
                 let w = crate::kernel::blocks::packed(b, q, &blk, s)?;
                 for (r, x) in xs.iter().enumerate() {
                     x.add_product(b, ids, &w, k.acc[r * k.w_rows.len() + c])?;

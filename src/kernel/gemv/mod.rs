@@ -87,6 +87,9 @@ pub struct GemvKey {
     /// block, W's rows, its first byte and a grouped GEMM's stride between weights all to be
     /// multiples of 16 bytes; the planner sets it where they are ([`GemvKey::wide_loads_fit`]).
     pub wide_loads: bool,
+    /// With `quant`: W's blocks are interleaved in groups ([`QuantType::interleave`]), as
+    /// [`crate::Context::upload_quantized`] lays out rows that are whole groups.
+    pub interleaved: bool,
 }
 
 impl GemvKey {
@@ -109,15 +112,21 @@ impl GemvKey {
         } else {
             String::new()
         } + &self.quant.map_or(String::new(), |q| format!("_{q}"))
+            + if self.interleaved { "_i" } else { "" }
             + if self.wide_loads { "_w" } else { "" }
             + if self.int8_x { "_x8" } else { "" }
             + if self.grouped { "_g" } else { "" }
     }
 
     /// Whether blocks of `q`, from byte `start` of W's binding, `row_bytes` a row, may be read 16
-    /// bytes at a time ([`GemvKey::wide_loads`]): every block then starts on 16 bytes.
-    pub fn wide_loads_fit(q: QuantType, start: u64, row_bytes: u64) -> bool {
-        [q.device_block_bytes() as u64, start, row_bytes]
+    /// bytes at a time ([`GemvKey::wide_loads`]): every block, or where they are `interleaved`
+    /// every group of them, then starts on 16 bytes.
+    pub fn wide_loads_fit(q: QuantType, interleaved: bool, start: u64, row_bytes: u64) -> bool {
+        let unit = match q.interleave().filter(|_| interleaved) {
+            Some(i) => i.group_bytes(q),
+            None => q.device_block_bytes(),
+        };
+        [unit as u64, start, row_bytes]
             .iter()
             .all(|x| x % u64::from(VECTOR_BYTES) == 0)
     }
@@ -257,7 +266,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     };
     match (key.quant, key.int8_x) {
         (Some(q), true) if key.lanes < GEMV_THREADS => block_lanes_loop(b, &ids, key, q, k_loop)?,
-        (Some(q), true) => packed_loop(b, &ids, q, k_loop)?,
+        (Some(q), true) => packed_loop(b, &ids, (q, key.interleaved), k_loop)?,
         (Some(q), false) => blocks_loop(b, &ids, key, q, k_loop)?,
         (None, _) => vectors_loop(b, &ids, key, k_loop)?,
     }
