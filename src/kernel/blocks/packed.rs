@@ -18,6 +18,9 @@ pub(in crate::kernel) struct Packed {
     pub words: [Word; 8],
     /// Whether the codes are signed bytes (Q8_0, MXFP4) rather than unsigned ones.
     pub signed: bool,
+    /// Words of unsigned bytes whose dot products with X's codes add to `words`' (MXFP4 beside
+    /// one row of X: its negative values one below, the ones here).
+    pub plus: Option<[Word; 8]>,
     /// The scale of each half.
     pub a: [Word; 2],
     /// The offset of each half.
@@ -26,12 +29,19 @@ pub(in crate::kernel) struct Packed {
     pub shared: bool,
 }
 
-/// Unit `s` of `blk` as [`Packed`].
-pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word) -> BuildResult<Packed> {
+/// Unit `s` of `blk` as [`Packed`], for products with `x_rows` rows of X.
+pub(in crate::kernel) fn packed(
+    b: &mut ModuleBuilder,
+    q: QuantType,
+    blk: &Block,
+    s: Word,
+    x_rows: u32,
+) -> BuildResult<Packed> {
     let nibbles = 0x0f0f_0f0f;
     let one_scale = |words, signed, a, b_: Option<Word>| Packed {
         words,
         signed,
+        plus: None,
         a: [a; 2],
         b: [b_; 2],
         shared: true,
@@ -137,53 +147,85 @@ pub(in crate::kernel) fn packed(b: &mut ModuleBuilder, q: QuantType, blk: &Block
             halves(words, a, offsets)
         }
         QuantType::Mxfp4 => {
-            let codes = nibble_words(b, blk, 1)?;
-            let words = each(|k| fp4_bytes(b, codes[k as usize]))?;
+            // Beside one row of X, a negative value's byte is !magnitude (one below it, so -0
+            // stays in its byte) and a second dot product adds the ones back, which costs less
+            // than negating in place (h200-41-4: one token 31.1 -> 23.8 us); beside more, each
+            // row would pay for that product (eight tokens 60.2 -> 82.4 us).
+            let apart = x_rows == 1;
+            let (mut words, mut plus) = ([0; 8], [0; 8]);
+            for k in 0..4 {
+                let codes = word_at(b, blk, None, 1 + 4 * k)?;
+                let magnitudes = fp4_magnitudes(b, codes)?;
+                let signs = shifted(b, codes, 3, 0x1111_1111)?;
+                // Low nibbles are values 4k.., high ones 16 + 4k..
+                for (half, shift) in [(0, 0), (4, 4)] {
+                    let magnitude = shifted(b, magnitudes, shift, 0x0f0f_0f0f)?;
+                    let sign = shifted(b, signs, shift, 0x0101_0101)?;
+                    let i = (half + k) as usize;
+                    (words[i], plus[i]) = signed_bytes(b, magnitude, sign, apart)?;
+                }
+            }
             let d = blk.once(b, ("e8m0", 0), |b| {
                 let e = super::byte_at(b, blk, None, 0)?;
                 super::e8m0_half(b, e)
             })?;
-            one_scale(words, true, d, None)
+            Packed {
+                plus: apart.then_some(plus),
+                ..one_scale(words, true, d, None)
+            }
         }
     })
 }
 
-/// Four FP4 (E2M1) codes, one a byte, as the signed bytes of their values doubled (ggml's
-/// `kvalues_mxfp4`, -12..=12), all four at once: with `m` the magnitude code (0..8) and
-/// `h = m >> 2`, the value is `m + h (m & 3) + 2 [m == 7]` (0, 1, 2, 3, 4, 6, 8, 12), then
-/// negated where bit 3 is set and the value is not zero (`(v ^ 0xff) + 1`, which cannot carry
-/// into the next byte for v >= 1). No byte's arithmetic reaches the next.
-fn fp4_bytes(b: &mut ModuleBuilder, c: Word) -> BuildResult<Word> {
+/// Four magnitudes (0..=12, one a byte) with their signs (0 or 1, one a byte) as the signed
+/// bytes of their values, or (`apart`) of their values less the signs, and the signs to add
+/// back. In place, a byte is negated only where it is not zero: `(m ^ 0xff) + 1` of a zero would
+/// carry into the next byte.
+fn signed_bytes(b: &mut ModuleBuilder, magnitude: Word, sign: Word, apart: bool) -> BuildResult<(Word, Word)> {
     let t_u32 = b.t_u32();
-    let lsb = b.c_u32(0x0101_0101);
+    let negate = if apart {
+        sign
+    } else {
+        // Nonzero: 127 + m reaches bit 7 (m <= 12: no byte carries).
+        let nonzero = b.add_u(magnitude, 0x7f7f_7f7f)?;
+        let nonzero = shifted(b, nonzero, 7, 0x0101_0101)?;
+        b.b.bitwise_and(t_u32, None, sign, nonzero)?
+    };
+    let flip = b.mul_u(negate, 0xff)?;
+    let flipped = b.b.bitwise_xor(t_u32, None, magnitude, flip)?;
+    if apart {
+        return Ok((flipped, sign));
+    }
+    Ok((b.b.i_add(t_u32, None, flipped, negate)?, sign))
+}
+
+/// The magnitudes of eight FP4 (E2M1) codes, one a nibble, as ggml's `kvalues_mxfp4` holds
+/// them doubled (0, 1, 2, 3, 4, 6, 8, 12: each fits its nibble), all eight at once: with `m`
+/// the code's low three bits and `h = m >> 2`, the magnitude is `m + h (m & 3) + 2 [m == 7]`.
+/// No nibble's sum reaches the next (at most 7 + 3 + 2).
+fn fp4_magnitudes(b: &mut ModuleBuilder, c: Word) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
     let and = |b: &mut ModuleBuilder, x: Word, y: Word| b.b.bitwise_and(t_u32, None, x, y);
-    let m = shifted(b, c, 0, 0x0707_0707)?;
-    let sign = shifted(b, c, 3, 0x0101_0101)?;
-    let h = shifted(b, m, 2, 0x0101_0101)?;
-    let half = shifted(b, m, 1, 0x7f7f_7f7f)?;
-    let low = shifted(b, m, 0, 0x0303_0303)?;
-    let h_all = b.mul_u(h, 0xff)?;
+    let m = shifted(b, c, 0, 0x7777_7777)?;
+    let h = shifted(b, c, 2, 0x1111_1111)?;
+    let low = shifted(b, c, 0, 0x3333_3333)?;
+    let h_all = b.mul_u(h, 0xf)?;
     let step = and(b, low, h_all)?;
     // m == 7: bits 0, 1 and 2 all set.
-    let seven = and(b, m, half)?;
+    let one = b.c_u32(1);
+    let half = b.b.shift_right_logical(t_u32, None, c, one)?;
+    let seven = and(b, c, half)?;
     let seven = and(b, seven, h)?;
     let seven = shl(b, seven, 1)?;
     let v = b.b.i_add(t_u32, None, m, step)?;
-    let v = b.b.i_add(t_u32, None, v, seven)?;
-    // Nonzero: any of the three bits.
-    let any = or(b, m, half)?;
-    let any = or(b, any, h)?;
-    let any = and(b, any, lsb)?;
-    let neg = and(b, sign, any)?;
-    let neg_all = b.mul_u(neg, 0xff)?;
-    let flipped = b.b.bitwise_xor(t_u32, None, v, neg_all)?;
-    b.b.i_add(t_u32, None, flipped, neg)
+    b.b.i_add(t_u32, None, v, seven)
 }
 
 fn halves(words: [Word; 8], a: [Word; 2], offsets: [Word; 2]) -> Packed {
     Packed {
         words,
         signed: false,
+        plus: None,
         a,
         b: offsets.map(Some),
         shared: false,

@@ -135,7 +135,7 @@ pub(super) fn packed_loop(b: &mut ModuleBuilder, ids: &Ids, layout: (QuantType, 
         let xs = X8Unit::each_row(b, ids, &k, u)?;
         for (c, &row) in k.w_rows.iter().enumerate() {
             let (blk, s) = crate::kernel::blocks::unit(b, layout, (k.v_w, k.v_w_vectors), row, u)?;
-            let w = crate::kernel::blocks::packed(b, layout.0, &blk, s)?;
+            let w = crate::kernel::blocks::packed(b, layout.0, &blk, s, k.x_rows.len() as u32)?;
             for (r, x) in xs.iter().enumerate() {
                 x.add_product(b, ids, &w, k.acc[r * k.w_rows.len() + c])?;
             }
@@ -174,7 +174,7 @@ pub(super) fn block_lanes_loop(
             for (c, &row) in k.w_rows.iter().enumerate() {
                 let layout = (q, key.interleaved);
                 let blk = crate::kernel::blocks::Block::nth(b, layout, (k.v_w, k.v_w_vectors), row, block)?;
-                let w = crate::kernel::blocks::packed(b, q, &blk, s)?;
+                let w = crate::kernel::blocks::packed(b, q, &blk, s, k.x_rows.len() as u32)?;
                 for (r, x) in xs.iter().enumerate() {
                     x.add_product(b, ids, &w, k.acc[r * k.w_rows.len() + c])?;
                 }

@@ -52,8 +52,12 @@ impl X8Unit {
         let mut halves = [0; 2];
         for (h, half) in halves.iter_mut().enumerate() {
             let mut sum = None;
-            for (&x, &wk) in self.codes.iter().zip(&w.words).skip(4 * h).take(4) {
-                let dot = packed_dot(b, w.signed, x, wk)?;
+            for (k, (&x, &wk)) in self.codes.iter().zip(&w.words).enumerate().skip(4 * h).take(4) {
+                let mut dot = packed_dot(b, w.signed, x, wk)?;
+                if let Some(plus) = w.plus {
+                    let more = packed_dot(b, false, x, plus[k])?;
+                    dot = b.b.i_add(t_u32, None, dot, more)?;
+                }
                 sum = Some(match sum {
                     None => dot,
                     Some(s) => b.b.i_add(t_u32, None, s, dot)?,
