@@ -593,20 +593,22 @@ fn decode_layouts_match_the_reference_in_every_format() {
 fn eight_bit_activations_are_chosen_as_documented() {
     let ctx = context();
     let (n, k) = (9, 64);
-    let names = |q: QuantType, f32_x: bool, options: &GemmOptions| -> Result<Vec<String>, Error> {
+    let names_of = |q: QuantType, (m, n, k): (usize, usize, usize), f32_x: bool, options: &GemmOptions| {
         let w = ctx.upload_quantized(q, n, k, &random_blocks_small(q, n, k, &mut Rng::new(7)))?;
-        let mut c = ctx.zeros::<f32>(1, n)?;
+        let mut c = ctx.zeros::<f32>(m, n)?;
         let op = Matmul::with_options(options);
         let prepared = if f32_x {
-            let x = ctx.zeros::<f32>(1, k)?;
+            let x = ctx.zeros::<f32>(m, k)?;
             ctx.prepare(&op, &x, w.t().as_f32(), &mut c)?
         } else {
-            let x = ctx.zeros::<f16>(1, k)?;
+            let x = ctx.zeros::<f16>(m, k)?;
             ctx.prepare(&op, &x, w.t(), &mut c)?
         };
-        let names = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
-        Ok(names)
+        let names: Vec<String> = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
+        Ok::<_, Error>(names)
     };
+    // Two rows of activations: the rule for all but one row over a small weight.
+    let names = |q, f32_x, options: &GemmOptions| names_of(q, (2, n, k), f32_x, options);
     let x8 = |names: &[String]| names.iter().any(|n| n.ends_with("_x8"));
     let default = GemmOptions::default();
     let off = GemmOptions {
@@ -624,6 +626,9 @@ fn eight_bit_activations_are_chosen_as_documented() {
     assert!(!x8(&names(QuantType::Q8_0, false, &off).unwrap()));
     // MXFP4 too: its words hold its values as signed bytes.
     assert!(x8(&names(QuantType::Mxfp4, false, &default).unwrap()));
+    // One row over at most 2^22 weights is multiplied as it is, unless asked; over more, rounded.
+    let one = |n, options: &GemmOptions| x8(&names_of(QuantType::Q4_0, (1, n, 1024), false, options).unwrap());
+    assert!(!one(4096, &default) && one(4096, &on) && one(4097, &default) && !one(4097, &off));
     assert_no_validation_messages(ctx);
 }
 
@@ -1126,11 +1131,11 @@ fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
         names
     };
     // f16 activations (the default options) are rounded to 8 bits first where the device has
-    // packed dot products (lavapipe has).
+    // packed dot products (lavapipe has), but one row over a weight this small.
     let int8 = ctx.device_info().features.shader_integer_dot_product;
     for (m, w_first) in [(1, false), (8, false), (3, true)] {
         let names = kernels(m, w_first);
-        let streams = if int8 {
+        let streams = if int8 && m > 1 {
             names.len() == 2
                 && names[0] == "round f16 activations to 8 bits"
                 && names[1].contains("_q4_K")

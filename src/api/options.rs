@@ -107,8 +107,10 @@ pub struct GemmOptions {
     /// `Some(true)`: wherever the matrix-vector kernel streams the blocks (an error on a device
     /// without `shaderIntegerDotProduct`); `Some(false)`: never. Default `None`: on for f16 and
     /// bf16 activations and for f32 ones in the fast [`ComputeMode`]s, where the device has packed
-    /// dot products; f32 activations in the accurate and exact modes are
-    /// multiplied as they are. Ignored by GEMMs that multiply a dense copy of the weights.
+    /// dot products, but for one row of activations over a weight of at most 2^22 values, where
+    /// the rounding pass costs more than it saves; f32 activations in the accurate and exact
+    /// modes are multiplied as they are. Ignored by GEMMs that multiply a dense copy of the
+    /// weights.
     pub int8_activations: Option<bool>,
     /// Decode on quantized weights: whether the matrix-vector kernel reads the blocks 16 bytes
     /// at a time wherever a field starts on 16 bytes (formats whose blocks are a multiple of 16

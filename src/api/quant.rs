@@ -171,6 +171,13 @@ impl QuantView<'_> {
     }
 }
 
+/// Weight values up to which one row of activations is multiplied as it is rather than rounded
+/// to 8 bits first: the rounding pass is a dispatch of its own, about 2 us on the H200, more
+/// than the packed products save on a small weight (h200-41-6, one token of 2048x2048: q8_0
+/// 7.0 -> 5.2 us, q4_0 6.8 -> 5.0, MXFP4 7.1 -> 6.6; of 2880x2880 q8_0 8.0 / 7.9, q4_0 7.5 /
+/// 6.9, but MXFP4 8.6 / 10.8, and of 4096x4096 the 8-bit path ahead in each).
+const SMALL_DECODE: usize = 1 << 22;
+
 impl Context {
     /// Uploads a `rows x cols` matrix of `quant` blocks: `blocks` holds each row's
     /// `cols / block_values` blocks, row after row, as a GGUF file stores them (no repacking by
@@ -380,8 +387,10 @@ impl Context {
         let which = which_of(&plan);
         // Decode's shapes stream the blocks; the rest multiply a dense copy.
         if streams_blocks(&plan, which) {
-            // The activations are the operand beside the quantized one.
-            let int8_x = self.int8_activations(options, types[1 - j])?;
+            // The activations are the operand beside the quantized one; C has a column (or
+            // a row) for each of their rows.
+            let one_small = pc.rows * pc.cols == quantized.rows && quantized.rows * quantized.cols <= SMALL_DECODE;
+            let int8_x = self.int8_activations(options, types[1 - j], one_small)?;
             let reads = BlockReads {
                 layout: (options.gemv_cols, options.gemv_lanes),
                 int8_x,
@@ -425,8 +434,9 @@ impl Context {
     }
 
     /// Whether decode rounds its `elem` activations to 8 bits
-    /// ([`GemmOptions::int8_activations`](crate::GemmOptions::int8_activations)).
-    fn int8_activations(&self, options: &crate::GemmOptions, elem: ComponentType) -> Result<bool> {
+    /// ([`GemmOptions::int8_activations`](crate::GemmOptions::int8_activations)); by default not
+    /// for `one_small` (one row of them over at most [`SMALL_DECODE`] weights).
+    fn int8_activations(&self, options: &crate::GemmOptions, elem: ComponentType, one_small: bool) -> Result<bool> {
         let can = self.device.info().features.shader_integer_dot_product;
         match options.int8_activations {
             Some(false) => Ok(false),
@@ -435,6 +445,7 @@ impl Context {
             )),
             Some(true) => Ok(true),
             None => Ok(can
+                && !one_small
                 && (elem != ComponentType::F32
                     || matches!(options.compute, ComputeMode::FastF16 | ComputeMode::FastBf16))),
         }
