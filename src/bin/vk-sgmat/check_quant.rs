@@ -179,46 +179,27 @@ fn case<T: Element>(
     let seconds = match (repeat, groups) {
         (0, _) => 0.0,
         (_, None) => gemm.time(vk_sgmat::Timing::Runs(repeat as u32))?.median(),
-        // Groups planned apart are timed as one stream's GPU span each, after half a second
-        // of warm-up (a prepared GEMM times one plan).
+        // Groups planned apart are timed as one stream's GPU span each (a prepared GEMM times
+        // one plan).
         (_, Some(_)) => {
             drop(gemm);
-            let mut span = || {
-                ctx.stream()
-                    .and_then(|mut s| {
-                        s.timed(|s| {
-                            match exact {
-                                true => s.run(&op, &x, w.t().as_f32(), &mut c),
-                                false => s.run(&op, &x, w.t(), &mut c),
-                            }
-                            .map(|()| 1)
-                        })
+            stream_median(repeat, || {
+                ctx.stream().and_then(|mut s| {
+                    s.timed(|s| {
+                        match exact {
+                            true => s.run(&op, &x, w.t().as_f32(), &mut c),
+                            false => s.run(&op, &x, w.t(), &mut c),
+                        }
+                        .map(|()| 1)
                     })
-                    .map(|t| t.gpu_span_s)
-            };
-            let warm = std::time::Instant::now();
-            while warm.elapsed().as_secs_f64() < 0.5 {
-                span()?;
-            }
-            let mut times = (0..repeat).map(|_| span()).collect::<vk_sgmat::Result<Vec<f64>>>()?;
-            vk_sgmat::median(&mut times)
+                })
+            })?
         }
     };
     let xf: Vec<f32> = xs.iter().map(|v| v.to_f64() as f32).collect();
-    // Each group's rows against its expert's W^T, a k x n matrix: the dequantized rows,
-    // column-major.
-    let (mut want, mut mag) = (Vec::with_capacity(m * n), Vec::with_capacity(m * n));
-    let mut first = 0;
-    for (g, &rows) in groups.map_or(&[m][..], |(g, _)| g).iter().enumerate() {
-        let wt = MatRef::col_major(&deq[g * n * k..(g + 1) * n * k], k, n);
-        let x_g = MatRef::new(&xf[first * k..(first + rows) * k], rows, k);
-        let c_g = &c_in[first * n..(first + rows) * n];
-        let all: Vec<usize> = (0..rows).collect();
-        let (w_g, m_g) = reference(&x_g, &wt, Some((c_g, n)), alpha, beta, &all);
-        want.extend(w_g);
-        mag.extend(m_g);
-        first += rows;
-    }
+    let one = [m];
+    let group_rows = groups.map_or(&one[..], |(g, _)| g);
+    let (want, mag) = reference_by_group((&xf, &deq, &c_in), (n, k), group_rows, (alpha, beta));
     let all: Vec<usize> = (0..m).collect();
     let mut check = compare_rounded(&got, n, n, &all, (&want, &mag), k, unit_roundoff(T::TYPE));
     if kernels.iter().any(|k| k.ends_with("_x8")) {
@@ -235,6 +216,46 @@ fn case<T: Element>(
         _ => experts,
     };
     Ok((check, seconds, w.bytes() / experts * read, kernels))
+}
+
+/// The median GPU span of `repeat` runs of `span` after half a second of warm-up.
+fn stream_median(
+    repeat: usize,
+    mut span: impl FnMut() -> vk_sgmat::Result<vk_sgmat::StreamTiming>,
+) -> vk_sgmat::Result<f64> {
+    let warm = std::time::Instant::now();
+    while warm.elapsed().as_secs_f64() < 0.5 {
+        span()?;
+    }
+    let mut times = (0..repeat)
+        .map(|_| span().map(|t| t.gpu_span_s))
+        .collect::<vk_sgmat::Result<Vec<f64>>>()?;
+    Ok(vk_sgmat::median(&mut times))
+}
+
+/// The f64 reference (and magnitudes) of `alpha x w_g^T + beta c` for each group's rows of
+/// `x` (`k` wide) against its expert's dequantized `n x k` weights in `deq`, one group after
+/// the other.
+fn reference_by_group(
+    (x, deq, c_in): (&[f32], &[f32], &[f32]),
+    (n, k): (usize, usize),
+    group_rows: &[usize],
+    (alpha, beta): (f64, f64),
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut want, mut mag) = (Vec::new(), Vec::new());
+    let mut first = 0;
+    for (g, &rows) in group_rows.iter().enumerate() {
+        // Expert g's W^T, a k x n matrix: its dequantized rows, column-major.
+        let wt = MatRef::col_major(&deq[g * n * k..(g + 1) * n * k], k, n);
+        let x_g = MatRef::new(&x[first * k..(first + rows) * k], rows, k);
+        let c_g = &c_in[first * n..(first + rows) * n];
+        let all: Vec<usize> = (0..rows).collect();
+        let (w_g, m_g) = reference(&x_g, &wt, Some((c_g, n)), alpha, beta, &all);
+        want.extend(w_g);
+        mag.extend(m_g);
+        first += rows;
+    }
+    (want, mag)
 }
 
 /// Options of `alpha` and `beta`, the rest default.
