@@ -319,6 +319,76 @@ fn probes_of(probes: bool, shared_bytes: u32) -> Vec<Probe> {
 }
 
 /// Times every candidate scheme of every config for the types, each checked on 16 sampled rows.
+/// The median seconds of `reps` runs of `probe` of `op` on the operands, or none where the
+/// probe does not apply to the problem (unchecked loads on partial tiles).
+fn time_probe<TA: Element, TB: Element, TC: Element>(
+    ctx: &Context,
+    op: &Matmul<'_>,
+    (a, b, c): (
+        &vk_sgmat::DeviceMatrix<TA>,
+        &vk_sgmat::DeviceMatrix<TB>,
+        &mut vk_sgmat::DeviceMatrix<TC>,
+    ),
+    probe: Probe,
+    reps: u32,
+) -> Result<Option<f64>> {
+    match ctx
+        .prepare(op, a, b, c)
+        .and_then(|p| p.time(vk_sgmat::Timing::Probe(probe, reps)))
+        .map(Timings::into_seconds)
+    {
+        Ok(mut times) => Ok(Some(vk_sgmat::median(&mut times))),
+        Err(vk_sgmat::Error::Unsupported(_)) if probe != Probe::Full => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// One timed run of `tune`: `scheme` on `config` (its kernel `key`) as `probe`.
+struct TuneRun<'a> {
+    config: GPUSubgroupMatrixConfig,
+    scheme: &'a TileScheme,
+    key: KernelKey,
+    probe: Probe,
+    problem: (usize, usize, usize),
+    median: f64,
+}
+
+/// The tune table's row of `ran`, with the kernel's statistics; `passed` is the real kernel's
+/// check (probes compute wrong results by design, so theirs is not).
+fn tune_row(ctx: &Context, ran: TuneRun<'_>, passed: bool) -> Result<report::TuneRow> {
+    let TuneRun {
+        config,
+        scheme,
+        key,
+        probe,
+        problem: (m, n, k),
+        median,
+    } = ran;
+    let stats = ctx.kernel_statistics(&KernelKey {
+        probe,
+        fixed: None,
+        ..key
+    })?;
+    let registers = stats
+        .iter()
+        .find(|(name, _)| name.to_ascii_lowercase().contains("register"))
+        .map(|(_, v)| v.clone());
+    let g = scheme.geometry(&config);
+    Ok(report::TuneRow {
+        registers,
+        statistics: stats,
+        config: config.to_string(),
+        scheme: scheme.name(),
+        probe: (probe != Probe::Full).then(|| probe.name()),
+        tile: format!("{}x{}x{}", g.bm, g.bn, g.bk),
+        threads: g.threads,
+        shared_bytes: g.shared_bytes,
+        median_ms: median * 1e3,
+        tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
+        passed: probe != Probe::Full || passed,
+    })
+}
+
 pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
     (m, n, k): (usize, usize, usize),
@@ -376,41 +446,19 @@ pub(crate) fn tune<TA: Element, TB: Element, TC: Element>(
                 .map(|t| t.median())?;
             let mut group = Vec::new();
             for probe in probe_list {
-                let mut times = match ctx
-                    .prepare(&Matmul::with_options(&options), &da, &db, &mut dc)
-                    .and_then(|p| p.time(vk_sgmat::Timing::Probe(probe, reps)))
-                    .map(Timings::into_seconds)
-                {
-                    Ok(t) => t,
-                    // A probe that does not apply to this problem (unchecked loads on partial
-                    // tiles) is skipped.
-                    Err(vk_sgmat::Error::Unsupported(_)) if probe != Probe::Full => continue,
-                    Err(e) => return Err(e.into()),
+                let op = Matmul::with_options(&options);
+                let Some(median) = time_probe(ctx, &op, (&da, &db, &mut dc), probe, reps)? else {
+                    continue;
                 };
-                let median = vk_sgmat::median(&mut times);
-                let stats = ctx.kernel_statistics(&KernelKey {
+                let ran = TuneRun {
+                    config,
+                    scheme,
+                    key,
                     probe,
-                    fixed: None,
-                    ..key
-                })?;
-                let registers = stats
-                    .iter()
-                    .find(|(name, _)| name.to_ascii_lowercase().contains("register"))
-                    .map(|(_, v)| v.clone());
-                group.push(report::TuneRow {
-                    registers,
-                    statistics: stats,
-                    config: config.to_string(),
-                    scheme: scheme.name(),
-                    probe: (probe != Probe::Full).then(|| probe.name()),
-                    tile: format!("{}x{}x{}", g.bm, g.bn, g.bk),
-                    threads: g.threads,
-                    shared_bytes: g.shared_bytes,
-                    median_ms: median * 1e3,
-                    tflops: 2.0 * (m * n * k) as f64 / median / 1e12,
-                    // Probes compute wrong results by design; only the real kernel is checked.
-                    passed: probe != Probe::Full || check.passed,
-                });
+                    problem: (m, n, k),
+                    median,
+                };
+                group.push(tune_row(ctx, ran, check.passed)?);
             }
             progress.done(&format!(
                 "{config} {}: {:.2} TFLOP/s{}",
