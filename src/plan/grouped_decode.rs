@@ -47,7 +47,7 @@ impl GemmPlan {
     /// its group's weight `w_stride` bytes after the group before's, and its own N values of
     /// the fused column vectors. A group without rows reads nothing of its weight; a group of
     /// more rows than a tile reads its weight once a tile. Typed errors where the plan is not
-    /// such a decode or the weights do not fit one binding.
+    /// such a decode, `tile_rows` is 0 or the weights do not fit one binding.
     pub fn gemv_grouped_counted(
         mut self,
         groups: usize,
@@ -57,6 +57,11 @@ impl GemmPlan {
         limits: &DispatchLimits,
     ) -> Result<GemmPlan> {
         counts.check(groups)?;
+        if tile_rows == 0 {
+            return Err(Error::InvalidOption(
+                "tiles of 0 rows of A: grouped decode takes at least one row a tile".into(),
+            ));
+        }
         let m = self.problem.m;
         let found = self.dispatches.last().and_then(|d| match d.kernel {
             Kernel::Gemv(key) => Some((*d, key)),
@@ -70,7 +75,7 @@ impl GemmPlan {
             )));
         };
         let (stride, w) = every_weight(&d, key.quant.is_some(), (groups, w_stride), limits)?;
-        let tile = (tile_rows as usize).clamp(1, m);
+        let tile = (tile_rows as usize).min(m);
         // Each group's rows take ceil(count / tile) table rows, and every table row at least one of A's.
         let table_rows = (m.div_ceil(tile) + groups - 1).min(m);
         let key = super::gemv_for_rows(key, tile as u32, tuning);
@@ -228,6 +233,10 @@ mod tests {
             max_range: 3 * weight as u64,
             ..unlimited()
         };
+        let none = plan
+            .clone()
+            .gemv_grouped_counted(5, counts, weight, (0, (None, None)), &unlimited());
+        assert!(matches!(none, Err(crate::Error::InvalidOption(_))), "{none:?}");
         let over = plan.gemv_grouped_counted(5, counts, weight, (3, (None, None)), &small);
         assert!(matches!(over, Err(crate::Error::TooLarge(_))), "{over:?}");
     }
