@@ -296,46 +296,59 @@ pub(crate) fn window(start: u64, len: u64, limits: &DispatchLimits) -> Window {
 /// starts 16-byte aligned. Passes along K after the first accumulate into C. A batch runs as
 /// many entries per pass as the grid's z and the windows allow (all of them, within limits).
 pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits) -> Result<Vec<Pass>> {
-    let (bm, bn, bk) = (geometry.bm as usize, geometry.bn as usize, geometry.bk as usize);
-    let p = problem;
-    p.batch.check(p)?;
-    let batch = p.batch.count;
-    // Bytes the windows of `zb` consecutive entries add to one entry's.
-    let extra = |zb: usize, j: usize| (zb as u64 - 1).saturating_mul(p.batch.stride_bytes(p, j));
-    // What keeps a band of `mb x nb x kb` (and `zb` entries) from fitting: a grid dimension
-    // over the device's workgroup count, or an operand's window over the binding range.
-    let misfit = |mb: usize, nb: usize, kb: usize, zb: usize| -> Option<Misfit> {
-        if mb.div_ceil(bm) > limits.max_groups[1] as usize {
-            return Some(Misfit::GridM);
-        }
-        if nb.div_ceil(bn) > limits.max_groups[0] as usize {
-            return Some(Misfit::GridN);
-        }
-        let slack = limits.offset_alignment - 1;
-        let a = match p.a_layout {
-            Layout::RowMajor => span(0, 0, mb, kb, p.lda, p.a_bytes, true),
-            Layout::ColMajor => span(0, 0, kb, mb, p.lda, p.a_bytes, true),
-        };
-        let b = match p.b_layout {
-            Layout::RowMajor => span(0, 0, kb, nb, p.ldb, p.b_bytes, true),
-            Layout::ColMajor => span(0, 0, nb, kb, p.ldb, p.b_bytes, true),
-        };
-        let c = span(0, 0, mb, nb, p.ldc, p.c_bytes, false);
-        [a.1, b.1, c.1]
-            .iter()
-            .enumerate()
-            .position(|(j, &len)| len.saturating_add(extra(zb, j)).saturating_add(slack) > limits.max_range)
-            .map(Misfit::Range)
+    problem.batch.check(problem)?;
+    let band = band_that_fits(problem, geometry, limits)?;
+    Ok(cut(problem, geometry, band, limits))
+}
+
+/// Bytes the windows of `zb` consecutive entries of `p`'s batch add to one entry's, operand `j`.
+fn batch_extra(p: &Problem, zb: usize, j: usize) -> u64 {
+    (zb as u64 - 1).saturating_mul(p.batch.stride_bytes(p, j))
+}
+
+/// What keeps a band of `mb x nb x kb` (and `zb` entries) of `p` from fitting: a grid dimension
+/// over the device's workgroup count, or an operand's window over the binding range.
+fn misfit(
+    p: &Problem,
+    (bm, bn): (usize, usize),
+    [mb, nb, kb, zb]: [usize; 4],
+    limits: &DispatchLimits,
+) -> Option<Misfit> {
+    if mb.div_ceil(bm) > limits.max_groups[1] as usize {
+        return Some(Misfit::GridM);
+    }
+    if nb.div_ceil(bn) > limits.max_groups[0] as usize {
+        return Some(Misfit::GridN);
+    }
+    let slack = limits.offset_alignment - 1;
+    let a = match p.a_layout {
+        Layout::RowMajor => span(0, 0, mb, kb, p.lda, p.a_bytes, true),
+        Layout::ColMajor => span(0, 0, kb, mb, p.lda, p.a_bytes, true),
     };
-    // Start from the whole problem and cut until a band fits: the batch first (its entries are
-    // independent GEMMs), then the dimension that shrinks what does not fit (an operand's
-    // window shrinks only along its outer dimension, the rows of a row-major one: halving
-    // another one left B's 16384-wide rows as long and cut a 16384^3 GEMM into a million
-    // passes on a 128 MiB range), M and N before K where either would do.
+    let b = match p.b_layout {
+        Layout::RowMajor => span(0, 0, kb, nb, p.ldb, p.b_bytes, true),
+        Layout::ColMajor => span(0, 0, nb, kb, p.ldb, p.b_bytes, true),
+    };
+    let c = span(0, 0, mb, nb, p.ldc, p.c_bytes, false);
+    [a.1, b.1, c.1]
+        .iter()
+        .enumerate()
+        .position(|(j, &len)| len.saturating_add(batch_extra(p, zb, j)).saturating_add(slack) > limits.max_range)
+        .map(Misfit::Range)
+}
+
+/// The band (`[mb, nb, kb, zb]`: rows, columns, depth and batch entries) each pass of `p` takes.
+/// It starts from the whole problem and is cut until it fits: the batch first (its entries are
+/// independent GEMMs), then the dimension that shrinks what does not fit (an operand's window
+/// shrinks only along its outer dimension, the rows of a row-major one: halving another one
+/// left B's 16384-wide rows as long and cut a 16384^3 GEMM into a million passes on a 128 MiB
+/// range), M and N before K where either would do.
+fn band_that_fits(p: &Problem, geometry: &TileGeometry, limits: &DispatchLimits) -> Result<[usize; 4]> {
+    let (bm, bn, bk) = (geometry.bm as usize, geometry.bn as usize, geometry.bk as usize);
     let (mut mb, mut nb, mut kb) = (p.m, p.n, p.k);
-    let mut zb = batch.min(limits.max_groups[2] as usize);
+    let mut zb = p.batch.count.min(limits.max_groups[2] as usize);
     let round = |v: usize, t: usize| v.div_ceil(t).max(1) * t;
-    while let Some(misfit) = misfit(mb.min(p.m), nb.min(p.n), kb.min(p.k), zb) {
+    while let Some(misfit) = misfit(p, (bm, bn), [mb.min(p.m), nb.min(p.n), kb.min(p.k), zb], limits) {
         if zb > 1 {
             zb = zb.div_ceil(2);
             continue;
@@ -369,11 +382,19 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
             Dim::K => kb = round(kb / 2, bk),
         }
     }
+    Ok([mb, nb, kb, zb])
+}
+
+/// `p` cut into passes of `band` ([`band_that_fits`]), batch entries outermost, then M, N and K.
+fn cut(p: &Problem, geometry: &TileGeometry, [mb, nb, kb, zb]: [usize; 4], limits: &DispatchLimits) -> Vec<Pass> {
+    let (bm, bn) = (geometry.bm as usize, geometry.bn as usize);
+    let batch = p.batch.count;
     let mut passes = Vec::new();
     for batch0 in (0..batch).step_by(zb) {
         let z = zb.min(batch - batch0);
         // Where this pass's first entry starts, and how far its windows reach past one entry's.
         let first = |j: usize| batch0 as u64 * p.batch.stride_bytes(p, j);
+        let extra = |j: usize| batch_extra(p, z, j);
         for m0 in (0..p.m).step_by(mb) {
             let m = mb.min(p.m - m0);
             for n0 in (0..p.n).step_by(nb) {
@@ -400,15 +421,15 @@ pub fn plan(problem: &Problem, geometry: &TileGeometry, limits: &DispatchLimits)
                         batch: z,
                         groups: [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, z as u32],
                         accumulate: k0 > 0,
-                        a: window(p.offsets[0] + first(0) + a0, alen + extra(z, 0), limits),
-                        b: window(p.offsets[1] + first(1) + b0, blen + extra(z, 1), limits),
-                        c: window(p.offsets[2] + first(2) + c0, clen + extra(z, 2), limits),
+                        a: window(p.offsets[0] + first(0) + a0, alen + extra(0), limits),
+                        b: window(p.offsets[1] + first(1) + b0, blen + extra(1), limits),
+                        c: window(p.offsets[2] + first(2) + c0, clen + extra(2), limits),
                     });
                 }
             }
         }
     }
-    Ok(passes)
+    passes
 }
 
 /// How many K slices to run concurrently (split-K) for a problem whose grid has `tiles`
