@@ -39,53 +39,27 @@ pub(super) struct Setup {
 /// split's values, the copy slots, zeroed accumulators and the fragments' bases.
 pub(super) fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, fuse: Option<&mut Fused>) -> BuildResult<Setup> {
     let Decl {
-        s,
-        g,
-        es,
-        vw,
-        ty,
-        io,
-        ptr,
-        k,
-        ..
+        s, g, vw, ty, io, k, ..
     } = *d;
-    // Function-scope variables must open the first block.
-    let n_frag = (s.fr_m() * s.fr_n()) as usize;
-    let acc_vars: Vec<Word> = (0..n_frag)
-        .map(|_| mb.b.variable(ptr.p_fn_acc, None, StorageClass::Function, None))
-        .collect();
-    let a_per_thread = g.bm * g.bk * es / VECTOR_BYTES / g.threads;
-    let b_per_thread = g.bn * g.bk * es / VECTOR_BYTES / g.threads;
+    let Variables {
+        acc_vars,
+        regs: (regs_a, regs_b),
+        per_thread: (a_per_thread, b_per_thread),
+    } = function_variables(mb, key, d);
     let [load_a, load_b] = key.loads;
-    let mut regs = |per_thread: u32, load: Load| -> Vec<Vec<Word>> {
-        (0..per_thread)
-            .map(|_| {
-                (0..load.storage_vectors())
-                    .map(|_| mb.b.variable(ptr.p_fn_uvec4, None, StorageClass::Function, None))
-                    .collect()
-            })
-            .collect()
-    };
-    let regs_a = regs(a_per_thread, load_a);
-    let regs_b = regs(b_per_thread, load_b);
-
     let b = mb;
     macro_rules! u {
         ($v:expr) => {
             b.c_u32($v)
         };
     }
-    let tid = b.b.load(ty.t_u32, None, io.v_local_index, None, [])?;
-    let wg = b.b.load(ty.t_uvec3, None, io.v_workgroup, None, [])?;
-    let sg = b.b.load(ty.t_u32, None, io.v_subgroup, None, [])?;
-    let lane = b.b.load(ty.t_u32, None, io.v_lane, None, [])?;
-    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(io.v_pc, which as u32);
-    let pn = pc(b, Pc::N)?;
-    let pk = pc(b, Pc::K)?;
-    let lda = pc(b, Pc::LdaVec)?;
-    let ldb = pc(b, Pc::LdbVec)?;
-    let ldc = pc(b, Pc::Ldc)?;
-    let pm = pc(b, Pc::M)?;
+    let Ids {
+        tid,
+        wg,
+        sg,
+        lane,
+        pc: [pn, pk, lda, ldb, ldc, pm],
+    } = invocation_ids(b, d)?;
     let at = (g.bm, g.bn);
     let here = tile(b, (io.v_pc, wg), (pm, pn), at, s.raster_group(), io.v_groups)?;
     skip_empty(b, &here)?;
@@ -156,6 +130,72 @@ pub(super) fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, fuse: Opt
         b_base,
         b_layout_id,
     })
+}
+
+/// The function's variables ([`function_variables`]).
+struct Variables {
+    acc_vars: Vec<Word>,
+    /// A's and B's prefetch registers: per copy slot, the stored type's vectors.
+    regs: (Vec<Vec<Word>>, Vec<Vec<Word>>),
+    /// Vectors of A's and of B's tile each invocation copies.
+    per_thread: (u32, u32),
+}
+
+/// The function-scope variables, which must open the first block: an accumulator per fragment
+/// and each operand's prefetch registers.
+fn function_variables(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl) -> Variables {
+    let Decl { s, g, es, ptr, .. } = *d;
+    let n_frag = (s.fr_m() * s.fr_n()) as usize;
+    let acc_vars: Vec<Word> = (0..n_frag)
+        .map(|_| mb.b.variable(ptr.p_fn_acc, None, StorageClass::Function, None))
+        .collect();
+    let a_per_thread = g.bm * g.bk * es / VECTOR_BYTES / g.threads;
+    let b_per_thread = g.bn * g.bk * es / VECTOR_BYTES / g.threads;
+    let [load_a, load_b] = key.loads;
+    let mut regs = |per_thread: u32, load: Load| -> Vec<Vec<Word>> {
+        (0..per_thread)
+            .map(|_| {
+                (0..load.storage_vectors())
+                    .map(|_| mb.b.variable(ptr.p_fn_uvec4, None, StorageClass::Function, None))
+                    .collect()
+            })
+            .collect()
+    };
+    let regs_a = regs(a_per_thread, load_a);
+    let regs_b = regs(b_per_thread, load_b);
+    Variables {
+        acc_vars,
+        regs: (regs_a, regs_b),
+        per_thread: (a_per_thread, b_per_thread),
+    }
+}
+
+/// The invocation's ids ([`invocation_ids`]).
+struct Ids {
+    tid: Word,
+    wg: Word,
+    sg: Word,
+    lane: Word,
+    /// N, K, A's and B's leading dimensions in vectors, C's, and M.
+    pc: [Word; 6],
+}
+
+/// The invocation's local index, workgroup, subgroup and lane, and the push constants the
+/// kernel reads first.
+fn invocation_ids(b: &mut ModuleBuilder, d: &Decl) -> BuildResult<Ids> {
+    let Decl { ty, io, .. } = *d;
+    let tid = b.b.load(ty.t_u32, None, io.v_local_index, None, [])?;
+    let wg = b.b.load(ty.t_uvec3, None, io.v_workgroup, None, [])?;
+    let sg = b.b.load(ty.t_u32, None, io.v_subgroup, None, [])?;
+    let lane = b.b.load(ty.t_u32, None, io.v_lane, None, [])?;
+    let mut pc = [0; 6];
+    for (slot, which) in pc
+        .iter_mut()
+        .zip([Pc::N, Pc::K, Pc::LdaVec, Pc::LdbVec, Pc::Ldc, Pc::M])
+    {
+        *slot = b.push_constant(io.v_pc, which as u32)?;
+    }
+    Ok(Ids { tid, wg, sg, lane, pc })
 }
 
 /// Each operand's copy slots (invocation `tid` copies vectors tid, tid + threads, ... of each
