@@ -163,6 +163,7 @@ pub fn gemv_takes(elem: ComponentType) -> bool {
 /// Module-level ids the stages share.
 struct Ids {
     t_u32: Word,
+    t_uvec3: Word,
     t_bool: Word,
     t_f32: Word,
     t_vec4: Word,
@@ -173,55 +174,105 @@ struct Ids {
     c0: Word,
 }
 
+impl Ids {
+    fn declare(mb: &mut ModuleBuilder) -> Self {
+        let t_u32 = mb.t_u32();
+        let t_f32 = mb.t_f32();
+        let t_uvec3 = mb.t_uvec(3);
+        let t_uvec4 = mb.t_uvec(4);
+        let t_bool = mb.t_bool();
+        let t_vec4 = mb.b.type_vector(t_f32, 4);
+        let t_bvec4 = mb.b.type_vector(t_bool, 4);
+        let glsl = mb.glsl();
+        Ids {
+            t_u32,
+            t_uvec3,
+            t_bool,
+            t_f32,
+            t_vec4,
+            t_uvec4,
+            t_bvec4,
+            glsl,
+            zero_vec4: mb.b.constant_null(t_vec4),
+            c0: mb.c_u32(0),
+        }
+    }
+}
+
+/// The kernel's inputs and bindings: its ids, push constants, X, W (and W as 16-byte vectors
+/// where blocks are read so), C and its element type, and the group table.
+struct Bindings {
+    v_local: Word,
+    v_workgroup: Word,
+    v_pc: Word,
+    v_x: Word,
+    v_w: Word,
+    v_w_vectors: Option<Word>,
+    v_c: Word,
+    t_out: Word,
+    v_table: Option<Word>,
+}
+
+impl Bindings {
+    fn declare(mb: &mut ModuleBuilder, key: &GemvKey) -> Self {
+        let (t_u32, t_f32, t_uvec4) = (mb.t_u32(), mb.t_f32(), mb.t_uvec(4));
+        let t_uvec3 = mb.t_uvec(3);
+        let v_local = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+        let v_workgroup = mb.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
+        let v_pc = mb.push_constant_block(PC_MEMBERS);
+        let v_x = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
+        let v_w = match key.quant {
+            Some(_) => mb.storage_buffer(t_u32, 4, 1, true),
+            None => mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true),
+        };
+        // The same binding seen as 16-byte vectors: Vulkan lets variables of one binding alias.
+        let v_w_vectors =
+            (key.quant.is_some() && key.wide_loads).then(|| mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true));
+        if key.int8_x {
+            mb.need(Capability::DotProduct);
+            mb.need(Capability::DotProductInput4x8BitPacked);
+        }
+        let (t_out, out_bytes) = if key.epilogue.is_fused() {
+            store_type(mb, key.epilogue.output_type(ComponentType::F32))
+        } else {
+            (t_f32, 4)
+        };
+        if out_bytes == 2 {
+            mb.need(Capability::StorageBuffer16BitAccess);
+        }
+        let v_c = mb.storage_buffer(t_out, out_bytes, 2, false);
+        let v_table = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
+        Bindings {
+            v_local,
+            v_workgroup,
+            v_pc,
+            v_x,
+            v_w,
+            v_w_vectors,
+            v_c,
+            t_out,
+            v_table,
+        }
+    }
+}
+
 pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
     let t_void = mb.t_void();
-    let t_u32 = mb.t_u32();
-    let t_f32 = mb.t_f32();
-    let t_uvec3 = mb.t_uvec(3);
-    let t_uvec4 = mb.t_uvec(4);
-    let t_bool = mb.t_bool();
-    let t_vec4 = mb.b.type_vector(t_f32, 4);
-    let t_bvec4 = mb.b.type_vector(t_bool, 4);
-    let glsl = mb.glsl();
-    let ids = Ids {
-        t_u32,
-        t_bool,
-        t_f32,
-        t_vec4,
-        t_uvec4,
-        t_bvec4,
-        glsl,
-        zero_vec4: mb.b.constant_null(t_vec4),
-        c0: mb.c_u32(0),
-    };
-
-    let v_local = mb.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
-    let v_workgroup = mb.builtin_input(t_uvec3, BuiltIn::WorkgroupId);
-    let v_pc = mb.push_constant_block(PC_MEMBERS);
-    let v_x = mb.storage_buffer(t_uvec4, VECTOR_BYTES, 0, true);
-    let v_w = match key.quant {
-        Some(_) => mb.storage_buffer(t_u32, 4, 1, true),
-        None => mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true),
-    };
-    // The same binding seen as 16-byte vectors: Vulkan lets variables of one binding alias.
-    let v_w_vectors =
-        (key.quant.is_some() && key.wide_loads).then(|| mb.storage_buffer(t_uvec4, VECTOR_BYTES, 1, true));
-    if key.int8_x {
-        mb.need(Capability::DotProduct);
-        mb.need(Capability::DotProductInput4x8BitPacked);
-    }
+    let ids = Ids::declare(&mut mb);
+    let (t_u32, t_f32, t_uvec3) = (ids.t_u32, ids.t_f32, ids.t_uvec3);
+    let Bindings {
+        v_local,
+        v_workgroup,
+        v_pc,
+        v_x,
+        v_w,
+        v_w_vectors,
+        v_c,
+        t_out,
+        v_table,
+    } = Bindings::declare(&mut mb, key);
     let fused = key.epilogue.is_fused();
-    let (t_out, out_bytes) = if fused {
-        store_type(&mut mb, key.epilogue.output_type(ComponentType::F32))
-    } else {
-        (t_f32, 4)
-    };
-    if out_bytes == 2 {
-        mb.need(Capability::StorageBuffer16BitAccess);
-    }
-    let v_c = mb.storage_buffer(t_out, out_bytes, 2, false);
-    let v_table = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, ComponentType::F32));
     let sums = key.rows * key.rows_per_invocation();
     let sh = mb.workgroup_array(t_f32, sums * GEMV_THREADS);
