@@ -356,18 +356,11 @@ struct TuneRun<'a> {
 /// The tune table's row of `ran`, with the kernel's statistics; `passed` is the real kernel's
 /// check (probes compute wrong results by design, so theirs is not).
 fn tune_row(ctx: &Context, ran: TuneRun<'_>, passed: bool) -> Result<report::TuneRow> {
-    let TuneRun {
-        config,
-        scheme,
-        key,
-        probe,
-        problem: (m, n, k),
-        median,
-    } = ran;
+    let (config, scheme, probe, (m, n, k), median) = (ran.config, ran.scheme, ran.probe, ran.problem, ran.median);
     let stats = ctx.kernel_statistics(&KernelKey {
         probe,
         fixed: None,
-        ..key
+        ..ran.key
     })?;
     let registers = stats
         .iter()

@@ -261,17 +261,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let t_void = mb.t_void();
     let ids = Ids::declare(&mut mb);
     let (t_u32, t_f32, t_uvec3) = (ids.t_u32, ids.t_f32, ids.t_uvec3);
-    let Bindings {
-        v_local,
-        v_workgroup,
-        v_pc,
-        v_x,
-        v_w,
-        v_w_vectors,
-        v_c,
-        t_out,
-        v_table,
-    } = Bindings::declare(&mut mb, key);
+    let bind = Bindings::declare(&mut mb, key);
     let fused = key.epilogue.is_fused();
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, ComponentType::F32));
     let sums = key.rows * key.rows_per_invocation();
@@ -286,19 +276,19 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         .map(|_| mb.b.variable(p_fn_f32, None, StorageClass::Function, Some(zero)))
         .collect();
     let b = &mut mb;
-    let tid = b.b.load(t_u32, None, v_local, None, [])?;
-    let wg = b.b.load(t_uvec3, None, v_workgroup, None, [])?;
+    let tid = b.b.load(t_u32, None, bind.v_local, None, [])?;
+    let wg = b.b.load(t_uvec3, None, bind.v_workgroup, None, [])?;
     let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
-    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
+    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(bind.v_pc, which as u32);
     let (pn, pk) = (pc(b, Pc::N)?, pc(b, Pc::K)?);
     let (ldx, ldw) = (pc(b, Pc::LdaVec)?, pc(b, Pc::LdbVec)?);
     let (x_off, w_off) = (pc(b, Pc::AOff)?, pc(b, Pc::BOff)?);
-    let group = match v_table {
-        Some(table) => Some(GroupRows::read(b, (v_pc, table), wg, w_off)?),
+    let group = match bind.v_table {
+        Some(table) => Some(GroupRows::read(b, (bind.v_pc, table), wg, w_off)?),
         None => None,
     };
     if let Some(f) = fuse.as_mut() {
-        f.prepare(b, v_pc, group.as_ref().map(|g| g.group))?;
+        f.prepare(b, bind.v_pc, group.as_ref().map(|g| g.group))?;
     }
     let w_off = group.as_ref().map_or(w_off, |g| g.w_off);
     let l_entry = group.as_ref().map_or(l_entry, |g| g.entry);
@@ -308,10 +298,10 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         entry: l_entry,
         lane,
         pk,
-        v_w,
-        v_w_vectors,
+        v_w: bind.v_w,
+        v_w_vectors: bind.v_w_vectors,
         w_rows: &w_rows,
-        v_x,
+        v_x: bind.v_x,
         x_rows: &x_rows,
         acc: &acc,
     };
@@ -326,7 +316,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         b,
         &ids,
         key,
-        (v_pc, v_c, t_out),
+        (bind.v_pc, bind.v_c, bind.t_out),
         (fuse.as_ref(), group.as_ref()),
         (sh, tid, n0),
     )?;
