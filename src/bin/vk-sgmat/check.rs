@@ -84,31 +84,26 @@ pub fn check(ctx: &Context, quick: bool, asked: &[Types], all: bool) -> Result<V
     Ok(rows)
 }
 
-/// Every config's kernels for the type pairs `pairs` (A and B of one type).
-fn check_configs(
-    ctx: &Context,
-    rng: &mut Rng,
-    shapes: &[(usize, usize, usize)],
-    pairs: &[(ComponentType, ComponentType)],
-) -> Result<Vec<CheckRow>> {
-    let layouts = LAYOUTS;
-    let mut rows = Vec::new();
-    // Every config with its default schemes; then, once per type pair, the workgroup-scope
-    // schemes taken by default (the shapes here are mostly too small to pick them) and the
-    // largest and the smallest workgroup-scope scheme, where the device offers them.
-    // Defaults first: a driver slow to compile some workgroup-scope pipelines (seconds each on
-    // the H200) must not keep a time-limited run from checking them. Once per 16-bit and 8-bit
-    // pair, operands copied transposed first (`relayout`), which the default takes only at
-    // sizes larger than these. Once per pair, the first of those workgroup-scope schemes with
-    // the sizes built into its kernel (taken by default from 2048^3 on), on two shapes with
-    // edges and a K remainder: a pipeline per shape. A pair without a config runs on the
-    // kernels without matrix units, as the planner routes it. (pair, config, scheme, form).
-    type Run = (
-        (ComponentType, ComponentType),
-        Option<GPUSubgroupMatrixConfig>,
-        Option<TileScheme>,
-        Form,
-    );
+/// One checked kernel choice: the type pair, its config (none: the kernels without matrix
+/// units), a scheme (none: the defaults) and the operands' form.
+type Run = (
+    (ComponentType, ComponentType),
+    Option<GPUSubgroupMatrixConfig>,
+    Option<TileScheme>,
+    Form,
+);
+
+/// What `check_configs` runs for the type pairs `pairs`: every config with its default schemes;
+/// then, once per type pair, the workgroup-scope schemes taken by default (the shapes here are
+/// mostly too small to pick them) and the largest and the smallest workgroup-scope scheme,
+/// where the device offers them. Defaults first: a driver slow to compile some workgroup-scope
+/// pipelines (seconds each on the H200) must not keep a time-limited run from checking them.
+/// Once per 16-bit and 8-bit pair, operands copied transposed first (`relayout`), which the
+/// default takes only at sizes larger than these. Once per pair, the first of those
+/// workgroup-scope schemes with the sizes built into its kernel (taken by default from 2048^3
+/// on), on two shapes with edges and a K remainder: a pipeline per shape. A pair without a
+/// config runs on the kernels without matrix units, as the planner routes it.
+fn config_runs(ctx: &Context, pairs: &[(ComponentType, ComponentType)]) -> Vec<Run> {
     let configs = ctx.configs();
     let mut runs: Vec<Run> = pairs
         .iter()
@@ -147,6 +142,19 @@ fn check_configs(
         }
     }
     runs.extend(extras);
+    runs
+}
+
+/// Every config's kernels for the type pairs `pairs` (A and B of one type).
+fn check_configs(
+    ctx: &Context,
+    rng: &mut Rng,
+    shapes: &[(usize, usize, usize)],
+    pairs: &[(ComponentType, ComponentType)],
+) -> Result<Vec<CheckRow>> {
+    let layouts = LAYOUTS;
+    let mut rows = Vec::new();
+    let runs = config_runs(ctx, pairs);
     let cases: usize = runs
         .iter()
         // Two (alpha, beta) pairs per case, as below.
