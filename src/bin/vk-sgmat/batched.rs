@@ -13,7 +13,7 @@ use crate::verify::{compare_rounded, input_roundoff, random_vec, reference, rows
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use vk_sgmat::device::DeviceKind;
 use vk_sgmat::{
     Axis, BatchRef, ComponentType, Context, DeviceBatch, DeviceMatrix, Element, Fused, GemmOptions, Layout, MatRef,
@@ -114,10 +114,7 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
     let (_, scheme) = time(&mut dc, 1)?;
     let mut out = vec![TC::from_f64(0.0); count * m * n];
     ctx.download(dc.matrix(), vk_sgmat::MatMut::new(&mut out, count * m, n))?;
-    let mut entries: Vec<usize> = (0..CHECKED_ENTRIES.min(count))
-        .map(|i| i * (count - 1) / (CHECKED_ENTRIES - 1).max(1))
-        .collect();
-    entries.dedup();
+    let entries = checked_entries(count);
     let input_u = input_roundoff(TA::TYPE, TB::TYPE, options.compute)?;
     let operands = (a_batch, b_batch, c_in.as_slice(), bias.as_slice());
     let check = entries
@@ -146,26 +143,26 @@ pub fn run<TA: Element, TB: Element, TC: Element>(
     let Some(reps) = reps else {
         return Ok(report);
     };
-    // Warm up (clocks rise under load, fresh pipelines run slowly at first), then time.
-    let warm = Instant::now();
-    while warm.elapsed() < Duration::from_millis(1500) {
-        time(&mut dc, 8)?;
-    }
-    let median = vk_sgmat::median(&mut time(&mut dc, reps.max(1))?.0);
+    let median = crate::timing::warm_median(Duration::from_millis(1500), reps, |r| Ok(time(&mut dc, r)?.0))?;
     // Entry 0 alone, on matrices of its own: the loop's floor.
     let a1 = ctx.upload(view(&a, m, k, la))?;
     let b1 = ctx.upload(view(&b, k, n, lb))?;
     let mut c1 = ctx.zeros::<TC>(m, n)?;
-    let single = |c: &mut DeviceMatrix<TC>, reps| timed(ctx.prepare(&op, &a1, &b1, c)?, reps);
-    let warm = Instant::now();
-    while warm.elapsed() < Duration::from_millis(300) {
-        single(&mut c1, 8)?;
-    }
-    let one_ms = vk_sgmat::median(&mut single(&mut c1, reps.max(1))?.0) * 1e3;
+    let single = |r| Ok(timed(ctx.prepare(&op, &a1, &b1, &mut c1)?, r)?.0);
+    let one_ms = crate::timing::warm_median(Duration::from_millis(300), reps, single)? * 1e3;
     report.median_ms = median * 1e3;
     report.tflops = 2.0 * (count * m * n * k) as f64 / median / 1e12;
     report.loop_ms = one_ms * count as f64;
     Ok(report)
+}
+
+/// Up to [`CHECKED_ENTRIES`] entries of a batch of `count`, spread from the first to the last.
+fn checked_entries(count: usize) -> Vec<usize> {
+    let mut entries: Vec<usize> = (0..CHECKED_ENTRIES.min(count))
+        .map(|i| i * (count - 1) / (CHECKED_ENTRIES - 1).max(1))
+        .collect();
+    entries.dedup();
+    entries
 }
 
 /// `prepared` run `reps` times, each timed alone (GPU seconds), and its GEMM's kernel name.

@@ -223,14 +223,10 @@ fn stream_median(
     repeat: usize,
     mut span: impl FnMut() -> vk_sgmat::Result<vk_sgmat::StreamTiming>,
 ) -> vk_sgmat::Result<f64> {
-    let warm = std::time::Instant::now();
-    while warm.elapsed().as_secs_f64() < 0.5 {
-        span()?;
-    }
-    let mut times = (0..repeat)
-        .map(|_| span().map(|t| t.gpu_span_s))
-        .collect::<vk_sgmat::Result<Vec<f64>>>()?;
-    Ok(vk_sgmat::median(&mut times))
+    let warm = std::time::Duration::from_millis(500);
+    crate::timing::warm_median(warm, repeat as u32, |runs| {
+        (0..runs).map(|_| span().map(|t| t.gpu_span_s)).collect()
+    })
 }
 
 /// The f64 reference (and magnitudes) of `alpha x w_g^T + beta c` for each group's rows of

@@ -21,6 +21,7 @@ mod report;
 mod run;
 mod runtime;
 mod terms;
+mod timing;
 mod types;
 #[path = "../../../support/verify/mod.rs"]
 #[allow(dead_code)]
