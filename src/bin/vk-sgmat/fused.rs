@@ -257,24 +257,16 @@ fn run<T: Element, TC: Element>(
     let mut out = vec![TC::from_f64(0.0); m * n];
     ctx.download(&dc, MatMut::new(&mut out, m, n))?;
     let rows = rows_to_check(m, n, 4096, 64, &mut rng);
-    let (dot, mag) = reference::<T, T, TC>(&am, &bm, None, 1.0, 0.0, &rows);
+    let products = reference::<T, T, TC>(&am, &bm, None, 1.0, 0.0, &rows);
+    let f64s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
     let r = FusedRef {
         alpha: options.alpha,
         beta: options.beta,
-        bias: bias_axis.map(|ax| (ax, bias.iter().map(|&x| f64::from(x)).collect())),
+        bias: bias_axis.map(|ax| (ax, f64s(&bias))),
         activation: *act,
-        scales: int.then(|| {
-            let f = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect();
-            (f(&rs), f(&cs))
-        }),
+        scales: int.then(|| (f64s(&rs), f64s(&cs))),
     };
-    let (mut want, mut magnitude) = (vec![0.0; rows.len() * n], vec![0.0; rows.len() * n]);
-    for (ri, &i) in rows.iter().enumerate() {
-        for j in 0..n {
-            let e = ri * n + j;
-            (want[e], magnitude[e]) = r.apply((i, j), (dot[e], mag[e]), c_in[i * n + j].to_f64());
-        }
-    }
+    let (want, magnitude) = fused_reference(&r, products, (&rows, n), &c_in);
     let acc = if int { ComponentType::I32 } else { ComponentType::F32 };
     let input_u = crate::verify::input_roundoff(T::TYPE, T::TYPE, options.compute)?;
     let check = compare_fused(&out, (n, n), &rows, (&want, &magnitude), (acc, k), input_u);
@@ -312,6 +304,25 @@ fn run<T: Element, TC: Element>(
     report.overhead = fused_s / plain_s - 1.0;
     report.tflops = 2.0 * (m * n * k) as f64 / fused_s / 1e12;
     Ok(report)
+}
+
+/// `r` applied to the checked `rows` of the plain products `(dot, mag)` (row-major, `n` wide,
+/// one row per checked row) beside C's old values: the fused GEMM's expected values and
+/// their magnitudes.
+fn fused_reference<TC: Element>(
+    r: &FusedRef,
+    (dot, mag): (Vec<f64>, Vec<f64>),
+    (rows, n): (&[usize], usize),
+    c_in: &[TC],
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut want, mut magnitude) = (vec![0.0; rows.len() * n], vec![0.0; rows.len() * n]);
+    for (ri, &i) in rows.iter().enumerate() {
+        for j in 0..n {
+            let e = ri * n + j;
+            (want[e], magnitude[e]) = r.apply((i, j), (dot[e], mag[e]), c_in[i * n + j].to_f64());
+        }
+    }
+    (want, magnitude)
 }
 
 /// The median of `reps` timed runs of `f` after untimed ones: three seconds (clocks rise), then
