@@ -16,6 +16,33 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
 ];
 
+/// The legend: a line of each entry's colour and dash ("solid", "dashed", else dotted) beside
+/// its label, one entry under the other.
+fn draw_legend(
+    legend: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    entries: &[(String, RGBColor, &'static str)],
+) -> anyhow::Result<()> {
+    for (i, (label, color, kind)) in entries.iter().enumerate() {
+        let y = 60 + 22 * i as i32;
+        let (dash, gap) = match *kind {
+            "solid" => (24, 0),
+            "dashed" => (6, 4),
+            _ => (2, 3),
+        };
+        let mut x = 8;
+        while x < 32 {
+            let end = (x + dash).min(32);
+            legend.draw(&PathElement::new(vec![(x, y), (end, y)], color.stroke_width(2)))?;
+            x = end + gap.max(1);
+            if gap == 0 {
+                break;
+            }
+        }
+        legend.draw(&Text::new(label.clone(), (38, y - 7), ("sans-serif", 13)))?;
+    }
+    Ok(())
+}
+
 /// The chart as an SVG document.
 pub fn render_svg(device: &str, rows: &[BenchRow]) -> anyhow::Result<String> {
     let squares: Vec<&BenchRow> = rows.iter().filter(|r| r.m == r.n && r.n == r.k).collect();
@@ -96,24 +123,7 @@ pub fn render_svg(device: &str, rows: &[BenchRow]) -> anyhow::Result<String> {
                 entries.push((format!("{t} peak ({peak:.0})"), color, "dotted"));
             }
         }
-        for (i, (label, color, kind)) in entries.iter().enumerate() {
-            let y = 60 + 22 * i as i32;
-            let (dash, gap) = match *kind {
-                "solid" => (24, 0),
-                "dashed" => (6, 4),
-                _ => (2, 3),
-            };
-            let mut x = 8;
-            while x < 32 {
-                let end = (x + dash).min(32);
-                legend.draw(&PathElement::new(vec![(x, y), (end, y)], color.stroke_width(2)))?;
-                x = end + gap.max(1);
-                if gap == 0 {
-                    break;
-                }
-            }
-            legend.draw(&Text::new(label.clone(), (38, y - 7), ("sans-serif", 13)))?;
-        }
+        draw_legend(&legend, &entries)?;
         root.present()?;
     }
     Ok(svg)
