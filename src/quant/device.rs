@@ -1,0 +1,95 @@
+//! How the device holds a format's blocks: each padded to start on a word, interleaved in groups
+//! where the rows allow, the bytes as the kernels read them fastest ([`crate::kernel`]'s block
+//! reader names every field by its offset in the file's block and finds it here).
+
+use super::QuantType;
+use crate::error::Result;
+
+/// Groups of blocks as the device holds them ([`QuantType::interleave`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Interleave {
+    /// Blocks a group.
+    pub blocks: usize,
+    /// Bytes of each block's head, which come first in the group, block after block; the
+    /// rest of each block ([`QuantType::device_block_bytes`] less these) follows them.
+    pub head: usize,
+}
+
+impl Interleave {
+    /// Bytes of a group of `q`'s blocks on the device (a multiple of 16).
+    pub fn group_bytes(self, q: QuantType) -> usize {
+        self.blocks * q.device_block_bytes()
+    }
+
+    /// `blocks` (a whole number of groups of `q`'s device blocks, each as
+    /// [`QuantType::device_block_bytes`] lays it out) into `out`, interleaved.
+    pub fn scatter(self, q: QuantType, blocks: &[u8], out: &mut [u8]) {
+        let (size, head) = (q.device_block_bytes(), self.head);
+        let group = self.group_bytes(q);
+        for (from, to) in blocks.chunks_exact(group).zip(out.chunks_exact_mut(group)) {
+            let (heads, tails) = to.split_at_mut(self.blocks * head);
+            let tails = tails.chunks_exact_mut(size - head);
+            for ((block, h), t) in from.chunks_exact(size).zip(heads.chunks_exact_mut(head)).zip(tails) {
+                h.copy_from_slice(&block[..head]);
+                t.copy_from_slice(&block[head..]);
+            }
+        }
+    }
+}
+
+impl QuantType {
+    /// Bytes each block takes on the device: its size, or for Q3_K and Q6_K (110 and 210
+    /// bytes) two more, so that every block starts on a 4-byte word and the kernels read its
+    /// words as they are, without putting each together from two (the one-token decode of a
+    /// 22016x4096 Q4_K weight, 144-byte blocks, took 25.6 us read as words and 31.4 through
+    /// the funnel on the H200, docs/perf/h200-35-2.txt). The values are the file's, bit for
+    /// bit; the padding costs under 2% more memory. The 32-value formats keep their size (two
+    /// bytes would be 6-11% of a block).
+    pub fn device_block_bytes(self) -> usize {
+        match self {
+            QuantType::Q3K | QuantType::Q6K => self.block_bytes() + 2,
+            _ => self.block_bytes(),
+        }
+    }
+
+    /// How the device interleaves this format's blocks where a matrix allows it
+    /// ([`QuantType::interleaves`]), or none where every block is kept whole. Each group of
+    /// [`Interleave::blocks`] consecutive blocks holds its blocks' first [`Interleave::head`]
+    /// bytes (their scales; Q2_K's codes too) one after another, then the rest of each: every
+    /// block's codes then start on 16 bytes, so decode reads them in 16-byte loads where a
+    /// block of 18 or 34 bytes is read word by word, each word put together from two. The
+    /// values are the file's, bit for bit; no byte is added.
+    ///
+    /// Measured on the H200 (docs/perf/h200-41-1.txt, -2), one token of a 22016x4096 weight:
+    /// Q8_0 33.2 -> 29.7 us, Q4_0 21.6 -> 20.5, MXFP4 34.9 -> 31.3, Q2_K 20.7 -> 18.2, Q5_0
+    /// 24.9 -> 24.6 (14336 rows: 18.2 -> 16.4); Q4_1 and Q5_1 within 1%; eight tokens 1-6%
+    /// faster, but Q2_K's 7% slower. Kept whole: Q3_K, Q4_K and Q5_K, whose blocks start on 16
+    /// bytes already, and Q6_K, whose eight tokens ran 11% slower interleaved (67.0 -> 74.7
+    /// us, with 32-bit loads 77.4) for 0-3% at one token.
+    pub fn interleave(self) -> Option<Interleave> {
+        let (blocks, head) = match self {
+            QuantType::Q8_0 | QuantType::Q4_0 => (8, 2),
+            QuantType::Q4_1 => (4, 4),
+            QuantType::Q5_0 => (8, 6),
+            QuantType::Q5_1 => (2, 8),
+            QuantType::Mxfp4 => (16, 1),
+            QuantType::Q2K => (4, 80),
+            QuantType::Q3K | QuantType::Q4K | QuantType::Q5K | QuantType::Q6K => return None,
+        };
+        Some(Interleave { blocks, head })
+    }
+
+    /// Whether rows of `cols` values are interleaved on the device ([`QuantType::interleave`]):
+    /// where each row is a whole number of groups, so no group spans two rows.
+    pub fn interleaves(self, cols: usize) -> bool {
+        self.interleave()
+            .is_some_and(|i| cols % self.block_values() == 0 && (cols / self.block_values()) % i.blocks == 0)
+    }
+
+    /// The device bytes of a row of `values` values ([`QuantType::device_block_bytes`] each
+    /// block), or [`QuantType::bytes_for`]'s error.
+    pub fn device_bytes_for(self, values: usize) -> Result<usize> {
+        self.bytes_for(values)?;
+        Ok(values / self.block_values() * self.device_block_bytes())
+    }
+}
