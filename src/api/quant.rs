@@ -48,12 +48,12 @@ pub struct QuantMatrix {
     interleaved: bool,
 }
 
-/// `blocks` of `stored` bytes each into `out`, each followed by zeros to fill its share of it.
-fn pad_blocks(blocks: &[u8], stored: usize, out: &mut [u8]) {
-    let padded = out.len() / (blocks.len() / stored);
+/// `blocks` of `quant` as the file holds them into `out`, each as the device holds it
+/// ([`QuantType::device_block`]).
+fn device_blocks(quant: QuantType, blocks: &[u8], out: &mut [u8]) {
+    let (stored, padded) = (quant.block_bytes(), quant.device_block_bytes());
     for (to, from) in out.chunks_exact_mut(padded).zip(blocks.chunks_exact(stored)) {
-        to[..stored].copy_from_slice(from);
-        to[stored..].fill(0);
+        quant.device_block(from, to);
     }
 }
 
@@ -226,8 +226,8 @@ impl Context {
                 blocks.len()
             )));
         }
-        // On the device each block takes `device_block_bytes` (Q3_K and Q6_K padded to a
-        // word), interleaved in groups where the rows allow (`QuantType::interleave`), each
+        // On the device each block is as `QuantType::device_block` lays it out (Q3_K and Q6_K
+        // padded to a word, Q6_K's codes regrouped), interleaved in groups where the rows allow (`QuantType::interleave`), each
         // expert from a 16-byte boundary, in whole 16-byte vectors, at least 8
         // bytes past the last block: the kernels read the word after each one they need (a
         // block need not start on a word).
@@ -255,8 +255,7 @@ impl Context {
                     match interleave {
                         // Interleaved formats keep their blocks' size (the quant tests hold it).
                         Some(i) => i.scatter(quant, from, to),
-                        None if padded == stored => to.copy_from_slice(from),
-                        None => pad_blocks(from, stored, to),
+                        None => device_blocks(quant, from, to),
                     }
                 }
             })

@@ -244,58 +244,40 @@ fn scale_min_k4(b: &mut ModuleBuilder, blk: &Block, s: Word, scale: bool) -> Bui
     })
 }
 
-/// `block_q6_K`: with `n = s / 4` and quarter `t = s % 4`, value `32 s + l` is nibble `t / 2` of
-/// `ql[64 n + 32 (t % 2) + l]` with bits `2t` of `qh[32 n + l]` above it, less 32, times
-/// `d * scales[8 n + 2 t + l / 16]` (signed).
+/// `block_q6_K` as the device holds it ([`QuantType::device_block`]): value `32 s + l` is
+/// nibble `l / 16` of byte `24 s + l % 16` with bits `2 (l / 8)` of byte `24 s + 16 + l % 8`
+/// above it, less 32, times `d * scales[2 s + l / 16]` (signed).
 fn q6_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
-    let (n, quarter, ql_at, ql_shift, qh_at, qh_shift) = q6_k_fields(b, blk, s)?;
-    let low = field(b, blk, (Some(ql_at), l), ql_shift, 0xf)?;
-    let high = field(b, blk, (Some(qh_at), 128 + l), qh_shift, 3)?;
+    let at = q6_k_unit(b, blk, s)?;
+    let low = byte_at(b, blk, Some(at), l % 16)?;
+    let shift = b.c_u32(4 * (l / 16));
+    let low = bits(b, low, shift, 0xf)?;
+    let high = byte_at(b, blk, Some(at), 16 + l % 8)?;
+    let shift = b.c_u32(2 * (l / 8));
+    let high = bits(b, high, shift, 3)?;
     let high = b.mul_u(high, 16)?;
     let v = b.b.bitwise_or(t_u32, None, low, high)?;
-    let scale = q6_k_scale(b, blk, (n, quarter), l / 16)?;
+    let scale = q6_k_scale(b, blk, s, l / 16)?;
     let v = code_f32(b, v, 32)?;
     fmul(b, scale, v)
 }
 
-/// Q6_K's fields of unit `4 n + t`: `n`, `t`, the offset `64 n + 32 (t % 2)` of its `ql`
-/// bytes and their nibble's shift `4 (t / 2)`, the offset `32 n` of its `qh` bytes and their
-/// bits' shift `2 t`; once per unit.
-#[allow(clippy::type_complexity)]
-fn q6_k_fields(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word, Word, Word, Word, Word, Word)> {
-    let t_u32 = b.t_u32();
-    let n = blk.once(b, ("q6k n", 0), |b| b.div_u(s, 4))?;
-    let quarter = blk.once(b, ("q6k quarter", 0), |b| b.mod_u(s, 4))?;
-    let ql_at = blk.once(b, ("q6k ql", 0), |b| {
-        let odd = b.mod_u(quarter, 2)?;
-        let at = b.mul_u(n, 64)?;
-        let step = b.mul_u(odd, 32)?;
-        b.b.i_add(t_u32, None, at, step).map(|at| blk.on_vectors(at))
-    })?;
-    let ql_shift = blk.once(b, ("q6k ql shift", 0), |b| {
-        let upper = b.div_u(quarter, 2)?;
-        b.mul_u(upper, 4)
-    })?;
-    let qh_at = blk.once(b, ("q6k qh", 0), |b| b.mul_u(n, 32).map(|at| blk.on_vectors(at)))?;
-    let qh_shift = blk.once(b, ("q6k qh shift", 0), |b| b.mul_u(quarter, 2))?;
-    Ok((n, quarter, ql_at, ql_shift, qh_at, qh_shift))
+/// Where Q6_K's unit `s` has its codes, `24 s` (a multiple of 8); once per unit.
+fn q6_k_unit(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<Word> {
+    blk.once(b, ("q6k unit", 0), |b| b.mul_u(s, 24).map(|at| blk.on_words(at)))
 }
 
-/// Q6_K's `d * scales[8 n + 2 t + h]` (signed) of half `h` of unit `4 n + t`, once per unit.
-fn q6_k_scale(b: &mut ModuleBuilder, blk: &Block, (n, quarter): (Word, Word), h: u32) -> BuildResult<Word> {
+/// Q6_K's `d * scales[2 s + h]` (signed) of half `h` of unit `s`, once per unit.
+fn q6_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, h: u32) -> BuildResult<Word> {
     blk.once(b, ("q6k scale", h), |b| {
-        let t_u32 = b.t_u32();
-        // Byte 8n + 2t + h of the scales (from 192): in the word at 8n + 4 (t / 2), at bit
-        // 16 (t % 2) + 8h.
+        // Byte 2s + h of the scales (from 192): in the word at 4 (s / 2), at bit 16 (s % 2) + 8h.
         let at = blk.once(b, ("q6k scales at", 0), |b| {
-            let at = b.mul_u(n, 8)?;
-            let pair = b.div_u(quarter, 2)?;
-            let step = b.mul_u(pair, 4)?;
-            b.b.i_add(t_u32, None, at, step).map(|at| blk.on_words(at))
+            let pair = b.div_u(s, 2)?;
+            b.mul_u(pair, 4).map(|at| blk.on_words(at))
         })?;
         let within = blk.once(b, ("q6k scale shift", h), |b| {
-            let odd = b.mod_u(quarter, 2)?;
+            let odd = b.mod_u(s, 2)?;
             let shift = b.mul_u(odd, 16)?;
             b.add_u(shift, 8 * h)
         })?;

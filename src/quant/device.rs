@@ -1,6 +1,7 @@
 //! How the device holds a format's blocks: each padded to start on a word, interleaved in groups
 //! where the rows allow, the bytes as the kernels read them fastest ([`crate::kernel`]'s block
-//! reader names every field by its offset in the file's block and finds it here).
+//! reader names every field by its offset in the file's block and finds it here), Q6_K's codes
+//! regrouped by the 32 values each unit of the kernels takes.
 
 use super::QuantType;
 use crate::error::Result;
@@ -86,10 +87,55 @@ impl QuantType {
             .is_some_and(|i| cols % self.block_values() == 0 && (cols / self.block_values()) % i.blocks == 0)
     }
 
+    /// `block`, one block of this format as the file holds it, into `out`
+    /// ([`QuantType::device_block_bytes`]) as the device holds it: padded with zeros, and for
+    /// Q6_K with its codes regrouped ([`regroup_q6_k`]). Interleaving, where a matrix takes
+    /// it, is done on these after ([`Interleave::scatter`]).
+    pub(crate) fn device_block(self, block: &[u8], out: &mut [u8]) {
+        let n = block.len();
+        out[n..].fill(0);
+        match self {
+            QuantType::Q6K => {
+                regroup_q6_k(&block[..CODES_Q6K], &mut out[..CODES_Q6K]);
+                out[CODES_Q6K..n].copy_from_slice(&block[CODES_Q6K..]);
+            }
+            _ => out[..n].copy_from_slice(block),
+        }
+    }
+
     /// The device bytes of a row of `values` values ([`QuantType::device_block_bytes`] each
     /// block), or [`QuantType::bytes_for`]'s error.
     pub fn device_bytes_for(self, values: usize) -> Result<usize> {
         self.bytes_for(values)?;
         Ok(values / self.block_values() * self.device_block_bytes())
+    }
+}
+
+/// Bytes of a Q6_K block's codes (`ql` and `qh`); its scales and `d` follow them.
+const CODES_Q6K: usize = 192;
+
+/// A Q6_K block's codes (`ql[128]`, `qh[64]`) regrouped by unit of 32 values: unit `s` (values
+/// `32 s..32 s + 32`) takes bytes `24 s..24 s + 24`, 16 of low nibbles (byte `i` holds value
+/// `i`'s, and value `i + 16`'s above it) then 8 of high bit pairs (byte `i` holds those of
+/// values `i`, `i + 8`, `i + 16`, `i + 24`, from bit 0 up). In the file a unit's four bits lie
+/// in 32 bytes of `ql` shared with another unit and its two in 32 bytes of `qh` shared with
+/// three, so decode read 64 bytes to use 24, each at a shift that depends on the unit; here
+/// it reads its own 24, each field at a literal shift.
+fn regroup_q6_k(file: &[u8], out: &mut [u8]) {
+    let (ql, qh) = file.split_at(128);
+    for (s, unit) in out.chunks_exact_mut(24).enumerate() {
+        let (n, t) = (s / 4, s % 4);
+        let code = |j: usize| {
+            let low = (ql[64 * n + 32 * (t % 2) + j] >> (4 * (t / 2))) & 0xf;
+            let high = (qh[32 * n + j] >> (2 * t)) & 3;
+            (low, high)
+        };
+        let (lows, highs) = unit.split_at_mut(16);
+        for (i, byte) in lows.iter_mut().enumerate() {
+            *byte = code(i).0 | code(i + 16).0 << 4;
+        }
+        for (i, byte) in highs.iter_mut().enumerate() {
+            *byte = (0..4).fold(0, |acc, q| acc | code(i + 8 * q).1 << (2 * q));
+        }
     }
 }

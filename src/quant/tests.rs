@@ -276,3 +276,33 @@ fn interleaved_groups_hold_every_head_then_every_tail_each_byte_once() {
     }
     assert!(!QuantType::Q4K.interleaves(1 << 20));
 }
+
+#[test]
+fn q6_k_device_blocks_hold_each_units_codes_together() {
+    // Codes from a hash of their place, every scale 1 and d = 1, so the file's values are the
+    // codes less 32 (the reference dequantizer reads them).
+    let mut file: Vec<u8> = (0..210u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    file[192..208].fill(1);
+    file[208..210].copy_from_slice(&h(1.0));
+    let codes = decode(QuantType::Q6K, &file);
+    let mut device = vec![0xee; QuantType::Q6K.device_block_bytes()];
+    QuantType::Q6K.device_block(&file, &mut device);
+    for (v, &want) in codes.iter().enumerate() {
+        let (s, l) = (v / 32, v % 32);
+        let low = (device[24 * s + l % 16] >> (4 * (l / 16))) & 0xf;
+        let high = (device[24 * s + 16 + l % 8] >> (2 * (l / 8))) & 3;
+        assert_eq!(f32::from(low | high << 4) - 32.0, want, "value {v}");
+    }
+    assert_eq!(&device[192..210], &file[192..210]);
+    assert_eq!(&device[210..], &[0, 0]);
+    // The other formats' blocks are the file's, padded with zeros.
+    for q in QuantType::ALL.into_iter().filter(|&q| q != QuantType::Q6K) {
+        let file: Vec<u8> = (0..q.block_bytes()).map(|i| i as u8 ^ 0x5a).collect();
+        let mut device = vec![0xee; q.device_block_bytes()];
+        q.device_block(&file, &mut device);
+        assert_eq!(&device[..file.len()], &file[..], "{q}");
+        assert!(device[file.len()..].iter().all(|&x| x == 0), "{q}");
+    }
+}

@@ -6,7 +6,9 @@
 //! the sum (Q4_0: `d (code - 8)` is `a = d`, `b = -8 d`). MXFP4's codes stand for values that
 //! are not an affine map of them: its words hold the values themselves, as signed bytes.
 
-use super::{bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, scale_min_k4, two_bit_field, word_at, Block};
+use super::{
+    bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, q6_k_unit, scale_min_k4, two_bit_field, word_at, Block,
+};
 use crate::kernel::builder::{BuildResult, ModuleBuilder};
 use crate::quant::QuantType;
 use rspirv::spirv::Word;
@@ -104,19 +106,29 @@ pub(in crate::kernel) fn packed(
             one_scale(words, false, d1, Some(offset))
         }
         QuantType::Q6K => {
-            let (n, quarter, ql_at, ql_shift, qh_at, qh_shift) = super::q6_k_fields(b, blk, s)?;
-            let words = each(|k| {
-                let low = word_at(b, blk, Some(ql_at), 4 * k)?;
-                let low = bits(b, low, ql_shift, nibbles)?;
-                let high = word_at(b, blk, Some(qh_at), 128 + 4 * k)?;
-                let high = bits(b, high, qh_shift, 0x0303_0303)?;
-                let high = shl(b, high, 4)?;
-                or(b, low, high)
-            })?;
-            let a = [
-                q6_k_scale(b, blk, (n, quarter), 0)?,
-                q6_k_scale(b, blk, (n, quarter), 1)?,
-            ];
+            // Regrouped on upload (`QuantType::device_block`): the unit's low nibbles as a
+            // 32-value block's, then its high bit pairs, two words holding four pairs a byte.
+            let at = q6_k_unit(b, blk, s)?;
+            let high = [word_at(b, blk, Some(at), 16)?, word_at(b, blk, Some(at), 20)?];
+            let mut words = [0; 8];
+            for k in 0..4 {
+                let low = word_at(b, blk, Some(at), 4 * k)?;
+                for half in 0..2 {
+                    let i = (4 * half + k) as usize;
+                    let low = shifted(b, low, 4 * half, 0x0f0f_0f0f)?;
+                    // Word i's values 4i.. have their pairs in high[i % 2] at bit 2 (i / 2) of
+                    // each byte; they go to bits 4 and 5.
+                    let at = 2 * (i as u32 / 2);
+                    let pair = if at < 4 {
+                        let up = shl(b, high[i % 2], 4 - at)?;
+                        shifted(b, up, 0, 0x3030_3030)?
+                    } else {
+                        shifted(b, high[i % 2], at - 4, 0x3030_3030)?
+                    };
+                    words[i] = or(b, low, pair)?;
+                }
+            }
+            let a = [q6_k_scale(b, blk, s, 0)?, q6_k_scale(b, blk, s, 1)?];
             let offsets = [scaled(b, a[0], -32.0)?, scaled(b, a[1], -32.0)?];
             halves(words, a, offsets)
         }
