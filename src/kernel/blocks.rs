@@ -184,14 +184,15 @@ fn q3_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, h: u32) -> BuildResul
     })
 }
 
-/// `block_q4_K` / `block_q5_K`: sub-block `s` has a 6-bit scale and minimum
-/// (`get_scale_min_k4`); value `32 s + l` is nibble `s % 2` of `qs[32 (s / 2) + l]` (plus 16
-/// where bit `s` of `qh[l]` is set, Q5_K), times `d * scale`, less `dmin * min`.
+/// `block_q4_K` / `block_q5_K` as the device holds them ([`QuantType::device_block`]): value
+/// `32 s + l` is nibble `l / 16` of byte `16 s + l % 16` of `qs` (with Q5_K's bit `s` of
+/// `qh[l]` as 16 above it), times `d * scale` less `dmin * min` of unit `s`.
 fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
     let five = q == QuantType::Q5K;
-    let (at, shift) = q45_k_field(b, blk, s)?;
-    let mut v = field(b, blk, (Some(at), if five { 48 } else { 16 } + l), shift, 0xf)?;
+    let at = q45_k_unit(b, blk, s)?;
+    let shift = b.c_u32(4 * (l / 16));
+    let mut v = field(b, blk, (Some(at), if five { 48 } else { 16 } + l % 16), shift, 0xf)?;
     if five {
         let h = field(b, blk, (None, 16 + l), s, 1)?;
         let h = b.mul_u(h, 16)?;
@@ -203,41 +204,34 @@ fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> B
     fsub(b, v, m1)
 }
 
-/// The Q4_K/Q5_K `qs` nibbles of unit `s`: their offset past the field's start, `32 (s / 2)`,
-/// and their shift in the byte, `4 (s % 2)`; once per unit.
-fn q45_k_field(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word, Word)> {
-    let at = blk.once(b, ("q45k at", 0), |b| {
-        let pair = b.div_u(s, 2)?;
-        b.mul_u(pair, 32).map(|at| blk.on_vectors(at))
-    })?;
-    let shift = blk.once(b, ("q45k shift", 0), |b| {
-        let odd = b.mod_u(s, 2)?;
-        b.mul_u(odd, 4)
-    })?;
-    Ok((at, shift))
+/// Where Q4_K's and Q5_K's unit `s` has its nibbles past the start of `qs`, `16 s`; once per
+/// unit.
+fn q45_k_unit(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<Word> {
+    blk.once(b, ("q45k at", 0), |b| b.mul_u(s, 16).map(|at| blk.on_vectors(at)))
 }
 
-/// Sub-block `s`'s `d * scale` (`scale`) or `dmin * min` of a Q4_K/Q5_K block, once per unit:
-/// `get_scale_min_k4` over bytes 4..16, with i = s % 4, a = [4 + i], m = [8 + i], c = [12 + i].
+/// Unit `s`'s `d * scale` (`scale`) or `dmin * min` of a Q4_K/Q5_K block as the device holds its
+/// scales ([`QuantType::device_block`]: the low four bits of unit `s`'s at bit `4 s` of the
+/// word at byte 4 (scales) or 8 (minima), the top two at `2 s` (scales) or `16 + 2 s` (minima)
+/// of the word at 12), once per unit.
 fn scale_min_k4(b: &mut ModuleBuilder, blk: &Block, s: Word, scale: bool) -> BuildResult<Word> {
     blk.once(b, ("q45k scale", u32::from(scale)), |b| {
-        let (t_u32, t_bool) = (b.t_u32(), b.t_bool());
-        // Bytes 4 + i, 8 + i and 12 + i: byte i of words 1, 2 and 3.
-        let within = blk.once(b, ("q45k byte shift", 0), |b| {
-            let i = b.mod_u(s, 4)?;
-            b.mul_u(i, 8)
+        let t_u32 = b.t_u32();
+        let low_at = blk.once(b, ("q45k low shift", 0), |b| b.mul_u(s, 4))?;
+        let top_at = blk.once(b, ("q45k top shift", u32::from(scale)), |b| {
+            let at = b.mul_u(s, 2)?;
+            if scale {
+                Ok(at)
+            } else {
+                b.add_u(at, 16)
+            }
         })?;
-        let own = byte_of_word(b, blk, (None, if scale { 1 } else { 2 }), within)?;
-        let c = byte_of_word(b, blk, (None, 3), within)?;
-        let (c0, c4, c6) = (b.c_u32(0), b.c_u32(4), b.c_u32(6));
-        let first = b.b.u_less_than(t_bool, None, s, c4)?;
-        let low = bits(b, own, c0, 63)?;
-        let c_part = bits(b, c, if scale { c0 } else { c4 }, 0xf)?;
-        let top = bits(b, own, c6, 3)?;
-        // For s >= 4 the scale's top bits come from byte 4 + i ("a"), the minimum's from 8 + i.
+        let low = word_at(b, blk, None, if scale { 4 } else { 8 })?;
+        let low = bits(b, low, low_at, 0xf)?;
+        let top = word_at(b, blk, None, 12)?;
+        let top = bits(b, top, top_at, 3)?;
         let top = b.mul_u(top, 16)?;
-        let high = b.b.bitwise_or(t_u32, None, c_part, top)?;
-        let x = b.b.select(t_u32, None, first, low, high)?;
+        let x = b.b.bitwise_or(t_u32, None, low, top)?;
         let x = u2f(b, x)?;
         let d = half_at(b, blk, if scale { 0 } else { 2 })?;
         fmul(b, d, x)

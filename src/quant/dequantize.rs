@@ -154,7 +154,7 @@ fn q3_k(b: &[u8], y: &mut [f32]) {
 
 /// The scale and minimum of sub-block `j` (0-7) of a Q4_K or Q5_K block: 6 bits each, packed
 /// in 12 bytes (ggml's `get_scale_min_k4`).
-fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
+pub(super) fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
     if j < 4 {
         (q[j] & 63, q[j + 4] & 63)
     } else {

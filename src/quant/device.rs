@@ -1,8 +1,9 @@
 //! How the device holds a format's blocks: each padded to start on a word, interleaved in groups
 //! where the rows allow, the bytes as the kernels read them fastest ([`crate::kernel`]'s block
-//! reader names every field by its offset in the file's block and finds it here), Q6_K's codes
-//! regrouped by the 32 values each unit of the kernels takes.
+//! reader names every field by its offset in the file's block and finds it here), the K-quant
+//! formats' codes regrouped by the 32 values each unit of the kernels takes.
 
+use super::dequantize::scale_min_k4;
 use super::QuantType;
 use crate::error::Result;
 
@@ -89,17 +90,21 @@ impl QuantType {
 
     /// `block`, one block of this format as the file holds it, into `out`
     /// ([`QuantType::device_block_bytes`]) as the device holds it: padded with zeros, and for
-    /// Q6_K with its codes regrouped ([`regroup_q6_k`]). Interleaving, where a matrix takes
+    /// Q4_K, Q5_K and Q6_K with their codes regrouped by unit ([`regroup_k_nibbles`],
+    /// [`regroup_q6_k`]) and Q4_K's and Q5_K's scales by field ([`regroup_k_scales`]). Interleaving, where a matrix takes
     /// it, is done on these after ([`Interleave::scatter`]).
     pub(crate) fn device_block(self, block: &[u8], out: &mut [u8]) {
         let n = block.len();
         out[n..].fill(0);
+        out[..n].copy_from_slice(block);
         match self {
-            QuantType::Q6K => {
-                regroup_q6_k(&block[..CODES_Q6K], &mut out[..CODES_Q6K]);
-                out[CODES_Q6K..n].copy_from_slice(&block[CODES_Q6K..]);
+            QuantType::Q6K => regroup_q6_k(&block[..CODES_Q6K], &mut out[..CODES_Q6K]),
+            QuantType::Q4K | QuantType::Q5K => {
+                regroup_k_scales(&block[4..16], &mut out[4..16]);
+                let qs = n - 128;
+                regroup_k_nibbles(&block[qs..], &mut out[qs..n]);
             }
-            _ => out[..n].copy_from_slice(block),
+            _ => {}
         }
     }
 
@@ -137,5 +142,37 @@ fn regroup_q6_k(file: &[u8], out: &mut [u8]) {
         for (i, byte) in highs.iter_mut().enumerate() {
             *byte = (0..4).fold(0, |acc, q| acc | code(i + 8 * q).1 << (2 * q));
         }
+    }
+}
+
+/// Q4_K's and Q5_K's `qs[128]` (per 64 values, 32 bytes of low nibbles then high ones) regrouped
+/// by unit of 32 values: unit `s` takes bytes `16 s..16 s + 16`, byte `i` holding value `i`'s
+/// nibble and value `i + 16`'s above it, as a 32-value block's. In the file a unit's nibbles
+/// share 32 bytes with the next unit's, at a shift that depends on the unit.
+fn regroup_k_nibbles(qs: &[u8], out: &mut [u8]) {
+    for (s, unit) in out.chunks_exact_mut(16).enumerate() {
+        let nibble = |j: usize| (qs[32 * (s / 2) + j] >> (4 * (s % 2))) & 0xf;
+        for (i, byte) in unit.iter_mut().enumerate() {
+            *byte = nibble(i) | nibble(i + 16) << 4;
+        }
+    }
+}
+
+/// Q4_K's and Q5_K's `scales[12]` (eight 6-bit scales and minima, `get_scale_min_k4`'s packing)
+/// regrouped by field as three little-endian words: the scales' low four bits (unit `j` at bit
+/// `4 j`), the minima's, then the top two bits of each (the scale's at `2 j`, the minimum's at
+/// `16 + 2 j`). Each is then two shifts and masks at run-time positions, where the file's
+/// packing takes a different formula for units 0..4 and 4..8.
+fn regroup_k_scales(scales: &[u8], out: &mut [u8]) {
+    let mut words = [0u32; 3];
+    for j in 0..8 {
+        let (scale, min) = scale_min_k4(j, scales);
+        let (scale, min) = (u32::from(scale), u32::from(min));
+        words[0] |= (scale & 0xf) << (4 * j);
+        words[1] |= (min & 0xf) << (4 * j);
+        words[2] |= (scale >> 4) << (2 * j) | (min >> 4) << (16 + 2 * j);
+    }
+    for (to, w) in out.chunks_exact_mut(4).zip(words) {
+        to.copy_from_slice(&w.to_le_bytes());
     }
 }

@@ -298,11 +298,40 @@ fn q6_k_device_blocks_hold_each_units_codes_together() {
     assert_eq!(&device[192..210], &file[192..210]);
     assert_eq!(&device[210..], &[0, 0]);
     // The other formats' blocks are the file's, padded with zeros.
-    for q in QuantType::ALL.into_iter().filter(|&q| q != QuantType::Q6K) {
+    let regrouped = [QuantType::Q4K, QuantType::Q5K, QuantType::Q6K];
+    for q in QuantType::ALL.into_iter().filter(|q| !regrouped.contains(q)) {
         let file: Vec<u8> = (0..q.block_bytes()).map(|i| i as u8 ^ 0x5a).collect();
         let mut device = vec![0xee; q.device_block_bytes()];
         q.device_block(&file, &mut device);
         assert_eq!(&device[..file.len()], &file[..], "{q}");
         assert!(device[file.len()..].iter().all(|&x| x == 0), "{q}");
+    }
+}
+
+#[test]
+fn q4_k_and_q5_k_device_blocks_hold_each_units_nibbles_and_scales_together() {
+    for q in [QuantType::Q4K, QuantType::Q5K] {
+        // d = dmin = 1, so the file's values are `scale * code - min`, small integers.
+        let mut file: Vec<u8> = (0..q.block_bytes() as u32)
+            .map(|i| (i.wrapping_mul(2_246_822_519) >> 11) as u8)
+            .collect();
+        file[0..2].copy_from_slice(&h(1.0));
+        file[2..4].copy_from_slice(&h(1.0));
+        let want = decode(q, &file);
+        let mut device = vec![0xee; q.device_block_bytes()];
+        q.device_block(&file, &mut device);
+        let word = |at: usize| u32::from_le_bytes(device[at..at + 4].try_into().unwrap());
+        let qs = if q == QuantType::Q5K { 48 } else { 16 };
+        for (v, &want) in want.iter().enumerate() {
+            let (s, l) = (v / 32, v % 32);
+            let scale = (word(4) >> (4 * s)) & 0xf | ((word(12) >> (2 * s)) & 3) << 4;
+            let min = (word(8) >> (4 * s)) & 0xf | ((word(12) >> (16 + 2 * s)) & 3) << 4;
+            let mut code = u32::from(device[qs + 16 * s + l % 16] >> (4 * (l / 16))) & 0xf;
+            if q == QuantType::Q5K {
+                code += 16 * u32::from((device[16 + l] >> s) & 1);
+            }
+            assert_eq!((scale * code) as f32 - min as f32, want, "{q} value {v}");
+        }
+        assert_eq!(&device[..4], &file[..4], "{q}");
     }
 }

@@ -86,13 +86,17 @@ pub(in crate::kernel) fn packed(
             one_scale(words, false, d, Some(offset))
         }
         QuantType::Q4K | QuantType::Q5K => {
+            // Regrouped on upload (`QuantType::device_block`): the unit's nibbles as a
+            // 32-value block's.
             let five = q == QuantType::Q5K;
-            let (at, shift) = super::q45_k_field(b, blk, s)?;
+            let at = super::q45_k_unit(b, blk, s)?;
             let qs = if five { 48 } else { 16 };
-            let mut words = each(|k| {
+            let mut words = [0; 8];
+            for k in 0..4 {
                 let w = word_at(b, blk, Some(at), qs + 4 * k)?;
-                bits(b, w, shift, nibbles)
-            })?;
+                words[k as usize] = shifted(b, w, 0, nibbles)?;
+                words[k as usize + 4] = shifted(b, w, 4, nibbles)?;
+            }
             if five {
                 for (k, w) in words.iter_mut().enumerate() {
                     let h = word_at(b, blk, None, 16 + 4 * k as u32)?;
