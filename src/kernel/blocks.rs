@@ -108,11 +108,11 @@ pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l
     }
 }
 
-/// `block_q2_K`: value `32 s + l` is two bits of `qs[32 (s / 4) + l]` at `2 (s % 4)`, times
-/// `d * (scale & 15)`, less `dmin * (scale >> 4)`, with `scales[2 s + l / 16]`.
+/// `block_q2_K` as the device holds it ([`QuantType::device_block`]): value `32 s + l` is bits
+/// `2 (l / 8)` of byte `16 + 8 s + l % 8`, times `d * (scale & 15)`, less `dmin * (scale >> 4)`,
+/// with `scales[2 s + l / 16]`.
 fn q2_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
-    let (at, shift) = two_bit_field(b, blk, s)?;
-    let v = field(b, blk, (Some(at), 16 + l), shift, 3)?;
+    let v = two_bit_code(b, blk, s, 16, l)?;
     let (dl, ml) = (q2_k_scale(b, blk, s, l, true)?, q2_k_scale(b, blk, s, l, false)?);
     let v = code_f32(b, v, 0)?;
     let v = fmul(b, dl, v)?;
@@ -142,13 +142,16 @@ fn q2_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32, scale: bool) 
     })
 }
 
-/// `block_q3_K`: value `32 s + l` is two bits of `qs` as in Q2_K, less 4 where bit `s` of
-/// `hmask[l]` is clear, times `d * (scale - 32)` with the 6-bit scale `2 s + l / 16`.
+/// `block_q3_K` as the device holds it ([`QuantType::device_block`]): value `32 s + l` is bits
+/// `2 (l / 8)` of byte `8 s + l % 8`, less 4 where bit `l / 4` of byte `64 + 4 s + l % 4` is
+/// clear, times `d * (scale - 32)` with the 6-bit scale `2 s + l / 16`.
 fn q3_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
     let t_u32 = b.t_u32();
-    let (at, shift) = two_bit_field(b, blk, s)?;
-    let low = field(b, blk, (Some(at), 32 + l), shift, 3)?;
-    let set = field(b, blk, (None, l), s, 1)?;
+    let low = two_bit_code(b, blk, s, 0, l)?;
+    let at = q3_k_high_unit(b, blk, s)?;
+    let set = byte_at(b, blk, Some(at), 64 + l % 4)?;
+    let shift = b.c_u32(l / 4);
+    let set = bits(b, set, shift, 1)?;
     // low - 4 + 4 * set, as code - 4.
     let plus = b.mul_u(set, 4)?;
     let v = b.b.i_add(t_u32, None, low, plus)?;
@@ -157,31 +160,56 @@ fn q3_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word
     fmul(b, dl, v)
 }
 
-/// Q3_K's `d * (scale - 32)` of half `h` of unit `s` (6-bit scale `2 s + h`), once per unit.
+/// Where Q3_K's unit `s` has its bytes of high bits past byte 64, `4 s`; once per unit.
+fn q3_k_high_unit(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<Word> {
+    blk.once(b, ("q3k high", 0), |b| b.mul_u(s, 4).map(|at| blk.on_words(at)))
+}
+
+/// Q3_K's `d * (scale - 32)` of half `h` of unit `s` (6-bit scale `i = 2 s + h`) as the device
+/// holds the scales ([`QuantType::device_block`]: the low four bits at `4 (i % 8)` of the word
+/// at `96 + 4 (i / 8)`, the top two at `2 i` of the word at 104), once per unit.
 fn q3_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, h: u32) -> BuildResult<Word> {
     blk.once(b, ("q3k dl", h), |b| {
         let t_u32 = b.t_u32();
-        // Scale i: low four bits in byte i % 8's nibble i / 8, high two in byte 8 + i % 4 at
-        // 2 (i / 4).
-        let i = b.mul_u(s, 2)?;
-        let i = b.add_u(i, h)?;
-        let i8_ = b.mod_u(i, 8)?;
-        let lo_byte = byte_at(b, blk, Some(i8_), 96)?;
-        let nib_shift = b.div_u(i, 8)?;
-        let nib_shift = b.mul_u(nib_shift, 4)?;
-        let lo4 = bits(b, lo_byte, nib_shift, 0xf)?;
-        let i4 = b.mod_u(i, 4)?;
-        let hi_byte = byte_at(b, blk, Some(i4), 104)?;
-        let hi_shift = b.div_u(i, 4)?;
-        let hi_shift = b.mul_u(hi_shift, 2)?;
-        let hi2 = bits(b, hi_byte, hi_shift, 3)?;
-        let hi2 = b.mul_u(hi2, 16)?;
-        let scale = b.b.bitwise_or(t_u32, None, lo4, hi2)?;
+        // i / 8 = s / 4 and 4 (i % 8) = 8 (s % 4) + 4 h, for either half.
+        let at = blk.once(b, ("q3k low at", 0), |b| {
+            let word = b.div_u(s, 4)?;
+            b.mul_u(word, 4).map(|at| blk.on_words(at))
+        })?;
+        let low_shift = blk.once(b, ("q3k low shift", h), |b| {
+            let i = b.mod_u(s, 4)?;
+            let i = b.mul_u(i, 8)?;
+            b.add_u(i, 4 * h)
+        })?;
+        let low = word_at(b, blk, Some(at), 96)?;
+        let low = bits(b, low, low_shift, 0xf)?;
+        let top_shift = blk.once(b, ("q3k top shift", h), |b| {
+            let i = b.mul_u(s, 4)?;
+            b.add_u(i, 2 * h)
+        })?;
+        let top = word_at(b, blk, None, 104)?;
+        let top = bits(b, top, top_shift, 3)?;
+        let top = b.mul_u(top, 16)?;
+        let scale = b.b.bitwise_or(t_u32, None, low, top)?;
         let scale = b.add_u(scale, u32::MAX - 31)?;
         let d = half_at(b, blk, 108)?;
         let scale = s2f(b, scale)?;
         fmul(b, d, scale)
     })
+}
+
+/// Q2_K's and Q3_K's 2-bit code of value `32 s + l` as the device holds them (unit `s`'s 8 bytes
+/// at `first + 8 s`, byte `l % 8` at bit `2 (l / 8)`).
+fn two_bit_code(b: &mut ModuleBuilder, blk: &Block, s: Word, first: u32, l: u32) -> BuildResult<Word> {
+    let at = two_bit_unit(b, blk, s)?;
+    let x = byte_at(b, blk, Some(at), first + l % 8)?;
+    let shift = b.c_u32(2 * (l / 8));
+    bits(b, x, shift, 3)
+}
+
+/// Where Q2_K's and Q3_K's unit `s` has its 2-bit codes past their start, `8 s`; once per unit.
+fn two_bit_unit(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<Word> {
+    blk.once(b, ("2-bit at", 0), |b| b.mul_u(s, 8).map(|at| blk.on_words(at)))
 }
 
 /// `block_q4_K` / `block_q5_K` as the device holds them ([`QuantType::device_block`]): value
@@ -281,20 +309,6 @@ fn q6_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, h: u32) -> BuildResul
         let sc = s2f(b, sc)?;
         fmul(b, d, sc)
     })
-}
-
-/// The Q2_K/Q3_K `qs` field of unit `s`: its offset in the block, `32 (s / 4)` (the field's
-/// start and l come on top), and the shift of its two bits, `2 (s % 4)`; once per unit.
-fn two_bit_field(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<(Word, Word)> {
-    let at = blk.once(b, ("2-bit at", 0), |b| {
-        let half = b.div_u(s, 4)?;
-        b.mul_u(half, 32).map(|at| blk.on_vectors(at))
-    })?;
-    let shift = blk.once(b, ("2-bit shift", 0), |b| {
-        let shift = b.mod_u(s, 4)?;
-        b.mul_u(shift, 2)
-    })?;
-    Ok((at, shift))
 }
 
 /// An FP4 (E2M1) code doubled, as ggml's `kvalues_mxfp4` holds it, plus 12 (so 0..=24, for

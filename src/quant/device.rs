@@ -23,17 +23,21 @@ impl Interleave {
         self.blocks * q.device_block_bytes()
     }
 
-    /// `blocks` (a whole number of groups of `q`'s device blocks, each as
-    /// [`QuantType::device_block_bytes`] lays it out) into `out`, interleaved.
+    /// `blocks` (a whole number of groups of `q`'s blocks as the file holds them, which for
+    /// every interleaved format are as large as the device's) into `out`, each block as
+    /// [`QuantType::device_block`] lays it out, interleaved.
     pub fn scatter(self, q: QuantType, blocks: &[u8], out: &mut [u8]) {
         let (size, head) = (q.device_block_bytes(), self.head);
         let group = self.group_bytes(q);
+        let mut device = [0u8; 256];
+        let device = &mut device[..size];
         for (from, to) in blocks.chunks_exact(group).zip(out.chunks_exact_mut(group)) {
             let (heads, tails) = to.split_at_mut(self.blocks * head);
             let tails = tails.chunks_exact_mut(size - head);
             for ((block, h), t) in from.chunks_exact(size).zip(heads.chunks_exact_mut(head)).zip(tails) {
-                h.copy_from_slice(&block[..head]);
-                t.copy_from_slice(&block[head..]);
+                q.device_block(block, device);
+                h.copy_from_slice(&device[..head]);
+                t.copy_from_slice(&device[head..]);
             }
         }
     }
@@ -90,8 +94,9 @@ impl QuantType {
 
     /// `block`, one block of this format as the file holds it, into `out`
     /// ([`QuantType::device_block_bytes`]) as the device holds it: padded with zeros, and for
-    /// Q4_K, Q5_K and Q6_K with their codes regrouped by unit ([`regroup_k_nibbles`],
-    /// [`regroup_q6_k`]) and Q4_K's and Q5_K's scales by field ([`regroup_k_scales`]). Interleaving, where a matrix takes
+    /// the K-quant formats with their codes regrouped by unit ([`regroup_two_bit`],
+    /// [`regroup_k_nibbles`], [`regroup_q6_k`]) and Q3_K's, Q4_K's and Q5_K's scales by field
+    /// ([`regroup_q3_k_scales`], [`regroup_k_scales`]). Interleaving, where a matrix takes
     /// it, is done on these after ([`Interleave::scatter`]).
     pub(crate) fn device_block(self, block: &[u8], out: &mut [u8]) {
         let n = block.len();
@@ -99,6 +104,11 @@ impl QuantType {
         out[..n].copy_from_slice(block);
         match self {
             QuantType::Q6K => regroup_q6_k(&block[..CODES_Q6K], &mut out[..CODES_Q6K]),
+            QuantType::Q2K => regroup_two_bit(self, block, out),
+            QuantType::Q3K => {
+                regroup_two_bit(self, block, out);
+                regroup_q3_k_scales(&block[96..108], &mut out[96..108]);
+            }
             QuantType::Q4K | QuantType::Q5K => {
                 regroup_k_scales(&block[4..16], &mut out[4..16]);
                 let qs = n - 128;
@@ -139,9 +149,53 @@ fn regroup_q6_k(file: &[u8], out: &mut [u8]) {
         for (i, byte) in lows.iter_mut().enumerate() {
             *byte = code(i).0 | code(i + 16).0 << 4;
         }
-        for (i, byte) in highs.iter_mut().enumerate() {
-            *byte = (0..4).fold(0, |acc, q| acc | code(i + 8 * q).1 << (2 * q));
+        pack_pairs(|j| code(j).1, highs);
+    }
+}
+
+/// Two bits of each of 32 values (`pair(j)` for value `j`) in 8 bytes: byte `i` holds those of
+/// values `i`, `i + 8`, `i + 16`, `i + 24`, from bit 0 up. Four consecutive values' pairs then
+/// lie in one word's four bytes at one shift.
+fn pack_pairs(pair: impl Fn(usize) -> u8, out: &mut [u8]) {
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = (0..4).fold(0, |acc, q| acc | pair(i + 8 * q) << (2 * q));
+    }
+}
+
+/// Q2_K's (`qs` from byte 16) and Q3_K's (from 32, with `hmask` before it) 2-bit codes
+/// regrouped by unit: unit `s` (values `32 s..`, in the file bits `2 (s % 4)` of
+/// `qs[32 (s / 4)..]`) takes 8 bytes at `8 s` past the field's new start ([`pack_pairs`]):
+/// Q2_K's at 16, where they were; Q3_K's at 0, then each unit's 4 bytes of `hmask` bits at
+/// `64 + 4 s` (byte `i`'s bit `k` the bit of value `4 k + i`, so four consecutive values' bits
+/// lie in one word at one shift); then its scales ([`regroup_q3_k_scales`]).
+fn regroup_two_bit(q: QuantType, file: &[u8], out: &mut [u8]) {
+    let qs = if q == QuantType::Q3K { 32 } else { 16 };
+    let to = if q == QuantType::Q3K { 0 } else { 16 };
+    for s in 0..8 {
+        let code = |j: usize| (file[qs + 32 * (s / 4) + j] >> (2 * (s % 4))) & 3;
+        pack_pairs(code, &mut out[to + 8 * s..to + 8 * s + 8]);
+        if q == QuantType::Q3K {
+            for (i, byte) in out[64 + 4 * s..68 + 4 * s].iter_mut().enumerate() {
+                *byte = (0..8).fold(0, |acc, k| acc | ((file[4 * k + i] >> s) & 1) << k);
+            }
         }
+    }
+}
+
+/// Q3_K's sixteen 6-bit scales (`scales[12]` from byte 96, ggml's `kmask` packing) regrouped as
+/// their low four bits, scale `i`'s at bit `4 (i % 8)` of the word at `96 + 4 (i / 8)`, then
+/// their top two, scale `i`'s at bit `2 i` of the word at 104: two shifts and masks at run-time
+/// positions where the file's packing takes a different byte for scales 0..8 and 8..16.
+fn regroup_q3_k_scales(scales: &[u8], out: &mut [u8]) {
+    let mut words = [0u32; 3];
+    for i in 0..16 {
+        let low = u32::from(if i < 8 { scales[i] & 0xf } else { scales[i - 8] >> 4 });
+        let top = u32::from((scales[8 + i % 4] >> (2 * (i / 4))) & 3);
+        words[i / 8] |= low << (4 * (i % 8));
+        words[2] |= top << (2 * i);
+    }
+    for (to, w) in out.chunks_exact_mut(4).zip(words) {
+        to.copy_from_slice(&w.to_le_bytes());
     }
 }
 

@@ -262,7 +262,9 @@ fn interleaved_groups_hold_every_head_then_every_tail_each_byte_once() {
         i.scatter(q, &blocks, &mut out);
         for (g, group) in out.chunks_exact(i.group_bytes(q)).enumerate() {
             for j in 0..i.blocks {
-                let block = &blocks[(g * i.blocks + j) * size..][..size];
+                let file = &blocks[(g * i.blocks + j) * size..][..size];
+                let mut block = vec![0xee; size];
+                q.device_block(file, &mut block);
                 assert_eq!(&group[j * i.head..][..i.head], &block[..i.head], "{q} head {j}");
                 let tail = i.blocks * i.head + j * (size - i.head);
                 assert_eq!(&group[tail..][..size - i.head], &block[i.head..], "{q} tail {j}");
@@ -298,7 +300,13 @@ fn q6_k_device_blocks_hold_each_units_codes_together() {
     assert_eq!(&device[192..210], &file[192..210]);
     assert_eq!(&device[210..], &[0, 0]);
     // The other formats' blocks are the file's, padded with zeros.
-    let regrouped = [QuantType::Q4K, QuantType::Q5K, QuantType::Q6K];
+    let regrouped = [
+        QuantType::Q2K,
+        QuantType::Q3K,
+        QuantType::Q4K,
+        QuantType::Q5K,
+        QuantType::Q6K,
+    ];
     for q in QuantType::ALL.into_iter().filter(|q| !regrouped.contains(q)) {
         let file: Vec<u8> = (0..q.block_bytes()).map(|i| i as u8 ^ 0x5a).collect();
         let mut device = vec![0xee; q.device_block_bytes()];
@@ -333,5 +341,38 @@ fn q4_k_and_q5_k_device_blocks_hold_each_units_nibbles_and_scales_together() {
             assert_eq!((scale * code) as f32 - min as f32, want, "{q} value {v}");
         }
         assert_eq!(&device[..4], &file[..4], "{q}");
+    }
+}
+
+#[test]
+fn q2_k_and_q3_k_device_blocks_hold_each_units_codes_and_scales_together() {
+    for q in [QuantType::Q2K, QuantType::Q3K] {
+        // Every f16 scale 1, so the file's values are small integers.
+        let mut file: Vec<u8> = (0..q.block_bytes() as u32)
+            .map(|i| (i.wrapping_mul(3_266_489_917) >> 9) as u8)
+            .collect();
+        let halves: &[usize] = if q == QuantType::Q2K { &[80, 82] } else { &[108] };
+        for &at in halves {
+            file[at..at + 2].copy_from_slice(&h(1.0));
+        }
+        let want = decode(q, &file);
+        let mut device = vec![0xee; q.device_block_bytes()];
+        q.device_block(&file, &mut device);
+        let word = |at: usize| u32::from_le_bytes(device[at..at + 4].try_into().unwrap());
+        for (v, &want) in want.iter().enumerate() {
+            let (s, l) = (v / 32, v % 32);
+            let first = if q == QuantType::Q2K { 16 } else { 0 };
+            let code = i32::from((device[first + 8 * s + l % 8] >> (2 * (l / 8))) & 3);
+            let got = if q == QuantType::Q2K {
+                let sc = i32::from(device[2 * s + l / 16]);
+                (sc & 0xf) * code - (sc >> 4)
+            } else {
+                let i = 2 * s + l / 16;
+                let scale = (word(96 + 4 * (i / 8)) >> (4 * (i % 8))) & 0xf | ((word(104) >> (2 * i)) & 3) << 4;
+                let high = i32::from((device[64 + 4 * s + l % 4] >> (l / 4)) & 1);
+                (scale as i32 - 32) * (code - 4 + 4 * high)
+            };
+            assert_eq!(got as f32, want, "{q} value {v}");
+        }
     }
 }

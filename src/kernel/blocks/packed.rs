@@ -7,7 +7,7 @@
 //! are not an affine map of them: its words hold the values themselves, as signed bytes.
 
 use super::{
-    bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, q6_k_unit, scale_min_k4, two_bit_field, word_at, Block,
+    bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, q6_k_unit, scale_min_k4, two_bit_unit, word_at, Block,
 };
 use crate::kernel::builder::{BuildResult, ModuleBuilder};
 use crate::quant::QuantType;
@@ -137,18 +137,27 @@ pub(in crate::kernel) fn packed(
             halves(words, a, offsets)
         }
         QuantType::Q2K | QuantType::Q3K => {
+            // Regrouped on upload (`QuantType::device_block`): the unit's 2-bit codes in two
+            // words, four pairs a byte; Q3_K's high bits in a word of their own, byte i's
+            // bit k that of value 4k + i.
             let three = q == QuantType::Q3K;
-            let (at, shift) = two_bit_field(b, blk, s)?;
-            let qs = if three { 32 } else { 16 };
+            let at = two_bit_unit(b, blk, s)?;
+            let first = if three { 0 } else { 16 };
+            let pairs = [word_at(b, blk, Some(at), first)?, word_at(b, blk, Some(at), first + 4)?];
+            let high = if three {
+                let at = super::q3_k_high_unit(b, blk, s)?;
+                Some(word_at(b, blk, Some(at), 64)?)
+            } else {
+                None
+            };
             let words = each(|k| {
-                let w = word_at(b, blk, Some(at), qs + 4 * k)?;
-                let low = bits(b, w, shift, 0x0303_0303)?;
-                if !three {
+                // Values 4k.. have their pairs in pairs[k % 2] at bit 2 (k / 2) of each byte.
+                let low = shifted(b, pairs[k as usize % 2], 2 * (k / 2), 0x0303_0303)?;
+                let Some(high) = high else {
                     return Ok(low);
-                }
-                // hmask[l]'s bit s adds 4 to the code (the value is code - 4).
-                let h = word_at(b, blk, None, 4 * k)?;
-                let h = bits(b, h, s, 0x0101_0101)?;
+                };
+                // A set bit adds 4 to the code (the value is code - 4).
+                let h = shifted(b, high, k, 0x0101_0101)?;
                 let h = shl(b, h, 2)?;
                 or(b, low, h)
             })?;
