@@ -1,7 +1,8 @@
-//! How the device holds a format's blocks: each padded to start on a word, interleaved in groups
-//! where the rows allow, the bytes as the kernels read them fastest ([`crate::kernel`]'s block
-//! reader names every field by its offset in the file's block and finds it here), the K-quant
-//! formats' codes regrouped by the 32 values each unit of the kernels takes.
+//! How the device holds a format's blocks: each padded to start on a word, the K-quant formats'
+//! codes and scales regrouped by the 32 values each unit of the kernels takes, and interleaved
+//! in groups where the rows allow: the bytes as the kernels read them fastest, the values the
+//! file's bit for bit. The kernels' block reader names every field by its offset in the
+//! regrouped block and finds it in the interleaved groups.
 
 use super::dequantize::scale_min_k4;
 use super::QuantType;
@@ -24,8 +25,8 @@ impl Interleave {
     }
 
     /// `blocks` (a whole number of groups of `q`'s blocks as the file holds them, which for
-    /// every interleaved format are as large as the device's) into `out`, each block as
-    /// [`QuantType::device_block`] lays it out, interleaved.
+    /// every interleaved format are as large as the device's) into `out`, each block laid out
+    /// as the device holds it (Q2_K's codes regrouped by unit), interleaved.
     pub fn scatter(self, q: QuantType, blocks: &[u8], out: &mut [u8]) {
         let (size, head) = (q.device_block_bytes(), self.head);
         let group = self.group_bytes(q);

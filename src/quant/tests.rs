@@ -252,7 +252,7 @@ fn interleaved_groups_hold_every_head_then_every_tail_each_byte_once() {
             continue;
         };
         let size = q.device_block_bytes();
-        // Upload scatters the file's blocks as they are: none of these is padded.
+        // Upload scatters the file's blocks: none of these is padded.
         assert_eq!(size, q.block_bytes(), "{q}");
         assert_eq!(i.group_bytes(q) % 16, 0, "{q}");
         assert!(i.head < size, "{q}");

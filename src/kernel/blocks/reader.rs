@@ -33,7 +33,8 @@ type ShiftedKey = (Option<Word>, u32, Word);
 /// from the two words of the binding it straddles: every byte then sits at a shift known when
 /// the kernel is generated, so a value costs a shift and a mask rather than a load and the
 /// address arithmetic (a block need not start on a word: Q4_0's are 18 bytes). Callers name
-/// bytes by their offset in the file's block; where the blocks are interleaved
+/// bytes by their offset in the block as [`QuantType::device_block`] lays it out (the file's
+/// block, the K-quant formats' codes regrouped); where the blocks are interleaved
 /// ([`QuantType::interleave`]) the block finds them in its head or its tail.
 pub(in crate::kernel) struct Block {
     words: Word,
