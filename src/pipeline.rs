@@ -214,7 +214,18 @@ impl Pipelines {
     /// saves the cache file when that created pipelines it lacks (at most every
     /// [`SAVE_EVERY`]; the rest on drop).
     pub fn prepare(&self, plan: &GemmPlan) -> Result<()> {
-        let kernels: Vec<Kernel> = plan.kernels().into_iter().filter(|k| !self.has(k)).collect();
+        self.prepare_all(&[plan])
+    }
+
+    /// [`Pipelines::prepare`] for several plans at once: every pipeline any of them lacks, each
+    /// on a thread.
+    pub fn prepare_all(&self, plans: &[&GemmPlan]) -> Result<()> {
+        let mut kernels: Vec<Kernel> = Vec::new();
+        for k in plans.iter().flat_map(|p| p.kernels()) {
+            if !self.has(&k) && !kernels.contains(&k) {
+                kernels.push(k);
+            }
+        }
         if let [one] = kernels[..] {
             self.kernel(&one)?;
         } else if kernels.len() > 1 {

@@ -36,6 +36,7 @@ impl Context {
         }
         // The dispatches, not `plan.kernels()`: no list built per GEMM, and a kernel met twice
         // finds its verdict the second time.
+        let mut compiled_with_plan = false;
         for dispatch in &plan.dispatches {
             let Kernel::Gemm(key) = dispatch.kernel else { continue };
             let family = family_of(&key);
@@ -55,12 +56,12 @@ impl Context {
             }
             let answer = known_answer(&family, self.limits.max_allocation)?;
             let (rows, b_stride) = &answer.groups;
-            let mut plan = GemmPlan::new(&answer.request, &self.limits)?;
+            let mut known = GemmPlan::new(&answer.request, &self.limits)?;
             if !rows.is_empty() {
                 // None leaves the plan ungrouped, so the check below names the mismatch.
-                plan = plan.clone().grouped(rows, *b_stride, &self.limits).unwrap_or(plan);
+                known = known.clone().grouped(rows, *b_stride, &self.limits).unwrap_or(known);
             }
-            let runs_family = plan
+            let runs_family = known
                 .kernels()
                 .iter()
                 .any(|k| matches!(k, Kernel::Gemm(key) if family_of(key) == family));
@@ -69,13 +70,23 @@ impl Context {
                     "the driver self-test could not build a known-answer GEMM on kernel {} (it planned {}); \
                      this is a vk-sgmat bug: please report it (ContextOptions::self_test off avoids it)",
                     family.name(),
-                    plan.kernel_name()
+                    known.kernel_name()
                 )));
             }
             // Compiled first and not counted: the GEMM that met the family compiles it anyway.
-            self.pipelines.prepare(&plan)?;
+            // With the GEMM's own plan, all at once (its copies and split-K's reduction beside
+            // the family's kernel, each on a thread, as its preparation compiles them): the
+            // known answer's plan compiled first, then the GEMM's rest, had added about a second
+            // of cold preparation to three of a Llama layer's four GEMMs on the H200
+            // (docs/perf/h200-42-8.txt).
+            if compiled_with_plan {
+                self.pipelines.prepare(&known)?;
+            } else {
+                self.pipelines.prepare_all(&[plan, &known])?;
+                compiled_with_plan = true;
+            }
             let start = std::time::Instant::now();
-            let c = self.run_known_answer(&answer, &plan)?;
+            let c = self.run_known_answer(&answer, &known)?;
             let wrong = first_wrong(&answer, &c);
             let failed = wrong.is_some();
             self.verdicts.record(&family, &offered, (wrong, start.elapsed()));
