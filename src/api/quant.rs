@@ -181,8 +181,9 @@ const SMALL_DECODE: usize = 1 << 22;
 impl Context {
     /// Uploads a `rows x cols` matrix of `quant` blocks: `blocks` holds each row's
     /// `cols / block_values` blocks, row after row, as a GGUF file stores them (no repacking by
-    /// the caller; Q3_K's and Q6_K's blocks are padded to a whole word on the way, and where
-    /// each row is a whole number of a format's groups the blocks are interleaved in them,
+    /// the caller; on the way Q3_K's and Q6_K's blocks are padded to a whole word, the K-quant
+    /// formats' codes are regrouped by 32 values within each block, and where each row is a
+    /// whole number of a format's groups the blocks are interleaved in them,
     /// [`QuantType::interleave`]; each value kept bit for bit).
     /// A typed error, before anything reaches the GPU, where `cols` is not a whole number of
     /// blocks or `blocks` is not exactly that many bytes.
