@@ -2,8 +2,8 @@
 # 42nd session, call 9 (issue 48): call 8 with the self-test compiling the GEMM's whole plan
 # at once (its other passes beside the family's kernel) rather than the family's kernel alone first.
 # Cold, self-test on and off, interleaved, the same `bench --first-runs` as calls 7 and 8.
-B=$PWD/carry/vk-sgmat
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+source docs/perf/lib.sh
+gpu_line
 S=512x12288x4096,512x4096x4096,512x22016x4096,512x4096x11008
 f() { # label args
   local label=$1; shift
