@@ -39,20 +39,11 @@ pub(in crate::kernel) fn packed(
     s: Word,
     x_rows: u32,
 ) -> BuildResult<Packed> {
-    let nibbles = 0x0f0f_0f0f;
-    let one_scale = |words, signed, a, b_: Option<Word>| Packed {
-        words,
-        signed,
-        plus: None,
-        a: [a; 2],
-        b: [b_; 2],
-        shared: true,
-    };
-    Ok(match q {
+    match q {
         QuantType::Q8_0 => {
             let words = each(|k| word_at(b, blk, None, 2 + 4 * k))?;
             let d = half_at(b, blk, 0)?;
-            one_scale(words, true, d, None)
+            Ok(one_scale(words, true, d, None))
         }
         QuantType::Q4_0 | QuantType::Q4_1 => {
             let words = nibble_words(b, blk, if q == QuantType::Q4_0 { 2 } else { 4 })?;
@@ -61,144 +52,171 @@ pub(in crate::kernel) fn packed(
                 QuantType::Q4_0 => scaled(b, d, -8.0)?,
                 _ => half_at(b, blk, 2)?,
             };
-            one_scale(words, false, d, Some(offset))
+            Ok(one_scale(words, false, d, Some(offset)))
         }
-        QuantType::Q5_0 | QuantType::Q5_1 => {
-            let plus = q == QuantType::Q5_1;
-            // Q5_0: qh at byte 2, qs at 6; Q5_1: qh at 4, qs at 8.
-            let (qh, qs) = if plus { (4, 8) } else { (2, 6) };
-            let low = nibble_words(b, blk, qs)?;
-            let high = word_at(b, blk, None, qh)?;
-            let mut words = low;
-            for (k, w) in words.iter_mut().enumerate() {
-                // Bit l of qh is value l's fifth bit: four of them spread to the bytes' bit 4.
-                let bits = shifted(b, high, 4 * k as u32, 0xf)?;
-                let bits = spread4(b, bits)?;
-                let bits = shl(b, bits, 4)?;
-                *w = or(b, *w, bits)?;
-            }
-            let d = half_at(b, blk, 0)?;
-            let offset = if plus {
-                half_at(b, blk, 2)?
+        QuantType::Q5_0 | QuantType::Q5_1 => q5(b, q, blk),
+        QuantType::Q4K | QuantType::Q5K => q45_k(b, q, blk, s),
+        QuantType::Q6K => q6_k(b, blk, s),
+        QuantType::Q2K | QuantType::Q3K => q23_k(b, q, blk, s),
+        QuantType::Mxfp4 => mxfp4(b, blk, x_rows),
+    }
+}
+
+/// Both halves sharing one scale `a` and offset `b_` (the formats with one scale per 32 values).
+fn one_scale(words: [Word; 8], signed: bool, a: Word, b_: Option<Word>) -> Packed {
+    Packed {
+        words,
+        signed,
+        plus: None,
+        a: [a; 2],
+        b: [b_; 2],
+        shared: true,
+    }
+}
+
+/// Q5_0's and Q5_1's unit: its nibbles with each value's fifth bit from `qh` above them.
+fn q5(b: &mut ModuleBuilder, q: QuantType, blk: &Block) -> BuildResult<Packed> {
+    let plus = q == QuantType::Q5_1;
+    // Q5_0: qh at byte 2, qs at 6; Q5_1: qh at 4, qs at 8.
+    let (qh, qs) = if plus { (4, 8) } else { (2, 6) };
+    let low = nibble_words(b, blk, qs)?;
+    let high = word_at(b, blk, None, qh)?;
+    let mut words = low;
+    for (k, w) in words.iter_mut().enumerate() {
+        // Bit l of qh is value l's fifth bit: four of them spread to the bytes' bit 4.
+        let bits = shifted(b, high, 4 * k as u32, 0xf)?;
+        let bits = spread4(b, bits)?;
+        let bits = shl(b, bits, 4)?;
+        *w = or(b, *w, bits)?;
+    }
+    let d = half_at(b, blk, 0)?;
+    let offset = if plus {
+        half_at(b, blk, 2)?
+    } else {
+        scaled(b, d, -16.0)?
+    };
+    Ok(one_scale(words, false, d, Some(offset)))
+}
+
+/// Q4_K's and Q5_K's unit `s` (Q5_K's fifth bits from `qh` above the nibbles).
+fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word) -> BuildResult<Packed> {
+    // Regrouped on upload (`QuantType::device_block`): the unit's nibbles as a
+    // 32-value block's.
+    let five = q == QuantType::Q5K;
+    let at = super::q45_k_unit(b, blk, s)?;
+    let qs = if five { 48 } else { 16 };
+    let mut words = [0; 8];
+    for k in 0..4 {
+        let w = word_at(b, blk, Some(at), qs + 4 * k)?;
+        words[k as usize] = shifted(b, w, 0, 0x0f0f_0f0f)?;
+        words[k as usize + 4] = shifted(b, w, 4, 0x0f0f_0f0f)?;
+    }
+    if five {
+        for (k, w) in words.iter_mut().enumerate() {
+            let h = word_at(b, blk, None, 16 + 4 * k as u32)?;
+            let h = bits(b, h, s, 0x0101_0101)?;
+            let h = shl(b, h, 4)?;
+            *w = or(b, *w, h)?;
+        }
+    }
+    let (d1, m1) = (scale_min_k4(b, blk, s, true)?, scale_min_k4(b, blk, s, false)?);
+    let offset = scaled(b, m1, -1.0)?;
+    Ok(one_scale(words, false, d1, Some(offset)))
+}
+
+/// Q6_K's unit `s`: its low nibbles with the high pairs above them.
+fn q6_k(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<Packed> {
+    // Regrouped on upload (`QuantType::device_block`): the unit's low nibbles as a
+    // 32-value block's, then its high bit pairs, two words holding four pairs a byte.
+    let at = q6_k_unit(b, blk, s)?;
+    let high = [word_at(b, blk, Some(at), 16)?, word_at(b, blk, Some(at), 20)?];
+    let mut words = [0; 8];
+    for k in 0..4 {
+        let low = word_at(b, blk, Some(at), 4 * k)?;
+        for half in 0..2 {
+            let i = (4 * half + k) as usize;
+            let low = shifted(b, low, 4 * half, 0x0f0f_0f0f)?;
+            // Word i's values 4i.. have their pairs in high[i % 2] at bit 2 (i / 2) of
+            // each byte; they go to bits 4 and 5.
+            let at = 2 * (i as u32 / 2);
+            let pair = if at < 4 {
+                let up = shl(b, high[i % 2], 4 - at)?;
+                shifted(b, up, 0, 0x3030_3030)?
             } else {
-                scaled(b, d, -16.0)?
+                shifted(b, high[i % 2], at - 4, 0x3030_3030)?
             };
-            one_scale(words, false, d, Some(offset))
+            words[i] = or(b, low, pair)?;
         }
-        QuantType::Q4K | QuantType::Q5K => {
-            // Regrouped on upload (`QuantType::device_block`): the unit's nibbles as a
-            // 32-value block's.
-            let five = q == QuantType::Q5K;
-            let at = super::q45_k_unit(b, blk, s)?;
-            let qs = if five { 48 } else { 16 };
-            let mut words = [0; 8];
-            for k in 0..4 {
-                let w = word_at(b, blk, Some(at), qs + 4 * k)?;
-                words[k as usize] = shifted(b, w, 0, nibbles)?;
-                words[k as usize + 4] = shifted(b, w, 4, nibbles)?;
-            }
-            if five {
-                for (k, w) in words.iter_mut().enumerate() {
-                    let h = word_at(b, blk, None, 16 + 4 * k as u32)?;
-                    let h = bits(b, h, s, 0x0101_0101)?;
-                    let h = shl(b, h, 4)?;
-                    *w = or(b, *w, h)?;
-                }
-            }
-            let (d1, m1) = (scale_min_k4(b, blk, s, true)?, scale_min_k4(b, blk, s, false)?);
-            let offset = scaled(b, m1, -1.0)?;
-            one_scale(words, false, d1, Some(offset))
+    }
+    let a = [q6_k_scale(b, blk, s, 0)?, q6_k_scale(b, blk, s, 1)?];
+    let offsets = [scaled(b, a[0], -32.0)?, scaled(b, a[1], -32.0)?];
+    Ok(halves(words, a, offsets))
+}
+
+/// Q2_K's and Q3_K's unit `s` (Q3_K's high bits adding 4 to the codes).
+fn q23_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word) -> BuildResult<Packed> {
+    // Regrouped on upload (`QuantType::device_block`): the unit's 2-bit codes in two
+    // words, four pairs a byte; Q3_K's high bits in a word of their own, byte i's
+    // bit k that of value 4k + i.
+    let three = q == QuantType::Q3K;
+    let at = two_bit_unit(b, blk, s)?;
+    let first = if three { 0 } else { 16 };
+    let pairs = [word_at(b, blk, Some(at), first)?, word_at(b, blk, Some(at), first + 4)?];
+    let high = if three {
+        let at = super::q3_k_high_unit(b, blk, s)?;
+        Some(word_at(b, blk, Some(at), 64)?)
+    } else {
+        None
+    };
+    let words = each(|k| {
+        // Values 4k.. have their pairs in pairs[k % 2] at bit 2 (k / 2) of each byte.
+        let low = shifted(b, pairs[k as usize % 2], 2 * (k / 2), 0x0303_0303)?;
+        let Some(high) = high else {
+            return Ok(low);
+        };
+        // A set bit adds 4 to the code (the value is code - 4).
+        let h = shifted(b, high, k, 0x0101_0101)?;
+        let h = shl(b, h, 2)?;
+        or(b, low, h)
+    })?;
+    let (a, offsets) = if three {
+        let a = [q3_k_scale(b, blk, s, 0)?, q3_k_scale(b, blk, s, 1)?];
+        (a, [scaled(b, a[0], -4.0)?, scaled(b, a[1], -4.0)?])
+    } else {
+        let a = [q2_k_scale(b, blk, s, 0, true)?, q2_k_scale(b, blk, s, 16, true)?];
+        let m = [q2_k_scale(b, blk, s, 0, false)?, q2_k_scale(b, blk, s, 16, false)?];
+        (a, [scaled(b, m[0], -1.0)?, scaled(b, m[1], -1.0)?])
+    };
+    Ok(halves(words, a, offsets))
+}
+
+/// MXFP4's unit: its values as signed bytes (beside one row of X, apart from their signs).
+fn mxfp4(b: &mut ModuleBuilder, blk: &Block, x_rows: u32) -> BuildResult<Packed> {
+    // Beside one row of X, a negative value's byte is !magnitude (one below it, so -0
+    // stays in its byte) and a second dot product adds the ones back, which costs less
+    // than negating in place (h200-41-4: one token 31.1 -> 23.8 us); beside more, each
+    // row would pay for that product (eight tokens 60.2 -> 82.4 us).
+    let apart = x_rows == 1;
+    let (mut words, mut plus) = ([0; 8], [0; 8]);
+    for k in 0..4 {
+        let codes = word_at(b, blk, None, 1 + 4 * k)?;
+        let magnitudes = fp4_magnitudes(b, codes)?;
+        let signs = shifted(b, codes, 3, 0x1111_1111)?;
+        // Low nibbles are values 4k.., high ones 16 + 4k..
+        for (half, shift) in [(0, 0), (4, 4)] {
+            let magnitude = shifted(b, magnitudes, shift, 0x0f0f_0f0f)?;
+            let sign = shifted(b, signs, shift, 0x0101_0101)?;
+            let i = (half + k) as usize;
+            (words[i], plus[i]) = signed_bytes(b, magnitude, sign, apart)?;
         }
-        QuantType::Q6K => {
-            // Regrouped on upload (`QuantType::device_block`): the unit's low nibbles as a
-            // 32-value block's, then its high bit pairs, two words holding four pairs a byte.
-            let at = q6_k_unit(b, blk, s)?;
-            let high = [word_at(b, blk, Some(at), 16)?, word_at(b, blk, Some(at), 20)?];
-            let mut words = [0; 8];
-            for k in 0..4 {
-                let low = word_at(b, blk, Some(at), 4 * k)?;
-                for half in 0..2 {
-                    let i = (4 * half + k) as usize;
-                    let low = shifted(b, low, 4 * half, 0x0f0f_0f0f)?;
-                    // Word i's values 4i.. have their pairs in high[i % 2] at bit 2 (i / 2) of
-                    // each byte; they go to bits 4 and 5.
-                    let at = 2 * (i as u32 / 2);
-                    let pair = if at < 4 {
-                        let up = shl(b, high[i % 2], 4 - at)?;
-                        shifted(b, up, 0, 0x3030_3030)?
-                    } else {
-                        shifted(b, high[i % 2], at - 4, 0x3030_3030)?
-                    };
-                    words[i] = or(b, low, pair)?;
-                }
-            }
-            let a = [q6_k_scale(b, blk, s, 0)?, q6_k_scale(b, blk, s, 1)?];
-            let offsets = [scaled(b, a[0], -32.0)?, scaled(b, a[1], -32.0)?];
-            halves(words, a, offsets)
-        }
-        QuantType::Q2K | QuantType::Q3K => {
-            // Regrouped on upload (`QuantType::device_block`): the unit's 2-bit codes in two
-            // words, four pairs a byte; Q3_K's high bits in a word of their own, byte i's
-            // bit k that of value 4k + i.
-            let three = q == QuantType::Q3K;
-            let at = two_bit_unit(b, blk, s)?;
-            let first = if three { 0 } else { 16 };
-            let pairs = [word_at(b, blk, Some(at), first)?, word_at(b, blk, Some(at), first + 4)?];
-            let high = if three {
-                let at = super::q3_k_high_unit(b, blk, s)?;
-                Some(word_at(b, blk, Some(at), 64)?)
-            } else {
-                None
-            };
-            let words = each(|k| {
-                // Values 4k.. have their pairs in pairs[k % 2] at bit 2 (k / 2) of each byte.
-                let low = shifted(b, pairs[k as usize % 2], 2 * (k / 2), 0x0303_0303)?;
-                let Some(high) = high else {
-                    return Ok(low);
-                };
-                // A set bit adds 4 to the code (the value is code - 4).
-                let h = shifted(b, high, k, 0x0101_0101)?;
-                let h = shl(b, h, 2)?;
-                or(b, low, h)
-            })?;
-            let (a, offsets) = if three {
-                let a = [q3_k_scale(b, blk, s, 0)?, q3_k_scale(b, blk, s, 1)?];
-                (a, [scaled(b, a[0], -4.0)?, scaled(b, a[1], -4.0)?])
-            } else {
-                let a = [q2_k_scale(b, blk, s, 0, true)?, q2_k_scale(b, blk, s, 16, true)?];
-                let m = [q2_k_scale(b, blk, s, 0, false)?, q2_k_scale(b, blk, s, 16, false)?];
-                (a, [scaled(b, m[0], -1.0)?, scaled(b, m[1], -1.0)?])
-            };
-            halves(words, a, offsets)
-        }
-        QuantType::Mxfp4 => {
-            // Beside one row of X, a negative value's byte is !magnitude (one below it, so -0
-            // stays in its byte) and a second dot product adds the ones back, which costs less
-            // than negating in place (h200-41-4: one token 31.1 -> 23.8 us); beside more, each
-            // row would pay for that product (eight tokens 60.2 -> 82.4 us).
-            let apart = x_rows == 1;
-            let (mut words, mut plus) = ([0; 8], [0; 8]);
-            for k in 0..4 {
-                let codes = word_at(b, blk, None, 1 + 4 * k)?;
-                let magnitudes = fp4_magnitudes(b, codes)?;
-                let signs = shifted(b, codes, 3, 0x1111_1111)?;
-                // Low nibbles are values 4k.., high ones 16 + 4k..
-                for (half, shift) in [(0, 0), (4, 4)] {
-                    let magnitude = shifted(b, magnitudes, shift, 0x0f0f_0f0f)?;
-                    let sign = shifted(b, signs, shift, 0x0101_0101)?;
-                    let i = (half + k) as usize;
-                    (words[i], plus[i]) = signed_bytes(b, magnitude, sign, apart)?;
-                }
-            }
-            let d = blk.once(b, ("e8m0", 0), |b| {
-                let e = super::byte_at(b, blk, None, 0)?;
-                super::e8m0_half(b, e)
-            })?;
-            Packed {
-                plus: apart.then_some(plus),
-                ..one_scale(words, true, d, None)
-            }
-        }
+    }
+    let d = blk.once(b, ("e8m0", 0), |b| {
+        let e = super::byte_at(b, blk, None, 0)?;
+        super::e8m0_half(b, e)
+    })?;
+    Ok(Packed {
+        plus: apart.then_some(plus),
+        ..one_scale(words, true, d, None)
     })
 }
 
