@@ -119,21 +119,26 @@ fn q2_k(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word
     fsub(b, v, ml)
 }
 
+/// Byte `2 s + h` of the bytes from `first` (a multiple of 4) that hold a byte per half unit
+/// (Q2_K's and Q6_K's scales): in the word at `first + 4 (s / 2)`, at bit `16 (s % 2) + 8 h`.
+fn half_unit_byte(b: &mut ModuleBuilder, blk: &Block, s: Word, h: u32, first: u32) -> BuildResult<Word> {
+    let at = blk.once(b, ("half-unit bytes at", 0), |b| {
+        let pair = b.div_u(s, 2)?;
+        b.mul_u(pair, 4).map(|at| blk.on_words(at))
+    })?;
+    let within = blk.once(b, ("half-unit byte shift", h), |b| {
+        let odd = b.mod_u(s, 2)?;
+        let shift = b.mul_u(odd, 16)?;
+        b.add_u(shift, 8 * h)
+    })?;
+    byte_of_word(b, blk, (Some(at), first / 4), within)
+}
+
 /// Q2_K's `d * (scale & 15)` (`scale`) or `dmin * (scale >> 4)` for value `32 s + l`
 /// (`scales[2 s + l / 16]`), once per unit.
 fn q2_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32, scale: bool) -> BuildResult<Word> {
     blk.once(b, ("q2k scale", 2 * (l / 16) + u32::from(scale)), |b| {
-        // Byte 2s + h of the scales: in the word at 4 (s / 2), at bit 16 (s % 2) + 8h.
-        let at = blk.once(b, ("q2k scales at", 0), |b| {
-            let pair = b.div_u(s, 2)?;
-            b.mul_u(pair, 4).map(|at| blk.on_words(at))
-        })?;
-        let within = blk.once(b, ("q2k scale shift", l / 16), |b| {
-            let odd = b.mod_u(s, 2)?;
-            let shift = b.mul_u(odd, 16)?;
-            b.add_u(shift, 8 * (l / 16))
-        })?;
-        let sc = byte_of_word(b, blk, (Some(at), 0), within)?;
+        let sc = half_unit_byte(b, blk, s, l / 16, 0)?;
         let shift = b.c_u32(if scale { 0 } else { 4 });
         let x = bits(b, sc, shift, 0xf)?;
         let x = u2f(b, x)?;
@@ -293,17 +298,7 @@ fn q6_k_unit(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<Word> {
 /// Q6_K's `d * scales[2 s + h]` (signed) of half `h` of unit `s`, once per unit.
 fn q6_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, h: u32) -> BuildResult<Word> {
     blk.once(b, ("q6k scale", h), |b| {
-        // Byte 2s + h of the scales (from 192): in the word at 4 (s / 2), at bit 16 (s % 2) + 8h.
-        let at = blk.once(b, ("q6k scales at", 0), |b| {
-            let pair = b.div_u(s, 2)?;
-            b.mul_u(pair, 4).map(|at| blk.on_words(at))
-        })?;
-        let within = blk.once(b, ("q6k scale shift", h), |b| {
-            let odd = b.mod_u(s, 2)?;
-            let shift = b.mul_u(odd, 16)?;
-            b.add_u(shift, 8 * h)
-        })?;
-        let sc = byte_of_word(b, blk, (Some(at), 48), within)?;
+        let sc = half_unit_byte(b, blk, s, h, 192)?;
         let sc = signed_byte(b, sc)?;
         let d = half_at(b, blk, 208)?;
         let sc = s2f(b, sc)?;
