@@ -175,7 +175,6 @@ fn q3_k_high_unit(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<Wo
 /// at `96 + 4 (i / 8)`, the top two at `2 i` of the word at 104), once per unit.
 fn q3_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, h: u32) -> BuildResult<Word> {
     blk.once(b, ("q3k dl", h), |b| {
-        let t_u32 = b.t_u32();
         // i / 8 = s / 4 and 4 (i % 8) = 8 (s % 4) + 4 h, for either half.
         let at = blk.once(b, ("q3k low at", 0), |b| {
             let word = b.div_u(s, 4)?;
@@ -186,21 +185,34 @@ fn q3_k_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, h: u32) -> BuildResul
             let i = b.mul_u(i, 8)?;
             b.add_u(i, 4 * h)
         })?;
-        let low = word_at(b, blk, Some(at), 96)?;
-        let low = bits(b, low, low_shift, 0xf)?;
         let top_shift = blk.once(b, ("q3k top shift", h), |b| {
             let i = b.mul_u(s, 4)?;
             b.add_u(i, 2 * h)
         })?;
-        let top = word_at(b, blk, None, 104)?;
-        let top = bits(b, top, top_shift, 3)?;
-        let top = b.mul_u(top, 16)?;
-        let scale = b.b.bitwise_or(t_u32, None, low, top)?;
+        let scale = six_bits(b, blk, ((Some(at), 96), low_shift), (104, top_shift))?;
         let scale = b.add_u(scale, u32::MAX - 31)?;
         let d = half_at(b, blk, 108)?;
         let scale = s2f(b, scale)?;
         fmul(b, d, scale)
     })
+}
+
+/// A 6-bit scale as the device holds Q3_K's, Q4_K's and Q5_K's ([`QuantType::device_block`]):
+/// its low four bits at bit `low_shift` of the word at `low` (a run-time part and a byte),
+/// its top two at bit `top_shift` of the word at byte `top`.
+fn six_bits(
+    b: &mut ModuleBuilder,
+    blk: &Block,
+    (low, low_shift): ((Option<Word>, u32), Word),
+    (top, top_shift): (u32, Word),
+) -> BuildResult<Word> {
+    let t_u32 = b.t_u32();
+    let low = word_at(b, blk, low.0, low.1)?;
+    let low = bits(b, low, low_shift, 0xf)?;
+    let top = word_at(b, blk, None, top)?;
+    let top = bits(b, top, top_shift, 3)?;
+    let top = b.mul_u(top, 16)?;
+    b.b.bitwise_or(t_u32, None, low, top)
 }
 
 /// Q2_K's and Q3_K's 2-bit code of value `32 s + l` as the device holds them (unit `s`'s 8 bytes
@@ -249,7 +261,6 @@ fn q45_k_unit(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<Word> 
 /// of the word at 12), once per unit.
 fn scale_min_k4(b: &mut ModuleBuilder, blk: &Block, s: Word, scale: bool) -> BuildResult<Word> {
     blk.once(b, ("q45k scale", u32::from(scale)), |b| {
-        let t_u32 = b.t_u32();
         let low_at = blk.once(b, ("q45k low shift", 0), |b| b.mul_u(s, 4))?;
         let top_at = blk.once(b, ("q45k top shift", u32::from(scale)), |b| {
             let at = b.mul_u(s, 2)?;
@@ -259,12 +270,7 @@ fn scale_min_k4(b: &mut ModuleBuilder, blk: &Block, s: Word, scale: bool) -> Bui
                 b.add_u(at, 16)
             }
         })?;
-        let low = word_at(b, blk, None, if scale { 4 } else { 8 })?;
-        let low = bits(b, low, low_at, 0xf)?;
-        let top = word_at(b, blk, None, 12)?;
-        let top = bits(b, top, top_at, 3)?;
-        let top = b.mul_u(top, 16)?;
-        let x = b.b.bitwise_or(t_u32, None, low, top)?;
+        let x = six_bits(b, blk, ((None, if scale { 4 } else { 8 }), low_at), (12, top_at))?;
         let x = u2f(b, x)?;
         let d = half_at(b, blk, if scale { 0 } else { 2 })?;
         fmul(b, d, x)
