@@ -36,7 +36,6 @@ impl Context {
         }
         // The dispatches, not `plan.kernels()`: no list built per GEMM, and a kernel met twice
         // finds its verdict the second time.
-        let mut compiled_with_plan = false;
         for dispatch in &plan.dispatches {
             let Kernel::Gemm(key) = dispatch.kernel else { continue };
             let family = family_of(&key);
@@ -79,12 +78,9 @@ impl Context {
             // known answer's plan compiled first, then the GEMM's rest, had added about a second
             // of cold preparation to three of a Llama layer's four GEMMs on the H200
             // (docs/perf/h200-42-8.txt).
-            if compiled_with_plan {
-                self.pipelines.prepare(&known)?;
-            } else {
-                self.pipelines.prepare_all(&[plan, &known])?;
-                compiled_with_plan = true;
-            }
+            // After the first family, the GEMM's kernels exist and only the known answer's
+            // new ones compile.
+            self.pipelines.prepare_all(&[plan, &known])?;
             let start = std::time::Instant::now();
             let c = self.run_known_answer(&answer, &known)?;
             let wrong = first_wrong(&answer, &c);
