@@ -228,10 +228,10 @@ impl Context {
             )));
         }
         // On the device each block is as `QuantType::device_block` lays it out (Q3_K and Q6_K
-        // padded to a word, Q6_K's codes regrouped), interleaved in groups where the rows allow (`QuantType::interleave`), each
-        // expert from a 16-byte boundary, in whole 16-byte vectors, at least 8
-        // bytes past the last block: the kernels read the word after each one they need (a
-        // block need not start on a word).
+        // padded to a word, the K-quant formats' codes regrouped), interleaved in groups where
+        // the rows allow (`QuantType::interleave`), each expert from a 16-byte boundary, in
+        // whole 16-byte vectors, at least 8 bytes past the last block: the kernels read the
+        // word after each one they need (a block need not start on a word).
         let (stored, padded) = (quant.block_bytes(), quant.device_block_bytes());
         let device_each = each / stored * padded;
         let stride = device_each.next_multiple_of(VECTOR_BYTES as usize);
