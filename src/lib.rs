@@ -76,6 +76,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod api;
+mod compile_helper;
 pub mod config;
 pub mod device;
 pub mod error;
@@ -101,6 +102,7 @@ pub use api::{
     DeviceMatrix, DeviceOperand, DistMatrix, Element, EpilogueVector, Fused, GemmOptions, Input, MatMut, MatRef,
     Matmul, Output, PinnedMatrix, Prepared, QuantMatrix, QuantRef, RecordedGemm, MAX_SPLIT_K,
 };
+pub use compile_helper::{serve_helper_if_asked, CompileReport, HelperCommand, PipelineCompiler, HELPER_ARG};
 pub use config::{ComponentType, GPUSubgroupMatrixConfig};
 pub use device::DeviceSelector;
 pub use error::{Error, Result};

@@ -2,6 +2,7 @@
 //! pipeline layout serve every kernel; pipelines are created once per key and kept, and a
 //! `VkPipelineCache` (optionally loaded from and saved to disk) makes re-creation cheap.
 
+use crate::compile_helper::{CompileReport, HelperCommand, Source};
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -11,7 +12,7 @@ use ash::vk;
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// The least time between two saves of the pipeline cache after new pipelines (a long-lived
@@ -44,7 +45,14 @@ pub(crate) struct Pipelines {
     pub set_layout: vk::DescriptorSetLayout,
     pub layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
+    /// Creations share the cache (the driver synchronizes them); a merge into it
+    /// (`vkMergePipelineCaches`) must have it alone.
+    cache_use: RwLock<()>,
     cache_path: Option<PathBuf>,
+    /// The program that compiles pipelines this context lacks in a process of its own
+    /// ([`crate::PipelineCompiler::Helper`]), if any.
+    compiler: Option<HelperCommand>,
+    report: Mutex<CompileReport>,
     /// Bytes of cache data loaded from `cache_path` (0: none, or the file was ignored).
     loaded: usize,
     /// Pipelines created so far, and how many of them the file holds.
@@ -61,6 +69,7 @@ impl Pipelines {
         device: Arc<Device>,
         cache_path: Option<PathBuf>,
         faulty: Option<GPUSubgroupMatrixConfig>,
+        compiler: Option<HelperCommand>,
     ) -> Result<Self> {
         let raw = device.raw();
         let bindings: Vec<_> = (0..BINDINGS)
@@ -121,7 +130,10 @@ impl Pipelines {
             set_layout,
             layout,
             cache,
+            cache_use: RwLock::new(()),
             cache_path,
+            compiler,
+            report: Mutex::new(CompileReport::default()),
             loaded: initial.len(),
             created: AtomicUsize::new(0),
             saved: Mutex::new((0, None)),
@@ -161,8 +173,12 @@ impl Pipelines {
         if let Some(p) = self.reduce.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(p.clone());
         }
-        let words = kernel::generate_reduce(result_type, epilogue)?;
-        let pipeline = Arc::new(self.build_unpinned(&words)?);
+        let source = self.source(&Kernel::Reduce {
+            result_type,
+            epilogue,
+            subgroup_size,
+        })?;
+        let pipeline = Arc::new(self.build_source(&source)?);
         let mut map = self.reduce.lock().unwrap_or_else(|e| e.into_inner());
         Ok(map.entry(key).or_insert(pipeline).clone())
     }
@@ -174,17 +190,7 @@ impl Pipelines {
         if let Some(p) = map.get(&kernel) {
             return Ok(p.clone());
         }
-        let words = match kernel {
-            Kernel::Narrow { to } => kernel::generate_narrow(to)?,
-            Kernel::SplitPlanes { transposed } => kernel::generate_split_planes(transposed)?,
-            Kernel::Transpose { rounds_to, bytes } => kernel::generate_transpose(rounds_to, bytes)?,
-            Kernel::GroupTable => kernel::generate_group_table()?,
-            Kernel::Dequant { quant, to, interleaved } => kernel::generate_dequant(quant, to, interleaved)?,
-            Kernel::Act8 { elem } => kernel::generate_act8(elem)?,
-            Kernel::Gemv(key) => kernel::generate_gemv(&key)?,
-            _ => kernel::generate_absmax()?,
-        };
-        let pipeline = Arc::new(self.build_unpinned(&words)?);
+        let pipeline = Arc::new(self.build_source(&self.source(&kernel)?)?);
         map.insert(kernel, pipeline.clone());
         Ok(pipeline)
     }
@@ -225,6 +231,9 @@ impl Pipelines {
             if !self.has(&k) && !kernels.contains(&k) {
                 kernels.push(k);
             }
+        }
+        if let (Some(helper), false) = (&self.compiler, kernels.is_empty()) {
+            self.compile_in_helper(helper, &kernels);
         }
         if let [one] = kernels[..] {
             self.kernel(&one)?;
@@ -285,14 +294,87 @@ impl Pipelines {
     }
 
     fn create(&self, key: &KernelKey) -> Result<Pipeline> {
-        let faulty = KernelKey {
-            probe: Probe::NoProducts,
-            ..*key
+        self.build_source(&self.source(&Kernel::Gemm(*key))?)
+    }
+
+    /// The SPIR-V `kernel`'s pipeline is created from, and the subgroup size it pins: a GEMM
+    /// kernel's checked against the device (and built wrong on purpose for
+    /// [`crate::ContextOptions::inject_fault`]'s config); the passes without subgroup
+    /// operations take any size.
+    fn source(&self, kernel: &Kernel) -> Result<Source> {
+        let any_size = |words| {
+            Ok(Source {
+                words,
+                subgroup_size: None,
+            })
         };
-        let planted = self.faulty == Some(key.config) && !kernel::Load::without_matrix_units(key.loads);
-        let key = if planted { &faulty } else { key };
-        let (words, sg) = self.checked_words(key)?;
-        self.build(&words, sg)
+        match *kernel {
+            Kernel::Gemm(ref key) => {
+                let faulty = KernelKey {
+                    probe: Probe::NoProducts,
+                    ..*key
+                };
+                let planted = self.faulty == Some(key.config) && !kernel::Load::without_matrix_units(key.loads);
+                let (words, sg) = self.checked_words(if planted { &faulty } else { key })?;
+                Ok(Source {
+                    words,
+                    subgroup_size: Some(sg),
+                })
+            }
+            Kernel::Reduce {
+                result_type, epilogue, ..
+            } => any_size(kernel::generate_reduce(result_type, epilogue)?),
+            Kernel::Narrow { to } => any_size(kernel::generate_narrow(to)?),
+            Kernel::SplitPlanes { transposed } => any_size(kernel::generate_split_planes(transposed)?),
+            Kernel::Transpose { rounds_to, bytes } => any_size(kernel::generate_transpose(rounds_to, bytes)?),
+            Kernel::GroupTable => any_size(kernel::generate_group_table()?),
+            Kernel::Dequant { quant, to, interleaved } => any_size(kernel::generate_dequant(quant, to, interleaved)?),
+            Kernel::Act8 { elem } => any_size(kernel::generate_act8(elem)?),
+            Kernel::Gemv(key) => any_size(kernel::generate_gemv(&key)?),
+            Kernel::AbsMax => any_size(kernel::generate_absmax()?),
+        }
+    }
+
+    /// Has the helper program compile `kernels` and merges the cache data it returns, so their
+    /// creation here finds them compiled. A failure is recorded, not returned: the kernels are
+    /// then compiled here, as without a helper.
+    fn compile_in_helper(&self, helper: &HelperCommand, kernels: &[Kernel]) {
+        let merged = kernels
+            .iter()
+            .map(|k| self.source(k))
+            .collect::<Result<Vec<_>>>()
+            .and_then(|sources| crate::compile_helper::compile(helper, self.device.info(), &sources))
+            .and_then(|data| self.merge(&data));
+        let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
+        match merged {
+            Ok(()) => report.from_helper += kernels.len(),
+            Err(e) => {
+                report.failures += 1;
+                report.last_failure = Some(e.to_string());
+            }
+        }
+    }
+
+    /// Merges pipeline cache `data` (checked to be this device's) into the context's cache.
+    fn merge(&self, data: &[u8]) -> Result<()> {
+        let raw = self.device.raw();
+        let info = vk::PipelineCacheCreateInfo::default().initial_data(data);
+        // SAFETY: the data is whole and its header fits this device (pipeline_file::read).
+        let source =
+            unsafe { raw.create_pipeline_cache(&info, None) }.map_err(|r| Error::vk("vkCreatePipelineCache", r))?;
+        let merged = {
+            let _alone = self.cache_use.write().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: both caches are live; no creation uses the destination meanwhile.
+            unsafe { raw.merge_pipeline_caches(self.cache, &[source]) }
+        };
+        // SAFETY: merged (or not) and unused.
+        unsafe { raw.destroy_pipeline_cache(source, None) };
+        merged.map_err(|r| Error::vk("vkMergePipelineCaches", r))
+    }
+
+    /// What the compiling helper did so far.
+    pub fn compile_report(&self) -> CompileReport {
+        self.report.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The driver's statistics (name, value) for `key`'s kernel, e.g. registers per invocation;
@@ -338,16 +420,22 @@ impl Pipelines {
         self.build_with(words, Some(sg), vk::PipelineCreateFlags::empty())
     }
 
-    /// Creates the pipeline of a kernel without subgroup operations, at whatever subgroup size
-    /// the driver picks: pinning one could ask for more subgroups per workgroup than the device
-    /// allows (256 invocations at lavapipe's 4 lanes is 64 subgroups, where it allows 32).
-    fn build_unpinned(&self, words: &[u32]) -> Result<Pipeline> {
-        self.build_with(words, None, vk::PipelineCreateFlags::empty())
+    /// Creates the pipeline of `source`. A kernel without subgroup operations takes whatever
+    /// subgroup size the driver picks: pinning one could ask for more subgroups per workgroup
+    /// than the device allows (256 invocations at lavapipe's 4 lanes is 64 subgroups, where it
+    /// allows 32).
+    fn build_source(&self, source: &Source) -> Result<Pipeline> {
+        self.build_with(&source.words, source.subgroup_size, vk::PipelineCreateFlags::empty())
     }
 
     /// `sg`: the subgroup size the kernel needs (pinned where the device allows, with full
     /// subgroups), or `None` for any.
-    fn build_with(&self, words: &[u32], sg: Option<u32>, create_flags: vk::PipelineCreateFlags) -> Result<Pipeline> {
+    pub(crate) fn build_with(
+        &self,
+        words: &[u32],
+        sg: Option<u32>,
+        create_flags: vk::PipelineCreateFlags,
+    ) -> Result<Pipeline> {
         let limits = &self.device.info().limits;
         let pin = limits.required_subgroup_size_compute && sg.is_some();
         let raw = self.device.raw();
@@ -372,16 +460,29 @@ impl Pipelines {
         if pin {
             stage = stage.push_next(&mut required);
         }
+        // Whether the driver found the pipeline in the cache (core in Vulkan 1.3, which every
+        // usable device has): what tells a helper's or the file's pipelines from compiled ones.
+        let mut whole = vk::PipelineCreationFeedback::default();
+        let mut feedback = vk::PipelineCreationFeedbackCreateInfo::default().pipeline_creation_feedback(&mut whole);
         let info = [vk::ComputePipelineCreateInfo::default()
             .flags(create_flags)
             .stage(stage)
-            .layout(self.layout)];
-        // SAFETY: module, layout and cache are live; the stage chain outlives the call.
-        let result = unsafe { raw.create_compute_pipelines(self.cache, &info, None) };
+            .layout(self.layout)
+            .push_next(&mut feedback)];
+        let result = {
+            let _shared = self.cache_use.read().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: module, layout and cache are live; the chains outlive the call.
+            unsafe { raw.create_compute_pipelines(self.cache, &info, None) }
+        };
         // SAFETY: the module is no longer needed once the pipeline exists (or failed).
         unsafe { raw.destroy_shader_module(module, None) };
         let pipeline = result.map_err(|(_, r)| Error::vk("vkCreateComputePipelines", r))?[0];
         self.created.fetch_add(1, Ordering::AcqRel);
+        let hit = vk::PipelineCreationFeedbackFlags::VALID
+            | vk::PipelineCreationFeedbackFlags::APPLICATION_PIPELINE_CACHE_HIT;
+        if whole.flags.contains(hit) {
+            self.report.lock().unwrap_or_else(|e| e.into_inner()).from_cache += 1;
+        }
         Ok(Pipeline {
             raw: pipeline,
             device: self.device.clone(),
@@ -391,10 +492,14 @@ impl Pipelines {
     /// Writes the pipeline cache to its file, if one was configured.
     pub fn save(&self) -> Result<()> {
         let Some(path) = &self.cache_path else { return Ok(()) };
+        crate::pipeline_file::write(path, &self.cache_data()?)
+    }
+
+    /// The pipeline cache's data, as the driver serializes it.
+    pub fn cache_data(&self) -> Result<Vec<u8>> {
         // SAFETY: plain query of a live cache.
-        let data = unsafe { self.device.raw().get_pipeline_cache_data(self.cache) }
-            .map_err(|r| Error::vk("vkGetPipelineCacheData", r))?;
-        crate::pipeline_file::write(path, &data)
+        unsafe { self.device.raw().get_pipeline_cache_data(self.cache) }
+            .map_err(|r| Error::vk("vkGetPipelineCacheData", r))
     }
 }
 

@@ -121,6 +121,7 @@ impl Context {
                 device.clone(),
                 options.pipeline_cache.path_for(device.info()),
                 options.inject_fault,
+                options.pipeline_compiler.helper_for(device.info()),
             )?,
             verdicts: SelfTest::open(
                 options.self_test,
@@ -175,6 +176,13 @@ impl Context {
     /// Whether the validation layer is on.
     pub fn validation_enabled(&self) -> bool {
         self.device.instance().validation_enabled()
+    }
+
+    /// What the compiling helper ([`ContextOptions::pipeline_compiler`]) did so far: pipelines
+    /// it compiled, and failed runs (whose pipelines were compiled in this process) with the
+    /// last one's reason.
+    pub fn compile_report(&self) -> crate::CompileReport {
+        self.pipelines.compile_report()
     }
 
     /// Number of pipelines created so far.

@@ -199,6 +199,11 @@ pub struct ContextOptions {
     /// (they compute wrongly, as a faulty driver's would), so the self-test can be seen to catch
     /// them. Such a context neither reads nor writes the self-test's file. Default: none.
     pub inject_fault: Option<crate::config::GPUSubgroupMatrixConfig>,
+    /// Where the pipelines a preparation lacks are compiled: in this process, or by a helper
+    /// process ([`PipelineCompiler::Helper`](crate::PipelineCompiler::Helper)), which on
+    /// NVIDIA's driver spares a first process the slow first hundreds of runs of every pipeline
+    /// it compiled itself. Default: in this process.
+    pub pipeline_compiler: crate::PipelineCompiler,
 }
 
 impl Default for ContextOptions {
@@ -216,6 +221,7 @@ impl Default for ContextOptions {
             compute_limits: None,
             self_test: true,
             inject_fault: None,
+            pipeline_compiler: crate::PipelineCompiler::InProcess,
         }
     }
 }

@@ -1,0 +1,125 @@
+//! Pipelines compiled by a helper process (`PipelineCompiler`): the `vk-sgmat` binary compiles
+//! what a preparation lacks and the context creates the pipelines from its cache; a helper that
+//! is missing, fails, or writes nothing costs only the in-process compile (the GEMM is right
+//! either way, and `compile_report` says why); `HelperOnNvidia` starts no helper elsewhere.
+
+mod common;
+#[path = "../support/verify/mod.rs"]
+#[allow(dead_code)]
+mod verify;
+
+use crate::verify::Rng;
+use common::ints;
+use half::f16;
+use vk_sgmat::{
+    Context, ContextOptions, HelperCommand, Layout, MatMut, MatRef, Matmul, PipelineCacheFile, PipelineCompiler,
+};
+
+/// The `vk-sgmat` binary as a helper, started as this test binary was (through the test
+/// runner's loader where it uses one).
+fn vk_sgmat_helper() -> HelperCommand {
+    let bin = env!("CARGO_BIN_EXE_vk-sgmat");
+    let this = HelperCommand::this_program().expect("this platform names the running program");
+    match this.args.len() {
+        0 => HelperCommand::new(bin),
+        n => {
+            let mut args = this.args;
+            args[n - 1] = bin.into();
+            HelperCommand {
+                program: this.program,
+                args,
+            }
+        }
+    }
+}
+
+fn context_with(compiler: PipelineCompiler) -> Context {
+    Context::with_options(ContextOptions {
+        validation: true,
+        poison_outputs: true,
+        pipeline_cache: PipelineCacheFile::Off,
+        pipeline_compiler: compiler,
+        ..Default::default()
+    })
+    .expect("a context")
+}
+
+/// One exact GEMM (small integers) of `m x n x k` with B stored `b_layout`, checked element by
+/// element.
+fn exact_gemm(ctx: &Context, rng: &mut Rng, (m, n, k): (usize, usize, usize), b_layout: Layout) {
+    let a: Vec<f16> = ints(rng, m * k);
+    let b: Vec<f16> = ints(rng, k * n);
+    let mut c = vec![f32::NAN; m * n];
+    let b_ref = match b_layout {
+        Layout::RowMajor => MatRef::new(&b, k, n),
+        Layout::ColMajor => MatRef::col_major(&b, k, n),
+    };
+    ctx.run(&Matmul::new(), MatRef::new(&a, m, k), b_ref, MatMut::new(&mut c, m, n))
+        .unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let at = |p: usize| match b_layout {
+                Layout::RowMajor => b[p * n + j],
+                Layout::ColMajor => b[j * k + p],
+            };
+            let want: f32 = (0..k).map(|p| a[i * k + p].to_f32() * at(p).to_f32()).sum();
+            assert_eq!(c[i * n + j], want, "{m}x{n}x{k} {b_layout:?}: ({i}, {j})");
+        }
+    }
+    common::assert_no_validation_messages(ctx);
+}
+
+#[test]
+fn a_helper_compiles_what_a_preparation_lacks() {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let ctx = context_with(PipelineCompiler::Helper(vk_sgmat_helper()));
+    exact_gemm(&ctx, &mut rng, (19, 23, 17), Layout::RowMajor);
+    let first = ctx.compile_report();
+    assert_eq!(first.failures, 0, "the helper failed: {:?}", first.last_failure);
+    assert!(first.from_helper >= 1, "no pipeline came from the helper: {first:?}");
+    exact_gemm(&ctx, &mut rng, (37, 5, 131), Layout::ColMajor);
+    let second = ctx.compile_report();
+    assert_eq!(second.failures, 0, "the helper failed: {:?}", second.last_failure);
+    assert!(
+        second.from_helper > first.from_helper,
+        "the second GEMM's new pipelines did not come from the helper: {first:?} then {second:?}"
+    );
+    // Where the driver's cache data holds compiled pipelines (NVIDIA's; lavapipe's holds none),
+    // each of the helper's was created from it, not compiled again here.
+    if ctx.device_info().driver_id == 4 {
+        assert!(second.from_cache >= second.from_helper, "{second:?}");
+    }
+}
+
+#[test]
+fn a_failing_helper_costs_only_the_compile() {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let cases = [
+        ("/nonexistent/vk-sgmat-helper", "/nonexistent/vk-sgmat-helper"),
+        ("/bin/false", "failed"),
+        ("/bin/true", "wrote no pipeline cache"),
+    ];
+    for (program, says) in cases {
+        let ctx = context_with(PipelineCompiler::Helper(HelperCommand::new(program)));
+        exact_gemm(&ctx, &mut rng, (19, 23, 17), Layout::RowMajor);
+        let report = ctx.compile_report();
+        assert_eq!(report.from_helper, 0, "{program}: {report:?}");
+        assert!(report.failures >= 1, "{program}: {report:?}");
+        let why = report.last_failure.unwrap_or_default();
+        assert!(
+            why.contains(says),
+            "{program}: the reason {why:?} does not say {says:?}"
+        );
+    }
+}
+
+#[test]
+fn the_nvidia_only_helper_starts_nowhere_else() {
+    let ctx = context_with(PipelineCompiler::HelperOnNvidia(HelperCommand::new(
+        "/nonexistent/vk-sgmat-helper",
+    )));
+    let nvidia = ctx.device_info().driver_id == 4; // VK_DRIVER_ID_NVIDIA_PROPRIETARY
+    exact_gemm(&ctx, &mut Rng::new(Rng::fresh_seed()), (19, 23, 17), Layout::RowMajor);
+    let report = ctx.compile_report();
+    assert_eq!(report.failures >= 1, nvidia, "{report:?}");
+}
