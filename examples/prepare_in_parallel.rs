@@ -5,10 +5,16 @@
 //!
 //! `cargo run --release --example prepare_in_parallel -- 512` uses the layer's real sizes (M =
 //! 512 tokens); without an argument, small stand-ins of the same shapes (quick on a CPU driver).
+//! A second argument `helper` compiles in helper processes of this program on NVIDIA's driver
+//! (`PipelineCompiler::HelperOnNvidia`), whose pipelines run at full speed from their first
+//! dispatch; `main` serves them.
 
 use half::f16;
 use std::time::Instant;
-use vk_sgmat::{Context, ContextOptions, DeviceMatrix, MatMut, MatRef, Matmul, PipelineCacheFile, Prepared};
+use vk_sgmat::{
+    Context, ContextOptions, DeviceMatrix, HelperCommand, MatMut, MatRef, Matmul, PipelineCacheFile, PipelineCompiler,
+    Prepared,
+};
 
 /// (N, K) of the layer's QKV, attention output, gate+up and down projections.
 const LAYER: [(usize, usize); 4] = [(12288, 4096), (4096, 4096), (22016, 4096), (4096, 11008)];
@@ -27,10 +33,12 @@ fn ints(len: usize, seed: usize) -> Vec<f16> {
         .collect()
 }
 
-/// A fresh context without a pipeline cache on disk: every pipeline is compiled here.
-fn fresh() -> anyhow::Result<Context> {
+/// A fresh context without a pipeline cache on disk: every pipeline is compiled, here or by
+/// `compiler`.
+fn fresh(compiler: &PipelineCompiler) -> anyhow::Result<Context> {
     Ok(Context::with_options(ContextOptions {
         pipeline_cache: PipelineCacheFile::Off,
+        pipeline_compiler: compiler.clone(),
         ..Default::default()
     })?)
 }
@@ -62,10 +70,19 @@ fn run_all(prepared: Vec<Prepared<'_>>) -> anyhow::Result<()> {
 }
 
 fn main() -> anyhow::Result<()> {
+    // This program is its own compiling helper: started as one, it compiles and exits here.
+    vk_sgmat::serve_helper_if_asked();
     let m: usize = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(0);
     let (m, scale) = if m == 0 { (33, 64) } else { (m, 1) };
+    let compiler = match std::env::args().nth(2).as_deref() {
+        Some("helper") => PipelineCompiler::HelperOnNvidia(
+            HelperCommand::this_program().ok_or_else(|| anyhow::anyhow!("this platform cannot name this program"))?,
+        ),
+        None => PipelineCompiler::InProcess,
+        Some(other) => anyhow::bail!("second argument {other:?}: give `helper` or nothing"),
+    };
 
-    let ctx = fresh()?;
+    let ctx = fresh(&compiler)?;
     println!("device: {}", ctx.device_info().name);
     let mut gemms = layer(&ctx, m, scale)?;
     let t = Instant::now();
@@ -76,7 +93,7 @@ fn main() -> anyhow::Result<()> {
     check(&ctx, &gemms)?;
     drop((gemms, ctx));
 
-    let ctx = fresh()?;
+    let ctx = fresh(&compiler)?;
     let mut gemms = layer(&ctx, m, scale)?;
     let t = Instant::now();
     let prepared: Vec<Prepared<'_>> = std::thread::scope(|s| {
@@ -97,6 +114,15 @@ fn main() -> anyhow::Result<()> {
         parallel * 1e3,
         serial / parallel
     );
+    let report = ctx.compile_report();
+    if report.from_helper > 0 || report.failures > 0 {
+        println!(
+            "compiled by helpers: {} pipelines; failed helper runs: {} ({})",
+            report.from_helper,
+            report.failures,
+            report.last_failure.as_deref().unwrap_or("none")
+        );
+    }
     Ok(())
 }
 

@@ -7,12 +7,21 @@ use anyhow::{bail, Context as _, Result};
 use vk_sgmat::plan::DispatchLimits;
 use vk_sgmat::tiling::TileScheme;
 use vk_sgmat::{
-    ComputeMode, Context, ContextOptions, DeviceSelector, GPUSubgroupMatrixConfig, GemmOptions, Layout,
-    PipelineCacheFile,
+    ComputeMode, Context, ContextOptions, DeviceSelector, GPUSubgroupMatrixConfig, GemmOptions, HelperCommand, Layout,
+    PipelineCacheFile, PipelineCompiler,
 };
 
 pub(crate) fn context(dev: &DeviceArgs) -> Result<Context> {
     context_with(dev, true)
+}
+
+/// Where a context of this binary compiles its pipelines: on NVIDIA's driver in a helper
+/// process of this binary (`main` serves it), unless asked not to.
+pub(crate) fn compiler(in_process: bool) -> PipelineCompiler {
+    match HelperCommand::this_program() {
+        Some(helper) if !in_process => PipelineCompiler::HelperOnNvidia(helper),
+        _ => PipelineCompiler::InProcess,
+    }
 }
 
 /// A context; `poison` fills C before every GEMM that does not read it (checks; not timings).
@@ -29,6 +38,7 @@ pub(crate) fn context_with(dev: &DeviceArgs, poison: bool) -> Result<Context> {
         copy_queues: dev.copy_queues,
         matrix_units: !dev.no_matrix_units,
         self_test: !dev.no_self_test,
+        pipeline_compiler: compiler(dev.compile_in_process),
         ..Default::default()
     };
     if let Some(d) = &dev.device {

@@ -52,6 +52,11 @@ pub struct DeviceArgs {
     /// runs before its first use on a device and driver; `info` lists its verdicts).
     #[arg(long)]
     pub no_self_test: bool,
+    /// Compile pipelines in this process rather than in a helper process of this binary (on
+    /// NVIDIA's driver, a pipeline compiled in the process that runs it is slow for its first
+    /// hundreds of runs; the helper's are not).
+    #[arg(long)]
+    pub compile_in_process: bool,
 }
 
 /// How the GEMMs run: the kernel path's options `gemm` and `bench` share.

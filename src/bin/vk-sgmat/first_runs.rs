@@ -19,6 +19,9 @@ pub(crate) struct FirstRuns {
     first_result: Duration,
     /// (seconds since the pipelines were ready, GPU seconds) of each run.
     runs: Vec<(f64, f64)>,
+    /// Of the pipelines the preparation created: how many a helper process compiled, and how
+    /// many the driver took from the pipeline cache (its creation feedback).
+    compiled: (usize, usize),
 }
 
 /// Within this of the steady state counts as at speed.
@@ -48,7 +51,7 @@ impl FirstRuns {
             None => "never".into(),
         };
         format!(
-            "first {m}x{n}x{k} [{}]: prepare {:.1} ms, first result {:.1} ms, first run {:.1} us ({:.2} TFLOP/s), steady {:.1} us ({:.2}), first/steady {:.2}, within 5% from {settled}; {} runs",
+            "first {m}x{n}x{k} [{}]: prepare {:.1} ms, first result {:.1} ms, first run {:.1} us ({:.2} TFLOP/s), steady {:.1} us ({:.2}), first/steady {:.2}, within 5% from {settled}; {} runs; pipelines from a helper {}, from the cache {}",
             self.kernel,
             self.prepare.as_secs_f64() * 1e3,
             self.first_result.as_secs_f64() * 1e3,
@@ -57,7 +60,9 @@ impl FirstRuns {
             steady * 1e6,
             tflops(steady),
             first / steady,
-            self.runs.len()
+            self.runs.len(),
+            self.compiled.0,
+            self.compiled.1
         )
     }
 }
@@ -80,12 +85,18 @@ pub(crate) fn first_runs<TA: Element, TB: Element, TC: Element>(
     let kernel = ctx
         .plan::<TA, TB, TC>(&Matmul::with_options(options), (m, n, k), (al, bl))?
         .kernel_name();
+    let before = ctx.compile_report();
     // Preparing creates every pipeline the GEMM needs.
     let prepared = ctx.prepare(&Matmul::with_options(options), &da, &db, &mut dc)?;
     if prime > 0 {
         prime_kernel::<TA, TB, TC>(ctx, (m, k), (al, &db), options, prime)?;
     }
     let prepare = start.elapsed();
+    let after = ctx.compile_report();
+    let compiled = (
+        after.from_helper - before.from_helper,
+        after.from_cache - before.from_cache,
+    );
     let ready = Instant::now();
     let mut runs = Vec::new();
     let mut first_result = Duration::ZERO;
@@ -103,6 +114,7 @@ pub(crate) fn first_runs<TA: Element, TB: Element, TC: Element>(
         prepare,
         first_result,
         runs,
+        compiled,
     })
 }
 
@@ -155,6 +167,7 @@ mod tests {
             prepare: Duration::from_millis(3),
             first_result: Duration::from_millis(5),
             runs: times.iter().enumerate().map(|(i, &t)| (i as f64 * 0.01, t)).collect(),
+            compiled: (2, 3),
         }
     }
 
@@ -166,7 +179,9 @@ mod tests {
         assert_eq!(runs(&[1.0, 1.0, 1.0]).settled().map(|s| s.0), Some(0));
         let line = slow_then_fast.line();
         assert!(
-            line.contains("first/steady 5.00") && line.contains("from run 4"),
+            line.contains("first/steady 5.00")
+                && line.contains("from run 4")
+                && line.contains("pipelines from a helper 2, from the cache 3"),
             "{line}"
         );
     }

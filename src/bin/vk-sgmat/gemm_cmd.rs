@@ -160,6 +160,7 @@ pub(crate) fn gemm<TA: Element, TB: Element, TC: Element>(
             let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
             (st.tested, ms(st.testing_time), ms(st.load_time))
         },
+        compiled: ctx.compile_report(),
     })
 }
 

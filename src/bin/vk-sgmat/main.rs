@@ -52,6 +52,8 @@ impl log::Log for StderrLogger {
 }
 
 fn main() -> ExitCode {
+    // Started as a compiling helper by a context of this binary (or any program's): compile, exit.
+    vk_sgmat::serve_helper_if_asked();
     // Only fails if a logger is already set, which nothing here does.
     let _ = log::set_logger(&StderrLogger).map(|()| log::set_max_level(log::LevelFilter::Warn));
     let cli = cli::Cli::parse();

@@ -226,6 +226,8 @@ pub struct GemmReport {
     /// The driver self-test in this process: known-answer GEMMs run, their time in ms, and the
     /// time reading the kept verdicts took (in ms).
     pub self_test: (usize, f64, f64),
+    /// What the compiling helper process did (`--compile-in-process`: nothing).
+    pub compiled: vk_sgmat::CompileReport,
 }
 
 /// " after N f32 operands converted first, M operands copied transposed", or nothing.
@@ -311,6 +313,21 @@ pub fn render_gemm(r: &GemmReport) -> String {
             "driver self-test: {tested} kernel famil{} tested in {ms:.2} ms; verdicts read in {read_ms:.3} ms",
             if tested == 1 { "y" } else { "ies" }
         );
+        let c = &r.compiled;
+        if c.from_helper > 0 || c.from_cache > 0 || c.failures > 0 {
+            let _ = writeln!(
+                s,
+                "pipelines: {} compiled by a helper process, {} taken from the pipeline cache",
+                c.from_helper, c.from_cache
+            );
+        }
+        if let Some(why) = &c.last_failure {
+            let _ = writeln!(
+                s,
+                "pipelines: the helper failed {} time(s), compiled here instead: {why}",
+                c.failures
+            );
+        }
     }
     s
 }

@@ -39,6 +39,12 @@ fn gemm_report_text() {
         tflops: 1.25,
         first_call_ms: 3.0,
         self_test: (2, 1.5, 0.01),
+        compiled: vk_sgmat::CompileReport {
+            from_helper: 3,
+            from_cache: 4,
+            failures: 1,
+            last_failure: Some("compile helper /x failed".into()),
+        },
         pieces: 1,
     };
     let t = render_gemm(&r);
@@ -48,6 +54,14 @@ fn gemm_report_text() {
     assert!(t.contains("1.25 TFLOP/s"), "{t}");
     assert!(
         t.contains("driver self-test: 2 kernel families tested in 1.50 ms; verdicts read in 0.010 ms"),
+        "{t}"
+    );
+    assert!(
+        t.contains("pipelines: 3 compiled by a helper process, 4 taken from the pipeline cache"),
+        "{t}"
+    );
+    assert!(
+        t.contains("pipelines: the helper failed 1 time(s), compiled here instead: compile helper /x failed"),
         "{t}"
     );
     assert!(
