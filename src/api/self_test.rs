@@ -74,12 +74,9 @@ impl Context {
             }
             // Compiled first and not counted: the GEMM that met the family compiles it anyway.
             // With the GEMM's own plan, all at once (its copies and split-K's reduction beside
-            // the family's kernel, each on a thread, as its preparation compiles them): the
-            // known answer's plan compiled first, then the GEMM's rest, had added about a second
-            // of cold preparation to three of a Llama layer's four GEMMs on the H200
-            // (docs/perf/h200-42-8.txt).
-            // After the first family, the GEMM's kernels exist and only the known answer's
-            // new ones compile.
+            // the family's kernel, each on a thread, as its preparation compiles them, or in one
+            // helper process). After the first family, the GEMM's kernels exist and only the
+            // known answer's new ones compile.
             self.pipelines.prepare_all(&[plan, &known])?;
             let start = std::time::Instant::now();
             let c = self.run_known_answer(&answer, &known)?;

@@ -178,15 +178,15 @@ struct Filled {
 }
 
 /// A `rows x cols` operand of `t` stored `layout` with leading dimension `ld`, values drawn in
-/// `lo..=hi` in storage order (each value's bytes made once: the operands of a kernel with sizes
-/// built in can be a weight's size), zero but where `(row + col) % sparse == 0`.
+/// `lo..=hi` in storage order (each value's bytes made once), zero but where `(row + col) %
+/// sparse == 0`; with `only`, zero but in those columns too.
 fn fill(
     values: &mut Values,
     (rows, cols): (usize, usize),
     (layout, ld): (Layout, usize),
     t: ComponentType,
     (lo, hi): (i64, i64),
-    sparse: usize,
+    (sparse, only): (usize, Option<&[usize]>),
 ) -> Filled {
     let es = t.size_bytes() as usize;
     let encoded: Vec<Vec<u8>> = (lo..=hi)
@@ -196,22 +196,24 @@ fn fill(
             b
         })
         .collect();
-    let (outer, inner) = layout.outer_inner(rows, cols);
+    // Zero is all-zero bytes in every type, so a fresh buffer needs no writes where values are 0.
     let mut out = Filled {
-        bytes: vec![0u8; outer * ld * es],
+        bytes: vec![0u8; layout.outer_inner(rows, cols).0 * ld * es],
         values: vec![0i8; rows * cols],
     };
-    for o in 0..outer {
-        for i in 0..inner {
-            let (r, c) = match layout {
-                Layout::RowMajor => (o, i),
-                Layout::ColMajor => (i, o),
-            };
-            let v = if (r + c) % sparse == 0 { values.next(lo, hi) } else { 0 };
-            out.values[r * cols + c] = v as i8;
-            let at = (o * ld + i) * es;
-            out.bytes[at..at + es].copy_from_slice(&encoded[(v - lo) as usize]);
-        }
+    let mut put = |r: usize, c: usize| {
+        let v = if (r + c) % sparse == 0 { values.next(lo, hi) } else { 0 };
+        out.values[r * cols + c] = v as i8;
+        let at = match layout {
+            Layout::RowMajor => r * ld + c,
+            Layout::ColMajor => c * ld + r,
+        } * es;
+        out.bytes[at..at + es].copy_from_slice(&encoded[(v - lo) as usize]);
+    };
+    match (only, layout) {
+        (Some(columns), _) => columns.iter().for_each(|&c| (0..rows).for_each(|r| put(r, c))),
+        (None, Layout::RowMajor) => (0..rows).for_each(|r| (0..cols).for_each(|c| put(r, c))),
+        (None, Layout::ColMajor) => (0..cols).for_each(|c| (0..rows).for_each(|r| put(r, c))),
     }
     out
 }
@@ -350,12 +352,30 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
     }
     let mut values = Values(0x9e37_79b9_7f4a_7c15);
     let range = scale.range(scale.v);
-    let a = fill(&mut values, (m, k), (family.a_layout, p.lda), ta, range, scale.sparse);
+    // Where only some columns of C are checked (a kernel with sizes built in, whose B can be a
+    // weight's size), B and C hold values in those alone: drawing the whole of a 22016x4096 B
+    // took over a second of a Llama layer's cold preparation.
+    let only = (test.columns.len() < n).then_some(&test.columns[..]);
+    let a = fill(
+        &mut values,
+        (m, k),
+        (family.a_layout, p.lda),
+        ta,
+        range,
+        (scale.sparse, None),
+    );
     let b: Vec<Filled> = (0..weights)
-        .map(|_| fill(&mut values, (k, n), (family.b_layout, p.ldb), tb, range, 1))
+        .map(|_| fill(&mut values, (k, n), (family.b_layout, p.ldb), tb, range, (1, only)))
         .collect();
     let b_stride = b[0].bytes.len() / sizes[1];
-    let mut c = fill(&mut values, (m, n), (Layout::RowMajor, p.ldc), tc, scale.range(2), 1);
+    let mut c = fill(
+        &mut values,
+        (m, n),
+        (Layout::RowMajor, p.ldc),
+        tc,
+        scale.range(2),
+        (1, only),
+    );
     if scale.beta.is_none() {
         // Every element must be written: a NaN (or an unlikely integer) shows one that is not.
         let poison = poison_pattern(tc).to_le_bytes();
@@ -381,6 +401,13 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
             expected.push((i, j, value));
         }
     }
+    // The weights one after another, the first moved rather than copied (it can be 180 MB).
+    let mut weights_bytes = b.into_iter().map(|b| b.bytes);
+    let first = weights_bytes.next().unwrap_or_default();
+    let b_bytes = weights_bytes.fold(first, |mut all, w| {
+        all.extend_from_slice(&w);
+        all
+    });
     let request = PlanRequest {
         problem: p,
         config,
@@ -396,7 +423,7 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
     };
     Ok(KnownAnswer {
         request,
-        bytes: [a.bytes, b.into_iter().flat_map(|b| b.bytes).collect(), c.bytes],
+        bytes: [a.bytes, b_bytes, c.bytes],
         vectors: vectors.bytes(),
         groups: (groups, b_stride),
         c_type: tc,
@@ -697,6 +724,12 @@ mod tests {
         );
         assert_eq!(answer.expected.len(), p.m * columns.len(), "every row of each");
         assert_eq!(answer.bytes[1].len(), 200 * 304 * 2);
+        // B (row-major, ldb 304) holds values in the checked columns alone.
+        let b = |l: usize, j: usize| decode(F16, &answer.bytes[1][(l * p.ldb + j) * 2..]);
+        for j in 0..p.n {
+            let nonzero = (0..p.k).filter(|&l| b(l, j) != 0.0).count();
+            assert_eq!(nonzero > 0, columns.contains(&j), "column {j}: {nonzero} values");
+        }
     }
 
     #[test]
