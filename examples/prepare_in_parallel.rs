@@ -70,7 +70,7 @@ fn run_all(prepared: Vec<Prepared<'_>>) -> anyhow::Result<()> {
 }
 
 fn main() -> anyhow::Result<()> {
-    // This program is its own compiling helper: started as one, it compiles and exits here.
+    // This program is its own compiling helper: started as one, it serves and exits here.
     vk_sgmat::serve_helper_if_asked();
     let m: usize = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(0);
     let (m, scale) = if m == 0 { (33, 64) } else { (m, 1) };
@@ -117,8 +117,9 @@ fn main() -> anyhow::Result<()> {
     let report = ctx.compile_report();
     if report.from_helper > 0 || report.failures > 0 {
         println!(
-            "compiled by helpers: {} pipelines; failed helper runs: {} ({})",
+            "compiled by helpers: {} pipelines in {} processes; failed: {} ({})",
             report.from_helper,
+            report.helpers_started,
             report.failures,
             report.last_failure.as_deref().unwrap_or("none")
         );

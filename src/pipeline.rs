@@ -2,7 +2,7 @@
 //! pipeline layout serve every kernel; pipelines are created once per key and kept, and a
 //! `VkPipelineCache` (optionally loaded from and saved to disk) makes re-creation cheap.
 
-use crate::compile_helper::{CompileReport, HelperCommand, Source};
+use crate::compile_helper::{CompileReport, HelperCommand, Helpers, Source};
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -49,9 +49,9 @@ pub(crate) struct Pipelines {
     /// (`vkMergePipelineCaches`) must have it alone.
     cache_use: RwLock<()>,
     cache_path: Option<PathBuf>,
-    /// The program that compiles pipelines this context lacks in a process of its own
+    /// The helper processes that compile pipelines this context lacks
     /// ([`crate::PipelineCompiler::Helper`]), if any.
-    compiler: Option<HelperCommand>,
+    compilers: Option<Helpers>,
     report: Mutex<CompileReport>,
     /// Bytes of cache data loaded from `cache_path` (0: none, or the file was ignored).
     loaded: usize,
@@ -132,7 +132,7 @@ impl Pipelines {
             cache,
             cache_use: RwLock::new(()),
             cache_path,
-            compiler,
+            compilers: compiler.map(Helpers::new),
             report: Mutex::new(CompileReport::default()),
             loaded: initial.len(),
             created: AtomicUsize::new(0),
@@ -232,8 +232,8 @@ impl Pipelines {
                 kernels.push(k);
             }
         }
-        if let (Some(helper), false) = (&self.compiler, kernels.is_empty()) {
-            self.compile_in_helper(helper, &kernels);
+        if let (Some(helpers), false) = (self.compilers.as_ref().filter(|h| h.usable()), kernels.is_empty()) {
+            self.compile_in_helper(helpers, &kernels);
         }
         if let [one] = kernels[..] {
             self.kernel(&one)?;
@@ -338,12 +338,12 @@ impl Pipelines {
     /// Has the helper program compile `kernels` and merges the cache data it returns, so their
     /// creation here finds them compiled. A failure is recorded, not returned: the kernels are
     /// then compiled here, as without a helper.
-    fn compile_in_helper(&self, helper: &HelperCommand, kernels: &[Kernel]) {
+    fn compile_in_helper(&self, helpers: &Helpers, kernels: &[Kernel]) {
         let merged = kernels
             .iter()
             .map(|k| self.source(k))
             .collect::<Result<Vec<_>>>()
-            .and_then(|sources| crate::compile_helper::compile(helper, self.device.info(), &sources))
+            .and_then(|sources| helpers.compile(self.device.info(), &sources))
             .and_then(|data| self.merge(&data));
         let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
         match merged {
@@ -374,7 +374,10 @@ impl Pipelines {
 
     /// What the compiling helper did so far.
     pub fn compile_report(&self) -> CompileReport {
-        self.report.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        CompileReport {
+            helpers_started: self.compilers.as_ref().map_or(0, Helpers::started),
+            ..self.report.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        }
     }
 
     /// The driver's statistics (name, value) for `key`'s kernel, e.g. registers per invocation;

@@ -84,7 +84,7 @@ fn fnv1a(data: &[u8]) -> u64 {
 }
 
 /// `data` in the envelope.
-fn seal(data: &[u8]) -> Vec<u8> {
+pub(crate) fn seal(data: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(ENVELOPE + data.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(data.len() as u64).to_le_bytes());
@@ -94,7 +94,7 @@ fn seal(data: &[u8]) -> Vec<u8> {
 }
 
 /// The payload of a sealed file, if it is whole and undamaged.
-fn open(file: &[u8]) -> Option<&[u8]> {
+pub(crate) fn open(file: &[u8]) -> Option<&[u8]> {
     let (head, data) = (file.get(..ENVELOPE)?, &file[ENVELOPE..]);
     let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
     (head[..8] == MAGIC[..] && word(8) == data.len() as u64 && word(16) == fnv1a(data)).then_some(data)
@@ -102,7 +102,7 @@ fn open(file: &[u8]) -> Option<&[u8]> {
 
 /// Whether `data` starts with a Vulkan pipeline-cache header of this device
 /// (`VkPipelineCacheHeaderVersionOne`): length, version, vendor, device and cache UUID.
-fn fits_device(data: &[u8], device: &DeviceInfo) -> bool {
+pub(crate) fn fits_device(data: &[u8], device: &DeviceInfo) -> bool {
     let word = |i: usize| {
         data.get(i * 4..i * 4 + 4)
             .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))

@@ -1,7 +1,9 @@
 //! Pipelines compiled by a helper process (`PipelineCompiler`): the `vk-sgmat` binary compiles
-//! what a preparation lacks and the context creates the pipelines from its cache; a helper that
-//! is missing, fails, or writes nothing costs only the in-process compile (the GEMM is right
-//! either way, and `compile_report` says why); `HelperOnNvidia` starts no helper elsewhere.
+//! what a preparation lacks and exits, and the context creates the pipelines from its cache; a
+//! helper that is missing, fails, ends without answering or
+//! answers with something other than this device's cache costs only the in-process compile
+//! (the GEMM is right either way, and `compile_report` says why); `HelperOnNvidia` starts no
+//! helper elsewhere.
 
 mod common;
 #[path = "../support/verify/mod.rs"]
@@ -84,6 +86,7 @@ fn a_helper_compiles_what_a_preparation_lacks() {
         second.from_helper > first.from_helper,
         "the second GEMM's new pipelines did not come from the helper: {first:?} then {second:?}"
     );
+    assert_eq!(second.helpers_started, 2, "a helper for each preparation: {second:?}");
     // Where the driver's cache data holds compiled pipelines (NVIDIA's; lavapipe's holds none),
     // each of the helper's was created from it, not compiled again here.
     if ctx.device_info().driver_id == 4 {
@@ -94,17 +97,35 @@ fn a_helper_compiles_what_a_preparation_lacks() {
 #[test]
 fn a_failing_helper_costs_only_the_compile() {
     let mut rng = Rng::new(Rng::fresh_seed());
+    let sh = |script: &str| HelperCommand {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), script.into(), "sh".into()],
+    };
     let cases = [
-        ("/nonexistent/vk-sgmat-helper", "/nonexistent/vk-sgmat-helper"),
-        ("/bin/false", "failed"),
-        ("/bin/true", "wrote no pipeline cache"),
+        (
+            HelperCommand::new("/nonexistent/vk-sgmat-helper"),
+            "/nonexistent/vk-sgmat-helper",
+        ),
+        // Ended before or after it was sent the request, whichever came first.
+        (HelperCommand::new("/bin/false"), "(exit status: 1)"),
+        (sh("exit 0"), "(exit status: 0)"),
+        (sh("echo broken >&2; exit 3"), "(exit status: 3): broken"),
+        (
+            sh("head -c 8 > /dev/null; exit 4"),
+            "ended without answering (exit status: 4)",
+        ),
+        // Answers each request with the request itself: a whole frame, but no pipeline cache.
+        (sh("exec cat"), "answered with no pipeline cache of this device"),
     ];
-    for (program, says) in cases {
-        let ctx = context_with(PipelineCompiler::Helper(HelperCommand::new(program)));
+    for (command, says) in cases {
+        let program = format!("{command:?}");
+        let ctx = context_with(PipelineCompiler::Helper(command));
         exact_gemm(&ctx, &mut rng, (19, 23, 17), Layout::RowMajor);
+        // Given up after the first failure: the next preparation compiles here at once.
+        exact_gemm(&ctx, &mut rng, (37, 5, 131), Layout::ColMajor);
         let report = ctx.compile_report();
         assert_eq!(report.from_helper, 0, "{program}: {report:?}");
-        assert!(report.failures >= 1, "{program}: {report:?}");
+        assert_eq!(report.failures, 1, "{program}: {report:?}");
         let why = report.last_failure.unwrap_or_default();
         assert!(
             why.contains(says),

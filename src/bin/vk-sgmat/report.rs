@@ -317,16 +317,12 @@ pub fn render_gemm(r: &GemmReport) -> String {
         if c.from_helper > 0 || c.from_cache > 0 || c.failures > 0 {
             let _ = writeln!(
                 s,
-                "pipelines: {} compiled by a helper process, {} taken from the pipeline cache",
-                c.from_helper, c.from_cache
+                "pipelines: {} compiled by helper processes ({} started), {} taken from the pipeline cache",
+                c.from_helper, c.helpers_started, c.from_cache
             );
         }
         if let Some(why) = &c.last_failure {
-            let _ = writeln!(
-                s,
-                "pipelines: the helper failed {} time(s), compiled here instead: {why}",
-                c.failures
-            );
+            let _ = writeln!(s, "pipelines: a helper failed, compiled in this process since: {why}");
         }
     }
     s

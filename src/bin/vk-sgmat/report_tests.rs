@@ -42,6 +42,7 @@ fn gemm_report_text() {
         compiled: vk_sgmat::CompileReport {
             from_helper: 3,
             from_cache: 4,
+            helpers_started: 2,
             failures: 1,
             last_failure: Some("compile helper /x failed".into()),
         },
@@ -57,11 +58,11 @@ fn gemm_report_text() {
         "{t}"
     );
     assert!(
-        t.contains("pipelines: 3 compiled by a helper process, 4 taken from the pipeline cache"),
+        t.contains("pipelines: 3 compiled by helper processes (2 started), 4 taken from the pipeline cache"),
         "{t}"
     );
     assert!(
-        t.contains("pipelines: the helper failed 1 time(s), compiled here instead: compile helper /x failed"),
+        t.contains("pipelines: a helper failed, compiled in this process since: compile helper /x failed"),
         "{t}"
     );
     assert!(
