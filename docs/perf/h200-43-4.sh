@@ -7,14 +7,9 @@
 source docs/perf/lib.sh
 gpu_line
 S=512x12288x4096,512x4096x4096,512x22016x4096,512x4096x11008
-cold() { __GL_SHADER_DISK_CACHE=0 XDG_CACHE_HOME=$(mktemp -d) timeout 150 "$@"; }
-f() { # label args
-  local label=$1; shift
-  cold $B bench --no-pipeline-cache --types f16:f16 --layout nt --shapes $S --first-runs 1 "$@" 2>&1 | grep -E "first|rror|anic" | sed -E "s|^|[$label] |; s|\(([0-9.]+) TFLOP/s\)||; s|, first result [0-9.]+ ms||; s|, within 5% from.*; ([0-9]+) runs;|;|"
-}
-f "self-test on, helper"; f "self-test off, helper" --no-self-test
-f "self-test on, in process" --compile-in-process; f "self-test off, in process" --compile-in-process --no-self-test
-f "self-test on, helper"; f "self-test off, helper" --no-self-test
+first_runs "self-test on, helper"; first_runs "self-test off, helper" --no-self-test
+first_runs "self-test on, in process" --compile-in-process; first_runs "self-test off, in process" --compile-in-process --no-self-test
+first_runs "self-test on, helper"; first_runs "self-test off, helper" --no-self-test
 echo "(1) done at $SECONDS s"
 for r in 1 2; do
   for mode in helper in-process; do

@@ -10,12 +10,7 @@
 source docs/perf/lib.sh
 gpu_line
 S=512x12288x4096,512x4096x4096,512x22016x4096,512x4096x11008
-cold() { __GL_SHADER_DISK_CACHE=0 XDG_CACHE_HOME=$(mktemp -d) timeout 150 "$@"; }
-f() { # label args
-  local label=$1; shift
-  cold $B bench --no-pipeline-cache --types f16:f16 --layout nt --shapes $S --first-runs 1 "$@" 2>&1 | grep -E "first|rror|anic" | sed -E "s|^|[$label] |; s|\(([0-9.]+) TFLOP/s\)||; s|, first result [0-9.]+ ms||; s|, within 5% from.*; ([0-9]+) runs;|;|"
-}
-for r in 1 2; do f "helper r$r"; f "in process r$r" --compile-in-process; done
+for r in 1 2; do first_runs "helper r$r"; first_runs "in process r$r" --compile-in-process; done
 echo "(1) done at $SECONDS s"
 for r in 1 2; do
   for mode in helper in-process; do

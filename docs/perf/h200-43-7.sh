@@ -6,12 +6,7 @@
 source docs/perf/lib.sh
 gpu_line
 S=512x12288x4096,512x4096x4096,512x22016x4096,512x4096x11008
-cold() { __GL_SHADER_DISK_CACHE=0 XDG_CACHE_HOME=$(mktemp -d) timeout 150 "$@"; }
-f() { # label args
-  local label=$1; shift
-  cold $B bench --no-pipeline-cache --types f16:f16 --layout nt --shapes $S --first-runs 1 "$@" 2>&1 | grep -E "first|rror|anic" | sed -E "s|^|[$label] |; s|\(([0-9.]+) TFLOP/s\)||; s|, first result [0-9.]+ ms||; s|, within 5% from.*; ([0-9]+) runs;|;|"
-}
-f "helper r1"; f "helper r2"
+first_runs "helper r1"; first_runs "helper r2"
 cold $B runtime 2>&1 | grep -E "Llama|rror" | sed "s|^|[runtime helper] |"
 cold carry/examples/prepare_in_parallel 512 helper 2>&1 | tail -2 | grep -v "^device" | sed "s|^|[prepare_in_parallel helper] |"
 echo "all done at $SECONDS s"

@@ -3,7 +3,8 @@
 # it). Source it from a script run in the repository root on the device machine, the release
 # binaries and test binaries carried under carry/ (docs/perf/JOURNAL.md, "Reproduce"):
 #   source docs/perf/lib.sh
-# Scripts from before it keep their own copies: they are the record of what ran.
+# Scripts from before a function was added keep their own copies: they are the record of what
+# ran.
 
 B=$PWD/carry/vk-sgmat
 OLD=$PWD/carry/vk-sgmat-before
@@ -43,4 +44,19 @@ bench2() {
     timeout 60 $bin bench "$@" --stream --reps 50 --warm 0.3 > /tmp/b.txt 2>&1
     [ $pass = 2 ] && grep -E "weights|nt |nn |rror|anic" /tmp/b.txt | grep -v "^\[" | sed "s|^|[$label] |"
   done
+}
+
+# Runs a command as a cold first process meets it: the driver's disk cache off, a fresh cache
+# directory for ours (pipelines, self-test verdicts).
+cold() {
+  __GL_SHADER_DISK_CACHE=0 XDG_CACHE_HOME=$(mktemp -d) timeout 150 "$@"
+}
+
+# `bench --first-runs 1` on the shapes in $S (f16 -> f16, nt), cold, our pipeline cache off,
+# each line labelled and shortened to the preparation, first run, steady state and pipelines.
+# Usage: first_runs LABEL ARGS...
+first_runs() {
+  local label=$1
+  shift
+  cold $B bench --no-pipeline-cache --types f16:f16 --layout nt --shapes $S --first-runs 1 "$@" 2>&1 | grep -E "first|rror|anic" | sed -E "s|^|[$label] |; s|\(([0-9.]+) TFLOP/s\)||; s|, first result [0-9.]+ ms||; s|, within 5% from.*; ([0-9]+) runs;|;|"
 }
