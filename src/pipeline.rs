@@ -235,20 +235,9 @@ impl Pipelines {
         if let (Some(helpers), false) = (self.compilers.as_ref().filter(|h| h.usable()), kernels.is_empty()) {
             self.compile_in_helper(helpers, &kernels);
         }
-        if let [one] = kernels[..] {
-            self.kernel(&one)?;
-        } else if kernels.len() > 1 {
-            // A plan's passes (a copy first, split-K's reduction) compile at the same time:
-            // drivers compile one pipeline per thread, and the maps take each once.
-            std::thread::scope(|s| {
-                let each: Vec<_> = kernels
-                    .iter()
-                    .map(|k| s.spawn(move || self.kernel(k).map(drop)))
-                    .collect();
-                each.into_iter()
-                    .try_for_each(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-            })?;
-        }
+        // A plan's passes (a copy first, split-K's reduction) compile at the same time; the
+        // maps take each once.
+        each_on_a_thread(&kernels, |k| self.kernel(k).map(drop))?;
         self.save_if_new();
         Ok(())
     }
@@ -359,7 +348,8 @@ impl Pipelines {
     fn merge(&self, data: &[u8]) -> Result<()> {
         let raw = self.device.raw();
         let info = vk::PipelineCacheCreateInfo::default().initial_data(data);
-        // SAFETY: the data is whole and its header fits this device (pipeline_file::read).
+        // SAFETY: the data is whole and its header fits this device (the helper's answer was
+        // checked with pipeline_file::fits_device).
         let source =
             unsafe { raw.create_pipeline_cache(&info, None) }.map_err(|r| Error::vk("vkCreatePipelineCache", r))?;
         let merged = {
@@ -427,18 +417,13 @@ impl Pipelines {
     /// subgroup size the driver picks: pinning one could ask for more subgroups per workgroup
     /// than the device allows (256 invocations at lavapipe's 4 lanes is 64 subgroups, where it
     /// allows 32).
-    fn build_source(&self, source: &Source) -> Result<Pipeline> {
+    pub(crate) fn build_source(&self, source: &Source) -> Result<Pipeline> {
         self.build_with(&source.words, source.subgroup_size, vk::PipelineCreateFlags::empty())
     }
 
     /// `sg`: the subgroup size the kernel needs (pinned where the device allows, with full
     /// subgroups), or `None` for any.
-    pub(crate) fn build_with(
-        &self,
-        words: &[u32],
-        sg: Option<u32>,
-        create_flags: vk::PipelineCreateFlags,
-    ) -> Result<Pipeline> {
+    fn build_with(&self, words: &[u32], sg: Option<u32>, create_flags: vk::PipelineCreateFlags) -> Result<Pipeline> {
         let limits = &self.device.info().limits;
         let pin = limits.required_subgroup_size_compute && sg.is_some();
         let raw = self.device.raw();
@@ -504,6 +489,20 @@ impl Pipelines {
         unsafe { self.device.raw().get_pipeline_cache_data(self.cache) }
             .map_err(|r| Error::vk("vkGetPipelineCacheData", r))
     }
+}
+
+/// Runs `f` on every item, each on a thread of its own (a single one on this thread): drivers
+/// compile one pipeline per thread. Returns the first error; a thread's panic goes on here.
+pub(crate) fn each_on_a_thread<T: Sync>(items: &[T], f: impl Fn(&T) -> Result<()> + Sync) -> Result<()> {
+    if let [one] = items {
+        return f(one);
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        let each: Vec<_> = items.iter().map(|x| s.spawn(move || f(x))).collect();
+        each.into_iter()
+            .try_for_each(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    })
 }
 
 impl Drop for Pipelines {

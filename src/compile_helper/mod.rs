@@ -126,8 +126,8 @@ pub(crate) struct Source {
 }
 
 /// If this process was started as a compiling helper (first argument [`HELPER_ARG`]), serves
-/// its context's request, then exits; otherwise returns at once. Call it first thing in `main` of a program that names itself in
-/// [`PipelineCompiler::Helper`].
+/// its context's request, then exits; otherwise returns at once. Call it first thing in `main`
+/// of a program that names itself in [`PipelineCompiler::Helper`].
 pub fn serve_helper_if_asked() {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).is_none_or(|a| a != HELPER_ARG) {

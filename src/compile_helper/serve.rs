@@ -6,8 +6,7 @@
 use super::protocol::{decode, read_frame, write_frame};
 use crate::device::{Device, DeviceSelector, Instance, InstanceOptions};
 use crate::error::{Error, Result};
-use crate::pipeline::Pipelines;
-use ash::vk;
+use crate::pipeline::{each_on_a_thread, Pipelines};
 use std::sync::Arc;
 
 /// Serves one request (none where standard input ends first).
@@ -18,19 +17,7 @@ pub(super) fn serve() -> Result<()> {
     };
     let (uuid, sources) = decode(&payload)?;
     let pipelines = Pipelines::new(open(&uuid)?, None, None, None)?;
-    std::thread::scope(|s| {
-        let each: Vec<_> = sources
-            .iter()
-            .map(|src| {
-                s.spawn(|| pipelines.build_with(&src.words, src.subgroup_size, vk::PipelineCreateFlags::empty()))
-            })
-            .collect();
-        each.into_iter().try_for_each(|h| {
-            h.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                .map(drop)
-        })
-    })?;
+    each_on_a_thread(&sources, |source| pipelines.build_source(source).map(drop))?;
     let data = pipelines.cache_data()?;
     write_frame(&mut output, &data).map_err(|e| Error::InvalidOption(e.to_string()))
 }
