@@ -8,6 +8,7 @@
 
 mod file;
 pub(crate) mod known_answer;
+mod operands;
 
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::device::DeviceInfo;
