@@ -11,7 +11,7 @@ use super::{HelperCommand, Source, HELPER_ARG};
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 const ANSWER_LIMIT: Duration = Duration::from_secs(300);
 /// How long a helper that answered may take to exit (its driver and device torn down).
 const EXIT_LIMIT: Duration = Duration::from_secs(10);
+/// How long a helper that failed may take to exit on its own before it is killed.
+const FAILED_EXIT_LIMIT: Duration = Duration::from_secs(1);
 
 /// A context's helpers: the command that starts one, how many were started, and whether one
 /// failed.
@@ -152,24 +154,35 @@ impl Helper {
 
     /// Waits until the helper, which answered, has exited (its input ends).
     fn exited(&mut self) -> Result<()> {
+        match self.exit_within(EXIT_LIMIT) {
+            Ok(Some(status)) if status.success() => Ok(()),
+            Ok(Some(_)) => Err(self.failed("failed after answering")),
+            Ok(None) => Err(self.failed(&format!("did not exit within {} s of answering", EXIT_LIMIT.as_secs()))),
+            Err(e) => Err(self.failed(&format!("could not be waited for ({e})"))),
+        }
+    }
+
+    /// Ends the helper's input and waits up to `limit` for it to exit on its own.
+    fn exit_within(&mut self, limit: Duration) -> std::io::Result<Option<ExitStatus>> {
         drop(self.input.take());
-        let deadline = Instant::now() + EXIT_LIMIT;
+        let deadline = Instant::now() + limit;
         loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) if status.success() => return Ok(()),
-                Ok(Some(_)) => return Err(self.failed("failed after answering")),
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
-                Ok(None) => {
-                    return Err(self.failed(&format!("did not exit within {} s of answering", EXIT_LIMIT.as_secs())))
-                }
-                Err(e) => return Err(self.failed(&format!("could not be waited for ({e})"))),
+            match self.child.try_wait()? {
+                Some(status) => return Ok(Some(status)),
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+                None => return Ok(None),
             }
         }
     }
 
-    /// Stops the helper and says what happened: `what`, its exit status and its messages.
+    /// Stops the helper and says what happened: `what`, its exit status and its messages. A
+    /// helper whose output ended may not have been reaped yet: it is given a moment to exit on
+    /// its own first, so the status says how it ended rather than that it was killed (a CI
+    /// machine saw `/bin/false` reported as killed).
     fn failed(&mut self, what: &str) -> Error {
-        let _ = self.child.kill();
+        if !matches!(self.exit_within(FAILED_EXIT_LIMIT), Ok(Some(_))) {
+            let _ = self.child.kill();
+        }
         let status = self.child.wait().map_or_else(|e| e.to_string(), |s| s.to_string());
         let said = std::fs::read_to_string(&self.log).unwrap_or_default();
         Error::Unsupported(format!(
