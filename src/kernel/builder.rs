@@ -16,6 +16,8 @@ pub(crate) struct ModuleBuilder {
     capabilities: Vec<Capability>,
     extensions: Vec<&'static str>,
     constants: HashMap<(Word, u32), Word>,
+    /// `uvec4` constants ([`ModuleBuilder::c_uvec4`]).
+    vectors: HashMap<[u32; 4], Word>,
     decorated: HashSet<(Word, u32)>,
     /// Global variables for the entry point's interface (SPIR-V 1.4+ lists all of them).
     pub interface: Vec<Word>,
@@ -34,6 +36,7 @@ impl ModuleBuilder {
             capabilities: Vec::new(),
             extensions: Vec::new(),
             constants: HashMap::new(),
+            vectors: HashMap::new(),
             decorated: HashSet::new(),
             interface: Vec::new(),
             glsl: None,
@@ -146,6 +149,18 @@ impl ModuleBuilder {
     pub fn c_u32(&mut self, v: u32) -> Word {
         let t = self.t_u32();
         self.c_bits(t, v)
+    }
+
+    /// A `uvec4` constant of `words`, created once (a table a kernel indexes at run time).
+    pub fn c_uvec4(&mut self, words: [u32; 4]) -> Word {
+        if let Some(&id) = self.vectors.get(&words) {
+            return id;
+        }
+        let t = self.t_uvec(4);
+        let parts = words.map(|w| self.c_u32(w));
+        let id = self.b.constant_composite(t, parts);
+        self.vectors.insert(words, id);
+        id
     }
 
     /// The A (`m x k`), B (`k x n`) and accumulator (`m x n`) cooperative-matrix types of `cfg`

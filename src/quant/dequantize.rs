@@ -20,6 +20,8 @@ pub fn dequantize(t: QuantType, blocks: &[u8], out: &mut [f32]) -> Result<()> {
         QuantType::Q4K => q4_k,
         QuantType::Q5K => q5_k,
         QuantType::Q6K => q6_k,
+        QuantType::Iq4Nl => iq4_nl,
+        QuantType::Iq4Xs => iq4_xs,
         QuantType::Mxfp4 => mxfp4,
     };
     for (block, y) in blocks
@@ -221,6 +223,38 @@ fn q6_k(b: &[u8], y: &mut [f32]) {
             y[l + 64] = scale(4) * f32::from(q3);
             y[l + 96] = scale(6) * f32::from(q4);
         }
+    }
+}
+
+/// IQ4_NL's and IQ4_XS's values of the 16 codes (ggml's `kvalues_iq4nl`): non-linear, closer
+/// together near zero, where most weights lie.
+pub(crate) const IQ4_VALUES: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+
+/// The 16 bytes of nibbles of 32 values (value j in byte j's low nibble, j + 16 in its high
+/// one) as `scale * IQ4_VALUES[code]`.
+fn iq4_values(scale: f32, qs: &[u8], y: &mut [f32]) {
+    for (j, &q) in qs[..16].iter().enumerate() {
+        y[j] = scale * f32::from(IQ4_VALUES[usize::from(q & 0xf)]);
+        y[j + 16] = scale * f32::from(IQ4_VALUES[usize::from(q >> 4)]);
+    }
+}
+
+/// `block_iq4_nl`: d, qs[16].
+fn iq4_nl(b: &[u8], y: &mut [f32]) {
+    iq4_values(half(b, 0), &b[2..18], y);
+}
+
+/// `block_iq4_xs`: d, scales_h (u16), scales_l[4], qs[128]; sub-block `ib` of 32 values has the
+/// 6-bit scale `ls` (its low four bits nibble `ib % 2` of `scales_l[ib / 2]`, its top two bits
+/// `2 ib` of `scales_h`) and `dl = d * (ls - 32)`, its nibbles the 16 bytes at `16 ib`.
+fn iq4_xs(b: &[u8], y: &mut [f32]) {
+    let d = half(b, 0);
+    let scales_h = u16::from_le_bytes([b[2], b[3]]);
+    for (ib, y) in y.chunks_exact_mut(32).enumerate() {
+        let low = (b[4 + ib / 2] >> (4 * (ib % 2))) & 0xf;
+        let high = ((scales_h >> (2 * ib)) & 3) as u8;
+        let ls = i32::from(low | high << 4);
+        iq4_values(d * (ls - 32) as f32, &b[8 + 16 * ib..], y);
     }
 }
 

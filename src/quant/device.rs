@@ -72,15 +72,18 @@ impl QuantType {
     /// 24.9 -> 24.6 (14336 rows: 18.2 -> 16.4); Q4_1 and Q5_1 within 1%; eight tokens 1-6%
     /// faster, but Q2_K's 7% slower. Kept whole: Q3_K, Q4_K and Q5_K, whose blocks start on 16
     /// bytes already, and Q6_K, whose eight tokens ran 11% slower interleaved (67.0 -> 74.7
-    /// us, with 32-bit loads 77.4) for 0-3% at one token.
+    /// us, with 32-bit loads 77.4) for 0-3% at one token. IQ4_NL and IQ4_XS are interleaved as
+    /// the formats of their shapes are (Q4_0's; Q5_1's pairs), not yet measured on a GPU.
     pub fn interleave(self) -> Option<Interleave> {
         let (blocks, head) = match self {
-            QuantType::Q8_0 | QuantType::Q4_0 => (8, 2),
+            QuantType::Q8_0 | QuantType::Q4_0 | QuantType::Iq4Nl => (8, 2),
             QuantType::Q4_1 => (4, 4),
             QuantType::Q5_0 => (8, 6),
             QuantType::Q5_1 => (2, 8),
             QuantType::Mxfp4 => (16, 1),
             QuantType::Q2K => (4, 80),
+            // 136-byte blocks: two make 17 vectors, each block's nibbles after their heads.
+            QuantType::Iq4Xs => (2, 8),
             QuantType::Q3K | QuantType::Q4K | QuantType::Q5K | QuantType::Q6K => return None,
         };
         Some(Interleave { blocks, head })

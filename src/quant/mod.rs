@@ -11,6 +11,7 @@ mod device;
 mod quantize;
 
 pub use dequantize::dequantize;
+pub(crate) use dequantize::IQ4_VALUES;
 pub use device::Interleave;
 pub use quantize::quantize;
 
@@ -40,13 +41,19 @@ pub enum QuantType {
     Q5K,
     /// 256 values: 16 sub-blocks of 16 with 8-bit scales, 6-bit integers (210 bytes).
     Q6K,
+    /// 32 values: an f16 scale and 32 4-bit indices into ggml's non-linear table
+    /// (`kvalues_iq4nl`, -127..=113) (18 bytes).
+    Iq4Nl,
+    /// 256 values: 8 sub-blocks of 32 with 6-bit scales, 4-bit indices into IQ4_NL's table
+    /// (136 bytes).
+    Iq4Xs,
     /// 32 values: an 8-bit power-of-two scale (E8M0) and 32 FP4 (E2M1) values (17 bytes).
     Mxfp4,
 }
 
 impl QuantType {
     /// Every format, in ggml's order of its type numbers.
-    pub const ALL: [QuantType; 11] = [
+    pub const ALL: [QuantType; 13] = [
         QuantType::Q4_0,
         QuantType::Q4_1,
         QuantType::Q5_0,
@@ -57,13 +64,17 @@ impl QuantType {
         QuantType::Q4K,
         QuantType::Q5K,
         QuantType::Q6K,
+        QuantType::Iq4Nl,
+        QuantType::Iq4Xs,
         QuantType::Mxfp4,
     ];
 
     /// Values per block.
     pub fn block_values(self) -> usize {
         match self {
-            QuantType::Q2K | QuantType::Q3K | QuantType::Q4K | QuantType::Q5K | QuantType::Q6K => 256,
+            QuantType::Q2K | QuantType::Q3K | QuantType::Q4K | QuantType::Q5K | QuantType::Q6K | QuantType::Iq4Xs => {
+                256
+            }
             _ => 32,
         }
     }
@@ -81,6 +92,8 @@ impl QuantType {
             QuantType::Q4K => 144,
             QuantType::Q5K => 176,
             QuantType::Q6K => 210,
+            QuantType::Iq4Nl => 18,
+            QuantType::Iq4Xs => 136,
             QuantType::Mxfp4 => 17,
         }
     }
@@ -98,6 +111,8 @@ impl QuantType {
             QuantType::Q4K => "q4_K",
             QuantType::Q5K => "q5_K",
             QuantType::Q6K => "q6_K",
+            QuantType::Iq4Nl => "iq4_nl",
+            QuantType::Iq4Xs => "iq4_xs",
             QuantType::Mxfp4 => "mxfp4",
         }
     }

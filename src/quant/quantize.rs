@@ -4,7 +4,7 @@
 //! from each sub-block's range without ggml's iterative search (valid blocks, somewhat larger
 //! errors than ggml's own quantizer). Every block decodes with [`super::dequantize`].
 
-use super::{check_lengths, QuantType};
+use super::{check_lengths, QuantType, IQ4_VALUES};
 use crate::error::{Error, Result};
 use half::f16;
 
@@ -28,6 +28,8 @@ pub fn quantize(t: QuantType, values: &[f32]) -> Result<Vec<u8>> {
         QuantType::Q4K => |x: &[f32], b: &mut [u8]| q45_k(x, b, 4),
         QuantType::Q5K => |x: &[f32], b: &mut [u8]| q45_k(x, b, 5),
         QuantType::Q6K => q6_k,
+        QuantType::Iq4Nl => iq4_nl,
+        QuantType::Iq4Xs => iq4_xs,
         QuantType::Mxfp4 => mxfp4,
     };
     let mut out = vec![0u8; bytes];
@@ -283,6 +285,55 @@ fn q6_k(x: &[f32], b: &mut [u8]) {
             b[128 + 32 * n + l] |= (code >> 4) << (2 * k);
         }
     }
+}
+
+/// The index of the IQ4 value (`IQ4_VALUES`) nearest `v`.
+fn nearest_iq4(v: f32) -> u8 {
+    (0..16)
+        .min_by(|&a, &b| {
+            (f32::from(IQ4_VALUES[a]) - v)
+                .abs()
+                .total_cmp(&(f32::from(IQ4_VALUES[b]) - v).abs())
+        })
+        .unwrap_or(8) as u8
+}
+
+/// 32 values as IQ4 codes of the scale `d`, their nibbles as a 32-value block's (value j low in
+/// byte j, j + 16 high) in `qs`.
+fn iq4_codes(x: &[f32], d: f32, qs: &mut [u8]) {
+    let id = inverse(d);
+    for j in 0..16 {
+        qs[j] = nearest_iq4(x[j] * id) | nearest_iq4(x[j + 16] * id) << 4;
+    }
+}
+
+/// The scale that puts `x`'s value of largest magnitude on the table's -127, as ggml's search
+/// starts (without its refinement around that scale).
+fn iq4_scale(x: &[f32]) -> f32 {
+    signed_max(x) / -127.0
+}
+
+/// `block_iq4_nl`: one scale ([`iq4_scale`]), codes to the nearest table value.
+fn iq4_nl(x: &[f32], b: &mut [u8]) {
+    let d = put_half(b, 0, iq4_scale(x));
+    iq4_codes(x, d, &mut b[2..18]);
+}
+
+/// `block_iq4_xs`: each sub-block's scale ([`iq4_scale`]) as a 6-bit multiple `ls - 32` of `d`,
+/// which puts the sub-scale of largest magnitude on -32; codes against the scale stored.
+fn iq4_xs(x: &[f32], b: &mut [u8]) {
+    let scales: Vec<f32> = x.chunks_exact(32).map(iq4_scale).collect();
+    let d = put_half(b, 0, signed_max(&scales) / -32.0);
+    let id = inverse(d);
+    let (mut scales_h, mut scales_l) = (0u16, [0u8; 4]);
+    for (ib, (x, &scale)) in x.chunks_exact(32).zip(&scales).enumerate() {
+        let ls = ((scale * id).round() as i32).clamp(-32, 31) + 32;
+        scales_l[ib / 2] |= ((ls & 0xf) as u8) << (4 * (ib % 2));
+        scales_h |= ((ls >> 4) as u16) << (2 * ib);
+        iq4_codes(x, d * (ls - 32) as f32, &mut b[8 + 16 * ib..24 + 16 * ib]);
+    }
+    b[2..4].copy_from_slice(&scales_h.to_le_bytes());
+    b[4..8].copy_from_slice(&scales_l);
 }
 
 /// The index of the FP4 value nearest `v` (in doubled units, as `MXFP4_VALUES`).

@@ -160,6 +160,36 @@ fn mxfp4_doubled_fp4_values_times_half_the_e8m0_scale() {
     assert_eq!(decode(QuantType::Mxfp4, &b)[16], 12.0 * 2f32.powi(127));
 }
 
+#[test]
+fn iq4_nl_and_iq4_xs_scale_the_non_linear_table() {
+    // IQ4_NL: `d * kvalues_iq4nl[code]`, value j's code the low nibble of byte j, j + 16's high.
+    let mut b = vec![0u8; 18];
+    b[0..2].copy_from_slice(&h(0.5));
+    b[2] = 0xf0; // value 0: code 0 (-127); value 16: code 15 (113)
+    b[3] = 0x78; // value 1: code 8 (1); value 17: code 7 (-10)
+    let y = decode(QuantType::Iq4Nl, &b);
+    assert_eq!((y[0], y[16], y[1], y[17]), (-63.5, 56.5, 0.5, -5.0));
+    // IQ4_XS: sub-block ib's 6-bit `ls`, low four bits nibble ib % 2 of scales_l[ib / 2], top
+    // two bits 2 ib of scales_h; `dl = d * (ls - 32)`; its codes the 16 bytes at 8 + 16 ib.
+    let mut b = vec![0u8; 136];
+    b[0..2].copy_from_slice(&h(0.25));
+    let scales_h: u16 = 3 << 2 | 2 << 14; // sub-block 1: 3; sub-block 7: 2
+    b[2..4].copy_from_slice(&scales_h.to_le_bytes());
+    b[4] = 0xf0; // sub-block 0: ls 0 (-32); sub-block 1: 15 | 3 << 4 = 63 (31)
+    b[7] = 0x50; // sub-block 7: 5 | 2 << 4 = 37 (5)
+    b[8] = 0x0f; // value 0: code 15; value 16: code 0
+    b[24] = 0x08; // value 32: code 8; value 48: code 0
+    b[135] = 0xf3; // value 239: code 3 (-65); value 255: code 15
+    let y = decode(QuantType::Iq4Xs, &b);
+    assert_eq!((y[0], y[16], y[1]), (-8.0 * 113.0, -8.0 * -127.0, -8.0 * -127.0));
+    assert_eq!((y[32], y[48]), (7.75, 7.75 * -127.0));
+    assert_eq!((y[239], y[255]), (1.25 * -65.0, 1.25 * 113.0));
+    // The largest f16 scale at both ends of ls.
+    b[0..2].copy_from_slice(&0x7bffu16.to_le_bytes());
+    let y = decode(QuantType::Iq4Xs, &b);
+    assert_eq!((y[16], y[48]), (65504.0 * -32.0 * -127.0, 65504.0 * 31.0 * -127.0));
+}
+
 /// A block's values back within a bound relative to its largest magnitude.
 #[test]
 fn every_format_round_trips_random_values() {
@@ -186,6 +216,12 @@ fn every_format_round_trips_random_values() {
             QuantType::Q2K => 0.5,
             // A power-of-two scale: the largest magnitude may clip from just under 8 to 6.
             QuantType::Mxfp4 => 0.3,
+            // Half the table's widest gap (24 of 127), or a value of the other sign than the
+            // largest clipping at 113 of 127.
+            QuantType::Iq4Nl => 0.13,
+            // As IQ4_NL's, with a sub-block's scale rounded to a 32nd of the largest one (at
+            // 31 of 32 for the other sign: 127 - 113 * 31 / 32 of 127).
+            QuantType::Iq4Xs => 0.15,
         };
         let n = 4 * t.block_values();
         let x: Vec<f32> = (0..n).map(|i| next() * (1 + i % 7) as f32).collect();

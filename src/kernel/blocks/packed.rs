@@ -4,7 +4,8 @@
 //! code-times-activation products back into the values' sum, `a * sum(code x) + b * sum(x)`.
 //! Every format's map is its `dequantize_row_*` formula with the scale and offset taken out of
 //! the sum (Q4_0: `d (code - 8)` is `a = d`, `b = -8 d`). MXFP4's codes stand for values that
-//! are not an affine map of them: its words hold the values themselves, as signed bytes.
+//! are not an affine map of them, nor are IQ4_NL's and IQ4_XS's (a table's): their words hold
+//! the values themselves, as signed bytes.
 
 use super::{
     bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, q6_k_unit, scale_min_k4, two_bit_unit, word_at, Block,
@@ -46,7 +47,7 @@ pub(in crate::kernel) fn packed(
             Ok(one_scale(words, true, d, None))
         }
         QuantType::Q4_0 | QuantType::Q4_1 => {
-            let words = nibble_words(b, blk, if q == QuantType::Q4_0 { 2 } else { 4 })?;
+            let words = nibble_words(b, blk, (None, if q == QuantType::Q4_0 { 2 } else { 4 }))?;
             let d = half_at(b, blk, 0)?;
             let offset = match q {
                 QuantType::Q4_0 => scaled(b, d, -8.0)?,
@@ -59,6 +60,19 @@ pub(in crate::kernel) fn packed(
         QuantType::Q6K => q6_k(b, blk, s),
         QuantType::Q2K | QuantType::Q3K => q23_k(b, q, blk, s),
         QuantType::Mxfp4 => mxfp4(b, blk, x_rows),
+        QuantType::Iq4Nl => {
+            let codes = nibble_words(b, blk, (None, 2))?;
+            let words = iq4_words(b, codes)?;
+            let d = half_at(b, blk, 0)?;
+            Ok(one_scale(words, true, d, None))
+        }
+        QuantType::Iq4Xs => {
+            let at = super::nibble_unit(b, blk, s)?;
+            let codes = nibble_words(b, blk, (Some(at), 8))?;
+            let words = iq4_words(b, codes)?;
+            let dl = super::iq4_xs_scale(b, blk, s)?;
+            Ok(one_scale(words, true, dl, None))
+        }
     }
 }
 
@@ -79,7 +93,7 @@ fn q5(b: &mut ModuleBuilder, q: QuantType, blk: &Block) -> BuildResult<Packed> {
     let plus = q == QuantType::Q5_1;
     // Q5_0: qh at byte 2, qs at 6; Q5_1: qh at 4, qs at 8.
     let (qh, qs) = if plus { (4, 8) } else { (2, 6) };
-    let low = nibble_words(b, blk, qs)?;
+    let low = nibble_words(b, blk, (None, qs))?;
     let high = word_at(b, blk, None, qh)?;
     let mut words = low;
     for (k, w) in words.iter_mut().enumerate() {
@@ -103,14 +117,8 @@ fn q45_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word) -> BuildResu
     // Regrouped on upload (`QuantType::device_block`): the unit's nibbles as a
     // 32-value block's.
     let five = q == QuantType::Q5K;
-    let at = super::q45_k_unit(b, blk, s)?;
-    let qs = if five { 48 } else { 16 };
-    let mut words = [0; 8];
-    for k in 0..4 {
-        let w = word_at(b, blk, Some(at), qs + 4 * k)?;
-        words[k as usize] = shifted(b, w, 0, 0x0f0f_0f0f)?;
-        words[k as usize + 4] = shifted(b, w, 4, 0x0f0f_0f0f)?;
-    }
+    let at = super::nibble_unit(b, blk, s)?;
+    let mut words = nibble_words(b, blk, (Some(at), if five { 48 } else { 16 }))?;
     if five {
         for (k, w) in words.iter_mut().enumerate() {
             let h = word_at(b, blk, None, 16 + 4 * k as u32)?;
@@ -264,6 +272,11 @@ fn fp4_magnitudes(b: &mut ModuleBuilder, c: Word) -> BuildResult<Word> {
     b.b.i_add(t_u32, None, v, seven)
 }
 
+/// IQ4 codes, four a word, as the signed bytes of their values ([`super::iq4_bytes`]).
+fn iq4_words(b: &mut ModuleBuilder, codes: [Word; 8]) -> BuildResult<[Word; 8]> {
+    each(|k| super::iq4_bytes(b, codes[k as usize]))
+}
+
 fn halves(words: [Word; 8], a: [Word; 2], offsets: [Word; 2]) -> Packed {
     Packed {
         words,
@@ -284,12 +297,12 @@ fn each(mut f: impl FnMut(u32) -> BuildResult<Word>) -> BuildResult<[Word; 8]> {
     Ok(out)
 }
 
-/// The codes of a 32-value block's 16 bytes of nibbles from byte `first`: values 0..16 in the
-/// low nibbles, 16..32 in the high ones.
-fn nibble_words(b: &mut ModuleBuilder, blk: &Block, first: u32) -> BuildResult<[Word; 8]> {
+/// The codes of a 32-value block's 16 bytes of nibbles from byte `first` (after the run-time
+/// part `at`): values 0..16 in the low nibbles, 16..32 in the high ones.
+fn nibble_words(b: &mut ModuleBuilder, blk: &Block, (at, first): (Option<Word>, u32)) -> BuildResult<[Word; 8]> {
     let mut out = [0; 8];
     for k in 0..4 {
-        let w = word_at(b, blk, None, first + 4 * k)?;
+        let w = word_at(b, blk, at, first + 4 * k)?;
         out[k as usize] = shifted(b, w, 0, 0x0f0f_0f0f)?;
         out[k as usize + 4] = shifted(b, w, 4, 0x0f0f_0f0f)?;
     }
