@@ -105,21 +105,23 @@ pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l
         QuantType::Q3K => q3_k(b, blk, s, l),
         QuantType::Q4K | QuantType::Q5K => q45_k(b, q, blk, s, l),
         QuantType::Q6K => q6_k(b, blk, s, l),
-        QuantType::Iq4Nl => {
-            let d = half_at(b, blk, 0)?;
-            let v = nibble(b, 2)?;
-            let v = iq4_value(b, v)?;
-            fmul(b, d, v)
-        }
-        QuantType::Iq4Xs => {
-            let at = nibble_unit(b, blk, s)?;
-            let shift = b.c_u32(4 * (l / 16));
-            let v = field(b, blk, (Some(at), 8 + l % 16), shift, 0xf)?;
-            let v = iq4_value(b, v)?;
-            let dl = iq4_xs_scale(b, blk, s)?;
-            fmul(b, dl, v)
-        }
+        QuantType::Iq4Nl | QuantType::Iq4Xs => iq4(b, q, blk, s, l),
     }
+}
+
+/// `block_iq4_nl` / `block_iq4_xs`: value `32 s + l` is nibble `l / 16` of byte `l % 16` of the
+/// unit's 16 bytes of codes (IQ4_NL's from byte 2, IQ4_XS's `16 s` past byte 8), its table
+/// value ([`IQ4_VALUES`]) times `d` (IQ4_XS: the unit's `d * (ls - 32)`).
+fn iq4(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
+    let (at, first, scale) = if q == QuantType::Iq4Xs {
+        (Some(nibble_unit(b, blk, s)?), 8, iq4_xs_scale(b, blk, s)?)
+    } else {
+        (None, 2, half_at(b, blk, 0)?)
+    };
+    let shift = b.c_u32(4 * (l / 16));
+    let v = field(b, blk, (at, first + l % 16), shift, 0xf)?;
+    let v = iq4_value(b, v)?;
+    fmul(b, scale, v)
 }
 
 /// IQ4_NL's and IQ4_XS's table ([`IQ4_VALUES`]) as a `uvec4` of bytes, code `c`'s value plus
