@@ -247,56 +247,11 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
         (p.lda, p.ldb, p.ldc) = (lda, ldb, ldc);
     }
     let mut values = Values::seeded();
-    let range = scale.range(scale.v);
-    // Where only some columns of C are checked (a kernel with sizes built in, whose B can be a
-    // weight's size), B and C hold values in those alone: drawing the whole of a 22016x4096 B
-    // took over a second of a Llama layer's cold preparation.
-    let only = (test.columns.len() < n).then_some(&test.columns[..]);
-    let a = fill(
-        &mut values,
-        (m, k),
-        (family.a_layout, p.lda),
-        ta,
-        range,
-        (scale.sparse, None),
-    );
-    let b: Vec<Filled> = (0..weights)
-        .map(|_| fill(&mut values, (k, n), (family.b_layout, p.ldb), tb, range, (1, only)))
-        .collect();
+    let lds = (p.lda, p.ldb, p.ldc);
+    let (a, b, c) = draw_operands(&mut values, (family, &test), [ta, tb, tc], lds, (&scale, weights));
     let b_stride = b[0].bytes.len() / sizes[1];
-    let mut c = fill(
-        &mut values,
-        (m, n),
-        (Layout::RowMajor, p.ldc),
-        tc,
-        scale.range(2),
-        (1, only),
-    );
-    if scale.beta.is_none() {
-        // Every element must be written: a NaN (or an unlikely integer) shows one that is not.
-        let poison = poison_pattern(tc).to_le_bytes();
-        for (i, x) in c.bytes.iter_mut().enumerate() {
-            *x = poison[i % 4];
-        }
-    }
     let vectors = Vectors::draw(&mut values, &ep, (m, n * weights));
-    let group_of = |i: usize| usize::from(!groups.is_empty() && i >= groups[0]);
-    let mut expected = Vec::with_capacity(m * test.columns.len());
-    for &j in &test.columns {
-        let columns: Vec<Vec<i64>> = b
-            .iter()
-            .map(|b| (0..k).map(|l| i64::from(b.values[l * n + j])).collect())
-            .collect();
-        for i in 0..m {
-            let g = group_of(i);
-            let row = &a.values[i * k..(i + 1) * k];
-            let dot: i64 = row.iter().zip(&columns[g]).map(|(&x, &y)| i64::from(x) * y).sum();
-            let (s, bias) = vectors.at(i, g * n + j);
-            let c0 = i64::from(c.values[i * n + j]);
-            let value = scale.alpha.unwrap_or(1) * s * dot + scale.beta.map_or(0, |beta| beta * c0) + bias;
-            expected.push((i, j, value));
-        }
-    }
+    let expected = expected(&test, (&a, &b, &c), (&scale, &vectors), &groups, (m, n, k));
     // The weights one after another, the first moved rather than copied (it can be 180 MB).
     let mut weights_bytes = b.into_iter().map(|b| b.bytes);
     let first = weights_bytes.next().unwrap_or_default();
@@ -326,6 +281,65 @@ fn known_answer_at(family: &KernelKey, test: Test) -> Result<KnownAnswer> {
         activation: ep.activation,
         expected,
     })
+}
+
+/// A, the weights (one per group) and C of `test` in `family`'s layouts, drawn from `values`;
+/// C poisoned where beta leaves it unread, so an element the kernel does not write shows.
+fn draw_operands(
+    values: &mut Values,
+    (family, test): (&KernelKey, &Test),
+    [ta, tb, tc]: [ComponentType; 3],
+    (lda, ldb, ldc): (usize, usize, usize),
+    (scale, weights): (&Scale, usize),
+) -> (Filled, Vec<Filled>, Filled) {
+    let (m, n, k) = test.shape;
+    let range = scale.range(scale.v);
+    // Where only some columns of C are checked (a kernel with sizes built in, whose B can be a
+    // weight's size), B and C hold values in those alone: drawing the whole of a 22016x4096 B
+    // took over a second of a Llama layer's cold preparation.
+    let only = (test.columns.len() < n).then_some(&test.columns[..]);
+    let a = fill(values, (m, k), (family.a_layout, lda), ta, range, (scale.sparse, None));
+    let b = (0..weights)
+        .map(|_| fill(values, (k, n), (family.b_layout, ldb), tb, range, (1, only)))
+        .collect();
+    let mut c = fill(values, (m, n), (Layout::RowMajor, ldc), tc, scale.range(2), (1, only));
+    if scale.beta.is_none() {
+        // Every element must be written: a NaN (or an unlikely integer) shows one that is not.
+        let poison = poison_pattern(tc).to_le_bytes();
+        for (i, x) in c.bytes.iter_mut().enumerate() {
+            *x = poison[i % 4];
+        }
+    }
+    (a, b, c)
+}
+
+/// The exact results of the checked columns of `test`, `(row, column, value)`: `a x b` (the
+/// group's weight per row), scaled, with beta times `c`'s old value and the epilogue's bias.
+fn expected(
+    test: &Test,
+    (a, b, c): (&Filled, &[Filled], &Filled),
+    (scale, vectors): (&Scale, &Vectors),
+    groups: &[usize],
+    (m, n, k): (usize, usize, usize),
+) -> Vec<(usize, usize, i64)> {
+    let group_of = |i: usize| usize::from(!groups.is_empty() && i >= groups[0]);
+    let mut expected = Vec::with_capacity(m * test.columns.len());
+    for &j in &test.columns {
+        let columns: Vec<Vec<i64>> = b
+            .iter()
+            .map(|b| (0..k).map(|l| i64::from(b.values[l * n + j])).collect())
+            .collect();
+        for i in 0..m {
+            let g = group_of(i);
+            let row = &a.values[i * k..(i + 1) * k];
+            let dot: i64 = row.iter().zip(&columns[g]).map(|(&x, &y)| i64::from(x) * y).sum();
+            let (s, bias) = vectors.at(i, g * n + j);
+            let c0 = i64::from(c.values[i * n + j]);
+            let value = scale.alpha.unwrap_or(1) * s * dot + scale.beta.map_or(0, |beta| beta * c0) + bias;
+            expected.push((i, j, value));
+        }
+    }
+    expected
 }
 
 /// The first element of `c` (C's bytes in device layout) that differs from the known answer, as
