@@ -381,15 +381,7 @@ impl StreamCore {
         }
         // Lock every shared buffer's record (in address order: no deadlock between streams), so
         // the order submissions see is the order they publish in.
-        let mut touched = std::mem::take(&mut self.touched);
-        touched.sort_by_key(|(b, _)| Arc::as_ptr(b) as usize);
-        let mut shared: Vec<(Arc<Buffer>, bool)> = Vec::new();
-        for (b, w) in touched {
-            match shared.last_mut() {
-                Some((last, lw)) if Arc::ptr_eq(last, &b) => *lw |= w,
-                _ => shared.push((b, w)),
-            }
-        }
+        let shared = each_once_by_address(std::mem::take(&mut self.touched));
         let mut guards: Vec<MutexGuard<'_, Uses>> = shared.iter().map(|(b, _)| b.uses()).collect();
         let mut waits = std::mem::take(&mut self.waits);
         for (uses, (_, write)) in guards.iter().zip(&shared) {
@@ -400,29 +392,7 @@ impl StreamCore {
         }
         waits.retain(|(t, _)| !Arc::ptr_eq(t, &self.timeline));
         let value = self.pending();
-        let wait_semaphores: Vec<vk::Semaphore> = waits.iter().map(|(t, _)| t.raw).collect();
-        let wait_values: Vec<u64> = waits.iter().map(|(_, v)| *v).collect();
-        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; waits.len()];
-        let signal = [self.timeline.raw];
-        let signal_values = [value];
-        let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wait_values)
-            .signal_semaphore_values(&signal_values);
-        let cmds = [cmd];
-        let submit = [vk::SubmitInfo::default()
-            .wait_semaphores(&wait_semaphores)
-            .wait_dst_stage_mask(&stages)
-            .command_buffers(&cmds)
-            .signal_semaphores(&signal)
-            .push_next(&mut timeline_info)];
-        let submitted = {
-            let queue = self.device.queue(self.queue);
-            // SAFETY: the queue is locked; every waited value was submitted earlier (uses are
-            // published only after a successful submit); every resource the command buffer uses
-            // is held until the timeline reaches `value`.
-            unsafe { raw.queue_submit(*queue, &submit, vk::Fence::null()) }
-        };
-        if let Err(r) = submitted {
+        if let Err(r) = self.queue_submit(cmd, &waits, value) {
             drop(guards);
             self.discard(cmd);
             return Err(self.device.note(Error::vk("vkQueueSubmit", r)));
@@ -454,6 +424,36 @@ impl StreamCore {
             timeline: self.timeline.clone(),
             batch,
         })
+    }
+
+    /// Submits `cmd` to the stream's queue, waiting for `waits` (timelines at values) and
+    /// signalling this stream's timeline at `value`.
+    fn queue_submit(
+        &self,
+        cmd: vk::CommandBuffer,
+        waits: &[(Arc<Timeline>, u64)],
+        value: u64,
+    ) -> ash::prelude::VkResult<()> {
+        let wait_semaphores: Vec<vk::Semaphore> = waits.iter().map(|(t, _)| t.raw).collect();
+        let wait_values: Vec<u64> = waits.iter().map(|(_, v)| *v).collect();
+        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; waits.len()];
+        let signal = [self.timeline.raw];
+        let signal_values = [value];
+        let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(&signal_values);
+        let cmds = [cmd];
+        let submit = [vk::SubmitInfo::default()
+            .wait_semaphores(&wait_semaphores)
+            .wait_dst_stage_mask(&stages)
+            .command_buffers(&cmds)
+            .signal_semaphores(&signal)
+            .push_next(&mut timeline_info)];
+        let queue = self.device.queue(self.queue);
+        // SAFETY: the queue is locked; every waited value was submitted earlier (uses are
+        // published only after a successful submit); every resource the command buffer uses
+        // is held until the timeline reaches `value`.
+        unsafe { self.device.raw().queue_submit(*queue, &submit, vk::Fence::null()) }
     }
 
     /// Drops what was recorded since the last submission (after an error while recording, or
@@ -548,4 +548,18 @@ impl Drop for StreamCore {
         // SAFETY: every submission completed; freeing the pool frees its command buffers.
         unsafe { self.device.raw().destroy_command_pool(self.command_pool, None) };
     }
+}
+
+/// The buffers a submission touched, each once (written where any use wrote it), in address
+/// order.
+fn each_once_by_address(mut touched: Vec<(Arc<Buffer>, bool)>) -> Vec<(Arc<Buffer>, bool)> {
+    touched.sort_by_key(|(b, _)| Arc::as_ptr(b) as usize);
+    let mut shared: Vec<(Arc<Buffer>, bool)> = Vec::new();
+    for (b, w) in touched {
+        match shared.last_mut() {
+            Some((last, lw)) if Arc::ptr_eq(last, &b) => *lw |= w,
+            _ => shared.push((b, w)),
+        }
+    }
+    shared
 }
