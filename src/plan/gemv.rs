@@ -89,23 +89,11 @@ pub fn gemv_dispatch(
     {
         return Ok(None);
     }
-    // The vector side is the shorter one: A's rows, or B's columns (then C^T = B^T A^T).
-    let c_transposed = p.n < p.m;
     let rows = p.m.min(p.n);
     if rows > GEMV_MAX_ROWS as usize {
         return Ok(None);
     }
-    let ((x, x_ld, x_off), (w, w_rows, w_ld, w_off)) = if c_transposed {
-        (
-            (Operand::B, p.ldb, p.offsets[1]),
-            (Operand::A, p.m, p.lda, p.offsets[0]),
-        )
-    } else {
-        (
-            (Operand::A, p.lda, p.offsets[0]),
-            (Operand::B, p.n, p.ldb, p.offsets[1]),
-        )
-    };
+    let (c_transposed, (x, x_ld, x_off), (w, w_rows, w_ld, w_off)) = sides(p);
     let rows = rows as u32;
     let cols = cols.unwrap_or_else(|| cols_for(rows));
     let groups = w_rows.div_ceil(cols as usize);
@@ -123,18 +111,10 @@ pub fn gemv_dispatch(
     let vec = u64::from(VECTOR_BYTES);
     let vecs = |ld: usize| ld as u64 * es as u64 / vec;
     let key = GemvKey {
-        elem,
-        rows,
-        cols,
-        lanes: GEMV_THREADS,
         unroll: unroll.unwrap_or_else(|| unroll_for(rows)),
         c_transposed,
         epilogue,
-        quant: None,
-        int8_x: false,
-        grouped: false,
-        wide_loads: false,
-        interleaved: false,
+        ..GemvKey::dense(elem, rows, cols)
     };
     // A fused epilogue applies alpha and beta in f32.
     let vectors = fused_vectors(p, &epilogue, limits)?;
@@ -155,15 +135,36 @@ pub fn gemv_dispatch(
             c_off: (cw.start / out as u64) as u32,
             alpha_bits: scalar_bits("alpha", alpha, ComponentType::F32)?,
             beta_bits: scalar_bits("beta", beta, ComponentType::F32)?,
-            a_batch_vec: 0,
-            b_batch_vec: 0,
-            c_batch: 0,
-            row0: 0,
-            col0: 0,
+            ..Default::default()
         },
         groups: [groups as u32, 1, 1],
         after_previous: false,
     }))
+}
+
+/// The vector's operand, leading dimension and offset.
+type VectorSide = (Operand, usize, u64);
+/// The weight's operand, rows, leading dimension and offset.
+type WeightSide = (Operand, usize, usize, u64);
+
+/// Which side of `p` is the vector: the shorter, A's rows, or B's columns (then C^T = B^T A^T,
+/// `c_transposed`); the vector's operand, leading dimension and offset, and the weight's with
+/// its rows.
+fn sides(p: &Problem) -> (bool, VectorSide, WeightSide) {
+    let c_transposed = p.n < p.m;
+    if c_transposed {
+        (
+            true,
+            (Operand::B, p.ldb, p.offsets[1]),
+            (Operand::A, p.m, p.lda, p.offsets[0]),
+        )
+    } else {
+        (
+            false,
+            (Operand::A, p.lda, p.offsets[0]),
+            (Operand::B, p.n, p.ldb, p.offsets[1]),
+        )
+    }
 }
 
 /// A typed error where a tuning choice is out of range.

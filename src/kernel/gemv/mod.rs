@@ -93,6 +93,25 @@ pub struct GemvKey {
 }
 
 impl GemvKey {
+    /// The kernel of a dense weight of `elem` taking `rows` rows of X and `cols` weight rows a
+    /// workgroup: [`GEMV_THREADS`] lanes, no unrolling, C as it is, no epilogue.
+    pub fn dense(elem: ComponentType, rows: u32, cols: u32) -> Self {
+        Self {
+            elem,
+            rows,
+            cols,
+            lanes: GEMV_THREADS,
+            unroll: 1,
+            c_transposed: false,
+            epilogue: Epilogue::default(),
+            quant: None,
+            int8_x: false,
+            grouped: false,
+            wide_loads: false,
+            interleaved: false,
+        }
+    }
+
     /// A short name for reports: `gemv_f16_r1_c4`, `_t` where C is transposed.
     pub fn name(&self) -> String {
         format!(
