@@ -30,98 +30,177 @@ pub fn generate() -> crate::error::Result<Vec<u32>> {
 fn emit() -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
-    let t_void = b.t_void();
-    let t_bool = b.t_bool();
-    let t_u32 = b.t_u32();
-    let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
-    let v_pc = b.push_constant_block(PC_MEMBERS);
-    let v_counts = b.storage_buffer(t_u32, 4, 0, true);
-    let v_table = b.storage_buffer(t_u32, 4, 2, false);
-    let p_sb_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
-    let p_fn_u32 = b.ptr(StorageClass::Function, t_u32);
-    let (c0, c1) = (b.c_u32(0), b.c_u32(1));
+    let (f, entry, table) = Table::declare(b)?;
+    let over = table.fits(b, entry)?;
+    table.tile_rows(b, over)?;
+    table.empty_rest(b)?;
+    b.end_compute(f, THREADS)?;
+    Ok(mb.finish())
+}
 
-    let t_fn = b.b.type_function(t_void, []);
-    let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = b.b.begin_block(None)?;
-    let var = |b: &mut ModuleBuilder| b.b.variable(p_fn_u32, None, StorageClass::Function, Some(c0));
-    let (v_sum, v_over, v_first, v_t0) = (var(b), var(b), var(b), var(b));
-    let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
-    let (pm, groups, rows, bm) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?, pc(b, Pc::Ldc)?);
-    let (stride, off) = (pc(b, Pc::LdaVec)?, pc(b, Pc::AOff)?);
-    let lid = b.b.load(t_u32, None, v_local, None, [])?;
-    let count = |b: &mut ModuleBuilder, g: Word| -> BuildResult<Word> {
-        let at = b.b.i_mul(t_u32, None, g, stride)?;
-        let at = b.b.i_add(t_u32, None, at, off)?;
-        let p = b.b.access_chain(p_sb_u32, None, v_counts, [c0, at])?;
+/// What the passes share: the push constants, the invocation's index, the bindings and the
+/// function's variables (the running sum of counts and whether one was over, the next
+/// group's first row and first tile row).
+struct Table {
+    m: Word,
+    groups: Word,
+    rows: Word,
+    bm: Word,
+    stride: Word,
+    off: Word,
+    lid: Word,
+    counts: Word,
+    table: Word,
+    sum: Word,
+    over: Word,
+    first: Word,
+    t0: Word,
+}
+
+impl Table {
+    /// Declares the bindings, begins the function, its entry block and variables, and loads
+    /// the push constants: the function and the entry block, with the table.
+    fn declare(b: &mut ModuleBuilder) -> BuildResult<(Word, Word, Self)> {
+        let (t_void, t_u32) = (b.t_void(), b.t_u32());
+        let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
+        let v_pc = b.push_constant_block(PC_MEMBERS);
+        let counts = b.storage_buffer(t_u32, 4, 0, true);
+        let table = b.storage_buffer(t_u32, 4, 2, false);
+        let p_fn_u32 = b.ptr(StorageClass::Function, t_u32);
+        let c0 = b.c_u32(0);
+        let t_fn = b.b.type_function(t_void, []);
+        let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
+        let entry = b.b.begin_block(None)?;
+        let var = |b: &mut ModuleBuilder| b.b.variable(p_fn_u32, None, StorageClass::Function, Some(c0));
+        let (sum, over, first, t0) = (var(b), var(b), var(b), var(b));
+        let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
+        let (m, groups, rows, bm) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?, pc(b, Pc::Ldc)?);
+        let (stride, off) = (pc(b, Pc::LdaVec)?, pc(b, Pc::AOff)?);
+        let lid = b.b.load(t_u32, None, v_local, None, [])?;
+        let table = Table {
+            m,
+            groups,
+            rows,
+            bm,
+            stride,
+            off,
+            lid,
+            counts,
+            table,
+            sum,
+            over,
+            first,
+            t0,
+        };
+        Ok((f, entry, table))
+    }
+
+    /// Group `g`'s count.
+    fn count(&self, b: &mut ModuleBuilder, g: Word) -> BuildResult<Word> {
+        let t_u32 = b.t_u32();
+        let p_sb_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+        let c0 = b.c_u32(0);
+        let at = b.b.i_mul(t_u32, None, g, self.stride)?;
+        let at = b.b.i_add(t_u32, None, at, self.off)?;
+        let p = b.b.access_chain(p_sb_u32, None, self.counts, [c0, at])?;
         b.b.load(t_u32, None, p, None, [])
-    };
-    let write = |b: &mut ModuleBuilder, row: Word, words: [Word; 3]| -> BuildResult<()> {
+    }
+
+    /// Tile row `row` of the table: `words` (group, first row, end row).
+    fn write(&self, b: &mut ModuleBuilder, row: Word, words: [Word; 3]) -> BuildResult<()> {
+        let t_u32 = b.t_u32();
+        let p_sb_u32 = b.ptr(StorageClass::StorageBuffer, t_u32);
+        let c0 = b.c_u32(0);
         let base = b.mul_u(row, 3)?;
         for (i, w) in (0..).zip(words) {
             let at = b.add_u(base, i)?;
-            let p = b.b.access_chain(p_sb_u32, None, v_table, [c0, at])?;
+            let p = b.b.access_chain(p_sb_u32, None, self.table, [c0, at])?;
             b.b.store(p, w, None, [])?;
         }
         Ok(())
-    };
+    }
 
-    // Pass 1: whether the counts fit M. The sum never passes M (a count that would is flagged,
-    // not added), so nothing wraps whatever the counts hold.
-    b.counted_loop(l_entry, (c0, groups, 1), |b, g| {
-        let c = count(b, g)?;
-        let sum = b.b.load(t_u32, None, v_sum, None, [])?;
-        let room = b.b.i_sub(t_u32, None, pm, sum)?;
-        let over = b.b.u_greater_than(t_bool, None, c, room)?;
-        let added = b.b.i_add(t_u32, None, sum, c)?;
-        let sum = b.b.select(t_u32, None, over, sum, added)?;
-        b.b.store(v_sum, sum, None, [])?;
-        let flag = b.b.load(t_u32, None, v_over, None, [])?;
-        let flag = b.b.select(t_u32, None, over, c1, flag)?;
-        b.b.store(v_over, flag, None, [])
-    })?;
-    let flag = b.b.load(t_u32, None, v_over, None, [])?;
-    let over = b.b.i_not_equal(t_bool, None, flag, c0)?;
+    /// Pass 1: whether the counts fit M (a bool: true where they do not). The sum never passes
+    /// M (a count that would is flagged, not added), so nothing wraps whatever the counts hold.
+    fn fits(&self, b: &mut ModuleBuilder, entry: Word) -> BuildResult<Word> {
+        let (t_bool, t_u32) = (b.t_bool(), b.t_u32());
+        let (c0, c1) = (b.c_u32(0), b.c_u32(1));
+        b.counted_loop(entry, (c0, self.groups, 1), |b, g| {
+            let c = self.count(b, g)?;
+            let sum = b.b.load(t_u32, None, self.sum, None, [])?;
+            let room = b.b.i_sub(t_u32, None, self.m, sum)?;
+            let over = b.b.u_greater_than(t_bool, None, c, room)?;
+            let added = b.b.i_add(t_u32, None, sum, c)?;
+            let sum = b.b.select(t_u32, None, over, sum, added)?;
+            b.b.store(self.sum, sum, None, [])?;
+            let flag = b.b.load(t_u32, None, self.over, None, [])?;
+            let flag = b.b.select(t_u32, None, over, c1, flag)?;
+            b.b.store(self.over, flag, None, [])
+        })?;
+        let flag = b.b.load(t_u32, None, self.over, None, [])?;
+        b.b.i_not_equal(t_bool, None, flag, c0)
+    }
 
-    // Pass 2: each group's tile rows, `ceil(count / BM)` of them, from its first row on.
-    let here = b.current_label();
-    b.counted_loop(here, (c0, groups, 1), |b, g| {
-        let c = count(b, g)?;
-        let c = b.b.select(t_u32, None, over, c0, c)?;
-        let first = b.b.load(t_u32, None, v_first, None, [])?;
-        let t0 = b.b.load(t_u32, None, v_t0, None, [])?;
-        let bm_less = b.b.i_sub(t_u32, None, bm, c1)?;
-        let tiles = b.b.i_add(t_u32, None, c, bm_less)?;
-        let tiles = b.b.u_div(t_u32, None, tiles, bm)?;
-        let end = b.b.i_add(t_u32, None, first, c)?;
+    /// Pass 2: each group's tile rows, `ceil(count / BM)` of them, from its first row on (none
+    /// where the counts are `over` M).
+    fn tile_rows(&self, b: &mut ModuleBuilder, over: Word) -> BuildResult<()> {
+        let t_u32 = b.t_u32();
+        let (c0, c1) = (b.c_u32(0), b.c_u32(1));
+        let here = b.current_label();
+        b.counted_loop(here, (c0, self.groups, 1), |b, g| {
+            let c = self.count(b, g)?;
+            let c = b.b.select(t_u32, None, over, c0, c)?;
+            let first = b.b.load(t_u32, None, self.first, None, [])?;
+            let t0 = b.b.load(t_u32, None, self.t0, None, [])?;
+            let bm_less = b.b.i_sub(t_u32, None, self.bm, c1)?;
+            let tiles = b.b.i_add(t_u32, None, c, bm_less)?;
+            let tiles = b.b.u_div(t_u32, None, tiles, self.bm)?;
+            let end = b.b.i_add(t_u32, None, first, c)?;
+            self.group_rows(b, (g, first, end), (t0, tiles))?;
+            b.b.store(self.first, end, None, [])?;
+            let t1 = b.b.i_add(t_u32, None, t0, tiles)?;
+            b.b.store(self.t0, t1, None, [])
+        })
+    }
+
+    /// Group `g`'s `tiles` tile rows from table row `t0`, every `THREADS`-th an invocation's:
+    /// each its group, its first row and the group's `end`.
+    fn group_rows(
+        &self,
+        b: &mut ModuleBuilder,
+        (g, first, end): (Word, Word, Word),
+        (t0, tiles): (Word, Word),
+    ) -> BuildResult<()> {
+        let (t_bool, t_u32) = (b.t_bool(), b.t_u32());
         let here = b.current_label();
         let c_threads = b.c_u32(THREADS);
-        b.counted_loop_by(here, (lid, tiles, c_threads), |b, t| {
+        b.counted_loop_by(here, (self.lid, tiles, c_threads), |b, t| {
             let row = b.b.i_add(t_u32, None, t0, t)?;
             // Counts that fit M need at most `k` rows (the planner's bound); checked anyway, so
             // no write can leave the table.
-            let inside = b.b.u_less_than(t_bool, None, row, rows)?;
+            let inside = b.b.u_less_than(t_bool, None, row, self.rows)?;
             let (l_write, l_skip) = (b.b.id(), b.b.id());
             b.b.selection_merge(l_skip, SelectionControl::NONE)?;
             b.b.branch_conditional(inside, l_write, l_skip, [])?;
             b.b.begin_block(Some(l_write))?;
-            let step = b.b.i_mul(t_u32, None, t, bm)?;
+            let step = b.b.i_mul(t_u32, None, t, self.bm)?;
             let start = b.b.i_add(t_u32, None, first, step)?;
-            write(b, row, [g, start, end])?;
+            self.write(b, row, [g, start, end])?;
             b.b.branch(l_skip)?;
             b.b.begin_block(Some(l_skip))?;
             Ok(())
-        })?;
-        b.b.store(v_first, end, None, [])?;
-        let t1 = b.b.i_add(t_u32, None, t0, tiles)?;
-        b.b.store(v_t0, t1, None, [])
-    })?;
+        })
+    }
 
-    // Pass 3: the rows no group took, empty.
-    let t0 = b.b.load(t_u32, None, v_t0, None, [])?;
-    let start = b.b.i_add(t_u32, None, t0, lid)?;
-    let here = b.current_label();
-    b.counted_loop(here, (start, rows, THREADS), |b, row| write(b, row, [c0, pm, pm]))?;
-    b.end_compute(f, THREADS)?;
-    Ok(mb.finish())
+    /// Pass 3: the rows no group took, empty (first row = end row = M).
+    fn empty_rest(&self, b: &mut ModuleBuilder) -> BuildResult<()> {
+        let t_u32 = b.t_u32();
+        let c0 = b.c_u32(0);
+        let t0 = b.b.load(t_u32, None, self.t0, None, [])?;
+        let start = b.b.i_add(t_u32, None, t0, self.lid)?;
+        let here = b.current_label();
+        b.counted_loop(here, (start, self.rows, THREADS), |b, row| {
+            self.write(b, row, [c0, self.m, self.m])
+        })
+    }
 }
