@@ -37,11 +37,9 @@ impl Drop for Pipeline {
 
 /// All pipelines of a context.
 pub(crate) struct Pipelines {
-    map: Mutex<FxHashMap<KernelKey, Arc<Pipeline>>>,
-    reduce: Mutex<FxHashMap<(crate::config::ComponentType, kernel::Epilogue, u32), Arc<Pipeline>>>,
-    /// Passes that use no subgroup operations (the accurate split's largest magnitudes, the
-    /// narrowing copies), by kernel.
-    helpers: Mutex<FxHashMap<Kernel, Arc<Pipeline>>>,
+    /// Every pipeline, GEMM kernels' and passes', by kernel. Locked only to look one up and to
+    /// insert one: creations run at once on several threads.
+    made: Mutex<FxHashMap<Kernel, Arc<Pipeline>>>,
     pub set_layout: vk::DescriptorSetLayout,
     pub layout: vk::PipelineLayout,
     cache: vk::PipelineCache,
@@ -124,9 +122,7 @@ impl Pipelines {
             }
         };
         Ok(Self {
-            map: Mutex::new(FxHashMap::default()),
-            reduce: Mutex::new(FxHashMap::default()),
-            helpers: Mutex::new(FxHashMap::default()),
+            made: Mutex::new(FxHashMap::default()),
             set_layout,
             layout,
             cache,
@@ -152,67 +148,24 @@ impl Pipelines {
         self.loaded
     }
 
-    /// The pipeline for `key`, created on first use.
-    pub fn get(&self, key: &KernelKey) -> Result<Arc<Pipeline>> {
-        if let Some(p) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
-            return Ok(p.clone());
-        }
-        let pipeline = Arc::new(self.create(key)?);
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(map.entry(*key).or_insert(pipeline).clone())
-    }
-
-    /// The split-K reduction pipeline for a result type and epilogue, created on first use.
-    pub fn get_reduce(
-        &self,
-        result_type: crate::config::ComponentType,
-        epilogue: kernel::Epilogue,
-        subgroup_size: u32,
-    ) -> Result<Arc<Pipeline>> {
-        let key = (result_type, epilogue, subgroup_size);
-        if let Some(p) = self.reduce.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return Ok(p.clone());
-        }
-        let source = self.source(&Kernel::Reduce {
-            result_type,
-            epilogue,
-            subgroup_size,
-        })?;
-        let pipeline = Arc::new(self.build_source(&source)?);
-        let mut map = self.reduce.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(map.entry(key).or_insert(pipeline).clone())
-    }
-
-    /// The pipeline of a pass without subgroup operations ([`Kernel::AbsMax`], [`Kernel::Narrow`],
-    /// [`Kernel::Transpose`], ...), created on first use: any subgroup size will do.
-    fn get_helper(&self, kernel: Kernel) -> Result<Arc<Pipeline>> {
-        let mut map = self.helpers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = map.get(&kernel) {
-            return Ok(p.clone());
-        }
-        let pipeline = Arc::new(self.build_source(&self.source(&kernel)?)?);
-        map.insert(kernel, pipeline.clone());
-        Ok(pipeline)
-    }
-
     /// The pipeline of a plan's kernel, created on first use.
     pub fn kernel(&self, kernel: &Kernel) -> Result<Arc<Pipeline>> {
-        match *kernel {
-            Kernel::Gemm(ref key) => self.get(key),
-            Kernel::AbsMax
-            | Kernel::Narrow { .. }
-            | Kernel::SplitPlanes { .. }
-            | Kernel::Transpose { .. }
-            | Kernel::GroupTable
-            | Kernel::Dequant { .. }
-            | Kernel::Act8 { .. }
-            | Kernel::Gemv(_) => self.get_helper(*kernel),
-            Kernel::Reduce {
-                result_type,
-                epilogue,
-                subgroup_size,
-            } => self.get_reduce(result_type, epilogue, subgroup_size),
+        self.kernel_from(kernel, None)
+    }
+
+    /// [`Pipelines::kernel`], created from `source` (its SPIR-V, made already for a helper)
+    /// where given. Two threads asking for the same new kernel at once both create it; the
+    /// first inserted is kept.
+    fn kernel_from(&self, kernel: &Kernel, source: Option<&Source>) -> Result<Arc<Pipeline>> {
+        if let Some(p) = self.made.lock().unwrap_or_else(|e| e.into_inner()).get(kernel) {
+            return Ok(p.clone());
         }
+        let pipeline = Arc::new(match source {
+            Some(source) => self.build_source(source)?,
+            None => self.build_source(&self.source(kernel)?)?,
+        });
+        let mut made = self.made.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(made.entry(*kernel).or_insert(pipeline).clone())
     }
 
     /// Creates every pipeline `plan` needs, on a thread each, so a failure surfaces before
@@ -232,35 +185,24 @@ impl Pipelines {
                 kernels.push(k);
             }
         }
-        if let (Some(helpers), false) = (self.compilers.as_ref().filter(|h| h.usable()), kernels.is_empty()) {
-            self.compile_in_helper(helpers, &kernels);
-        }
-        // A plan's passes (a copy first, split-K's reduction) compile at the same time; the
-        // maps take each once.
-        each_on_a_thread(&kernels, |k| self.kernel(k).map(drop))?;
+        let sources = match (self.compilers.as_ref().filter(|h| h.usable()), kernels.is_empty()) {
+            (Some(helpers), false) => self.compile_in_helper(helpers, &kernels),
+            _ => None,
+        };
+        // A plan's passes (a copy first, split-K's reduction) compile at the same time, from the
+        // SPIR-V made for the helper where there was one.
+        let with_sources: Vec<(Kernel, Option<&Source>)> = match &sources {
+            Some(sources) => kernels.iter().copied().zip(sources.iter().map(Some)).collect(),
+            None => kernels.iter().map(|&k| (k, None)).collect(),
+        };
+        each_on_a_thread(&with_sources, |(k, source)| self.kernel_from(k, *source).map(drop))?;
         self.save_if_new();
         Ok(())
     }
 
     /// Whether `kernel`'s pipeline exists already.
     fn has(&self, kernel: &Kernel) -> bool {
-        match *kernel {
-            Kernel::Gemm(ref key) => self.map.lock().unwrap_or_else(|e| e.into_inner()).contains_key(key),
-            Kernel::Reduce {
-                result_type,
-                epilogue,
-                subgroup_size,
-            } => self.reduce.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&(
-                result_type,
-                epilogue,
-                subgroup_size,
-            )),
-            _ => self
-                .helpers
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains_key(kernel),
-        }
+        self.made.lock().unwrap_or_else(|e| e.into_inner()).contains_key(kernel)
     }
 
     /// Saves the cache file if pipelines were created since the last save and one is due. The
@@ -277,13 +219,9 @@ impl Pipelines {
         *saved = (created, Some(Instant::now()));
     }
 
-    /// How many pipelines exist.
+    /// How many pipelines exist (GEMM kernels' and passes').
     pub fn len(&self) -> usize {
-        self.map.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    fn create(&self, key: &KernelKey) -> Result<Pipeline> {
-        self.build_source(&self.source(&Kernel::Gemm(*key))?)
+        self.made.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// The SPIR-V `kernel`'s pipeline is created from, and the subgroup size it pins: a GEMM
@@ -325,15 +263,19 @@ impl Pipelines {
     }
 
     /// Has the helper program compile `kernels` and merges the cache data it returns, so their
-    /// creation here finds them compiled. A failure is recorded, not returned: the kernels are
-    /// then compiled here, as without a helper.
-    fn compile_in_helper(&self, helpers: &Helpers, kernels: &[Kernel]) {
-        let merged = kernels
-            .iter()
-            .map(|k| self.source(k))
-            .collect::<Result<Vec<_>>>()
-            .and_then(|sources| helpers.compile(self.device.info(), &sources))
-            .and_then(|data| self.merge(&data));
+    /// creation here finds them compiled; returns the kernels' SPIR-V, for that creation. A
+    /// failure is recorded, not returned: the kernels are then compiled here, as without a
+    /// helper (and where their SPIR-V could not be made, that creation says why).
+    fn compile_in_helper(&self, helpers: &Helpers, kernels: &[Kernel]) -> Option<Vec<Source>> {
+        let (sources, merged) = match kernels.iter().map(|k| self.source(k)).collect::<Result<Vec<_>>>() {
+            Ok(sources) => {
+                let merged = helpers
+                    .compile(self.device.info(), &sources)
+                    .and_then(|data| self.merge(&data));
+                (Some(sources), merged)
+            }
+            Err(e) => (None, Err(e)),
+        };
         let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
         match merged {
             Ok(()) => report.from_helper += kernels.len(),
@@ -342,6 +284,7 @@ impl Pipelines {
                 report.last_failure = Some(e.to_string());
             }
         }
+        sources
     }
 
     /// Merges pipeline cache `data` (checked to be this device's) into the context's cache.
@@ -511,8 +454,7 @@ impl Drop for Pipelines {
         if self.created.load(Ordering::Acquire) > self.saved.get_mut().unwrap_or_else(|e| e.into_inner()).0 {
             let _ = self.save();
         }
-        self.map.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
-        self.reduce.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
+        self.made.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
         if self.device.work_abandoned() {
             return; // as for the pipelines
         }

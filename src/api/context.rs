@@ -185,7 +185,8 @@ impl Context {
         self.pipelines.compile_report()
     }
 
-    /// Number of pipelines created so far.
+    /// Number of pipelines created so far: GEMM kernels' and their passes' (copies, split-K's
+    /// reduction, dequantization, matrix-vector kernels).
     pub fn pipeline_count(&self) -> usize {
         self.pipelines.len()
     }
