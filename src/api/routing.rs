@@ -326,32 +326,7 @@ impl Context {
         let shape = (m, n, k);
         let d = self.decide([ta, tb, tc], batch.count, options, fused, shape)?;
         let layouts = (a.layout, b.layout);
-        // The accurate split's planes are written in the fast order by their own pass.
-        let mut relayout = if d.split() {
-            [false; 2]
-        } else {
-            let copyable = d
-                .kernel_loads
-                .map(|l| l == Load::Native && matches!(d.config.component_type.size_bytes(), 1 | 2));
-            let free = d.route.loads.map(|l| l == Load::Round && d.convert_first);
-            self.relayout_for(options, (&d.config, shape, layouts), (copyable, free), batch.count)?
-        };
-        let at = (shape, layouts, batch.count, tc);
-        let mut scheme = self.scheme_of(&d, relayout, at, options)?;
-        // Most copies pay only for the workgroup-scope kernel's sake.
-        if options.relayout.is_none() && relayout.contains(&true) && scheme.scope() != KernelScope::Workgroup {
-            relayout = relayout_without_workgroup(d.config.component_type, relayout);
-            scheme = self.scheme_of(&d, relayout, at, options)?;
-        }
-        let free_choice = options.scheme.is_none() && options.split_k.is_none() && batch.count == 1;
-        let plain =
-            !d.epilogue.is_fused() && !d.convert_first && relayout == [false; 2] && d.route.loads == [Load::Native; 2];
-        let mid = (free_choice && plain)
-            .then(|| self.mid_grid(&d.config, shape, layouts))
-            .flatten();
-        if let Some((s, _)) = mid {
-            scheme = s;
-        }
+        let (relayout, scheme, mid_splits) = self.copies_and_tiles(&d, (shape, layouts, batch.count, tc), options)?;
         let request = PlanRequest {
             problem: placed_problem((a, b, c), [ta, tb, tc], batch),
             config: d.config,
@@ -359,7 +334,7 @@ impl Context {
             loads: d.route.loads,
             alpha: options.alpha,
             beta: options.beta,
-            split_k: self.split_k_request(mid.map(|(_, splits)| splits), options.split_k)?,
+            split_k: self.split_k_request(mid_splits, options.split_k)?,
             epilogue: d.epilogue,
             convert_first: d.convert_first,
             relayout,
@@ -386,6 +361,43 @@ impl Context {
                 self.plan_pure(a, b, c, [ta, tb, tc], batch, &as_loaded, fused)
             }
             other => other,
+        }
+    }
+
+    /// Which operands `d`'s plan copies into the kernel's fast order, its tile scheme, and the
+    /// split-K of a mid-size grid's table where that chose the scheme.
+    fn copies_and_tiles(
+        &self,
+        d: &Decided,
+        at: ((usize, usize, usize), (Layout, Layout), usize, ComponentType),
+        options: &GemmOptions,
+    ) -> Result<([bool; 2], TileScheme, Option<u32>)> {
+        let (shape, layouts, count, _) = at;
+        // The accurate split's planes are written in the fast order by their own pass.
+        let mut relayout = if d.split() {
+            [false; 2]
+        } else {
+            let copyable = d
+                .kernel_loads
+                .map(|l| l == Load::Native && matches!(d.config.component_type.size_bytes(), 1 | 2));
+            let free = d.route.loads.map(|l| l == Load::Round && d.convert_first);
+            self.relayout_for(options, (&d.config, shape, layouts), (copyable, free), count)?
+        };
+        let mut scheme = self.scheme_of(d, relayout, at, options)?;
+        // Most copies pay only for the workgroup-scope kernel's sake.
+        if options.relayout.is_none() && relayout.contains(&true) && scheme.scope() != KernelScope::Workgroup {
+            relayout = relayout_without_workgroup(d.config.component_type, relayout);
+            scheme = self.scheme_of(d, relayout, at, options)?;
+        }
+        let free_choice = options.scheme.is_none() && options.split_k.is_none() && count == 1;
+        let plain =
+            !d.epilogue.is_fused() && !d.convert_first && relayout == [false; 2] && d.route.loads == [Load::Native; 2];
+        match (free_choice && plain)
+            .then(|| self.mid_grid(&d.config, shape, layouts))
+            .flatten()
+        {
+            Some((mid, splits)) => Ok((relayout, mid, Some(splits))),
+            None => Ok((relayout, scheme, None)),
         }
     }
 
