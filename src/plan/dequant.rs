@@ -84,28 +84,7 @@ pub fn dequantized_first_each(
     to: ComponentType,
     limits: &DispatchLimits,
 ) -> Result<GemmPlan> {
-    let Some(q) = each.first() else {
-        return Err(Error::InvalidOperand("no weights to dequantize".into()));
-    };
-    if !matches!(to, ComponentType::F16 | ComponentType::F32) {
-        return Err(Error::Unsupported(format!(
-            "{} blocks dequantize to f16 or f32, not {to}",
-            q.quant
-        )));
-    }
-    if each
-        .iter()
-        .any(|e| (e.quant, e.rows, e.cols, e.interleaved) != (q.quant, q.rows, q.cols, q.interleaved))
-    {
-        return Err(Error::InvalidOperand(
-            "weights dequantized for one GEMM share their format and shape".into(),
-        ));
-    }
-    // Rows of blocks follow each other without gaps: the pass needs no row stride.
-    q.row_bytes()?;
-    for e in each {
-        e.check_start()?;
-    }
+    let q = check_each(each, to)?;
     let bytes = to.size_bytes() as usize;
     let copy_ld = q.copy_ld(to);
     let one = q.rows * copy_ld * bytes;
@@ -160,6 +139,34 @@ pub fn dequantized_first_each(
     gemm.dispatches.splice(0..0, passes);
     gemm.scratch_bytes = copy.bind_offset + copy.bind_range;
     Ok(gemm)
+}
+
+/// The first of `each` (weights dequantized to `to` for one GEMM), checked with the rest: one
+/// format and shape, each starting where the pass can read it; a typed error otherwise.
+fn check_each(each: &[Quantized], to: ComponentType) -> Result<&Quantized> {
+    let Some(q) = each.first() else {
+        return Err(Error::InvalidOperand("no weights to dequantize".into()));
+    };
+    if !matches!(to, ComponentType::F16 | ComponentType::F32) {
+        return Err(Error::Unsupported(format!(
+            "{} blocks dequantize to f16 or f32, not {to}",
+            q.quant
+        )));
+    }
+    if each
+        .iter()
+        .any(|e| (e.quant, e.rows, e.cols, e.interleaved) != (q.quant, q.rows, q.cols, q.interleaved))
+    {
+        return Err(Error::InvalidOperand(
+            "weights dequantized for one GEMM share their format and shape".into(),
+        ));
+    }
+    // Rows of blocks follow each other without gaps: the pass needs no row stride.
+    q.row_bytes()?;
+    for e in each {
+        e.check_start()?;
+    }
+    Ok(q)
 }
 
 /// A window of `bytes` in scratch after the `used` bytes a plan already binds there (at the
