@@ -11,7 +11,6 @@ use crate::tiling::{KernelScope, VECTOR_BYTES};
 impl TileScheme {
     /// The device- and config-independent [`bounds`](super::bounds); the error says which one failed.
     pub fn check_bounds(&self) -> Result<()> {
-        let bad = |msg: String| Err(Error::InvalidTileScheme(msg));
         let fields = [
             ("subgroup size", self.subgroup_size),
             ("sg_m", self.sg_m),
@@ -102,8 +101,28 @@ impl TileScheme {
     /// Checks the scheme for `config` on a device with `limits` (zero limits are not checked);
     /// the error says which rule failed.
     pub fn check(&self, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<()> {
-        let bad = |msg: String| Err(Error::InvalidTileScheme(msg));
         self.check_bounds()?;
+        self.check_config(config, limits)?;
+        let g = self.geometry(config);
+        self.check_tile(&g, config)?;
+        if self.scope == KernelScope::Workgroup {
+            self.check_workgroup_parts(&g, config)?;
+            return self.check_threads(&g, limits);
+        }
+        self.check_subgroup_tile(&g, config)?;
+        self.check_threads(&g, limits)?;
+        if limits.max_shared_memory != 0 && g.shared_bytes > limits.max_shared_memory {
+            return bad(format!(
+                "{} bytes of shared memory exceed the device's {}",
+                g.shared_bytes, limits.max_shared_memory
+            ));
+        }
+        Ok(())
+    }
+
+    /// The config's fragment and types, and the subgroup size, against what the kernels take
+    /// and the device allows; K's step a whole number of fragments.
+    fn check_config(&self, config: &GPUSubgroupMatrixConfig, limits: &DeviceLimits) -> Result<()> {
         if [config.m, config.n, config.k]
             .iter()
             .any(|&e| e == 0 || e > MAX_FRAGMENT_EXTENT)
@@ -121,7 +140,6 @@ impl TileScheme {
                 self.subgroup_size, limits.min_subgroup_size, limits.max_subgroup_size
             ));
         }
-        let es = config.component_type.size_bytes();
         let rs = config.result_type.size_bytes();
         if !(rs == 2 || rs == 4) {
             return bad(format!("result type {} is not 16 or 32 bits wide", config.result_type));
@@ -132,7 +150,12 @@ impl TileScheme {
                 self.k_step, config.k
             ));
         }
-        let g = self.geometry(config);
+        Ok(())
+    }
+
+    /// The tile's sides: at most [`MAX_TILE`], each whole 16-byte vectors.
+    fn check_tile(&self, g: &TileGeometry, config: &GPUSubgroupMatrixConfig) -> Result<()> {
+        let es = config.component_type.size_bytes();
         if g.bm > MAX_TILE || g.bn > MAX_TILE {
             return bad(format!("a {}x{} tile exceeds {MAX_TILE} on a side", g.bm, g.bn));
         }
@@ -143,22 +166,33 @@ impl TileScheme {
                 ));
             }
         }
-        if self.scope == KernelScope::Workgroup {
-            let part = g.bn / self.n_parts;
-            if g.bn % self.n_parts != 0 || part % config.n != 0 || (part * es) % VECTOR_BYTES != 0 {
-                return bad(format!(
-                    "BN = {} does not split into {} parts of whole {}-column fragments and 16-byte rows",
-                    g.bn, self.n_parts, config.n
-                ));
-            }
-            if self.c_transposed && (g.bn % config.m != 0 || g.bm % config.n != 0) {
-                return bad(format!(
-                    "the {}x{} tile transposed is not whole {}x{} fragments",
-                    g.bm, g.bn, config.m, config.n
-                ));
-            }
-            return self.check_threads(&g, limits);
+        Ok(())
+    }
+
+    /// A workgroup-scope tile: BN in `n_parts` parts of whole fragments and vectors, and
+    /// whole fragments transposed where C is.
+    fn check_workgroup_parts(&self, g: &TileGeometry, config: &GPUSubgroupMatrixConfig) -> Result<()> {
+        let es = config.component_type.size_bytes();
+        let part = g.bn / self.n_parts;
+        if g.bn % self.n_parts != 0 || part % config.n != 0 || (part * es) % VECTOR_BYTES != 0 {
+            return bad(format!(
+                "BN = {} does not split into {} parts of whole {}-column fragments and 16-byte rows",
+                g.bn, self.n_parts, config.n
+            ));
         }
+        if self.c_transposed && (g.bn % config.m != 0 || g.bm % config.n != 0) {
+            return bad(format!(
+                "the {}x{} tile transposed is not whole {}x{} fragments",
+                g.bm, g.bn, config.m, config.n
+            ));
+        }
+        Ok(())
+    }
+
+    /// A subgroup-scope tile: A's and B's tiles divide over the invocations in vectors, a
+    /// fragment's words over a subgroup, and each fragment extent is addressable in words.
+    fn check_subgroup_tile(&self, g: &TileGeometry, config: &GPUSubgroupMatrixConfig) -> Result<()> {
+        let (es, rs) = (config.component_type.size_bytes(), config.result_type.size_bytes());
         for (name, rows) in [("A", g.bm), ("B", g.bn)] {
             let vecs = u64::from(rows) * u64::from(g.bk) * u64::from(es) / u64::from(VECTOR_BYTES);
             if vecs % u64::from(g.threads) != 0 {
@@ -182,26 +216,25 @@ impl TileScheme {
                 ));
             }
         }
-        self.check_threads(&g, limits)?;
-        if limits.max_shared_memory != 0 && g.shared_bytes > limits.max_shared_memory {
-            return bad(format!(
-                "{} bytes of shared memory exceed the device's {}",
-                g.shared_bytes, limits.max_shared_memory
-            ));
-        }
         Ok(())
     }
 
+    /// The workgroup's invocations within the device's limits.
     fn check_threads(&self, g: &TileGeometry, limits: &DeviceLimits) -> Result<()> {
         if limits.max_workgroup_invocations != 0
             && (g.threads > limits.max_workgroup_invocations || g.threads > limits.max_workgroup_size[0])
         {
-            return Err(Error::InvalidTileScheme(format!(
+            return bad(format!(
                 "{} invocations exceed the device's limit of {}",
                 g.threads,
                 limits.max_workgroup_invocations.min(limits.max_workgroup_size[0])
-            )));
+            ));
         }
         Ok(())
     }
+}
+
+/// A [`Error::InvalidTileScheme`] saying `msg`.
+fn bad(msg: String) -> Result<()> {
+    Err(Error::InvalidTileScheme(msg))
 }
