@@ -156,7 +156,7 @@ fn device_operands_on_a_stream() {
 /// those the tests above reach).
 #[test]
 fn every_kernel_variant_validates() {
-    use vk_sgmat::kernel::{generate_gemv, Epilogue, GemvKey, GEMV_MAX_ROWS, GEMV_THREADS};
+    use vk_sgmat::kernel::{generate_gemv, Epilogue, GemvKey, GEMV_MAX_ROWS};
     use vk_sgmat::ComponentType::{Bf16, F16, F32};
     use vk_sgmat::{Activation, Axis};
     for elem in [F16, Bf16, F32] {
@@ -177,38 +177,17 @@ fn every_kernel_variant_validates() {
                 [(4, 1, false, plain), (2, 2, true, scaled), (4, 2, true, fused)]
             {
                 let key = GemvKey {
-                    elem,
-                    rows,
-                    cols,
-                    lanes: GEMV_THREADS,
                     unroll,
                     c_transposed,
                     epilogue,
-                    quant: None,
-                    int8_x: false,
-                    grouped: false,
-                    wide_loads: false,
-                    interleaved: false,
+                    ..GemvKey::dense(elem, rows, cols)
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
             }
         }
     }
-    let bad = GemvKey {
-        elem: vk_sgmat::ComponentType::I8,
-        rows: 1,
-        cols: 4,
-        lanes: GEMV_THREADS,
-        unroll: 1,
-        c_transposed: false,
-        epilogue: Epilogue::default(),
-        quant: None,
-        int8_x: false,
-        grouped: false,
-        wide_loads: false,
-        interleaved: false,
-    };
+    let bad = GemvKey::dense(vk_sgmat::ComponentType::I8, 1, 4);
     assert!(matches!(generate_gemv(&bad), Err(vk_sgmat::Error::Unsupported(_))));
     // Interleaved blocks without a block format, or in one that is never interleaved.
     for quant in [None, Some(vk_sgmat::quant::QuantType::Q4K)] {
