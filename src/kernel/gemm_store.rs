@@ -470,18 +470,15 @@ fn write_back(b: &mut ModuleBuilder, e: &Epi<'_>, words: &[LaneWord]) -> BuildRe
                 .collect::<BuildResult<_>>()?
         };
         for (&(ok, gi, at), x) in elems.iter().zip(vals) {
-            let (l_store, l_skip) = (b.b.id(), b.b.id());
-            b.b.selection_merge(l_skip, SelectionControl::NONE)?;
-            b.b.branch_conditional(ok, l_store, l_skip, [])?;
-            b.b.begin_block(Some(l_store))?;
-            let p = b.b.access_chain(p_sb_out, None, v_c, [c0, gi])?;
-            let x = match fuse {
-                Some(f) => f.element(b, x, at, p)?,
-                None => x,
-            };
-            b.b.store(p, x, None, [])?;
-            b.b.branch(l_skip)?;
-            b.b.begin_block(Some(l_skip))?;
+            b.if_then(ok, |b| {
+                let p = b.b.access_chain(p_sb_out, None, v_c, [c0, gi])?;
+                let x = match fuse {
+                    Some(f) => f.element(b, x, at, p)?,
+                    None => x,
+                };
+                b.b.store(p, x, None, [])?;
+                Ok(())
+            })?;
         }
     }
     Ok(())

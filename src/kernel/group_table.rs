@@ -17,7 +17,7 @@
 
 use super::builder::{BuildResult, ModuleBuilder};
 use super::push::{Pc, PC_MEMBERS};
-use rspirv::spirv::{BuiltIn, FunctionControl, SelectionControl, StorageClass, Word};
+use rspirv::spirv::{BuiltIn, FunctionControl, StorageClass, Word};
 
 /// Invocations of the one workgroup.
 pub const THREADS: u32 = 256;
@@ -179,15 +179,12 @@ impl Table {
             // Counts that fit M need at most `k` rows (the planner's bound); checked anyway, so
             // no write can leave the table.
             let inside = b.b.u_less_than(t_bool, None, row, self.rows)?;
-            let (l_write, l_skip) = (b.b.id(), b.b.id());
-            b.b.selection_merge(l_skip, SelectionControl::NONE)?;
-            b.b.branch_conditional(inside, l_write, l_skip, [])?;
-            b.b.begin_block(Some(l_write))?;
-            let step = b.b.i_mul(t_u32, None, t, self.bm)?;
-            let start = b.b.i_add(t_u32, None, first, step)?;
-            self.write(b, row, [g, start, end])?;
-            b.b.branch(l_skip)?;
-            b.b.begin_block(Some(l_skip))?;
+            b.if_then(inside, |b| {
+                let step = b.b.i_mul(t_u32, None, t, self.bm)?;
+                let start = b.b.i_add(t_u32, None, first, step)?;
+                self.write(b, row, [g, start, end])?;
+                Ok(())
+            })?;
             Ok(())
         })
     }

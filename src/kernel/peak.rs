@@ -116,17 +116,14 @@ impl Peak<'_> {
             let idx = b.add_u(tid, w)?;
             let c_total = b.c_u32(2 * self.b_words);
             let ok = b.b.u_less_than(t_bool, None, idx, c_total)?;
-            let (l_do, l_skip) = (b.b.id(), b.b.id());
-            b.b.selection_merge(l_skip, rspirv::spirv::SelectionControl::NONE)?;
-            b.b.branch_conditional(ok, l_do, l_skip, [])?;
-            b.b.begin_block(Some(l_do))?;
-            let src = b.add_u(idx, CHAINS * self.a_words)?;
-            let p = b.b.access_chain(p_sb_u32, None, v_in, [u0, src])?;
-            let x = b.b.load(t_u32, None, p, None, [])?;
-            let q = b.b.access_chain(p_wg_u32, None, v_sh, [idx])?;
-            b.b.store(q, x, np, [])?;
-            b.b.branch(l_skip)?;
-            b.b.begin_block(Some(l_skip))?;
+            b.if_then(ok, |b| {
+                let src = b.add_u(idx, CHAINS * self.a_words)?;
+                let p = b.b.access_chain(p_sb_u32, None, v_in, [u0, src])?;
+                let x = b.b.load(t_u32, None, p, None, [])?;
+                let q = b.b.access_chain(p_wg_u32, None, v_sh, [idx])?;
+                b.b.store(q, x, np, [])?;
+                Ok(())
+            })?;
         }
         let c_wg = b.c_u32(Scope::Workgroup as u32);
         let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());

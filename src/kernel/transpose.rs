@@ -34,7 +34,7 @@ use super::builder::{BuildResult, ModuleBuilder};
 use super::convert::{plane_scale, store_converted};
 use super::push::{copy_windows, Pc};
 use crate::config::ComponentType;
-use rspirv::spirv::{BuiltIn, FunctionControl, SelectionControl, StorageClass, Word};
+use rspirv::spirv::{BuiltIn, FunctionControl, StorageClass, Word};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
@@ -235,17 +235,14 @@ impl Pass {
             let row = b.add_u(c0, j)?;
             let row_ok = b.b.u_less_than(t_bool, None, row, rows_out)?;
             let ok = b.b.logical_and(t_bool, None, row_ok, col_ok)?;
-            let (l_store, l_next) = (b.b.id(), b.b.id());
-            b.b.selection_merge(l_next, SelectionControl::NONE)?;
-            b.b.branch_conditional(ok, l_store, l_next, [])?;
-            b.b.begin_block(Some(l_store))?;
-            let mut w = vec![0; self.side as usize];
-            for (i, w) in w.iter_mut().enumerate() {
-                *w = self.element(b, rows, (i, j))?;
-            }
-            self.store_row(b, &w, (row, dst_base))?;
-            b.b.branch(l_next)?;
-            b.b.begin_block(Some(l_next))?;
+            b.if_then(ok, |b| {
+                let mut w = vec![0; self.side as usize];
+                for (i, w) in w.iter_mut().enumerate() {
+                    *w = self.element(b, rows, (i, j))?;
+                }
+                self.store_row(b, &w, (row, dst_base))?;
+                Ok(())
+            })?;
         }
         Ok(())
     }

@@ -371,13 +371,10 @@ pub(super) fn main_loop(b: &mut ModuleBuilder, key: &KernelKey, d: &Decl, st: &S
             // The second buffer's step, if K has one more (workgroup-uniform, so its barrier is too).
             let kb1 = b.b.i_add(t_u32, None, kb, c_bk)?;
             let more1 = b.b.u_less_than(t_bool, None, kb1, pk)?;
-            let (l_second, l_joined) = (b.b.id(), b.b.id());
-            b.b.selection_merge(l_joined, SelectionControl::NONE)?;
-            b.b.branch_conditional(more1, l_second, l_joined, [])?;
-            b.b.begin_block(Some(l_second))?;
-            step(b, kb1, 1)?;
-            b.b.branch(l_joined)?;
-            b.b.begin_block(Some(l_joined))?;
+            b.if_then(more1, |b| {
+                step(b, kb1, 1)?;
+                Ok(())
+            })?;
         }
         Ok(())
     })?;

@@ -26,9 +26,7 @@ use super::raster::{group_table, skip_empty, tile, Tile};
 use super::{KernelKey, Load, Probe};
 use crate::config::GPUSubgroupMatrixConfig;
 use crate::tiling::{shared_unit, Layout, TileGeometry, TileScheme, VECTOR_BYTES};
-use rspirv::spirv::{
-    BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
-};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
 
 mod declare;
 mod k_loop;

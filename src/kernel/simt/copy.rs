@@ -115,13 +115,10 @@ pub(super) fn for_each_item(
         }
         let c_total = b.c_u32(total);
         let inside = b.b.u_less_than(t_bool, None, v, c_total)?;
-        let (l_copy, l_skip) = (b.b.id(), b.b.id());
-        b.b.selection_merge(l_skip, SelectionControl::NONE)?;
-        b.b.branch_conditional(inside, l_copy, l_skip, [])?;
-        b.b.begin_block(Some(l_copy))?;
-        body(b, v)?;
-        b.b.branch(l_skip)?;
-        b.b.begin_block(Some(l_skip))?;
+        b.if_then(inside, |b| {
+            body(b, v)?;
+            Ok(())
+        })?;
     }
     Ok(())
 }

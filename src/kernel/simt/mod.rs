@@ -21,9 +21,7 @@ use super::widen::{widen, widen_in_order, widens_to_int};
 use super::{KernelKey, Load};
 use crate::config::ComponentType;
 use crate::tiling::{Layout, TileGeometry, VECTOR_BYTES};
-use rspirv::spirv::{
-    BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, SelectionControl, StorageClass, Word,
-};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
 
 mod copy;
 mod k_step;

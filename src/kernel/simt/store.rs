@@ -113,20 +113,17 @@ pub(super) fn epilogue(
                 let col = b.add_u(col0, h * VW + e)?;
                 let ok_c = b.b.u_less_than(t_bool, None, col, pn)?;
                 let ok = b.b.logical_and(t_bool, None, ok_r, ok_c)?;
-                let (l_store, l_skip) = (b.b.id(), b.b.id());
-                b.b.selection_merge(l_skip, SelectionControl::NONE)?;
-                b.b.branch_conditional(ok, l_store, l_skip, [])?;
-                b.b.begin_block(Some(l_store))?;
-                let gi = b.b.i_add(t_u32, None, base, col)?;
-                let p = b.b.access_chain(p_sb_out, None, v_c, [c0, gi])?;
-                let mut x = b.b.composite_extract(t_s, None, sum, [e])?;
-                if let Some(f) = fuse {
-                    x = f.element(b, x, (row, col), p)?;
-                }
-                let x = scaled(b, d, (x, p), (alpha, beta))?;
-                b.b.store(p, x, None, [])?;
-                b.b.branch(l_skip)?;
-                b.b.begin_block(Some(l_skip))?;
+                b.if_then(ok, |b| {
+                    let gi = b.b.i_add(t_u32, None, base, col)?;
+                    let p = b.b.access_chain(p_sb_out, None, v_c, [c0, gi])?;
+                    let mut x = b.b.composite_extract(t_s, None, sum, [e])?;
+                    if let Some(f) = fuse {
+                        x = f.element(b, x, (row, col), p)?;
+                    }
+                    let x = scaled(b, d, (x, p), (alpha, beta))?;
+                    b.b.store(p, x, None, [])?;
+                    Ok(())
+                })?;
             }
         }
     }
