@@ -318,7 +318,7 @@ impl Pipelines {
     /// purpose, so the pipelines that run are compiled exactly as in a program that never asks
     /// (`CAPTURE_STATISTICS` is a diagnostic flag a driver may compile differently for).
     pub fn statistics(&self, key: &KernelKey) -> Result<Vec<(String, String)>> {
-        // Checked first, so a key no pipeline could run is an error here as in `get`.
+        // Checked first, so a key no pipeline could run is an error here as in `kernel`.
         let (words, sg) = self.checked_words(key)?;
         if !self.device.info().features.pipeline_executable_info {
             return Ok(Vec::new());
