@@ -10,6 +10,7 @@ mod arrays;
 mod batch;
 mod batched;
 mod context;
+mod copies;
 mod dist;
 mod fused;
 mod grouped;
