@@ -6,11 +6,13 @@
 //! unit of [`UNIT`] values at a time.
 
 use super::builder::{BuildResult, ModuleBuilder};
-use crate::quant::{QuantType, IQ4_VALUES};
+use crate::quant::QuantType;
 use rspirv::spirv::{Decoration, Word};
 
+mod iq4;
 mod packed;
 mod reader;
+pub(super) use iq4::Iq4Pairs;
 pub(super) use packed::{packed, Packed};
 pub(super) use reader::Block;
 use reader::{byte_at, byte_of_word, field, half_at, word_at};
@@ -105,81 +107,8 @@ pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l
         QuantType::Q3K => q3_k(b, blk, s, l),
         QuantType::Q4K | QuantType::Q5K => q45_k(b, q, blk, s, l),
         QuantType::Q6K => q6_k(b, blk, s, l),
-        QuantType::Iq4Nl | QuantType::Iq4Xs => iq4(b, q, blk, s, l),
+        QuantType::Iq4Nl | QuantType::Iq4Xs => iq4::value(b, q, blk, s, l),
     }
-}
-
-/// `block_iq4_nl` / `block_iq4_xs`: value `32 s + l` is nibble `l / 16` of byte `l % 16` of the
-/// unit's 16 bytes of codes (IQ4_NL's from byte 2, IQ4_XS's `16 s` past byte 8), its table
-/// value ([`IQ4_VALUES`]) times `d` (IQ4_XS: the unit's `d * (ls - 32)`).
-fn iq4(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
-    let (at, first, scale) = if q == QuantType::Iq4Xs {
-        (Some(nibble_unit(b, blk, s)?), 8, iq4_xs_scale(b, blk, s)?)
-    } else {
-        (None, 2, half_at(b, blk, 0)?)
-    };
-    let shift = b.c_u32(4 * (l / 16));
-    let v = field(b, blk, (at, first + l % 16), shift, 0xf)?;
-    let v = iq4_value(b, v)?;
-    fmul(b, scale, v)
-}
-
-/// IQ4_NL's and IQ4_XS's table ([`IQ4_VALUES`]) as a `uvec4` of bytes, code `c`'s value plus
-/// `bias` (two's complement) in byte `c % 4` of word `c / 4`.
-fn iq4_table(b: &mut ModuleBuilder, bias: i32) -> Word {
-    let mut words = [0u32; 4];
-    for (c, &v) in IQ4_VALUES.iter().enumerate() {
-        words[c / 4] |= u32::from((i32::from(v) + bias) as u8) << (8 * (c % 4));
-    }
-    b.c_uvec4(words)
-}
-
-/// The byte of `table` ([`iq4_table`]) for `code` (0..16): a dynamic pick of its word, a shift.
-fn iq4_byte(b: &mut ModuleBuilder, table: Word, code: Word) -> BuildResult<Word> {
-    let t_u32 = b.t_u32();
-    let (c2, c24) = (b.c_u32(2), b.c_u32(24));
-    let word = b.b.shift_right_logical(t_u32, None, code, c2)?;
-    let word = b.b.vector_extract_dynamic(t_u32, None, table, word)?;
-    let shift = b.mul_u(code, 8)?;
-    let shift = b.b.bitwise_and(t_u32, None, shift, c24)?;
-    bits(b, word, shift, 0xff)
-}
-
-/// The IQ4 value of `code` (0..16) as f32, exactly: its byte plus 128, less 128.
-fn iq4_value(b: &mut ModuleBuilder, code: Word) -> BuildResult<Word> {
-    let table = iq4_table(b, 128);
-    let v = iq4_byte(b, table, code)?;
-    code_f32(b, v, 128)
-}
-
-/// Four IQ4 codes (0..16, one a byte) as the signed bytes of their values.
-fn iq4_bytes(b: &mut ModuleBuilder, codes: Word) -> BuildResult<Word> {
-    let (t_u32, table) = (b.t_u32(), iq4_table(b, 0));
-    let mut out = b.c_u32(0);
-    for i in 0..4 {
-        let shift = b.c_u32(8 * i);
-        let code = bits(b, codes, shift, 0xf)?;
-        let v = iq4_byte(b, table, code)?;
-        let v = b.b.shift_left_logical(t_u32, None, v, shift)?;
-        out = b.b.bitwise_or(t_u32, None, out, v)?;
-    }
-    Ok(out)
-}
-
-/// IQ4_XS's `d * (ls - 32)` of unit `s`, with the 6-bit `ls`'s low four bits at `4 s` of the
-/// word of `scales_l` (byte 4) and its top two at `16 + 2 s` of the word holding `d` and
-/// `scales_h`; once per unit.
-fn iq4_xs_scale(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<Word> {
-    blk.once(b, ("iq4xs dl", 0), |b| {
-        let low_shift = b.mul_u(s, 4)?;
-        let top_shift = b.mul_u(s, 2)?;
-        let top_shift = b.add_u(top_shift, 16)?;
-        let ls = six_bits(b, blk, ((None, 4), low_shift), (0, top_shift))?;
-        let ls = b.add_u(ls, u32::MAX - 31)?;
-        let d = half_at(b, blk, 0)?;
-        let ls = s2f(b, ls)?;
-        fmul(b, d, ls)
-    })
 }
 
 /// `block_q2_K` as the device holds it ([`QuantType::device_block`]): value `32 s + l` is bits

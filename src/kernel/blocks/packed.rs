@@ -9,6 +9,7 @@
 
 use super::{
     bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, q6_k_unit, scale_min_k4, two_bit_unit, word_at, Block,
+    Iq4Pairs,
 };
 use crate::kernel::builder::{BuildResult, ModuleBuilder};
 use crate::quant::QuantType;
@@ -38,7 +39,7 @@ pub(in crate::kernel) fn packed(
     q: QuantType,
     blk: &Block,
     s: Word,
-    x_rows: u32,
+    (x_rows, pairs): (u32, Option<Iq4Pairs>),
 ) -> BuildResult<Packed> {
     match q {
         QuantType::Q8_0 => {
@@ -60,19 +61,7 @@ pub(in crate::kernel) fn packed(
         QuantType::Q6K => q6_k(b, blk, s),
         QuantType::Q2K | QuantType::Q3K => q23_k(b, q, blk, s),
         QuantType::Mxfp4 => mxfp4(b, blk, x_rows),
-        QuantType::Iq4Nl => {
-            let codes = nibble_words(b, blk, (None, 2))?;
-            let words = iq4_words(b, codes)?;
-            let d = half_at(b, blk, 0)?;
-            Ok(one_scale(words, true, d, None))
-        }
-        QuantType::Iq4Xs => {
-            let at = super::nibble_unit(b, blk, s)?;
-            let codes = nibble_words(b, blk, (Some(at), 8))?;
-            let words = iq4_words(b, codes)?;
-            let dl = super::iq4_xs_scale(b, blk, s)?;
-            Ok(one_scale(words, true, dl, None))
-        }
+        QuantType::Iq4Nl | QuantType::Iq4Xs => iq4(b, q, blk, s, pairs),
     }
 }
 
@@ -272,9 +261,25 @@ fn fp4_magnitudes(b: &mut ModuleBuilder, c: Word) -> BuildResult<Word> {
     b.b.i_add(t_u32, None, v, seven)
 }
 
-/// IQ4 codes, four a word, as the signed bytes of their values ([`super::iq4_bytes`]).
-fn iq4_words(b: &mut ModuleBuilder, codes: [Word; 8]) -> BuildResult<[Word; 8]> {
-    each(|k| super::iq4_bytes(b, codes[k as usize]))
+/// IQ4_NL's and IQ4_XS's unit: its codes' table values as signed bytes ([`super::iq4`]), both
+/// halves under the unit's scale: from `pairs` where the kernel declared them.
+fn iq4(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, pairs: Option<Iq4Pairs>) -> BuildResult<Packed> {
+    let (at, first, scale) = super::iq4::codes_and_scale(b, q, blk, s)?;
+    let words = match pairs {
+        Some(pairs) => {
+            let mut out = [0; 8];
+            for k in 0..4 {
+                let w = word_at(b, blk, at, first + 4 * k as u32)?;
+                [out[k], out[k + 4]] = pairs.values(b, w)?;
+            }
+            out
+        }
+        None => {
+            let codes = nibble_words(b, blk, (at, first))?;
+            each(|k| super::iq4::bytes(b, codes[k as usize]))?
+        }
+    };
+    Ok(one_scale(words, true, scale, None))
 }
 
 fn halves(words: [Word; 8], a: [Word; 2], offsets: [Word; 2]) -> Packed {

@@ -12,7 +12,7 @@
 //! zero in both operands, whatever the padding holds.
 
 use super::act8::BLOCK_VECTORS;
-use super::blocks::UNIT;
+use super::blocks::{Iq4Pairs, UNIT};
 use super::builder::{BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Epilogue, Fused};
 use super::push::{Pc, PC_MEMBERS};
@@ -285,6 +285,8 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, ComponentType::F32));
     let sums = key.rows * key.rows_per_invocation();
     let sh = mb.workgroup_array(t_f32, sums * GEMV_THREADS);
+    let pairs = (key.int8_x && matches!(key.quant, Some(QuantType::Iq4Nl | QuantType::Iq4Xs)))
+        .then(|| Iq4Pairs::declare(&mut mb));
 
     let p_fn_f32 = mb.ptr(StorageClass::Function, t_f32);
     let zero = mb.c_bits(t_f32, 0);
@@ -296,6 +298,9 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         .collect();
     let b = &mut mb;
     let tid = b.b.load(t_u32, None, bind.v_local, None, [])?;
+    if let Some(pairs) = pairs {
+        pairs.fill(b, tid, GEMV_THREADS)?;
+    }
     let wg = b.b.load(t_uvec3, None, bind.v_workgroup, None, [])?;
     let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(bind.v_pc, which as u32);
@@ -323,6 +328,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         v_x: bind.v_x,
         x_rows: &x_rows,
         acc: &acc,
+        pairs,
     };
     match (key.quant, key.int8_x) {
         (Some(q), true) if key.lanes < GEMV_THREADS => block_lanes_loop(b, &ids, key, q, k_loop)?,
