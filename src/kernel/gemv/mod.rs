@@ -19,7 +19,9 @@ use super::push::{Pc, PC_MEMBERS};
 use crate::config::ComponentType;
 use crate::quant::QuantType;
 use crate::tiling::VECTOR_BYTES;
-use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
+use rspirv::spirv::{
+    BuiltIn, Capability, FunctionControl, GroupOperation, MemoryAccess, MemorySemantics, Scope, StorageClass, Word,
+};
 use serde::Serialize;
 
 mod k_loops;
@@ -38,6 +40,11 @@ pub const GEMV_MAX_COLS: u32 = 8;
 /// Values of K each invocation takes per step where invocations share a row of W
 /// ([`GemvKey::lanes`] below [`GEMV_THREADS`]): a block of the 256-value formats.
 pub const BLOCK_LANE_VALUES: u32 = 256;
+/// The most sums (rows of X times rows of W) a workgroup adds across subgroups
+/// ([`GemvKey::subgroup_arithmetic`]); more go through the tree. On the H200 (docs/perf
+/// `h200-45-3`) one token's four sums took 0-2.5% less time than the tree, eight tokens' sixteen
+/// (a reduction each) 3-11% more.
+pub const SUBGROUP_SUMS_MAX: u32 = 4;
 /// The most rows of W each invocation takes where invocations share a row ([`GemvKey::lanes`]).
 pub const GEMV_MAX_ROWS_PER_LANE: u32 = 4;
 
@@ -90,6 +97,12 @@ pub struct GemvKey {
     /// With `quant`: W's blocks are interleaved in groups ([`QuantType::interleave`]), as
     /// [`crate::Context::upload_quantized`] lays out rows that are whole groups.
     pub interleaved: bool,
+    /// The device has subgroup arithmetic in compute (the planner sets it from its limits):
+    /// where every invocation reads along each row ([`GEMV_THREADS`] lanes) and a workgroup
+    /// adds at most [`SUBGROUP_SUMS_MAX`] sums, each is added across its subgroup in one
+    /// instruction and the subgroups' sums then in workgroup memory behind one barrier, not in
+    /// a tree of seven.
+    pub subgroup_arithmetic: bool,
 }
 
 impl GemvKey {
@@ -109,6 +122,7 @@ impl GemvKey {
             grouped: false,
             wide_loads: false,
             interleaved: false,
+            subgroup_arithmetic: false,
         }
     }
 
@@ -230,6 +244,7 @@ struct Bindings {
     v_c: Word,
     t_out: Word,
     v_table: Option<Word>,
+    subgroups: Option<Subgroups>,
 }
 
 impl Bindings {
@@ -261,6 +276,7 @@ impl Bindings {
         }
         let v_c = mb.storage_buffer(t_out, out_bytes, 2, false);
         let v_table = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
+        let subgroups = Subgroups::declare(mb, key);
         Bindings {
             v_local,
             v_workgroup,
@@ -271,7 +287,34 @@ impl Bindings {
             v_c,
             t_out,
             v_table,
+            subgroups,
         }
+    }
+}
+
+/// The subgroup built-ins [`subgroup_reduce`] reads: the invocation's subgroup, their count,
+/// and its index within its subgroup.
+#[derive(Clone, Copy)]
+struct Subgroups {
+    v_id: Word,
+    v_count: Word,
+    v_local: Word,
+}
+
+impl Subgroups {
+    /// Where the kernel adds across subgroups ([`GemvKey::subgroup_arithmetic`]).
+    fn declare(mb: &mut ModuleBuilder, key: &GemvKey) -> Option<Self> {
+        if !key.subgroup_arithmetic || key.lanes != GEMV_THREADS || key.rows * key.cols > SUBGROUP_SUMS_MAX {
+            return None;
+        }
+        mb.need(Capability::GroupNonUniform);
+        mb.need(Capability::GroupNonUniformArithmetic);
+        let t_u32 = mb.t_u32();
+        Some(Subgroups {
+            v_id: mb.builtin_input(t_u32, BuiltIn::SubgroupId),
+            v_count: mb.builtin_input(t_u32, BuiltIn::NumSubgroups),
+            v_local: mb.builtin_input(t_u32, BuiltIn::SubgroupLocalInvocationId),
+        })
     }
 }
 
@@ -336,7 +379,10 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         (Some(q), false) => blocks_loop(b, &ids, key, q, k_loop)?,
         (None, _) => vectors_loop(b, &ids, key, k_loop)?,
     }
-    reduce(b, &ids, (sh, tid, sums), (lane, key.lanes), &acc)?;
+    match bind.subgroups {
+        Some(sg) => subgroup_reduce(b, &ids, (sh, tid), &acc, sg)?,
+        None => reduce(b, &ids, (sh, tid, sums), (lane, key.lanes), &acc)?,
+    }
     store(
         b,
         &ids,
@@ -488,6 +534,62 @@ fn reduce(
         half /= 2;
     }
     b.b.control_barrier(scope, scope, sem)
+}
+
+/// [`reduce`] where every invocation reads along each row, in a barrier where the tree takes
+/// seven: each sum added across its subgroup in one instruction, the subgroup's first
+/// invocation writing it to shared `j * GEMV_THREADS + subgroup`; then invocation `j` adds
+/// the subgroups' sums `j` in order into entry `j * GEMV_THREADS` (the first subgroup's), where
+/// [`store`] has the same invocation read it.
+fn subgroup_reduce(
+    b: &mut ModuleBuilder,
+    ids: &Ids,
+    (sh, tid): (Word, Word),
+    acc: &[Word],
+    sg: Subgroups,
+) -> BuildResult<()> {
+    let (t_u32, t_f32, t_bool) = (ids.t_u32, ids.t_f32, ids.t_bool);
+    let p_wg = b.ptr(StorageClass::Workgroup, t_f32);
+    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
+    let in_subgroup = b.c_u32(Scope::Subgroup as u32);
+    let sums = acc
+        .iter()
+        .map(|&slot| {
+            let s = b.b.load(t_f32, None, slot, None, [])?;
+            b.b.group_non_uniform_f_add(t_f32, None, in_subgroup, GroupOperation::Reduce, s, None)
+        })
+        .collect::<BuildResult<Vec<Word>>>()?;
+    let id = b.b.load(t_u32, None, sg.v_id, None, [])?;
+    let local = b.b.load(t_u32, None, sg.v_local, None, [])?;
+    let first = b.b.i_equal(t_bool, None, local, ids.c0)?;
+    b.if_then(first, |b| {
+        for (j, &s) in sums.iter().enumerate() {
+            let at = b.add_u(id, j as u32 * GEMV_THREADS)?;
+            let p = b.b.access_chain(p_wg, None, sh, [at])?;
+            b.b.store(p, s, np, [])?;
+        }
+        Ok(())
+    })?;
+    let scope = b.c_u32(Scope::Workgroup as u32);
+    let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
+    b.b.control_barrier(scope, scope, sem)?;
+    let count = b.b.load(t_u32, None, sg.v_count, None, [])?;
+    let n_sums = b.c_u32(acc.len() as u32);
+    let mine = b.b.u_less_than(t_bool, None, tid, n_sums)?;
+    b.if_then(mine, |b| {
+        let own = b.mul_u(tid, GEMV_THREADS)?;
+        let p_own = b.b.access_chain(p_wg, None, sh, [own])?;
+        let c1 = b.c_u32(1);
+        let entry = b.current_label();
+        b.counted_loop(entry, (c1, count, 1), |b, g| {
+            let at = b.b.i_add(t_u32, None, own, g)?;
+            let p = b.b.access_chain(p_wg, None, sh, [at])?;
+            let x = b.b.load(t_f32, None, p_own, np, [])?;
+            let y = b.b.load(t_f32, None, p, np, [])?;
+            let s = b.b.f_add(t_f32, None, x, y)?;
+            b.b.store(p_own, s, np, [])
+        })
+    })
 }
 
 /// Invocation `j < rows * cols` stores sum `j` (row `j / cols` of X, row `n0 + j % cols` of W)
