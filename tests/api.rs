@@ -260,7 +260,6 @@ fn multi_pass_context() -> Context {
         offset_alignment: 256,
         // Vulkan's guaranteed minimum maxMemoryAllocationSize.
         max_allocation: 1 << 30,
-        subgroup_arithmetic: false,
     };
     Context::with_options(ContextOptions {
         validation: true,

@@ -180,7 +180,6 @@ fn every_kernel_variant_validates() {
                     unroll,
                     c_transposed,
                     epilogue,
-                    subgroup_arithmetic: c_transposed,
                     ..GemvKey::dense(elem, rows, cols)
                 };
                 let words = generate_gemv(&key).unwrap();

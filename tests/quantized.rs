@@ -1213,8 +1213,6 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
                     grouped,
                     wide_loads,
                     interleaved,
-                    // Both ways of adding the invocations' sums, across the choices.
-                    subgroup_arithmetic: grouped != wide_loads,
                 };
                 let words = generate_gemv(&key).unwrap();
                 common::spirv_val(&words, &key.name()).unwrap_or_else(|e| panic!("{}: {e}", key.name()));
@@ -1235,7 +1233,6 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
         grouped: false,
         wide_loads: false,
         interleaved: false,
-        subgroup_arithmetic: false,
     };
     for bad in [
         key(16, 8, false),

@@ -82,14 +82,13 @@ fn radv_rdna4() -> Vec<RawMatrixProperty> {
 
 /// RADV's compute limits in the same file (`radv_get_physical_device_properties`):
 /// 1024 invocations, workgroup count 65535 each way, `max_shared_size` (64 KiB on GFX7 and later),
-/// subgroup sizes 32 and 64 with required-size control in compute, subgroup arithmetic.
+/// subgroup sizes 32 and 64 with required-size control in compute.
 fn radv_limits(subgroup_size: u32) -> DeviceLimits {
     DeviceLimits {
         subgroup_size,
         min_subgroup_size: 32,
         max_subgroup_size: 64,
         required_subgroup_size_compute: true,
-        subgroup_arithmetic: true,
         max_shared_memory: 65536,
         max_workgroup_invocations: 1024,
         max_workgroup_size: [1024, 1024, 1024],

@@ -80,10 +80,6 @@ pub struct DeviceLimits {
     pub max_subgroup_size: u32,
     /// Whether `requiredSubgroupSizeStages` includes compute.
     pub required_subgroup_size_compute: bool,
-    /// Whether compute shaders have subgroup arithmetic (`subgroupSupportedStages` includes
-    /// compute, `subgroupSupportedOperations` arithmetic): sums across a subgroup in one
-    /// instruction.
-    pub subgroup_arithmetic: bool,
     /// `maxComputeSharedMemorySize` in bytes.
     pub max_shared_memory: u32,
     /// `maxComputeWorkGroupInvocations`.

@@ -269,10 +269,6 @@ impl DeviceLimits {
             required_subgroup_size_compute: p13
                 .required_subgroup_size_stages
                 .contains(vk::ShaderStageFlags::COMPUTE),
-            subgroup_arithmetic: p11.subgroup_supported_stages.contains(vk::ShaderStageFlags::COMPUTE)
-                && p11
-                    .subgroup_supported_operations
-                    .contains(vk::SubgroupFeatureFlags::ARITHMETIC),
             max_shared_memory: l.max_compute_shared_memory_size,
             max_workgroup_invocations: l.max_compute_work_group_invocations,
             max_workgroup_size: l.max_compute_work_group_size,

@@ -13,7 +13,6 @@ mod gemm;
 pub mod gemv;
 pub use gemv::{
     gemv_takes, GemvKey, BLOCK_LANE_VALUES, GEMV_MAX_COLS, GEMV_MAX_ROWS, GEMV_MAX_ROWS_PER_LANE, GEMV_THREADS,
-    SUBGROUP_SUMS_MAX,
 };
 mod gemm_store;
 pub mod group_table;

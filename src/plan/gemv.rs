@@ -114,7 +114,6 @@ pub fn gemv_dispatch(
         unroll: unroll.unwrap_or_else(|| unroll_for(rows)),
         c_transposed,
         epilogue,
-        subgroup_arithmetic: limits.subgroup_arithmetic,
         ..GemvKey::dense(elem, rows, cols)
     };
     // A fused epilogue applies alpha and beta in f32.
@@ -228,7 +227,6 @@ mod tests {
             max_range: u64::from(u32::MAX),
             offset_alignment: 16,
             max_allocation: u64::MAX,
-            subgroup_arithmetic: false,
         }
     }
 

@@ -189,9 +189,6 @@ pub struct DispatchLimits {
     /// maxMemoryAllocationSize in bytes: no buffer vk-sgmat allocates is larger. Host GEMMs
     /// whose operands are larger run in pieces that fit it (`crate::plan::cut`).
     pub max_allocation: u64,
-    /// Whether kernels may add across a subgroup in one instruction
-    /// ([`crate::device::DeviceLimits::subgroup_arithmetic`]).
-    pub subgroup_arithmetic: bool,
 }
 
 impl DispatchLimits {
@@ -206,7 +203,6 @@ impl DispatchLimits {
                 0 => u64::MAX,
                 n => n,
             },
-            subgroup_arithmetic: l.subgroup_arithmetic,
         }
     }
 }
@@ -240,9 +236,6 @@ impl DispatchLimits {
                 "offset_alignment = {a} must be a power of two from the device's {} to 65536",
                 device.offset_alignment
             ));
-        }
-        if self.subgroup_arithmetic && !device.subgroup_arithmetic {
-            return bad("subgroup_arithmetic = true, but the device has no subgroup arithmetic in compute".into());
         }
         Ok(())
     }

@@ -69,7 +69,6 @@ fn operand_offsets_shift_every_window() {
         max_range: 1 << 30,
         offset_alignment: 256,
         max_allocation: u64::MAX,
-        subgroup_arithmetic: false,
     };
     let at0 = plan(&p, &geom(), &l).unwrap();
     p.offsets = [48, 4096 + 32, 16];
@@ -92,7 +91,6 @@ fn splits_for_workgroup_count() {
         max_range: u64::MAX,
         offset_alignment: 64,
         max_allocation: u64::MAX,
-        subgroup_arithmetic: false,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert!(passes.len() > 1);
@@ -110,7 +108,6 @@ fn large_problems_cut_along_what_does_not_fit() {
         max_range: 128 << 20,
         offset_alignment: 16,
         max_allocation: u64::MAX,
-        subgroup_arithmetic: false,
     };
     let n = 16384;
     for (a, b, want) in [
@@ -148,7 +145,6 @@ fn splits_for_buffer_range_in_every_layout() {
                 max_range: 24 << 10,
                 offset_alignment: 256,
                 max_allocation: u64::MAX,
-                subgroup_arithmetic: false,
             };
             let passes = plan(&p, &geom(), &l).unwrap();
             assert!(passes.len() > 1, "{a:?}{b:?}");
@@ -166,7 +162,6 @@ fn k_splits_accumulate() {
         max_range: 32 << 10,
         offset_alignment: 16,
         max_allocation: u64::MAX,
-        subgroup_arithmetic: false,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert!(passes.iter().filter(|p| p.accumulate).count() >= 1);
@@ -186,7 +181,6 @@ fn split_k_heuristic_and_plan() {
         max_range: u64::MAX,
         offset_alignment: 256,
         max_allocation: u64::MAX,
-        subgroup_arithmetic: false,
     };
     let slice = (p.m * p.ldc * p.c_bytes) as u64;
     let passes = plan_split_k(&p, &geom(), &l, 8, slice).unwrap();
@@ -211,7 +205,6 @@ fn impossible_window_is_an_error() {
         max_range: 1 << 20,
         offset_alignment: 16,
         max_allocation: u64::MAX,
-        subgroup_arithmetic: false,
     };
     assert!(matches!(plan(&p, &geom(), &l), Err(Error::TooLarge(_))));
 }
@@ -274,7 +267,6 @@ fn batches_beyond_the_grids_z_or_the_windows_run_in_chunks() {
         max_range: u64::MAX,
         offset_alignment: 64,
         max_allocation: u64::MAX,
-        subgroup_arithmetic: false,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert_eq!(
@@ -291,7 +283,6 @@ fn batches_beyond_the_grids_z_or_the_windows_run_in_chunks() {
         max_range: 2 * c_entry + 256,
         offset_alignment: 64,
         max_allocation: u64::MAX,
-        subgroup_arithmetic: false,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert!(passes
@@ -332,25 +323,4 @@ fn batch_checks_name_what_is_wrong() {
     }
     .check(&wide)
     .is_err());
-}
-
-/// Limits that replace the device's may turn subgroup arithmetic off, never on where the device
-/// has none: the kernels would need an instruction it lacks.
-#[test]
-fn an_override_cannot_claim_subgroup_arithmetic_the_device_lacks() {
-    let without = DispatchLimits {
-        max_groups: [65535; 3],
-        max_range: 1 << 30,
-        offset_alignment: 16,
-        max_allocation: 1 << 30,
-        subgroup_arithmetic: false,
-    };
-    let with = DispatchLimits {
-        subgroup_arithmetic: true,
-        ..without
-    };
-    let e = with.check_within(&without).unwrap_err();
-    assert!(e.to_string().contains("subgroup_arithmetic"), "{e}");
-    assert!(without.check_within(&with).is_ok());
-    assert!(with.check_within(&with).is_ok());
 }

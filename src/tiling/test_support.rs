@@ -26,7 +26,6 @@ pub(crate) fn h200_limits() -> DeviceLimits {
         min_subgroup_size: 32,
         max_subgroup_size: 32,
         required_subgroup_size_compute: true,
-        subgroup_arithmetic: true,
         max_shared_memory: 49152,
         max_workgroup_invocations: 1024,
         max_workgroup_size: [1024, 1024, 64],

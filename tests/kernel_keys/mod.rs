@@ -23,7 +23,6 @@ pub fn limits(subgroup: u32, shared: u32) -> DeviceLimits {
         min_subgroup_size: subgroup,
         max_subgroup_size: subgroup,
         required_subgroup_size_compute: true,
-        subgroup_arithmetic: true,
         max_shared_memory: shared,
         max_workgroup_invocations: 1024,
         max_workgroup_size: [1024, 1024, 64],

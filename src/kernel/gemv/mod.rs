@@ -7,7 +7,7 @@
 //! [`GemvKey::cols`] rows of W: each invocation reads every `GEMV_THREADS`-th 16-byte vector of
 //! them along K (so a workgroup's loads of one row are contiguous), widens them to f32 and
 //! multiplies them with the X vectors of the same K, keeping `rows x cols` sums. The
-//! sums then meet in a tree over shared memory (no subgroup operations, so any subgroup size
+//! sums then meet in workgroup memory (`sums.rs`; no subgroup operations, so any subgroup size
 //! and any Vulkan 1.3 device will do). Elements past K inside the last vector are masked to
 //! zero in both operands, whatever the padding holds.
 
@@ -19,15 +19,15 @@ use super::push::{Pc, PC_MEMBERS};
 use crate::config::ComponentType;
 use crate::quant::QuantType;
 use crate::tiling::VECTOR_BYTES;
-use rspirv::spirv::{
-    BuiltIn, Capability, FunctionControl, GroupOperation, MemoryAccess, MemorySemantics, Scope, StorageClass, Word,
-};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
 use serde::Serialize;
 
 mod k_loops;
+mod sums;
 mod x8;
 
 use k_loops::*;
+use sums::Sums;
 use x8::*;
 
 /// Invocations per workgroup.
@@ -40,11 +40,6 @@ pub const GEMV_MAX_COLS: u32 = 8;
 /// Values of K each invocation takes per step where invocations share a row of W
 /// ([`GemvKey::lanes`] below [`GEMV_THREADS`]): a block of the 256-value formats.
 pub const BLOCK_LANE_VALUES: u32 = 256;
-/// The most sums (rows of X times rows of W) a workgroup adds across subgroups
-/// ([`GemvKey::subgroup_arithmetic`]); more go through the tree. On the H200 (docs/perf
-/// `h200-45-3`) one token's four sums took 0-2.5% less time than the tree, eight tokens' sixteen
-/// (a reduction each) 3-11% more.
-pub const SUBGROUP_SUMS_MAX: u32 = 4;
 /// The most rows of W each invocation takes where invocations share a row ([`GemvKey::lanes`]).
 pub const GEMV_MAX_ROWS_PER_LANE: u32 = 4;
 
@@ -97,12 +92,6 @@ pub struct GemvKey {
     /// With `quant`: W's blocks are interleaved in groups ([`QuantType::interleave`]), as
     /// [`crate::Context::upload_quantized`] lays out rows that are whole groups.
     pub interleaved: bool,
-    /// The device has subgroup arithmetic in compute (the planner sets it from its limits):
-    /// where every invocation reads along each row ([`GEMV_THREADS`] lanes) and a workgroup
-    /// adds at most [`SUBGROUP_SUMS_MAX`] sums, each is added across its subgroup in one
-    /// instruction and the subgroups' sums then in workgroup memory behind one barrier, not in
-    /// a tree of seven.
-    pub subgroup_arithmetic: bool,
 }
 
 impl GemvKey {
@@ -122,7 +111,6 @@ impl GemvKey {
             grouped: false,
             wide_loads: false,
             interleaved: false,
-            subgroup_arithmetic: false,
         }
     }
 
@@ -244,7 +232,6 @@ struct Bindings {
     v_c: Word,
     t_out: Word,
     v_table: Option<Word>,
-    subgroups: Option<Subgroups>,
 }
 
 impl Bindings {
@@ -276,7 +263,6 @@ impl Bindings {
         }
         let v_c = mb.storage_buffer(t_out, out_bytes, 2, false);
         let v_table = key.grouped.then(|| mb.storage_buffer(t_u32, 4, 3, true));
-        let subgroups = Subgroups::declare(mb, key);
         Bindings {
             v_local,
             v_workgroup,
@@ -287,34 +273,7 @@ impl Bindings {
             v_c,
             t_out,
             v_table,
-            subgroups,
         }
-    }
-}
-
-/// The subgroup built-ins [`subgroup_reduce`] reads: the invocation's subgroup, their count,
-/// and its index within its subgroup.
-#[derive(Clone, Copy)]
-struct Subgroups {
-    v_id: Word,
-    v_count: Word,
-    v_local: Word,
-}
-
-impl Subgroups {
-    /// Where the kernel adds across subgroups ([`GemvKey::subgroup_arithmetic`]).
-    fn declare(mb: &mut ModuleBuilder, key: &GemvKey) -> Option<Self> {
-        if !key.subgroup_arithmetic || key.lanes != GEMV_THREADS || key.rows * key.cols > SUBGROUP_SUMS_MAX {
-            return None;
-        }
-        mb.need(Capability::GroupNonUniform);
-        mb.need(Capability::GroupNonUniformArithmetic);
-        let t_u32 = mb.t_u32();
-        Some(Subgroups {
-            v_id: mb.builtin_input(t_u32, BuiltIn::SubgroupId),
-            v_count: mb.builtin_input(t_u32, BuiltIn::NumSubgroups),
-            v_local: mb.builtin_input(t_u32, BuiltIn::SubgroupLocalInvocationId),
-        })
     }
 }
 
@@ -327,7 +286,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let fused = key.epilogue.is_fused();
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, ComponentType::F32));
     let sums = key.rows * key.rows_per_invocation();
-    let sh = mb.workgroup_array(t_f32, sums * GEMV_THREADS);
+    let sh = Sums::declare(&mut mb, key, sums);
     let pairs = (key.int8_x && matches!(key.quant, Some(QuantType::Iq4Nl | QuantType::Iq4Xs)))
         .then(|| Iq4Pairs::declare(&mut mb));
 
@@ -379,17 +338,14 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         (Some(q), false) => blocks_loop(b, &ids, key, q, k_loop)?,
         (None, _) => vectors_loop(b, &ids, key, k_loop)?,
     }
-    match bind.subgroups {
-        Some(sg) => subgroup_reduce(b, &ids, (sh, tid), &acc, sg)?,
-        None => reduce(b, &ids, (sh, tid, sums), (lane, key.lanes), &acc)?,
-    }
+    sh.add_up(b, &ids, (tid, lane, key.lanes), &acc)?;
     store(
         b,
         &ids,
         key,
         (bind.v_pc, bind.v_c, bind.t_out),
         (fuse.as_ref(), group.as_ref()),
-        (sh, tid, n0),
+        (&sh, tid, n0),
     )?;
     b.end_compute(f_main, GEMV_THREADS)?;
     Ok(mb.finish())
@@ -492,109 +448,9 @@ impl GroupRows {
     }
 }
 
-/// Sums the sums of the invocations that share rows: each invocation's `acc[j]` goes to shared
-/// `j * GEMV_THREADS + tid`, then within each run of `lanes` invocations (the whole workgroup
-/// where they all read along every row) halves fold onto the lower half until the run's first
-/// entry holds the run's sum `j`.
-fn reduce(
-    b: &mut ModuleBuilder,
-    ids: &Ids,
-    (sh, tid, sums): (Word, Word, u32),
-    (lane, lanes): (Word, u32),
-    acc: &[Word],
-) -> BuildResult<()> {
-    let p_wg = b.ptr(StorageClass::Workgroup, ids.t_f32);
-    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
-    let scope = b.c_u32(Scope::Workgroup as u32);
-    let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
-    for (j, &slot) in acc.iter().enumerate() {
-        let s = b.b.load(ids.t_f32, None, slot, None, [])?;
-        let at = b.add_u(tid, j as u32 * GEMV_THREADS)?;
-        let p = b.b.access_chain(p_wg, None, sh, [at])?;
-        b.b.store(p, s, np, [])?;
-    }
-    let mut half = lanes / 2;
-    while half > 0 {
-        b.b.control_barrier(scope, scope, sem)?;
-        let lower = b.c_u32(half);
-        let active = b.b.u_less_than(ids.t_bool, None, lane, lower)?;
-        b.if_then(active, |b| {
-            for j in 0..sums {
-                let at = b.add_u(tid, j * GEMV_THREADS)?;
-                let from = b.add_u(at, half)?;
-                let p = b.b.access_chain(p_wg, None, sh, [at])?;
-                let q = b.b.access_chain(p_wg, None, sh, [from])?;
-                let x = b.b.load(ids.t_f32, None, p, np, [])?;
-                let y = b.b.load(ids.t_f32, None, q, np, [])?;
-                let s = b.b.f_add(ids.t_f32, None, x, y)?;
-                b.b.store(p, s, np, [])?;
-            }
-            Ok(())
-        })?;
-        half /= 2;
-    }
-    b.b.control_barrier(scope, scope, sem)
-}
-
-/// [`reduce`] where every invocation reads along each row, in a barrier where the tree takes
-/// seven: each sum added across its subgroup in one instruction, the subgroup's first
-/// invocation writing it to shared `j * GEMV_THREADS + subgroup`; then invocation `j` adds
-/// the subgroups' sums `j` in order into entry `j * GEMV_THREADS` (the first subgroup's), where
-/// [`store`] has the same invocation read it.
-fn subgroup_reduce(
-    b: &mut ModuleBuilder,
-    ids: &Ids,
-    (sh, tid): (Word, Word),
-    acc: &[Word],
-    sg: Subgroups,
-) -> BuildResult<()> {
-    let (t_u32, t_f32, t_bool) = (ids.t_u32, ids.t_f32, ids.t_bool);
-    let p_wg = b.ptr(StorageClass::Workgroup, t_f32);
-    let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
-    let in_subgroup = b.c_u32(Scope::Subgroup as u32);
-    let sums = acc
-        .iter()
-        .map(|&slot| {
-            let s = b.b.load(t_f32, None, slot, None, [])?;
-            b.b.group_non_uniform_f_add(t_f32, None, in_subgroup, GroupOperation::Reduce, s, None)
-        })
-        .collect::<BuildResult<Vec<Word>>>()?;
-    let id = b.b.load(t_u32, None, sg.v_id, None, [])?;
-    let local = b.b.load(t_u32, None, sg.v_local, None, [])?;
-    let first = b.b.i_equal(t_bool, None, local, ids.c0)?;
-    b.if_then(first, |b| {
-        for (j, &s) in sums.iter().enumerate() {
-            let at = b.add_u(id, j as u32 * GEMV_THREADS)?;
-            let p = b.b.access_chain(p_wg, None, sh, [at])?;
-            b.b.store(p, s, np, [])?;
-        }
-        Ok(())
-    })?;
-    let scope = b.c_u32(Scope::Workgroup as u32);
-    let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
-    b.b.control_barrier(scope, scope, sem)?;
-    let count = b.b.load(t_u32, None, sg.v_count, None, [])?;
-    let n_sums = b.c_u32(acc.len() as u32);
-    let mine = b.b.u_less_than(t_bool, None, tid, n_sums)?;
-    b.if_then(mine, |b| {
-        let own = b.mul_u(tid, GEMV_THREADS)?;
-        let p_own = b.b.access_chain(p_wg, None, sh, [own])?;
-        let c1 = b.c_u32(1);
-        let entry = b.current_label();
-        b.counted_loop(entry, (c1, count, 1), |b, g| {
-            let at = b.b.i_add(t_u32, None, own, g)?;
-            let p = b.b.access_chain(p_wg, None, sh, [at])?;
-            let x = b.b.load(t_f32, None, p_own, np, [])?;
-            let y = b.b.load(t_f32, None, p, np, [])?;
-            let s = b.b.f_add(t_f32, None, x, y)?;
-            b.b.store(p_own, s, np, [])
-        })
-    })
-}
-
 /// Invocation `j < rows * cols` stores sum `j` (row `j / cols` of X, row `n0 + j % cols` of W)
 /// where that row of W exists, with alpha and beta, or through the fused terms. The sum sits
-/// where [`reduce`] left it: for W's row `c = group * per + g` of the workgroup (`per` rows an
+/// where [`Sums::add_up`] left it: for W's row `c = group * per + g` of the workgroup (`per` rows an
 /// invocation), entry `(r * per + g) * GEMV_THREADS + group * lanes`.
 fn store(
     b: &mut ModuleBuilder,
@@ -602,7 +458,7 @@ fn store(
     key: &GemvKey,
     (v_pc, v_c, t_out): (Word, Word, Word),
     (fuse, group): (Option<&Fused>, Option<&GroupRows>),
-    (sh, tid, n0): (Word, Word, Word),
+    (sh, tid, n0): (&Sums, Word, Word),
 ) -> BuildResult<()> {
     let t_u32 = ids.t_u32;
     let sums = b.c_u32(key.rows * key.cols);
@@ -618,19 +474,16 @@ fn store(
         ok = b.b.logical_and(ids.t_bool, None, ok, in_group)?;
     }
     b.if_then(ok, |b| {
-        let p_wg = b.ptr(StorageClass::Workgroup, ids.t_f32);
-        let at = if key.lanes == GEMV_THREADS {
-            b.mul_u(tid, GEMV_THREADS)?
+        let p = if key.lanes == GEMV_THREADS {
+            sh.entry(b, ids, tid, ids.c0)?
         } else {
             let per = key.rows_per_invocation();
             let (group, g) = (b.div_u(c, per)?, b.mod_u(c, per)?);
             let slot = b.mul_u(r, per)?;
             let slot = b.b.i_add(t_u32, None, slot, g)?;
-            let slot = b.mul_u(slot, GEMV_THREADS)?;
             let run = b.mul_u(group, key.lanes)?;
-            b.b.i_add(t_u32, None, slot, run)?
+            sh.entry(b, ids, slot, run)?
         };
-        let p = b.b.access_chain(p_wg, None, sh, [at])?;
         let mut x =
             b.b.load(ids.t_f32, None, p, Some(MemoryAccess::NON_PRIVATE_POINTER), [])?;
         let ldc = b.push_constant(v_pc, Pc::Ldc as u32)?;
