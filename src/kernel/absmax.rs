@@ -8,7 +8,7 @@
 //! max into, `k` = workgroups dispatched (they stride over the matrix together). Padding inside a row's last vector must be zero (vk-sgmat's matrices keep it so).
 
 use super::builder::{BuildResult, ModuleBuilder};
-use rspirv::spirv::{BuiltIn, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
+use rspirv::spirv::{BuiltIn, FunctionControl, MemoryAccess, Scope, StorageClass, Word};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
@@ -95,14 +95,12 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
 fn workgroup_max(b: &mut ModuleBuilder, v_sh: Word, (lid, mine): (Word, Word)) -> BuildResult<()> {
     let (t_bool, t_u32) = (b.t_bool(), b.t_u32());
     let p_wg_u32 = b.ptr(StorageClass::Workgroup, t_u32);
-    let c_scope_wg = b.c_u32(Scope::Workgroup as u32);
-    let c_sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
     let np = Some(MemoryAccess::NON_PRIVATE_POINTER);
     let p_mine = b.b.access_chain(p_wg_u32, None, v_sh, [lid])?;
     b.b.store(p_mine, mine, np, [])?;
     let mut half = THREADS / 2;
     while half > 0 {
-        b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)?;
+        b.workgroup_barrier()?;
         let c_half = b.c_u32(half);
         let low = b.b.u_less_than(t_bool, None, lid, c_half)?;
         b.if_then(low, |b| {
@@ -116,5 +114,5 @@ fn workgroup_max(b: &mut ModuleBuilder, v_sh: Word, (lid, mine): (Word, Word)) -
         })?;
         half /= 2;
     }
-    b.b.control_barrier(c_scope_wg, c_scope_wg, c_sem)
+    b.workgroup_barrier()
 }

@@ -333,6 +333,15 @@ impl ModuleBuilder {
         self.b.begin_block(Some(l_go))
     }
 
+    /// A barrier for the whole workgroup that makes its writes to workgroup memory visible to
+    /// every invocation after it (acquire and release).
+    pub fn workgroup_barrier(&mut self) -> BuildResult<()> {
+        let scope = self.c_u32(spirv::Scope::Workgroup as u32);
+        let sem = (spirv::MemorySemantics::ACQUIRE_RELEASE | spirv::MemorySemantics::WORKGROUP_MEMORY).bits();
+        let sem = self.c_u32(sem);
+        self.b.control_barrier(scope, scope, sem)
+    }
+
     /// `if (cond) { body }`, continuing after it.
     pub fn if_then(&mut self, cond: Word, body: impl FnOnce(&mut Self) -> BuildResult<()>) -> BuildResult<()> {
         let (l_then, l_merge) = (self.b.id(), self.b.id());

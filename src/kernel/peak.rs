@@ -8,7 +8,7 @@
 
 use super::builder::{mul_add_operands, BuildResult, ModuleBuilder};
 use crate::config::GPUSubgroupMatrixConfig;
-use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, Scope, StorageClass, Word};
 
 /// Independent accumulator chains per subgroup.
 pub const CHAINS: u32 = 8;
@@ -125,9 +125,7 @@ impl Peak<'_> {
                 Ok(())
             })?;
         }
-        let c_wg = b.c_u32(Scope::Workgroup as u32);
-        let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
-        b.b.control_barrier(c_wg, c_wg, sem)
+        b.workgroup_barrier()
     }
 
     /// Each chain's A fragment, loaded once, and its accumulator zeroed.

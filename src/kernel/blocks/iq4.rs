@@ -8,7 +8,7 @@
 use super::{code_f32, fmul, half_at, nibble_unit, s2f, six_bits, Block};
 use crate::kernel::builder::{BuildResult, ModuleBuilder};
 use crate::quant::{QuantType, IQ4_VALUES};
-use rspirv::spirv::{MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
+use rspirv::spirv::{MemoryAccess, StorageClass, Word};
 
 /// Entries of [`Iq4Pairs`]: one per byte of two codes.
 const PAIRS: u32 = 256;
@@ -118,9 +118,7 @@ impl Iq4Pairs {
             let p = self.entry_ptr(b, x)?;
             b.b.store(p, entry, Some(MemoryAccess::NON_PRIVATE_POINTER), [])?;
         }
-        let scope = b.c_u32(Scope::Workgroup as u32);
-        let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
-        b.b.control_barrier(scope, scope, sem)
+        b.workgroup_barrier()
     }
 
     /// Entry `x` (0..256).

@@ -19,7 +19,7 @@ use super::push::{Pc, PC_MEMBERS};
 use crate::config::ComponentType;
 use crate::quant::QuantType;
 use crate::tiling::VECTOR_BYTES;
-use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, MemorySemantics, Scope, StorageClass, Word};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, MemoryAccess, StorageClass, Word};
 use serde::Serialize;
 
 mod k_loops;

@@ -80,7 +80,7 @@ impl Sums {
         self.spill(b, ids, tid, acc)?;
         let mut half = lanes / 2;
         while half > 0 {
-            barrier(b)?;
+            b.workgroup_barrier()?;
             let lower = b.c_u32(half);
             let active = b.b.u_less_than(ids.t_bool, None, lane, lower)?;
             b.if_then(active, |b| {
@@ -98,7 +98,7 @@ impl Sums {
             })?;
             half /= 2;
         }
-        barrier(b)
+        b.workgroup_barrier()
     }
 
     /// Two steps behind two barriers, where the tree takes seven: `per` invocations take each
@@ -115,7 +115,7 @@ impl Sums {
         }
         let each = GEMV_THREADS / per;
         self.spill(b, ids, tid, acc)?;
-        barrier(b)?;
+        b.workgroup_barrier()?;
         let p_wg = b.ptr(StorageClass::Workgroup, t_f32);
         let takers = b.c_u32(sums * per);
         let taking = b.b.u_less_than(t_bool, None, tid, takers)?;
@@ -136,7 +136,7 @@ impl Sums {
             let p = b.b.access_chain(p_wg, None, part, [tid])?;
             b.b.store(p, s, NP, [])
         })?;
-        barrier(b)?;
+        b.workgroup_barrier()?;
         let c_sums = b.c_u32(sums);
         let mine = b.b.u_less_than(t_bool, None, tid, c_sums)?;
         b.if_then(mine, |b| {
@@ -170,11 +170,4 @@ fn sum_in_order(
         s = b.b.f_add(t_f32, None, s, x)?;
     }
     Ok(s)
-}
-
-/// A workgroup barrier over workgroup memory.
-fn barrier(b: &mut ModuleBuilder) -> BuildResult<()> {
-    let scope = b.c_u32(Scope::Workgroup as u32);
-    let sem = b.c_u32((MemorySemantics::ACQUIRE_RELEASE | MemorySemantics::WORKGROUP_MEMORY).bits());
-    b.b.control_barrier(scope, scope, sem)
 }
