@@ -260,6 +260,8 @@ fn multi_pass_context() -> Context {
         offset_alignment: 256,
         // Vulkan's guaranteed minimum maxMemoryAllocationSize.
         max_allocation: 1 << 30,
+        // Vulkan's guaranteed minimum maxComputeSharedMemorySize.
+        max_shared: 16 << 10,
     };
     Context::with_options(ContextOptions {
         validation: true,

@@ -263,6 +263,8 @@ fn passes_cut_by_the_limits_read_their_own_rows_and_columns_of_the_vectors() {
             .max(1),
         // Vulkan's guaranteed minimum maxMemoryAllocationSize.
         max_allocation: 1 << 30,
+        // Vulkan's guaranteed minimum maxComputeSharedMemorySize.
+        max_shared: 16 << 10,
     };
     let ctx = Context::with_options(ContextOptions {
         validation: true,

@@ -10,7 +10,7 @@ mod common;
 mod verify;
 
 use crate::verify::{compare_rounded, reference, unit_roundoff, Rng};
-use common::{assert_no_validation_messages, context};
+use common::{assert_no_validation_messages, context, limited_context};
 use half::f16;
 use vk_sgmat::quant::{dequantize, quantize, QuantType};
 use vk_sgmat::{
@@ -141,13 +141,24 @@ fn every_format_reads_as_the_reference_values_bit_for_bit() {
 #[allow(clippy::too_many_arguments)]
 fn layer<T: Element>(
     q: QuantType,
-    (m, n, kb): (usize, usize, usize),
+    shape: (usize, usize, usize),
     w_first: bool,
     lc: Layout,
     options: &GemmOptions,
     rng: &mut Rng,
 ) -> Vec<String> {
-    let ctx = context();
+    layer_on::<T>(context(), q, shape, (w_first, lc), options, rng)
+}
+
+/// [`layer`] on `ctx`.
+fn layer_on<T: Element>(
+    ctx: &Context,
+    q: QuantType,
+    (m, n, kb): (usize, usize, usize),
+    (w_first, lc): (bool, Layout),
+    options: &GemmOptions,
+    rng: &mut Rng,
+) -> Vec<String> {
     let k = kb * q.block_values();
     let blocks = random_blocks_small(q, n, k, rng);
     let deq = values(q, &blocks, n, k);
@@ -587,6 +598,50 @@ fn decode_layouts_match_the_reference_in_every_format() {
         );
     }
     assert_no_validation_messages(ctx);
+}
+
+/// A device with Vulkan's guaranteed 16 KiB of workgroup memory: eight tokens of f32 activations
+/// (four rows of W a workgroup by default, 16.5 KiB of sums) run with two, against the
+/// reference; rows of W asked for that do not fit, the IQ4 pair table counted, are a typed
+/// error before the GPU.
+#[test]
+fn decode_fits_the_devices_workgroup_memory() {
+    let small = limited_context(|device| vk_sgmat::plan::DispatchLimits {
+        max_shared: 16 << 10,
+        ..device
+    });
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let row = (false, Layout::RowMajor);
+    let as_f32 = GemmOptions {
+        int8_activations: Some(false),
+        ..Default::default()
+    };
+    for (ctx, says) in [(context(), "_r8_c4_"), (&small, "_r8_c2_")] {
+        let names = layer_on::<f32>(ctx, QuantType::Q4K, (8, 37, 2), row, &as_f32, &mut rng);
+        assert!(names.last().is_some_and(|n| n.contains(says)), "{says}: {names:?}");
+    }
+    let cols = |cols| GemmOptions {
+        int8_activations: Some(true),
+        gemv_cols: Some(cols),
+        ..Default::default()
+    };
+    // Six rows of X by five of W: 15.5 KiB of sums, 16.5 with IQ4's table.
+    let names = layer_on::<f16>(&small, QuantType::Q4_0, (6, 37, 16), row, &cols(5), &mut rng);
+    assert!(names.last().is_some_and(|n| n.contains("_r6_c5_")), "{names:?}");
+    for (q, m, c) in [(QuantType::Iq4Nl, 6, 5), (QuantType::Q8_0, 8, 4)] {
+        let k = 512;
+        let w = small
+            .upload_quantized(q, 37, k, &random_blocks_small(q, 37, k, &mut rng))
+            .unwrap();
+        let x = small.zeros::<f16>(m, k).unwrap();
+        let mut out = small.zeros::<f32>(m, 37).unwrap();
+        let err = small.run(&Matmul::with_options(&cols(c)), &x, w.t(), &mut out);
+        assert!(
+            matches!(&err, Err(Error::InvalidOption(msg)) if msg.contains("workgroup memory") && msg.contains("16384")),
+            "{q} {m}x{c}: {err:?}"
+        );
+    }
+    assert_no_validation_messages(&small);
 }
 
 #[test]

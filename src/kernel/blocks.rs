@@ -12,7 +12,7 @@ use rspirv::spirv::{Decoration, Word};
 mod iq4;
 mod packed;
 mod reader;
-pub(super) use iq4::Iq4Pairs;
+pub(super) use iq4::{Iq4Pairs, PAIRS as IQ4_PAIRS};
 pub(super) use packed::{packed, Packed};
 pub(super) use reader::Block;
 use reader::{byte_at, byte_of_word, field, half_at, word_at};

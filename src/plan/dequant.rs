@@ -242,16 +242,19 @@ pub fn gemv_on_blocks(
     q.check_start()?;
     let d = &mut plan.dispatches[0];
     let (cols, lanes) = block_layout(&key, d.push.k, layout, int8_x)?;
-    d.groups[0] = d.push.n.div_ceil(cols);
-    d.kernel = Kernel::Gemv(crate::kernel::GemvKey {
+    let key = GemvKey {
         quant: Some(q.quant),
         unroll: 1,
         cols,
         lanes,
         wide_loads: wide_loads && GemvKey::wide_loads_fit(q.quant, q.interleaved, q.window.start, row_bytes as u64),
         interleaved: q.interleaved,
+        int8_x,
         ..key
-    });
+    };
+    let key = super::fit_workgroup_memory(key, layout.0.is_some(), limits)?;
+    d.groups[0] = d.push.n.div_ceil(key.cols);
+    d.kernel = Kernel::Gemv(key);
     d.bindings[1] = (which, q.window);
     d.push.ldb_vec = row_bytes as u32;
     d.push.b_off_vec = q.window.start as u32;

@@ -69,6 +69,7 @@ fn k_chunks_accumulate_after_a_barrier() {
         max_range: 4 << 10,
         offset_alignment: 16,
         max_allocation: u64::MAX,
+        max_shared: u32::MAX,
     };
     let mut req = request(16, 32, 1000, 1.0, 3.0, SplitK::Slices(1));
     req.problem = device_problem((16, 32, 1000), (Layout::ColMajor, Layout::RowMajor), (2, 2, 4));
@@ -182,6 +183,7 @@ fn accurate_split_finds_magnitudes_then_multiplies_in_one_pass() {
         max_range: 1 << 20,
         offset_alignment: 16,
         max_allocation: u64::MAX,
+        max_shared: u32::MAX,
     };
     let e = GemmPlan::new(&req, &tight).unwrap_err();
     assert!(matches!(e, Error::TooLarge(ref m) if m.contains("Exact")), "{e}");

@@ -95,8 +95,18 @@ pub fn gemv_dispatch(
     }
     let (c_transposed, (x, x_ld, x_off), (w, w_rows, w_ld, w_off)) = sides(p);
     let rows = rows as u32;
-    let cols = cols.unwrap_or_else(|| cols_for(rows));
-    let groups = w_rows.div_ceil(cols as usize);
+    let key = GemvKey {
+        unroll: unroll.unwrap_or_else(|| unroll_for(rows)),
+        c_transposed,
+        epilogue,
+        ..GemvKey::dense(elem, rows, cols.unwrap_or_else(|| cols_for(rows)))
+    };
+    // Where even one row of W per workgroup does not fit, the GEMM takes the problem.
+    let key = match fit_workgroup_memory(key, cols.is_some(), limits) {
+        Err(_) if cols.is_none() => return Ok(None),
+        fit => fit?,
+    };
+    let groups = w_rows.div_ceil(key.cols as usize);
     if groups > limits.max_groups[0] as usize {
         return Ok(None);
     }
@@ -110,12 +120,6 @@ pub fn gemv_dispatch(
     };
     let vec = u64::from(VECTOR_BYTES);
     let vecs = |ld: usize| ld as u64 * es as u64 / vec;
-    let key = GemvKey {
-        unroll: unroll.unwrap_or_else(|| unroll_for(rows)),
-        c_transposed,
-        epilogue,
-        ..GemvKey::dense(elem, rows, cols)
-    };
     // A fused epilogue applies alpha and beta in f32.
     let vectors = fused_vectors(p, &epilogue, limits)?;
     Ok(Some(Dispatch {
@@ -140,6 +144,34 @@ pub fn gemv_dispatch(
         groups: [groups as u32, 1, 1],
         after_previous: false,
     }))
+}
+
+/// `key` within the device's workgroup memory ([`GemvKey::shared_bytes`]): where the caller did
+/// not choose the rows of W per workgroup (`chosen`), halved until it fits; a typed error where
+/// the caller's choice, or one row, does not fit.
+pub fn fit_workgroup_memory(mut key: GemvKey, chosen: bool, limits: &DispatchLimits) -> Result<GemvKey> {
+    while !chosen && key.lanes == GEMV_THREADS && key.cols > 1 && key.shared_bytes() > limits.max_shared {
+        key.cols /= 2;
+    }
+    if key.shared_bytes() <= limits.max_shared {
+        return Ok(key);
+    }
+    let (what, fix) = if chosen {
+        (
+            Error::InvalidOption as fn(String) -> Error,
+            "choose fewer rows of W per workgroup (gemv_cols)",
+        )
+    } else {
+        (Error::TooLarge as fn(String) -> Error, "use fewer rows of X")
+    };
+    Err(what(format!(
+        "the matrix-vector kernel for {} rows of X, {} rows of W per workgroup and {} invocations a row takes {} bytes of workgroup memory, over the device's {}: {fix}",
+        key.rows,
+        key.cols,
+        key.lanes,
+        key.shared_bytes(),
+        limits.max_shared
+    )))
 }
 
 /// The vector's operand, leading dimension and offset.
@@ -227,6 +259,7 @@ mod tests {
             max_range: u64::from(u32::MAX),
             offset_alignment: 16,
             max_allocation: u64::MAX,
+            max_shared: u32::MAX,
         }
     }
 
@@ -265,6 +298,57 @@ mod tests {
             assert_eq!(d.bindings[0].0, x);
             assert!(!key.epilogue.alpha && !key.epilogue.beta);
         }
+    }
+
+    #[test]
+    fn workgroup_memory_over_the_device_halves_the_rows_of_w_or_is_refused_where_chosen() {
+        // Vulkan's guaranteed 16 KiB: eight rows of X take 4 KiB of sums per row of W.
+        let small = DispatchLimits {
+            max_shared: 16 << 10,
+            ..limits()
+        };
+        let plan = |rows: usize, cols: Option<u32>, limits: &DispatchLimits| {
+            let p = problem(rows, 22016, 4096, NT, 4);
+            let d = gemv_dispatch(
+                &p,
+                ComponentType::F32,
+                ((1.0, 0.0), Epilogue::default()),
+                (cols, None),
+                limits,
+            )?;
+            Ok::<_, Error>(d.map(|d| match d.kernel {
+                Kernel::Gemv(key) => (key, d.groups[0]),
+                k => panic!("{k:?}"),
+            }))
+        };
+        for (rows, cols) in [(8, 8), (8, 4), (5, 4), (4, 8), (1, 8)] {
+            let (wide, _) = plan(rows, Some(cols), &limits()).unwrap().unwrap();
+            let fits = wide.shared_bytes() <= small.max_shared;
+            assert_eq!(wide.shared_bytes(), 4 * (rows as u32 * cols + 1) * GEMV_THREADS);
+            match plan(rows, Some(cols), &small) {
+                Ok(Some((key, _))) => assert!(fits && key.cols == cols, "{rows}x{cols}"),
+                Err(Error::InvalidOption(msg)) => {
+                    assert!(
+                        !fits && msg.contains("workgroup memory") && msg.contains("16384"),
+                        "{msg}"
+                    )
+                }
+                other => panic!("{rows}x{cols}: {other:?}"),
+            }
+        }
+        for rows in 1..=GEMV_MAX_ROWS as usize {
+            let (key, groups) = plan(rows, None, &small).unwrap().unwrap();
+            let (wide, _) = plan(rows, None, &limits()).unwrap().unwrap();
+            assert!(key.shared_bytes() <= small.max_shared, "{rows} rows: {key:?}");
+            assert!(key.cols <= wide.cols && key.cols >= 1);
+            assert_eq!(groups as usize, 22016usize.div_ceil(key.cols as usize));
+        }
+        // Not even one row of W: the GEMM takes it.
+        let tiny = DispatchLimits {
+            max_shared: 1 << 10,
+            ..limits()
+        };
+        assert!(plan(8, None, &tiny).unwrap().is_none());
     }
 
     #[test]

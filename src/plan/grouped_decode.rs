@@ -79,6 +79,7 @@ impl GemmPlan {
         // Each group's rows take ceil(count / tile) table rows, and every table row at least one of A's.
         let table_rows = (m.div_ceil(tile) + groups - 1).min(m);
         let key = super::gemv_for_rows(key, tile as u32, tuning);
+        let key = super::fit_workgroup_memory(key, tuning.0.is_some(), limits)?;
         let grid = [self.problem.n.div_ceil(key.cols as usize), table_rows];
         let fits = |(&g, &max): (&usize, &u32)| u32::try_from(g).is_ok_and(|g| g <= max);
         if !grid.iter().zip(&limits.max_groups).all(fits) {

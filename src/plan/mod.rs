@@ -10,7 +10,7 @@ pub use dequant::{
 };
 pub mod gemm;
 mod gemv;
-pub use gemv::{gemv_dispatch, gemv_for_rows};
+pub use gemv::{fit_workgroup_memory, gemv_dispatch, gemv_for_rows};
 mod grouped;
 mod grouped_decode;
 mod input;

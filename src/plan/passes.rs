@@ -189,6 +189,9 @@ pub struct DispatchLimits {
     /// maxMemoryAllocationSize in bytes: no buffer vk-sgmat allocates is larger. Host GEMMs
     /// whose operands are larger run in pieces that fit it (`crate::plan::cut`).
     pub max_allocation: u64,
+    /// `maxComputeSharedMemorySize` in bytes: no kernel vk-sgmat plans declares more workgroup
+    /// memory.
+    pub max_shared: u32,
 }
 
 impl DispatchLimits {
@@ -201,6 +204,11 @@ impl DispatchLimits {
             // 0: the driver did not say (Vulkan 1.1 requires at least 1 GiB to be offered).
             max_allocation: match l.max_memory_allocation_size {
                 0 => u64::MAX,
+                n => n,
+            },
+            // 0: the driver did not say (Vulkan requires at least 16 KiB).
+            max_shared: match l.max_shared_memory {
+                0 => 16 << 10,
                 n => n,
             },
         }
@@ -228,6 +236,12 @@ impl DispatchLimits {
             return bad(format!(
                 "max_allocation = {} must be 1024..={}",
                 self.max_allocation, device.max_allocation
+            ));
+        }
+        if self.max_shared < 1 << 10 || self.max_shared > device.max_shared {
+            return bad(format!(
+                "max_shared = {} must be 1024..={}",
+                self.max_shared, device.max_shared
             ));
         }
         let a = self.offset_alignment;

@@ -69,6 +69,7 @@ fn operand_offsets_shift_every_window() {
         max_range: 1 << 30,
         offset_alignment: 256,
         max_allocation: u64::MAX,
+        max_shared: u32::MAX,
     };
     let at0 = plan(&p, &geom(), &l).unwrap();
     p.offsets = [48, 4096 + 32, 16];
@@ -91,6 +92,7 @@ fn splits_for_workgroup_count() {
         max_range: u64::MAX,
         offset_alignment: 64,
         max_allocation: u64::MAX,
+        max_shared: u32::MAX,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert!(passes.len() > 1);
@@ -108,6 +110,7 @@ fn large_problems_cut_along_what_does_not_fit() {
         max_range: 128 << 20,
         offset_alignment: 16,
         max_allocation: u64::MAX,
+        max_shared: u32::MAX,
     };
     let n = 16384;
     for (a, b, want) in [
@@ -145,6 +148,7 @@ fn splits_for_buffer_range_in_every_layout() {
                 max_range: 24 << 10,
                 offset_alignment: 256,
                 max_allocation: u64::MAX,
+                max_shared: u32::MAX,
             };
             let passes = plan(&p, &geom(), &l).unwrap();
             assert!(passes.len() > 1, "{a:?}{b:?}");
@@ -162,6 +166,7 @@ fn k_splits_accumulate() {
         max_range: 32 << 10,
         offset_alignment: 16,
         max_allocation: u64::MAX,
+        max_shared: u32::MAX,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert!(passes.iter().filter(|p| p.accumulate).count() >= 1);
@@ -181,6 +186,7 @@ fn split_k_heuristic_and_plan() {
         max_range: u64::MAX,
         offset_alignment: 256,
         max_allocation: u64::MAX,
+        max_shared: u32::MAX,
     };
     let slice = (p.m * p.ldc * p.c_bytes) as u64;
     let passes = plan_split_k(&p, &geom(), &l, 8, slice).unwrap();
@@ -205,6 +211,7 @@ fn impossible_window_is_an_error() {
         max_range: 1 << 20,
         offset_alignment: 16,
         max_allocation: u64::MAX,
+        max_shared: u32::MAX,
     };
     assert!(matches!(plan(&p, &geom(), &l), Err(Error::TooLarge(_))));
 }
@@ -267,6 +274,7 @@ fn batches_beyond_the_grids_z_or_the_windows_run_in_chunks() {
         max_range: u64::MAX,
         offset_alignment: 64,
         max_allocation: u64::MAX,
+        max_shared: u32::MAX,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert_eq!(
@@ -283,6 +291,7 @@ fn batches_beyond_the_grids_z_or_the_windows_run_in_chunks() {
         max_range: 2 * c_entry + 256,
         offset_alignment: 64,
         max_allocation: u64::MAX,
+        max_shared: u32::MAX,
     };
     let passes = plan(&p, &geom(), &l).unwrap();
     assert!(passes

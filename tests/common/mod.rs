@@ -106,17 +106,25 @@ pub fn context() -> &'static Context {
 /// limits override): host operands larger than that run in pieces, as operands over the H200's
 /// 4 GiB maxMemoryAllocationSize do, and any buffer over it is refused.
 pub fn capped_context(max_allocation: u64) -> Context {
+    limited_context(|device| vk_sgmat::plan::DispatchLimits {
+        max_allocation,
+        ..device
+    })
+}
+
+/// A context like [`context`] whose limits are `limits` of the device's (tighter: the limits
+/// override).
+pub fn limited_context(
+    limits: impl FnOnce(vk_sgmat::plan::DispatchLimits) -> vk_sgmat::plan::DispatchLimits,
+) -> Context {
     let device = vk_sgmat::plan::DispatchLimits::from_device(&context().device_info().limits);
     Context::with_options(ContextOptions {
         validation: true,
         poison_outputs: true,
-        limits_override: Some(vk_sgmat::plan::DispatchLimits {
-            max_allocation,
-            ..device
-        }),
+        limits_override: Some(limits(device)),
         ..Default::default()
     })
-    .expect("a context with a smaller allocation limit")
+    .expect("a context with tighter limits")
 }
 
 /// `len` integers in -2..=2: products of them sum exactly in every type, so results compare

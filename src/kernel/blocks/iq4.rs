@@ -13,7 +13,7 @@ use crate::quant::{QuantType, IQ4_VALUES};
 use rspirv::spirv::{MemoryAccess, StorageClass, Word};
 
 /// Entries of [`Iq4Pairs`]: one per byte of two codes.
-const PAIRS: u32 = 256;
+pub(in crate::kernel) const PAIRS: u32 = 256;
 
 /// `block_iq4_nl` / `block_iq4_xs`: value `32 s + l` is nibble `l / 16` of byte `l % 16` of the
 /// unit's 16 bytes of codes (IQ4_NL's from byte 2, IQ4_XS's `16 s` past byte 8), its table

@@ -12,7 +12,7 @@
 //! zero in both operands, whatever the padding holds.
 
 use super::act8::BLOCK_VECTORS;
-use super::blocks::{Iq4Pairs, UNIT};
+use super::blocks::{Iq4Pairs, IQ4_PAIRS, UNIT};
 use super::builder::{BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Epilogue, Fused};
 use super::push::{Pc, PC_MEMBERS};
@@ -158,6 +158,23 @@ impl GemvKey {
         self.cols * self.lanes / GEMV_THREADS
     }
 
+    /// Bytes of workgroup memory the kernel declares: each sum's partials (one f32 an
+    /// invocation), the gathered sums' second step where every invocation reads along each
+    /// row, and the table of IQ4's code values beside 8-bit activations. The planner keeps it within the device's
+    /// `maxComputeSharedMemorySize` (Vulkan guarantees 16 KiB; eight rows of X times eight of W
+    /// take 33 KiB).
+    pub fn shared_bytes(&self) -> u32 {
+        let sums = self.rows * self.rows_per_invocation() * GEMV_THREADS;
+        let part = if self.lanes == GEMV_THREADS { GEMV_THREADS } else { 0 };
+        let pairs = if self.reads_iq4_pairs() { IQ4_PAIRS } else { 0 };
+        4 * (sums + part + pairs)
+    }
+
+    /// Whether the kernel fills the IQ4 pair table: IQ4 codes beside 8-bit activations.
+    fn reads_iq4_pairs(&self) -> bool {
+        self.int8_x && matches!(self.quant, Some(QuantType::Iq4Nl | QuantType::Iq4Xs))
+    }
+
     /// Whether invocations sharing rows of W (`lanes` under [`GEMV_THREADS`]) are laid out as
     /// the kernel takes them: 16, 32 or 64 lanes beside 8-bit activations, whole runs of
     /// `GEMV_THREADS / lanes` rows per workgroup, 1 to [`GEMV_MAX_ROWS_PER_LANE`] rows an
@@ -287,8 +304,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, ComponentType::F32));
     let sums = key.rows * key.rows_per_invocation();
     let sh = Sums::declare(&mut mb, key, sums);
-    let pairs = (key.int8_x && matches!(key.quant, Some(QuantType::Iq4Nl | QuantType::Iq4Xs)))
-        .then(|| Iq4Pairs::declare(&mut mb));
+    let pairs = key.reads_iq4_pairs().then(|| Iq4Pairs::declare(&mut mb));
 
     let p_fn_f32 = mb.ptr(StorageClass::Function, t_f32);
     let zero = mb.c_bits(t_f32, 0);
