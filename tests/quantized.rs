@@ -1203,6 +1203,38 @@ fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
             "{m} rows, w first {w_first}: {names:?}"
         );
     }
+    // One row over a larger weight, 8-bit: rounded by the kernel itself from f16 activations
+    // beside Q4_K, after the pass from f32 ones or beside MXFP4.
+    if int8 {
+        let (n, k) = (4097, 1024);
+        for (q, f32_x, pass) in [
+            (QuantType::Q4K, false, false),
+            (QuantType::Q4K, true, true),
+            (QuantType::Mxfp4, false, true),
+        ] {
+            let w = ctx
+                .upload_quantized(q, n, k, &random_blocks_small(q, n, k, &mut rng))
+                .unwrap();
+            let mut c = ctx.zeros::<f32>(1, n).unwrap();
+            let op = Matmul::with_options(&GemmOptions {
+                int8_activations: Some(true),
+                ..Default::default()
+            });
+            let prepared = if f32_x {
+                ctx.prepare(&op, &ctx.zeros::<f32>(1, k).unwrap(), w.t().as_f32(), &mut c)
+            } else {
+                ctx.prepare(&op, &ctx.zeros::<f16>(1, k).unwrap(), w.t(), &mut c)
+            }
+            .unwrap();
+            let names: Vec<String> = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
+            let here = names.len() == 1 && names[0].ends_with("_xr_x8");
+            let after = names.len() == 2 && names[0].starts_with("round ") && !names[1].contains("_xr");
+            assert!(
+                if pass { after } else { here } && names[names.len() - 1].ends_with("_x8"),
+                "{q}, f32 activations {f32_x}: {names:?}"
+            );
+        }
+    }
     // Both sides long: a dense copy first (the quantized operand on the short side too, as in
     // `layers_match_...`'s 3 x 1).
     for m in [9, 40] {
@@ -1265,6 +1297,8 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
                     epilogue: Epilogue::default(),
                     quant: Some(quant),
                     int8_x,
+                    // X rounded in the kernel or by the pass, each beside both loads.
+                    round_x: int8_x && wide_loads != interleaved,
                     grouped,
                     wide_loads,
                     interleaved,
@@ -1285,6 +1319,7 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
         epilogue: Epilogue::default(),
         quant: Some(QuantType::Q4K),
         int8_x,
+        round_x: false,
         grouped: false,
         wide_loads: false,
         interleaved: false,
@@ -1295,6 +1330,10 @@ fn every_block_streaming_matrix_vector_kernel_passes_spirv_val() {
         key(16, 24, true),
         key(8, 16, true),
         key(GEMV_THREADS, 9, true),
+        GemvKey {
+            round_x: true,
+            ..key(GEMV_THREADS, 4, false)
+        },
     ] {
         assert!(
             matches!(generate_gemv(&bad), Err(Error::Unsupported(_))),

@@ -38,7 +38,6 @@ pub(super) fn emit(elem: ComponentType) -> BuildResult<Vec<u32>> {
     let b = &mut mb;
     let t_void = b.t_void();
     let t_u32 = b.t_u32();
-    let t_f32 = b.t_f32();
     let t_uvec3 = b.t_uvec(3);
     let t_uvec4 = b.t_uvec(4);
     let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
@@ -62,20 +61,17 @@ pub(super) fn emit(elem: ComponentType) -> BuildResult<Vec<u32>> {
         let first = b.b.i_add(t_u32, None, first, x_off)?;
         let step = b.mul_u(u, UNIT / per)?;
         let first = b.b.i_add(t_u32, None, first, step)?;
-        let glsl = b.glsl();
-        let mut x = Vec::new();
+        let mut raws = Vec::new();
         for v in 0..UNIT / per {
             let at = b.add_u(first, v)?;
             let p = b.b.access_chain(p_sb, None, v_x, [c0, at])?;
-            let raw = b.b.load(t_uvec4, None, p, None, [])?;
-            x.extend(super::widen::widen_in_order(b, glsl, elem, raw)?);
+            raws.push(b.b.load(t_uvec4, None, p, None, [])?);
         }
-        let (codes, d, sums) = round_block(b, &x)?;
+        let (codes, d, sums) = rounded_unit(b, elem, &raws)?;
         let mut words = codes;
         words.push(b.b.bitcast(t_u32, None, d)?);
         for s in sums {
-            let ds = b.b.f_mul(t_f32, None, d, s)?;
-            words.push(b.b.bitcast(t_u32, None, ds)?);
+            words.push(b.b.bitcast(t_u32, None, s)?);
         }
         words.push(c0);
         let at = b.b.i_mul(t_u32, None, r, out_ld)?;
@@ -92,6 +88,29 @@ pub(super) fn emit(elem: ComponentType) -> BuildResult<Vec<u32>> {
     })?;
     b.end_compute(f, THREADS)?;
     Ok(mb.finish())
+}
+
+/// A unit of X, its [`UNIT`] values of `elem` in 16-byte vectors `raws` (in order), rounded: 8
+/// words of packed codes, the scale `d`, and `d` times the sum of each half's codes: a block
+/// as the pass writes it, and as the matrix-vector kernel rounding X itself holds it
+/// ([`super::GemvKey::round_x`]).
+pub(super) fn rounded_unit(
+    b: &mut ModuleBuilder,
+    elem: ComponentType,
+    raws: &[Word],
+) -> BuildResult<(Vec<Word>, Word, [Word; 2])> {
+    let glsl = b.glsl();
+    let mut x = Vec::new();
+    for &raw in raws {
+        x.extend(super::widen::widen_in_order(b, glsl, elem, raw)?);
+    }
+    let (codes, d, sums) = round_block(b, &x)?;
+    let t_f32 = b.t_f32();
+    let mut scaled = [0; 2];
+    for (out, s) in scaled.iter_mut().zip(sums) {
+        *out = b.b.f_mul(t_f32, None, d, s)?;
+    }
+    Ok((codes, d, scaled))
 }
 
 /// One block's eight four-vectors of f32 (values in order) as 8 words of packed codes, the

@@ -531,11 +531,12 @@ pub fn generate_gemv(key: &GemvKey) -> Result<Vec<u32>> {
         || !cols_fit
         || !(1..=2).contains(&key.unroll)
         || (key.int8_x && key.quant.is_none())
+        || (key.round_x && !key.int8_x)
         || (key.grouped && key.c_transposed)
         || (key.interleaved && key.quant.and_then(|q| q.interleave()).is_none())
     {
         return Err(Error::Unsupported(format!(
-            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 or 2 vectors a step, 8-bit activations only beside weights in a block format, interleaved blocks only in a format that has groups, groups only into an untransposed C, and either {GEMV_THREADS} lanes with 1 to {GEMV_MAX_COLS} rows of W per workgroup or (8-bit activations only) 16, 32 or 64 lanes with 1 to {} rows of W an invocation and at most {GEMV_THREADS} sums a workgroup",
+            "{}: the matrix-vector kernel takes f16, bf16 or f32, 1 to {GEMV_MAX_ROWS} rows of X, 1 or 2 vectors a step, 8-bit activations only beside weights in a block format (rounded in the kernel only with them), interleaved blocks only in a format that has groups, groups only into an untransposed C, and either {GEMV_THREADS} lanes with 1 to {GEMV_MAX_COLS} rows of W per workgroup or (8-bit activations only) 16, 32 or 64 lanes with 1 to {} rows of W an invocation and at most {GEMV_THREADS} sums a workgroup",
             key.name(),
             GEMV_MAX_ROWS_PER_LANE
         )));

@@ -272,10 +272,28 @@ pub fn gemv_on_blocks(
     Ok(plan)
 }
 
-/// `plan` (from [`gemv_on_blocks`]) with its activations rounded to 8 bits first: a pass
-/// ([`crate::kernel::act8`]) writes X's blocks of 32 codes and scales into scratch after the
-/// plan's own, and the matrix-vector kernel reads them there and multiplies them with the
-/// weights' codes in packed dot products ([`GemvKey::int8_x`]). A typed error where the blocks
+/// Whether the matrix-vector kernel rounds X to 8 bits itself ([`GemvKey::round_x`]) rather
+/// than after a pass: one row of 2-byte activations, beside every format but MXFP4 and IQ4's.
+/// H200, one token of 22016x4096 / 14336x4096 f16 activations, us, rounded in the kernel
+/// against the pass (docs/perf/h200-46-1.txt): q4_0 17.7 / 12.3 against 19.7 / 12.1, q4_K
+/// 18.1 / 12.6 against 20.1 / 12.4, q6_K 23.2 / 16.0 against 24.8 / 17.8, q8_0 26.2 / 18.8
+/// against 28.7 / 21.5: nothing waits for a pass. MXFP4 23.9 / 16.7 against 23.0 / 16.2 and
+/// IQ4_NL 31.8 / 22.0 against 31.4 / 22.3, whose codes cost more to unpack: rounding X again in
+/// every workgroup costs them what the pass saves. More rows ran slower in every format (q4_0,
+/// two / four / eight tokens of 22016x4096: 26.1 / 44.6 / 125.2 us against 22.2 / 29.9 /
+/// 43.2), as did f32 activations (q4_K, one token: 33.8 against 20.4): each workgroup reads
+/// every row of X whole.
+fn rounds_x(elem: ComponentType, rows: u32, quant: Option<QuantType>) -> bool {
+    rows == 1
+        && elem.size_bytes() == 2
+        && !matches!(quant, Some(QuantType::Mxfp4 | QuantType::Iq4Nl | QuantType::Iq4Xs))
+}
+
+/// `plan` (from [`gemv_on_blocks`]) with its activations rounded to 8 bits, and the
+/// matrix-vector kernel multiplying them with the weights' codes in packed dot products
+/// ([`GemvKey::int8_x`]): by the kernel itself as it loads X where [`rounds_x`] says, else
+/// first, by a pass ([`crate::kernel::act8`]) writing X's blocks of 32 codes and scales into
+/// scratch after the plan's own, where the kernel reads them. A typed error where the blocks
 /// do not fit the device's limits.
 fn with_int8_activations(mut plan: GemmPlan, limits: &DispatchLimits) -> Result<GemmPlan> {
     let key = match plan.gemv_kernel() {
@@ -288,6 +306,14 @@ fn with_int8_activations(mut plan: GemmPlan, limits: &DispatchLimits) -> Result<
         }
     };
     let gemv = plan.dispatches[0];
+    if rounds_x(key.elem, key.rows, key.quant) {
+        plan.dispatches[0].kernel = Kernel::Gemv(GemvKey {
+            int8_x: true,
+            round_x: true,
+            ..key
+        });
+        return Ok(plan);
+    }
     let units = gemv.push.k / act8::UNIT;
     let row_vectors = units * act8::BLOCK_VECTORS;
     let bytes = u64::from(key.rows) * u64::from(row_vectors) * u64::from(VECTOR_BYTES);
@@ -598,6 +624,16 @@ mod tests {
             ..unlimited()
         };
         assert!(matches!(decode(true, &small), Err(Error::TooLarge(_))));
+    }
+
+    #[test]
+    fn one_row_of_2_byte_activations_is_rounded_by_the_kernel_but_beside_mxfp4_and_iq4() {
+        for q in QuantType::ALL {
+            let fast = !matches!(q, QuantType::Mxfp4 | QuantType::Iq4Nl | QuantType::Iq4Xs);
+            assert_eq!(rounds_x(F16, 1, Some(q)), fast, "{q}");
+            assert_eq!(rounds_x(Bf16, 1, Some(q)), fast, "{q}");
+            assert!(!rounds_x(F32, 1, Some(q)) && !rounds_x(F16, 2, Some(q)) && !rounds_x(F16, 8, Some(q)));
+        }
     }
 
     #[test]

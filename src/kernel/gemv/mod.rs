@@ -77,6 +77,11 @@ pub struct GemvKey {
     /// integer dot products, the format's scale and offset applied per half unit, rather than
     /// each weight dequantized to f32.
     pub int8_x: bool,
+    /// With `int8_x`: X is the activations (`elem`, as without `quant`), and each invocation
+    /// rounds its units of X to 8 bits as it loads them, as the pass would have
+    /// ([`super::act8`], not dispatched): every workgroup rounds X again where the pass did it
+    /// once, but nothing waits for the pass.
+    pub round_x: bool,
     /// Whether workgroup row `y` takes row `y` of a grouped GEMM's tile table (binding 3, three
     /// words a row: group, first row, end row, as [`super::group_table`] builds it from counts
     /// on the device): the group's rows of X and C from its first row (fewer than `rows` where
@@ -108,6 +113,7 @@ impl GemvKey {
             epilogue: Epilogue::default(),
             quant: None,
             int8_x: false,
+            round_x: false,
             grouped: false,
             wide_loads: false,
             interleaved: false,
@@ -135,6 +141,7 @@ impl GemvKey {
         } + &self.quant.map_or(String::new(), |q| format!("_{q}"))
             + if self.interleaved { "_i" } else { "" }
             + if self.wide_loads { "_w" } else { "" }
+            + if self.round_x { "_xr" } else { "" }
             + if self.int8_x { "_x8" } else { "" }
             + if self.grouped { "_g" } else { "" }
     }
@@ -350,7 +357,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     };
     match (key.quant, key.int8_x) {
         (Some(q), true) if key.lanes < GEMV_THREADS => block_lanes_loop(b, &ids, key, q, k_loop)?,
-        (Some(q), true) => packed_loop(b, &ids, (q, key.interleaved), k_loop)?,
+        (Some(q), true) => packed_loop(b, &ids, key, q, k_loop)?,
         (Some(q), false) => blocks_loop(b, &ids, key, q, k_loop)?,
         (None, _) => vectors_loop(b, &ids, key, k_loop)?,
     }

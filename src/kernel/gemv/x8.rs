@@ -11,16 +11,46 @@ pub(super) struct X8Unit {
 }
 
 impl X8Unit {
-    /// Unit `u` of each of the invocation's rows of X.
-    pub(super) fn each_row(b: &mut ModuleBuilder, ids: &Ids, k: &KLoop, u: Word) -> BuildResult<Vec<Self>> {
-        let first = b.mul_u(u, BLOCK_VECTORS)?;
+    /// Unit `u` of each of the invocation's rows of X: as the pass wrote it, or rounded here
+    /// from X's `round_x` values ([`GemvKey::round_x`]).
+    pub(super) fn each_row(
+        b: &mut ModuleBuilder,
+        ids: &Ids,
+        k: &KLoop,
+        u: Word,
+        round_x: Option<ComponentType>,
+    ) -> BuildResult<Vec<Self>> {
+        let vectors = match round_x {
+            Some(elem) => UNIT * elem.size_bytes() / VECTOR_BYTES,
+            None => BLOCK_VECTORS,
+        };
+        let first = b.mul_u(u, vectors)?;
         k.x_rows
             .iter()
             .map(|&row| {
                 let at = b.b.i_add(ids.t_u32, None, row, first)?;
-                X8Unit::load(b, ids, k.v_x, at)
+                match round_x {
+                    Some(elem) => X8Unit::round(b, ids, (k.v_x, at), (elem, vectors)),
+                    None => X8Unit::load(b, ids, k.v_x, at),
+                }
             })
             .collect()
+    }
+
+    /// The unit of `elem` values whose first of `vectors` vectors is `at` in X, rounded.
+    fn round(
+        b: &mut ModuleBuilder,
+        ids: &Ids,
+        (v_x, at): (Word, Word),
+        (elem, vectors): (ComponentType, u32),
+    ) -> BuildResult<Self> {
+        let mut raws = Vec::new();
+        for v in 0..vectors {
+            let at = b.add_u(at, v)?;
+            raws.push(load_vector(b, ids, v_x, at)?);
+        }
+        let (codes, d, sums) = crate::kernel::act8::rounded_unit(b, elem, &raws)?;
+        Ok(X8Unit { codes, d, sums })
     }
 
     /// The unit whose first vector is `at` in X.
