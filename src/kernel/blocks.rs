@@ -9,10 +9,11 @@ use super::builder::{BuildResult, ModuleBuilder};
 use crate::quant::QuantType;
 use rspirv::spirv::{Decoration, Word};
 
+mod code_table;
 mod iq4;
 mod packed;
 mod reader;
-pub(super) use iq4::{Iq4Pairs, PAIRS as IQ4_PAIRS};
+pub(super) use code_table::{code_values, CodeTable, ENTRIES as CODE_TABLE_ENTRIES};
 pub(super) use packed::{packed, Packed};
 pub(super) use reader::Block;
 use reader::{byte_at, byte_of_word, field, half_at, word_at};

@@ -9,7 +9,7 @@
 
 use super::{
     bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, q6_k_unit, scale_min_k4, two_bit_unit, word_at, Block,
-    Iq4Pairs,
+    CodeTable,
 };
 use crate::kernel::builder::{BuildResult, ModuleBuilder};
 use crate::quant::QuantType;
@@ -39,7 +39,7 @@ pub(in crate::kernel) fn packed(
     q: QuantType,
     blk: &Block,
     s: Word,
-    (x_rows, pairs): (u32, Option<Iq4Pairs>),
+    (x_rows, table): (u32, Option<CodeTable>),
 ) -> BuildResult<Packed> {
     match q {
         QuantType::Q8_0 => {
@@ -61,7 +61,7 @@ pub(in crate::kernel) fn packed(
         QuantType::Q6K => q6_k(b, blk, s),
         QuantType::Q2K | QuantType::Q3K => q23_k(b, q, blk, s),
         QuantType::Mxfp4 => mxfp4(b, blk, x_rows),
-        QuantType::Iq4Nl | QuantType::Iq4Xs => iq4(b, q, blk, s, pairs),
+        QuantType::Iq4Nl | QuantType::Iq4Xs => iq4(b, q, blk, s, table),
     }
 }
 
@@ -262,15 +262,15 @@ fn fp4_magnitudes(b: &mut ModuleBuilder, c: Word) -> BuildResult<Word> {
 }
 
 /// IQ4_NL's and IQ4_XS's unit: its codes' table values as signed bytes ([`super::iq4`]), both
-/// halves under the unit's scale: from `pairs` where the kernel declared them.
-fn iq4(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, pairs: Option<Iq4Pairs>) -> BuildResult<Packed> {
+/// halves under the unit's scale: from `table` where the kernel declared one.
+fn iq4(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, table: Option<CodeTable>) -> BuildResult<Packed> {
     let (at, first, scale) = super::iq4::codes_and_scale(b, q, blk, s)?;
-    let words = match pairs {
-        Some(pairs) => {
+    let words = match table {
+        Some(table) => {
             let mut out = [0; 8];
             for k in 0..4 {
                 let w = word_at(b, blk, at, first + 4 * k as u32)?;
-                [out[k], out[k + 4]] = pairs.values(b, w)?;
+                [out[k], out[k + 4]] = table.values(b, w)?;
             }
             out
         }

@@ -18,8 +18,8 @@ pub(super) struct KLoop<'a> {
     pub(super) v_x: Word,
     pub(super) x_rows: &'a [Word],
     pub(super) acc: &'a [Word],
-    /// IQ4's table of code pairs, where W is IQ4 and X 8-bit codes.
-    pub(super) pairs: Option<Iq4Pairs>,
+    /// The table of W's code values, where W's codes are a table's (IQ4) and X 8-bit codes.
+    pub(super) table: Option<CodeTable>,
 }
 
 /// The K loop over vectors of W of `key.elem`: each invocation every `GEMV_THREADS`-th vector,
@@ -138,7 +138,7 @@ pub(super) fn packed_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, q: Qu
         let xs = X8Unit::each_row(b, ids, &k, u, key.round_x.then_some(key.elem))?;
         for (c, &row) in k.w_rows.iter().enumerate() {
             let (blk, s) = crate::kernel::blocks::unit(b, layout, (k.v_w, k.v_w_vectors), row, u)?;
-            let w = crate::kernel::blocks::packed(b, layout.0, &blk, s, (k.x_rows.len() as u32, k.pairs))?;
+            let w = crate::kernel::blocks::packed(b, layout.0, &blk, s, (k.x_rows.len() as u32, k.table))?;
             for (r, x) in xs.iter().enumerate() {
                 x.add_product(b, ids, &w, k.acc[r * k.w_rows.len() + c])?;
             }
@@ -177,7 +177,7 @@ pub(super) fn block_lanes_loop(
             for (c, &row) in k.w_rows.iter().enumerate() {
                 let layout = (q, key.interleaved);
                 let blk = crate::kernel::blocks::Block::nth(b, layout, (k.v_w, k.v_w_vectors), row, block)?;
-                let w = crate::kernel::blocks::packed(b, q, &blk, s, (k.x_rows.len() as u32, k.pairs))?;
+                let w = crate::kernel::blocks::packed(b, q, &blk, s, (k.x_rows.len() as u32, k.table))?;
                 for (r, x) in xs.iter().enumerate() {
                     x.add_product(b, ids, &w, k.acc[r * k.w_rows.len() + c])?;
                 }

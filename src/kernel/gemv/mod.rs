@@ -12,7 +12,7 @@
 //! zero in both operands, whatever the padding holds.
 
 use super::act8::BLOCK_VECTORS;
-use super::blocks::{Iq4Pairs, IQ4_PAIRS, UNIT};
+use super::blocks::{code_values, CodeTable, CODE_TABLE_ENTRIES, UNIT};
 use super::builder::{BuildResult, ModuleBuilder};
 use super::epilogue::{store_type, Epilogue, Fused};
 use super::push::{Pc, PC_MEMBERS};
@@ -167,19 +167,25 @@ impl GemvKey {
 
     /// Bytes of workgroup memory the kernel declares: each sum's partials (one f32 an
     /// invocation), the gathered sums' second step where every invocation reads along each
-    /// row, and the table of IQ4's code values beside 8-bit activations. The planner keeps it within the device's
+    /// row, and the table of IQ4's code values beside 8-bit activations. The
+    /// planner keeps it within the device's
     /// `maxComputeSharedMemorySize` (Vulkan guarantees 16 KiB; eight rows of X times eight of W
     /// take 33 KiB).
     pub fn shared_bytes(&self) -> u32 {
         let sums = self.rows * self.rows_per_invocation() * GEMV_THREADS;
         let part = if self.lanes == GEMV_THREADS { GEMV_THREADS } else { 0 };
-        let pairs = if self.reads_iq4_pairs() { IQ4_PAIRS } else { 0 };
-        4 * (sums + part + pairs)
+        let table = if self.code_table().is_some() {
+            CODE_TABLE_ENTRIES
+        } else {
+            0
+        };
+        4 * (sums + part + table)
     }
 
-    /// Whether the kernel fills the IQ4 pair table: IQ4 codes beside 8-bit activations.
-    fn reads_iq4_pairs(&self) -> bool {
-        self.int8_x && matches!(self.quant, Some(QuantType::Iq4Nl | QuantType::Iq4Xs))
+    /// The code values the kernel fills its table of codes with ([`CodeTable`]): IQ4's codes
+    /// beside 8-bit activations.
+    fn code_table(&self) -> Option<[i8; 16]> {
+        self.quant.filter(|_| self.int8_x).and_then(code_values)
     }
 
     /// Whether invocations sharing rows of W (`lanes` under [`GEMV_THREADS`]) are laid out as
@@ -311,7 +317,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let mut fuse = fused.then(|| Fused::declare(&mut mb, key.epilogue, ComponentType::F32));
     let sums = key.rows * key.rows_per_invocation();
     let sh = Sums::declare(&mut mb, key, sums);
-    let pairs = key.reads_iq4_pairs().then(|| Iq4Pairs::declare(&mut mb));
+    let table = key.code_table().map(|values| (CodeTable::declare(&mut mb), values));
 
     let p_fn_f32 = mb.ptr(StorageClass::Function, t_f32);
     let zero = mb.c_bits(t_f32, 0);
@@ -323,9 +329,14 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         .collect();
     let b = &mut mb;
     let tid = b.b.load(t_u32, None, bind.v_local, None, [])?;
-    if let Some(pairs) = pairs {
-        pairs.fill(b, tid, GEMV_THREADS)?;
-    }
+    // Filling the table branches: the K loop starts in the block after it.
+    let l_entry = match table {
+        Some((table, values)) => {
+            table.fill(b, tid, &values)?;
+            b.current_label()
+        }
+        None => l_entry,
+    };
     let wg = b.b.load(t_uvec3, None, bind.v_workgroup, None, [])?;
     let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(bind.v_pc, which as u32);
@@ -353,7 +364,7 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         v_x: bind.v_x,
         x_rows: &x_rows,
         acc: &acc,
-        pairs,
+        table: table.map(|(t, _)| t),
     };
     match (key.quant, key.int8_x) {
         (Some(q), true) if key.lanes < GEMV_THREADS => block_lanes_loop(b, &ids, key, q, k_loop)?,
