@@ -156,22 +156,19 @@ pub fn fit_workgroup_memory(mut key: GemvKey, chosen: bool, limits: &DispatchLim
     if key.shared_bytes() <= limits.max_shared {
         return Ok(key);
     }
-    let (what, fix) = if chosen {
-        (
-            Error::InvalidOption as fn(String) -> Error,
-            "choose fewer rows of W per workgroup (gemv_cols)",
-        )
-    } else {
-        (Error::TooLarge as fn(String) -> Error, "use fewer rows of X")
-    };
-    Err(what(format!(
-        "the matrix-vector kernel for {} rows of X, {} rows of W per workgroup and {} invocations a row takes {} bytes of workgroup memory, over the device's {}: {fix}",
+    let msg = format!(
+        "the matrix-vector kernel for {} rows of X, {} rows of W per workgroup and {} invocations a row takes {} bytes of workgroup memory, over the device's {}",
         key.rows,
         key.cols,
         key.lanes,
         key.shared_bytes(),
         limits.max_shared
-    )))
+    );
+    Err(if chosen {
+        Error::InvalidOption(format!("{msg}: choose fewer rows of W per workgroup (gemv_cols)"))
+    } else {
+        Error::TooLarge(format!("{msg}: use fewer rows of X"))
+    })
 }
 
 /// The vector's operand, leading dimension and offset.
