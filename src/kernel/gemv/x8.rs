@@ -1,9 +1,11 @@
-//! Activations rounded to 8 bits beside a unit of weight codes: a unit of X as the rounding pass wrote it, its packed dot products with the codes, and their sums turned into values.
+//! Activations rounded to 8 bits beside a unit of weight codes: a unit of X as the rounding
+//! pass wrote it or as the kernel rounds it, its packed dot products with the codes, and their
+//! sums turned into values.
 
 use super::*;
 
-/// One unit of a row of X as [`crate::kernel::act8`] wrote it: 8 words of codes, the scale, and the
-/// scale times each half's sum of codes.
+/// One unit of a row of X as [`crate::kernel::act8`] writes it (the pass, or the kernel rounding
+/// X itself): 8 words of codes, the scale, and the scale times each half's sum of codes.
 pub(super) struct X8Unit {
     pub(super) codes: Vec<Word>,
     pub(super) d: Word,
