@@ -3,9 +3,9 @@
 //! `uvec4` constant, about ten integer operations a value; the matrix-vector kernel on 8-bit
 //! activations, where those operations bound the time (docs/perf `h200-44-2`: 82 us against
 //! q4_0's 20 us on one layout), looks the codes up in a table in workgroup memory instead
-//! ([`super::CodeTable`]; `h200-45-1`: 82.5 -> 32.9 us with pairs of codes). Kernels that declare no table
-//! (none does today: the matrix-vector kernel declares one wherever it reads IQ4 codes beside
-//! 8-bit activations) fall back to the constant ([`bytes`]).
+//! ([`super::CodeTable`]; `h200-45-1`: 82.5 -> 32.9 us with pairs of codes). Kernels that
+//! declare no table (none does today: the matrix-vector kernel declares one wherever it reads
+//! IQ4 codes beside 8-bit activations) fall back to the constant ([`bytes`]).
 
 use super::code_table::{byte, constant};
 use super::{code_f32, fmul, half_at, nibble_unit, s2f, six_bits, Block};

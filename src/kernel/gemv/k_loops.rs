@@ -20,6 +20,8 @@ pub(super) struct KLoop<'a> {
     pub(super) acc: &'a [Word],
     /// The table of W's code values, where W's codes are a table's (IQ4) and X 8-bit codes.
     pub(super) table: Option<CodeTable>,
+    /// X's element type where the kernel rounds X to 8 bits itself ([`GemvKey::round_x`]).
+    pub(super) round_x: Option<ComponentType>,
 }
 
 /// The K loop over vectors of W of `key.elem`: each invocation every `GEMV_THREADS`-th vector,
@@ -126,16 +128,16 @@ pub(super) fn blocks_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, q: Qu
     })
 }
 
-/// The K loop over W in a block format with X rounded to 8 bits ([`crate::kernel::act8`]'s blocks of
-/// [`BLOCK_VECTORS`] vectors, or X's values rounded as loaded: [`GemvKey::round_x`]): each invocation every `GEMV_THREADS`-th unit of 32 values, the
-/// codes of each row of W four to a word (`blocks::packed`) in packed dot products with
-/// X's, each half unit's integer sum turned into values' by the format's scale and offset and
-/// X's scale: `a (d_x sum(code q)) + b (d_x sum(q))`.
-pub(super) fn packed_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, q: QuantType, k: KLoop) -> BuildResult<()> {
-    let layout = (q, key.interleaved);
+/// The K loop over W in a block format with X rounded to 8 bits ([`crate::kernel::act8`]'s
+/// blocks of [`BLOCK_VECTORS`] vectors, or X's values rounded as loaded: [`GemvKey::round_x`]):
+/// each invocation every `GEMV_THREADS`-th unit of 32 values, the codes of each row of W four
+/// to a word (`blocks::packed`) in packed dot products with X's, each half unit's integer sum
+/// turned into values' by the format's scale and offset and X's scale:
+/// `a (d_x sum(code q)) + b (d_x sum(q))`.
+pub(super) fn packed_loop(b: &mut ModuleBuilder, ids: &Ids, layout: (QuantType, bool), k: KLoop) -> BuildResult<()> {
     let units = b.div_u(k.pk, UNIT)?;
     b.counted_loop(k.entry, (k.lane, units, GEMV_THREADS), |b, u| {
-        let xs = X8Unit::each_row(b, ids, &k, u, key.round_x.then_some(key.elem))?;
+        let xs = X8Unit::each_row(b, ids, &k, u)?;
         for (c, &row) in k.w_rows.iter().enumerate() {
             let (blk, s) = crate::kernel::blocks::unit(b, layout, (k.v_w, k.v_w_vectors), row, u)?;
             let w = crate::kernel::blocks::packed(b, layout.0, &blk, s, (k.x_rows.len() as u32, k.table))?;
@@ -167,7 +169,7 @@ pub(super) fn block_lanes_loop(
         let first_unit = b.mul_u(step, units_per_step)?;
         for j in 0..units_per_step {
             let u = b.add_u(first_unit, j)?;
-            let xs = X8Unit::each_row(b, ids, &k, u, key.round_x.then_some(key.elem))?;
+            let xs = X8Unit::each_row(b, ids, &k, u)?;
             // The unit's block: the step's own (256 values), or the step's j-th.
             let (block, s) = if per_block == units_per_step {
                 (step, b.c_u32(j))

@@ -167,10 +167,9 @@ impl GemvKey {
 
     /// Bytes of workgroup memory the kernel declares: each sum's partials (one f32 an
     /// invocation), the gathered sums' second step where every invocation reads along each
-    /// row, and the table of IQ4's code values beside 8-bit activations. The
-    /// planner keeps it within the device's
-    /// `maxComputeSharedMemorySize` (Vulkan guarantees 16 KiB; eight rows of X times eight of W
-    /// take 33 KiB).
+    /// row, and the table of IQ4's code values beside 8-bit activations. The planner keeps it
+    /// within the device's `maxComputeSharedMemorySize` (Vulkan guarantees 16 KiB; eight rows
+    /// of X times eight of W take 33 KiB).
     pub fn shared_bytes(&self) -> u32 {
         let sums = self.rows * self.rows_per_invocation() * GEMV_THREADS;
         let part = if self.lanes == GEMV_THREADS { GEMV_THREADS } else { 0 };
@@ -365,10 +364,11 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         x_rows: &x_rows,
         acc: &acc,
         table: table.map(|(t, _)| t),
+        round_x: key.round_x.then_some(key.elem),
     };
     match (key.quant, key.int8_x) {
         (Some(q), true) if key.lanes < GEMV_THREADS => block_lanes_loop(b, &ids, key, q, k_loop)?,
-        (Some(q), true) => packed_loop(b, &ids, key, q, k_loop)?,
+        (Some(q), true) => packed_loop(b, &ids, (q, key.interleaved), k_loop)?,
         (Some(q), false) => blocks_loop(b, &ids, key, q, k_loop)?,
         (None, _) => vectors_loop(b, &ids, key, k_loop)?,
     }

@@ -14,15 +14,9 @@ pub(super) struct X8Unit {
 
 impl X8Unit {
     /// Unit `u` of each of the invocation's rows of X: as the pass wrote it, or rounded here
-    /// from X's `round_x` values ([`GemvKey::round_x`]).
-    pub(super) fn each_row(
-        b: &mut ModuleBuilder,
-        ids: &Ids,
-        k: &KLoop,
-        u: Word,
-        round_x: Option<ComponentType>,
-    ) -> BuildResult<Vec<Self>> {
-        let vectors = match round_x {
+    /// from X's values of `k.round_x` ([`GemvKey::round_x`]).
+    pub(super) fn each_row(b: &mut ModuleBuilder, ids: &Ids, k: &KLoop, u: Word) -> BuildResult<Vec<Self>> {
+        let vectors = match k.round_x {
             Some(elem) => UNIT * elem.size_bytes() / VECTOR_BYTES,
             None => BLOCK_VECTORS,
         };
@@ -31,7 +25,7 @@ impl X8Unit {
             .iter()
             .map(|&row| {
                 let at = b.b.i_add(ids.t_u32, None, row, first)?;
-                match round_x {
+                match k.round_x {
                     Some(elem) => X8Unit::round(b, ids, (k.v_x, at), (elem, vectors)),
                     None => X8Unit::load(b, ids, k.v_x, at),
                 }
