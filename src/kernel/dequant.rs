@@ -201,27 +201,34 @@ impl Pass {
     }
 
     /// Stage one: the tile's blocks into shared memory, a word per invocation at a time (each
-    /// subgroup reads whole lines), and the word after them the funnel may read. Returns the first
-    /// word's index.
+    /// subgroup reads whole lines), and the word after them the funnel may read. Every load is
+    /// issued before the first store, so a workgroup waits for memory once a tile rather than
+    /// once a word (a loop waited for each load before the next); past the tile's last word an
+    /// invocation reads that word again and stages it past the tile, where nothing reads it.
+    /// Returns the first word's index.
     fn load_tile(&self, b: &mut ModuleBuilder, g0: Word, n: Word) -> BuildResult<Word> {
         let ids = &self.ids;
-        let t_u32 = ids.t_u32;
+        let (t_u32, t_bool) = (ids.t_u32, ids.t_bool);
         let byte0 = self.block_byte(b, g0)?;
         let w0 = b.div_u(byte0, 4)?;
         let g1 = b.b.i_add(t_u32, None, g0, n)?;
         let byte1 = self.block_byte(b, g1)?;
         let w1 = b.add_u(byte1, 3)?;
         let w1 = b.div_u(w1, 4)?;
-        let w1 = b.add_u(w1, 1)?;
-        let count = b.b.i_sub(t_u32, None, w1, w0)?;
-        let entry = b.current_label();
-        b.counted_loop(entry, (self.lid, count, THREADS), |b, j| {
-            let from = b.b.i_add(t_u32, None, w0, j)?;
+        let last = b.b.i_sub(t_u32, None, w1, w0)?;
+        let mut loaded = Vec::new();
+        for i in 0..ids.tile.loads {
+            let j = b.add_u(self.lid, i * THREADS)?;
+            let past = b.b.u_less_than(t_bool, None, last, j)?;
+            let from = b.b.select(t_u32, None, past, last, j)?;
+            let from = b.b.i_add(t_u32, None, w0, from)?;
             let p = b.b.access_chain(ids.p_sb_u32, None, ids.words, [ids.u0, from])?;
-            let w = b.b.load(t_u32, None, p, None, [])?;
+            loaded.push((j, b.b.load(t_u32, None, p, None, [])?));
+        }
+        for (j, w) in loaded {
             let p = b.b.access_chain(ids.p_wg_u32, None, ids.staged, [j])?;
-            b.b.store(p, w, Some(MemoryAccess::NON_PRIVATE_POINTER), [])
-        })?;
+            b.b.store(p, w, Some(MemoryAccess::NON_PRIVATE_POINTER), [])?;
+        }
         self.barrier(b)?;
         Ok(w0)
     }
@@ -307,6 +314,8 @@ struct Tile {
     per_block: u32,
     /// 16-byte vectors per unit of values.
     parts: u32,
+    /// Words each invocation loads of a tile's blocks: enough for the largest tile's words.
+    loads: u32,
 }
 
 /// Units a workgroup dequantizes at a time into `to`: 256 into f16, 128 into f32 (a workgroup
@@ -326,11 +335,14 @@ impl Tile {
         let per_block = q.block_values() as u32 / UNIT;
         // The tile's blocks, a word for a start inside one, and the word after them.
         let in_words = (units / per_block * q.device_block_bytes() as u32).div_ceil(4) + 2;
-        debug_assert!(in_words <= STAGED_WORDS && units % per_block == 0);
+        let loads = in_words.div_ceil(THREADS);
+        // Every invocation's words, those past the tile's included, fit the staged memory.
+        debug_assert!(loads * THREADS <= STAGED_WORDS && units % per_block == 0);
         Tile {
             units,
             per_block,
             parts: parts(to),
+            loads,
         }
     }
 
