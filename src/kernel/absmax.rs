@@ -42,7 +42,7 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = b.b.begin_block(None)?;
+    b.b.begin_block(None)?;
     let v_max = b.b.variable(p_fn_u32, None, StorageClass::Function, Some(u0));
     let pc = |b: &mut ModuleBuilder, i: super::push::Pc| b.push_constant(v_pc, i as u32);
     use super::push::Pc;
@@ -54,26 +54,21 @@ pub(super) fn emit() -> BuildResult<Vec<u32>> {
         pc(b, Pc::AOff)?,
         pc(b, Pc::COff)?,
     );
-    b.grid_stride_rows(
-        l_entry,
-        (v_local, v_wg, THREADS),
-        (rows, row_vecs, groups),
-        |b, r, c| {
-            let at = b.b.i_mul(t_u32, None, r, ld)?;
-            let at = b.b.i_add(t_u32, None, at, c)?;
-            let at = b.b.i_add(t_u32, None, at, off)?;
-            let p = b.b.access_chain(p_sb_uvec4, None, v_m, [u0, at])?;
-            let x = b.b.load(t_uvec4, None, p, None, [])?;
-            let x = b.b.bitwise_and(t_uvec4, None, x, abs4)?;
-            let mut m = b.b.load(t_u32, None, v_max, None, [])?;
-            for e in 0..4 {
-                let xe = b.b.composite_extract(t_u32, None, x, [e])?;
-                let gt = b.b.u_greater_than(t_bool, None, xe, m)?;
-                m = b.b.select(t_u32, None, gt, xe, m)?;
-            }
-            b.b.store(v_max, m, None, [])
-        },
-    )?;
+    b.grid_stride_rows((v_local, v_wg, THREADS), (rows, row_vecs, groups), |b, r, c| {
+        let at = b.b.i_mul(t_u32, None, r, ld)?;
+        let at = b.b.i_add(t_u32, None, at, c)?;
+        let at = b.b.i_add(t_u32, None, at, off)?;
+        let p = b.b.access_chain(p_sb_uvec4, None, v_m, [u0, at])?;
+        let x = b.b.load(t_uvec4, None, p, None, [])?;
+        let x = b.b.bitwise_and(t_uvec4, None, x, abs4)?;
+        let mut m = b.b.load(t_u32, None, v_max, None, [])?;
+        for e in 0..4 {
+            let xe = b.b.composite_extract(t_u32, None, x, [e])?;
+            let gt = b.b.u_greater_than(t_bool, None, xe, m)?;
+            m = b.b.select(t_u32, None, gt, xe, m)?;
+        }
+        b.b.store(v_max, m, None, [])
+    })?;
     let lid = b.b.load(t_u32, None, v_local, None, [])?;
     let mine = b.b.load(t_u32, None, v_max, None, [])?;
     workgroup_max(b, v_sh, (lid, mine))?;

@@ -48,12 +48,12 @@ pub(super) fn emit(elem: ComponentType) -> BuildResult<Vec<u32>> {
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = b.b.begin_block(None)?;
+    b.b.begin_block(None)?;
     let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
     let (rows, units, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::K)?);
     let (x_ld, x_off) = (pc(b, Pc::LdaVec)?, pc(b, Pc::AOff)?);
     let (out_ld, out_off) = (pc(b, Pc::LdbVec)?, pc(b, Pc::COff)?);
-    b.grid_stride_rows(l_entry, (v_local, v_wg, THREADS), (rows, units, groups), |b, r, u| {
+    b.grid_stride_rows((v_local, v_wg, THREADS), (rows, units, groups), |b, r, u| {
         let p_sb = b.ptr(StorageClass::StorageBuffer, t_uvec4);
         let c0 = b.c_u32(0);
         let per = 16 / elem.size_bytes();

@@ -252,46 +252,44 @@ impl ModuleBuilder {
         v
     }
 
-    /// The label of the block being built (the `entry` a loop that starts here takes).
-    pub fn current_label(&self) -> Word {
+    /// The label of the block being built (what a phi after it names as its predecessor).
+    pub fn current_label(&self) -> BuildResult<Word> {
         let (f, blk) = (self.b.selected_function(), self.b.selected_block());
         f.zip(blk)
             .and_then(|(f, blk)| self.b.module_ref().functions[f].blocks[blk].label_id())
-            .expect("called inside a block")
+            .ok_or(dr::Error::DetachedInstruction(None))
     }
 
     /// A structured loop `for (i = start; i < end; i += step) body(i)` on u32, entered from the
-    /// current block, whose label is `entry`. `body` starts in the loop's body block and may add
-    /// blocks of its own; the block after the loop is open when this returns.
+    /// current block. `body` starts in the loop's body block and may add blocks of its own; the
+    /// block after the loop is open when this returns.
     pub fn counted_loop(
         &mut self,
-        entry: Word,
         (start, end, step): (Word, Word, u32),
         body: impl FnOnce(&mut Self, Word) -> BuildResult<()>,
     ) -> BuildResult<()> {
         let c_step = self.c_u32(step);
-        self.counted_loop_by(entry, (start, end, c_step), body)
+        self.counted_loop_by((start, end, c_step), body)
     }
 
     /// [`ModuleBuilder::counted_loop`] with a step computed at run time.
     pub fn counted_loop_by(
         &mut self,
-        entry: Word,
         range: (Word, Word, Word),
         body: impl FnOnce(&mut Self, Word) -> BuildResult<()>,
     ) -> BuildResult<()> {
-        self.counted_loop_ctl(entry, range, spirv::LoopControl::NONE, body)
+        self.counted_loop_ctl(range, spirv::LoopControl::NONE, body)
     }
 
     /// [`ModuleBuilder::counted_loop_by`] with a loop-control hint.
     pub fn counted_loop_ctl(
         &mut self,
-        entry: Word,
         (start, end, c_step): (Word, Word, Word),
         control: spirv::LoopControl,
         body: impl FnOnce(&mut Self, Word) -> BuildResult<()>,
     ) -> BuildResult<()> {
         let (t_u32, t_bool) = (self.t_u32(), self.t_bool());
+        let entry = self.current_label()?;
         let (l_header, l_body, l_continue, l_merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
         let next = self.b.id();
         self.b.branch(l_header)?;
@@ -321,16 +319,15 @@ impl ModuleBuilder {
         v
     }
 
-    /// `if (cond) return;`, continuing in the block after it (which is open when this returns:
-    /// its label, for the phis of what follows). Where `cond` is the same for the whole
-    /// workgroup, before any barrier.
-    pub fn return_if(&mut self, cond: Word) -> BuildResult<Word> {
+    /// `if (cond) return;`, continuing in the block after it (open when this returns). Where
+    /// `cond` is the same for the whole workgroup, before any barrier.
+    pub fn return_if(&mut self, cond: Word) -> BuildResult<()> {
         let (l_return, l_go) = (self.b.id(), self.b.id());
         self.b.selection_merge(l_go, spirv::SelectionControl::NONE)?;
         self.b.branch_conditional(cond, l_return, l_go, [])?;
         self.b.begin_block(Some(l_return))?;
         self.b.ret()?;
-        self.b.begin_block(Some(l_go))
+        self.b.begin_block(Some(l_go)).map(|_| ())
     }
 
     /// A barrier for the whole workgroup that makes its writes to workgroup memory visible to
@@ -357,10 +354,9 @@ impl ModuleBuilder {
     /// A grid-stride loop over `rows x row_vecs` items (vectors of a matrix in storage order),
     /// shared by `groups` workgroups of `threads` invocations: invocation `i` of the grid takes
     /// items `i`, `i + groups * threads`, ...; `body(row, column)` for each. `v_local` and `v_wg`
-    /// are the LocalInvocationIndex and WorkgroupId inputs; `entry` labels the current block.
+    /// are the LocalInvocationIndex and WorkgroupId inputs.
     pub fn grid_stride_rows(
         &mut self,
-        entry: Word,
         (v_local, v_wg, threads): (Word, Word, u32),
         (rows, row_vecs, groups): (Word, Word, Word),
         body: impl FnOnce(&mut Self, Word, Word) -> BuildResult<()>,
@@ -373,7 +369,7 @@ impl ModuleBuilder {
         let gid = self.b.i_add(t_u32, None, base, lid)?;
         let total = self.b.i_mul(t_u32, None, rows, row_vecs)?;
         let stride = self.mul_u(groups, threads)?;
-        self.counted_loop_by(entry, (gid, total, stride), |b, v| {
+        self.counted_loop_by((gid, total, stride), |b, v| {
             let r = b.b.u_div(t_u32, None, v, row_vecs)?;
             let c = b.b.u_mod(t_u32, None, v, row_vecs)?;
             body(b, r, c)

@@ -41,11 +41,11 @@ pub(super) fn emit(q: QuantType, to: ComponentType, interleaved: bool) -> BuildR
     let ids = Ids::declare(b, (q, interleaved), to);
     let t_fn = b.b.type_function(ids.t_void, []);
     let f = b.b.begin_function(ids.t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = b.b.begin_block(None)?;
+    b.b.begin_block(None)?;
     let pass = Pass::read(b, ids)?;
     // Each workgroup takes whole tiles (whole blocks: every row is), all of its invocations
     // together, so the barriers are in uniform control flow.
-    b.counted_loop_by(l_entry, (pass.wx, pass.tiles, pass.groups), |b, t| {
+    b.counted_loop_by((pass.wx, pass.tiles, pass.groups), |b, t| {
         let (g0, n) = pass.tile_start(b, t)?;
         let w0 = pass.load_tile(b, g0, n)?;
         pass.dequantize_unit(b, (g0, n), w0)?;
@@ -277,8 +277,7 @@ impl Pass {
         let ids = &self.ids;
         let (t_u32, tile) = (ids.t_u32, &ids.tile);
         let out = b.mul_u(n, tile.parts)?;
-        let entry = b.current_label();
-        b.counted_loop(entry, (self.lid, out, THREADS), |b, j| {
+        b.counted_loop((self.lid, out, THREADS), |b, j| {
             let local = b.div_u(j, tile.parts)?;
             let part = b.mod_u(j, tile.parts)?;
             let slot = tile.slot_at(b, local, part)?;

@@ -30,8 +30,8 @@ pub fn generate() -> crate::error::Result<Vec<u32>> {
 fn emit() -> BuildResult<Vec<u32>> {
     let mut mb = ModuleBuilder::new();
     let b = &mut mb;
-    let (f, entry, table) = Table::declare(b)?;
-    let over = table.fits(b, entry)?;
+    let (f, table) = Table::declare(b)?;
+    let over = table.fits(b)?;
     table.tile_rows(b, over)?;
     table.empty_rest(b)?;
     b.end_compute(f, THREADS)?;
@@ -59,8 +59,8 @@ struct Table {
 
 impl Table {
     /// Declares the bindings, begins the function, its entry block and variables, and loads
-    /// the push constants: the function and the entry block, with the table.
-    fn declare(b: &mut ModuleBuilder) -> BuildResult<(Word, Word, Self)> {
+    /// the push constants: the function, with the table.
+    fn declare(b: &mut ModuleBuilder) -> BuildResult<(Word, Self)> {
         let (t_void, t_u32) = (b.t_void(), b.t_u32());
         let v_local = b.builtin_input(t_u32, BuiltIn::LocalInvocationIndex);
         let v_pc = b.push_constant_block(PC_MEMBERS);
@@ -70,7 +70,7 @@ impl Table {
         let c0 = b.c_u32(0);
         let t_fn = b.b.type_function(t_void, []);
         let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-        let entry = b.b.begin_block(None)?;
+        b.b.begin_block(None)?;
         let var = |b: &mut ModuleBuilder| b.b.variable(p_fn_u32, None, StorageClass::Function, Some(c0));
         let (sum, over, first, t0) = (var(b), var(b), var(b), var(b));
         let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(v_pc, which as u32);
@@ -92,7 +92,7 @@ impl Table {
             first,
             t0,
         };
-        Ok((f, entry, table))
+        Ok((f, table))
     }
 
     /// Group `g`'s count.
@@ -122,10 +122,10 @@ impl Table {
 
     /// Pass 1: whether the counts fit M (a bool: true where they do not). The sum never passes
     /// M (a count that would is flagged, not added), so nothing wraps whatever the counts hold.
-    fn fits(&self, b: &mut ModuleBuilder, entry: Word) -> BuildResult<Word> {
+    fn fits(&self, b: &mut ModuleBuilder) -> BuildResult<Word> {
         let (t_bool, t_u32) = (b.t_bool(), b.t_u32());
         let (c0, c1) = (b.c_u32(0), b.c_u32(1));
-        b.counted_loop(entry, (c0, self.groups, 1), |b, g| {
+        b.counted_loop((c0, self.groups, 1), |b, g| {
             let c = self.count(b, g)?;
             let sum = b.b.load(t_u32, None, self.sum, None, [])?;
             let room = b.b.i_sub(t_u32, None, self.m, sum)?;
@@ -146,8 +146,7 @@ impl Table {
     fn tile_rows(&self, b: &mut ModuleBuilder, over: Word) -> BuildResult<()> {
         let t_u32 = b.t_u32();
         let (c0, c1) = (b.c_u32(0), b.c_u32(1));
-        let here = b.current_label();
-        b.counted_loop(here, (c0, self.groups, 1), |b, g| {
+        b.counted_loop((c0, self.groups, 1), |b, g| {
             let c = self.count(b, g)?;
             let c = b.b.select(t_u32, None, over, c0, c)?;
             let first = b.b.load(t_u32, None, self.first, None, [])?;
@@ -172,9 +171,8 @@ impl Table {
         (t0, tiles): (Word, Word),
     ) -> BuildResult<()> {
         let (t_bool, t_u32) = (b.t_bool(), b.t_u32());
-        let here = b.current_label();
         let c_threads = b.c_u32(THREADS);
-        b.counted_loop_by(here, (self.lid, tiles, c_threads), |b, t| {
+        b.counted_loop_by((self.lid, tiles, c_threads), |b, t| {
             let row = b.b.i_add(t_u32, None, t0, t)?;
             // Counts that fit M need at most `k` rows (the planner's bound); checked anyway, so
             // no write can leave the table.
@@ -195,8 +193,7 @@ impl Table {
         let c0 = b.c_u32(0);
         let t0 = b.b.load(t_u32, None, self.t0, None, [])?;
         let start = b.b.i_add(t_u32, None, t0, self.lid)?;
-        let here = b.current_label();
-        b.counted_loop(here, (start, self.rows, THREADS), |b, row| {
+        b.counted_loop((start, self.rows, THREADS), |b, row| {
             self.write(b, row, [c0, self.m, self.m])
         })
     }

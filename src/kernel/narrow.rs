@@ -62,44 +62,39 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = b.b.begin_block(None)?;
+    b.b.begin_block(None)?;
     let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
     let (rows, row_vecs, inner, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::Ldc)?, pc(b, Pc::K)?);
     let [src_ld, src_off, dst_ld, dst_off] = copy_windows(b, v_pc)?;
     let src_rows = pc(b, Pc::Row0)?;
     let planes = plane_scale(b, v_pc, v_scale)?;
     let inner4 = b.b.composite_construct(t_uvec4, None, [inner; 4])?;
-    b.grid_stride_rows(
-        l_entry,
-        (v_local, v_wg, THREADS),
-        (rows, row_vecs, groups),
-        |b, r, c| {
-            let row = b.b.i_mul(t_u32, None, r, src_ld)?;
-            let row = b.b.i_add(t_u32, None, row, src_off)?;
-            let first_col = b.mul_u(c, 8)?;
-            let first4 = b.b.composite_construct(t_uvec4, None, [first_col; 4])?;
-            let row_ok = b.b.u_less_than(t_bool, None, r, src_rows)?;
-            let mut halves = [0; 2];
-            for (h, out) in halves.iter_mut().enumerate() {
-                // Source vector 2c + h holds elements 8c + 4h ..; one that starts past the row's end,
-                // or in a row the source lacks, may lie outside the binding, so it is not read.
-                let col = b.add_u(first_col, 4 * h as u32)?;
-                let in_row = b.b.u_less_than(t_bool, None, col, inner)?;
-                let ok = b.b.logical_and(t_bool, None, in_row, row_ok)?;
-                let idx = b.mul_u(c, 2)?;
-                let idx = b.add_u(idx, h as u32)?;
-                let idx = b.b.i_add(t_u32, None, row, idx)?;
-                let x = b.load_vector_or_zero((v_src, src_off), idx, ok, zero4)?;
-                let cols = b.b.i_add(t_uvec4, None, first4, lanes[h])?;
-                let inside = b.b.u_less_than(t_bvec4, None, cols, inner4)?;
-                *out = b.b.select(t_uvec4, None, inside, x, zero4)?;
-            }
-            let at = b.b.i_mul(t_u32, None, r, dst_ld)?;
-            let at = b.b.i_add(t_u32, None, at, c)?;
-            let at = b.b.i_add(t_u32, None, at, dst_off)?;
-            store_converted(b, (v_dst, at), (halves[0], halves[1]), to, planes)
-        },
-    )?;
+    b.grid_stride_rows((v_local, v_wg, THREADS), (rows, row_vecs, groups), |b, r, c| {
+        let row = b.b.i_mul(t_u32, None, r, src_ld)?;
+        let row = b.b.i_add(t_u32, None, row, src_off)?;
+        let first_col = b.mul_u(c, 8)?;
+        let first4 = b.b.composite_construct(t_uvec4, None, [first_col; 4])?;
+        let row_ok = b.b.u_less_than(t_bool, None, r, src_rows)?;
+        let mut halves = [0; 2];
+        for (h, out) in halves.iter_mut().enumerate() {
+            // Source vector 2c + h holds elements 8c + 4h ..; one that starts past the row's end,
+            // or in a row the source lacks, may lie outside the binding, so it is not read.
+            let col = b.add_u(first_col, 4 * h as u32)?;
+            let in_row = b.b.u_less_than(t_bool, None, col, inner)?;
+            let ok = b.b.logical_and(t_bool, None, in_row, row_ok)?;
+            let idx = b.mul_u(c, 2)?;
+            let idx = b.add_u(idx, h as u32)?;
+            let idx = b.b.i_add(t_u32, None, row, idx)?;
+            let x = b.load_vector_or_zero((v_src, src_off), idx, ok, zero4)?;
+            let cols = b.b.i_add(t_uvec4, None, first4, lanes[h])?;
+            let inside = b.b.u_less_than(t_bvec4, None, cols, inner4)?;
+            *out = b.b.select(t_uvec4, None, inside, x, zero4)?;
+        }
+        let at = b.b.i_mul(t_u32, None, r, dst_ld)?;
+        let at = b.b.i_add(t_u32, None, at, c)?;
+        let at = b.b.i_add(t_u32, None, at, dst_off)?;
+        store_converted(b, (v_dst, at), (halves[0], halves[1]), to, planes)
+    })?;
     b.end_compute(f, THREADS)?;
     Ok(mb.finish())
 }

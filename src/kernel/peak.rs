@@ -78,11 +78,7 @@ pub fn emit(cfg: &GPUSubgroupMatrixConfig, subgroup_size: u32) -> BuildResult<Ve
     let iters = b.b.load(t_u32, None, p_iters, None, [])?;
     k.stage_b_tiles(b, tid, threads)?;
     let a_frags = k.start_chains(b, &accs)?;
-    // The loop needs its entry block's label: open one, whichever block the copy above ended in.
-    let l_pre = b.b.id();
-    b.b.branch(l_pre)?;
-    b.b.begin_block(Some(l_pre))?;
-    b.counted_loop(l_pre, (u0, iters, 1), |b, i| {
+    b.counted_loop((u0, iters, 1), |b, i| {
         let parity = b.b.bitwise_and(t_u32, None, i, u1)?;
         k.step(b, parity, (&a_frags, &accs))
     })?;

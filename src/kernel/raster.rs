@@ -114,5 +114,5 @@ pub(super) fn skip_empty(b: &mut ModuleBuilder, tile: &Tile) -> BuildResult<()> 
     }
     let t_bool = b.t_bool();
     let empty = b.b.u_greater_than_equal(t_bool, None, tile.m0, tile.pm)?;
-    b.return_if(empty).map(|_| ())
+    b.return_if(empty)
 }

@@ -10,7 +10,7 @@ use super::builder::{BuildResult, ModuleBuilder};
 use super::push::Pc;
 use super::Epilogue;
 use crate::config::ComponentType;
-use rspirv::spirv::{BuiltIn, Capability, FunctionControl, LoopControl, SelectionControl, StorageClass, Word};
+use rspirv::spirv::{BuiltIn, Capability, FunctionControl, LoopControl, StorageClass, Word};
 
 /// Invocations per workgroup.
 pub const THREADS: u32 = 256;
@@ -51,23 +51,19 @@ pub(super) fn emit(result_type: ComponentType, epilogue: Epilogue) -> BuildResul
     let gid = b.b.i_add(t_u32, None, base, lid)?;
     let total = b.b.i_mul(t_u32, None, pm, pn)?;
     let inside = b.b.u_less_than(t_bool, None, gid, total)?;
-    let (l_work, l_end) = (b.b.id(), b.b.id());
-    b.b.selection_merge(l_end, SelectionControl::NONE)?;
-    b.b.branch_conditional(inside, l_work, l_end, [])?;
-    b.b.begin_block(Some(l_work))?;
-    let r = b.b.u_div(t_u32, None, gid, pn)?;
-    let c = b.b.u_mod(t_u32, None, gid, pn)?;
-    let idx = b.b.i_mul(t_u32, None, r, ldc)?;
-    let idx = b.b.i_add(t_u32, None, idx, c)?;
     let res = Res {
         ty: result_type,
         t_res,
         p_sb_res,
     };
-    let sum = res.sum_slices(b, l_work, (v_part, stride, splits), idx)?;
-    res.store(b, (v_pc, v_c, c_off), epilogue, (sum, idx))?;
-    b.b.branch(l_end)?;
-    b.b.begin_block(Some(l_end))?;
+    b.if_then(inside, |b| {
+        let r = b.b.u_div(t_u32, None, gid, pn)?;
+        let c = b.b.u_mod(t_u32, None, gid, pn)?;
+        let idx = b.b.i_mul(t_u32, None, r, ldc)?;
+        let idx = b.b.i_add(t_u32, None, idx, c)?;
+        let sum = res.sum_slices(b, (v_part, stride, splits), idx)?;
+        res.store(b, (v_pc, v_c, c_off), epilogue, (sum, idx))
+    })?;
     b.end_compute(f, THREADS)?;
     Ok(mb.finish())
 }
@@ -82,14 +78,14 @@ struct Res {
 
 impl Res {
     /// The sum of the element at `idx` over the `splits` slices of `v_part`, `stride`
-    /// elements apart; `entry` is the block the loop branches from.
+    /// elements apart, in a loop entered from the current block.
     fn sum_slices(
         &self,
         b: &mut ModuleBuilder,
-        entry: Word,
         (v_part, stride, splits): (Word, Word, Word),
         idx: Word,
     ) -> BuildResult<Word> {
+        let entry = b.current_label()?;
         let (t_bool, t_u32, t_res, u0) = (b.t_bool(), b.t_u32(), self.t_res, b.c_u32(0));
         let zero = b.c_bits(t_res, 0);
         let (l_head, l_body, l_cont, l_merge) = (b.b.id(), b.b.id(), b.b.id(), b.b.id());

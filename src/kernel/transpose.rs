@@ -115,7 +115,7 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
 
     let t_fn = b.b.type_function(t_void, []);
     let f = b.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = b.b.begin_block(None)?;
+    b.b.begin_block(None)?;
     let pc = |b: &mut ModuleBuilder, i: Pc| b.push_constant(v_pc, i as u32);
     let (outer, inner, rows_out, groups) = (pc(b, Pc::M)?, pc(b, Pc::N)?, pc(b, Pc::Ldc)?, pc(b, Pc::K)?);
     let [src_ld, src_off, dst_ld, dst_off] = copy_windows(b, v_pc)?;
@@ -143,7 +143,7 @@ pub(super) fn emit(output: Output) -> BuildResult<Vec<u32>> {
     let tiles_y = b.add_u(outer, tile_rows - 1)?;
     let tiles_y = b.div_u(tiles_y, tile_rows)?;
     let tiles = b.b.i_mul(t_u32, None, tiles_x, tiles_y)?;
-    b.counted_loop_by(l_entry, (first, tiles, groups), |b, t| {
+    b.counted_loop_by((first, tiles, groups), |b, t| {
         let ty = b.b.u_div(t_u32, None, t, tiles_x)?;
         let tx = b.b.u_mod(t_u32, None, t, tiles_x)?;
         let r0 = b.mul_u(ty, tile_rows)?;

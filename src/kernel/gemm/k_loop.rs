@@ -356,7 +356,7 @@ pub(super) fn main_loop(b: &mut ModuleBuilder, key: &KernelKey, d: &Decl, st: &S
         k: Consts { c0, c_bk, .. },
         ..
     } = *d;
-    let Setup { l_entry, pk, .. } = *st;
+    let Setup { pk, .. } = *st;
     let lc = LoopConsts {
         c_pitch_a: b.c_u32(pitch_a),
         c_pitch_b: b.c_u32(pitch_b),
@@ -365,7 +365,7 @@ pub(super) fn main_loop(b: &mut ModuleBuilder, key: &KernelKey, d: &Decl, st: &S
     };
     let step = |b: &mut ModuleBuilder, kb: Word, stage: u32| step(b, key, (d, st, &lc), kb, stage);
     prefetch_all(b, key, d, st, c0)?;
-    b.counted_loop(l_entry, (c0, pk, s.stages() * g.bk), |b, kb| {
+    b.counted_loop((c0, pk, s.stages() * g.bk), |b, kb| {
         step(b, kb, 0)?;
         if s.stages() == 2 {
             // The second buffer's step, if K has one more (workgroup-uniform, so its barrier is too).

@@ -9,7 +9,6 @@ pub(super) struct Setup {
     pub(super) acc_vars: Vec<Word>,
     pub(super) op_a: Operand2d,
     pub(super) op_b: Operand2d,
-    pub(super) l_entry: Word,
     pub(super) a_off: Word,
     pub(super) b_off: Word,
     pub(super) c_off: Word,
@@ -63,7 +62,6 @@ pub(super) fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, fuse: Opt
     let at = (g.bm, g.bn);
     let here = tile(b, (io.v_pc, wg), (pm, pn), at, s.raster_group(), io.v_groups)?;
     skip_empty(b, &here)?;
-    let l_entry = b.current_label();
     let Tile {
         offsets: [a_off, b_off, c_off],
         pm,
@@ -106,7 +104,6 @@ pub(super) fn setup(mb: &mut ModuleBuilder, key: &KernelKey, d: &Decl, fuse: Opt
         acc_vars,
         op_a,
         op_b,
-        l_entry,
         a_off,
         b_off,
         c_off,

@@ -2,13 +2,11 @@
 
 use super::*;
 
-/// What each K loop works on: the block it branches from, the invocation's place along its
-/// rows (its first step: every invocation's index where all read along each row), K, the
+/// What each K loop works on: the invocation's place along its rows (its first step: every invocation's index where all read along each row), K, the
 /// bindings of W and X with the start of each of the invocation's rows of them, and its sums
 /// (`acc[r * w_rows.len() + c]` for row `r` of X and `c` of W).
 #[derive(Copy, Clone)]
 pub(super) struct KLoop<'a> {
-    pub(super) entry: Word,
     pub(super) lane: Word,
     pub(super) pk: Word,
     pub(super) v_w: Word,
@@ -32,7 +30,7 @@ pub(super) fn vectors_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, k: K
     let kvecs = b.add_u(k.pk, per - 1)?;
     let kvecs = b.div_u(kvecs, per)?;
     let last_vec = b.add_u(kvecs, u32::MAX)?;
-    b.counted_loop(k.entry, (k.lane, kvecs, GEMV_THREADS * key.unroll), |b, kv| {
+    b.counted_loop((k.lane, kvecs, GEMV_THREADS * key.unroll), |b, kv| {
         // Each step takes `unroll` vectors GEMV_THREADS apart, all loads issued before the
         // sums; one past the row reads its last vector with nothing left of it (all masked).
         let mut steps = Vec::new();
@@ -84,7 +82,7 @@ pub(super) fn blocks_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, q: Qu
     let (t_f32, t_vec4) = (ids.t_f32, ids.t_vec4);
     let units = b.div_u(k.pk, UNIT)?;
     let per = key.per_vector();
-    b.counted_loop(k.entry, (k.lane, units, GEMV_THREADS), |b, u| {
+    b.counted_loop((k.lane, units, GEMV_THREADS), |b, u| {
         let blocks = k
             .w_rows
             .iter()
@@ -136,7 +134,7 @@ pub(super) fn blocks_loop(b: &mut ModuleBuilder, ids: &Ids, key: &GemvKey, q: Qu
 /// `a (d_x sum(code q)) + b (d_x sum(q))`.
 pub(super) fn packed_loop(b: &mut ModuleBuilder, ids: &Ids, layout: (QuantType, bool), k: KLoop) -> BuildResult<()> {
     let units = b.div_u(k.pk, UNIT)?;
-    b.counted_loop(k.entry, (k.lane, units, GEMV_THREADS), |b, u| {
+    b.counted_loop((k.lane, units, GEMV_THREADS), |b, u| {
         let xs = X8Unit::each_row(b, ids, &k, u)?;
         for (c, &row) in k.w_rows.iter().enumerate() {
             let (blk, s) = crate::kernel::blocks::unit(b, layout, (k.v_w, k.v_w_vectors), row, u)?;
@@ -165,7 +163,7 @@ pub(super) fn block_lanes_loop(
     let units_per_step = BLOCK_LANE_VALUES / UNIT;
     let per_block = q.block_values() as u32 / UNIT;
     let steps = b.div_u(k.pk, BLOCK_LANE_VALUES)?;
-    b.counted_loop(k.entry, (k.lane, steps, key.lanes), |b, step| {
+    b.counted_loop((k.lane, steps, key.lanes), |b, step| {
         let first_unit = b.mul_u(step, units_per_step)?;
         for j in 0..units_per_step {
             let u = b.add_u(first_unit, j)?;

@@ -322,20 +322,15 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
     let zero = mb.c_bits(t_f32, 0);
     let t_fn = mb.b.type_function(t_void, []);
     let f_main = mb.b.begin_function(t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = mb.b.begin_block(None)?;
+    mb.b.begin_block(None)?;
     let acc: Vec<Word> = (0..sums)
         .map(|_| mb.b.variable(p_fn_f32, None, StorageClass::Function, Some(zero)))
         .collect();
     let b = &mut mb;
     let tid = b.b.load(t_u32, None, bind.v_local, None, [])?;
-    // Filling the table branches: the K loop starts in the block after it.
-    let l_entry = match table {
-        Some((table, values)) => {
-            table.fill(b, tid, &values)?;
-            b.current_label()
-        }
-        None => l_entry,
-    };
+    if let Some((table, values)) = table {
+        table.fill(b, tid, &values)?;
+    }
     let wg = b.b.load(t_uvec3, None, bind.v_workgroup, None, [])?;
     let wx = b.b.composite_extract(t_u32, None, wg, [0])?;
     let pc = |b: &mut ModuleBuilder, which: Pc| b.push_constant(bind.v_pc, which as u32);
@@ -350,11 +345,9 @@ pub(super) fn emit(key: &GemvKey) -> BuildResult<Vec<u32>> {
         f.prepare(b, bind.v_pc, group.as_ref().map(|g| g.group))?;
     }
     let w_off = group.as_ref().map_or(w_off, |g| g.w_off);
-    let l_entry = group.as_ref().map_or(l_entry, |g| g.entry);
     let n0 = b.mul_u(wx, key.cols)?;
     let (lane, w_rows, x_rows) = invocation_rows(b, key, (tid, n0, group.as_ref()), ([pn, ldw, w_off], [ldx, x_off]))?;
     let k_loop = KLoop {
-        entry: l_entry,
         lane,
         pk,
         v_w: bind.v_w,
@@ -435,8 +428,6 @@ struct GroupRows {
     first: Word,
     last: Word,
     w_off: Word,
-    /// The block the kernel goes on in once past the early return.
-    entry: Word,
 }
 
 impl GroupRows {
@@ -456,7 +447,7 @@ impl GroupRows {
         }
         let (group, first, end) = (words[0], words[1], words[2]);
         let empty = b.b.u_greater_than_equal(t_bool, None, first, end)?;
-        let entry = b.return_if(empty)?;
+        b.return_if(empty)?;
         let count = b.b.i_sub(t_u32, None, end, first)?;
         let last = b.add_u(count, u32::MAX)?;
         let stride = b.push_constant(v_pc, Pc::BBatch as u32)?;
@@ -467,7 +458,6 @@ impl GroupRows {
             first,
             last,
             w_off,
-            entry,
         })
     }
 

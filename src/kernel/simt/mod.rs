@@ -44,9 +44,9 @@ pub(super) fn emit(key: &KernelKey) -> BuildResult<Vec<u32>> {
     let (d, mut fuse) = declare(&mut mb, key)?;
     let t_fn = mb.b.type_function(d.t_void, []);
     let f_main = mb.b.begin_function(d.t_void, None, FunctionControl::NONE, t_fn)?;
-    let l_entry = mb.b.begin_block(None)?;
+    mb.b.begin_block(None)?;
     let st = setup(&mut mb, key, &d)?;
-    mb.counted_loop(l_entry, (d.c0, st.pk, d.g.bk), |b, kb| k_step(b, &d, &st, kb))?;
+    mb.counted_loop((d.c0, st.pk, d.g.bk), |b, kb| k_step(b, &d, &st, kb))?;
     epilogue(&mut mb, key, &d, &st, fuse.as_mut())?;
     mb.end_compute(f_main, d.g.threads)?;
     Ok(mb.finish())

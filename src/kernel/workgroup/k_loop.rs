@@ -114,8 +114,8 @@ pub(super) fn add_sums(b: &mut ModuleBuilder, d: &Decl, st: &Setup) -> BuildResu
     Ok(())
 }
 
-/// The K loop with layouts of type `t_layout`, entered from block `l_pre`, `steps` K steps per
-/// iteration; ends in the block after the loop. Each step's loads are issued `ahead` steps
+/// The K loop with layouts of type `t_layout`, entered from the current block, `steps` K steps
+/// per iteration; ends in the block after the loop. Each step's loads are issued `ahead` steps
 /// before its multiply: `steps - 1` puts all of an iteration's loads first, so the driver may
 /// overlap the later steps' staging with the earlier steps' math; fewer keeps fewer operand
 /// matrices live at once.
@@ -123,7 +123,6 @@ pub(super) fn k_loop(
     b: &mut ModuleBuilder,
     (d, st): (&Decl, &Setup),
     t_layout: Word,
-    l_pre: Word,
     (steps, ahead): (u32, u32),
     (k_start, k_end): (Word, Word),
 ) -> BuildResult<()> {
@@ -161,14 +160,11 @@ pub(super) fn k_loop(
         // inner loop counts its steps from 0, so its trip count is a constant the driver
         // sees (counting K from `kb` to `kb + steps * BK` was 1.4% slower).
         let c_steps = b.c_u32(steps);
-        return b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
+        return b.counted_loop((k_start, k_end, steps * g.bk), |b, kb| {
             for &t in v_sum {
                 b.b.store(t, zero_acc, None, [])?;
             }
-            let l_inner = b.b.id();
-            b.b.branch(l_inner)?;
-            b.b.begin_block(Some(l_inner))?;
-            b.counted_loop_ctl(l_inner, (c0, c_steps, c1), LoopControl::UNROLL, |b, step| {
+            b.counted_loop_ctl((c0, c_steps, c1), LoopControl::UNROLL, |b, step| {
                 let dk = b.mul_u(step, g.bk)?;
                 let k = b.b.i_add(t_u32, None, kb, dk)?;
                 let step = load(b, k)?;
@@ -182,7 +178,7 @@ pub(super) fn k_loop(
             add_sums(b)
         });
     }
-    b.counted_loop(l_pre, (k_start, k_end, steps * g.bk), |b, kb| {
+    b.counted_loop((k_start, k_end, steps * g.bk), |b, kb| {
         let load_step = |b: &mut ModuleBuilder, step: u32| -> BuildResult<Step> {
             let k = if step == 0 { kb } else { b.add_u(kb, step * g.bk)? };
             load(b, k)
@@ -242,7 +238,7 @@ pub(super) fn loops(mb: &mut ModuleBuilder, d: &Decl, st: &Setup) -> BuildResult
         ..
     } = *st;
     let b = mb;
-    let k_loop = |b: &mut ModuleBuilder, t_layout, l_pre, steps, ks| k_loop(b, (d, st), t_layout, l_pre, steps, ks);
+    let k_loop = |b: &mut ModuleBuilder, t_layout, steps, ks| k_loop(b, (d, st), t_layout, steps, ks);
     let m_end = b.add_u(m0, g.bm)?;
     let n_end = b.add_u(n0, g.bn)?;
     let in_m = b.b.u_less_than_equal(t_bool, None, m_end, pm)?;
@@ -254,25 +250,19 @@ pub(super) fn loops(mb: &mut ModuleBuilder, d: &Decl, st: &Setup) -> BuildResult
     b.b.selection_merge(l_joined, SelectionControl::NONE)?;
     b.b.branch_conditional(inside, l_fast, l_edge, [])?;
     b.b.begin_block(Some(l_fast))?;
-    k_loop(b, t_layout_unclamped, l_fast, (s.stages(), s.lookahead()), (c0, k_main))?;
+    k_loop(b, t_layout_unclamped, (s.stages(), s.lookahead()), (c0, k_main))?;
     let k_whole = if s.stages() > 1 {
         let k_part = b.mod_u(k_loop_end, g.bk)?;
         let k_whole = b.b.i_sub(t_u32, None, k_loop_end, k_part)?;
-        let l_steps = b.b.id();
-        b.b.branch(l_steps)?;
-        b.b.begin_block(Some(l_steps))?;
-        k_loop(b, t_layout_unclamped, l_steps, (1, 0), (k_main, k_whole))?;
+        k_loop(b, t_layout_unclamped, (1, 0), (k_main, k_whole))?;
         k_whole
     } else {
         k_main
     };
-    let l_tail = b.b.id();
-    b.b.branch(l_tail)?;
-    b.b.begin_block(Some(l_tail))?;
-    k_loop(b, t_layout_clamped, l_tail, (1, 0), (k_whole, k_loop_end))?;
+    k_loop(b, t_layout_clamped, (1, 0), (k_whole, k_loop_end))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_edge))?;
-    k_loop(b, t_layout_clamped, l_edge, (1, 0), (c0, k_loop_end))?;
+    k_loop(b, t_layout_clamped, (1, 0), (c0, k_loop_end))?;
     b.b.branch(l_joined)?;
     b.b.begin_block(Some(l_joined))?;
     Ok(())
