@@ -14,8 +14,8 @@ use common::{assert_no_validation_messages, context, limited_context};
 use half::f16;
 use vk_sgmat::quant::{dequantize, quantize, QuantType};
 use vk_sgmat::{
-    Axis, ComponentType, ComputeMode, Context, DeviceMatrix, Element, Error, GemmOptions, Layout, MatMut, MatRef,
-    Matmul, QuantMatrix,
+    Activation, Axis, ComponentType, ComputeMode, Context, DeviceMatrix, Element, Error, GemmOptions, Layout, MatMut,
+    MatRef, Matmul, QuantMatrix,
 };
 
 /// Byte offsets of each format's f16 scale fields (d, and the minimum where it has one).
@@ -182,7 +182,7 @@ fn layer_on<T: Element>(
     }
     .unwrap();
     prepared.run().unwrap();
-    let names: Vec<String> = prepared.plans().flat_map(|p| p.kernels()).map(|k| k.label()).collect();
+    let names = dispatch_labels(&prepared);
     let int8 = names.iter().any(|n| n.ends_with("_x8"));
     drop(prepared);
     let got = download(ctx, &c);
@@ -1236,12 +1236,12 @@ fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
         }
     }
     // Both sides long: a dense copy first (the quantized operand on the short side too, as in
-    // `layers_match_...`'s 3 x 1).
-    for m in [9, 40] {
-        let names = kernels(m, false);
+    // `layers_match_...`'s 3 x 1); 9 to 32 rows run in chunks (`a_few_rows_run_as_decode_in_chunks`).
+    for (m, w_first) in [(40, false), (9, true)] {
+        let names = kernels(m, w_first);
         assert!(
             names.first().is_some_and(|k| k == "dequantize q4_K to f16"),
-            "{m} rows: {names:?}"
+            "{m} rows, w first {w_first}: {names:?}"
         );
     }
     // Many units per invocation (K = 17 blocks of 256), eight rows: against the reference.
@@ -1262,6 +1262,115 @@ fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
     assert_eq!(prepared.plans().next().unwrap().kernel_name(), "gemv_f32_r8_c4_q4_K_w");
     layer::<f32>(q, (8, 37, 17), false, Layout::RowMajor, &exact(), &mut rng);
     layer::<f32>(QuantType::Q6K, (2, 3, 9), true, Layout::RowMajor, &exact(), &mut rng);
+    assert_no_validation_messages(ctx);
+}
+
+/// What each dispatch of `prepared` runs, in order.
+fn dispatch_labels(prepared: &vk_sgmat::Prepared<'_>) -> Vec<String> {
+    let dispatches = prepared.plans().flat_map(|p| &p.dispatches);
+    dispatches.map(|d| d.kernel.label()).collect()
+}
+
+/// How many matrix-vector dispatches `names` holds, and whether a dense copy is made first.
+fn chunks_of(names: &[String]) -> (usize, bool) {
+    let gemvs = names.iter().filter(|n| n.starts_with("gemv_")).count();
+    (gemvs, names.iter().any(|n| n.starts_with("dequantize ")))
+}
+
+#[test]
+fn a_few_rows_run_as_decode_in_chunks() {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let row_major = Layout::RowMajor;
+    let scaled = GemmOptions {
+        alpha: 0.75,
+        beta: -0.5,
+        ..Default::default()
+    };
+    // Chunks of at most 8 rows, as even as they come, each checked against the reference
+    // (8-bit activations where the device has packed dot products, as decode rounds them).
+    for (q, m, kb, options) in [
+        (QuantType::Q4K, 9, 3, GemmOptions::default()),
+        (QuantType::Q8_0, 16, 7, scaled.clone()),
+        (QuantType::Q6K, 23, 2, GemmOptions::default()),
+        (QuantType::Mxfp4, 13, 5, scaled.clone()),
+        (QuantType::Q4_0, 32, 5, GemmOptions::default()),
+        (QuantType::Iq4Xs, 11, 2, GemmOptions::default()),
+    ] {
+        let names = layer::<f16>(q, (m, 37, kb), false, row_major, &options, &mut rng);
+        assert_eq!(chunks_of(&names), (m.div_ceil(8), false), "{q}, {m} rows: {names:?}");
+    }
+    // f32 activations, exact: the f32 kernel a chunk.
+    let names = layer::<f32>(QuantType::Q5K, (17, 29, 2), false, row_major, &exact(), &mut rng);
+    assert_eq!(chunks_of(&names), (3, false), "{names:?}");
+    // Past 32 rows a dense copy unless asked; asked, chunks at any count; never where refused.
+    let on = GemmOptions {
+        matrix_vector: Some(true),
+        ..Default::default()
+    };
+    let off = GemmOptions {
+        matrix_vector: Some(false),
+        ..Default::default()
+    };
+    let q = QuantType::Q4K;
+    let names = layer::<f16>(q, (33, 37, 2), false, row_major, &GemmOptions::default(), &mut rng);
+    assert!(chunks_of(&names).1, "{names:?}");
+    let names = layer::<f16>(q, (41, 37, 2), false, row_major, &on, &mut rng);
+    assert_eq!(chunks_of(&names), (6, false), "{names:?}");
+    let names = layer::<f16>(q, (12, 37, 2), false, row_major, &off, &mut rng);
+    assert_eq!(chunks_of(&names), (0, true), "{names:?}");
+    // C column-major: a chunk of rows is not a run of C's, so the dense copy.
+    let names = layer::<f16>(
+        q,
+        (12, 37, 2),
+        false,
+        Layout::ColMajor,
+        &GemmOptions::default(),
+        &mut rng,
+    );
+    assert!(chunks_of(&names).1, "{names:?}");
+    assert_no_validation_messages(context());
+}
+
+#[test]
+fn chunks_read_the_epilogues_vectors_at_their_rows() {
+    let ctx = context();
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let q = QuantType::Q4_1;
+    let (m, n, k) = (19, 21, 96);
+    let blocks = random_blocks_small(q, n, k, &mut rng);
+    let deq = values(q, &blocks, n, k);
+    let w = ctx.upload_quantized(q, n, k, &blocks).unwrap();
+    let xs: Vec<f32> = verify::random_vec(&mut rng, m * k);
+    let x = ctx.upload(MatRef::new(&xs, m, k)).unwrap();
+    for axis in [Axis::Row, Axis::Col] {
+        let len = if axis == Axis::Row { m } else { n };
+        let bias: Vec<f32> = verify::random_vec(&mut rng, len);
+        let op = Matmul::with_options(&exact())
+            .bias(axis, &bias)
+            .activation(Activation::Relu);
+        let mut c = ctx.upload(MatRef::new(&vec![f32::NAN; m * n], m, n)).unwrap();
+        let prepared = ctx.prepare(&op, &x, w.t().as_f32(), &mut c).unwrap();
+        let names = dispatch_labels(&prepared);
+        assert_eq!(chunks_of(&names), (3, false), "{names:?}");
+        prepared.run().unwrap();
+        drop(prepared);
+        let got = download(ctx, &c);
+        for i in 0..m {
+            for j in 0..n {
+                let (dot, mag) = (0..k).fold((0.0f64, 0.0f64), |(d, s), kk| {
+                    let p = f64::from(xs[i * k + kk]) * f64::from(deq[j * k + kk]);
+                    (d + p, s + p.abs())
+                });
+                let b = f64::from(bias[if axis == Axis::Row { i } else { j }]);
+                let want = (dot + b).max(0.0);
+                let g = f64::from(got[i * n + j]);
+                assert!(
+                    (g - want).abs() <= 1e-6 * (mag + b.abs() + 1.0),
+                    "{axis:?} bias ({i}, {j}): {g} vs {want}"
+                );
+            }
+        }
+    }
     assert_no_validation_messages(ctx);
 }
 

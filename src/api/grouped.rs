@@ -246,7 +246,7 @@ impl Context {
 
 /// Rows `rows` of the row-major `p` (elements of `es` bytes): a group's rows of A or C. Their
 /// offset in bytes stays 16-byte aligned: leading dimensions are whole vectors.
-fn group_rows(p: Placed<'_>, rows: std::ops::Range<usize>, es: usize) -> Placed<'_> {
+pub(super) fn group_rows(p: Placed<'_>, rows: std::ops::Range<usize>, es: usize) -> Placed<'_> {
     Placed {
         rows: rows.len(),
         offset: p.offset + (rows.start * p.ld * es) as u64,

@@ -24,6 +24,7 @@ mod options;
 mod pinned;
 mod prepared;
 mod quant;
+mod quant_chunks;
 mod quant_grouped;
 mod routing;
 mod run;

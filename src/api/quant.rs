@@ -378,7 +378,16 @@ impl Context {
             .filter(|p| streams_blocks(p, which_of(p)));
         let plan = match streamed {
             Some(plan) => plan,
-            None => self.plan_fused(pa, pb, pc, types, Batch::ONE, options, terms)?,
+            None => {
+                let chunked = match j {
+                    1 => self.plan_quantized_chunks([pa, pb, pc], (quantized, to), types, (options, terms))?,
+                    _ => None,
+                };
+                if let Some(plan) = chunked {
+                    return Ok(plan);
+                }
+                self.plan_fused(pa, pb, pc, types, Batch::ONE, options, terms)?
+            }
         };
         let which = which_of(&plan);
         // Decode's shapes stream the blocks; the rest multiply a dense copy.

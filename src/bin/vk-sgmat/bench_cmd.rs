@@ -155,8 +155,10 @@ fn row_label(
     if let Some(on) = forced.specialize {
         types = format!("{types}, sizes {}", if on { "built in" } else { "pushed" });
     }
-    if forced.matrix_vector == Some(false) {
-        types = format!("{types}, no matrix-vector");
+    match forced.matrix_vector {
+        Some(false) => types = format!("{types}, no matrix-vector"),
+        Some(true) => types = format!("{types}, matrix-vector"),
+        None => {}
     }
     if let Some(c) = forced.gemv_cols {
         types = format!("{types}, gemv cols {c}");

@@ -1,0 +1,72 @@
+//! A few rows of activations over quantized weights (a handful of sequences decoding together,
+//! a draft's tokens checked at once): more rows than the matrix-vector kernel takes, too few
+//! for a dense copy of the weights and the GEMM on it to pay. The rows are cut into chunks the
+//! kernel takes, each planned as decode on its rows of A and C, streaming the blocks; the
+//! chunks then run side by side in one plan ([`crate::plan::side_by_side`]): every chunk's
+//! rounding pass, one barrier, every chunk's matrix-vector product, all reading the same
+//! blocks at once.
+
+use super::context::Context;
+use super::grouped::group_rows;
+use super::operand::Placed;
+use crate::config::ComponentType;
+use crate::error::Result;
+use crate::kernel::{Epilogue, GEMV_MAX_ROWS};
+use crate::plan::{side_by_side, GemmPlan, Kernel, Problem, Quantized};
+use crate::tiling::Layout;
+use crate::GemmOptions;
+
+/// Most rows of activations over quantized weights that run as decode in chunks by default
+/// ([`GemmOptions::matrix_vector`]); more multiply a dense copy.
+pub(crate) const CHUNKED_ROWS: usize = 32;
+
+impl Context {
+    /// `[pa, pb, pc]` (`pb` the dense view of `quantized` read as `to`) as decode in chunks of
+    /// at most [`GEMV_MAX_ROWS`] rows of A and C, as even as they come, side by side; `None`
+    /// where that does not apply: A's rows within one chunk, or past [`CHUNKED_ROWS`] unless
+    /// asked, or `Some(false)`; A or C not row-major (a chunk is a run of their rows); a chunk
+    /// the matrix-vector kernel does not take (its types, a forced scheme or split); chunks
+    /// whose scratch together is over the device's largest allocation.
+    pub(super) fn plan_quantized_chunks(
+        &self,
+        [pa, pb, pc]: [Placed<'_>; 3],
+        (quantized, to): (&Quantized, ComponentType),
+        types: [ComponentType; 3],
+        (options, terms): (&GemmOptions, Option<Epilogue>),
+    ) -> Result<Option<GemmPlan>> {
+        let rows = pa.rows;
+        let asked = match options.matrix_vector {
+            Some(on) => on,
+            None => rows <= CHUNKED_ROWS,
+        };
+        let row_major = pa.layout == Layout::RowMajor && pc.layout == Layout::RowMajor;
+        if !asked || rows <= GEMV_MAX_ROWS as usize || !row_major {
+            return Ok(None);
+        }
+        let chunks = rows.div_ceil(GEMV_MAX_ROWS as usize);
+        let es = (types[0].size_bytes() as usize, types[2].size_bytes() as usize);
+        let mut plans = Vec::with_capacity(chunks);
+        let mut first = 0;
+        for left in (1..=chunks).rev() {
+            let m = (rows - first).div_ceil(left);
+            let ga = group_rows(pa, first..first + m, es.0);
+            let gc = group_rows(pc, first..first + m, es.1);
+            let plan = self.plan_one_quantized([ga, pb, gc], 1, (quantized, to), types, (options, terms))?;
+            if !plan.dispatches.iter().any(|d| matches!(d.kernel, Kernel::Gemv(_))) {
+                return Ok(None);
+            }
+            plans.push(match terms {
+                // The epilogue's row vectors from the chunk's first row; its column vectors
+                // (one group of N) whole.
+                Some(_) => plan.group_vectors((first, 0), (rows, 1), &self.limits)?,
+                None => plan,
+            });
+            first += m;
+        }
+        let whole = Problem {
+            m: rows,
+            ..plans[0].problem
+        };
+        Ok(side_by_side(plans, whole, &self.limits))
+    }
+}
