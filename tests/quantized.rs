@@ -1236,8 +1236,8 @@ fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
         }
     }
     // Both sides long: a dense copy first (the quantized operand on the short side too, as in
-    // `layers_match_...`'s 3 x 1); 9 to 32 rows run in chunks (`a_few_rows_run_as_decode_in_chunks`).
-    for (m, w_first) in [(40, false), (9, true)] {
+    // `layers_match_...`'s 3 x 1); 9 to 48 rows run in chunks (`a_few_rows_run_as_decode_in_chunks`).
+    for (m, w_first) in [(49, false), (9, true)] {
         let names = kernels(m, w_first);
         assert!(
             names.first().is_some_and(|k| k == "dequantize q4_K to f16"),
@@ -1302,7 +1302,8 @@ fn a_few_rows_run_as_decode_in_chunks() {
     // f32 activations, exact: the f32 kernel a chunk.
     let names = layer::<f32>(QuantType::Q5K, (17, 29, 2), false, row_major, &exact(), &mut rng);
     assert_eq!(chunks_of(&names), (3, false), "{names:?}");
-    // Past 32 rows a dense copy unless asked; asked, chunks at any count; never where refused.
+    // Past 48 rows (32 of f32) a dense copy unless asked; asked, chunks at any count; never
+    // where refused.
     let on = GemmOptions {
         matrix_vector: Some(true),
         ..Default::default()
@@ -1312,7 +1313,11 @@ fn a_few_rows_run_as_decode_in_chunks() {
         ..Default::default()
     };
     let q = QuantType::Q4K;
-    let names = layer::<f16>(q, (33, 37, 2), false, row_major, &GemmOptions::default(), &mut rng);
+    let names = layer::<f16>(q, (48, 37, 2), false, row_major, &GemmOptions::default(), &mut rng);
+    assert_eq!(chunks_of(&names), (6, false), "{names:?}");
+    let names = layer::<f16>(q, (49, 37, 2), false, row_major, &GemmOptions::default(), &mut rng);
+    assert!(chunks_of(&names).1, "{names:?}");
+    let names = layer::<f32>(q, (33, 37, 2), false, row_major, &exact(), &mut rng);
     assert!(chunks_of(&names).1, "{names:?}");
     let names = layer::<f16>(q, (41, 37, 2), false, row_major, &on, &mut rng);
     assert_eq!(chunks_of(&names), (6, false), "{names:?}");

@@ -16,14 +16,24 @@ use crate::plan::{side_by_side, GemmPlan, Kernel, Problem, Quantized};
 use crate::tiling::Layout;
 use crate::GemmOptions;
 
-/// Most rows of activations over quantized weights that run as decode in chunks by default
-/// ([`GemmOptions::matrix_vector`]); more multiply a dense copy.
-pub(crate) const CHUNKED_ROWS: usize = 32;
+/// Most rows of activations of type `elem` over quantized weights that run as decode in chunks
+/// by default ([`GemmOptions::matrix_vector`]); more multiply a dense copy. Measured on the H200
+/// (docs/perf/h200-47-2.txt, us, 22016x4096, chunks / dense copy, f32 C): f16 activations
+/// (rounded to 8 bits) q4_K 9 rows 55.5 / 238.6, 16 83.6 / 196.4, 32 160.6 / 254.5, 48 237.1 /
+/// 262.4, 64 314.1 / 216.0, and the same crossing between 48 and 64 rows in q8_0, q6_K, q4_0
+/// and MXFP4 (48: 246.0 / 269.8 in q8_0, 258.8 / 268.9 in q6_K); f32 activations (multiplied
+/// in f32) q4_K 32 rows 825.3 / 891.3, 48 1234.2 / 911.4.
+fn chunked_rows(elem: ComponentType) -> usize {
+    match elem {
+        ComponentType::F32 => 32,
+        _ => 48,
+    }
+}
 
 impl Context {
     /// `[pa, pb, pc]` (`pb` the dense view of `quantized` read as `to`) as decode in chunks of
     /// at most [`GEMV_MAX_ROWS`] rows of A and C, as even as they come, side by side; `None`
-    /// where that does not apply: A's rows within one chunk, or past [`CHUNKED_ROWS`] unless
+    /// where that does not apply: A's rows within one chunk, or past [`chunked_rows`] unless
     /// asked, or `Some(false)`; A or C not row-major (a chunk is a run of their rows); a chunk
     /// the matrix-vector kernel does not take (its types, a forced scheme or split); chunks
     /// whose scratch together is over the device's largest allocation.
@@ -37,7 +47,7 @@ impl Context {
         let rows = pa.rows;
         let asked = match options.matrix_vector {
             Some(on) => on,
-            None => rows <= CHUNKED_ROWS,
+            None => rows <= chunked_rows(types[0]),
         };
         let row_major = pa.layout == Layout::RowMajor && pc.layout == Layout::RowMajor;
         if !asked || rows <= GEMV_MAX_ROWS as usize || !row_major {
