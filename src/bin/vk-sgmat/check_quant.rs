@@ -10,9 +10,9 @@ use half::f16;
 use vk_sgmat::quant::{dequantize, quantize, QuantType};
 use vk_sgmat::{ComponentType, ComputeMode, Context, Element, GemmOptions, MatMut, MatRef, Matmul};
 
-/// Rows of activations: one and three (the block-streaming matrix-vector kernel), 65 (a
-/// dense copy first, then the GEMM).
-const ROWS: [usize; 3] = [1, 3, 65];
+/// Rows of activations: one and three (the block-streaming matrix-vector kernel), 23 (that
+/// kernel in chunks of 8, 8 and 7 rows side by side), 65 (a dense copy first, then the GEMM).
+const ROWS: [usize; 4] = [1, 3, 23, 65];
 
 /// Groups of a grouped GEMM over quantized experts: decode-sized ones, an empty one, and one
 /// that takes its expert's dense copy.
