@@ -77,8 +77,8 @@ pub struct GemmOptions {
     /// ([`QuantMatrix`](crate::QuantMatrix) as B, A and C row-major) more rows of A run as
     /// decode in chunks of at most that many rows side by side, each reading the blocks, rather
     /// than on a dense copy of the weights. Default `None`: wherever it takes the GEMM, in
-    /// chunks up to 48 rows of f16 or bf16 activations and 32 of f32 (measured: beyond, the
-    /// copy is faster); `Some(false)`: never (the GEMM kernels run); `Some(true)`: as `None`,
+    /// chunks up to 48 rows of f16 activations and 32 of f32 (measured: beyond, the copy is
+    /// faster); `Some(false)`: never (the GEMM kernels run); `Some(true)`: as `None`,
     /// in chunks at any number of rows.
     pub matrix_vector: Option<bool>,
     /// Rows of the weights each workgroup of the matrix-vector kernel takes (1 to

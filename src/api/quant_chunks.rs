@@ -25,8 +25,8 @@ use crate::GemmOptions;
 /// in f32) q4_K 32 rows 825.3 / 891.3, 48 1234.2 / 911.4.
 fn chunked_rows(elem: ComponentType) -> usize {
     match elem {
-        ComponentType::F32 => 32,
-        _ => 48,
+        ComponentType::F16 => 48,
+        _ => 32,
     }
 }
 
