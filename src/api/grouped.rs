@@ -148,7 +148,8 @@ impl Context {
             }
         }
         let es = (size_of::<TA>(), size_of::<TC>());
-        self.plan_each_group(rows, ([pa, pc], es), terms.is_some(), |g, ga, gc| {
+        let vectors = terms.map(|_| Columns::Group);
+        self.plan_each_group(rows, ([pa, pc], es), vectors, |g, ga, gc| {
             let gb = Placed {
                 offset: pb.offset + (g * b_stride * size_of::<TB>()) as u64,
                 ..pb
@@ -158,15 +159,15 @@ impl Context {
     }
 
     /// Each non-empty group of `rows` planned apart by `plan(g, rows of A, rows of C)`, which
-    /// gives the group's plan and its B; with `fused`, its epilogue vectors read as the grouped
-    /// GEMM's (row vectors from the group's first row, column vectors from its `g * N`-th
-    /// value). A and C (row-major) have elements of `es` bytes. The plans with their operands
+    /// gives the group's plan and its B; with fused-epilogue `vectors`, they are read as the
+    /// whole GEMM's (row vectors from the group's first row, column vectors as [`Columns`]
+    /// says). A and C (row-major) have elements of `es` bytes. The plans with their operands
     /// in bind order.
     pub(super) fn plan_each_group<'o>(
         &self,
         rows: &[usize],
         ([pa, pc], es): ([Placed<'o>; 2], (usize, usize)),
-        fused: bool,
+        vectors: Option<Columns>,
         mut plan: impl FnMut(usize, Placed<'o>, Placed<'o>) -> Result<(GemmPlan, Placed<'o>)>,
     ) -> Result<Vec<(GemmPlan, [Placed<'o>; 3])>> {
         let mut plans = Vec::new();
@@ -178,8 +179,12 @@ impl Context {
             let ga = group_rows(pa, first..first + m, es.0);
             let gc = group_rows(pc, first..first + m, es.1);
             let (mut p, gb) = plan(g, ga, gc)?;
-            if fused {
-                p = p.group_vectors((first, g), (pa.rows, rows.len()), &self.limits)?;
+            if let Some(columns) = vectors {
+                let (own, groups) = match columns {
+                    Columns::Group => (g, rows.len()),
+                    Columns::Shared => (0, 1),
+                };
+                p = p.group_vectors((first, own), (pa.rows, groups), &self.limits)?;
             }
             let operands = p.bind_order([ga, gb, gc]);
             plans.push((p, operands));
@@ -244,9 +249,19 @@ impl Context {
     }
 }
 
+/// Which of the whole GEMM's fused-epilogue column vectors (a column bias, column scales) a
+/// group planned apart reads ([`Context::plan_each_group`]).
+#[derive(Clone, Copy)]
+pub(super) enum Columns {
+    /// Its own group's N values, from the `g * N`-th: each expert's bias.
+    Group,
+    /// The same N values for every group: row chunks of one GEMM.
+    Shared,
+}
+
 /// Rows `rows` of the row-major `p` (elements of `es` bytes): a group's rows of A or C. Their
 /// offset in bytes stays 16-byte aligned: leading dimensions are whole vectors.
-pub(super) fn group_rows(p: Placed<'_>, rows: std::ops::Range<usize>, es: usize) -> Placed<'_> {
+fn group_rows(p: Placed<'_>, rows: std::ops::Range<usize>, es: usize) -> Placed<'_> {
     Placed {
         rows: rows.len(),
         offset: p.offset + (rows.start * p.ld * es) as u64,

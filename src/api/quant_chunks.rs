@@ -7,12 +7,12 @@
 //! blocks at once.
 
 use super::context::Context;
-use super::grouped::group_rows;
+use super::grouped::Columns;
 use super::operand::Placed;
 use crate::config::ComponentType;
 use crate::error::Result;
 use crate::kernel::{Epilogue, GEMV_MAX_ROWS};
-use crate::plan::{side_by_side, GemmPlan, Kernel, Problem, Quantized};
+use crate::plan::{side_by_side, GemmPlan, Problem, Quantized};
 use crate::tiling::Layout;
 use crate::GemmOptions;
 
@@ -54,25 +54,23 @@ impl Context {
             return Ok(None);
         }
         let chunks = rows.div_ceil(GEMV_MAX_ROWS as usize);
-        let es = (types[0].size_bytes() as usize, types[2].size_bytes() as usize);
-        let mut plans = Vec::with_capacity(chunks);
-        let mut first = 0;
+        // Each chunk takes its share of the rows the chunks before it left, rounded up.
+        let (mut sizes, mut taken) = (Vec::with_capacity(chunks), 0);
         for left in (1..=chunks).rev() {
-            let m = (rows - first).div_ceil(left);
-            let ga = group_rows(pa, first..first + m, es.0);
-            let gc = group_rows(pc, first..first + m, es.1);
-            let plan = self.plan_one_quantized([ga, pb, gc], 1, (quantized, to), types, (options, terms))?;
-            if !plan.dispatches.iter().any(|d| matches!(d.kernel, Kernel::Gemv(_))) {
-                return Ok(None);
-            }
-            plans.push(match terms {
-                // The epilogue's row vectors from the chunk's first row; its column vectors
-                // (one group of N) whole.
-                Some(_) => plan.group_vectors((first, 0), (rows, 1), &self.limits)?,
-                None => plan,
-            });
-            first += m;
+            let m = (rows - taken).div_ceil(left);
+            sizes.push(m);
+            taken += m;
         }
+        let es = (types[0].size_bytes() as usize, types[2].size_bytes() as usize);
+        let vectors = terms.map(|_| Columns::Shared);
+        let planned = self.plan_each_group(&sizes, ([pa, pc], es), vectors, |_, ga, gc| {
+            let plan = self.plan_one_quantized([ga, pb, gc], 1, (quantized, to), types, (options, terms))?;
+            Ok((plan, pb))
+        })?;
+        if !planned.iter().all(|(plan, _)| plan.gemv_kernel().is_some()) {
+            return Ok(None);
+        }
+        let plans: Vec<GemmPlan> = planned.into_iter().map(|(plan, _)| plan).collect();
         let whole = Problem {
             m: rows,
             ..plans[0].problem

@@ -12,7 +12,7 @@
 //! ([`super::grouped_counted`]) on them.
 
 use super::context::Context;
-use super::grouped::{check_groups, group_vectors};
+use super::grouped::{check_groups, group_vectors, Columns};
 use super::matmul::Matmul;
 use super::matrix::Element;
 use super::operand::Placed;
@@ -46,7 +46,8 @@ impl Context {
             ..op.options.clone()
         };
         let es = (size_of::<TA>(), size_of::<TC>());
-        let plans = self.plan_each_group(rows, ([pa, pc], es), terms.is_some(), |g, ga, gc| {
+        let vectors = terms.map(|_| Columns::Group);
+        let plans = self.plan_each_group(rows, ([pa, pc], es), vectors, |g, ga, gc| {
             let plan = self.plan_one_quantized([ga, seen, gc], 1, (&q.expert(g), to), types, (options, terms))?;
             Ok((plan, seen))
         })?;
