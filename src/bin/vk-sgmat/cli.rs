@@ -93,8 +93,8 @@ pub struct GemvArgs {
     /// Whether decode's shapes (at most 8 rows of A or columns of B, A row-major, B
     /// column-major, f16/bf16/f32 into f32, f16 or bf16) run on the matrix-vector kernel: auto
     /// (where it takes them; over quantized weights up to 48 rows of A, 32 of f32, in chunks of
-    /// 8), on (as
-    /// auto, quantized weights in chunks at any number of rows) or off (the GEMM kernels).
+    /// 8), on (as auto, quantized weights in chunks at any number of rows) or off (the GEMM
+    /// kernels).
     #[arg(long, default_value = "auto")]
     pub matrix_vector: String,
     /// Rows of the weights per workgroup of the matrix-vector kernel (1 to 8; default: the

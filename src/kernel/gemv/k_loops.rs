@@ -2,9 +2,10 @@
 
 use super::*;
 
-/// What each K loop works on: the invocation's place along its rows (its first step: every invocation's index where all read along each row), K, the
-/// bindings of W and X with the start of each of the invocation's rows of them, and its sums
-/// (`acc[r * w_rows.len() + c]` for row `r` of X and `c` of W).
+/// What each K loop works on: the invocation's place along its rows (its first step: every
+/// invocation's index where all read along each row), K, the bindings of W and X with the
+/// start of each of the invocation's rows of them, and its sums (`acc[r * w_rows.len() + c]`
+/// for row `r` of X and `c` of W).
 #[derive(Copy, Clone)]
 pub(super) struct KLoop<'a> {
     pub(super) lane: Word,
