@@ -1236,8 +1236,9 @@ fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
         }
     }
     // Both sides long: a dense copy first (the quantized operand on the short side too, as in
-    // `layers_match_...`'s 3 x 1); 9 to 48 rows run in chunks (`a_few_rows_run_as_decode_in_chunks`).
-    for (m, w_first) in [(49, false), (9, true)] {
+    // `layers_match_...`'s 3 x 1); 9 to 48 rows run in chunks (`a_few_rows_run_as_decode_in_chunks`,
+    // `a_few_columns_over_weights_as_a_run_as_decode_in_chunks`).
+    for (m, w_first) in [(49, false), (49, true)] {
         let names = kernels(m, w_first);
         assert!(
             names.first().is_some_and(|k| k == "dequantize q4_K to f16"),
@@ -1323,15 +1324,39 @@ fn a_few_rows_run_as_decode_in_chunks() {
     assert_eq!(chunks_of(&names), (6, false), "{names:?}");
     let names = layer::<f16>(q, (12, 37, 2), false, row_major, &off, &mut rng);
     assert_eq!(chunks_of(&names), (0, true), "{names:?}");
-    // C column-major: a chunk of rows is not a run of C's, so the dense copy.
-    let names = layer::<f16>(
-        q,
-        (12, 37, 2),
-        false,
-        Layout::ColMajor,
-        &GemmOptions::default(),
-        &mut rng,
-    );
+    // C column-major: each chunk's rows of C are a column-major block of it.
+    let names = layer::<f16>(q, (12, 37, 2), false, Layout::ColMajor, &scaled, &mut rng);
+    assert_eq!(chunks_of(&names), (2, false), "{names:?}");
+    assert_no_validation_messages(context());
+}
+
+#[test]
+fn a_few_columns_over_weights_as_a_run_as_decode_in_chunks() {
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let scaled = GemmOptions {
+        alpha: 1.5,
+        beta: 0.25,
+        ..Default::default()
+    };
+    // C = w x^T (ggml's orientation): chunks of x's rows, C's columns, in either storage
+    // order of C, checked against the reference.
+    for (q, m, kb, lc) in [
+        (QuantType::Q4K, 9, 2, Layout::RowMajor),
+        (QuantType::Q8_0, 23, 5, Layout::ColMajor),
+        (QuantType::Q6K, 17, 1, Layout::RowMajor),
+        (QuantType::Q4_1, 41, 3, Layout::ColMajor),
+    ] {
+        let names = layer::<f16>(q, (m, 29, kb), true, lc, &scaled, &mut rng);
+        assert_eq!(
+            chunks_of(&names),
+            (m.div_ceil(8), false),
+            "{q}, {m} columns, C {lc:?}: {names:?}"
+        );
+    }
+    let names = layer::<f32>(QuantType::Q5_0, (19, 13, 3), true, Layout::RowMajor, &exact(), &mut rng);
+    assert_eq!(chunks_of(&names), (3, false), "{names:?}");
+    // Past 48 columns the dense copy, as for rows.
+    let names = layer::<f16>(QuantType::Q4K, (49, 13, 1), true, Layout::RowMajor, &scaled, &mut rng);
     assert!(chunks_of(&names).1, "{names:?}");
     assert_no_validation_messages(context());
 }
@@ -1347,31 +1372,44 @@ fn chunks_read_the_epilogues_vectors_at_their_rows() {
     let w = ctx.upload_quantized(q, n, k, &blocks).unwrap();
     let xs: Vec<f32> = verify::random_vec(&mut rng, m * k);
     let x = ctx.upload(MatRef::new(&xs, m, k)).unwrap();
-    for axis in [Axis::Row, Axis::Col] {
-        let len = if axis == Axis::Row { m } else { n };
-        let bias: Vec<f32> = verify::random_vec(&mut rng, len);
+    let xt = ctx.upload(MatRef::col_major(&xs, k, m)).unwrap();
+    // x w^T (chunks of C's rows) and w x^T (chunks of its columns, planned transposed).
+    for (w_first, axis) in [
+        (false, Axis::Row),
+        (false, Axis::Col),
+        (true, Axis::Row),
+        (true, Axis::Col),
+    ] {
+        let (rows, cols) = if w_first { (n, m) } else { (m, n) };
+        let bias: Vec<f32> = verify::random_vec(&mut rng, if axis == Axis::Row { rows } else { cols });
         let op = Matmul::with_options(&exact())
             .bias(axis, &bias)
             .activation(Activation::Relu);
-        let mut c = ctx.upload(MatRef::new(&vec![f32::NAN; m * n], m, n)).unwrap();
-        let prepared = ctx.prepare(&op, &x, w.t().as_f32(), &mut c).unwrap();
+        let mut c = ctx.upload(MatRef::new(&vec![f32::NAN; m * n], rows, cols)).unwrap();
+        let prepared = match w_first {
+            false => ctx.prepare(&op, &x, w.t().as_f32(), &mut c),
+            true => ctx.prepare(&op, w.as_ref().as_f32(), &xt, &mut c),
+        }
+        .unwrap();
         let names = dispatch_labels(&prepared);
         assert_eq!(chunks_of(&names), (3, false), "{names:?}");
         prepared.run().unwrap();
         drop(prepared);
         let got = download(ctx, &c);
-        for i in 0..m {
-            for j in 0..n {
+        for r in 0..rows {
+            for cc in 0..cols {
+                // Row i of x, row j of the weights.
+                let (i, j) = if w_first { (cc, r) } else { (r, cc) };
                 let (dot, mag) = (0..k).fold((0.0f64, 0.0f64), |(d, s), kk| {
                     let p = f64::from(xs[i * k + kk]) * f64::from(deq[j * k + kk]);
                     (d + p, s + p.abs())
                 });
-                let b = f64::from(bias[if axis == Axis::Row { i } else { j }]);
+                let b = f64::from(bias[if axis == Axis::Row { r } else { cc }]);
                 let want = (dot + b).max(0.0);
-                let g = f64::from(got[i * n + j]);
+                let g = f64::from(got[r * cols + cc]);
                 assert!(
                     (g - want).abs() <= 1e-6 * (mag + b.abs() + 1.0),
-                    "{axis:?} bias ({i}, {j}): {g} vs {want}"
+                    "w first {w_first}, {axis:?} bias ({r}, {cc}): {g} vs {want}"
                 );
             }
         }

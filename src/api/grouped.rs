@@ -161,8 +161,8 @@ impl Context {
     /// Each non-empty group of `rows` planned apart by `plan(g, rows of A, rows of C)`, which
     /// gives the group's plan and its B; with fused-epilogue `vectors`, they are read as the
     /// whole GEMM's (row vectors from the group's first row, column vectors as [`Columns`]
-    /// says). A and C (row-major) have elements of `es` bytes. The plans with their operands
-    /// in bind order.
+    /// says). A and C (row-major for groups; C column-major too for chunks of one GEMM's rows)
+    /// have elements of `es` bytes. The plans with their operands in bind order.
     pub(super) fn plan_each_group<'o>(
         &self,
         rows: &[usize],
@@ -259,12 +259,17 @@ pub(super) enum Columns {
     Shared,
 }
 
-/// Rows `rows` of the row-major `p` (elements of `es` bytes): a group's rows of A or C. Their
-/// offset in bytes stays 16-byte aligned: leading dimensions are whole vectors.
+/// Rows `rows` of `p` (elements of `es` bytes): a group's rows of A or C. Row-major, their
+/// offset in bytes stays 16-byte aligned (leading dimensions are whole vectors); column-major
+/// (a chunk of C^T's columns) it moves by elements, which only C, addressed by element, takes.
 fn group_rows(p: Placed<'_>, rows: std::ops::Range<usize>, es: usize) -> Placed<'_> {
+    let row_step = match p.layout {
+        Layout::RowMajor => p.ld,
+        Layout::ColMajor => 1,
+    };
     Placed {
         rows: rows.len(),
-        offset: p.offset + (rows.start * p.ld * es) as u64,
+        offset: p.offset + (rows.start * row_step * es) as u64,
         ..p
     }
 }

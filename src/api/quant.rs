@@ -379,11 +379,8 @@ impl Context {
         let plan = match streamed {
             Some(plan) => plan,
             None => {
-                let chunked = match j {
-                    1 => self.plan_quantized_chunks([pa, pb, pc], (quantized, to), types, (options, terms))?,
-                    _ => None,
-                };
-                if let Some(plan) = chunked {
+                let operands = ([pa, pb, pc], (quantized, to));
+                if let Some(plan) = self.plan_quantized_chunks(operands, j, types, (options, terms))? {
                     return Ok(plan);
                 }
                 self.plan_fused(pa, pb, pc, types, Batch::ONE, options, terms)?

@@ -4,7 +4,8 @@
 //! kernel takes, each planned as decode on its rows of A and C, streaming the blocks; the
 //! chunks then run side by side in one plan ([`crate::plan::side_by_side`]): every chunk's
 //! rounding pass, one barrier, every chunk's matrix-vector product, all reading the same
-//! blocks at once.
+//! blocks at once. Weights as A (`w * x^T`, ggml's orientation) are chunked by x's rows, C's
+//! columns: the GEMM's transpose is chunked and the plan flipped back.
 
 use super::context::Context;
 use super::grouped::Columns;
@@ -13,7 +14,6 @@ use crate::config::ComponentType;
 use crate::error::Result;
 use crate::kernel::{Epilogue, GEMV_MAX_ROWS};
 use crate::plan::{side_by_side, GemmPlan, Problem, Quantized};
-use crate::tiling::Layout;
 use crate::GemmOptions;
 
 /// Most rows of activations of type `elem` over quantized weights that run as decode in chunks
@@ -31,13 +31,36 @@ fn chunked_rows(elem: ComponentType) -> usize {
 }
 
 impl Context {
+    /// `[pa, pb, pc]` with operand `j` (0 = A, 1 = B) the dense view of `quantized` read as
+    /// `to`, as decode in chunks ([`Context::plan_chunks_of_rows`]): chunks of A's rows where
+    /// the weights are B (`x * w^T`), of B's columns where they are A (`w * x^T`, planned as
+    /// its transpose `x * w^T` and flipped back), or `None` where chunks do not apply.
+    pub(super) fn plan_quantized_chunks(
+        &self,
+        ([pa, pb, pc], quantized): ([Placed<'_>; 3], (&Quantized, ComponentType)),
+        j: usize,
+        [ta, tb, tc]: [ComponentType; 3],
+        (options, terms): (&GemmOptions, Option<Epilogue>),
+    ) -> Result<Option<GemmPlan>> {
+        if j == 1 {
+            return self.plan_chunks_of_rows([pa, pb, pc], quantized, [ta, tb, tc], (options, terms));
+        }
+        let flipped = [pb.t(), pa.t(), pc.t()];
+        let terms = terms.map(Epilogue::transposed);
+        let plan = self.plan_chunks_of_rows(flipped, quantized, [tb, ta, tc], (options, terms))?;
+        Ok(plan.map(|p| GemmPlan {
+            transposed: !p.transposed,
+            ..p
+        }))
+    }
+
     /// `[pa, pb, pc]` (`pb` the dense view of `quantized` read as `to`) as decode in chunks of
     /// at most [`GEMV_MAX_ROWS`] rows of A and C, as even as they come, side by side; `None`
     /// where that does not apply: A's rows within one chunk, or past [`chunked_rows`] unless
-    /// asked, or `Some(false)`; A or C not row-major (a chunk is a run of their rows); a chunk
-    /// the matrix-vector kernel does not take (its types, a forced scheme or split); chunks
-    /// whose scratch together is over the device's largest allocation.
-    pub(super) fn plan_quantized_chunks(
+    /// asked, or `Some(false)`; a chunk the matrix-vector kernel does not take (A not
+    /// contiguous along K, its types, a forced scheme or split); chunks whose scratch together
+    /// is over the device's largest allocation.
+    fn plan_chunks_of_rows(
         &self,
         [pa, pb, pc]: [Placed<'_>; 3],
         (quantized, to): (&Quantized, ComponentType),
@@ -49,8 +72,7 @@ impl Context {
             Some(on) => on,
             None => rows <= chunked_rows(types[0]),
         };
-        let row_major = pa.layout == Layout::RowMajor && pc.layout == Layout::RowMajor;
-        if !asked || rows <= GEMV_MAX_ROWS as usize || !row_major {
+        if !asked || rows <= GEMV_MAX_ROWS as usize {
             return Ok(None);
         }
         let chunks = rows.div_ceil(GEMV_MAX_ROWS as usize);
@@ -71,9 +93,11 @@ impl Context {
             return Ok(None);
         }
         let plans: Vec<GemmPlan> = planned.into_iter().map(|(plan, _)| plan).collect();
-        let whole = Problem {
-            m: rows,
-            ..plans[0].problem
+        // A chunk whose C is column-major is planned as its transpose: rows are its N.
+        let first = plans[0].problem;
+        let whole = match plans[0].transposed {
+            false => Problem { m: rows, ..first },
+            true => Problem { n: rows, ..first },
         };
         Ok(side_by_side(plans, whole, &self.limits))
     }

@@ -224,7 +224,9 @@ impl GemmPlan {
     /// This plan, of group `g`'s rows of a grouped GEMM (C's rows from `first`) planned on its
     /// own, reading the grouped GEMM's fused-epilogue vectors whole (`total` rows, `groups`
     /// groups of N columns): its row vectors from row `first`, its column vectors from the
-    /// group's `g * N`-th value, as one grouped dispatch reads them.
+    /// group's `g * N`-th value, as one grouped dispatch reads them. A transposed plan (of
+    /// C^T, one group of a few rows of a column-major C) has the group's rows as its columns:
+    /// its column vectors from `first`.
     pub fn group_vectors(
         mut self,
         (first, g): (usize, usize),
@@ -232,11 +234,31 @@ impl GemmPlan {
         limits: &DispatchLimits,
     ) -> Result<GemmPlan> {
         let n = self.problem.n;
-        let all = Problem {
-            m: total,
-            n: n.checked_mul(groups)
-                .ok_or_else(|| Error::TooLarge("the groups' columns overflow".into()))?,
-            ..self.problem
+        let ((row_shift, col_shift), all) = if self.transposed {
+            if groups != 1 {
+                return Err(Error::Unsupported(
+                    "a grouped GEMM's groups with C column-major: store C row-major".into(),
+                ));
+            }
+            (
+                (0, first),
+                Problem {
+                    n: total,
+                    ..self.problem
+                },
+            )
+        } else {
+            let columns = n
+                .checked_mul(groups)
+                .ok_or_else(|| Error::TooLarge("the groups' columns overflow".into()))?;
+            (
+                (first, g * n),
+                Problem {
+                    m: total,
+                    n: columns,
+                    ..self.problem
+                },
+            )
         };
         let word = |x: usize| {
             u32::try_from(x).map_err(|_| Error::TooLarge(format!("epilogue vector offset {x} exceeds 32 bits")))
@@ -250,9 +272,9 @@ impl GemmPlan {
             if d.vectors.iter().all(Option::is_none) {
                 continue;
             }
-            d.push.row0 = word(d.push.row0 as usize + first)?;
+            d.push.row0 = word(d.push.row0 as usize + row_shift)?;
             if epilogue.reads_columns() {
-                d.push.col0 = word(d.push.col0 as usize + g * n)?;
+                d.push.col0 = word(d.push.col0 as usize + col_shift)?;
             }
             d.vectors = fused_vectors(&all, &epilogue, limits)?;
         }
