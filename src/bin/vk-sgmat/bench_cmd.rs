@@ -3,13 +3,13 @@
 
 use crate::args::bench_types;
 use crate::args::{parse_shapes, tunable_schemes};
+use crate::quantized::BenchWeights;
 use crate::report;
 use crate::types::with_types;
 use crate::verify::{compare, random_matrix, reference, rows_to_check, Rng};
 use anyhow::{Context as _, Result};
 use std::time::Duration;
 use vk_sgmat::kernel::KernelKey;
-use vk_sgmat::quant::QuantType;
 use vk_sgmat::tiling::TileScheme;
 use vk_sgmat::{Context, Element, GPUSubgroupMatrixConfig, GemmOptions, Layout, MatMut, MatRef, Probe};
 use vk_sgmat::{Matmul, Prepared, Timings};
@@ -32,7 +32,7 @@ pub(crate) const STREAM_RUNS: usize = 5;
 
 pub(crate) fn bench(
     ctx: &Context,
-    (types, shapes, weights): (&[String], &[String], Option<QuantType>),
+    (types, shapes, weights): (&[String], &[String], Option<BenchWeights>),
     layouts: (Layout, Layout, Layout),
     forced: &GemmOptions,
     scheme: Option<&str>,
@@ -139,7 +139,7 @@ fn row_label(
     t: crate::types::Types,
     forced: &GemmOptions,
     options: &GemmOptions,
-    weights: Option<QuantType>,
+    weights: Option<BenchWeights>,
 ) -> String {
     // A forced conversion is part of the row's name: `f32:f32 fast, first`.
     let mut types = match forced.convert_first {
@@ -178,8 +178,8 @@ fn row_label(
     if let Some(n) = forced.split_k {
         types = format!("{types}, split {n}");
     }
-    if let Some(q) = weights {
-        types = format!("{types}, {q} weights");
+    if let Some(BenchWeights { quant, first }) = weights {
+        types = format!("{types}, {quant} weights{}", if first { " first" } else { "" });
     }
     types
 }

@@ -280,6 +280,10 @@ pub struct BenchArgs {
     /// dense copy made first (timed with it).
     #[arg(long)]
     pub weights: Option<String>,
+    /// With `--weights`: the weight is A, C = W * X^T (ggml's orientation): a shape MxNxK is an
+    /// M x K weight times N tokens of K values.
+    #[arg(long, requires = "weights")]
+    pub weights_first: bool,
     /// Timed runs per point.
     #[arg(long, default_value_t = 20)]
     pub reps: u32,

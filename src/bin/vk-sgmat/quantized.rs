@@ -12,25 +12,50 @@ use vk_sgmat::{ComponentType, Context, Element, GemmOptions, Layout, MatRef, Mat
 /// cannot tell repeated rows from distinct ones this far apart.
 const DISTINCT_ROWS: usize = 64;
 
-/// A bench point: `x` (`m x k`, `TA`) times a random `n x k` weight of `q` read as `TB` (f16, or
-/// f32 exactly), into a row-major C of `TC`.
+/// `bench --weights`: the weights' format, and which operand they are.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BenchWeights {
+    /// Their ggml block format.
+    pub quant: QuantType,
+    /// They are A (`C = W * X^T`, ggml's orientation; `--weights-first`), not B (`X * W^T`).
+    pub first: bool,
+}
+
+/// A bench point: `x` times a random weight of `q` read as `TB` (f16, or f32 exactly), into a
+/// row-major C of `TC`: `x` (`m x k`, `TA`) times the `n x k` weight transposed, or with the
+/// weight first, the `m x k` weight times `x` (`n x k`) transposed.
 pub(crate) fn bench_point<TA: Element, TB: Element, TC: Element>(
     ctx: &Context,
-    q: QuantType,
+    BenchWeights { quant: q, first }: BenchWeights,
     (m, n, k): (usize, usize, usize),
     options: &GemmOptions,
     timing: &Timing,
 ) -> Result<Point> {
     let mut rng = Rng::new(Rng::fresh_seed());
-    let w = ctx.upload_quantized(q, n, k, &weights(q, n, k, &mut rng)?)?;
-    let x = random_vec::<TA>(&mut rng, m * k);
-    let x = ctx.upload(MatRef::new(&x, m, k))?;
+    let (tokens, rows) = if first { (n, m) } else { (m, n) };
+    let w = ctx.upload_quantized(q, rows, k, &weights(q, rows, k, &mut rng)?)?;
+    let x = random_vec::<TA>(&mut rng, tokens * k);
     let mut c = ctx.zeros::<TC>(m, n)?;
     let op = Matmul::with_options(options);
-    let gemm = match TB::TYPE {
-        ComponentType::F16 => ctx.prepare::<TA, f16, TC>(&op, &x, w.t(), &mut c)?,
-        ComponentType::F32 => ctx.prepare::<TA, f32, TC>(&op, &x, w.t().as_f32(), &mut c)?,
-        t => bail!("quantized weights are read as f16 or f32, not {t}: use --types f16:f32 or f32:f32"),
+    let gemm = match (TB::TYPE, first) {
+        (ComponentType::F16, false) => {
+            let x = ctx.upload(MatRef::new(&x, m, k))?;
+            ctx.prepare::<TA, f16, TC>(&op, &x, w.t(), &mut c)?
+        }
+        (ComponentType::F32, false) => {
+            let x = ctx.upload(MatRef::new(&x, m, k))?;
+            ctx.prepare::<TA, f32, TC>(&op, &x, w.t().as_f32(), &mut c)?
+        }
+        // X^T: the tokens' rows of K values read as the columns of a K x N matrix.
+        (ComponentType::F16, true) => {
+            let xt = ctx.upload(MatRef::col_major(&x, k, n))?;
+            ctx.prepare::<f16, TA, TC>(&op, &w, &xt, &mut c)?
+        }
+        (ComponentType::F32, true) => {
+            let xt = ctx.upload(MatRef::col_major(&x, k, n))?;
+            ctx.prepare::<f32, TA, TC>(&op, w.as_ref().as_f32(), &xt, &mut c)?
+        }
+        (t, _) => bail!("quantized weights are read as f16 or f32, not {t}: use --types f16:f32 or f32:f32"),
     };
     time_point(&gemm, (m, n, k), (Layout::RowMajor, Layout::ColMajor), timing)
 }

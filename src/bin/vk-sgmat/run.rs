@@ -188,7 +188,11 @@ fn one_device_bench(args: BenchArgs, forced: &vk_sgmat::GemmOptions, c_layout: L
         .weights
         .as_deref()
         .map(vk_sgmat::quant::QuantType::parse)
-        .transpose()?;
+        .transpose()?
+        .map(|quant| crate::quantized::BenchWeights {
+            quant,
+            first: args.weights_first,
+        });
     let ctx = context_with(&args.dev, false)?;
     let model = args.model.as_deref().map(crate::models::model).transpose()?;
     // A model's weights, and quantized ones, are stored N x K, as nn.Linear holds them.
