@@ -34,7 +34,8 @@ fn half_fields(q: QuantType) -> &'static [usize] {
 /// random, the f16 scale fields random finite halves (subnormals included), MXFP4's exponent
 /// byte random with its values finite (2..=250: below 2 its scale is an f32 subnormal, which
 /// a GPU may flush; above 250 a code times it overflows). With `f16_range`, scales of at most 4
-/// (MXFP4: 2^12) keep every value within f16's range.
+/// (MXFP4: 2^12) keep every value within f16's range. NVFP4's E4M3 scale bytes are random
+/// whole (NaN's 0x7f, bit 7 and subnormals included): 6 times the largest, 240, fits f16.
 fn random_blocks(q: QuantType, rows: usize, cols: usize, f16_range: bool, rng: &mut Rng) -> Vec<u8> {
     let len = rows * q.bytes_for(cols).unwrap();
     let mut bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
@@ -679,8 +680,9 @@ fn eight_bit_activations_are_chosen_as_documented() {
     assert!(!x8(&names(QuantType::Q8_0, true, &default).unwrap()));
     assert!(x8(&names(QuantType::Q8_0, true, &on).unwrap()));
     assert!(!x8(&names(QuantType::Q8_0, false, &off).unwrap()));
-    // MXFP4 too: its words hold its values as signed bytes.
+    // MXFP4 and NVFP4 too: their words hold their values as signed bytes.
     assert!(x8(&names(QuantType::Mxfp4, false, &default).unwrap()));
+    assert!(x8(&names(QuantType::Nvfp4, false, &default).unwrap()));
     // One row over at most 2^22 weights is multiplied as it is, unless asked; over more, rounded.
     let one = |n, options: &GemmOptions| x8(&names_of(QuantType::Q4_0, (1, n, 1024), false, options).unwrap());
     assert!(!one(4096, &default) && one(4096, &on) && one(4097, &default) && !one(4097, &off));
@@ -1037,6 +1039,14 @@ fn quantized_experts_run_grouped_each_group_as_its_expert() {
         &mut rng,
     );
     experts::<f16>(QuantType::Mxfp4, &[5, 0, 19], (21, 3), &off, (false, false), &mut rng);
+    experts::<f16>(
+        QuantType::Nvfp4,
+        &[7, 1, 12],
+        (13, 2),
+        &GemmOptions::default(),
+        (false, false),
+        &mut rng,
+    );
     // f32 activations in the accurate mode: the split's scale words are zeroed in scratch.
     let accurate = GemmOptions {
         compute: ComputeMode::Accurate,
@@ -1211,6 +1221,7 @@ fn decode_streams_the_blocks_and_the_rest_multiplies_a_dense_copy() {
             (QuantType::Q4K, false, false),
             (QuantType::Q4K, true, true),
             (QuantType::Mxfp4, false, true),
+            (QuantType::Nvfp4, false, true),
         ] {
             let w = ctx
                 .upload_quantized(q, n, k, &random_blocks_small(q, n, k, &mut rng))
@@ -1296,6 +1307,7 @@ fn a_few_rows_run_as_decode_in_chunks() {
         (QuantType::Mxfp4, 13, 5, scaled.clone()),
         (QuantType::Q4_0, 32, 5, GemmOptions::default()),
         (QuantType::Iq4Xs, 11, 2, GemmOptions::default()),
+        (QuantType::Nvfp4, 19, 3, scaled.clone()),
     ] {
         let names = layer::<f16>(q, (m, 37, kb), false, row_major, &options, &mut rng);
         assert_eq!(chunks_of(&names), (m.div_ceil(8), false), "{q}, {m} rows: {names:?}");

@@ -109,7 +109,35 @@ pub(super) fn value(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, l
         QuantType::Q4K | QuantType::Q5K => q45_k(b, q, blk, s, l),
         QuantType::Q6K => q6_k(b, blk, s, l),
         QuantType::Iq4Nl | QuantType::Iq4Xs => iq4::value(b, q, blk, s, l),
+        QuantType::Nvfp4 => nvfp4(b, blk, s, l),
     }
+}
+
+/// `block_nvfp4`: value `32 s + l` is in sub-block `2 s + h` (`h = l / 16`), value `j = l % 16`
+/// of it the nibble `j / 8` of byte `4 + 16 s + 8 h + j % 8`, times that sub-block's scale.
+fn nvfp4(b: &mut ModuleBuilder, blk: &Block, s: Word, l: u32) -> BuildResult<Word> {
+    let (h, j) = (l / 16, l % 16);
+    let at = nvfp4_unit(b, blk, s)?;
+    let x = byte_at(b, blk, Some(at), 4 + 8 * h + j % 8)?;
+    let shift = b.c_u32(4 * (j / 8));
+    let v = bits(b, x, shift, 0xf)?;
+    let v = fp4(b, v)?;
+    let v = code_f32(b, v, 12)?;
+    let d = nvfp4_scale(b, blk, s, h)?;
+    fmul(b, v, d)
+}
+
+/// Where NVFP4's unit `s` has its codes past byte 4, `16 s`; once per unit.
+fn nvfp4_unit(b: &mut ModuleBuilder, blk: &Block, s: Word) -> BuildResult<Word> {
+    blk.once(b, ("nvfp4 unit", 0), |b| b.mul_u(s, 16).map(|at| blk.on_vectors(at)))
+}
+
+/// Half NVFP4's scale of half `h` of unit `s` (the E4M3 byte `2 s + h`), once per unit.
+fn nvfp4_scale(b: &mut ModuleBuilder, blk: &Block, s: Word, h: u32) -> BuildResult<Word> {
+    blk.once(b, ("nvfp4 scale", h), |b| {
+        let x = half_unit_byte(b, blk, s, h, 0)?;
+        ue4m3_half(b, x)
+    })
 }
 
 /// `block_q2_K` as the device holds it ([`QuantType::device_block`]): value `32 s + l` is bits
@@ -349,6 +377,27 @@ fn e8m0_half(b: &mut ModuleBuilder, e: Word) -> BuildResult<Word> {
     let normal = b.b.shift_left_logical(t_u32, None, em1, c23)?;
     let bits = b.b.select(t_u32, None, tiny, sub, normal)?;
     b.b.bitcast(t_f32, None, bits)
+}
+
+/// Half the unsigned E4M3 scale `x` as f32 (ggml's `ggml_ue4m3_to_fp32`, as
+/// [`crate::quant::dequantize`] computes it): the bits `((x & 0x7f) << 20) + (119 << 23)` for
+/// exponents above 0 (`(1 + man / 8) 2^(exp - 8)`), `man 2^-10` for exponent 0, and 0 for 0x7f.
+fn ue4m3_half(b: &mut ModuleBuilder, x: Word) -> BuildResult<Word> {
+    let (t_u32, t_bool, t_f32) = (b.t_u32(), b.t_bool(), b.t_f32());
+    let (c7, c8, c20, c7f) = (b.c_u32(7), b.c_u32(8), b.c_u32(20), b.c_u32(0x7f));
+    let low = b.b.bitwise_and(t_u32, None, x, c7f)?;
+    let up = b.b.shift_left_logical(t_u32, None, low, c20)?;
+    let normal = b.add_u(up, 119 << 23)?;
+    let normal = b.b.bitcast(t_f32, None, normal)?;
+    let man = b.b.bitwise_and(t_u32, None, x, c7)?;
+    let man = code_f32(b, man, 0)?;
+    let tiny = b.c_bits(t_f32, (1.0f32 / 1024.0).to_bits());
+    let sub = fmul(b, man, tiny)?;
+    let exp_zero = b.b.u_less_than(t_bool, None, low, c8)?;
+    let v = b.b.select(t_f32, None, exp_zero, sub, normal)?;
+    let nan = b.b.i_equal(t_bool, None, x, c7f)?;
+    let zero = b.c_bits(t_f32, 0);
+    b.b.select(t_f32, None, nan, zero, v)
 }
 
 /// `(x >> shift) & mask`.

@@ -286,7 +286,10 @@ pub fn gemv_on_blocks(
 fn rounds_x(elem: ComponentType, rows: u32, quant: Option<QuantType>) -> bool {
     rows == 1
         && elem.size_bytes() == 2
-        && !matches!(quant, Some(QuantType::Mxfp4 | QuantType::Iq4Nl | QuantType::Iq4Xs))
+        && !matches!(
+            quant,
+            Some(QuantType::Mxfp4 | QuantType::Nvfp4 | QuantType::Iq4Nl | QuantType::Iq4Xs)
+        )
 }
 
 /// `plan` (from [`gemv_on_blocks`]) with its activations rounded to 8 bits, and the
@@ -629,7 +632,10 @@ mod tests {
     #[test]
     fn one_row_of_2_byte_activations_is_rounded_by_the_kernel_but_beside_mxfp4_and_iq4() {
         for q in QuantType::ALL {
-            let fast = !matches!(q, QuantType::Mxfp4 | QuantType::Iq4Nl | QuantType::Iq4Xs);
+            let fast = !matches!(
+                q,
+                QuantType::Mxfp4 | QuantType::Nvfp4 | QuantType::Iq4Nl | QuantType::Iq4Xs
+            );
             assert_eq!(rounds_x(F16, 1, Some(q)), fast, "{q}");
             assert_eq!(rounds_x(Bf16, 1, Some(q)), fast, "{q}");
             assert!(!rounds_x(F32, 1, Some(q)) && !rounds_x(F16, 2, Some(q)) && !rounds_x(F16, 8, Some(q)));

@@ -23,6 +23,7 @@ pub fn dequantize(t: QuantType, blocks: &[u8], out: &mut [f32]) -> Result<()> {
         QuantType::Iq4Nl => iq4_nl,
         QuantType::Iq4Xs => iq4_xs,
         QuantType::Mxfp4 => mxfp4,
+        QuantType::Nvfp4 => nvfp4,
     };
     for (block, y) in blocks
         .chunks_exact(t.block_bytes())
@@ -278,5 +279,30 @@ fn mxfp4(b: &[u8], y: &mut [f32]) {
     for (j, &q) in b[1..17].iter().enumerate() {
         y[j] = f32::from(MXFP4_VALUES[usize::from(q & 0xf)]) * d;
         y[j + 16] = f32::from(MXFP4_VALUES[usize::from(q >> 4)]) * d;
+    }
+}
+
+/// `block_nvfp4`: d[4] (unsigned E4M3, one per sub-block of 16), qs[32]: sub-block `s` has
+/// bytes `8 s..8 s + 8`, value j in byte j's low nibble, j + 8 in its high one.
+fn nvfp4(b: &[u8], y: &mut [f32]) {
+    for (s, (y, qs)) in y.chunks_exact_mut(16).zip(b[4..36].chunks_exact(8)).enumerate() {
+        let d = ue4m3_half(b[s]);
+        for (j, &q) in qs.iter().enumerate() {
+            y[j] = f32::from(MXFP4_VALUES[usize::from(q & 0xf)]) * d;
+            y[j + 8] = f32::from(MXFP4_VALUES[usize::from(q >> 4)]) * d;
+        }
+    }
+}
+
+/// Half the unsigned E4M3 scale `x` (bias 7, bit 7 unused), as ggml's `ggml_ue4m3_to_fp32`
+/// returns it for the doubled FP4 values: `man 2^-10` for exponent 0, `(1 + man / 8)
+/// 2^(exp - 8)` above; 0x7F (E4M3's NaN) is 0. Every value is exact in f32, so the bits are
+/// put together directly.
+pub(super) fn ue4m3_half(x: u8) -> f32 {
+    let (exp, man) = (u32::from(x >> 3) & 0xf, u32::from(x & 7));
+    match (x, exp) {
+        (0x7f, _) => 0.0,
+        (_, 0) => man as f32 / 1024.0,
+        _ => f32::from_bits(((exp + 119) << 23) | (man << 20)),
     }
 }

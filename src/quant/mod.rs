@@ -49,11 +49,14 @@ pub enum QuantType {
     Iq4Xs,
     /// 32 values: an 8-bit power-of-two scale (E8M0) and 32 FP4 (E2M1) values (17 bytes).
     Mxfp4,
+    /// 64 values: four sub-blocks of 16, each with an unsigned E4M3 scale, 64 FP4 (E2M1)
+    /// values (36 bytes).
+    Nvfp4,
 }
 
 impl QuantType {
     /// Every format, in ggml's order of its type numbers.
-    pub const ALL: [QuantType; 13] = [
+    pub const ALL: [QuantType; 14] = [
         QuantType::Q4_0,
         QuantType::Q4_1,
         QuantType::Q5_0,
@@ -67,6 +70,7 @@ impl QuantType {
         QuantType::Iq4Nl,
         QuantType::Iq4Xs,
         QuantType::Mxfp4,
+        QuantType::Nvfp4,
     ];
 
     /// Values per block.
@@ -75,6 +79,7 @@ impl QuantType {
             QuantType::Q2K | QuantType::Q3K | QuantType::Q4K | QuantType::Q5K | QuantType::Q6K | QuantType::Iq4Xs => {
                 256
             }
+            QuantType::Nvfp4 => 64,
             _ => 32,
         }
     }
@@ -95,6 +100,7 @@ impl QuantType {
             QuantType::Iq4Nl => 18,
             QuantType::Iq4Xs => 136,
             QuantType::Mxfp4 => 17,
+            QuantType::Nvfp4 => 36,
         }
     }
 
@@ -114,6 +120,7 @@ impl QuantType {
             QuantType::Iq4Nl => "iq4_nl",
             QuantType::Iq4Xs => "iq4_xs",
             QuantType::Mxfp4 => "mxfp4",
+            QuantType::Nvfp4 => "nvfp4",
         }
     }
 

@@ -31,6 +31,7 @@ pub fn quantize(t: QuantType, values: &[f32]) -> Result<Vec<u8>> {
         QuantType::Iq4Nl => iq4_nl,
         QuantType::Iq4Xs => iq4_xs,
         QuantType::Mxfp4 => mxfp4,
+        QuantType::Nvfp4 => nvfp4,
     };
     let mut out = vec![0u8; bytes];
     for (x, b) in values
@@ -366,5 +367,25 @@ fn mxfp4(x: &[f32], b: &mut [u8]) {
         let lo = nearest_fp4(x[j] * inv_half);
         let hi = nearest_fp4(x[j + 16] * inv_half);
         b[1 + j] = lo | (hi << 4);
+    }
+}
+
+/// `block_nvfp4`: per sub-block of 16, the E4M3 scale nearest to the one that puts its largest
+/// magnitude at FP4's 6 (codes 0..0x7f, bit 7 clear), codes to the nearest FP4 value.
+fn nvfp4(x: &[f32], b: &mut [u8]) {
+    use super::dequantize::ue4m3_half;
+    let (scales, codes) = b.split_at_mut(4);
+    for ((x, qs), scale) in x.chunks_exact(16).zip(codes.chunks_exact_mut(8)).zip(scales) {
+        let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        // The doubled FP4 values' 12 at amax: half the scale is amax / 12.
+        let want = amax / 12.0;
+        let code = (0u8..0x7f)
+            .min_by(|&a, &c| (ue4m3_half(a) - want).abs().total_cmp(&(ue4m3_half(c) - want).abs()))
+            .unwrap_or(0);
+        *scale = code;
+        let inv = inverse(ue4m3_half(code));
+        for (j, q) in qs.iter_mut().enumerate() {
+            *q = nearest_fp4(x[j] * inv) | (nearest_fp4(x[j + 8] * inv) << 4);
+        }
     }
 }

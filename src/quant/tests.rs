@@ -161,6 +161,35 @@ fn mxfp4_doubled_fp4_values_times_half_the_e8m0_scale() {
 }
 
 #[test]
+fn nvfp4_doubled_fp4_values_times_half_each_sub_blocks_e4m3_scale() {
+    let mut b = vec![0u8; 36];
+    b[0] = 0x38; // sub-block 0: exponent 7, mantissa 0: 1, halved 0.5
+    b[4] = 0x7f; // value 0: code 15 (-6, doubled -12); value 8: code 7 (6, doubled 12)
+    b[5] = 0x95; // value 1: code 5 (3, doubled 6); value 9: code 9 (-0.5, doubled -1)
+    b[1] = 0x7f; // sub-block 1: E4M3's NaN, read as 0
+    b[12] = 0x77; // values 16 and 24: code 7
+    b[2] = 0xff; // sub-block 2: bit 7 ignored, exponent 15, mantissa 7: 480, halved 240
+    b[20] = 0x07; // value 32: code 7; value 40: code 0
+    b[3] = 0x01; // sub-block 3: exponent 0 (subnormal), mantissa 1: 2^-9, halved 2^-10
+    b[35] = 0x70; // value 55: code 0; value 63: code 7
+    let y = decode(QuantType::Nvfp4, &b);
+    assert_eq!((y[0], y[8], y[1], y[9]), (-6.0, 6.0, 3.0, -0.5));
+    assert_eq!((y[16], y[24]), (0.0, 0.0));
+    assert_eq!((y[32], y[40]), (2880.0, 0.0));
+    assert_eq!((y[55], y[63]), (0.0, 12.0 / 1024.0));
+    // Every scale byte against ggml's `ggml_ue4m3_to_fp32` written out in f32.
+    for x in 0..=255u8 {
+        let (exp, man) = (i32::from((x >> 3) & 0xf), f32::from(x & 7));
+        let raw = match exp {
+            0 => man * 2f32.powi(-9),
+            _ => (1.0 + man / 8.0) * 2f32.powi(exp - 7),
+        };
+        let want = if x == 0 || x == 0x7f { 0.0 } else { raw * 0.5 };
+        assert_eq!(dequantize::ue4m3_half(x).to_bits(), want.to_bits(), "{x:#04x}");
+    }
+}
+
+#[test]
 fn iq4_nl_and_iq4_xs_scale_the_non_linear_table() {
     // IQ4_NL: `d * kvalues_iq4nl[code]`, value j's code the low nibble of byte j, j + 16's high.
     let mut b = vec![0u8; 18];
@@ -216,6 +245,8 @@ fn every_format_round_trips_random_values() {
             QuantType::Q2K => 0.5,
             // A power-of-two scale: the largest magnitude may clip from just under 8 to 6.
             QuantType::Mxfp4 => 0.3,
+            // Half FP4's widest gap (4 to 6 of 6) and the E4M3 scale's rounding (a 16th).
+            QuantType::Nvfp4 => 0.25,
             // Half the table's widest gap (24 of 127), or a value of the other sign than the
             // largest clipping at 113 of 127.
             QuantType::Iq4Nl => 0.13,

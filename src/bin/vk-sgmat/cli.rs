@@ -236,7 +236,8 @@ pub struct GemmArgs {
     #[arg(long, default_value = "auto")]
     pub split: String,
     /// B is an N x K weight in this ggml block format (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K,
-    /// q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4), random values quantized: C = A * B^T (layout nt), A of the
+    /// q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4, nvfp4), random values quantized: C = A * B^T
+    /// (layout nt), A of the
     /// --types' first type (f16 reads the weight as f16, f32 exactly), C f32; checked against
     /// the f64 product of the dequantized weight, then timed.
     #[arg(long)]
@@ -275,7 +276,8 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "shapes")]
     pub model: Option<String>,
     /// B is a weight in this ggml block format (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K,
-    /// q5_K, q6_K, iq4_nl, iq4_xs, mxfp4): N x K blocks as a GGUF file holds them (layout nt), read as the
+    /// q5_K, q6_K, iq4_nl, iq4_xs, mxfp4, nvfp4): N x K blocks as a GGUF file holds them (layout
+    /// nt), read as the
     /// --types' B (f16, or f32 exactly); decode's shapes stream the blocks, the rest multiply a
     /// dense copy made first (timed with it).
     #[arg(long)]

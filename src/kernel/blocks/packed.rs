@@ -3,9 +3,9 @@
 //! codes of four consecutive values, and an affine map per half unit (16 values) turns a sum of
 //! code-times-activation products back into the values' sum, `a * sum(code x) + b * sum(x)`.
 //! Every format's map is its `dequantize_row_*` formula with the scale and offset taken out of
-//! the sum (Q4_0: `d (code - 8)` is `a = d`, `b = -8 d`). MXFP4's codes stand for values that
-//! are not an affine map of them, nor are IQ4_NL's and IQ4_XS's (a table's): their words hold
-//! the values themselves, as signed bytes.
+//! the sum (Q4_0: `d (code - 8)` is `a = d`, `b = -8 d`). MXFP4's and NVFP4's codes stand for
+//! values that are not an affine map of them, nor are IQ4_NL's and IQ4_XS's (a table's): their
+//! words hold the values themselves, as signed bytes.
 
 use super::{
     bits, fmul, half_at, q2_k_scale, q3_k_scale, q6_k_scale, q6_k_unit, scale_min_k4, two_bit_unit, word_at, Block,
@@ -20,10 +20,10 @@ use rspirv::spirv::Word;
 pub(in crate::kernel) struct Packed {
     /// Word `k`: the codes of values `4k..4k + 4`, one a byte, value `4k` lowest.
     pub words: [Word; 8],
-    /// Whether the codes are signed bytes (Q8_0, MXFP4) rather than unsigned ones.
+    /// Whether the codes are signed bytes (Q8_0, MXFP4, NVFP4) rather than unsigned ones.
     pub signed: bool,
-    /// Words of unsigned bytes whose dot products with X's codes add to `words`' (MXFP4 beside
-    /// one row of X: its negative values one below, the ones here).
+    /// Words of unsigned bytes whose dot products with X's codes add to `words`' (the FP4
+    /// formats beside one row of X: its negative values one below, the ones here).
     pub plus: Option<[Word; 8]>,
     /// The scale of each half.
     pub a: [Word; 2],
@@ -60,7 +60,7 @@ pub(in crate::kernel) fn packed(
         QuantType::Q4K | QuantType::Q5K => q45_k(b, q, blk, s),
         QuantType::Q6K => q6_k(b, blk, s),
         QuantType::Q2K | QuantType::Q3K => q23_k(b, q, blk, s),
-        QuantType::Mxfp4 => mxfp4(b, blk, x_rows),
+        QuantType::Mxfp4 | QuantType::Nvfp4 => fp4(b, q, blk, s, x_rows),
         QuantType::Iq4Nl | QuantType::Iq4Xs => iq4(b, q, blk, s, table),
     }
 }
@@ -187,33 +187,54 @@ fn q23_k(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word) -> BuildResu
     Ok(halves(words, a, offsets))
 }
 
-/// MXFP4's unit: its values as signed bytes (beside one row of X, apart from their signs).
-fn mxfp4(b: &mut ModuleBuilder, blk: &Block, x_rows: u32) -> BuildResult<Packed> {
+/// MXFP4's or NVFP4's unit `s`: its values as signed bytes (beside one row of X, apart from
+/// their signs), under MXFP4's one scale or NVFP4's two (one per sub-block of 16).
+fn fp4(b: &mut ModuleBuilder, q: QuantType, blk: &Block, s: Word, x_rows: u32) -> BuildResult<Packed> {
     // Beside one row of X, a negative value's byte is !magnitude (one below it, so -0
     // stays in its byte) and a second dot product adds the ones back, which costs less
     // than negating in place (h200-41-4: one token 31.1 -> 23.8 us); beside more, each
     // row would pay for that product (eight tokens 60.2 -> 82.4 us).
     let apart = x_rows == 1;
+    let nv = q == QuantType::Nvfp4;
+    // MXFP4's 16 bytes of codes follow its scale; NVFP4's unit has 16 of its 32 after four.
+    let (at, first) = match nv {
+        true => (Some(super::nvfp4_unit(b, blk, s)?), 4),
+        false => (None, 1),
+    };
     let (mut words, mut plus) = ([0; 8], [0; 8]);
     for k in 0..4 {
-        let codes = word_at(b, blk, None, 1 + 4 * k)?;
+        let codes = word_at(b, blk, at, first + 4 * k)?;
         let magnitudes = fp4_magnitudes(b, codes)?;
         let signs = shifted(b, codes, 3, 0x1111_1111)?;
-        // Low nibbles are values 4k.., high ones 16 + 4k..
-        for (half, shift) in [(0, 0), (4, 4)] {
+        for (high, shift) in [(0, 0), (1, 4)] {
             let magnitude = shifted(b, magnitudes, shift, 0x0f0f_0f0f)?;
             let sign = shifted(b, signs, shift, 0x0101_0101)?;
-            let i = (half + k) as usize;
-            (words[i], plus[i]) = signed_bytes(b, magnitude, sign, apart)?;
+            // MXFP4: low nibbles are values 4k.., high ones 16 + 4k..; NVFP4: word k holds
+            // bytes 4 (k % 2).. of sub-block k / 2, whose high nibbles are its values 8 on.
+            let i = match nv {
+                true => 4 * (k / 2) + 2 * high + k % 2,
+                false => 4 * high + k,
+            };
+            (words[i as usize], plus[i as usize]) = signed_bytes(b, magnitude, sign, apart)?;
         }
     }
-    let d = blk.once(b, ("e8m0", 0), |b| {
-        let e = super::byte_at(b, blk, None, 0)?;
-        super::e8m0_half(b, e)
-    })?;
+    let a = match nv {
+        true => [super::nvfp4_scale(b, blk, s, 0)?, super::nvfp4_scale(b, blk, s, 1)?],
+        false => {
+            let d = blk.once(b, ("e8m0", 0), |b| {
+                let e = super::byte_at(b, blk, None, 0)?;
+                super::e8m0_half(b, e)
+            })?;
+            [d; 2]
+        }
+    };
     Ok(Packed {
+        words,
+        signed: true,
         plus: apart.then_some(plus),
-        ..one_scale(words, true, d, None)
+        a,
+        b: [None; 2],
+        shared: !nv,
     })
 }
 

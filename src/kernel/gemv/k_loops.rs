@@ -153,7 +153,7 @@ pub(super) fn packed_loop(b: &mut ModuleBuilder, ids: &Ids, layout: (QuantType, 
 /// one after another: for the 256-value formats one block, each unit's index within it a
 /// constant (so its scales' and codes' positions are known when the kernel is generated and
 /// the block's shared words are the same loads for all eight), for the 32-value ones eight
-/// consecutive blocks. X as in [`packed_loop`].
+/// consecutive blocks (NVFP4's 64: four). X as in [`packed_loop`].
 pub(super) fn block_lanes_loop(
     b: &mut ModuleBuilder,
     ids: &Ids,
@@ -169,12 +169,11 @@ pub(super) fn block_lanes_loop(
         for j in 0..units_per_step {
             let u = b.add_u(first_unit, j)?;
             let xs = X8Unit::each_row(b, ids, &k, u)?;
-            // The unit's block: the step's own (256 values), or the step's j-th.
-            let (block, s) = if per_block == units_per_step {
-                (step, b.c_u32(j))
-            } else {
-                (u, b.c_u32(0))
-            };
+            // The unit's block among the step's (one of 256 values, four of 64, eight of 32)
+            // and its index in it.
+            let block = b.mul_u(step, units_per_step / per_block)?;
+            let block = b.add_u(block, j / per_block)?;
+            let s = b.c_u32(j % per_block);
             for (c, &row) in k.w_rows.iter().enumerate() {
                 let layout = (q, key.interleaved);
                 let blk = crate::kernel::blocks::Block::nth(b, layout, (k.v_w, k.v_w_vectors), row, block)?;
