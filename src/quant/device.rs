@@ -84,7 +84,9 @@ impl QuantType {
             QuantType::Q2K => (4, 80),
             // 136-byte blocks: two make 17 vectors, each block's nibbles after their heads.
             QuantType::Iq4Xs => (2, 8),
-            QuantType::Q3K | QuantType::Q4K | QuantType::Q5K | QuantType::Q6K | QuantType::Nvfp4 => return None,
+            // 36-byte blocks: four make nine vectors, each block's codes after the four scales.
+            QuantType::Nvfp4 => (4, 4),
+            QuantType::Q3K | QuantType::Q4K | QuantType::Q5K | QuantType::Q6K => return None,
         };
         Some(Interleave { blocks, head })
     }
