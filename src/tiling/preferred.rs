@@ -387,7 +387,19 @@ pub const MID_GRID_SCHEMES: [&str; 3] = [
 ];
 
 /// The choice for an `m x n x k` GEMM whose grid of 128x128 tiles is under two waves, if any.
+/// The table was measured with the tokens as M; a GEMM with fewer than 128 columns (the
+/// weights as A, `w x^T`, a few tokens) is looked up as its transpose, whose rows those are,
+/// since its columns would leave most of the tables' 128-wide tiles empty. H200, f16 -> f32
+/// `nt`, us, as streams, as it was against so (docs/perf/h200-48-3.txt, two rounds alike):
+/// 22016x16x4096 249.9 -> 177.4, 22016x64x4096 251.8 -> 121.9, 14336x64x4096 156.1 -> 130.6;
+/// with 128 columns the 256x128 tile stays (22016x128x4096 124.8 against 143.7 so,
+/// 14336x128x4096 85.6 against 92.9).
 pub fn mid_grid_choice((m, n, k): (usize, usize, usize)) -> Option<MidGrid> {
+    let (m, n) = if n < WIDE_GRID_MIN_ROWS && n < m {
+        (n, m)
+    } else {
+        (m, n)
+    };
     let tiles = m.div_ceil(128) * n.div_ceil(128);
     if k < MID_GRID_MIN_K || m <= 16 {
         return None;
@@ -466,5 +478,21 @@ mod mid_grid_tests {
         assert_eq!(mid_grid_choice((2048, 4096, 4096)), None);
         assert_eq!(mid_grid_choice((128, 4096, 1024)), None, "short K");
         assert_eq!(mid_grid_choice((8, 4096, 4096)), None, "decode's rows");
+    }
+
+    #[test]
+    fn fewer_than_128_columns_are_looked_up_as_rows() {
+        // The weights as A: their many rows do not make the 256x128 tile's rows.
+        for (m, n) in [(22016, 16), (22016, 64), (14336, 64), (4096, 64)] {
+            assert_eq!(mid_grid_choice((m, n, 4096)), mid_grid_choice((n, m, 4096)), "{m}x{n}");
+        }
+        assert_eq!(mid_grid_choice((22016, 64, 4096)), None);
+        let few = mid_grid_choice((14336, 64, 4096)).unwrap();
+        assert_eq!((few.scheme, few.splits), ("wg_t128_fr8x8_k32_u8_a0_g8_ct", 2));
+        // From 128 columns, the table as measured: the 256x128 tile.
+        let full = mid_grid_choice((22016, 128, 4096)).unwrap();
+        assert_eq!((full.scheme, full.splits), ("wg_t256_fr16x8_k64_u16_a0_rf_ct", 1));
+        let two = mid_grid_choice((14336, 128, 4096)).unwrap();
+        assert_eq!((two.scheme, two.splits), ("wg_t256_fr16x8_k64_u16_a0_rf_ct", 2));
     }
 }
