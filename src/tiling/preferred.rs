@@ -379,11 +379,19 @@ pub const MID_GRID_MIN_K: usize = 2048;
 /// 177.5, 512x4096x14336 249.1 -> 215.5, 512x6144x4096 141.1 -> 114.6; the 128x256 tile and
 /// three slices of the 128x128 one were slower). Measured at 512 rows only.
 pub const LARGE_TILE_MIN_ROWS: usize = 512;
-/// The schemes [`mid_grid_choice`] names: the 64x64 tile, the 128x128 one, the 256x128 one.
-pub const MID_GRID_SCHEMES: [&str; 3] = [
+/// Rows that one wave or two of 128x128 tiles take on the 128x256 tile instead, unsplit: one
+/// tile row of 128 (H200, f16 -> f32 `nt`, as streams, docs/perf/h200-48-4.txt: 128x22016x4096
+/// 145.6 -> 125.0 us, 128x28672x4096 152.6 -> 131.2, where ggml-vulkan took 140.0 and 143.0;
+/// on the grids under one wave it ran two to five times slower, split or not; as the planner
+/// chose it, twice against the binary before, h200-48-5.txt: 145.4 -> 123.3, 153.0 -> 130.9).
+pub const WIDE_TILE_ROWS: usize = 128;
+/// The schemes [`mid_grid_choice`] names: the 64x64 tile, the 128x128 one, the 256x128 one,
+/// the 128x256 one.
+pub const MID_GRID_SCHEMES: [&str; 4] = [
     "wg_t128_fr4x4_k64_u2_ct",
     "wg_t128_fr8x8_k32_u8_a0_g8_ct",
     "wg_t256_fr16x8_k64_u16_a0_rf_ct",
+    "wg_t256_fr8x16_k64_u16_a0_rf_ct",
 ];
 
 /// The choice for an `m x n x k` GEMM whose grid of 128x128 tiles is under two waves, if any.
@@ -418,7 +426,12 @@ pub fn mid_grid_choice((m, n, k): (usize, usize, usize)) -> Option<MidGrid> {
     } else if tiles < MID_GRID_TILES {
         (if m >= LARGE_TILE_MIN_ROWS { 2 } else { 1 }, 2)
     } else if tiles < WIDE_GRID_TILES && m >= WIDE_GRID_MIN_ROWS {
-        (if m >= LARGE_TILE_MIN_ROWS { 2 } else { 1 }, 1)
+        let scheme = match m {
+            _ if m >= LARGE_TILE_MIN_ROWS => 2,
+            WIDE_TILE_ROWS => 3,
+            _ => 1,
+        };
+        (scheme, 1)
     } else {
         return None;
     };
@@ -460,15 +473,18 @@ mod mid_grid_tests {
         assert_eq!((filled.scheme, filled.splits), ("wg_t128_fr8x8_k32_u8_a0_g8_ct", 4));
         let fewer_rows = mid_grid_choice((64, 4096, 14336)).unwrap();
         assert_eq!((fewer_rows.scheme, fewer_rows.splits), ("wg_t128_fr4x4_k64_u2_ct", 2));
-        // One to two waves of the 128x128 tile: that tile, unsplit, from 128 rows.
-        for shape in [(128, 22016, 4096), (128, 28672, 4096), (256, 9000, 4096)] {
+        // One to two waves of the 128x128 tile: one tile row of 128 on the 128x256 tile, more
+        // rows on the 128x128 one, unsplit.
+        for shape in [(128, 22016, 4096), (128, 28672, 4096)] {
             let wide = mid_grid_choice(shape).unwrap();
             assert_eq!(
                 (wide.scheme, wide.splits),
-                ("wg_t128_fr8x8_k32_u8_a0_g8_ct", 1),
+                ("wg_t256_fr8x16_k64_u16_a0_rf_ct", 1),
                 "{shape:?}"
             );
         }
+        let rows = mid_grid_choice((256, 9000, 4096)).unwrap();
+        assert_eq!((rows.scheme, rows.splits), ("wg_t128_fr8x8_k32_u8_a0_g8_ct", 1));
         assert_eq!(mid_grid_choice((64, 22016, 4096)), None, "fewer rows: not measured");
         assert_eq!(
             mid_grid_choice((1024, 8192, 4096)),
