@@ -31,10 +31,14 @@ pub(crate) struct SchemeLists {
     /// Taken first for `nn` where one suits, which then reads A in place
     /// ([`Self::keeps_in_place`]): over 2048^2 up to 4096^2 of C, and from 8192^2.
     pub(crate) nn_in_place: [Lead; 2],
-    /// The schemes of [`MID_GRID_SCHEMES`] this device has, for 16-bit floats into f32 on a
-    /// GPU (else none): found once among the tuning candidates, which takes about a
-    /// millisecond, not at every GEMM that [`mid_grid_choice`](crate::tiling::mid_grid_choice)
-    /// sends to them.
+    /// The schemes of [`MID_GRID_SCHEMES`] this device has, for 16-bit floats into f32 or a
+    /// 16-bit C on a GPU (else none): found once among the tuning candidates, which takes
+    /// about a millisecond, not at every GEMM that
+    /// [`mid_grid_choice`](crate::tiling::mid_grid_choice) sends to them. Measured into f32
+    /// first; into f16 the default took 1.4-3.5x their time at 128 tokens and up to 1.7x at 512
+    /// (H200, `nt`, as streams, docs/perf/h200-48-6.txt, two rounds alike: 128x4096x11008 224.0
+    /// -> 69.5 us, 128x22016x4096 168.7 -> 125.7, 512x4096x14336 343.7 -> 201.0; no shape
+    /// slower). bf16 -> bf16 has no matrix-unit config there (h200-48-7.txt, unchanged).
     pub(crate) mid_grid: Vec<TileScheme>,
 }
 
@@ -188,7 +192,7 @@ impl SchemeLists {
             },
         ];
         let sixteen = matches!(config.component_type, ComponentType::F16 | ComponentType::Bf16);
-        let mid_grid = if sixteen && f32_results && !cpu {
+        let mid_grid = if sixteen && !cpu {
             let all = workgroup_tuning_candidates(config, info, sg);
             MID_GRID_SCHEMES
                 .iter()
