@@ -104,25 +104,20 @@ fn nn_keeps_a_in_place_where_its_lead_suits() {
 #[test]
 fn mid_grid_schemes_are_found_once_per_config() {
     let info = h200_with_cm2();
+    let names = |c, cpu| -> Vec<String> {
+        let lists = SchemeLists::new(&c, &info, 32, cpu);
+        lists.mid_grid.iter().map(|s| s.name()).collect()
+    };
     let c = cfg(16, 16, 16, F16, F32);
-    let names: Vec<String> = SchemeLists::new(&c, &info, 32, false)
-        .mid_grid
-        .iter()
-        .map(|s| s.name())
-        .collect();
-    assert_eq!(names, crate::tiling::MID_GRID_SCHEMES, "all four, in the table's order");
-    assert!(
-        SchemeLists::new(&c, &info, 32, true).mid_grid.is_empty(),
-        "a CPU driver"
+    assert_eq!(
+        names(c, false),
+        crate::tiling::MID_GRID_SCHEMES,
+        "all four, in the table's order"
     );
+    assert!(names(c, true).is_empty(), "a CPU driver");
     // An f16 C takes the same table (h200-48-6).
     let f16_c = cfg(16, 16, 16, F16, F16);
-    let f16_names: Vec<String> = SchemeLists::new(&f16_c, &info, 32, false)
-        .mid_grid
-        .iter()
-        .map(|s| s.name())
-        .collect();
-    assert_eq!(f16_names, crate::tiling::MID_GRID_SCHEMES, "an f16 C");
+    assert_eq!(names(f16_c, false), crate::tiling::MID_GRID_SCHEMES, "an f16 C");
 }
 
 #[test]

@@ -35,26 +35,18 @@ pub(crate) fn bench_point<TA: Element, TB: Element, TC: Element>(
     let (tokens, rows) = if first { (n, m) } else { (m, n) };
     let w = ctx.upload_quantized(q, rows, k, &weights(q, rows, k, &mut rng)?)?;
     let x = random_vec::<TA>(&mut rng, tokens * k);
+    // With the weight first, X^T: the tokens' rows of K values as the columns of a K x N matrix.
+    let x = match first {
+        false => ctx.upload(MatRef::new(&x, m, k))?,
+        true => ctx.upload(MatRef::col_major(&x, k, n))?,
+    };
     let mut c = ctx.zeros::<TC>(m, n)?;
     let op = Matmul::with_options(options);
     let gemm = match (TB::TYPE, first) {
-        (ComponentType::F16, false) => {
-            let x = ctx.upload(MatRef::new(&x, m, k))?;
-            ctx.prepare::<TA, f16, TC>(&op, &x, w.t(), &mut c)?
-        }
-        (ComponentType::F32, false) => {
-            let x = ctx.upload(MatRef::new(&x, m, k))?;
-            ctx.prepare::<TA, f32, TC>(&op, &x, w.t().as_f32(), &mut c)?
-        }
-        // X^T: the tokens' rows of K values read as the columns of a K x N matrix.
-        (ComponentType::F16, true) => {
-            let xt = ctx.upload(MatRef::col_major(&x, k, n))?;
-            ctx.prepare::<f16, TA, TC>(&op, &w, &xt, &mut c)?
-        }
-        (ComponentType::F32, true) => {
-            let xt = ctx.upload(MatRef::col_major(&x, k, n))?;
-            ctx.prepare::<f32, TA, TC>(&op, w.as_ref().as_f32(), &xt, &mut c)?
-        }
+        (ComponentType::F16, false) => ctx.prepare::<TA, f16, TC>(&op, &x, w.t(), &mut c)?,
+        (ComponentType::F32, false) => ctx.prepare::<TA, f32, TC>(&op, &x, w.t().as_f32(), &mut c)?,
+        (ComponentType::F16, true) => ctx.prepare::<f16, TA, TC>(&op, &w, &x, &mut c)?,
+        (ComponentType::F32, true) => ctx.prepare::<f32, TA, TC>(&op, w.as_ref().as_f32(), &x, &mut c)?,
         (t, _) => bail!("quantized weights are read as f16 or f32, not {t}: use --types f16:f32 or f32:f32"),
     };
     time_point(&gemm, (m, n, k), (Layout::RowMajor, Layout::ColMajor), timing)
