@@ -10,10 +10,11 @@
 use super::context::Context;
 use super::grouped::Columns;
 use super::operand::Placed;
+use super::routing::transposed_gemm;
 use crate::config::ComponentType;
 use crate::error::Result;
 use crate::kernel::{Epilogue, GEMV_MAX_ROWS};
-use crate::plan::{side_by_side, GemmPlan, Problem, Quantized};
+use crate::plan::{side_by_side, Batch, GemmPlan, Problem, Quantized};
 use crate::GemmOptions;
 
 /// Most rows of activations of type `elem` over quantized weights that run as decode in chunks
@@ -37,17 +38,16 @@ impl Context {
     /// its transpose `x * w^T` and flipped back), or `None` where chunks do not apply.
     pub(super) fn plan_quantized_chunks(
         &self,
-        ([pa, pb, pc], quantized): ([Placed<'_>; 3], (&Quantized, ComponentType)),
+        (operands, quantized): ([Placed<'_>; 3], (&Quantized, ComponentType)),
         j: usize,
-        [ta, tb, tc]: [ComponentType; 3],
+        types: [ComponentType; 3],
         (options, terms): (&GemmOptions, Option<Epilogue>),
     ) -> Result<Option<GemmPlan>> {
         if j == 1 {
-            return self.plan_chunks_of_rows([pa, pb, pc], quantized, [ta, tb, tc], (options, terms));
+            return self.plan_chunks_of_rows(operands, quantized, types, (options, terms));
         }
-        let flipped = [pb.t(), pa.t(), pc.t()];
-        let terms = terms.map(Epilogue::transposed);
-        let plan = self.plan_chunks_of_rows(flipped, quantized, [tb, ta, tc], (options, terms))?;
+        let (flipped, types, _, terms) = transposed_gemm((operands, types, Batch::ONE, terms));
+        let plan = self.plan_chunks_of_rows(flipped, quantized, types, (options, terms))?;
         Ok(plan.map(|p| GemmPlan {
             transposed: !p.transposed,
             ..p

@@ -520,29 +520,32 @@ impl Context {
 /// A GEMM as the planner takes it: operands, their types, the batch and the epilogue.
 pub(super) type Gemm<'o> = ([Placed<'o>; 3], [ComponentType; 3], Batch, Option<Epilogue>);
 
-/// A GEMM into a column-major C as the row-major `C^T = B^T A^T` over the same memory: the
-/// operands transposed and swapped, their types, batch strides and the epilogue to match
-/// (whose plan is then [`GemmPlan::transposed`]); `None` where C is row-major already.
+/// A GEMM into a column-major C as the row-major `C^T = B^T A^T` over the same memory
+/// ([`transposed_gemm`]); `None` where C is row-major already.
 pub(super) fn row_major_c<'o>(
     [a, b, c]: [Placed<'o>; 3],
-    [ta, tb, tc]: [ComponentType; 3],
+    types: [ComponentType; 3],
     batch: Batch,
     fused: Option<Epilogue>,
 ) -> Option<Gemm<'o>> {
-    if c.layout != Layout::ColMajor {
-        return None;
-    }
+    (c.layout == Layout::ColMajor).then(|| transposed_gemm(([a, b, c], types, batch, fused)))
+}
+
+/// `C = A B` as `C^T = B^T A^T` over the same memory: the operands transposed and swapped,
+/// their types, batch strides and the epilogue to match (whose plan is then
+/// [`GemmPlan::transposed`]).
+pub(super) fn transposed_gemm<'o>(([a, b, c], [ta, tb, tc], batch, fused): Gemm<'o>) -> Gemm<'o> {
     let [sa, sb, sc] = batch.strides;
     let batch = Batch {
         strides: [sb, sa, sc],
         ..batch
     };
-    Some((
+    (
         [b.t(), a.t(), c.t()],
         [tb, ta, tc],
         batch,
         fused.map(Epilogue::transposed),
-    ))
+    )
 }
 
 /// The problem of placed operands (C row-major, shapes checked): their shapes, layouts,
