@@ -74,12 +74,12 @@ pub struct GemmOptions {
     /// B as many columns (decode's shapes), A is row-major and B column-major (both contiguous
     /// along K), A and B are both f16, bf16 or f32, C is f32, f16 or bf16, and the GEMM is one
     /// GEMM without an explicit `scheme` or `split_k` (fused terms run in its epilogue). Over
-    /// quantized weights ([`QuantMatrix`](crate::QuantMatrix) as B, A and C row-major) more
-    /// rows of A run as decode in chunks of at most that many rows side by side, each reading
-    /// the blocks, rather than on a dense copy of the weights. Default `None`: wherever it
-    /// takes the GEMM, in chunks up to 48 rows of f16 activations and 32 of f32 (measured:
-    /// beyond, the copy is faster); `Some(false)`: never (the GEMM kernels run); `Some(true)`:
-    /// as `None`, in chunks at any number of rows.
+    /// quantized weights ([`QuantMatrix`](crate::QuantMatrix) as B with A row-major, or as A
+    /// with B column-major) more rows of A (columns of B) run as decode in chunks of at most
+    /// that many side by side, each reading the blocks, rather than on a dense copy of the
+    /// weights. Default `None`: wherever it takes the GEMM, in chunks up to 48 rows of f16
+    /// activations and 32 of f32 (measured: beyond, the copy is faster); `Some(false)`: never
+    /// (the GEMM kernels run); `Some(true)`: as `None`, in chunks at any number of rows.
     pub matrix_vector: Option<bool>,
     /// Rows of the weights each workgroup of the matrix-vector kernel takes (1 to
     /// [`GEMV_MAX_COLS`](crate::kernel::GEMV_MAX_COLS)), a tuning choice like `scheme`.

@@ -397,7 +397,7 @@ pub const MID_GRID_SCHEMES: [&str; 4] = [
 /// The choice for an `m x n x k` GEMM whose grid of 128x128 tiles is under two waves, if any.
 /// The table was measured with the tokens as M; a GEMM with fewer than 128 columns (the
 /// weights as A, `w x^T`, a few tokens) is looked up as its transpose, whose rows those are,
-/// since its columns would leave most of the tables' 128-wide tiles empty. H200, f16 -> f32
+/// since its columns would leave most of the table's 128-wide tiles empty. H200, f16 -> f32
 /// `nt`, us, as streams, as it was against so (docs/perf/h200-48-3.txt, two rounds alike):
 /// 22016x16x4096 249.9 -> 177.4, 22016x64x4096 251.8 -> 121.9, 14336x64x4096 156.1 -> 130.6;
 /// with 128 columns the 256x128 tile stays (22016x128x4096 124.8 against 143.7 so,

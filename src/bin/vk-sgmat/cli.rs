@@ -92,9 +92,9 @@ pub struct PathArgs {
 pub struct GemvArgs {
     /// Whether decode's shapes (at most 8 rows of A or columns of B, A row-major, B
     /// column-major, f16/bf16/f32 into f32, f16 or bf16) run on the matrix-vector kernel: auto
-    /// (where it takes them; over quantized weights up to 48 rows of A, 32 of f32, in chunks of
-    /// 8), on (as auto, quantized weights in chunks at any number of rows) or off (the GEMM
-    /// kernels).
+    /// (where it takes them; over quantized weights up to 48 rows of A or columns of B, 32 of
+    /// f32, in chunks of 8), on (as auto, quantized weights in chunks at any number of rows) or
+    /// off (the GEMM kernels).
     #[arg(long, default_value = "auto")]
     pub matrix_vector: String,
     /// Rows of the weights per workgroup of the matrix-vector kernel (1 to 8; default: the
@@ -237,9 +237,8 @@ pub struct GemmArgs {
     pub split: String,
     /// B is an N x K weight in this ggml block format (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K,
     /// q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4, nvfp4), random values quantized: C = A * B^T
-    /// (layout nt), A of the
-    /// --types' first type (f16 reads the weight as f16, f32 exactly), C f32; checked against
-    /// the f64 product of the dequantized weight, then timed.
+    /// (layout nt), A of the --types' first type (f16 reads the weight as f16, f32 exactly), C
+    /// f32; checked against the f64 product of the dequantized weight, then timed.
     #[arg(long)]
     pub weights: Option<String>,
     #[command(flatten)]
@@ -277,9 +276,8 @@ pub struct BenchArgs {
     pub model: Option<String>,
     /// B is a weight in this ggml block format (q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K,
     /// q5_K, q6_K, iq4_nl, iq4_xs, mxfp4, nvfp4): N x K blocks as a GGUF file holds them (layout
-    /// nt), read as the
-    /// --types' B (f16, or f32 exactly); decode's shapes stream the blocks, the rest multiply a
-    /// dense copy made first (timed with it).
+    /// nt), read as the --types' B (f16, or f32 exactly); decode's shapes stream the blocks, the
+    /// rest multiply a dense copy made first (timed with it).
     #[arg(long)]
     pub weights: Option<String>,
     /// With `--weights`: the weight is A, C = W * X^T (ggml's orientation): a shape MxNxK is an
