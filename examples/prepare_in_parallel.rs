@@ -115,6 +115,14 @@ fn main() -> anyhow::Result<()> {
         serial / parallel
     );
     let report = ctx.compile_report();
+    if report.compiled_here > 0 {
+        println!(
+            "compiled in this process (the threaded pass): {} pipelines, {:.0} ms of creation in all, the longest {:.0} ms",
+            report.compiled_here,
+            report.compile_time.as_secs_f64() * 1e3,
+            report.longest_compile.as_secs_f64() * 1e3
+        );
+    }
     if report.from_helper > 0 || report.failures > 0 {
         println!(
             "compiled by helpers: {} pipelines in {} processes; failed: {} ({})",

@@ -400,20 +400,28 @@ impl Pipelines {
             .stage(stage)
             .layout(self.layout)
             .push_next(&mut feedback)];
+        let started = std::time::Instant::now();
         let result = {
             let _shared = self.cache_use.read().unwrap_or_else(|e| e.into_inner());
             // SAFETY: module, layout and cache are live; the chains outlive the call.
             unsafe { raw.create_compute_pipelines(self.cache, &info, None) }
         };
+        let took = started.elapsed();
         // SAFETY: the module is no longer needed once the pipeline exists (or failed).
         unsafe { raw.destroy_shader_module(module, None) };
         let pipeline = result.map_err(|(_, r)| Error::vk("vkCreateComputePipelines", r))?[0];
         self.created.fetch_add(1, Ordering::AcqRel);
         let hit = vk::PipelineCreationFeedbackFlags::VALID
             | vk::PipelineCreationFeedbackFlags::APPLICATION_PIPELINE_CACHE_HIT;
+        let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
         if whole.flags.contains(hit) {
-            self.report.lock().unwrap_or_else(|e| e.into_inner()).from_cache += 1;
+            report.from_cache += 1;
+        } else {
+            report.compiled_here += 1;
+            report.compile_time += took;
+            report.longest_compile = report.longest_compile.max(took);
         }
+        drop(report);
         Ok(Pipeline {
             raw: pipeline,
             device: self.device.clone(),

@@ -126,6 +126,13 @@ fn a_failing_helper_costs_only_the_compile() {
         let report = ctx.compile_report();
         assert_eq!(report.from_helper, 0, "{program}: {report:?}");
         assert_eq!(report.failures, 1, "{program}: {report:?}");
+        // So every pipeline was compiled here, and timed.
+        assert!(
+            report.compiled_here >= 2
+                && report.longest_compile > std::time::Duration::ZERO
+                && report.longest_compile < report.compile_time,
+            "{program}: {report:?}"
+        );
         let why = report.last_failure.unwrap_or_default();
         assert!(
             why.contains(says),

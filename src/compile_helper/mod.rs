@@ -117,6 +117,13 @@ pub struct CompileReport {
     pub failures: usize,
     /// Why the last failed run failed.
     pub last_failure: Option<String>,
+    /// Pipelines this process compiled itself (created without a pipeline cache hit).
+    pub compiled_here: usize,
+    /// Wall time spent creating those pipelines, summed over threads.
+    pub compile_time: std::time::Duration,
+    /// The longest of those creations: the least a preparation compiling them on parallel
+    /// threads can take.
+    pub longest_compile: std::time::Duration,
 }
 
 /// One pipeline to compile: its SPIR-V, and the subgroup size it pins (`None`: any).

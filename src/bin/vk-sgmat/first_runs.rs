@@ -22,6 +22,8 @@ pub(crate) struct FirstRuns {
     /// Of the pipelines the preparation created: how many a helper process compiled, and how
     /// many the driver took from the pipeline cache (its creation feedback).
     compiled: (usize, usize),
+    /// How many this process compiled itself, and their compiles' wall times summed.
+    compiled_here: (usize, Duration),
 }
 
 /// Within this of the steady state counts as at speed.
@@ -51,7 +53,7 @@ impl FirstRuns {
             None => "never".into(),
         };
         format!(
-            "first {m}x{n}x{k} [{}]: prepare {:.1} ms, first result {:.1} ms, first run {:.1} us ({:.2} TFLOP/s), steady {:.1} us ({:.2}), first/steady {:.2}, within 5% from {settled}; {} runs; pipelines from a helper {}, from the cache {}",
+            "first {m}x{n}x{k} [{}]: prepare {:.1} ms, first result {:.1} ms, first run {:.1} us ({:.2} TFLOP/s), steady {:.1} us ({:.2}), first/steady {:.2}, within 5% from {settled}; {} runs; pipelines from a helper {}, from the cache {}, compiled here {} in {:.0} ms",
             self.kernel,
             self.prepare.as_secs_f64() * 1e3,
             self.first_result.as_secs_f64() * 1e3,
@@ -62,7 +64,9 @@ impl FirstRuns {
             first / steady,
             self.runs.len(),
             self.compiled.0,
-            self.compiled.1
+            self.compiled.1,
+            self.compiled_here.0,
+            self.compiled_here.1.as_secs_f64() * 1e3
         )
     }
 }
@@ -97,6 +101,10 @@ pub(crate) fn first_runs<TA: Element, TB: Element, TC: Element>(
         after.from_helper - before.from_helper,
         after.from_cache - before.from_cache,
     );
+    let compiled_here = (
+        after.compiled_here - before.compiled_here,
+        after.compile_time - before.compile_time,
+    );
     let ready = Instant::now();
     let mut runs = Vec::new();
     let mut first_result = Duration::ZERO;
@@ -115,6 +123,7 @@ pub(crate) fn first_runs<TA: Element, TB: Element, TC: Element>(
         first_result,
         runs,
         compiled,
+        compiled_here,
     })
 }
 
@@ -131,11 +140,17 @@ fn prime_kernel<TA: Element, TB: Element, TC: Element>(
     let n = db.cols();
     let full = ctx.plan::<TA, TB, TC>(&Matmul::with_options(options), (m, n, k), (al, db.layout()))?;
     let rows = m.min(16);
+    // Split the same way: a slice's kernel builds in the slice's depth.
+    let slices = if full.is_split_k() {
+        full.gemm_dispatches().count()
+    } else {
+        1
+    };
     let small = GemmOptions {
         scheme: Some(full.scheme),
         specialize: Some(full.main_kernel().fixed.is_some()),
         matrix_vector: Some(false),
-        split_k: Some(1),
+        split_k: Some(slices as u32),
         ..options.clone()
     };
     let op = Matmul::with_options(&small);
@@ -168,6 +183,7 @@ mod tests {
             first_result: Duration::from_millis(5),
             runs: times.iter().enumerate().map(|(i, &t)| (i as f64 * 0.01, t)).collect(),
             compiled: (2, 3),
+            compiled_here: (1, Duration::from_millis(1500)),
         }
     }
 
@@ -181,7 +197,7 @@ mod tests {
         assert!(
             line.contains("first/steady 5.00")
                 && line.contains("from run 4")
-                && line.contains("pipelines from a helper 2, from the cache 3"),
+                && line.contains("pipelines from a helper 2, from the cache 3, compiled here 1 in 1500 ms"),
             "{line}"
         );
     }

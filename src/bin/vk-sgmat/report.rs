@@ -321,6 +321,15 @@ pub fn render_gemm(r: &GemmReport) -> String {
                 c.from_helper, c.helpers_started, c.from_cache
             );
         }
+        if c.compiled_here > 0 {
+            let _ = writeln!(
+                s,
+                "pipelines: {} compiled in this process, {:.0} ms of creation in all, the longest {:.0} ms",
+                c.compiled_here,
+                c.compile_time.as_secs_f64() * 1e3,
+                c.longest_compile.as_secs_f64() * 1e3
+            );
+        }
         if let Some(why) = &c.last_failure {
             let _ = writeln!(s, "pipelines: a helper failed, compiled in this process since: {why}");
         }

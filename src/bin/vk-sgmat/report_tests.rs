@@ -45,6 +45,9 @@ fn gemm_report_text() {
             helpers_started: 2,
             failures: 1,
             last_failure: Some("compile helper /x failed".into()),
+            compiled_here: 2,
+            compile_time: std::time::Duration::from_millis(2500),
+            longest_compile: std::time::Duration::from_millis(1800),
         },
         pieces: 1,
     };
@@ -59,6 +62,10 @@ fn gemm_report_text() {
     );
     assert!(
         t.contains("pipelines: 3 compiled by helper processes (2 started), 4 taken from the pipeline cache"),
+        "{t}"
+    );
+    assert!(
+        t.contains("pipelines: 2 compiled in this process, 2500 ms of creation in all, the longest 1800 ms"),
         "{t}"
     );
     assert!(

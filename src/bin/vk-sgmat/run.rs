@@ -215,6 +215,7 @@ fn one_device_bench(args: BenchArgs, forced: &vk_sgmat::GemmOptions, c_layout: L
     if let Some(s) = args.first_runs {
         let pause = std::time::Duration::from_millis(args.pause_after_first);
         let first = (seconds("--first-runs", s)?, pause, args.prime);
+        let forced = (forced, args.scheme.as_deref());
         return first_runs_command(&ctx, (types, &shapes), layouts, forced, first);
     }
     let peers = read_peers(&args.peer)?;
@@ -247,13 +248,14 @@ fn first_runs_command(
     ctx: &vk_sgmat::Context,
     (types, shapes): (&[String], &[String]),
     layouts: (Layout, Layout),
-    forced: &GemmOptions,
+    (forced, scheme): (&GemmOptions, Option<&str>),
     first: (std::time::Duration, std::time::Duration, usize),
 ) -> Result<bool> {
     for t in bench_types(ctx, types)? {
+        let options = crate::args::with_scheme(ctx, t, forced, scheme)?;
         for shape in parse_shapes(shapes)? {
             let r = with_types!(t, |TA, TB, TC| crate::first_runs::first_runs::<TA, TB, TC>(
-                ctx, shape, layouts, forced, first
+                ctx, shape, layouts, &options, first
             )?);
             println!("{} {}", t.label(forced.compute), r.line());
         }
