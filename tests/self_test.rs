@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use verify::Rng;
 use vk_sgmat::kernel::Load;
 use vk_sgmat::plan::Kernel;
+use vk_sgmat::tiling::TileScheme;
 use vk_sgmat::{
     Activation, Axis, BatchRef, ComponentType, Context, ContextOptions, Error, GPUSubgroupMatrixConfig, GemmOptions,
     Layout, MatMut, MatRef, Matmul, PipelineCacheFile,
@@ -295,6 +296,49 @@ fn a_kernel_with_sizes_built_in_passes_at_its_own_sizes_on_matrix_units() {
     for layouts in LAYOUT_PAIRS {
         let check = run_case::<f16, f16, f32>(&ctx, &mut rng, (300, 260, 200), layouts, 3, &options);
         assert!(check.passed, "{layouts:?}: {check:?}");
+    }
+    // Split-K's slices build in their own depth (on a device with workgroup-scope kernels):
+    // 211 in three slices of whole K steps leaves a shallower last one, so two pipelines, each
+    // tested at its sizes and checked here.
+    // A workgroup-scope scheme of 128x128 tiles where the device has one (the planner's own
+    // choice at this size may be subgroup scope).
+    let cm2 = &ctx.device_info().cooperative_matrix2;
+    let workgroup_scope = cm2
+        .as_ref()
+        .is_some_and(|c| c.workgroup_scope && c.flexible_dimensions && c.tensor_addressing);
+    let wg = workgroup_scope.then(|| {
+        let config = f16_config();
+        let limits = &ctx.device_info().limits;
+        TileScheme::workgroup_for_limits(&config, limits, ctx.subgroup_size(), (2, 2), (4, 4), (2 * config.k, 1))
+            .expect("a 128x128 workgroup-scope scheme")
+    });
+    let split = GemmOptions {
+        split_k: Some(3),
+        scheme: wg,
+        ..options
+    };
+    let shape = (300, 260, 211);
+    for layouts in LAYOUT_PAIRS {
+        let plan = ctx
+            .plan::<f16, f16, f32>(&Matmul::with_options(&split), shape, layouts)
+            .unwrap();
+        let depths: Vec<_> = plan
+            .gemm_dispatches()
+            .map(|d| match d.kernel {
+                Kernel::Gemm(key) => key.fixed.map(|f| f.k),
+                _ => None,
+            })
+            .collect();
+        let built_in = wg.is_some();
+        assert!(
+            plan.is_split_k()
+                && depths.len() == 3
+                && (depths[0] != depths[2] && depths.iter().all(Option::is_some) || !built_in),
+            "{layouts:?}: slices of depths {depths:?} on {}",
+            plan.scheme.name()
+        );
+        let check = run_case::<f16, f16, f32>(&ctx, &mut rng, shape, layouts, 2, &split);
+        assert!(check.passed, "split {layouts:?}: {check:?}");
     }
     let report = ctx.self_test();
     assert!(report.dropped.is_empty() && report.passed >= 1, "{report:?}");

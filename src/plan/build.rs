@@ -74,7 +74,11 @@ impl GemmPlan {
                 return Ok(out);
             }
         }
-        let fixed = fixed_sizes(req, &passes);
+        // Passes cut along K by the device's limits keep their sizes pushed: one pipeline for all.
+        let fixed = match passes.as_slice() {
+            [pass] if pass.k == p.k => fixed_sizes(req, pass),
+            _ => None,
+        };
         for (i, pass) in passes.iter().enumerate() {
             // Passes along K accumulate into the C the previous one wrote (beta = 1).
             let (kernel, beta) = if pass.accumulate {
@@ -120,16 +124,16 @@ impl GemmPlan {
             epilogue,
             subgroup_size: scheme.subgroup_size(),
         };
-        splits > 1 && self.plan_split(limits, splits, gemm_key(req, (false, false)), reduce, single.c, bits)
+        splits > 1 && self.plan_split(req, limits, splits, reduce, single.c, bits)
     }
 
-    /// Adds split-K's slices and reduction; false (nothing added) where its scratch buffer or
-    /// reduction would not fit the limits.
+    /// Adds split-K's slices of `req` and their reduction; false (nothing added) where its
+    /// scratch buffer or reduction would not fit the limits.
     fn plan_split(
         &mut self,
+        req: &PlanRequest,
         l: &DispatchLimits,
         splits: u32,
-        partial: KernelKey,
         reduce: Kernel,
         c: Window,
         (alpha_bits, beta_bits): (u32, u32),
@@ -153,10 +157,13 @@ impl GemmPlan {
             return false;
         }
         // The slices write disjoint scratch slices: no barrier between them. They use the plain
-        // epilogue: alpha and beta are the reduction's.
+        // epilogue: alpha and beta are the reduction's. Each builds its depth in where sizes
+        // are built in (the last slice may be shallower: a second pipeline).
+        let partial = gemm_key(req, (false, false));
         for pass in &passes {
+            let fixed = fixed_sizes(req, pass);
             self.dispatches.push(Dispatch {
-                kernel: Kernel::Gemm(partial),
+                kernel: Kernel::Gemm(KernelKey { fixed, ..partial }),
                 bindings: [(Operand::A, pass.a), (Operand::B, pass.b), (Operand::Scratch, pass.c)],
                 push: pass_push(p, pass, 0, 0),
                 groups: pass.groups,
@@ -278,12 +285,16 @@ fn check_element_sizes(req: &PlanRequest) -> Result<()> {
     Ok(())
 }
 
-/// The sizes to build into the kernel of `req` planned as `passes` ([`PlanRequest::specialize`]):
-/// one pass over the whole problem, one GEMM, a workgroup-scope scheme, operands read as stored.
-fn fixed_sizes(req: &PlanRequest, passes: &[Pass]) -> Option<FixedSizes> {
+/// The sizes to build into the kernel that runs `pass` of `req` ([`PlanRequest::specialize`]):
+/// a pass over all of M and N of one GEMM, a workgroup-scope scheme, operands read as stored.
+/// K is the pass's: the whole K, or a split-K slice's depth (a pipeline per depth). On the H200
+/// slices with their depth built in ran 2.7-5.6% faster than with sizes pushed (512x4096x4096
+/// and 512x4096x11008 in two, docs/perf/h200-49-4.txt); they compile in about 3 s where the
+/// depth is a whole number of the kernel's iterations, in 5-10 s where a tail of single steps
+/// is left, as long as the kernel with sizes pushed (h200-49-2, -3).
+fn fixed_sizes(req: &PlanRequest, pass: &Pass) -> Option<FixedSizes> {
     let p = &req.problem;
-    let [pass] = passes else { return None };
-    let whole = (pass.m, pass.n, pass.k) == (p.m, p.n, p.k) && p.batch.count == 1;
+    let whole = (pass.m, pass.n) == (p.m, p.n) && p.batch.count == 1;
     let kernel = req.scheme.scope() == crate::tiling::KernelScope::Workgroup && req.loads == [Load::Native; 2];
     if !(req.specialize && whole && kernel) {
         return None;
@@ -291,7 +302,7 @@ fn fixed_sizes(req: &PlanRequest, passes: &[Pass]) -> Option<FixedSizes> {
     let u = |v: usize| u32::try_from(v).ok();
     Some(FixedSizes {
         n: u(p.n)?,
-        k: u(p.k)?,
+        k: u(pass.k)?,
         lda: u(p.lda)?,
         ldb: u(p.ldb)?,
         ldc: u(p.ldc)?,

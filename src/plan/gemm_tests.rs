@@ -412,13 +412,32 @@ fn specialised_plans_build_n_k_and_the_leading_dimensions_into_the_workgroup_ker
     let p = &req(wg, true, SplitK::Slices(1)).problem;
     assert_eq!((on.n, on.k), (200, 100));
     assert_eq!((on.lda, on.ldb, on.ldc), (p.lda as u32, p.ldb as u32, p.ldc as u32));
-    // Off when not asked, on subgroup scope, and where K is cut into slices or passes.
+    // Off when not asked, on subgroup scope, and where the device's limits cut K into passes.
     assert_eq!(fixed(&req(wg, false, SplitK::Slices(1))), None);
     let sg = request(1, 1, 1, 1.0, 0.0, SplitK::Slices(1)).scheme;
     assert_eq!(fixed(&req(sg, true, SplitK::Slices(1))), None);
+    // Split-K's slices build in their own depth: 100 in two slices of K steps is 64 + 36, so
+    // two pipelines, each slice's dispatch pushing the depth its kernel has built in.
+    let bk = wg.geometry(&config).bk;
+    assert_eq!(bk, 32, "the depths below assume 32-deep K steps");
     let split = GemmPlan::new(&req(wg, true, SplitK::Slices(2)), &unlimited()).unwrap();
     assert!(split.is_split_k());
-    assert!(split
+    let slices: Vec<_> = split
+        .gemm_dispatches()
+        .map(|d| match d.kernel {
+            Kernel::Gemm(k) => (k.fixed.expect("a slice with sizes built in"), d.push.k),
+            other => panic!("a slice ran {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        slices.iter().map(|(f, push)| (f.k, *push)).collect::<Vec<_>>(),
+        [(64, 64), (36, 36)]
+    );
+    assert!(slices
+        .iter()
+        .all(|(f, _)| (f.n, f.lda, f.ldb, f.ldc) == (on.n, on.lda, on.ldb, on.ldc)));
+    let pushed = GemmPlan::new(&req(wg, false, SplitK::Slices(2)), &unlimited()).unwrap();
+    assert!(pushed
         .gemm_dispatches()
         .all(|d| matches!(d.kernel, Kernel::Gemm(k) if k.fixed.is_none())));
     let narrow = DispatchLimits {
