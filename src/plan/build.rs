@@ -74,21 +74,34 @@ impl GemmPlan {
                 return Ok(out);
             }
         }
+        out.plan_passes(req, &passes, epilogue, (alpha_bits, beta_bits, one_bits), vectors);
+        Ok(out)
+    }
+
+    /// Adds a dispatch per pass of `req`; the passes after the first along K accumulate into
+    /// the C the previous one wrote (beta = 1: `one_bits`).
+    fn plan_passes(
+        &mut self,
+        req: &PlanRequest,
+        passes: &[Pass],
+        epilogue: Epilogue,
+        (alpha_bits, beta_bits, one_bits): (u32, u32, u32),
+        vectors: [Option<(Operand, Window)>; 3],
+    ) {
+        let p = &req.problem;
         // Passes cut along K by the device's limits keep their sizes pushed: one pipeline for all.
-        let fixed = match passes.as_slice() {
+        let fixed = match passes {
             [pass] if pass.k == p.k => fixed_sizes(req, pass),
             _ => None,
         };
         for (i, pass) in passes.iter().enumerate() {
-            // Passes along K accumulate into the C the previous one wrote (beta = 1).
             let (kernel, beta) = if pass.accumulate {
-                (key(epilogue.alpha, true), one_bits)
+                (gemm_key(req, (epilogue.alpha, true)), one_bits)
             } else {
-                (key(epilogue.alpha, epilogue.beta), beta_bits)
+                (gemm_key(req, (epilogue.alpha, epilogue.beta)), beta_bits)
             };
-            let kernel = KernelKey { fixed, ..kernel };
-            out.dispatches.push(Dispatch {
-                kernel: Kernel::Gemm(kernel),
+            self.dispatches.push(Dispatch {
+                kernel: Kernel::Gemm(KernelKey { fixed, ..kernel }),
                 bindings: [(Operand::A, pass.a), (Operand::B, pass.b), (Operand::C, pass.c)],
                 push: pass_push(p, pass, alpha_bits, beta),
                 groups: pass.groups,
@@ -97,7 +110,6 @@ impl GemmPlan {
                 vectors,
             });
         }
-        Ok(out)
     }
 
     /// Adds split-K's slices over `single`'s grid and their reduction (applying `epilogue`'s

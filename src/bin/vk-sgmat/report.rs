@@ -313,28 +313,33 @@ pub fn render_gemm(r: &GemmReport) -> String {
             "driver self-test: {tested} kernel famil{} tested in {ms:.2} ms; verdicts read in {read_ms:.3} ms",
             if tested == 1 { "y" } else { "ies" }
         );
-        let c = &r.compiled;
-        if c.from_helper > 0 || c.from_cache > 0 || c.failures > 0 {
-            let _ = writeln!(
-                s,
-                "pipelines: {} compiled by helper processes ({} started), {} taken from the pipeline cache",
-                c.from_helper, c.helpers_started, c.from_cache
-            );
-        }
-        if c.compiled_here > 0 {
-            let _ = writeln!(
-                s,
-                "pipelines: {} compiled in this process, {:.0} ms of creation in all, the longest {:.0} ms",
-                c.compiled_here,
-                c.compile_time.as_secs_f64() * 1e3,
-                c.longest_compile.as_secs_f64() * 1e3
-            );
-        }
-        if let Some(why) = &c.last_failure {
-            let _ = writeln!(s, "pipelines: a helper failed, compiled in this process since: {why}");
-        }
+        render_pipelines(&mut s, &r.compiled);
     }
     s
+}
+
+/// Where `gemm`'s pipelines came from: helpers, the cache, or compiled here (and how long that
+/// took).
+fn render_pipelines(s: &mut String, c: &vk_sgmat::CompileReport) {
+    if c.from_helper > 0 || c.from_cache > 0 || c.failures > 0 {
+        let _ = writeln!(
+            s,
+            "pipelines: {} compiled by helper processes ({} started), {} taken from the pipeline cache",
+            c.from_helper, c.helpers_started, c.from_cache
+        );
+    }
+    if c.compiled_here > 0 {
+        let _ = writeln!(
+            s,
+            "pipelines: {} compiled in this process, {:.0} ms of creation in all, the longest {:.0} ms",
+            c.compiled_here,
+            c.compile_time.as_secs_f64() * 1e3,
+            c.longest_compile.as_secs_f64() * 1e3
+        );
+    }
+    if let Some(why) = &c.last_failure {
+        let _ = writeln!(s, "pipelines: a helper failed, compiled in this process since: {why}");
+    }
 }
 
 /// One row of `vk-sgmat check`.
