@@ -1,6 +1,6 @@
 //! The self-test's verdicts on disk, beside the pipeline cache: one file per device and driver,
 //! in the pipeline cache's sealed envelope, a text payload whose first line names the crate
-//! version, device and driver it holds for. Files are untrusted input: a damaged, foreign or
+//! version, a digest of the library's sources, and the device and driver it holds for. Files are untrusted input: a damaged, foreign or
 //! malformed file is ignored as a whole (every kernel is then tested again and the file
 //! rewritten); a verdict only ever skips a test or drops a configuration, never changes a plan
 //! otherwise.
@@ -14,12 +14,14 @@ use std::path::Path;
 /// Files larger than this are not read (a few hundred kernels take tens of kilobytes).
 const MAX_BYTES: u64 = 4 << 20;
 
-/// The payload's first line: what the verdicts hold for. A new crate version tests again (its
-/// kernels may differ), as does another driver build.
+/// The payload's first line: what the verdicts hold for. Another crate version or changed
+/// library sources (a digest of them, made by the build script) test again, as does another
+/// driver build.
 pub(super) fn header(device: &DeviceInfo) -> String {
     format!(
-        "vk-sgmat self-test 1\t{}\t{}\t{:08x}\t{}\t{}",
+        "vk-sgmat self-test 1\t{}+{}\t{}\t{:08x}\t{}\t{}",
         env!("CARGO_PKG_VERSION"),
+        env!("VK_SGMAT_SOURCE_DIGEST"),
         device.device_uuid,
         device.driver_version,
         one_field(&device.driver_name),

@@ -264,7 +264,13 @@ mod tests {
 
         // Another driver version, or the self-test off: the file says nothing.
         assert!(!SelfTest::open(true, Some(path.clone()), &device(2)).dropped(&config));
-        assert!(!SelfTest::open(false, Some(path), &d).dropped(&config));
+        assert!(!SelfTest::open(false, Some(path.clone()), &d).dropped(&config));
+        // Nor do verdicts of other library sources under the same crate version.
+        let ours = file::header(&d);
+        let other = ours.replacen(env!("VK_SGMAT_SOURCE_DIGEST"), "0000000000000000", 1);
+        assert_ne!(other, ours, "the header names the sources' digest");
+        file::save(&path, &other, &verdicts).unwrap();
+        assert!(!SelfTest::open(true, Some(path), &d).dropped(&config));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
