@@ -124,21 +124,8 @@ pub(super) fn k_loop(
     (d, st): (&Decl, &Setup),
     t_layout: Word,
     (steps, ahead): (u32, u32),
-    (k_start, k_end): (Word, Word),
+    range: (Word, Word),
 ) -> BuildResult<()> {
-    let Decl {
-        g,
-        planes,
-        ty: Types { t_u32, .. },
-        mt: Tensors { t_mat_acc, c0, c1, .. },
-        ..
-    } = *d;
-    let Setup {
-        ref v_acc,
-        ref v_sum,
-        zero_acc,
-        ..
-    } = *st;
     let la = layout(b, d, t_layout, &st.left)?;
     let lb = layout(b, d, t_layout, &st.right)?;
     let x = LoopCtx {
@@ -148,66 +135,97 @@ pub(super) fn k_loop(
         la,
         lb,
     };
-    let load = |b: &mut ModuleBuilder, k: Word| load_step(b, &x, k);
-    let multiply = |b: &mut ModuleBuilder, step: &Step, j: usize, v: Word| multiply(b, (d, st), step, j, v);
-    let add_sums = |b: &mut ModuleBuilder| add_sums(b, d, st);
-    // Where an iteration's products go: the partial sums (split planes) or the accumulators.
-    let into = if planes { v_sum } else { v_acc };
     if ahead == 0 && steps > 1 {
-        // Load, multiply, step by step: an inner loop of `steps` K steps that the driver
-        // unrolls (its hint), not unrolled here. The driver pipelines this form's loads
-        // better: +7% at 4096^3 `nt` on the H200 for the same kernel unrolled by hand. The
-        // inner loop counts its steps from 0, so its trip count is a constant the driver
-        // sees (counting K from `kb` to `kb + steps * BK` was 1.4% slower).
-        let c_steps = b.c_u32(steps);
-        return b.counted_loop((k_start, k_end, steps * g.bk), |b, kb| {
-            for &t in v_sum {
-                b.b.store(t, zero_acc, None, [])?;
-            }
-            b.counted_loop_ctl((c0, c_steps, c1), LoopControl::UNROLL, |b, step| {
-                let dk = b.mul_u(step, g.bk)?;
-                let k = b.b.i_add(t_u32, None, kb, dk)?;
-                let step = load(b, k)?;
-                for (j, &v) in into.iter().enumerate() {
-                    let x = b.b.load(t_mat_acc, None, v, None, [])?;
-                    let x = multiply(b, &step, j, x)?;
-                    b.b.store(v, x, None, [])?;
-                }
-                Ok(())
-            })?;
-            add_sums(b)
-        });
+        inner_loop_iterations(b, &x, steps, range)
+    } else {
+        unrolled_iterations(b, &x, (steps, ahead), range)
     }
+}
+
+/// Where an iteration's products go: the partial sums (split planes) or the accumulators.
+fn products<'a>(d: &Decl, st: &'a Setup) -> &'a [Word] {
+    if d.planes {
+        &st.v_sum
+    } else {
+        &st.v_acc
+    }
+}
+
+/// Load, multiply, step by step: each iteration an inner loop of `steps` K steps that the
+/// driver unrolls (its hint), not unrolled here. The driver pipelines this form's loads better:
+/// +7% at 4096^3 `nt` on the H200 for the same kernel unrolled by hand. The inner loop counts
+/// its steps from 0, so its trip count is a constant the driver sees (counting K from `kb` to
+/// `kb + steps * BK` was 1.4% slower).
+fn inner_loop_iterations(
+    b: &mut ModuleBuilder,
+    x: &LoopCtx<'_>,
+    steps: u32,
+    (k_start, k_end): (Word, Word),
+) -> BuildResult<()> {
+    let (d, st) = (x.d, x.st);
+    let (g, t_u32, t_mat_acc) = (d.g, d.ty.t_u32, d.mt.t_mat_acc);
+    let into = products(d, st);
+    let c_steps = b.c_u32(steps);
     b.counted_loop((k_start, k_end, steps * g.bk), |b, kb| {
-        let load_step = |b: &mut ModuleBuilder, step: u32| -> BuildResult<Step> {
+        for &t in &st.v_sum {
+            b.b.store(t, st.zero_acc, None, [])?;
+        }
+        b.counted_loop_ctl((d.mt.c0, c_steps, d.mt.c1), LoopControl::UNROLL, |b, step| {
+            let dk = b.mul_u(step, g.bk)?;
+            let k = b.b.i_add(t_u32, None, kb, dk)?;
+            let step = load_step(b, x, k)?;
+            for (j, &v) in into.iter().enumerate() {
+                let acc = b.b.load(t_mat_acc, None, v, None, [])?;
+                let acc = multiply(b, (d, st), &step, j, acc)?;
+                b.b.store(v, acc, None, [])?;
+            }
+            Ok(())
+        })?;
+        add_sums(b, d, st)
+    })
+}
+
+/// Each iteration's `steps` K steps unrolled here, every step's loads issued `ahead` steps
+/// before its multiply, the accumulators kept in values through the iteration.
+fn unrolled_iterations(
+    b: &mut ModuleBuilder,
+    x: &LoopCtx<'_>,
+    (steps, ahead): (u32, u32),
+    (k_start, k_end): (Word, Word),
+) -> BuildResult<()> {
+    let (d, st) = (x.d, x.st);
+    let (g, t_mat_acc) = (d.g, d.mt.t_mat_acc);
+    let into = products(d, st);
+    b.counted_loop((k_start, k_end, steps * g.bk), |b, kb| {
+        let load_at = |b: &mut ModuleBuilder, step: u32| -> BuildResult<Step> {
             let k = if step == 0 { kb } else { b.add_u(kb, step * g.bk)? };
-            load(b, k)
+            load_step(b, x, k)
         };
         let mut pending = std::collections::VecDeque::with_capacity(steps as usize);
         let (mut loaded, mut acc) = (0, Vec::new());
         for step in 0..steps {
             while loaded <= (step + ahead).min(steps - 1) {
-                pending.push_back(load_step(b, loaded)?);
+                pending.push_back(load_at(b, loaded)?);
                 loaded += 1;
             }
             if acc.is_empty() {
-                for &v in v_acc {
-                    acc.push(if planes {
-                        zero_acc
+                for &v in &st.v_acc {
+                    acc.push(if d.planes {
+                        st.zero_acc
                     } else {
                         b.b.load(t_mat_acc, None, v, None, [])?
                     });
                 }
             }
             let step = pending.pop_front().expect("step loaded above");
-            for (j, x) in acc.iter_mut().enumerate() {
-                *x = multiply(b, &step, j, *x)?;
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a = multiply(b, (d, st), &step, j, *a)?;
             }
         }
-        for (&v, x) in into.iter().zip(acc) {
-            b.b.store(v, x, None, [])?;
+        for (&v, a) in into.iter().zip(acc) {
+            b.b.store(v, a, None, [])?;
         }
-        add_sums(b)
+        add_sums(b, d, st)
     })
 }
 
