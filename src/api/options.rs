@@ -65,7 +65,7 @@ pub struct GemmOptions {
     /// kernel in one pass, one GEMM at a time, reading its operands as stored: NVIDIA's driver
     /// then compiles a faster loop (H100, `nn` 4096³ +9%, 2048³ +7%: docs/perf/JOURNAL.md,
     /// "Sizes built into the kernel"), at the cost of a pipeline (seconds to compile on the
-    /// H200, kept in the pipeline cache) per shape. Default `None`: from M·N·K of 2048³ on;
+    /// H200, kept in the pipeline cache) per shape. Default `None`: from M·N·K of 2^31 on;
     /// `Some(true)`: at any size; `Some(false)`: never. The K sums run in the same order
     /// either way.
     pub specialize: Option<bool>,

@@ -17,11 +17,12 @@ use crate::plan::{
 use crate::tiling::{mid_grid_choice, simt_scheme, simt_schemes, KernelScope, Layout, TileScheme};
 
 /// M·N·K from which GEMMs take kernels with their sizes built in by default
-/// ([`GemmOptions::specialize`]): 2048³, where the H100 measured `nn` 7% faster
-/// (docs/perf/h100-27-10.txt) and a GEMM takes about 60 µs, so a shape's extra pipeline pays
-/// for itself within a model's first few thousand calls; smaller shapes keep one pipeline for
-/// all sizes.
-pub(crate) const SPECIALIZE_FROM: f64 = 2048.0 * 2048.0 * 2048.0;
+/// ([`GemmOptions::specialize`]): 2^31, 128 tokens through a 4096x4096 weight. There the H200
+/// ran 128x4096x4096 10% faster and the other 128-token layer GEMMs 0-1% faster, none slower
+/// (docs/perf/h200-49-6.txt); from 2048³ on the H100 had measured `nn` 7% faster
+/// (h100-27-10.txt). M stays free, so a weight's shape needs one pipeline per scheme and split
+/// whatever its token count; smaller GEMMs (arbitrary small sizes) keep one pipeline for all.
+pub(crate) const SPECIALIZE_FROM: f64 = 128.0 * 4096.0 * 4096.0;
 
 impl Context {
     /// How a GEMM of these element types (A, B, C) runs under `options` on this device: the

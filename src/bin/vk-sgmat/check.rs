@@ -100,7 +100,7 @@ type Run = (
 /// pipelines (seconds each on the H200) must not keep a time-limited run from checking them.
 /// Once per 16-bit and 8-bit pair, operands copied transposed first (`relayout`), which the
 /// default takes only at sizes larger than these. Once per pair, the first of those
-/// workgroup-scope schemes with the sizes built into its kernel (taken by default from 2048^3
+/// workgroup-scope schemes with the sizes built into its kernel (taken by default from 2^31
 /// on), on two shapes with edges and a K remainder: a pipeline per shape. A pair without a
 /// config runs on the kernels without matrix units, as the planner routes it.
 fn config_runs(ctx: &Context, pairs: &[(ComponentType, ComponentType)]) -> Vec<Run> {
@@ -244,7 +244,7 @@ fn run_name(
 /// How a check run reads its operands and sizes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Form {
-    /// Operands as stored, sizes pushed (the default below 2048^3).
+    /// Operands as stored, sizes pushed (the default below 2^31).
     AsStored,
     /// Operands copied into the other order first.
     Relaid,

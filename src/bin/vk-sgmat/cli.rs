@@ -76,7 +76,7 @@ pub struct PathArgs {
     #[arg(long, default_value = "auto")]
     pub relayout: String,
     /// Whether N, K and the leading dimensions are built into the workgroup-scope kernel
-    /// (a pipeline per shape): auto (from M*N*K of 2048^3 on), on or off.
+    /// (a pipeline per shape): auto (from M*N*K of 2^31 on), on or off.
     #[arg(long, default_value = "auto")]
     pub specialize: String,
     #[command(flatten)]
