@@ -117,7 +117,8 @@ pub struct CompileReport {
     pub failures: usize,
     /// Why the last failed run failed.
     pub last_failure: Option<String>,
-    /// Pipelines this process compiled itself (created without a pipeline cache hit).
+    /// Pipelines this process compiled itself: created where the driver's creation feedback
+    /// reported no pipeline cache hit (every pipeline created, on a driver that reports none).
     pub compiled_here: usize,
     /// Wall time spent creating those pipelines, summed over threads.
     pub compile_time: std::time::Duration,
