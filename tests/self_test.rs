@@ -303,9 +303,7 @@ fn a_kernel_with_sizes_built_in_passes_at_its_own_sizes_on_matrix_units() {
     // A workgroup-scope scheme of 128x128 tiles where the device has one (the planner's own
     // choice at this size may be subgroup scope).
     let cm2 = &ctx.device_info().cooperative_matrix2;
-    let workgroup_scope = cm2
-        .as_ref()
-        .is_some_and(|c| c.workgroup_scope && c.flexible_dimensions && c.tensor_addressing);
+    let workgroup_scope = cm2.as_ref().is_some_and(|c| c.usable());
     let wg = workgroup_scope.then(|| {
         let config = f16_config();
         let limits = &ctx.device_info().limits;

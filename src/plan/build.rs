@@ -33,7 +33,6 @@ impl GemmPlan {
         let one_bits = scalar_bits("beta", 1.0, st)?;
         let geometry = scheme.geometry(&config);
         let passes = plan(p, &geometry, limits)?;
-        let key = |alpha: bool, beta: bool| gemm_key(req, (alpha, beta));
         let epilogue = Epilogue {
             alpha: req.alpha != 1.0,
             beta: req.beta != 0.0,
@@ -56,7 +55,7 @@ impl GemmPlan {
                 &passes,
                 limits,
                 (alpha_bits, beta_bits),
-                key(epilogue.alpha, epilogue.beta),
+                gemm_key(req, (epilogue.alpha, epilogue.beta)),
                 vectors,
             )?;
             return Ok(out);
